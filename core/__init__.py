@@ -1,0 +1,1 @@
+"""tuneplan core: the planner, the probes, storage and reports. Pure Python; never imports Qt."""

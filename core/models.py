@@ -1,0 +1,416 @@
+"""The public JSON contract of the planner: plan requests and plan results.
+
+Users script these shapes (``tuneplan plan REQUEST.json --json``), so field names are stable.
+Sizes are bytes (integers), times are seconds or hours as named, money is USD.
+Every field carries a description; the GUI builds its forms and error messages from them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from core.units import parse_count
+
+
+def _count(value: Any) -> Any:
+    """Accept '2e8', '200M', '1.5T' wherever a token count is asked for."""
+    return parse_count(value) if isinstance(value, str) else value
+
+
+TokenCount = Annotated[float, BeforeValidator(_count)]
+
+
+class Method(StrEnum):
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"
+
+
+class Precision(StrEnum):
+    amp_bf16 = "amp_bf16"
+    pure_bf16 = "pure_bf16"
+    amp_fp16 = "amp_fp16"
+    fp32 = "fp32"
+    fp8 = "fp8"
+
+
+class Optimizer(StrEnum):
+    adamw = "adamw"
+    adamw_8bit = "adamw_8bit"
+    paged_adamw_8bit = "paged_adamw_8bit"
+    paged_adamw_32bit = "paged_adamw_32bit"
+    sgd = "sgd"
+    sgd_momentum = "sgd_momentum"
+    adafactor = "adafactor"
+    lion = "lion"
+
+
+class Sharding(StrEnum):
+    none = "none"
+    zero1 = "zero1"
+    zero2 = "zero2"
+    zero3 = "zero3"
+    fsdp = "fsdp"
+    hsdp = "hsdp"
+
+
+class Offload(StrEnum):
+    none = "none"
+    optimizer = "optimizer"
+    optimizer_and_params = "optimizer_and_params"
+
+
+class Attention(StrEnum):
+    flash = "flash"
+    sdpa = "sdpa"
+    eager = "eager"
+
+
+class PricingMode(StrEnum):
+    on_demand = "on_demand"
+    spot = "spot"
+    reserved = "reserved"
+
+
+class Interconnect(StrEnum):
+    """The link between nodes; inside a node the GPU's own NVLink/PCIe figure applies."""
+
+    infiniband = "infiniband"
+    roce = "roce"
+    efa = "efa"
+    ethernet = "ethernet"
+
+
+class StorageTier(StrEnum):
+    local_nvme = "local_nvme"
+    parallel_fs = "parallel_fs"
+    block = "block"
+    nfs = "nfs"
+    object = "object"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+
+
+# --------------------------------------------------------------------------- request
+
+
+class ModelSpec(_Strict):
+    """Exactly one of: a preset id, a Hugging Face config (inline or a file path), or a parameter count."""
+
+    model_config = ConfigDict(extra="allow")
+
+    preset: str | None = Field(None, title="Preset", description="catalog model id, e.g. llama-3.1-8b")
+    hf_config: str | None = Field(None, title="config.json path", description="path to a Hugging Face config.json")
+    params: TokenCount | None = Field(
+        None, gt=0, title="Parameters", description="total parameter count, e.g. 7e9 or 7B"
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ModelSpec:
+        inline = bool(self.model_extra) and "hidden_size" in (self.model_extra or {})
+        given = [
+            n
+            for n, v in (("preset", self.preset), ("hf_config", self.hf_config), ("params", self.params))
+            if v is not None
+        ]
+        if inline:
+            given.append("config.json keys")
+        if len(given) != 1:
+            raise ValueError(
+                "model needs exactly one of preset, hf_config, params or inline config.json keys"
+                f" (got {', '.join(given) or 'none'})"
+            )
+        if self.model_extra and not inline:
+            raise ValueError(f"model has unknown keys: {', '.join(sorted(self.model_extra))}")
+        return self
+
+    @property
+    def inline_config(self) -> dict[str, Any] | None:
+        return dict(self.model_extra) if self.model_extra else None
+
+
+class DataSpec(_Strict):
+    tokens: TokenCount = Field(..., gt=0, title="Dataset tokens", description="tokens in one epoch, e.g. 2e8 or 200M")
+    epochs: float = Field(1.0, gt=0, le=1000, title="Epochs")
+    seq_len: int = Field(2048, ge=16, le=2_097_152, title="Sequence length", description="tokens per sample")
+    packing: bool = Field(True, title="Packing", description="pack samples to full sequences (no padding waste)")
+    padding_fraction: float = Field(
+        0.0,
+        ge=0,
+        lt=0.95,
+        title="Padding waste",
+        description="fraction of each unpacked sequence that is padding (ignored when packing)",
+    )
+    bytes_per_token: float = Field(
+        4.0, gt=0, le=64, title="Raw bytes per token", description="raw text bytes per token (≈4 for English BPE)"
+    )
+    file_count: int | None = Field(
+        None, ge=1, title="Files", description="number of raw files the dataset is stored as (unpacked)"
+    )
+
+
+class TrainingSpec(_Strict):
+    method: Method = Field(Method.lora, title="Method")
+    lora_rank: int | None = Field(None, ge=1, le=4096, title="LoRA rank")
+    lora_dropout: float = Field(
+        0.0, ge=0, lt=1, title="LoRA dropout", description="dropout on adapter inputs (keeps a mask and a copy)"
+    )
+    lora_targets: str = Field(
+        "all-linear",
+        title="LoRA targets",
+        description="all-linear, attention, or a comma list of q,k,v,o,gate,up,down",
+    )
+    precision: Precision = Field(Precision.amp_bf16, title="Precision")
+    optimizer: Optimizer = Field(Optimizer.adamw, title="Optimizer")
+    sharding: Sharding = Field(Sharding.none, title="Sharding")
+    offload: Offload = Field(Offload.none, title="Offload")
+    gradient_checkpointing: bool = Field(True, title="Gradient checkpointing")
+    attention: Attention = Field(Attention.flash, title="Attention")
+    micro_batch_size: int = Field(1, ge=1, le=4096, title="Micro-batch")
+    global_batch_size: int | None = Field(
+        None, ge=1, title="Global batch", description="sequences per optimizer step (default: micro × GPUs)"
+    )
+    optimizer_in_backward: bool = Field(False, title="Optimizer in backward")
+    double_quant: bool = Field(True, title="Double quantization (QLoRA)")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> TrainingSpec:
+        if self.method is Method.full and self.lora_rank is not None:
+            raise ValueError("training.lora_rank is only allowed with method lora or qlora (method is full)")
+        if self.method is not Method.full and self.lora_rank is None:
+            self.lora_rank = 16
+        if self.offload is not Offload.none and self.sharding is Sharding.none:
+            raise ValueError("training.offload needs sharding zero1, zero2, zero3, fsdp or hsdp (sharding is none)")
+        if self.offload is Offload.optimizer_and_params and self.sharding in (Sharding.zero1, Sharding.zero2):
+            raise ValueError("training.offload optimizer_and_params needs sharding zero3, fsdp or hsdp")
+        if self.global_batch_size is not None and self.global_batch_size < self.micro_batch_size:
+            raise ValueError("training.global_batch_size must be at least training.micro_batch_size")
+        return self
+
+
+class HardwareSpec(_Strict):
+    gpu: str = Field(..., title="GPU", description="catalog GPU id, e.g. H100-SXM (case-insensitive)")
+    gpus_per_node: int = Field(1, ge=1, le=64, title="GPUs per node")
+    nodes: int = Field(1, ge=1, le=8192, title="Nodes")
+    interconnect: Interconnect = Field(Interconnect.infiniband, title="Inter-node network")
+    inter_node_gbps: float | None = Field(
+        None, gt=0, title="Inter-node bandwidth", description="Gbit/s per node (default from the network type)"
+    )
+    intra_node_busbw_gbs: float | None = Field(
+        None, gt=0, title="Measured intra-node busbw", description="GB/s, e.g. from an NCCL all-reduce probe"
+    )
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+class PricingSpec(_Strict):
+    provider: str | None = Field(None, title="Provider", description="e.g. aws, lambda, runpod (cheapest if empty)")
+    mode: PricingMode = Field(PricingMode.on_demand, title="Pricing mode")
+    usd_per_gpu_hour: float | None = Field(None, gt=0, title="Price override", description="USD per GPU-hour")
+    discount: float = Field(0.0, ge=0, lt=1, title="Discount", description="negotiated discount, 0–1")
+
+
+class SearchSpec(_Strict):
+    objective: Literal["cost", "time", "cost_under_deadline"] = Field("cost", title="Rank by")
+    deadline_hours: float | None = Field(None, gt=0, title="Deadline (hours)")
+    max_gpus: int = Field(512, ge=1, le=65536, title="Most GPUs")
+    gpus: list[str] | None = Field(None, title="GPUs to consider (default: all with a price)")
+
+
+class BuySpec(_Strict):
+    """Owning instead of renting; defaults from REFERENCES.md (Epoch, Uptime Institute)."""
+
+    capex_usd_per_gpu: float | None = Field(None, gt=0, title="Price per GPU incl. server share")
+    years: float = Field(3.0, gt=0, le=10, title="Depreciation (years)")
+    residual_fraction: float = Field(0.30, ge=0, lt=1, title="Residual value")
+    kw_per_gpu: float = Field(1.275, gt=0, title="kW per GPU incl. host (10.2 kW / 8 for HGX H100)")
+    load_fraction: float = Field(0.8, gt=0, le=1, title="Average power draw vs peak")
+    pue: float = Field(1.56, ge=1, le=3, title="PUE")
+    usd_per_kwh: float = Field(0.10, ge=0, title="Electricity USD/kWh")
+    colo_usd_per_kw_month: float = Field(200.0, ge=0, title="Colocation USD per kW-month")
+    ops_usd_per_gpu_year: float = Field(0.0, ge=0, title="Operations USD per GPU-year")
+    utilization: float = Field(0.6, gt=0, le=1, title="Utilisation")
+
+
+class Assumptions(_Strict):
+    mfu: float | None = Field(None, gt=0, le=1, title="MFU", description="override the default model FLOPs utilisation")
+    gpu_mtbf_hours: float = Field(
+        50_700.0,
+        gt=0,
+        title="GPU MTBF (h)",
+        description="GPU-hours per job-killing failure per GPU (Llama 3: 16,384 H100, one every ~3.1 h)",
+    )
+    spot_preemptions_per_hour: float = Field(0.05, ge=0, title="Spot preemptions per hour")
+    restart_minutes: float = Field(10.0, ge=0, title="Restart time (min)", description="requeue, load, warm-up")
+    checkpoint_tier: StorageTier = Field(StorageTier.local_nvme, title="Checkpoint storage")
+    data_tier: StorageTier = Field(StorageTier.object, title="Dataset storage")
+    checkpoints_kept: int = Field(2, ge=1, le=1000, title="Hot checkpoints kept")
+    archive_final_checkpoint: bool = Field(True, title="Archive the final checkpoint to object storage")
+    idle_hours: float = Field(0.0, ge=0, title="Idle hours (stopped instances, disks kept)")
+    egress_gb: float = Field(0.0, ge=0, title="Egress (GB)", description="e.g. downloading the final weights")
+    storage_months: float = Field(1.0, ge=0, title="Months of storage billed")
+    zero_accounting: Literal["deepspeed", "paper"] = Field(
+        "deepspeed",
+        title="ZeRO accounting",
+        description="deepspeed: DeepSpeed's buffers (fp32 grad partition); paper: the ZeRO paper's K=12 model",
+    )
+    comm_overlap: float = Field(0.7, ge=0, le=1, title="Comm/compute overlap")
+    buy: BuySpec = Field(default_factory=BuySpec)
+
+
+class PlanRequest(_Strict):
+    model: ModelSpec
+    data: DataSpec
+    training: TrainingSpec = Field(default_factory=TrainingSpec)
+    hardware: HardwareSpec | None = None
+    pricing: PricingSpec = Field(default_factory=PricingSpec)
+    search: SearchSpec = Field(default_factory=SearchSpec)
+    assumptions: Assumptions = Field(default_factory=Assumptions)
+
+
+# --------------------------------------------------------------------------- result
+
+
+class MemoryBreakdown(BaseModel):
+    weights: int
+    gradients: int
+    optimizer: int
+    activations: int
+    logits: int
+    overhead: int
+    total: int
+
+
+class MemoryResult(BaseModel):
+    per_gpu: MemoryBreakdown
+    gpu_memory: int
+    fits: bool
+    cpu_ram_needed: int
+    measure: Literal["reserved", "allocated"] = "reserved"
+    allocated_peak: int = Field(..., description="peak of torch.cuda.max_memory_allocated (no context, no reserve)")
+    max_micro_batch: int = Field(..., description="largest micro-batch that fits at this seq_len (0: none)")
+    max_seq_len: int = Field(..., description="longest sequence that fits at micro-batch 1 (0: none)")
+    suggestions: list[str] = Field(default_factory=list)
+
+
+class ComputeResult(BaseModel):
+    params_total: int
+    params_active: int
+    params_trainable: int
+    flops_per_token: float
+    total_flops: float
+    tokens_per_second: float
+    mfu: float
+    achieved_tflops_per_gpu: float
+    step_time_s: float
+    comm_time_s: float
+    scaling_efficiency: float
+    steps: int
+    tokens_per_step: int
+
+
+class TimeResult(BaseModel):
+    hours: float
+    gpu_hours: float
+
+
+class CheckpointResult(BaseModel):
+    size_bytes: int
+    write_seconds: float
+    interval_minutes: float
+    interval_young_minutes: float
+    job_mtbf_hours: float
+    expected_failures: float
+    overhead_fraction: float
+
+
+class StorageResult(BaseModel):
+    dataset_raw_bytes: int
+    dataset_tokenized_bytes: int
+    read_bytes_per_s_needed: float
+    tier_read_bytes_per_s: float
+    unpacked_requests: int
+    packed_requests: int
+    unpacked_request_usd: float | None
+    packed_request_usd: float | None
+
+
+class CostLine(BaseModel):
+    item: str
+    usd: float | None
+    detail: str
+    source: str | None = None
+    date: str | None = None
+
+
+class ComputeCost(BaseModel):
+    on_demand: float | None
+    spot: float | None
+    reserved: float | None
+
+
+class BuyVsRent(BaseModel):
+    usd_per_gpu_hour_owned: float
+    usd_per_gpu_hour_rented: float | None
+    break_even_utilization: float | None
+
+
+class CostResult(BaseModel):
+    provider: str | None
+    price_date: str | None
+    price_source: str | None
+    usd_per_gpu_hour: ComputeCost
+    compute_usd: ComputeCost
+    spot_expected_lost_hours: float | None
+    storage_usd: float
+    egress_usd: float
+    idle_usd: float
+    total_usd: float | None
+    items: list[CostLine]
+    buy_vs_rent: BuyVsRent | None
+
+
+class Candidate(BaseModel):
+    gpu: str
+    gpus_per_node: int
+    nodes: int
+    sharding: Sharding
+    method: Method
+    gradient_checkpointing: bool
+    micro_batch_size: int
+    fits: bool
+    memory_per_gpu: int
+    hours: float
+    cost_usd: float | None
+    provider: str | None
+    pareto: bool
+    why: str
+
+
+class Assumption(BaseModel):
+    name: str
+    value: str
+    source: str
+    date: str | None = None
+
+
+class PlanResult(BaseModel):
+    request: PlanRequest
+    model_name: str
+    hardware: HardwareSpec
+    memory: MemoryResult
+    compute: ComputeResult
+    time: TimeResult
+    checkpoint: CheckpointResult
+    storage: StorageResult
+    cost: CostResult
+    candidates: list[Candidate] = Field(default_factory=list)
+    assumptions: list[Assumption] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)

@@ -1,0 +1,1 @@
+"""The planning engine: pure functions from a PlanRequest to a PlanResult."""

@@ -1,0 +1,303 @@
+"""Model architecture and parameter counts from a Hugging Face config.json.
+
+Counts every weight matrix the way the checkpoint stores it: embeddings (twice when untied), attention
+(GQA, or DeepSeek's multi-head latent attention), gated or plain MLP, MoE experts (total vs active),
+routers and norms. The planner needs more than the total: LoRA adapts individual matrices, ZeRO-3 gathers
+the largest layer, and activations depend on the widths, so the shape is kept, not just the count.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+_PLAIN_MLP_TYPES = {"falcon", "gpt2", "gpt_neox", "opt", "bloom", "phi", "stablelm_alpha", "gptj", "starcoder2"}
+_GATED_ACTS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu", "gelu_new_gated"}
+
+
+class ConfigError(ValueError):
+    """A config.json that cannot describe a transformer; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Linear:
+    """One weight matrix kind inside a layer: name, input and output width, and how many exist per layer."""
+
+    name: str
+    d_in: int
+    d_out: int
+    count_total: float = 1.0
+    count_active: float = 1.0
+
+    @property
+    def params(self) -> int:
+        return self.d_in * self.d_out
+
+
+@dataclass(frozen=True)
+class Architecture:
+    name: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    tied_embeddings: bool
+    gated_mlp: bool = True
+    max_position: int | None = None
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_intermediate: int = 0
+    shared_experts: int = 0
+    shared_intermediate: int = 0
+    dense_layers: int = 0
+    moe_every: int = 1
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_nope_head_dim: int | None = None
+    qk_rope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    attention_bias: bool = False
+    parallel_block: bool = False  # attention and MLP read one shared norm (Falcon, Phi-2, GPT-NeoX)
+    sliding_window: int | None = None
+    inferred: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    # ----------------------------------------------------------------- construction
+
+    @classmethod
+    def from_hf_config(cls, cfg: dict[str, Any], name: str = "custom") -> Architecture:
+        """Read HF config keys; raises ConfigError naming the first missing or invalid key."""
+        if not isinstance(cfg, dict):
+            raise ConfigError("config.json must be a JSON object with keys such as hidden_size")
+        cfg = (
+            dict(cfg.get("text_config") or {}, **{k: v for k, v in cfg.items() if k != "text_config"})
+            if "hidden_size" not in cfg and isinstance(cfg.get("text_config"), dict)
+            else cfg
+        )
+
+        def need(*keys: str) -> int:
+            for key in keys:
+                value = cfg.get(key)
+                if value is not None:
+                    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                        raise ConfigError(f"config.json key {key} must be a positive integer (got {value!r})")
+                    return int(value)
+            raise ConfigError(f"config.json lacks {keys[0]}; it is needed to size the model")
+
+        def opt(*keys: str) -> int | None:
+            for key in keys:
+                if cfg.get(key) is not None:
+                    return need(key)
+            return None
+
+        hidden = need("hidden_size", "n_embd", "d_model")
+        layers = need("num_hidden_layers", "n_layer", "num_layers")
+        heads = need("num_attention_heads", "n_head", "num_heads")
+        kv_heads = opt("num_key_value_heads", "n_head_kv", "num_kv_heads") or (1 if cfg.get("multi_query") else heads)
+        if heads % kv_heads:
+            raise ConfigError(
+                f"config.json num_attention_heads ({heads}) must be a multiple of num_key_value_heads ({kv_heads})"
+            )
+        head_dim = opt("head_dim") or hidden // heads
+        vocab = need("vocab_size")
+        model_type = str(cfg.get("model_type", "")).lower()
+        act = str(cfg.get("hidden_act") or cfg.get("hidden_activation") or "").lower()
+        gated = model_type not in _PLAIN_MLP_TYPES and (act in _GATED_ACTS or not act or model_type != "")
+        intermediate = opt("intermediate_size", "ffn_hidden_size", "n_inner") or 4 * hidden
+        experts = opt("num_local_experts", "num_experts", "n_routed_experts") or 0
+        expert_inter = opt("moe_intermediate_size") or (intermediate if experts else 0)
+        shared = opt("n_shared_experts") or 0
+        shared_inter = opt("shared_expert_intermediate_size") or (expert_inter * shared if shared else 0)
+        tied = cfg.get("tie_word_embeddings")
+        if tied is None:
+            tied = model_type in {"gemma", "gemma2", "gemma3", "gemma3_text", "falcon"}
+        return cls(
+            name=name,
+            hidden=hidden,
+            layers=layers,
+            heads=heads,
+            kv_heads=kv_heads,
+            head_dim=head_dim,
+            intermediate=intermediate,
+            vocab=vocab,
+            tied_embeddings=bool(tied),
+            gated_mlp=gated,
+            max_position=opt("max_position_embeddings", "n_positions", "seq_length"),
+            experts=experts,
+            experts_per_token=(opt("num_experts_per_tok", "num_experts_per_token", "top_k") or 2) if experts else 0,
+            expert_intermediate=expert_inter,
+            shared_experts=1 if shared_inter else 0,
+            shared_intermediate=shared_inter,
+            dense_layers=min(opt("first_k_dense_replace") or 0, layers) if experts else 0,
+            moe_every=opt("decoder_sparse_step") or 1,
+            q_lora_rank=opt("q_lora_rank"),
+            kv_lora_rank=opt("kv_lora_rank"),
+            qk_nope_head_dim=opt("qk_nope_head_dim"),
+            qk_rope_head_dim=opt("qk_rope_head_dim"),
+            v_head_dim=opt("v_head_dim"),
+            parallel_block=model_type in {"falcon", "phi", "gpt_neox", "gptj"}
+            and bool(cfg.get("parallel_attn", cfg.get("use_parallel_residual", True))),
+            attention_bias=bool(cfg.get("attention_bias") or cfg.get("qkv_bias") or model_type == "qwen2"),
+            sliding_window=opt("sliding_window") if cfg.get("use_sliding_window", True) else None,
+        )
+
+    @classmethod
+    def from_param_count(cls, params: float, vocab: int = 32_000) -> Architecture:
+        """A Llama-shaped dense model of about `params` parameters (hidden/layers = 128, SwiGLU 8/3·h).
+
+        Used when the user gives only a count: activations then follow a typical shape, and the plan says so.
+        """
+        lo, hi = 256.0, 65_536.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if 12 * mid**3 / 128 + 2 * vocab * mid < params:
+                lo = mid
+            else:
+                hi = mid
+        hidden = max(256, round(lo / 128) * 128)
+        layers = max(1, round((params - 2 * vocab * hidden) / (12 * hidden * hidden)))
+        intermediate = int(math.ceil(8 * hidden / 3 / 256) * 256)
+        arch = cls(
+            name=f"{params / 1e9:.1f}B (inferred shape)",
+            hidden=hidden,
+            layers=layers,
+            heads=hidden // 128,
+            kv_heads=hidden // 128,
+            head_dim=128,
+            intermediate=intermediate,
+            vocab=vocab,
+            tied_embeddings=False,
+            inferred=True,
+            notes=(
+                "architecture inferred from the parameter count (Llama-like shape); import a config.json "
+                "for exact activation memory",
+            ),
+        )
+        # Scale the MLP so the total matches the requested count exactly enough for planning.
+        per_layer_other = arch._attention_params_per_layer() + 2 * hidden
+        mlp = (params - arch.embedding_params) / layers - per_layer_other
+        inter = max(hidden, int(mlp / (3 * hidden)))
+        return cls(**{**arch.__dict__, "intermediate": inter})
+
+    # ----------------------------------------------------------------- shapes
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def uses_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def q_width(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv_width(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    @property
+    def moe_layers(self) -> int:
+        if not self.is_moe:
+            return 0
+        return len([i for i in range(self.dense_layers, self.layers) if (i + 1) % self.moe_every == 0])
+
+    def attention_linears(self) -> list[Linear]:
+        h = self.hidden
+        if self.uses_mla:
+            nope, rope = self.qk_nope_head_dim or 128, self.qk_rope_head_dim or 64
+            v = self.v_head_dim or 128
+            kv_rank = self.kv_lora_rank or 512
+            q = (
+                [Linear("q_a", h, self.q_lora_rank), Linear("q", self.q_lora_rank, self.heads * (nope + rope))]
+                if self.q_lora_rank
+                else [Linear("q", h, self.heads * (nope + rope))]
+            )
+            return [
+                *q,
+                Linear("kv_a", h, kv_rank + rope),
+                Linear("kv", kv_rank, self.heads * (nope + v)),
+                Linear("o", self.heads * v, h),
+            ]
+        return [
+            Linear("q", h, self.q_width),
+            Linear("k", h, self.kv_width),
+            Linear("v", h, self.kv_width),
+            Linear("o", self.q_width, h),
+        ]
+
+    def mlp_linears(self) -> list[Linear]:
+        """MLP matrices averaged per layer: dense layers, routed experts (total vs active) and shared experts."""
+        h = self.hidden
+        names = ("gate", "up", "down") if self.gated_mlp else ("up", "down")
+        out: list[Linear] = []
+
+        def add(width: int, total: float, active: float) -> None:
+            if width and total:
+                for n in names:
+                    d_in, d_out = (width, h) if n == "down" else (h, width)
+                    out.append(Linear(n, d_in, d_out, total, active))
+
+        if not self.is_moe:
+            add(self.intermediate, 1, 1)
+            return out
+        moe_frac = self.moe_layers / self.layers
+        add(self.intermediate, 1 - moe_frac, 1 - moe_frac)
+        add(self.expert_intermediate, self.experts * moe_frac, self.experts_per_token * moe_frac)
+        add(self.shared_intermediate, moe_frac, moe_frac)
+        return out
+
+    def linears(self) -> list[Linear]:
+        return self.attention_linears() + self.mlp_linears()
+
+    def _attention_params_per_layer(self) -> int:
+        bias = (self.q_width + 2 * self.kv_width) if self.attention_bias else 0
+        return sum(lin.params for lin in self.attention_linears()) + bias
+
+    # ----------------------------------------------------------------- counts
+
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+
+    @property
+    def router_params(self) -> int:
+        return self.moe_layers * self.hidden * self.experts
+
+    @property
+    def norm_params(self) -> int:
+        return ((1 if self.parallel_block else 2) * self.layers + 1) * self.hidden
+
+    def _linear_params(self, active: bool) -> float:
+        per_layer = self._attention_params_per_layer() + sum(
+            lin.params * (lin.count_active if active else lin.count_total) for lin in self.mlp_linears()
+        )
+        return per_layer * self.layers
+
+    @property
+    def total_params(self) -> int:
+        return int(self._linear_params(False) + self.embedding_params + self.router_params + self.norm_params)
+
+    @property
+    def active_params(self) -> int:
+        return int(self._linear_params(True) + self.embedding_params + self.router_params + self.norm_params)
+
+    @property
+    def quantizable_params(self) -> int:
+        """Parameters in the transformer blocks' linear layers: what NF4 quantizes (embeddings stay 16-bit)."""
+        return int(self._linear_params(False))
+
+    @property
+    def largest_layer_params(self) -> int:
+        """The biggest single module ZeRO-3/FSDP gathers at once: one block, or the (un)embedding."""
+        block = (self._linear_params(False) + self.router_params) / self.layers
+        return int(max(block, self.vocab * self.hidden))
+
+    @property
+    def largest_matrix_params(self) -> int:
+        return max(lin.params for lin in self.linears())

@@ -1,0 +1,502 @@
+"""From a PlanRequest to a PlanResult: the one entry point the CLI, the GUI and the reports call."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from core.catalog import GPU, Catalog, CatalogError, Price, load_catalog
+from core.models import (
+    Assumption,
+    CheckpointResult,
+    ComputeCost,
+    ComputeResult,
+    CostLine,
+    CostResult,
+    HardwareSpec,
+    MemoryBreakdown,
+    MemoryResult,
+    Method,
+    ModelSpec,
+    Offload,
+    PlanRequest,
+    PlanResult,
+    Precision,
+    Sharding,
+    StorageResult,
+    StorageTier,
+    TimeResult,
+    TrainingSpec,
+)
+from core.planner import comms, compute, cost, reliability, search, storage
+from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
+from core.planner.params import Architecture, ConfigError
+from core.planner.step import Hardware, StepEstimate, evaluate, global_batch, trained_tokens
+
+
+class PlanError(ValueError):
+    """A request the planner cannot honour; the message is one sentence naming the field."""
+
+
+def resolve_model(spec: ModelSpec, catalog: Catalog) -> tuple[Architecture, list[str]]:
+    """The architecture behind a model spec, plus warnings about how it was obtained."""
+    try:
+        if spec.preset is not None:
+            preset = catalog.model(spec.preset)
+            return Architecture.from_hf_config(preset.config, preset.id), []
+        if spec.hf_config is not None:
+            path = Path(spec.hf_config).expanduser()
+            try:
+                cfg = json.loads(path.read_text(encoding="utf-8"))
+            except FileNotFoundError as exc:
+                raise PlanError(f"model.hf_config: no file at {path}") from exc
+            except json.JSONDecodeError as exc:
+                raise PlanError(f"model.hf_config: {path} is not valid JSON ({exc.msg}, line {exc.lineno})") from exc
+            return Architecture.from_hf_config(cfg, str(cfg.get("_name_or_path") or path.parent.name)), []
+        if spec.inline_config is not None:
+            cfg = spec.inline_config
+            return Architecture.from_hf_config(cfg, str(cfg.get("_name_or_path", "custom config"))), []
+        assert spec.params is not None
+        arch = Architecture.from_param_count(spec.params)
+        return arch, list(arch.notes)
+    except ConfigError as exc:
+        raise PlanError(f"model: {exc}") from exc
+    except CatalogError as exc:
+        raise PlanError(str(exc)) from exc
+
+
+def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision) -> Hardware:
+    return Hardware(
+        memory_bytes=gpu.memory_bytes,
+        peak_tflops=gpu.peak_tflops(precision.value),
+        intra_gbs=gpu.intra_node_gbs if spec.gpus_per_node > 1 else 1e6,
+        base_mfu=compute.BASE_MFU.get(gpu.architecture.lower(), 0.35),
+        gpus_per_node=spec.gpus_per_node,
+        nodes=spec.nodes,
+        gpu_net_gbps=(
+            spec.inter_node_gbps / spec.gpus_per_node
+            if spec.inter_node_gbps
+            else comms.DEFAULT_GPU_GBPS[spec.interconnect]
+        ),
+        measured_intra_busbw_gbs=spec.intra_node_busbw_gbs,
+    )
+
+
+def _check_request(request: PlanRequest, arch: Architecture) -> None:
+    seq = request.data.seq_len
+    if arch.max_position and seq > arch.max_position:
+        raise PlanError(
+            f"data.seq_len {seq} is longer than {arch.name}'s context of {arch.max_position} tokens; "
+            f"use at most {arch.max_position}"
+        )
+    hw = request.hardware
+    if hw and request.training.sharding is Sharding.hsdp and hw.nodes < 2:
+        raise PlanError("training.sharding hsdp needs hardware.nodes ≥ 2 (it replicates across nodes)")
+
+
+def _largest_fitting(arch: Architecture, request: PlanRequest, hw: Hardware, *, vary: str) -> int:
+    """Binary search for the largest micro-batch (or sequence) that fits; 0 when even the smallest does not."""
+    lo, hi = 0, 1
+    limit = 4096 if vary == "micro" else (arch.max_position or 1_048_576)
+
+    def fits(value: int) -> bool:
+        training, data = request.training, request.data
+        if vary == "micro":
+            training = training.model_copy(update={"micro_batch_size": value})
+        else:
+            training = training.model_copy(update={"micro_batch_size": 1})
+            data = data.model_copy(update={"seq_len": value})
+        est = evaluate(arch, training, data, hw, request.assumptions)
+        return bool(est.fits)
+
+    start = 1 if vary == "micro" else 128
+    if not fits(start):
+        return 0
+    lo, hi = start, start * 2
+    while hi <= limit and fits(hi):
+        lo, hi = hi, hi * 2
+    hi = min(hi, limit + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+def suggestions(request: PlanRequest, est: StepEstimate, gpu: GPU) -> list[str]:
+    """What to change when the plan does not fit, most effective first."""
+    if bool(est.fits):
+        return []
+    t, out = request.training, []
+    mem = est.memory
+    if not t.gradient_checkpointing and mem.activations > 0.2 * mem.total:
+        out.append("turn on gradient checkpointing (activations are the largest part)")
+    if t.micro_batch_size > 1:
+        out.append("lower the micro-batch and raise gradient accumulation (global batch stays the same)")
+    if t.method is Method.full:
+        out.append("use LoRA or QLoRA: the frozen base needs no gradients or optimizer states")
+    elif t.method is Method.lora:
+        out.append("use QLoRA: NF4 weights take about a quarter of the 16-bit size")
+    if t.sharding in (Sharding.none, Sharding.zero1, Sharding.zero2) and (
+        request.hardware and request.hardware.gpus > 1
+    ):
+        out.append("shard parameters too (zero3 or fsdp)")
+    elif request.hardware and request.hardware.gpus == 1:
+        out.append("add GPUs and shard with zero3/fsdp")
+    if t.offload is Offload.none and t.sharding is not Sharding.none:
+        out.append("offload the optimizer to CPU RAM (slower steps)")
+    if t.optimizer.value == "adamw":
+        out.append("use an 8-bit optimizer (adamw_8bit) to shrink optimizer states 4×")
+    if t.precision is Precision.amp_bf16 and t.method is Method.full:
+        out.append("pure bf16 weights and states (8 instead of 16 bytes per parameter)")
+    if mem.logits > 0.15 * mem.total:
+        out.append("use a chunked/fused cross-entropy: the logits buffer is large for this vocabulary")
+    out.append(f"pick a GPU with more than {gpu.memory_bytes / 1e9:.0f} GB")
+    return out
+
+
+def _price_for(catalog: Catalog, gpu: GPU, request: PlanRequest, mode: str) -> Price | None:
+    try:
+        return catalog.best_price(gpu.id, mode, request.pricing.provider)
+    except CatalogError:
+        raise
+    except Exception:
+        return None
+
+
+def _cost(
+    request: PlanRequest,
+    catalog: Catalog,
+    gpu: GPU,
+    hw: HardwareSpec,
+    est: StepEstimate,
+    ckpt: CheckpointResult,
+    storage_lines: list[CostLine],
+    disk_bytes: float,
+    today: dt.date,
+) -> tuple[CostResult, list[str], list[Assumption]]:
+    pricing, a = request.pricing, request.assumptions
+    warnings: list[str] = []
+    assumptions: list[Assumption] = []
+    rows = {mode: _price_for(catalog, gpu, request, mode) for mode in ("on_demand", "spot", "reserved")}
+    ref = rows.get(pricing.mode.value) or rows["on_demand"] or rows["spot"] or rows["reserved"]
+    per_hour = {m: (getattr(r, m) if r else None) for m, r in rows.items()}
+    if pricing.usd_per_gpu_hour is not None:
+        per_hour[pricing.mode.value] = pricing.usd_per_gpu_hour
+    solve_hours = float(est.hours)
+    gpu_hours = solve_hours * (1 + ckpt.overhead_fraction) * hw.gpus
+    spot = cost.spot_cost(
+        solve_hours=solve_hours,
+        gpus=hw.gpus,
+        spot_usd_per_gpu_hour=per_hour["spot"],
+        gpu_mtbf_hours=a.gpu_mtbf_hours,
+        preemptions_per_hour=a.spot_preemptions_per_hour,
+        checkpoint_write_s=ckpt.write_seconds,
+        restart_s=a.restart_minutes * 60,
+        discount=pricing.discount,
+    )
+    compute_usd = cost.compute_costs(
+        gpu_hours,
+        per_hour["on_demand"],
+        per_hour["spot"],
+        per_hour["reserved"],
+        pricing.discount,
+        spot_gpu_hours=spot.gpu_hours,
+    )
+    for mode, row in rows.items():
+        if row is None:
+            continue
+        if row.is_stale(today):
+            warnings.append(
+                f"{row.provider_name} {mode.replace('_', '-')} price for {gpu.id} is from "
+                f"{row.date}, more than 12 months old"
+            )
+        elif row.date is None:
+            warnings.append(
+                f"{row.provider_name} {mode.replace('_', '-')} price for {gpu.id} has no date in its source"
+            )
+        assumptions.append(
+            Assumption(
+                name=f"{mode.replace('_', '-')} price",
+                value=f"${getattr(row, mode):.2f}/GPU-h "
+                f"({row.provider_name} {row.instance}, {row.region or 'any region'})",
+                source=row.source,
+                date=row.date,
+            )
+        )
+    block = catalog.storage_price(ref.provider if ref else "aws", StorageTier.block.value)
+    idle = cost.idle_cost(a.idle_hours, disk_bytes, block.usd_per_gb_month if block else None) or 0.0
+    egress_row = catalog.egress_price(ref.provider if ref else "aws")
+    egress = cost.egress_cost(a.egress_gb, egress_row.usd_per_gb if egress_row else None) or 0.0
+    storage_usd = sum(line.usd or 0.0 for line in storage_lines)
+    chosen = getattr(compute_usd, pricing.mode.value)
+    items = [
+        CostLine(
+            item=f"compute ({pricing.mode.value.replace('_', '-')})",
+            usd=chosen,
+            detail=f"{gpu_hours:,.0f} GPU-h × ${per_hour[pricing.mode.value] or 0:.2f}"
+            + (
+                f" (spot: {spot.gpu_hours:,.0f} GPU-h incl. expected lost work)" if pricing.mode.value == "spot" else ""
+            ),
+            source=ref.source if ref else None,
+            date=ref.date if ref else None,
+        ),
+        *storage_lines,
+        CostLine(
+            item="idle disks",
+            usd=idle,
+            detail=f"{a.idle_hours:g} h stopped with {disk_bytes / 1e9:,.0f} GB",
+            source=block.source if block else None,
+            date=block.date if block else None,
+        ),
+        CostLine(
+            item="egress",
+            usd=egress,
+            detail=f"{a.egress_gb:g} GB out",
+            source=egress_row.source if egress_row else None,
+            date=egress_row.date if egress_row else None,
+        ),
+    ]
+    total = None if chosen is None else chosen + storage_usd + idle + egress
+    if chosen is None:
+        warnings.append(
+            f"no {pricing.mode.value.replace('_', '-')} price for {gpu.id}"
+            + (f" at {pricing.provider}" if pricing.provider else "")
+            + "; set pricing.usd_per_gpu_hour"
+        )
+    capex = (sum(gpu.street_price_usd) / 2) if gpu.street_price_usd else None
+    rent = per_hour["on_demand"] or per_hour["reserved"] or per_hour["spot"]
+    bvr = cost.buy_vs_rent(a.buy, capex, rent) if (capex or a.buy.capex_usd_per_gpu) else None
+    return (
+        CostResult(
+            provider=ref.provider_name if ref else None,
+            price_date=ref.date if ref else None,
+            price_source=ref.source if ref else None,
+            usd_per_gpu_hour=ComputeCost(**per_hour),
+            compute_usd=compute_usd,
+            spot_expected_lost_hours=spot.lost_gpu_hours if per_hour["spot"] is not None else None,
+            storage_usd=storage_usd,
+            egress_usd=egress,
+            idle_usd=idle,
+            total_usd=total,
+            items=items,
+            buy_vs_rent=bvr,
+        ),
+        warnings,
+        assumptions,
+    )
+
+
+def checkpoint_bytes(arch: Architecture, training: TrainingSpec, trainable: float) -> float:
+    """Full: 16-bit weights + fp32 master + optimizer states of every parameter; LoRA: the adapters only."""
+    states = optimizer_state_bytes(training.optimizer, training.precision)
+    master = 4.0 if training.precision in (Precision.amp_bf16, Precision.amp_fp16, Precision.fp8) else 0.0
+    weights = 4.0 if training.precision is Precision.fp32 else 2.0
+    if training.method is Method.full:
+        return float(arch.total_params) * (weights + master + states)
+    return trainable * (weights + master + states)
+
+
+def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | None = None) -> PlanResult:
+    """Plan one request. Without `hardware`, search the catalog and plan the recommended configuration."""
+    catalog = catalog or load_catalog()
+    today = today or dt.date.today()
+    arch, warnings = resolve_model(request.model, catalog)
+    _check_request(request, arch)
+    candidates: list[Any] = []
+    if request.hardware is None:
+        found = search.search(arch, request, catalog)
+        candidates = found.candidates
+        if not found.best:
+            raise PlanError(
+                found.reason
+                or "nothing fits: no GPU, count and sharding in the catalog can hold "
+                "this model; try method qlora or a shorter data.seq_len"
+            )
+        best = found.best
+        request = request.model_copy(
+            update={
+                "hardware": HardwareSpec(gpu=best.gpu, gpus_per_node=best.gpus_per_node, nodes=best.nodes),
+                "training": request.training.model_copy(
+                    update={
+                        "sharding": best.sharding,
+                        "gradient_checkpointing": best.gradient_checkpointing,
+                        "micro_batch_size": best.micro_batch_size,
+                    }
+                ),
+            }
+        )
+    hw_spec = request.hardware
+    assert hw_spec is not None
+    try:
+        gpu = catalog.gpu(hw_spec.gpu)
+    except CatalogError as exc:
+        raise PlanError(str(exc)) from exc
+    hw = gpu_hardware(gpu, hw_spec, request.training.precision)
+    est = evaluate(arch, request.training, request.data, hw, request.assumptions)
+    mem = est.memory
+
+    vocab = arch.vocab
+    raw, tokenized = storage.dataset_bytes(request.data.tokens, request.data.bytes_per_token, vocab)
+    needed = storage.read_bytes_per_s_needed(float(est.tokens_per_s), vocab)
+    a = request.assumptions
+    ckpt_size = checkpoint_bytes(arch, request.training, est.trainable_params)
+    sharded = request.training.sharding is not Sharding.none
+    write_s = float(storage.checkpoint_write_seconds(ckpt_size, a.checkpoint_tier, hw_spec.nodes if sharded else 1))
+    ckpt = reliability.plan_checkpoints(
+        size_bytes=ckpt_size,
+        write_seconds=write_s,
+        solve_hours=float(est.hours),
+        gpu_mtbf_hours=a.gpu_mtbf_hours,
+        gpus=hw_spec.gpus,
+        restart_s=a.restart_minutes * 60,
+    )
+    requests = storage.object_request_counts(tokenized, request.data.epochs, request.data.file_count, raw_bytes=raw)
+    provider = request.pricing.provider or "aws"
+    obj = catalog.storage_price(provider, StorageTier.object.value)
+    data_price = catalog.storage_price(provider, a.data_tier.value)
+    ckpt_price = catalog.storage_price(provider, a.checkpoint_tier.value)
+    storage_lines = storage.storage_cost(
+        dataset_bytes=tokenized,
+        data_tier=a.data_tier,
+        data_price=data_price,
+        checkpoint_bytes=ckpt_size,
+        checkpoints_kept=a.checkpoints_kept,
+        checkpoint_tier=a.checkpoint_tier,
+        checkpoint_price=ckpt_price,
+        archive_final=a.archive_final_checkpoint,
+        object_price=obj,
+        months=a.storage_months,
+        get_requests=requests.packed_gets if a.data_tier is StorageTier.object else 0,
+        get_usd_per_1000=obj.get_per_1000 if obj else None,
+        request_source=obj.source if obj else None,
+        request_date=obj.date if obj else None,
+    )
+    disk = tokenized + ckpt_size * a.checkpoints_kept
+    cost_result, cost_warnings, price_assumptions = _cost(
+        request, catalog, gpu, hw_spec, est, ckpt, storage_lines, disk, today
+    )
+    warnings += cost_warnings
+    stall = storage.data_stall_warning(needed, a.data_tier, not request.data.packing, nodes=hw_spec.nodes)
+    if stall:
+        warnings.append(stall)
+
+    fits = bool(est.fits)
+    if not fits:
+        warnings.append(
+            f"does not fit: needs {float(mem.total) / 1e9:.1f} GB per GPU, {gpu.id} has {gpu.memory_bytes / 1e9:.0f} GB"
+        )
+    if float(est.scaling_efficiency) < 0.7:
+        warnings.append(
+            f"communication-bound: scaling efficiency {float(est.scaling_efficiency):.0%}; fewer "
+            "nodes or a faster interconnect may finish cheaper"
+        )
+    batch = global_batch(request.training, request.data.seq_len)
+    if request.training.micro_batch_size * hw_spec.gpus > batch:
+        warnings.append(
+            f"global batch {batch} is smaller than micro-batch × GPUs "
+            f"({request.training.micro_batch_size * hw_spec.gpus}); each step trains more sequences"
+        )
+    if request.training.method is Method.full and request.training.lora_rank is not None:
+        warnings.append("lora_rank ignored for a full fine-tune")
+
+    memory_result = MemoryResult(
+        per_gpu=MemoryBreakdown(
+            weights=int(mem.weights),
+            gradients=int(mem.gradients),
+            optimizer=int(mem.optimizer),
+            activations=int(mem.activations),
+            logits=int(mem.logits),
+            overhead=int(mem.overhead),
+            total=int(mem.total),
+        ),
+        gpu_memory=gpu.memory_bytes,
+        fits=fits,
+        cpu_ram_needed=int(mem.cpu_ram),
+        allocated_peak=int(mem.allocated),
+        max_micro_batch=_largest_fitting(arch, request, hw, vary="micro"),
+        max_seq_len=_largest_fitting(arch, request, hw, vary="seq"),
+        suggestions=suggestions(request, est, gpu),
+    )
+    compute_result = ComputeResult(
+        params_total=arch.total_params,
+        params_active=arch.active_params,
+        params_trainable=int(est.trainable_params),
+        flops_per_token=float(est.flops_per_token),
+        total_flops=float(est.total_flops),
+        tokens_per_second=float(est.tokens_per_s),
+        mfu=float(est.mfu),
+        achieved_tflops_per_gpu=float(est.mfu) * hw.peak_tflops,
+        step_time_s=float(est.step_s),
+        comm_time_s=float(est.comm_s),
+        scaling_efficiency=float(est.scaling_efficiency),
+        steps=int(est.steps),
+        tokens_per_step=int(est.tokens_per_step),
+    )
+    hours = float(est.hours) * (1 + ckpt.overhead_fraction)
+    return PlanResult(
+        request=request,
+        model_name=arch.name,
+        hardware=hw_spec,
+        memory=memory_result,
+        compute=compute_result,
+        time=TimeResult(hours=hours, gpu_hours=hours * hw_spec.gpus),
+        checkpoint=ckpt,
+        storage=StorageResult(
+            dataset_raw_bytes=int(raw),
+            dataset_tokenized_bytes=int(tokenized),
+            read_bytes_per_s_needed=needed,
+            tier_read_bytes_per_s=float(storage.tier_read_bytes_per_s(a.data_tier, hw_spec.nodes)),
+            unpacked_requests=requests.unpacked_gets,
+            packed_requests=requests.packed_gets,
+            unpacked_request_usd=storage.request_cost(requests.unpacked_gets, obj.get_per_1000 if obj else None),
+            packed_request_usd=storage.request_cost(requests.packed_gets, obj.get_per_1000 if obj else None),
+        ),
+        cost=cost_result,
+        candidates=candidates,
+        assumptions=_assumptions(arch, request, gpu, est) + price_assumptions,
+        warnings=warnings,
+    )
+
+
+def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:
+    a, t = request.assumptions, request.training
+    src = gpu.sources
+    mfu_source = (
+        "user override" if a.mfu is not None else compute.BASE_MFU_SOURCE + "; tuneplan method/occupancy factors"
+    )
+    return [
+        Assumption(
+            name="model",
+            value=f"{arch.name}: {arch.total_params / 1e9:.2f}B parameters"
+            + (f" ({arch.active_params / 1e9:.2f}B active)" if arch.is_moe else ""),
+            source="config.json" if not arch.inferred else "inferred from the parameter count",
+        ),
+        Assumption(
+            name="GPU memory", value=f"{gpu.memory_bytes / 1e9:.0f} GB ({gpu.id})", source=src.get("memory_gb", gpu.id)
+        ),
+        Assumption(
+            name=f"peak {t.precision.value} throughput",
+            value=f"{gpu.peak_tflops(t.precision.value):.0f} TFLOP/s",
+            source=src.get("bf16_dense_tflops", gpu.id),
+        ),
+        Assumption(name="MFU", value=f"{float(est.mfu):.0%}", source=mfu_source),
+        Assumption(
+            name="GPU failures",
+            value=f"one per {a.gpu_mtbf_hours:,.0f} GPU-hours",
+            source="Llama 3 paper §3.3.4 (arXiv:2407.21783): 419 unexpected interruptions in 54 days on 16,384 H100",
+            date="2024-07-31",
+        ),
+        Assumption(
+            name="CUDA context + allocator reserve",
+            value=f"{CUDA_CONTEXT_BYTES / 2**30:.2f} GiB + 10%",
+            source="REFERENCES.md: calculators use 0.65–1 GiB; reserved exceeds allocated by 10–25%",
+        ),
+        Assumption(name="comm/compute overlap", value=f"{a.comm_overlap:.0%}", source="tuneplan default"),
+        Assumption(
+            name="trained tokens",
+            value=f"{trained_tokens(request.data):.3g}",
+            source="dataset tokens × epochs ÷ (1 − padding)",
+        ),
+    ]

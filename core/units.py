@@ -1,0 +1,83 @@
+"""Parsing and formatting of counts, byte sizes and durations the way people write them."""
+
+from __future__ import annotations
+
+import math
+import re
+
+_COUNT_SUFFIX = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
+_BYTE_SUFFIX = {
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "PB": 10**15,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+    "PIB": 2**50,
+}
+_NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+_COUNT_RE = re.compile(rf"^\s*{_NUMBER}\s*([KMBGTP]?)\s*$", re.IGNORECASE)
+_BYTES_RE = re.compile(rf"^\s*{_NUMBER}\s*([KMGTP]?I?B)?\s*$", re.IGNORECASE)
+
+
+def parse_count(text: str | float | int) -> float:
+    """'2e8', '200M', '1.5T', '7B', '3,000' → a float. Raises ValueError with the accepted forms."""
+    if isinstance(text, int | float):
+        return float(text)
+    match = _COUNT_RE.match(text.replace(",", "").replace("_", ""))
+    if not match:
+        raise ValueError(f"'{text}' is not a count; write e.g. 2e8, 200M, 1.5B or 1.5T")
+    value = float(match.group(1)) * _COUNT_SUFFIX[match.group(2).upper()]
+    if not math.isfinite(value):
+        raise ValueError(f"'{text}' is not a finite count")
+    return value
+
+
+def parse_bytes(text: str | float | int) -> int:
+    """'80GB' (10^9), '80GiB' (2^30), '512' (bytes) → bytes."""
+    if isinstance(text, int | float):
+        return int(text)
+    match = _BYTES_RE.match(text.replace(",", "").replace("_", ""))
+    if not match:
+        raise ValueError(f"'{text}' is not a size; write e.g. 80GB, 80GiB, 1.5TB or 512MB")
+    suffix = (match.group(2) or "B").upper()
+    return int(float(match.group(1)) * _BYTE_SUFFIX[suffix])
+
+
+def fmt_bytes(n: float, binary: bool = False) -> str:
+    """Human bytes: decimal GB by default (as vendor sheets and PyTorch's /1e9 reports use)."""
+    base, units = (
+        (1024.0, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]) if binary else (1000.0, ["B", "KB", "MB", "GB", "TB", "PB"])
+    )
+    value = float(n)
+    for unit in units:
+        if abs(value) < base or unit == units[-1]:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+        value /= base
+    raise AssertionError("unreachable")
+
+
+def fmt_count(n: float) -> str:
+    """1.5e9 → '1.50B'."""
+    for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.2f}{suffix}"
+    return f"{n:.0f}"
+
+
+def fmt_hours(hours: float) -> str:
+    if hours < 1:
+        return f"{hours * 60:.1f} min"
+    if hours < 72:
+        return f"{hours:.1f} h"
+    return f"{hours / 24:.1f} days"
+
+
+def fmt_usd(usd: float | None) -> str:
+    if usd is None:
+        return "—"
+    return f"${usd:,.0f}" if abs(usd) >= 100 else f"${usd:,.2f}"

@@ -1,0 +1,1 @@
+"""The tuneplan window: a thin PySide6 + pyqtgraph layer over `core` (which never imports Qt)."""

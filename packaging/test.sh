@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install everything the tests need on a fresh Debian/Ubuntu machine, then run pytest.
+# System packages: sshd and fio for the probe integration tests, Xvfb/Qt libraries for the GUI tests,
+# poppler-utils (pdftoppm) for PDF checks. Python: the project with its test extras and CPU torch
+# (torch.distributed/gloo for the collective probe's tests). Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+  echo "tuneplan: the test setup needs root for: $*" >&2; return 1; fi; }
+
+if command -v apt-get >/dev/null; then
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv openssh-server openssh-client \
+    fio xvfb poppler-utils iproute2 procps libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 \
+    libdbus-1-3 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0 libxcb-randr0 \
+    libxcb-render-util0 libxcb-image0 fonts-dejavu-core >/dev/null
+  as_root mkdir -p /run/sshd
+fi
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[test]"
+# CPU torch for the gloo all_reduce tests; optional outside CI (those tests skip with the reason).
+.venv/bin/python -m pip install -q "torch==2.13.0" || { [ "${CI:-}" = true ] && exit 1; \
+  echo "tuneplan: torch not installed; collective tests will be skipped" >&2; }
+
+export QT_QPA_PLATFORM=offscreen
+.venv/bin/ruff check .
+.venv/bin/lint-imports
+.venv/bin/python -m pytest "$@"

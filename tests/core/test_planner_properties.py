@@ -1,0 +1,148 @@
+"""Invariants of the planner that must hold for any input (hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.catalog import load_catalog
+from core.models import HardwareSpec, PlanRequest, TrainingSpec
+from core.planner import memory
+from core.planner.params import Architecture
+from core.planner.plan import plan
+from core.planner.search import pareto_mask
+
+CATALOG = load_catalog()
+PRESETS = sorted(CATALOG.models)
+methods = st.sampled_from(["full", "lora", "qlora"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    preset=st.sampled_from(PRESETS),
+    method=methods,
+    sharding=st.sampled_from(["zero3", "fsdp"]),
+    n=st.integers(1, 512),
+    extra=st.integers(1, 512),
+)
+def test_more_gpus_with_zero3_never_raise_model_states(
+    preset: str, method: str, sharding: str, n: int, extra: int
+) -> None:
+    arch = Architecture.from_hf_config(CATALOG.model(preset).config)
+    training = TrainingSpec(method=method, sharding=sharding)
+
+    def states(dp: int) -> float:
+        s = memory.model_states(arch, training, dp=dp, gpus_per_node=8)
+        return float(s.weights + s.gradients + s.optimizer + s.gathered)
+
+    assert states(n + extra) <= states(n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    preset=st.sampled_from(PRESETS),
+    method=methods,
+    ckpt=st.booleans(),
+    attention=st.sampled_from(["flash", "sdpa", "eager"]),
+    s1=st.integers(16, 65536),
+    s2=st.integers(16, 65536),
+    mb=st.integers(1, 16),
+)
+def test_longer_sequences_never_lower_activations(
+    preset: str, method: str, ckpt: bool, attention: str, s1: int, s2: int, mb: int
+) -> None:
+    arch = Architecture.from_hf_config(CATALOG.model(preset).config)
+    training = TrainingSpec(method=method, gradient_checkpointing=ckpt, attention=attention)
+    short, long_ = sorted((s1, s2))
+    assert memory.activation_bytes(arch, training, mb, long_) >= memory.activation_bytes(arch, training, mb, short)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    preset=st.sampled_from(["llama-3.1-8b", "qwen2.5-7b", "mistral-7b-v0.3", "llama-3.2-1b"]),
+    tokens=st.floats(1e6, 1e10),
+    gpus=st.sampled_from([1, 2, 4, 8]),
+    method=methods,
+    discount=st.floats(0, 0.5),
+)
+def test_cost_is_hours_times_price_for_every_mode(
+    preset: str, tokens: float, gpus: int, method: str, discount: float
+) -> None:
+    result = plan(
+        PlanRequest.model_validate(
+            {
+                "model": {"preset": preset},
+                "data": {"tokens": tokens, "seq_len": 2048},
+                "training": {"method": method},
+                "hardware": {"gpu": "H100-SXM", "gpus_per_node": gpus},
+                "pricing": {"provider": "aws", "discount": discount},
+            }
+        )
+    )
+    price, usd = result.cost.usd_per_gpu_hour, result.cost.compute_usd
+    assert usd.on_demand == pytest.approx(result.time.gpu_hours * price.on_demand * (1 - discount), rel=1e-9)
+    if price.reserved is not None:
+        assert usd.reserved == pytest.approx(result.time.gpu_hours * price.reserved * (1 - discount), rel=1e-9)
+    if price.spot is not None:
+        # Spot bills its expected wall time: the failure-free hours plus lost work and restarts.
+        spot_hours = usd.spot / (price.spot * (1 - discount))
+        assert spot_hours >= result.compute.steps * result.compute.step_time_s / 3600 * gpus * (1 - 1e-9)
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    preset=st.sampled_from(["llama-3.1-8b", "qwen2.5-14b", "llama-3.1-70b", "mixtral-8x7b"]),
+    method=methods,
+    objective=st.sampled_from(["cost", "time"]),
+)
+def test_search_results_are_feasible_and_pareto_optimal(preset: str, method: str, objective: str) -> None:
+    result = plan(
+        PlanRequest.model_validate(
+            {
+                "model": {"preset": preset},
+                "data": {"tokens": 1e9, "seq_len": 4096},
+                "training": {"method": method},
+                "search": {"objective": objective, "max_gpus": 64},
+            }
+        )
+    )
+    cands = result.candidates
+    assert cands, "the search found nothing for a model that fits on an 8×80 GB node"
+    for c in cands:
+        assert c.fits and c.memory_per_gpu <= CATALOG.gpu(c.gpu).memory_bytes
+    priced = [c for c in cands if c.cost_usd is not None]
+    for c in (c for c in priced if c.pareto):
+        dominated = [
+            o
+            for o in priced
+            if o.hours <= c.hours and o.cost_usd <= c.cost_usd and (o.hours < c.hours or o.cost_usd < c.cost_usd)
+        ]
+        assert not dominated, f"{c} is marked Pareto but {dominated[0]} dominates it"
+    # The recommended configuration, planned on its own, fits the GPU it names.
+    assert result.memory.fits
+    # Re-plan a listed candidate with fixed hardware: the engine agrees that it fits.
+    c = cands[min(2, len(cands) - 1)]
+    again = plan(
+        result.request.model_copy(
+            update={
+                "hardware": HardwareSpec(gpu=c.gpu, gpus_per_node=c.gpus_per_node, nodes=c.nodes),
+                "training": result.request.training.model_copy(
+                    update={
+                        "sharding": c.sharding,
+                        "gradient_checkpointing": c.gradient_checkpointing,
+                        "micro_batch_size": c.micro_batch_size,
+                    }
+                ),
+            }
+        )
+    )
+    assert again.memory.fits
+
+
+def test_pareto_mask_on_a_hand_made_front() -> None:
+    hours = np.array([1.0, 2.0, 3.0, 2.0, 1.5])
+    cost = np.array([10.0, 5.0, 1.0, 6.0, 10.0])
+    # (2, 6) is dominated by (2, 5); (1.5, 10) by (1, 10).
+    assert pareto_mask(hours, cost).tolist() == [True, True, True, False, False]
