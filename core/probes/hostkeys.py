@@ -1,0 +1,146 @@
+"""Host-key checking: known hosts from ``~/.ssh/known_hosts`` plus the app's own file, and no silent trust.
+
+An unknown key is refused with its SHA256 fingerprint (the form ``ssh-keygen -lf`` prints) so the user can
+compare it out of band; it is accepted only by an explicit action, and only into the app's own file
+(the user's ``~/.ssh/known_hosts`` is never written). A changed key is refused and there is no override:
+that is what a man-in-the-middle looks like.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from pathlib import Path
+
+import paramiko
+
+from core.probes.transport import HostKeyChanged, HostKeyUnknown, TransportError
+
+DEFAULT_PORT = 22
+
+
+def default_app_known_hosts() -> Path:
+    """``$XDG_DATA_HOME/tuneplan/known_hosts`` (``~/.local/share/tuneplan/known_hosts`` when unset)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "tuneplan" / "known_hosts"
+
+
+def default_user_known_hosts() -> Path:
+    """The user's OpenSSH ``~/.ssh/known_hosts`` (read only, never written)."""
+    return Path(os.path.expanduser("~")) / ".ssh" / "known_hosts"
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """``SHA256:<base64 without padding>`` of the public key blob, exactly as OpenSSH prints it."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode("ascii").rstrip("=")
+
+
+def normalize_fingerprint(text: str) -> str:
+    """Accept a pasted fingerprint with or without the ``SHA256:`` prefix or base64 padding."""
+    value = text.strip()
+    if value.upper().startswith("SHA256:"):
+        value = value[len("SHA256:"):]
+    return "SHA256:" + value.rstrip("=")
+
+
+def known_hosts_name(host: str, port: int) -> str:
+    """The name OpenSSH files a host under: ``host`` on port 22, else ``[host]:port``."""
+    return host if port == DEFAULT_PORT else f"[{host}]:{port}"
+
+
+def split_known_hosts_name(name: str) -> tuple[str, int]:
+    """Inverse of `known_hosts_name`: ``[h]:p`` → (h, p); a bare name → (name, 22)."""
+    if name.startswith("[") and "]:" in name:
+        host, _, port = name[1:].rpartition("]:")
+        if port.isdigit():
+            return host, int(port)
+    return name, DEFAULT_PORT
+
+
+def load_known_hosts(*files: Path) -> paramiko.HostKeys:
+    """Merge known-hosts files (missing files are skipped; malformed lines are ignored, as OpenSSH does)."""
+    keys = paramiko.HostKeys()
+    for path in files:
+        if not path.exists():
+            continue
+        try:
+            keys.load(str(path))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TransportError(f"cannot read known hosts file {path}: {exc}") from exc
+    return keys
+
+
+def lookup(keys: paramiko.HostKeys, host: str, port: int) -> dict[str, paramiko.PKey]:
+    """Keys remembered for a host by key type (hashed and plain entries both match); empty if unknown."""
+    found = keys.lookup(known_hosts_name(host, port))
+    return dict(found) if found is not None else {}
+
+
+def accept_host_key(host: str, port: int, key: paramiko.PKey, file: Path, *, hashed: bool = False) -> None:
+    """Append the key to the app's known-hosts ``file`` (created mode 600 in a mode-700 folder).
+
+    ``hashed=True`` writes the OpenSSH ``|1|salt|hash`` form so the file does not list the hosts in clear.
+    """
+    name = known_hosts_name(host, port)
+    existing = load_known_hosts(file)
+    if existing.check(name, key):
+        return
+    entry = paramiko.HostKeys.hash_host(name) if hashed else name
+    line = f"{entry} {key.get_name()} {key.get_base64()}\n"
+    try:
+        file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a", encoding="ascii") as handle:
+            handle.write(line)
+    except OSError as exc:
+        raise TransportError(f"cannot write known hosts file {file}: {exc.strerror or exc}") from exc
+
+
+def unknown_key_error(host: str, port: int, key: paramiko.PKey,
+                      expected: str | None = None) -> HostKeyUnknown:
+    """The refusal for a key no file knows, with the fingerprint the user must check."""
+    name = known_hosts_name(host, port)
+    got = fingerprint(key)
+    if expected is None:
+        message = (f"host {name} is not known; its {key.get_name()} key fingerprint is {got} — "
+                   f"accept it only if it matches the one the provider shows")
+    else:
+        message = (f"host key for {name} has fingerprint {got}, not the expected {expected} — "
+                   f"refusing to connect")
+    return HostKeyUnknown(message, fingerprint=got, host=name, key_type=key.get_name(), expected=expected)
+
+
+def changed_key_error(host: str, port: int, expected: paramiko.PKey, got: paramiko.PKey) -> HostKeyChanged:
+    """The refusal for a key that differs from the remembered one (no override exists)."""
+    name = known_hosts_name(host, port)
+    want, have = fingerprint(expected), fingerprint(got)
+    return HostKeyChanged(
+        f"host key for {name} changed: expected {want}, got {have} — refusing to connect",
+        host=name, expected=want, got=have,
+    )
+
+
+class StrictHostKeyPolicy(paramiko.MissingHostKeyPolicy):
+    """Called by paramiko for a host no file knows: accept only what the user explicitly accepted.
+
+    ``accept`` is False (refuse with the fingerprint), True (accept any new key, like OpenSSH's
+    ``StrictHostKeyChecking=accept-new``), or a fingerprint string the user was shown: the key is accepted
+    only if it has exactly that fingerprint. Accepted keys go to ``app_file`` only. Never adds silently.
+    """
+
+    def __init__(self, app_file: Path, accept: bool | str = False, *, hashed: bool = False) -> None:
+        self.app_file = app_file
+        self.accept = accept
+        self.hashed = hashed
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        host, port = split_known_hosts_name(hostname)
+        expected = None
+        if isinstance(self.accept, str) and self.accept:
+            expected = normalize_fingerprint(self.accept)
+        if self.accept is True or (expected is not None and expected == fingerprint(key)):
+            accept_host_key(host, port, key, self.app_file, hashed=self.hashed)
+            return
+        raise unknown_key_error(host, port, key, expected)

@@ -1,0 +1,660 @@
+"""SSH transport (paramiko): run probes on a remote box with verified host keys and killable process groups.
+
+Why the remote wrapper: closing an SSH channel does not stop a command started without a terminal, so each
+command is started in its own process group, whose id is printed on stdout before the command runs; cancel and
+timeout then kill that group (TERM, then KILL) over a second channel. When a timeout is given, coreutils
+``timeout`` also bounds the command on the remote side, so a dropped connection cannot leave it running
+forever.
+
+Threading: paramiko's client is not meant to be shared between worker threads. One `SshTransport` (one client)
+belongs to one thread; only the ``cancel`` event may be set from elsewhere. Make another transport for another
+thread. Passwords and passphrases are asked through the callbacks when needed and never stored.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import getpass
+import math
+import os
+import re
+import secrets
+import select
+import shlex
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import paramiko
+
+from core.probes.hostkeys import (
+    StrictHostKeyPolicy,
+    changed_key_error,
+    default_app_known_hosts,
+    default_user_known_hosts,
+)
+from core.probes.target import SshTarget, parse_target
+from core.probes.transport import (
+    WORKDIR_PREFIX,
+    AuthenticationFailed,
+    ChunkedTransport,
+    Disconnected,
+    ExecGenerator,
+    ExecOutcome,
+    HostKeyUnknown,
+    TransportError,
+    Unreachable,
+    check_workdir_path,
+)
+
+PromptCallback = Callable[[str], str | None]
+
+_MARK_RE = re.compile(rb"^(__tuneplan_pg_[0-9a-f]+__) (\d+)\r?\n", re.MULTILINE)
+_POLL_S = 0.05
+_EOF_GRACE_S = 0.5
+_KILL_WAIT_S = 10.0
+_MAX_JUMPS = 8
+_DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_rsa")
+
+# Both scripts run under bash on the remote but are first read by the user's login shell (sh, bash, zsh, fish,
+# csh...), so each is one line without '!' (csh expands history and rejects newlines even in single quotes).
+#
+# The wrapper's args: $1 marker, $2 command, $3 remote time limit ("" for none). sshd makes the session's shell
+# a session (and group) leader, so $$ is the group to kill; where that is not so, re-run once under setsid.
+_WRAPPER = "; ".join([
+    'if [ -z "$_TUNEPLAN_SETSID" ]',
+    "then read -r _ _ _ _ pg _ 2>/dev/null < /proc/$$/stat",
+    '  if [ "$pg" = "$$" ]',
+    "  then :",
+    "  elif command -v setsid >/dev/null 2>&1",
+    "  then export _TUNEPLAN_SETSID=1",
+    '    exec setsid -w bash -c "$BASH_EXECUTION_STRING" "$0" "$@"',
+    "  fi",
+    "fi",
+    "unset _TUNEPLAN_SETSID",
+    r'printf "%s %s\n" "$1" "$$"',
+    'if [ -n "$3" ] && command -v timeout >/dev/null 2>&1',
+    'then exec timeout -k 5 "$3" bash -c "$2"',
+    "fi",
+    'exec bash -c "$2"',
+])
+
+# {pg} is an integer we parsed. Counts only live (not zombie) members: in containers whose init does not
+# reap, orphaned zombies would otherwise look alive until the KILL.
+_KILL_SCRIPT = "; ".join([
+    "alive() {{ if [ -r /proc/self/stat ]",
+    "then for f in /proc/[0-9]*/stat",
+    'do read -r s 2>/dev/null < "$f" || continue',
+    "s=${{s##*) }}",
+    "set -- $s",
+    'case "$1" in Z) ;; *) [ "$3" = {pg} ] && return 0 ;; esac',
+    "done",
+    "return 1",
+    "fi",
+    "kill -0 -- -{pg} 2>/dev/null",
+    "}}",
+    "kill -TERM -- -{pg} 2>/dev/null || exit 0",
+    "for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20",
+    "do alive || exit 0",
+    "sleep 0.1",
+    "done",
+    "kill -KILL -- -{pg} 2>/dev/null",
+    "exit 0",
+])
+
+
+def wrap_command(command: str, marker: str, remote_limit_s: int | None) -> str:
+    """The command line sent to the server: our wrapper around ``command``, every value shell-quoted."""
+    limit = "" if remote_limit_s is None else str(remote_limit_s)
+    return " ".join(["exec bash -c", shlex.quote(_WRAPPER), "tuneplan", shlex.quote(marker),
+                     shlex.quote(command), shlex.quote(limit)])
+
+
+def hostport(host: str, port: int) -> str:
+    """``host:port`` with IPv6 addresses in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class _CallbackAuth(paramiko.AuthStrategy):
+    """Lets SSHClient.connect hand the authenticated-or-not transport to our own auth sequence."""
+
+    def __init__(self, run: Callable[[paramiko.Transport], None]) -> None:
+        super().__init__(ssh_config=paramiko.SSHConfig())
+        self._run = run
+
+    def authenticate(self, transport: paramiko.Transport) -> list[object]:
+        self._run(transport)
+        return []
+
+
+class SshTransport(ChunkedTransport):
+    """Run commands on ``target`` over SSH. Call `connect()` (or use ``with``) before running anything.
+
+    ``accept_new_host_key``: False refuses unknown hosts (`HostKeyUnknown` carries the fingerprint); True
+    accepts a new key; a fingerprint string accepts only a key with that fingerprint. A changed key is always
+    refused. Accepted keys are written to ``known_hosts_file`` (the app's file), never to ``~/.ssh``.
+    """
+
+    def __init__(
+        self,
+        target: SshTarget,
+        *,
+        known_hosts_file: Path | None = None,
+        user_known_hosts_file: Path | None = None,
+        accept_new_host_key: bool | str = False,
+        password_cb: PromptCallback | None = None,
+        passphrase_cb: PromptCallback | None = None,
+        connect_timeout: float = 10,
+        keepalive_s: int = 15,
+        allow_agent: bool = True,
+        look_for_keys: bool = True,
+        ssh_config: Path | None = None,
+        _jump_depth: int = 0,
+    ) -> None:
+        self.target = target
+        self.user = target.user or getpass.getuser()
+        self.description = f"{self.user}@{hostport(target.host, target.port)}"
+        self.known_hosts_file = known_hosts_file or default_app_known_hosts()
+        self.user_known_hosts_file = user_known_hosts_file or default_user_known_hosts()
+        self.accept_new_host_key = accept_new_host_key
+        self.connect_timeout = connect_timeout
+        self.keepalive_s = keepalive_s
+        self.allow_agent = allow_agent and not target.identities_only
+        self.look_for_keys = look_for_keys
+        self.ssh_config = ssh_config
+        self._password_cb = password_cb
+        self._passphrase_cb = passphrase_cb
+        self._jump_depth = _jump_depth
+        self._client: paramiko.SSHClient | None = None
+        self._jump: SshTransport | None = None
+        self._proxy: _ProxyProcess | None = None
+
+    # -- connection -------------------------------------------------------------------------------------
+
+    def connect(self) -> None:
+        """Open the connection: verify the host key, then authenticate. Raises a `TransportError` subclass."""
+        if self.is_alive():
+            return
+        self.close()
+        client = paramiko.SSHClient()
+        try:
+            if self.user_known_hosts_file.exists():
+                client.load_system_host_keys(str(self.user_known_hosts_file))
+            if self.known_hosts_file.exists():
+                client.load_host_keys(str(self.known_hosts_file))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TransportError(f"cannot read known hosts file {getattr(exc, 'filename', '') or ''}: "
+                                 f"{exc}") from exc
+        policy = StrictHostKeyPolicy(self.known_hosts_file, self.accept_new_host_key)
+        client.set_missing_host_key_policy(policy)
+        sock: socket.socket | paramiko.Channel = self._open_link()
+        try:
+            client.connect(
+                self.target.host, port=self.target.port, username=self.user, sock=sock,
+                timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
+                auth_timeout=self.connect_timeout, channel_timeout=self.connect_timeout,
+                auth_strategy=_CallbackAuth(self._authenticate),
+            )
+        except BaseException as exc:
+            error = self._map_connect_error(exc)
+            client.close()
+            with contextlib.suppress(Exception):
+                sock.close()
+            self._close_jump()
+            raise error from exc
+        transport = client.get_transport()
+        assert transport is not None
+        transport.set_keepalive(self.keepalive_s)
+        self._client = client
+
+    def reconnect(self) -> None:
+        """Drop whatever is left of the connection and connect again (asks for a password again if needed)."""
+        self.close()
+        self.connect()
+
+    def is_alive(self) -> bool:
+        transport = self._client.get_transport() if self._client is not None else None
+        return bool(transport is not None and transport.is_active() and transport.is_authenticated())
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        self._close_jump()
+
+    def __enter__(self) -> SshTransport:
+        self.connect()
+        return self
+
+    def _close_jump(self) -> None:
+        if self._jump is not None:
+            self._jump.close()
+            self._jump = None
+        if self._proxy is not None:
+            self._proxy.close()
+            self._proxy = None
+
+    def _open_link(self) -> socket.socket | paramiko.Channel:
+        """The byte pipe SSH runs over: a TCP socket, a ProxyCommand, or a channel through a jump host."""
+        target = self.target
+        if target.proxy_jump:
+            return self._open_jump_channel(target.proxy_jump)
+        if target.proxy_command:
+            self._proxy = _ProxyProcess(target.proxy_command)
+            return self._proxy.sock
+        try:
+            return socket.create_connection((target.host, target.port), timeout=self.connect_timeout)
+        except BaseException as exc:
+            raise self._map_connect_error(exc) from exc
+
+    def _open_jump_channel(self, proxy_jump: str) -> paramiko.Channel:
+        """Connect to the last jump host (through the earlier ones) and tunnel a channel to the target."""
+        hops = [hop.strip() for hop in proxy_jump.split(",") if hop.strip()]
+        if self._jump_depth >= _MAX_JUMPS:
+            raise Unreachable(f"more than {_MAX_JUMPS} jump hosts on the way to {self.description}; "
+                              f"check ProxyJump for loops")
+        try:
+            hop = parse_target(hops[-1], ssh_config=self.ssh_config)
+        except ValueError as exc:
+            raise Unreachable(f"jump host '{hops[-1]}' for {self.description}: {exc}") from exc
+        if len(hops) > 1:
+            hop = hop.model_copy(update={"proxy_jump": ",".join(hops[:-1]), "proxy_command": None})
+        jump = SshTransport(
+            hop, known_hosts_file=self.known_hosts_file, user_known_hosts_file=self.user_known_hosts_file,
+            accept_new_host_key=self.accept_new_host_key, password_cb=self._password_cb,
+            passphrase_cb=self._passphrase_cb, connect_timeout=self.connect_timeout,
+            keepalive_s=self.keepalive_s, allow_agent=self.allow_agent, look_for_keys=self.look_for_keys,
+            ssh_config=self.ssh_config, _jump_depth=self._jump_depth + 1,
+        )
+        jump.connect()
+        self._jump = jump
+        assert jump._client is not None
+        jump_transport = jump._client.get_transport()
+        assert jump_transport is not None
+        try:
+            return jump_transport.open_channel(
+                "direct-tcpip", (self.target.host, self.target.port), ("127.0.0.1", 0),
+                timeout=self.connect_timeout,
+            )
+        except (paramiko.ChannelException, paramiko.SSHException, OSError, EOFError) as exc:
+            self._close_jump()
+            raise Unreachable(f"jump host {jump.description} could not open a tunnel to "
+                              f"{hostport(self.target.host, self.target.port)}: {exc}") from exc
+
+    def _map_connect_error(self, exc: BaseException) -> BaseException:
+        """Turn paramiko/socket failures into one clear sentence; pass our own errors through."""
+        where = hostport(self.target.host, self.target.port)
+        if isinstance(exc, TransportError | KeyboardInterrupt | SystemExit):
+            return exc
+        if isinstance(exc, paramiko.BadHostKeyException):
+            return changed_key_error(self.target.host, self.target.port, exc.expected_key, exc.key)
+        if isinstance(exc, socket.gaierror):
+            return Unreachable(f"host name '{self.target.host}' could not be resolved: {exc.strerror}")
+        if isinstance(exc, ConnectionRefusedError):
+            return Unreachable(f"host {where} refused the connection")
+        if isinstance(exc, TimeoutError | socket.timeout):
+            return Unreachable(f"host {where} did not answer within {self.connect_timeout:g} s")
+        if self._proxy is not None and self._proxy.exited():
+            return Unreachable(f"proxy command for {where} failed: {self._proxy.failure()}")
+        if isinstance(exc, paramiko.IncompatiblePeer):
+            return Unreachable(f"host {where} and this app share no SSH algorithms: {exc}")
+        if isinstance(exc, paramiko.AuthenticationException):
+            return AuthenticationFailed(f"authentication failed for user {self.user}: {exc}")
+        if isinstance(exc, paramiko.SSHException | EOFError):
+            via = " (through the proxy)" if self.target.proxy_command or self.target.proxy_jump else ""
+            return Unreachable(f"host {where} closed the connection during SSH setup{via}: "
+                               f"{exc or type(exc).__name__}")
+        if isinstance(exc, OSError):
+            return Unreachable(f"host {where} cannot be reached: {exc.strerror or exc}")
+        return Unreachable(f"connecting to {where} failed: {type(exc).__name__}: {exc}")
+
+    # -- authentication ---------------------------------------------------------------------------------
+
+    def _authenticate(self, transport: paramiko.Transport) -> None:
+        """Agent keys, then key files (passphrase asked only for an encrypted one), then a password."""
+        user = self.user
+        notes: list[str] = []
+        try:
+            transport.auth_none(user)
+            return
+        except paramiko.BadAuthenticationType as exc:
+            allowed: set[str] | None = set(exc.allowed_types)
+        except paramiko.AuthenticationException:
+            allowed = None
+        tried = 0
+        if allowed is None or "publickey" in allowed:
+            agent = _open_agent(notes) if self.allow_agent else None
+            try:
+                for key in self._candidate_keys(agent, notes):
+                    tried += 1
+                    try:
+                        remaining = transport.auth_publickey(user, key)
+                    except paramiko.BadAuthenticationType as exc:
+                        allowed = set(exc.allowed_types)
+                        break
+                    except paramiko.AuthenticationException:
+                        continue
+                    except (paramiko.SSHException, OSError, EOFError) as exc:
+                        if not transport.is_active():
+                            raise AuthenticationFailed(
+                                f"authentication failed for user {user}: the server closed the connection "
+                                f"after {tried} key(s) (too many authentication attempts?)") from exc
+                        notes.append(f"a key could not sign: {exc}")
+                        continue
+                    if transport.is_authenticated():
+                        return
+                    allowed = set(remaining)  # partial success: the server wants another method too
+                    break
+            finally:
+                if agent is not None:
+                    agent.close()
+        password_allowed = allowed is None or bool({"password", "keyboard-interactive"} & allowed)
+        asked = False
+        if password_allowed and self._password_cb is not None:
+            secret = self._password_cb(f"password for {self.description}:")
+            asked = bool(secret)
+            if secret:
+                try:
+                    transport.auth_password(user, secret)
+                except paramiko.AuthenticationException:
+                    pass
+                except (paramiko.SSHException, OSError, EOFError) as exc:
+                    notes.append(f"the password exchange failed: {exc}")
+                del secret
+                if transport.is_authenticated():
+                    return
+        if asked:
+            reason = "the password was rejected" + (" and no key was accepted" if tried else "")
+        elif self._password_cb is not None and not password_allowed:
+            methods = ", ".join(sorted(allowed or ())) or "nothing"
+            reason = f"no key accepted and the server takes no passwords (it allows only {methods})"
+        else:
+            reason = "no key accepted and no password given"
+        detail = f" ({'; '.join(notes)})" if notes else ""
+        raise AuthenticationFailed(f"authentication failed for user {user}: {reason}{detail}")
+
+    def _candidate_keys(self, agent: paramiko.Agent | None, notes: list[str]) -> Iterator[paramiko.PKey]:
+        """Keys in OpenSSH's order; files already in the agent are skipped (no needless passphrase prompt)."""
+        offered: set[bytes] = set()
+        if agent is not None:
+            for agent_key in agent.get_keys():
+                offered.add(agent_key.asbytes())
+                yield agent_key
+        files = [os.path.expanduser(f) for f in self.target.identity_files]
+        if not files and self.look_for_keys:
+            ssh_dir = Path(os.path.expanduser("~")) / ".ssh"
+            files = [str(ssh_dir / name) for name in _DEFAULT_KEYS if (ssh_dir / name).exists()]
+        for path in files:
+            if not os.path.exists(path):
+                notes.append(f"identity file {path} does not exist")
+                continue
+            public = _public_blob(path)
+            if public is not None and public in offered:
+                continue
+            key = self._load_key(path, notes)
+            if key is not None and key.asbytes() not in offered:
+                offered.add(key.asbytes())
+                yield key
+
+    def _load_key(self, path: str, notes: list[str]) -> paramiko.PKey | None:
+        try:
+            return paramiko.PKey.from_path(path)
+        except TypeError:
+            pass  # cryptography's way of saying "this key is encrypted"
+        except (ValueError, OSError, paramiko.SSHException) as exc:
+            notes.append(f"key {path} could not be read: {exc}")
+            return None
+        if self._passphrase_cb is None:
+            notes.append(f"key {path} is encrypted and no passphrase was given")
+            return None
+        passphrase = self._passphrase_cb(f"passphrase for key {path}:")
+        if not passphrase:
+            notes.append(f"key {path} is encrypted and no passphrase was given")
+            return None
+        try:
+            return paramiko.PKey.from_path(path, passphrase.encode("utf-8"))
+        except (TypeError, ValueError, OSError, paramiko.SSHException):
+            notes.append(f"the passphrase for key {path} is wrong")
+            return None
+        finally:
+            del passphrase
+
+    # -- commands ---------------------------------------------------------------------------------------
+
+    def _transport(self) -> paramiko.Transport:
+        transport = self._client.get_transport() if self._client is not None else None
+        if transport is None:
+            raise Disconnected(f"not connected to {self.description}; connect first")
+        if not transport.is_active():
+            raise Disconnected(f"the connection to {self.description} was lost")
+        return transport
+
+    def _open_channel(self) -> paramiko.Channel:
+        transport = self._transport()
+        try:
+            return transport.open_session(timeout=self.connect_timeout)
+        except paramiko.ChannelException as exc:
+            raise TransportError(f"{self.description} refused to open a session: {exc}") from exc
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise Disconnected(f"the connection to {self.description} was lost: {exc}") from exc
+
+    def _execute(self, command: str, *, timeout: float | None, cancel: threading.Event | None,
+                 input: bytes | None) -> ExecGenerator:
+        started = time.monotonic()
+        deadline = None if timeout is None else started + timeout
+        marker = f"__tuneplan_pg_{secrets.token_hex(8)}__"
+        remote_limit = None if timeout is None else math.ceil(timeout) + 10
+        transport = self._transport()
+        chan = self._open_channel()
+        pgid: int | None = None
+        head = b""  # stdout until the marker line (login scripts may print before it)
+        stderr = bytearray()
+        pending_input = input or b""
+        timed_out = cancelled = finished = False
+        exit_seen: float | None = None
+        try:
+            chan.exec_command(wrap_command(command, marker, remote_limit))
+            if not pending_input:
+                chan.shutdown_write()
+            while True:
+                while chan.recv_stderr_ready():
+                    stderr += chan.recv_stderr(65536)
+                while chan.recv_ready():
+                    data = chan.recv(65536)
+                    if pgid is None:
+                        head += data
+                        pgid, data = _take_marker(head, marker)
+                        if pgid is None:
+                            continue
+                    if data:
+                        yield data
+                if pending_input and chan.send_ready():
+                    pending_input = pending_input[chan.send(pending_input[:32768]):]
+                    if not pending_input:
+                        chan.shutdown_write()
+                now = time.monotonic()
+                if cancel is not None and cancel.is_set():
+                    cancelled = True
+                    break
+                if deadline is not None and now >= deadline:
+                    timed_out = True
+                    break
+                if chan.exit_status_ready():
+                    exit_seen = exit_seen or now
+                    drained = not chan.recv_ready() and not chan.recv_stderr_ready()
+                    if drained and (chan.eof_received or chan.closed or now - exit_seen > _EOF_GRACE_S):
+                        break
+                elif not transport.is_active():
+                    break
+                wait = _POLL_S if deadline is None else max(0.0, min(_POLL_S, deadline - now))
+                select.select([chan], [], [], wait)
+            finished = True
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            if transport.is_active():
+                raise TransportError(f"running a command on {self.description} failed: {exc}") from exc
+            raise Disconnected(f"the connection to {self.description} was lost while a command ran") from exc
+        finally:
+            if not finished or timed_out or cancelled:
+                self._kill_group(chan, pgid, marker, head)
+            chan.close()
+        if chan.exit_status < 0 and not transport.is_active():
+            raise Disconnected(f"the connection to {self.description} was lost while a command ran")
+        if pgid is None and head:
+            yield head  # no marker: the wrapper itself failed (e.g. no bash); show what came back
+        exit_code = None if (timed_out or cancelled or chan.exit_status < 0) else chan.exit_status
+        return ExecOutcome(exit_code, bytes(stderr), timed_out, cancelled)
+
+    def _kill_group(self, chan: paramiko.Channel, pgid: int | None, marker: str, head: bytes) -> None:
+        """Kill the remote process group over a second channel (TERM, then KILL after 2 s)."""
+        end = time.monotonic() + 2.0
+        while pgid is None and not chan.closed and time.monotonic() < end:
+            if chan.recv_ready():
+                head += chan.recv(65536)
+                pgid, _ = _take_marker(head, marker)
+            else:
+                select.select([chan], [], [], _POLL_S)
+        if pgid is None:
+            return
+        try:
+            killer = self._open_channel()
+        except TransportError:
+            return  # connection gone; the remote `timeout` bounds the command
+        try:
+            killer.exec_command("exec bash -c " + shlex.quote(_KILL_SCRIPT.format(pg=pgid)))
+            stop = time.monotonic() + _KILL_WAIT_S
+            while not killer.exit_status_ready() and time.monotonic() < stop:
+                select.select([killer], [], [], _POLL_S)
+                while killer.recv_ready():
+                    killer.recv(65536)
+        except (paramiko.SSHException, OSError, EOFError):
+            pass
+        finally:
+            killer.close()
+
+    # -- files ------------------------------------------------------------------------------------------
+
+    def put_file(self, local: Path, remote_path: str, mode: int = 0o755) -> None:
+        if not Path(local).is_file():
+            raise TransportError(f"local file {local} does not exist or is not a file")
+        transport = self._transport()
+        try:
+            sftp = paramiko.SFTPClient.from_transport(transport)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            if not transport.is_active():
+                raise Disconnected(f"the connection to {self.description} was lost during upload") from exc
+            raise TransportError(f"{self.description} does not offer SFTP for uploads: {exc}") from exc
+        if sftp is None:
+            raise TransportError(f"{self.description} does not offer SFTP for uploads")
+        try:
+            sftp.put(str(local), remote_path)
+            sftp.chmod(remote_path, mode)
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            if not transport.is_active():
+                raise Disconnected(f"the connection to {self.description} was lost during upload") from exc
+            reason = getattr(exc, "strerror", None) or exc
+            raise TransportError(
+                f"could not upload {local} to {self.description}:{remote_path}: {reason}") from exc
+        finally:
+            sftp.close()
+
+    def make_workdir(self) -> str:
+        script = (f'umask 077 && d=$(mktemp -d "${{TMPDIR:-/tmp}}/{WORKDIR_PREFIX}XXXXXXXX") '
+                  '&& chmod 700 "$d" && printf "%s\\n" "$d"')
+        result = self.run(script, timeout=30)
+        path = result.stdout.strip()
+        if not result.ok:
+            raise TransportError(f"could not create a work directory on {self.description}: "
+                                 f"{result.stderr.strip() or 'exit status ' + str(result.exit_code)}")
+        try:
+            check_workdir_path(path)
+        except ValueError as exc:
+            raise TransportError(
+                f"{self.description} returned an unexpected work directory '{path}'") from exc
+        return path
+
+    def remove_workdir(self, path: str) -> None:
+        check_workdir_path(path)
+        result = self.run(f"rm -rf -- {shlex.quote(path)}", timeout=120)
+        if not result.ok:
+            raise TransportError(f"could not remove {path} on {self.description}: "
+                                 f"{result.stderr.strip() or 'exit status ' + str(result.exit_code)}")
+
+
+class _ProxyProcess:
+    """A ProxyCommand on one end of a socket pair; paramiko gets the other end as an ordinary socket.
+
+    WORKAROUND for https://github.com/paramiko/paramiko/issues/1277 (paramiko.ProxyCommand spins at 100% CPU
+    and never reports EOF when the command exits, so a failed proxy hangs until a timeout). A real socket
+    gives EOF, timeouts and select() for free. Runs ``sh -c 'exec <command>'`` like OpenSSH.
+    """
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.sock, child = socket.socketpair()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the proxy; closed in close()
+        try:
+            self._proc = subprocess.Popen(["/bin/sh", "-c", "exec " + command], stdin=child.fileno(),
+                                          stdout=child.fileno(), stderr=self._stderr, start_new_session=True)
+        except OSError as exc:
+            self.sock.close()
+            self._stderr.close()
+            raise Unreachable(f"proxy command '{command}' could not start: {exc.strerror or exc}") from exc
+        finally:
+            child.close()
+
+    def exited(self) -> bool:
+        return self._proc.poll() is not None
+
+    def failure(self) -> str:
+        """What the proxy said before it exited (last line of its stderr) and its exit status."""
+        self._stderr.seek(0)
+        lines = self._stderr.read().decode("utf-8", errors="replace").strip().splitlines()
+        said = f": {lines[-1]}" if lines else ""
+        return f"'{self.command}' exited with status {self._proc.poll()}{said}"
+
+    def close(self) -> None:
+        self.sock.close()
+        if self._proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._proc.pid, signal.SIGTERM)
+            try:
+                self._proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._proc.pid, signal.SIGKILL)
+                self._proc.wait(timeout=2)
+        self._stderr.close()
+
+
+def _take_marker(head: bytes, marker: str) -> tuple[int | None, bytes]:
+    """Find our ``<marker> <pgid>`` line; return the pgid and the stdout bytes after it."""
+    for match in _MARK_RE.finditer(head):
+        if match.group(1).decode() == marker:
+            return int(match.group(2)), head[match.end():]
+    return None, b""
+
+
+def _open_agent(notes: list[str]) -> paramiko.Agent | None:
+    try:
+        return paramiko.Agent()
+    except (paramiko.SSHException, OSError) as exc:
+        notes.append(f"the SSH agent could not be used: {exc}")
+        return None
+
+
+def _public_blob(private_path: str) -> bytes | None:
+    """The public key blob from ``<key>.pub``, to recognise a key already offered by the agent."""
+    try:
+        fields = Path(private_path + ".pub").read_text(encoding="ascii", errors="replace").split()
+        return base64.b64decode(fields[1]) if len(fields) >= 2 else None
+    except (OSError, ValueError):
+        return None
+
+
+__all__ = ["HostKeyUnknown", "SshTransport", "hostport", "wrap_command"]

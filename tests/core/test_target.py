@@ -1,0 +1,167 @@
+"""Target parsing (``[user@]host[:port]``, IPv6) and resolution through an OpenSSH client config file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from core.probes.target import SshTarget, parse_target, split_target
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("gpu-box", (None, "gpu-box", None)),
+    ("ubuntu@10.0.0.5", ("ubuntu", "10.0.0.5", None)),
+    ("ubuntu@10.0.0.5:2222", ("ubuntu", "10.0.0.5", 2222)),
+    ("  node1.example.com:22  ", (None, "node1.example.com", 22)),
+    ("[::1]:2222", (None, "::1", 2222)),
+    ("root@[2001:db8::7]", ("root", "2001:db8::7", None)),
+    ("::1", (None, "::1", None)),
+    ("fe80::1%eth0", (None, "fe80::1%eth0", None)),
+    ("alice@corp.example@bastion", ("alice@corp.example", "bastion", None)),  # the last @ splits, as in ssh
+    ("h:65535", (None, "h", 65535)),
+])
+def test_split_target_accepts_the_usual_forms(text: str, expected: tuple[str | None, str, int | None]) -> None:
+    assert split_target(text) == expected
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("", "target is empty"),
+    ("   ", "target is empty"),
+    ("h:0", "port '0'"),
+    ("h:65536", "port '65536'"),
+    ("h:ssh", "port 'ssh'"),
+    ("h:", "port ''"),
+    ("h:-1", "port '-1'"),
+    ("[::1", "without closing ']'"),
+    ("[::1]2222", "where ':port' was expected"),
+    ("[]:22", "host ''"),
+    ("bad host", "host 'bad host'"),
+    ("box;rm -rf ~", "host 'box;rm -rf ~'"),
+    ("-oProxyCommand=evil", "host '-oProxyCommand=evil'"),
+    ("user@", "host ''"),
+    ("@host", "user name ''"),
+    ("us er@host", "user name 'us er'"),
+])
+def test_split_target_rejects_malformed_input_in_one_sentence(text: str, needle: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        split_target(text)
+    message = str(caught.value)
+    assert needle in message
+    assert "\n" not in message
+
+
+def test_non_text_is_refused() -> None:
+    with pytest.raises(ValueError, match="target must be text"):
+        split_target(None)  # type: ignore[arg-type]
+
+
+@given(st.text(max_size=40))
+def test_parser_never_crashes_on_garbage(text: str) -> None:
+    try:
+        target = parse_target(text, use_ssh_config=False)
+    except ValueError:
+        return
+    assert 1 <= target.port <= 65535 and target.host
+
+
+def test_description_brackets_ipv6() -> None:
+    assert parse_target("[::1]:2222", use_ssh_config=False).description == "[::1]:2222"
+    assert parse_target("bob@10.0.0.5", use_ssh_config=False).description == "bob@10.0.0.5:22"
+
+
+def test_port_is_validated_on_the_model() -> None:
+    with pytest.raises(ValidationError):
+        SshTarget(host="h", port=0)
+
+
+CONFIG = """\
+# rented boxes
+Host gpu1
+  HostName 10.0.0.5
+  User ubuntu
+  Port 2200
+  IdentityFile ~/.ssh/gpu_key
+  IdentityFile /keys/second
+  ProxyJump ops@bastion.example.com:2022
+
+Host viaproxy
+  HostName 192.168.1.9
+  ProxyCommand nc -X connect -x proxy:3128 %h %p
+  IdentitiesOnly yes
+
+Host direct
+  ProxyCommand none
+  ProxyJump none
+
+Host badport
+  Port twentytwo
+
+Host *
+  User fallback
+"""
+
+
+@pytest.fixture
+def ssh_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = tmp_path / "config"
+    path.write_text(CONFIG)
+    return path
+
+
+def test_alias_resolves_through_the_config(ssh_config: Path, tmp_path: Path) -> None:
+    target = parse_target("gpu1", ssh_config=ssh_config)
+    assert target.host == "10.0.0.5"
+    assert target.port == 2200
+    assert target.user == "ubuntu"
+    assert target.identity_files == [str(tmp_path / "home" / ".ssh" / "gpu_key"), "/keys/second"]
+    assert target.proxy_jump == "ops@bastion.example.com:2022"
+    assert target.proxy_command is None
+    assert target.alias == "gpu1"
+    assert target.description == "ubuntu@10.0.0.5:2200"
+
+
+def test_typed_user_and_port_win_over_the_config(ssh_config: Path) -> None:
+    target = parse_target("root@gpu1:22", ssh_config=ssh_config)
+    assert (target.user, target.port, target.host) == ("root", 22, "10.0.0.5")
+
+
+def test_proxy_command_tokens_use_the_typed_port(ssh_config: Path) -> None:
+    target = parse_target("viaproxy:2222", ssh_config=ssh_config)
+    assert target.proxy_command == "nc -X connect -x proxy:3128 192.168.1.9 2222"
+    assert target.identities_only is True
+    assert parse_target("viaproxy", ssh_config=ssh_config).proxy_command == (
+        "nc -X connect -x proxy:3128 192.168.1.9 22")
+
+
+def test_none_disables_proxies_and_wildcards_apply(ssh_config: Path) -> None:
+    target = parse_target("direct", ssh_config=ssh_config)
+    assert (target.proxy_command, target.proxy_jump, target.alias) == (None, None, None)
+    assert target.user == "fallback"  # from "Host *"
+
+
+def test_unknown_host_keeps_what_was_typed(ssh_config: Path) -> None:
+    target = parse_target("[::1]:2222", ssh_config=ssh_config)
+    assert (target.host, target.port, target.alias, target.identity_files) == ("::1", 2222, None, [])
+
+
+def test_bad_port_in_config_is_named(ssh_config: Path) -> None:
+    with pytest.raises(ValueError, match="Port 'twentytwo' for host 'badport'"):
+        parse_target("badport", ssh_config=ssh_config)
+    assert parse_target("badport:2022", ssh_config=ssh_config).port == 2022
+
+
+def test_missing_config_and_disabled_lookup(ssh_config: Path, tmp_path: Path) -> None:
+    assert parse_target("gpu1", ssh_config=tmp_path / "absent").host == "gpu1"
+    assert parse_target("gpu1", ssh_config=ssh_config, use_ssh_config=False).host == "gpu1"
+
+
+def test_unparsable_config_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "config"
+    path.write_text("Host x\n  Port\n")
+    with pytest.raises(ValueError, match="could not be read for host 'x'"):
+        parse_target("x", ssh_config=path)
