@@ -22,13 +22,14 @@ BASE_MFU = {
     "ampere": 0.48,
     "hopper": 0.40,
     "blackwell": 0.35,
-    "ada lovelace": 0.40,
+    "adalovelace": 0.40,
     "ada": 0.40,
     "volta": 0.35,
     "turing": 0.30,
     "cdna3": 0.30,
     "cdna2": 0.30,
 }
+FALLBACK_MFU = 0.35
 BASE_MFU_SOURCE = "Llama 2 model card (A100, ≈45% implied); Llama 3 paper §3.3 (H100, 38–43%)"
 # Adapters cost throughput: small matmuls and (QLoRA) dequantisation on every forward and backward.
 METHOD_MFU_FACTOR = {Method.full: 1.0, Method.lora: 0.8, Method.qlora: 0.6}
@@ -53,9 +54,14 @@ def flops_per_token(arch: Architecture, training: TrainingSpec, seq_len: Num, tr
     return per_token + recompute * training.gradient_checkpointing
 
 
+def base_mfu(architecture: str) -> float:
+    """The generation's MFU; catalog names like 'CDNA 3' or 'Ada Lovelace' match without spaces."""
+    return BASE_MFU.get(architecture.lower().replace(" ", "").replace("-", ""), FALLBACK_MFU)
+
+
 def default_mfu(architecture: str, method: Method, micro_batch_tokens: Num) -> Num:
     """MFU for a GPU generation and job, before communication; lower for adapters and tiny micro-batches."""
-    base = BASE_MFU.get(architecture.lower(), 0.35)
+    base = base_mfu(architecture)
     occupancy = np.minimum(1.0, (np.asarray(micro_batch_tokens, dtype=float) / FULL_EFFICIENCY_TOKENS) ** 0.25)
     return base * METHOD_MFU_FACTOR[method] * occupancy
 

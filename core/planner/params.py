@@ -9,7 +9,8 @@ the largest layer, and activations depend on the widths, so the shape is kept, n
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 _PLAIN_MLP_TYPES = {"falcon", "gpt2", "gpt_neox", "opt", "bloom", "phi", "stablelm_alpha", "gptj", "starcoder2"}
@@ -181,7 +182,7 @@ class Architecture:
         per_layer_other = arch._attention_params_per_layer() + 2 * hidden
         mlp = (params - arch.embedding_params) / layers - per_layer_other
         inter = max(hidden, int(mlp / (3 * hidden)))
-        return cls(**{**arch.__dict__, "intermediate": inter})
+        return replace(arch, intermediate=inter)
 
     # ----------------------------------------------------------------- shapes
 
@@ -201,7 +202,7 @@ class Architecture:
     def kv_width(self) -> int:
         return self.kv_heads * self.head_dim
 
-    @property
+    @cached_property
     def moe_layers(self) -> int:
         if not self.is_moe:
             return 0
@@ -261,15 +262,15 @@ class Architecture:
 
     # ----------------------------------------------------------------- counts
 
-    @property
+    @cached_property
     def embedding_params(self) -> int:
         return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
 
-    @property
+    @cached_property
     def router_params(self) -> int:
         return self.moe_layers * self.hidden * self.experts
 
-    @property
+    @cached_property
     def norm_params(self) -> int:
         return ((1 if self.parallel_block else 2) * self.layers + 1) * self.hidden
 
@@ -279,25 +280,25 @@ class Architecture:
         )
         return per_layer * self.layers
 
-    @property
+    @cached_property
     def total_params(self) -> int:
         return int(self._linear_params(False) + self.embedding_params + self.router_params + self.norm_params)
 
-    @property
+    @cached_property
     def active_params(self) -> int:
         return int(self._linear_params(True) + self.embedding_params + self.router_params + self.norm_params)
 
-    @property
+    @cached_property
     def quantizable_params(self) -> int:
         """Parameters in the transformer blocks' linear layers: what NF4 quantizes (embeddings stay 16-bit)."""
         return int(self._linear_params(False))
 
-    @property
+    @cached_property
     def largest_layer_params(self) -> int:
         """The biggest single module ZeRO-3/FSDP gathers at once: one block, or the (un)embedding."""
         block = (self._linear_params(False) + self.router_params) / self.layers
         return int(max(block, self.vocab * self.hidden))
 
-    @property
+    @cached_property
     def largest_matrix_params(self) -> int:
         return max(lin.params for lin in self.linears())

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from core.catalog import GPU, Catalog, CatalogError, Price, load_catalog
 from core.models import (
     Assumption,
@@ -30,7 +32,7 @@ from core.models import (
     TimeResult,
     TrainingSpec,
 )
-from core.planner import comms, compute, cost, reliability, search, storage
+from core.planner import comms, compute, cost, memory, reliability, search, storage
 from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
 from core.planner.params import Architecture, ConfigError
 from core.planner.step import Hardware, StepEstimate, evaluate, global_batch, trained_tokens
@@ -72,7 +74,7 @@ def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision) -> Hardware
         memory_bytes=gpu.memory_bytes,
         peak_tflops=gpu.peak_tflops(precision.value),
         intra_gbs=gpu.intra_node_gbs if spec.gpus_per_node > 1 else 1e6,
-        base_mfu=compute.BASE_MFU.get(gpu.architecture.lower(), 0.35),
+        base_mfu=compute.base_mfu(gpu.architecture),
         gpus_per_node=spec.gpus_per_node,
         nodes=spec.nodes,
         gpu_net_gbps=(
@@ -97,31 +99,35 @@ def _check_request(request: PlanRequest, arch: Architecture) -> None:
 
 
 def _largest_fitting(arch: Architecture, request: PlanRequest, hw: Hardware, *, vary: str) -> int:
-    """Binary search for the largest micro-batch (or sequence) that fits; 0 when even the smallest does not."""
-    lo, hi = 0, 1
+    """The largest micro-batch (or sequence, at micro-batch 1) that fits; 0 when even the smallest does not.
+
+    Fitting depends on memory alone, so one vectorised estimate over a coarse grid brackets the answer and a
+    second over the bracket pins it down.
+    """
+    training, seq = request.training, request.data.seq_len
     limit = 4096 if vary == "micro" else (arch.max_position or 1_048_576)
-
-    def fits(value: int) -> bool:
-        training, data = request.training, request.data
-        if vary == "micro":
-            training = training.model_copy(update={"micro_batch_size": value})
-        else:
-            training = training.model_copy(update={"micro_batch_size": 1})
-            data = data.model_copy(update={"seq_len": value})
-        est = evaluate(arch, training, data, hw, request.assumptions)
-        return bool(est.fits)
-
     start = 1 if vary == "micro" else 128
-    if not fits(start):
-        return 0
-    lo, hi = start, start * 2
-    while hi <= limit and fits(hi):
-        lo, hi = hi, hi * 2
-    hi = min(hi, limit + 1)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
+
+    def largest(values: np.ndarray) -> int:
+        micro, seqs = (values, seq) if vary == "micro" else (1, values)
+        est = memory.estimate(
+            arch,
+            training,
+            dp=hw.gpus,
+            gpus_per_node=hw.gpus_per_node,
+            micro_batch=micro,
+            seq_len=seqs,
+            zero_accounting=request.assumptions.zero_accounting,
+        )
+        fits = np.broadcast_to(est.total <= hw.memory_bytes, values.shape)
+        return int(values[fits].max()) if fits.any() else 0
+
+    coarse = np.unique(np.geomspace(start, limit, 64).astype(np.int64))
+    low = largest(coarse)
+    if low == 0 or low == limit:
+        return low
+    high = int(coarse[np.searchsorted(coarse, low) + 1])
+    return largest(np.arange(low, high, dtype=np.int64))
 
 
 def suggestions(request: PlanRequest, est: StepEstimate, gpu: GPU) -> list[str]:

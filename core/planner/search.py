@@ -8,7 +8,7 @@ catalog price; the chosen plan then adds checkpoint writes, spot losses and stor
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -63,7 +63,7 @@ def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
         mem.append(gpu.memory_bytes)
         peak.append(gpu.peak_tflops(request.training.precision.value))
         intra.append(gpu.intra_node_gbs)
-        mfu.append(compute.BASE_MFU.get(gpu.architecture.lower(), 0.35))
+        mfu.append(compute.base_mfu(gpu.architecture))
         price.append(np.nan if usd is None else usd * (1 - request.pricing.discount))
         prov.append(row.provider_name if row else None)
     return _GpuTable(
@@ -249,7 +249,7 @@ def scaling_curve(
 ) -> dict[str, list[float]]:
     """Throughput and efficiency vs node count for one GPU and interconnect: where more GPUs stop paying."""
     n = np.array(nodes, float)
-    scaled = Hardware(**{**hw.__dict__, "nodes": n})
+    scaled = replace(hw, nodes=n)
     est = evaluate(arch, request.training, request.data, scaled, request.assumptions)
     tps = np.broadcast_to(est.tokens_per_s, n.shape)
     single = tps[0] / (hw.gpus_per_node * n[0])

@@ -117,7 +117,7 @@ def evaluate(
 
     wbytes = 4.0 if training.precision is Precision.fp32 else 2.0
     grad_bytes = trainable * wbytes
-    param_bytes = mem.weights * memory.shard_degree(training.sharding, dp, hw.gpus_per_node)
+    param_bytes = arch.total_params * wbytes  # parameters are gathered in the 16-bit compute dtype
     busbw = comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, hw.nodes, hw.measured_intra_busbw_gbs)
     if training.sharding is Sharding.hsdp:
         intra_bw = comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, 1, hw.measured_intra_busbw_gbs)
