@@ -321,4 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # Run the importable module, not __main__: errors raised elsewhere are core.cli's classes.
+    from core.cli import main as _main
+
+    raise SystemExit(_main())

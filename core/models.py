@@ -197,7 +197,9 @@ class HardwareSpec(_Strict):
     gpu: str = Field(..., title="GPU", description="catalog GPU id, e.g. H100-SXM (case-insensitive)")
     gpus_per_node: int = Field(1, ge=1, le=64, title="GPUs per node")
     nodes: int = Field(1, ge=1, le=8192, title="Nodes")
-    interconnect: Interconnect = Field(Interconnect.infiniband, title="Inter-node network")
+    interconnect: Interconnect | None = Field(
+        None, title="Inter-node network", description="default: what a typical node of this GPU class has"
+    )
     inter_node_gbps: float | None = Field(
         None, gt=0, title="Inter-node bandwidth", description="Gbit/s per node (default from the network type)"
     )

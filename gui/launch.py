@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from core import cli
 
@@ -14,6 +16,9 @@ from core import cli
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args:
+        from core import report_cli
+
+        report_cli.set_renderer(_render_pdf)
         return cli.main(args)
     try:
         from gui.app import run
@@ -22,6 +27,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return cli.EXIT_ERROR
     return run()
+
+
+def _render_pdf(report: Any, path: Path) -> int:
+    """`tuneplan report`: Qt is imported only when a PDF is drawn, so other commands start fast."""
+    from gui.pdf import render_headless
+
+    return render_headless(report, path)
 
 
 if __name__ == "__main__":

@@ -67,17 +67,29 @@ def compute_costs(
 
 @overload
 def spot_wall_hours(  # type: ignore[overload-overlap]
-    solve_hours: float, gpus: float, gpu_mtbf_hours: float, preemptions_per_hour: float,
-    checkpoint_write_s: float, restart_s: float,
+    solve_hours: float,
+    gpus: float,
+    gpu_mtbf_hours: float,
+    preemptions_per_hour: float,
+    checkpoint_write_s: float,
+    restart_s: float,
 ) -> float: ...
 @overload
 def spot_wall_hours(
-    solve_hours: Num, gpus: Num, gpu_mtbf_hours: Num, preemptions_per_hour: Num,
-    checkpoint_write_s: Num, restart_s: Num,
+    solve_hours: Num,
+    gpus: Num,
+    gpu_mtbf_hours: Num,
+    preemptions_per_hour: Num,
+    checkpoint_write_s: Num,
+    restart_s: Num,
 ) -> FloatArray: ...
 def spot_wall_hours(
-    solve_hours: Num, gpus: Num, gpu_mtbf_hours: Num, preemptions_per_hour: Num,
-    checkpoint_write_s: Num, restart_s: Num,
+    solve_hours: Num,
+    gpus: Num,
+    gpu_mtbf_hours: Num,
+    preemptions_per_hour: Num,
+    checkpoint_write_s: Num,
+    restart_s: Num,
 ) -> Num:
     """Expected wall-clock hours of a spot job (vectorised).
 
@@ -121,8 +133,7 @@ def spot_cost(
     _check_discount(discount)
     if gpus < 1:
         raise ValueError(f"gpus must be at least 1 (got {gpus})")
-    wall = spot_wall_hours(solve_hours, gpus, gpu_mtbf_hours, preemptions_per_hour, checkpoint_write_s,
-                           restart_s)
+    wall = spot_wall_hours(solve_hours, gpus, gpu_mtbf_hours, preemptions_per_hour, checkpoint_write_s, restart_s)
     gpu_hours = wall * gpus
     usd = None if spot_usd_per_gpu_hour is None else gpu_hours * spot_usd_per_gpu_hour * (1.0 - discount)
     return SpotCost(

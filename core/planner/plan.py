@@ -81,6 +81,8 @@ def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision) -> Hardware
             spec.inter_node_gbps / spec.gpus_per_node
             if spec.inter_node_gbps
             else comms.DEFAULT_GPU_GBPS[spec.interconnect]
+            if spec.interconnect
+            else comms.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, spec.gpus_per_node)
         ),
         measured_intra_busbw_gbs=spec.intra_node_busbw_gbs,
     )
@@ -466,6 +468,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     )
 
 
+PEAK_SOURCE_KEY = {"fp8": "fp8_tflops", "amp_fp16": "fp16_tflops", "fp32": "tf32_tflops"}
+
+
 def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:
     a, t = request.assumptions, request.training
     src = gpu.sources
@@ -480,12 +485,14 @@ def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEs
             source="config.json" if not arch.inferred else "inferred from the parameter count",
         ),
         Assumption(
-            name="GPU memory", value=f"{gpu.memory_bytes / 1e9:.0f} GB ({gpu.id})", source=src.get("memory_gb", gpu.id)
+            name="GPU memory",
+            value=f"{gpu.memory_bytes / 1e9:.0f} GB ({gpu.id})",
+            source=src.get("memory_bytes", gpu.id),
         ),
         Assumption(
             name=f"peak {t.precision.value} throughput",
             value=f"{gpu.peak_tflops(t.precision.value):.0f} TFLOP/s",
-            source=src.get("bf16_dense_tflops", gpu.id),
+            source=src.get(PEAK_SOURCE_KEY.get(t.precision.value, "bf16_tflops"), gpu.id),
         ),
         Assumption(name="MFU", value=f"{float(est.mfu):.0%}", source=mfu_source),
         Assumption(

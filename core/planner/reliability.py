@@ -110,9 +110,7 @@ def expected_wall_hours(  # type: ignore[overload-overlap]
     solve_hours: float, interval_s: float, delta_s: float, restart_s: float, mtbf_s: float
 ) -> float: ...
 @overload
-def expected_wall_hours(
-    solve_hours: Num, interval_s: Num, delta_s: Num, restart_s: Num, mtbf_s: Num
-) -> FloatArray: ...
+def expected_wall_hours(solve_hours: Num, interval_s: Num, delta_s: Num, restart_s: Num, mtbf_s: Num) -> FloatArray: ...
 def expected_wall_hours(solve_hours: Num, interval_s: Num, delta_s: Num, restart_s: Num, mtbf_s: Num) -> Num:
     """Daly's complete model of expected wall-clock time: checkpoint writes, lost rework and restarts.
 
@@ -180,9 +178,7 @@ def expected_wall_hours_at_optimum(  # type: ignore[overload-overlap]
     solve_hours: float, delta_s: float, restart_s: float, mtbf_s: float
 ) -> float: ...
 @overload
-def expected_wall_hours_at_optimum(
-    solve_hours: Num, delta_s: Num, restart_s: Num, mtbf_s: Num
-) -> FloatArray: ...
+def expected_wall_hours_at_optimum(solve_hours: Num, delta_s: Num, restart_s: Num, mtbf_s: Num) -> FloatArray: ...
 def expected_wall_hours_at_optimum(solve_hours: Num, delta_s: Num, restart_s: Num, mtbf_s: Num) -> Num:
     """Expected wall-clock hours when checkpointing at the (capped) Daly interval."""
     tau = optimal_interval_s(delta_s, mtbf_s, solve_hours)

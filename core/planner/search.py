@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.models import Candidate, Interconnect, Method, PlanRequest, Sharding
+from core.models import Candidate, Method, PlanRequest, Sharding
 from core.planner import comms, compute
 from core.planner.params import Architecture
 from core.planner.step import Hardware, evaluate, global_batch
@@ -45,13 +45,15 @@ class _GpuTable:
     mfu: np.ndarray
     price: np.ndarray  # USD per GPU-hour, NaN where none
     provider: list[str | None]
+    links: list[str]
+    architectures: list[str]
 
 
 def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
     mode, provider = request.pricing.mode.value, request.pricing.provider
     wanted = request.search.gpus
     gpus = [catalog.gpu(g) for g in wanted] if wanted else list(catalog.gpus.values())
-    ids, mem, peak, intra, mfu, price, prov = [], [], [], [], [], [], []
+    ids, mem, peak, intra, mfu, price, prov, links, archs = [], [], [], [], [], [], [], [], []
     for gpu in gpus:
         if not gpu.supports(request.training.precision.value):
             continue  # no published peak for this precision: cannot be timed honestly
@@ -66,6 +68,8 @@ def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
         mfu.append(compute.base_mfu(gpu.architecture))
         price.append(np.nan if usd is None else usd * (1 - request.pricing.discount))
         prov.append(row.provider_name if row else None)
+        links.append(str(gpu.intra_node_link))
+        archs.append(gpu.architecture)
     return _GpuTable(
         ids,
         np.array(mem, float),
@@ -74,6 +78,8 @@ def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
         np.array(mfu, float),
         np.array(price, float),
         prov,
+        links,
+        archs,
     )
 
 
@@ -115,7 +121,12 @@ def search(arch: Architecture, request: PlanRequest, catalog: Catalog) -> Search
         base_mfu=_column(table.mfu),
         gpus_per_node=gpn,
         nodes=nodes,
-        gpu_net_gbps=comms.DEFAULT_GPU_GBPS[Interconnect.infiniband],
+        gpu_net_gbps=np.stack(
+            [
+                np.broadcast_to(comms.typical_gpu_net_gbps(link, arch_name, gpn), gpn.shape)
+                for link, arch_name in zip(table.links, table.architectures, strict=True)
+            ]
+        ).reshape(g, -1, 1, 1),
     )
 
     batch = global_batch(request.training, request.data.seq_len)

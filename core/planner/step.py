@@ -128,7 +128,8 @@ def evaluate(
         comm_s = comms.comm_seconds(payload, dp, busbw, "inter" if np.any(np.asarray(hw.nodes) > 1) else "intra")
     exposed = comms.exposed_comm(comm_s, compute_s, assumptions.comm_overlap)
     step_s = compute_s + exposed
-    hours = steps * step_s / 3600.0
+    # Every job also pays its start: provisioning, loading the model, warm-up (assumptions.restart_minutes).
+    hours = steps * step_s / 3600.0 + assumptions.restart_minutes / 60.0
     return StepEstimate(
         memory=mem,
         fits=fits,

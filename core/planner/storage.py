@@ -260,16 +260,22 @@ def request_cost(requests: float, usd_per_1000: float | None) -> float | None:
 
 @overload
 def checkpoint_write_seconds(  # type: ignore[overload-overlap]
-    size_bytes: float, tier: StorageTier | str, writers: float = 1,
+    size_bytes: float,
+    tier: StorageTier | str,
+    writers: float = 1,
     write_bytes_per_s_per_node: float | None = None,
 ) -> float: ...
 @overload
 def checkpoint_write_seconds(
-    size_bytes: Num, tier: StorageTier | str, writers: Num = 1,
+    size_bytes: Num,
+    tier: StorageTier | str,
+    writers: Num = 1,
     write_bytes_per_s_per_node: float | None = None,
 ) -> FloatArray: ...
 def checkpoint_write_seconds(
-    size_bytes: Num, tier: StorageTier | str, writers: Num = 1,
+    size_bytes: Num,
+    tier: StorageTier | str,
+    writers: Num = 1,
     write_bytes_per_s_per_node: float | None = None,
 ) -> Num:
     """Seconds to write one checkpoint: size / (per-node write bandwidth x writing nodes).
@@ -279,9 +285,7 @@ def checkpoint_write_seconds(
     """
     spec = tier_figures(tier)
     per_node = spec.write_bytes_per_s if write_bytes_per_s_per_node is None else write_bytes_per_s_per_node
-    bandwidth = _arr(per_node, "write_bytes_per_s_per_node", positive=True) * _arr(
-        writers, "writers", positive=True
-    )
+    bandwidth = _arr(per_node, "write_bytes_per_s_per_node", positive=True) * _arr(writers, "writers", positive=True)
     if spec.aggregate_write_gb_s is not None:
         bandwidth = np.minimum(bandwidth, spec.aggregate_write_gb_s.value * GB)
     return _out(_arr(size_bytes, "size_bytes") / bandwidth)
@@ -327,24 +331,29 @@ def _stored_line(item: str, size_bytes: float, tier: StorageTier, price: PriceIn
     spec = tier_figures(tier)
     if tier is StorageTier.local_nvme:
         return CostLine(
-            item=item, usd=0.0,
+            item=item,
+            usd=0.0,
             detail=f"{fmt_bytes(size_bytes)} on {spec.title}: {spec.billing}",
         )
     priced = _price(price)
     usd_gb = priced.usd_per_gb_month
     if usd_gb is None:
         return CostLine(
-            item=item, usd=None,
+            item=item,
+            usd=None,
             detail=f"{fmt_bytes(size_bytes)} on {spec.title}: no price known (set one to include it)",
-            source=priced.source, date=priced.date,
+            source=priced.source,
+            date=priced.date,
         )
     if usd_gb < 0:
         raise ValueError(f"usd_per_gb_month for {tier.value} must be 0 or more (got {usd_gb})")
     usd = size_bytes / GB * usd_gb * months
     return CostLine(
-        item=item, usd=usd,
+        item=item,
+        usd=usd,
         detail=f"{fmt_bytes(size_bytes)} on {spec.title} x ${usd_gb:g}/GB-month x {_months(months)}",
-        source=priced.source, date=priced.date,
+        source=priced.source,
+        date=priced.date,
     )
 
 
@@ -372,8 +381,7 @@ def storage_cost(
     Storage is billed per GB-month for ``months``; local NVMe is part of the instance price (USD 0 here).
     A line with ``usd=None`` means no price was known, so the caller can say so instead of showing 0.
     """
-    for name, value in (("dataset_bytes", dataset_bytes), ("checkpoint_bytes", checkpoint_bytes),
-                        ("months", months)):
+    for name, value in (("dataset_bytes", dataset_bytes), ("checkpoint_bytes", checkpoint_bytes), ("months", months)):
         if value < 0 or not math.isfinite(value):
             raise ValueError(f"{name} must be a finite number, 0 or more (got {value})")
     if checkpoints_kept < 0:
@@ -382,22 +390,24 @@ def storage_cost(
 
     lines = [_stored_line("Dataset storage", dataset_bytes, data_t, data_price, months)]
     if checkpoints_kept > 0:
-        line = _stored_line(
-            "Hot checkpoints", checkpoint_bytes * checkpoints_kept, ckpt_t, checkpoint_price, months
-        )
+        line = _stored_line("Hot checkpoints", checkpoint_bytes * checkpoints_kept, ckpt_t, checkpoint_price, months)
         line.detail = f"{checkpoints_kept} x {fmt_bytes(checkpoint_bytes)} kept; " + line.detail
         lines.append(line)
     if archive_final:
-        archive = _stored_line("Final checkpoint archive", checkpoint_bytes, StorageTier.object,
-                               object_price, months)
+        archive = _stored_line("Final checkpoint archive", checkpoint_bytes, StorageTier.object, object_price, months)
         lines.append(archive)
-    for item, count, price in (("Object GET requests", get_requests, get_usd_per_1000),
-                               ("Object PUT requests", put_requests, put_usd_per_1000)):
+    for item, count, price in (
+        ("Object GET requests", get_requests, get_usd_per_1000),
+        ("Object PUT requests", put_requests, put_usd_per_1000),
+    ):
         if count > 0:
             usd = request_cost(count, price)
             rate = f" x ${price:g}/1,000" if price is not None else ": no price known"
-            lines.append(CostLine(item=item, usd=usd, detail=f"{count:,} requests{rate}",
-                                  source=request_source, date=request_date))
+            lines.append(
+                CostLine(
+                    item=item, usd=usd, detail=f"{count:,} requests{rate}", source=request_source, date=request_date
+                )
+            )
     return lines
 
 

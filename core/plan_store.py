@@ -1,0 +1,289 @@
+"""The plan library: saved plans in one SQLite file in the user's data folder.
+
+Why it is built this way:
+- every write is one transaction in WAL mode with synchronous=FULL, so a crash mid-write leaves the last
+  committed state and never half a plan;
+- the schema carries a version (PRAGMA user_version) and migrates forward one step at a time from v1;
+- a file that SQLite cannot read is moved aside with a timestamp and reported to the caller, never wiped;
+- the connection belongs to the thread that opened the store (the GUI thread): sqlite3's rule.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+from pydantic import ValidationError
+
+from core.models import PlanRequest, PlanResult
+
+SCHEMA_VERSION = 2
+DB_NAME = "tuneplan.db"
+
+
+class StoreError(RuntimeError):
+    """The library cannot be used as it is (for example a newer tuneplan wrote it); one sentence."""
+
+
+def default_db_path() -> Path:
+    """$XDG_DATA_HOME/tuneplan/tuneplan.db, else ~/.local/share/tuneplan/tuneplan.db (%APPDATA% on Windows)."""
+    xdg = os.environ.get("XDG_DATA_HOME")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "tuneplan" / DB_NAME
+    if os.name == "nt" and os.environ.get("APPDATA"):
+        return Path(os.environ["APPDATA"]) / "tuneplan" / DB_NAME
+    return Path.home() / ".local" / "share" / "tuneplan" / DB_NAME
+
+
+def request_to_dict(request: PlanRequest) -> dict[str, Any]:
+    """The request in the public JSON format (DESIGN §3.1): the main sections in full, the rest as changed."""
+    out: dict[str, Any] = {"model": request.model.model_dump(mode="json", exclude_none=True)}
+    for name in ("data", "training", "hardware", "pricing"):
+        section = getattr(request, name)
+        if section is not None:
+            out[name] = section.model_dump(mode="json", exclude_none=True)
+    for name in ("search", "assumptions"):
+        changed = getattr(request, name).model_dump(mode="json", exclude_defaults=True)
+        if changed:
+            out[name] = changed
+    return out
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    id: int
+    name: str
+    model: str
+    method: str
+    gpu: str
+    cost_usd: float | None
+    hours: float | None
+    request: dict[str, Any]
+    result_json: str | None
+    created: str
+    updated: str
+
+    def result(self) -> PlanResult | None:
+        """The stored result, or None when there is none or it no longer matches the result model."""
+        if not self.result_json:
+            return None
+        try:
+            return PlanResult.model_validate_json(self.result_json)
+        except ValidationError:
+            return None
+
+
+def _summary(request: dict[str, Any], result: PlanResult | None) -> dict[str, Any]:
+    """The list columns: what the library shows without parsing the JSON."""
+    if result is not None:
+        hw = result.hardware
+        gpu = f"{hw.gpus}× {hw.gpu}" if hw.nodes == 1 else f"{hw.nodes}×{hw.gpus_per_node} {hw.gpu}"
+        return {"model": result.model_name, "method": result.request.training.method.value, "gpu": gpu,
+                "cost_usd": result.cost.total_usd, "hours": result.time.hours}
+    model = request.get("model") or {}
+    name = model.get("preset") or model.get("_name_or_path") or (f"{model['params']} params" if "params" in model
+                                                                   else "custom")
+    hardware = request.get("hardware") or {}
+    return {"model": str(name), "method": str((request.get("training") or {}).get("method", "lora")),
+            "gpu": str(hardware.get("gpu", "")), "cost_usd": None, "hours": None}
+
+
+# --------------------------------------------------------------------------- migrations
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db.execute("""CREATE TABLE plans (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        model TEXT NOT NULL DEFAULT '',
+        method TEXT NOT NULL DEFAULT '',
+        gpu TEXT NOT NULL DEFAULT '',
+        cost_usd REAL,
+        request_json TEXT NOT NULL,
+        result_json TEXT,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL)""")
+
+
+def _v2(db: sqlite_utils.Database) -> None:
+    """Wall hours as a column (sortable without parsing JSON), backfilled; an index for the newest-first list."""
+    db.execute("ALTER TABLE plans ADD COLUMN hours REAL")
+    for row in db.query("SELECT id, result_json FROM plans WHERE result_json IS NOT NULL"):
+        try:
+            hours = json.loads(row["result_json"])["time"]["hours"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        db.execute("UPDATE plans SET hours = ? WHERE id = ?", [hours, row["id"]])
+    db.execute("CREATE INDEX plans_updated ON plans(updated)")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]  # MIGRATIONS[i] makes version i + 1
+
+
+# --------------------------------------------------------------------------- store
+
+
+class PlanStore:
+    """Open (creating, migrating or recovering) the library at `path`; ``notice`` says if a file was moved aside."""
+
+    def __init__(self, path: Path | None = None, now: Callable[[], dt.datetime] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        self._now = now or (lambda: dt.datetime.now(dt.UTC))
+        self.notice: str | None = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = self._open()
+        except sqlite3.DatabaseError as exc:
+            moved = self._move_aside()
+            self.notice = (f"The plan library {self.path} could not be read ({exc}); it was moved to {moved} "
+                           "and a new, empty library was started.")
+            self.db = self._open()
+
+    # ---- opening
+
+    def _open(self) -> sqlite_utils.Database:
+        db = sqlite_utils.Database(sqlite3.connect(str(self.path), timeout=5.0))
+        try:
+            check = db.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise sqlite3.DatabaseError(f"integrity check failed: {check}")
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"the plan library {self.path} was written by a newer tuneplan (schema {version}, "
+                                 f"this one reads up to {SCHEMA_VERSION}); update tuneplan to open it")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            self._migrate(db, version)
+        except BaseException:
+            db.conn.close()
+            raise
+        return db
+
+    def _migrate(self, db: sqlite_utils.Database, version: int) -> None:
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            with _transaction(db):
+                MIGRATIONS[target - 1](db)
+                db.execute(f"PRAGMA user_version = {target}")
+
+    def _move_aside(self) -> Path:
+        stamp = self._now().strftime("%Y%m%d-%H%M%S")
+        target = self.path.with_name(f"{self.path.name}.damaged-{stamp}")
+        n = 1
+        while target.exists():
+            n += 1
+            target = self.path.with_name(f"{self.path.name}.damaged-{stamp}-{n}")
+        self.path.rename(target)
+        for suffix in ("-wal", "-shm"):
+            side = self.path.with_name(self.path.name + suffix)
+            if side.exists():
+                side.rename(target.with_name(target.name + suffix))
+        return target
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    # ---- reading
+
+    def _record(self, row: dict[str, Any]) -> PlanRecord:
+        try:
+            request = json.loads(row["request_json"])
+        except ValueError:
+            request = {}
+        return PlanRecord(id=row["id"], name=row["name"], model=row["model"], method=row["method"], gpu=row["gpu"],
+                          cost_usd=row["cost_usd"], hours=row["hours"],
+                          request=request if isinstance(request, dict) else {}, result_json=row["result_json"],
+                          created=row["created"], updated=row["updated"])
+
+    def list(self) -> list[PlanRecord]:
+        """All plans, most recently changed first."""
+        return [self._record(r) for r in self.db.query("SELECT * FROM plans ORDER BY updated DESC, id DESC")]
+
+    def get(self, plan_id: int) -> PlanRecord:
+        rows = list(self.db.query("SELECT * FROM plans WHERE id = ?", [plan_id]))
+        if not rows:
+            raise KeyError(f"no plan with id {plan_id} in the library")
+        return self._record(rows[0])
+
+    # ---- writing (each one transaction)
+
+    def _stamp(self) -> str:
+        return self._now().isoformat(timespec="seconds")
+
+    def save(self, name: str, request: dict[str, Any], result: PlanResult | None = None,
+             plan_id: int | None = None) -> int:
+        """Insert a plan (or replace plan_id's content) and return its id."""
+        name = name.strip() or "untitled plan"
+        values = {"name": name, "request_json": json.dumps(request, sort_keys=True),
+                  "result_json": result.model_dump_json() if result is not None else None,
+                  **_summary(request, result), "updated": self._stamp()}
+        with _transaction(self.db):
+            if plan_id is not None:
+                cursor = self.db.execute(
+                    "UPDATE plans SET " + ", ".join(f"{k} = :{k}" for k in values) + " WHERE id = :id",
+                    {**values, "id": plan_id})
+                if cursor.rowcount == 1:
+                    return plan_id
+            values["created"] = values["updated"]
+            cols = ", ".join(values)
+            cursor = self.db.execute(f"INSERT INTO plans ({cols}) VALUES ({', '.join(':' + k for k in values)})",
+                                     values)
+            return int(cursor.lastrowid or 0)
+
+    def rename(self, plan_id: int, name: str) -> None:
+        name = name.strip()
+        if not name:
+            raise ValueError("a plan name cannot be empty")
+        with _transaction(self.db):
+            cursor = self.db.execute("UPDATE plans SET name = ?, updated = ? WHERE id = ?",
+                                     [name, self._stamp(), plan_id])
+            if cursor.rowcount != 1:
+                raise KeyError(f"no plan with id {plan_id} in the library")
+
+    def duplicate(self, plan_id: int, name: str | None = None) -> int:
+        record = self.get(plan_id)
+        result = record.result()
+        new_id = self.save(name or f"{record.name} (copy)", record.request, result)
+        if result is None and record.result_json:  # keep a result this version cannot parse, as it was
+            with _transaction(self.db):
+                self.db.execute("UPDATE plans SET result_json = ? WHERE id = ?", [record.result_json, new_id])
+        return new_id
+
+    def delete(self, plan_id: int) -> PlanRecord:
+        """Delete and return the record, so the caller can offer undo (:meth:`restore`)."""
+        record = self.get(plan_id)
+        with _transaction(self.db):
+            self.db.execute("DELETE FROM plans WHERE id = ?", [plan_id])
+        return record
+
+    def restore(self, record: PlanRecord) -> None:
+        """Put a deleted record back, with its id and dates."""
+        with _transaction(self.db):
+            self.db.execute(
+                "INSERT INTO plans (id, name, model, method, gpu, cost_usd, hours, request_json, result_json, "
+                "created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [record.id, record.name, record.model, record.method, record.gpu, record.cost_usd, record.hours,
+                 json.dumps(record.request, sort_keys=True), record.result_json, record.created, record.updated])
+
+
+@contextmanager
+def _transaction(db: sqlite_utils.Database) -> Iterator[None]:
+    """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any error: all of a write or none of it."""
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.conn.execute("ROLLBACK")
+        raise
+    db.conn.execute("COMMIT")

@@ -1,0 +1,61 @@
+"""`tuneplan report REQUEST.json -o plan.pdf`: plan a request and write its PDF report, with no window.
+
+The content comes from ``core.report``; only the drawing needs Qt, and core never imports Qt or gui. So the
+drawing function is handed in by the `tuneplan` entry point (``gui.launch`` calls :func:`set_renderer`); a
+headless install without PySide6 still has every other command and gets a clear message here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core.cli import CliError, build_request
+from core.report import Report
+
+Renderer = Callable[[Report, Path], int]
+_renderer: Renderer | None = None
+
+
+def set_renderer(renderer: Renderer | None) -> None:
+    """Install the function that draws a Report to a PDF file and returns its page count."""
+    global _renderer
+    _renderer = renderer
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from core.planner.plan import PlanError
+    from core.report import analyse, build_report
+
+    if _renderer is None:
+        raise CliError("the PDF renderer is not available (it needs PySide6); run the `tuneplan` command of a "
+                       "full install")
+    request = build_request(args)
+    try:
+        analysis = analyse(request)
+    except PlanError as exc:
+        raise CliError(str(exc)) from exc
+    output = Path(args.output)
+    if output.is_dir():
+        raise CliError(f"-o {output} is a folder; give a file name such as plan.pdf")
+    report = build_report(analysis, dt.date.today())
+    try:
+        pages = _renderer(report, output)
+    except OSError as exc:
+        raise CliError(f"cannot write {output}: {exc.strerror or exc.args[0]}") from exc
+    if not output.is_file() or output.stat().st_size == 0:
+        raise CliError(f"cannot write {output}: the PDF writer produced nothing (is the folder writable?)")
+    print(f"wrote {output} ({pages} pages)", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the `report` subcommand (core.cli calls this when the module exists)."""
+    p = subparsers.add_parser("report", help="plan REQUEST.json and write a PDF report")
+    p.add_argument("request", help="plan request JSON file (- for stdin)")
+    p.add_argument("-o", "--output", required=True, help="PDF file to write, e.g. plan.pdf")
+    p.set_defaults(func=cmd_report)

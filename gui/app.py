@@ -1,0 +1,81 @@
+"""Start the window: environment, QApplication, palette that follows the system light/dark scheme."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+# pyqtgraph picks PyQt6 when it is installed; pin it to PySide6 before anything imports pyqtgraph.
+os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
+
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtWidgets import QApplication
+
+APP_NAME = "tuneplan"
+ORG_NAME = "tuneplan"
+
+
+def is_dark(app: QGuiApplication) -> bool:
+    """The system's choice where Qt can read it (Qt ≥ 6.5), else the palette's window lightness."""
+    scheme = app.styleHints().colorScheme()
+    if scheme == Qt.ColorScheme.Dark:
+        return True
+    if scheme == Qt.ColorScheme.Light:
+        return False
+    return app.palette().color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def dark_palette() -> QPalette:
+    """A Fusion dark palette; Fusion draws the same on every platform, so one palette suffices."""
+    pal = QPalette()
+    roles = {
+        QPalette.ColorRole.Window: "#2b2b2b", QPalette.ColorRole.WindowText: "#e6e6e6",
+        QPalette.ColorRole.Base: "#1f1f1f", QPalette.ColorRole.AlternateBase: "#2a2a2a",
+        QPalette.ColorRole.ToolTipBase: "#3a3a3a", QPalette.ColorRole.ToolTipText: "#e6e6e6",
+        QPalette.ColorRole.Text: "#e6e6e6", QPalette.ColorRole.Button: "#353535",
+        QPalette.ColorRole.ButtonText: "#e6e6e6", QPalette.ColorRole.BrightText: "#ff6060",
+        QPalette.ColorRole.Highlight: "#3d7bd9", QPalette.ColorRole.HighlightedText: "#ffffff",
+        QPalette.ColorRole.Link: "#6ea8ff", QPalette.ColorRole.PlaceholderText: "#8a8a8a",
+    }
+    for role, color in roles.items():
+        pal.setColor(role, QColor(color))
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText, QPalette.ColorRole.WindowText):
+        pal.setColor(QPalette.ColorGroup.Disabled, role, QColor("#7a7a7a"))
+    return pal
+
+
+def apply_scheme(app: QApplication) -> None:
+    """Fusion with the light or dark palette the system asks for; charts follow via gui.charts.theme()."""
+    app.setStyle("Fusion")
+    app.setPalette(dark_palette() if is_dark(app) else app.style().standardPalette())
+
+
+def make_app(argv: Sequence[str] | None = None) -> QApplication:
+    """The QApplication (created once), named so QSettings and the data folder agree."""
+    existing = QApplication.instance()
+    if isinstance(existing, QApplication):
+        return existing
+    QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+    QCoreApplication.setOrganizationName(ORG_NAME)
+    QCoreApplication.setApplicationName(APP_NAME)
+    app = QApplication(list(argv) if argv is not None else sys.argv[:1])
+    app.setDesktopFileName(APP_NAME)
+    apply_scheme(app)
+    app.styleHints().colorSchemeChanged.connect(lambda _scheme: apply_scheme(app))
+    return app
+
+
+def run() -> int:
+    """The `tuneplan` entry point without arguments: open the window and run the event loop."""
+    app = make_app()
+    from gui.main_window import MainWindow  # after the app exists: widgets need it
+
+    window = MainWindow.create_default()
+    window.show()
+    return int(app.exec())
+
+
+if __name__ == "__main__":
+    raise SystemExit(run())

@@ -1,0 +1,1 @@
+"""The Library place: saved plans; reopen, rename, duplicate, delete with undo, compare, import and export."""

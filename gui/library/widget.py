@@ -1,0 +1,299 @@
+"""The library list: saved plans with open, rename, duplicate, delete (undoable), compare, import, export.
+
+Store calls are short and run on the GUI thread, the thread that opened the SQLite connection; planning an
+imported request runs on the executor.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence, QUndoCommand, QUndoStack
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.models import PlanRequest
+from core.plan_store import PlanRecord, PlanStore, request_to_dict
+from core.report import Analysis, analyse
+from core.units import fmt_hours, fmt_usd
+from gui.library.compare import CompareDialog
+from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
+from gui.wizard.fields import make_error_label
+from gui.wizard.state import error_path, error_text
+from gui.workers import Executor
+
+UNDO_SECONDS = 10
+
+
+def request_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    return f"{error_path(err)}: {error_text(err)}"
+
+
+class _DeleteCommand(QUndoCommand):
+    def __init__(self, library: LibraryWidget, plan_id: int) -> None:
+        super().__init__("delete plan")
+        self.library, self.plan_id = library, plan_id
+        self.record: PlanRecord | None = None
+
+    def redo(self) -> None:
+        self.record = self.library.store.delete(self.plan_id)
+        self.setText(f"delete “{self.record.name}”")
+        self.library.refresh()
+
+    def undo(self) -> None:
+        if self.record is not None:
+            self.library.store.restore(self.record)
+            self.library.refresh()
+
+
+class LibraryWidget(QWidget):
+    """Signals: ``open_requested(object)`` a PlanRecord to show in the wizard; ``message(str)`` for the status bar."""
+
+    open_requested = Signal(object)
+    message = Signal(str)
+
+    def __init__(self, store: PlanStore, executor: Executor, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.store, self.executor = store, executor
+        self.setAccessibleName("Library")
+        self.undo_stack = QUndoStack(self)
+        self.compare_dialog: CompareDialog | None = None
+        layout = QVBoxLayout(self)
+        self.notice = QLabel(store.notice or "")
+        self.notice.setAccessibleName("Library notice")
+        self.notice.setWordWrap(True)
+        self.notice.setVisible(bool(store.notice))
+        layout.addWidget(self.notice)
+        self.error = make_error_label("Library")
+        layout.addWidget(self.error)
+        buttons = QHBoxLayout()
+        self.buttons: dict[str, QPushButton] = {}
+        for key, text, slot in (("open", "Open", self.open_selected), ("rename", "Rename…", self.rename_selected),
+                                ("duplicate", "Duplicate", self.duplicate_selected),
+                                ("delete", "Delete", self.delete_selected),
+                                ("compare", "Compare two", self.compare_selected),
+                                ("import", "Import JSON…", self.import_json),
+                                ("export", "Export JSON…", self.export_selected)):
+            button = QPushButton(text)
+            button.setAccessibleName(text.rstrip("…"))
+            button.clicked.connect(lambda _checked=False, s=slot: s())
+            buttons.addWidget(button)
+            self.buttons[key] = button
+        buttons.addStretch(1)
+        layout.addLayout(buttons)
+        self.model = RowsModel(["name", "model", "method", "GPU", "cost", "time", "updated"], self)
+        self.table = make_table(self.model, "Saved plans")
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.doubleClicked.connect(lambda _i: self.open_selected())
+        layout.addWidget(self.table, 1)
+        self.undo_bar = self._undo_bar()
+        layout.addWidget(self.undo_bar)
+        self._undo_timer = QTimer(self)
+        self._undo_timer.setSingleShot(True)
+        self._undo_timer.timeout.connect(self.undo_bar.hide)
+        undo = self.undo_stack.createUndoAction(self, "Undo")
+        undo.setShortcut(QKeySequence.StandardKey.Undo)
+        redo = self.undo_stack.createRedoAction(self, "Redo")
+        redo.setShortcut(QKeySequence.StandardKey.Redo)
+        self.addActions([undo, redo])
+        delete = QAction("Delete plan", self)
+        delete.setShortcut(QKeySequence.StandardKey.Delete)
+        delete.triggered.connect(self.delete_selected)
+        self.addAction(delete)
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self._enable())
+        self.refresh()
+
+    def _undo_bar(self) -> QFrame:
+        bar = QFrame()
+        bar.setFrameShape(QFrame.Shape.StyledPanel)
+        bar.setAccessibleName("Undo bar")
+        row = QHBoxLayout(bar)
+        self.undo_label = QLabel()
+        self.undo_button = QPushButton("Undo")
+        self.undo_button.setAccessibleName("Undo delete")
+        self.undo_button.clicked.connect(self.undo)
+        row.addWidget(self.undo_label, 1)
+        row.addWidget(self.undo_button)
+        bar.hide()
+        return bar
+
+    # ---- list
+
+    def refresh(self) -> None:
+        selected = set(self.selected_ids())
+        self.model.set_rows([
+            Row([r.name, r.model, r.method, r.gpu, fmt_usd(r.cost_usd), fmt_hours(r.hours) if r.hours else "—",
+                 r.updated.replace("T", " ")[:16]],
+                sort=[r.name.lower(), r.model, r.method, r.gpu, r.cost_usd, r.hours, r.updated], payload=r.id)
+            for r in self.store.list()])
+        view_model = self.table.model()
+        for row in range(view_model.rowCount()):
+            if view_model.index(row, 0).data(PAYLOAD_ROLE) in selected:
+                self.table.selectRow(row)
+        self._enable()
+
+    def _enable(self) -> None:
+        n = len(self.selected_ids())
+        for key in ("open", "rename", "duplicate", "delete", "export"):
+            self.buttons[key].setEnabled(n == 1 or (key == "delete" and n >= 1))
+        self.buttons["compare"].setEnabled(n == 2)
+
+    def selected_ids(self) -> list[int]:
+        selection = self.table.selectionModel()
+        return [int(i.data(PAYLOAD_ROLE)) for i in selection.selectedRows()] if selection else []
+
+    def select_ids(self, ids: list[int]) -> None:
+        self.table.clearSelection()
+        view_model = self.table.model()
+        mode = self.table.selectionMode()
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.MultiSelection)
+        for row in range(view_model.rowCount()):
+            if view_model.index(row, 0).data(PAYLOAD_ROLE) in ids:
+                self.table.selectRow(row)
+        self.table.setSelectionMode(mode)
+
+    def _say(self, message: str = "", error: str = "") -> None:
+        self.error.setText(error)
+        self.error.setVisible(bool(error))
+        if message:
+            self.message.emit(message)
+
+    def _one(self) -> int | None:
+        ids = self.selected_ids()
+        if len(ids) != 1:
+            self._say(error="select one plan first")
+            return None
+        return ids[0]
+
+    # ---- actions
+
+    def open_selected(self) -> None:
+        plan_id = self._one()
+        if plan_id is not None:
+            self.open_requested.emit(self.store.get(plan_id))
+
+    def rename_selected(self, name: str | None = None) -> None:
+        plan_id = self._one()
+        if plan_id is None:
+            return
+        if name is None:
+            text, ok = QInputDialog.getText(self, "Rename plan", "Name", text=self.store.get(plan_id).name)
+            if not ok:
+                return
+            name = text
+        try:
+            self.store.rename(plan_id, name)
+        except (ValueError, KeyError) as exc:
+            self._say(error=str(exc).strip("'\""))
+            return
+        self._say(f"Renamed to “{name.strip()}”.")
+        self.refresh()
+
+    def duplicate_selected(self) -> None:
+        plan_id = self._one()
+        if plan_id is not None:
+            new_id = self.store.duplicate(plan_id)
+            self.refresh()
+            self.select_ids([new_id])
+            self._say("Duplicated.")
+
+    def delete_selected(self) -> None:
+        ids = self.selected_ids()
+        if not ids:
+            self._say(error="select a plan to delete")
+            return
+        names = [self.store.get(i).name for i in ids]
+        self.undo_stack.beginMacro(f"delete {len(ids)} plan(s)")
+        for plan_id in ids:
+            self.undo_stack.push(_DeleteCommand(self, plan_id))
+        self.undo_stack.endMacro()
+        shown = f"“{names[0]}”" if len(names) == 1 else f"{len(names)} plans"
+        self.undo_label.setText(f"Deleted {shown}.")
+        self.undo_bar.show()
+        self._undo_timer.start(UNDO_SECONDS * 1000)
+        self._say(error="")
+
+    def undo(self) -> None:
+        self.undo_stack.undo()
+        self.undo_bar.hide()
+
+    def compare_selected(self) -> CompareDialog | None:
+        ids = self.selected_ids()
+        if len(ids) != 2:
+            self._say(error="select exactly two plans to compare")
+            return None
+        a, b = (self.store.get(i) for i in sorted(ids))
+        self.compare_dialog = CompareDialog(a, b, self)
+        self.compare_dialog.show()
+        return self.compare_dialog
+
+    def export_selected(self, path: Path | None = None) -> Path | None:
+        """Write the selected plan's request as JSON (the `tuneplan plan REQUEST.json` format)."""
+        plan_id = self._one()
+        if plan_id is None:
+            return None
+        record = self.store.get(plan_id)
+        if path is None:
+            name, _ = QFileDialog.getSaveFileName(self, "Export plan request", f"{record.name}.json", "JSON (*.json)")
+            if not name:
+                return None
+            path = Path(name)
+        try:
+            request = request_to_dict(PlanRequest.model_validate(record.request))
+        except ValidationError:
+            request = record.request
+        try:
+            path.write_text(json.dumps(request, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            self._say(error=f"cannot write {path}: {exc.strerror or exc}")
+            return None
+        self._say(f"Exported “{record.name}” to {path}.")
+        return path
+
+    def import_json(self, path: Path | None = None) -> None:
+        """Read a plan request, plan it on the executor, and save it under the file's name."""
+        if path is None:
+            name, _ = QFileDialog.getOpenFileName(self, "Import plan request", "", "JSON (*.json)")
+            if not name:
+                return
+            path = Path(name)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(raw, dict):
+                raise ValueError("it must hold a JSON object with model and data")
+            request = PlanRequest.model_validate(raw)
+        except ValidationError as exc:
+            self._say(error=f"{path.name} is not a valid plan request: {request_error(exc)}")
+            return
+        except (OSError, ValueError) as exc:
+            self._say(error=f"{path.name} cannot be imported: {exc}")
+            return
+        stem = path.stem
+
+        def saved(analysis: Analysis) -> None:
+            self._save_import(stem, raw, analysis)
+
+        def failed(exc: BaseException) -> None:
+            self._save_import(stem, raw, None, str(exc))
+
+        self.executor.submit(lambda: analyse(request), saved, failed)
+
+    def _save_import(self, name: str, raw: dict[str, Any], analysis: Analysis | None, problem: str = "") -> None:
+        new_id = self.store.save(name, raw, analysis.result if analysis else None)
+        self.refresh()
+        self.select_ids([new_id])
+        self._say(f"Imported “{name}”" + (f" (not planned: {problem})" if problem else "") + ".")

@@ -1,0 +1,120 @@
+"""One read-only table model for every table in the window (model/view, sortable through a proxy).
+
+Each row is a list of display strings plus optional sort keys (numbers sort as numbers) and a highlight flag
+per cell, so views never format or compare values themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
+
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+PAYLOAD_ROLE = Qt.ItemDataRole.UserRole + 2
+HIGHLIGHT = QColor(255, 196, 0, 90)
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+@dataclass
+class Row:
+    cells: list[str]
+    sort: list[Any] | None = None
+    highlight: set[int] = field(default_factory=set)
+    bold: bool = False
+    payload: Any = None
+    tooltips: list[str] | None = None
+
+
+class RowsModel(QAbstractTableModel):
+    def __init__(self, header: Sequence[str], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._header = list(header)
+        self._rows: list[Row] = []
+
+    def set_rows(self, rows: Sequence[Row]) -> None:
+        self.beginResetModel()
+        self._rows = list(rows)
+        self.endResetModel()
+
+    def row(self, i: int) -> Row:
+        return self._rows[i]
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt API
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt API
+        return 0 if parent.isValid() else len(self._header)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self._header[section]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row = self._rows[index.row()]
+        col = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            return row.cells[col]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return row.tooltips[col] if row.tooltips else row.cells[col]
+        if role == SORT_ROLE:
+            return row.sort[col] if row.sort is not None else row.cells[col]
+        if role == PAYLOAD_ROLE:
+            return row.payload
+        if role == Qt.ItemDataRole.BackgroundRole and col in row.highlight:
+            return QBrush(HIGHLIGHT)
+        if role == Qt.ItemDataRole.FontRole and row.bold:
+            font = QFont()
+            font.setBold(True)
+            return font
+        return None
+
+
+class _SortProxy(QSortFilterProxyModel):
+    def lessThan(self, left: Index, right: Index) -> bool:
+        a, b = left.data(SORT_ROLE), right.data(SORT_ROLE)
+        if a is None or b is None:  # unknown values (no price) sort last
+            return a is not None
+        try:
+            return bool(a < b)
+        except TypeError:
+            return str(a) < str(b)
+
+
+def make_table(model: RowsModel, name: str, sortable: bool = True, stretch_last: bool = True) -> QTableView:
+    """A QTableView over `model` through a sort proxy, with row selection and an accessible name."""
+    view = QTableView()
+    view.setAccessibleName(name)
+    if sortable:
+        proxy = _SortProxy(view)
+        proxy.setSourceModel(model)
+        view.setModel(proxy)
+        view.setSortingEnabled(True)
+        view.sortByColumn(-1, Qt.SortOrder.AscendingOrder)
+    else:
+        view.setModel(model)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    view.setAlternatingRowColors(True)
+    view.verticalHeader().setVisible(False)
+    header = view.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    header.setStretchLastSection(stretch_last)
+    view.setWordWrap(False)
+    return view
+
+
+def selected_payload(view: QTableView) -> Any:
+    """The payload of the selected row (through the proxy), or None."""
+    rows = view.selectionModel().selectedRows() if view.selectionModel() else []
+    return rows[0].data(PAYLOAD_ROLE) if rows else None

@@ -1,0 +1,190 @@
+"""Form fields bound to a path in the request: title and help from the pydantic model, error under the field.
+
+A field writes what the user typed into :class:`PlanState` and shows the error pydantic reports for its path.
+Counts and sizes are text ("2e8", "200M"), never spin boxes: PySide6 ints are 32-bit and spin boxes clamp
+instead of saying what is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QVBoxLayout, QWidget
+
+from core.models import PlanRequest
+from gui.wizard.state import PlanState
+
+ERROR_STYLE = "color: #d0342c;"
+HINT_STYLE = "color: palette(placeholder-text);"
+
+
+def field_info(path: str) -> FieldInfo | None:
+    """The pydantic FieldInfo for a dotted request path (title, description, default)."""
+    model: type[BaseModel] = PlanRequest
+    info: FieldInfo | None = None
+    for part in path.split("."):
+        info = model.model_fields.get(part)
+        if info is None:
+            return None
+        ann = info.annotation
+        for candidate in getattr(ann, "__args__", (ann,)):
+            if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                model = candidate
+                break
+    return info
+
+
+def _default_text(info: FieldInfo | None) -> str:
+    if info is None or info.is_required() or info.default is None:
+        return ""
+    value = info.default
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def display(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def make_error_label(name: str) -> QLabel:
+    label = QLabel()
+    label.setWordWrap(True)
+    label.setStyleSheet(ERROR_STYLE)
+    label.setAccessibleName(f"{name} error")
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.hide()
+    return label
+
+
+def make_hint_label(name: str, text: str = "") -> QLabel:
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setStyleSheet(HINT_STYLE)
+    label.setAccessibleName(f"{name} hint")
+    label.setVisible(bool(text))
+    return label
+
+
+class FieldBox(QWidget):
+    """Title, editor, a one-line hint and the error for one request path, stacked."""
+
+    def __init__(self, state: PlanState, path: str, editor: QWidget, title: str | None = None,
+                 hint: str | None = None, error_paths: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.state, self.path, self.editor = state, path, editor
+        info = field_info(path)
+        self.title = title or (info.title if info and info.title else path.rsplit(".", 1)[-1])
+        self.error_paths = (path, *error_paths)
+        self.label = QLabel(self.title)
+        self.label.setBuddy(editor)
+        editor.setAccessibleName(self.title)
+        description = info.description if info and info.description else ""
+        editor.setAccessibleDescription(description)
+        editor.setToolTip(description)
+        self.hint = make_hint_label(self.title, hint or "")
+        self.error = make_error_label(self.title)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 2, 0, 2)
+        layout.setSpacing(2)
+        layout.addWidget(self.label)
+        layout.addWidget(editor)
+        layout.addWidget(self.hint)
+        layout.addWidget(self.error)
+        layout.addStretch(1)
+        state.errors_changed.connect(self.show_error)
+        state.replaced.connect(self.refresh)
+
+    def set_hint(self, text: str) -> None:
+        self.hint.setText(text)
+        self.hint.setVisible(bool(text))
+
+    def show_error(self) -> None:
+        message = next((self.state.errors[p] for p in self.error_paths if p in self.state.errors), "")
+        self.error.setText(message)
+        self.error.setVisible(bool(message))
+
+    def refresh(self) -> None:
+        """Re-read the value from the state (after a load); subclasses set their editor."""
+
+
+class TextField(FieldBox):
+    def __init__(self, state: PlanState, path: str, title: str | None = None, hint: str | None = None,
+                 placeholder: str | None = None) -> None:
+        self.edit = QLineEdit()
+        super().__init__(state, path, self.edit, title, hint)
+        self.edit.setPlaceholderText(placeholder if placeholder is not None else _default_text(field_info(path)))
+        self.edit.textEdited.connect(lambda text: self.state.set(self.path, text))
+        self.refresh()
+        self.show_error()
+
+    def refresh(self) -> None:
+        text = display(self.state.get(self.path))
+        if text != self.edit.text():
+            self.edit.setText(text)
+
+
+class ComboField(FieldBox):
+    """Choices from an enum (value, label); the hint follows the selected choice."""
+
+    def __init__(self, state: PlanState, path: str, options: Sequence[tuple[str, str]],
+                 hints: dict[str, str] | None = None, title: str | None = None, default: str | None = None) -> None:
+        self.combo = QComboBox()
+        for value, label in options:
+            self.combo.addItem(label, value)
+        self._hints = hints or {}
+        self._default = default if default is not None else _default_text(field_info(path))
+        super().__init__(state, path, self.combo, title)
+        self.combo.activated.connect(self._chosen)
+        self.refresh()
+        self.show_error()
+
+    def _chosen(self, index: int) -> None:
+        value = self.combo.itemData(index)
+        self.state.set(self.path, value)
+        self.set_hint(self._hints.get(value, ""))
+
+    def value(self) -> str:
+        return str(self.combo.currentData())
+
+    def refresh(self) -> None:
+        value = display(self.state.get(self.path)) or self._default
+        i = self.combo.findData(value)
+        if i >= 0:
+            self.combo.setCurrentIndex(i)
+        self.set_hint(self._hints.get(value, ""))
+
+
+class CheckField(FieldBox):
+    def __init__(self, state: PlanState, path: str, title: str | None = None, hint: str | None = None) -> None:
+        self.check = QCheckBox()
+        info = field_info(path)
+        self._default = bool(info.default) if info is not None and isinstance(info.default, bool) else False
+        super().__init__(state, path, self.check, title, hint)
+        self.check.setText(self.title)
+        self.label.hide()
+        self.check.clicked.connect(lambda checked: self.state.set(self.path, bool(checked)))
+        self.refresh()
+        self.show_error()
+
+    def refresh(self) -> None:
+        value = self.state.get(self.path)
+        self.check.setChecked(self._default if value is None else bool(value))
+
+
+def enum_options(enum: type[StrEnum], labels: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    labels = labels or {}
+    return [(m.value, labels.get(m.value, m.value)) for m in enum]

@@ -1,0 +1,231 @@
+"""Time & cost page: providers and pricing modes side by side, spot risk, storage and idle costs, buy vs rent.
+
+Every price shows the date it was seen. A price override and a discount can be kept for later plans: they
+are written to the user's catalog override files (``core.catalog.save_user_overrides``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QSplitter
+
+from core.catalog import CatalogError, default_user_dir, load_catalog, save_user_overrides
+from core.models import PricingMode
+from core.report import Analysis, ProviderCost, break_even_chart, provider_chart
+from core.units import fmt_bytes, fmt_hours, fmt_usd
+from gui.charts import ChartView
+from gui.table_model import Row, RowsModel, make_table
+from gui.wizard.fields import ComboField, TextField, make_error_label, make_hint_label
+from gui.wizard.page import PlanPage
+from gui.wizard.state import PlanState
+
+MODES = ("on_demand", "spot", "reserved")
+MODE_HINTS = {
+    "on_demand": "pay per hour, stop any time",
+    "spot": "spare capacity at a discount; can be taken back, so work since the last checkpoint is redone",
+    "reserved": "committed term (1–3 years) for a lower rate",
+}
+
+
+def price_cell(usd: float | None, date: str | None) -> str:
+    if usd is None:
+        return "—"
+    return f"${usd:,.2f} ({date or 'undated'})"
+
+
+def provider_row(p: ProviderCost, chosen: str | None) -> Row:
+    cells = [p.provider_name]
+    sort: list[Any] = [p.provider_name]
+    for mode in MODES:
+        cells.append(price_cell(getattr(p.usd_per_gpu_hour, mode), p.dates.get(mode)))
+        sort.append(getattr(p.usd_per_gpu_hour, mode))
+    for mode in MODES:
+        cells.append(fmt_usd(getattr(p.compute_usd, mode)))
+        sort.append(getattr(p.compute_usd, mode))
+    return Row(cells, sort=sort, highlight={0} if p.provider_name == chosen else set(),
+               tooltips=[p.provider_name, *(p.sources.get(m) or "undated" for m in MODES), "", "", ""])
+
+
+def _read_json(path: Path, empty: Any) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return empty
+
+
+class CostPage(PlanPage):
+    prefixes = ("pricing", "assumptions")
+    needs_analysis = True
+
+    def __init__(self, state: PlanState) -> None:
+        super().__init__(state, "Time & cost", "What the run costs by provider and pricing mode, with the risks "
+                         "and side costs; every price shows the date it was seen.")
+        self.headline = QLabel()
+        self.headline.setAccessibleName("Time and cost headline")
+        self.headline.setWordWrap(True)
+        self.body.addWidget(self.headline)
+        catalog = load_catalog()
+        providers = [("", "cheapest")] + [(p, catalog.provider_info[p].name) for p in catalog.providers()]
+        grid = QGridLayout()
+        self.provider = ComboField(state, "pricing.provider", providers, title="Provider", default="")
+        self.mode = ComboField(state, "pricing.mode", [(m.value, m.value.replace("_", "-")) for m in PricingMode],
+                               MODE_HINTS)
+        self.override = TextField(state, "pricing.usd_per_gpu_hour", hint="your negotiated price replaces the "
+                                  "catalog's for the chosen mode", placeholder="catalog price")
+        self.discount = TextField(state, "pricing.discount", hint="0.15 = 15% off every listed price")
+        fields = [self.provider, self.mode, self.override, self.discount,
+                  TextField(state, "assumptions.spot_preemptions_per_hour"),
+                  TextField(state, "assumptions.idle_hours"), TextField(state, "assumptions.egress_gb"),
+                  TextField(state, "assumptions.storage_months"),
+                  TextField(state, "assumptions.buy.capex_usd_per_gpu", placeholder="catalog street price"),
+                  TextField(state, "assumptions.buy.utilization")]
+        for i, field in enumerate(fields):
+            grid.addWidget(self.add_field(field), i // 4, i % 4)
+        self.body.addLayout(grid)
+        keep = QHBoxLayout()
+        self.keep_price = QPushButton("Remember this price")
+        self.keep_price.setAccessibleName("Remember this price")
+        self.keep_price.clicked.connect(self.remember_price)
+        self.keep_discount = QPushButton("Remember discount for this provider")
+        self.keep_discount.setAccessibleName("Remember discount for this provider")
+        self.keep_discount.clicked.connect(self.remember_discount)
+        keep.addWidget(self.keep_price)
+        keep.addWidget(self.keep_discount)
+        keep.addWidget(make_hint_label("Remember", "kept in your catalog overrides for every later plan"), 1)
+        self.body.addLayout(keep)
+        self.keep_message = QLabel()
+        self.keep_message.setAccessibleName("Remembered prices message")
+        self.keep_message.setWordWrap(True)
+        self.body.addWidget(self.keep_message)
+        self.keep_error = make_error_label("Remember price")
+        self.body.addWidget(self.keep_error)
+        self.providers = RowsModel(["provider", "on-demand $/GPU-h", "spot $/GPU-h", "reserved $/GPU-h",
+                                    "on-demand compute", "spot compute", "reserved compute"], self)
+        self.providers_view = make_table(self.providers, "Prices by provider")
+        self.providers_view.setMinimumHeight(200)
+        self.body.addWidget(self.providers_view, 1)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        self.provider_chart = ChartView("Cost by provider chart")
+        self.break_even = ChartView("Buy versus rent chart")
+        split.addWidget(self.provider_chart)
+        split.addWidget(self.break_even)
+        split.setMinimumHeight(320)
+        self.body.addWidget(split, 2)
+        self.spot = QLabel()
+        self.spot.setAccessibleName("Spot risk")
+        self.spot.setWordWrap(True)
+        self.body.addWidget(self.spot)
+        self.items = RowsModel(["item", "USD", "detail", "source", "date"], self)
+        self.items_view = make_table(self.items, "Cost items", sortable=False)
+        self.items_view.setMinimumHeight(170)
+        self.body.addWidget(self.items_view, 1)
+        self.buy = QLabel()
+        self.buy.setAccessibleName("Buy versus rent")
+        self.buy.setWordWrap(True)
+        self.body.addWidget(self.buy)
+
+    # ---- remembering prices
+
+    def _user_dir(self) -> Path:
+        return load_catalog().user_dir or default_user_dir()
+
+    def _say(self, message: str = "", error: str = "") -> None:
+        self.keep_message.setText(message)
+        self.keep_error.setText(error)
+        self.keep_error.setVisible(bool(error))
+
+    def remember_price(self) -> None:
+        """Write the override as a user price row for this GPU and provider, dated today."""
+        request, analysis = self.state.request, self.state.analysis
+        if request is None or analysis is None or request.pricing.usd_per_gpu_hour is None:
+            self._say(error="enter a valid price override (USD per GPU-hour) first")
+            return
+        gpu = analysis.result.hardware.gpu
+        mode = request.pricing.mode.value
+        provider = request.pricing.provider or "my-price"
+        row = {"provider": provider, "instance": "user price", "gpu": gpu, mode: request.pricing.usd_per_gpu_hour,
+               "date": dt.date.today().isoformat(), "source": "entered in tuneplan"}
+        folder = self._user_dir()
+        rows = _read_json(folder / "prices.json", [])
+        rows = [r for r in rows if isinstance(r, dict)
+                and not (r.get("provider") == provider and r.get("gpu") == gpu and r.get("instance") == "user price")]
+        try:
+            save_user_overrides(folder, prices=[*rows, row])
+        except CatalogError as exc:
+            self._say(error=str(exc))
+            return
+        self._say(f"Kept ${request.pricing.usd_per_gpu_hour:,.2f}/GPU-h {mode.replace('_', '-')} for {gpu} at "
+                  f"{provider} in {folder / 'prices.json'}.")
+        self.state.recompute_now()
+
+    def remember_discount(self) -> None:
+        """Write the discount for the chosen provider; the request's own discount is then cleared (not twice)."""
+        request = self.state.request
+        if request is None or not request.pricing.provider or not request.pricing.discount:
+            self._say(error="choose a provider and enter a discount first")
+            return
+        folder = self._user_dir()
+        discounts = _read_json(folder / "discounts.json", {})
+        if not isinstance(discounts, dict):
+            discounts = {}
+        discounts[request.pricing.provider] = request.pricing.discount
+        try:
+            save_user_overrides(folder, discounts=discounts)
+        except CatalogError as exc:
+            self._say(error=str(exc))
+            return
+        self._say(f"Kept a {request.pricing.discount:.0%} discount for {request.pricing.provider} in "
+                  f"{folder / 'discounts.json'}; it now applies to the catalog prices.")
+        self.state.set("pricing.discount", None)
+        self.discount.refresh()
+
+    # ---- figures
+
+    def show_analysis(self, analysis: Analysis) -> None:
+        r, f = analysis.result, analysis.figures
+        c, ck = r.cost, r.checkpoint
+        mode = r.request.pricing.mode.value.replace("_", "-")
+        self.headline.setText(
+            f"<b>{fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.1f} GPU-hours; {fmt_usd(c.total_usd)} total "
+            f"{mode}</b> at {c.provider or 'no provider'} (price seen {c.price_date or 'undated'}).")
+        self.providers.set_rows([provider_row(p, c.provider) for p in f.providers])
+        if f.providers:
+            self.provider_chart.show_bar(provider_chart(f))
+        else:
+            self.provider_chart.clear_chart("no provider rents this GPU in the catalog")
+        if c.compute_usd.spot is not None:
+            self.spot.setText(
+                f"Spot: {fmt_usd(c.compute_usd.spot)} including about {c.spot_expected_lost_hours or 0:,.1f} "
+                f"GPU-hours of lost work and restarts; checkpoint {fmt_bytes(ck.size_bytes)} every "
+                f"{ck.interval_minutes:.0f} min ({ck.write_seconds:.0f} s per write); job MTBF "
+                f"{fmt_hours(ck.job_mtbf_hours)}.")
+        else:
+            self.spot.setText(f"No spot price for {r.hardware.gpu} here. Checkpoint {fmt_bytes(ck.size_bytes)} every "
+                              f"{ck.interval_minutes:.0f} min; job MTBF {fmt_hours(ck.job_mtbf_hours)}.")
+        self.items.set_rows([Row([i.item, fmt_usd(i.usd), i.detail, i.source or "—", i.date or "undated"])
+                             for i in c.items])
+        bvr = c.buy_vs_rent
+        if f.break_even is not None and bvr is not None:
+            self.break_even.show_line(break_even_chart(f.break_even))
+            be = (f"owning pays off above {bvr.break_even_utilization:.0%} utilisation"
+                  if bvr.break_even_utilization is not None else "renting is cheaper even at full utilisation")
+            self.buy.setText(f"Buy vs rent: owned ${bvr.usd_per_gpu_hour_owned:,.2f} per used GPU-hour at "
+                             f"{r.request.assumptions.buy.utilization:.0%} utilisation (capex "
+                             f"${f.break_even.capex_usd_per_gpu:,.0f}/GPU, {f.break_even.capex_source}); {be}.")
+        else:
+            self.break_even.clear_chart("no purchase price for this GPU")
+            self.buy.setText("")
+
+    def clear_analysis(self) -> None:
+        self.headline.setText("")
+        self.providers.set_rows([])
+        self.items.set_rows([])
+        self.spot.setText("")
+        self.buy.setText("")
+        self.provider_chart.clear_chart("no plan")
+        self.break_even.clear_chart("no plan")

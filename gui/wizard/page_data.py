@@ -1,0 +1,60 @@
+"""Data page: how many tokens, how often, how long each sequence; shows sizes and tokens per step."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QFormLayout, QGridLayout, QLabel, QWidget
+
+from core.report import Analysis
+from core.units import fmt_bytes, fmt_count
+from gui.wizard.fields import CheckField, TextField
+from gui.wizard.page import PlanPage
+from gui.wizard.state import PlanState
+
+
+def figure_label(name: str) -> QLabel:
+    label = QLabel("—")
+    label.setAccessibleName(name)
+    return label
+
+
+class DataPage(PlanPage):
+    prefixes = ("data",)
+
+    def __init__(self, state: PlanState) -> None:
+        super().__init__(state, "Data", "The dataset: tokens per epoch (2e8, 200M, 1.5B), epochs and sequence length.")
+        grid = QGridLayout()
+        fields = [
+            TextField(state, "data.tokens", hint="tokens in one pass over the data; 2e8, 200M and 1.5B all work"),
+            TextField(state, "data.epochs", hint="more epochs train longer on the same data"),
+            TextField(state, "data.seq_len", hint="longer sequences need more activation memory per sample"),
+            CheckField(state, "data.packing", hint="packing joins samples into full sequences: no padding waste"),
+            TextField(state, "data.padding_fraction", hint="only when not packing: the share of each sequence "
+                      "that is padding"),
+            TextField(state, "data.bytes_per_token", hint="about 4 for English text with a BPE tokenizer"),
+        ]
+        for i, field in enumerate(fields):
+            grid.addWidget(self.add_field(field), i // 2, i % 2)
+        self.body.addLayout(grid)
+        figures = QWidget()
+        form = QFormLayout(figures)
+        self.raw_size = figure_label("Dataset size, raw text")
+        self.tokenized_size = figure_label("Dataset size, tokenized")
+        self.tokens_per_step = figure_label("Tokens per step")
+        self.steps = figure_label("Optimizer steps")
+        form.addRow("Raw text", self.raw_size)
+        form.addRow("Tokenized", self.tokenized_size)
+        form.addRow("Tokens per step", self.tokens_per_step)
+        form.addRow("Optimizer steps", self.steps)
+        self.body.addWidget(figures)
+        self.body.addStretch(1)
+
+    def show_analysis(self, analysis: Analysis) -> None:
+        r = analysis.result
+        self.raw_size.setText(fmt_bytes(r.storage.dataset_raw_bytes))
+        self.tokenized_size.setText(fmt_bytes(r.storage.dataset_tokenized_bytes))
+        self.tokens_per_step.setText(f"{r.compute.tokens_per_step:,} ({fmt_count(r.compute.tokens_per_step)})")
+        self.steps.setText(f"{r.compute.steps:,}")
+
+    def clear_analysis(self) -> None:
+        for label in (self.raw_size, self.tokenized_size, self.tokens_per_step, self.steps):
+            label.setText("—")

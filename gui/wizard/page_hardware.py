@@ -1,0 +1,145 @@
+"""Hardware page: the planner's search (sortable table, time-vs-cost with the Pareto front, scaling)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QSplitter
+
+from core.catalog import load_catalog
+from core.models import Candidate
+from core.report import Analysis, candidate_label, hardware_label, pareto_chart, scaling_chart
+from core.units import fmt_bytes, fmt_hours, fmt_usd
+from gui.charts import ChartView
+from gui.table_model import Row, RowsModel, make_table, selected_payload
+from gui.wizard.fields import FieldBox, TextField
+from gui.wizard.page import PlanPage
+from gui.wizard.state import PlanState
+
+AUTO = ""
+
+
+def candidate_row(c: Candidate) -> Row:
+    return Row(
+        cells=[candidate_label(c), str(c.micro_batch_size), "yes" if c.gradient_checkpointing else "no",
+               fmt_bytes(c.memory_per_gpu), fmt_hours(c.hours), fmt_usd(c.cost_usd), c.provider or "—",
+               "★" if c.pareto else "", c.why],
+        sort=[c.gpu, c.micro_batch_size, c.gradient_checkpointing, c.memory_per_gpu, c.hours, c.cost_usd,
+              c.provider or "", c.pareto, c.why],
+        payload=c, highlight={7} if c.pareto else set())
+
+
+class GpuChoice(FieldBox):
+    """GPU combo: 'Automatic' removes the hardware section so the planner searches."""
+
+    def __init__(self, state: PlanState) -> None:
+        self.combo = QComboBox()
+        self.combo.addItem("Automatic (search the catalog)", AUTO)
+        for gpu in load_catalog().gpus.values():
+            self.combo.addItem(f"{gpu.id} — {gpu.memory_bytes / 1e9:.0f} GB", gpu.id)
+        super().__init__(state, "hardware.gpu", self.combo, title="GPU",
+                         hint="Automatic lets the planner pick the cheapest configuration that fits",
+                         error_paths=("hardware",))
+        self.combo.activated.connect(self._chosen)
+        self.refresh()
+
+    def _chosen(self, index: int) -> None:
+        gpu = self.combo.itemData(index)
+        if gpu == AUTO:
+            self.state.set_section("hardware", None)
+        else:
+            self.state.set("hardware.gpu", gpu)
+
+    def refresh(self) -> None:
+        i = self.combo.findData(self.state.get("hardware.gpu") or AUTO)
+        self.combo.setCurrentIndex(max(i, 0))
+
+
+class HardwarePage(PlanPage):
+    prefixes = ("hardware", "search")
+    needs_analysis = True
+
+    def __init__(self, state: PlanState) -> None:
+        super().__init__(state, "Hardware", "Configurations that fit, ranked; pick one to carry it forward, or let "
+                         "the planner choose.")
+        self.chosen = QLabel()
+        self.chosen.setAccessibleName("Planned hardware")
+        self.chosen.setWordWrap(True)
+        self.body.addWidget(self.chosen)
+        manual = QGridLayout()
+        self.gpu = self.add_field(GpuChoice(state))
+        self.per_node = self.add_field(TextField(state, "hardware.gpus_per_node"))
+        self.nodes = self.add_field(TextField(state, "hardware.nodes"))
+        manual.addWidget(self.gpu, 0, 0)
+        manual.addWidget(self.per_node, 0, 1)
+        manual.addWidget(self.nodes, 0, 2)
+        self.body.addLayout(manual)
+        self.model = RowsModel(["configuration", "micro-batch", "recompute", "memory/GPU", "time", "cost",
+                                "provider", "Pareto", "why"], self)
+        self.table = make_table(self.model, "Hardware candidates")
+        self.table.setMinimumHeight(220)
+        self.table.doubleClicked.connect(lambda _index: self.use_selected())
+        self.body.addWidget(self.table, 2)
+        buttons = QHBoxLayout()
+        self.use_button = QPushButton("Use selected configuration")
+        self.use_button.setAccessibleName("Use selected configuration")
+        self.use_button.clicked.connect(self.use_selected)
+        self.auto_button = QPushButton("Let the planner choose")
+        self.auto_button.setAccessibleName("Let the planner choose")
+        self.auto_button.clicked.connect(lambda: self.state.set_section("hardware", None))
+        buttons.addWidget(self.use_button)
+        buttons.addWidget(self.auto_button)
+        buttons.addStretch(1)
+        self.body.addLayout(buttons)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        self.pareto = ChartView("Time versus cost chart")
+        self.scaling = ChartView("Scaling chart")
+        split.addWidget(self.pareto)
+        split.addWidget(self.scaling)
+        split.setMinimumHeight(280)
+        self.body.addWidget(split, 2)
+        state.edited.connect(self._enable_counts)
+        state.replaced.connect(self._enable_counts)
+        self._enable_counts()
+
+    def _enable_counts(self) -> None:
+        manual = self.state.get("hardware") is not None
+        self.per_node.editor.setEnabled(manual)
+        self.nodes.editor.setEnabled(manual)
+
+    def use_selected(self) -> None:
+        """Carry the selected candidate forward: its hardware and the training choices it was ranked with."""
+        c = selected_payload(self.table)
+        if isinstance(c, Candidate):
+            self.use_candidate(c)
+
+    def use_candidate(self, c: Candidate) -> None:
+        hardware: dict[str, Any] = {"gpu": c.gpu, "gpus_per_node": c.gpus_per_node, "nodes": c.nodes}
+        self.state.update_many(
+            {"training.sharding": c.sharding.value, "training.micro_batch_size": c.micro_batch_size,
+             "training.gradient_checkpointing": c.gradient_checkpointing},
+            {"hardware": hardware})
+
+    def show_analysis(self, analysis: Analysis) -> None:
+        r, f = analysis.result, analysis.figures
+        t = r.request.training
+        how = "you chose" if self.state.get("hardware") is not None else "the planner chose"
+        self.chosen.setText(f"<b>Planned on {hardware_label(r.hardware)}</b> ({how}): {t.sharding.value}, "
+                            f"micro-batch {t.micro_batch_size}, {fmt_hours(r.time.hours)}, "
+                            f"{fmt_usd(r.cost.total_usd)}." + (f"<br>{f.search_note}" if f.search_note else ""))
+        self.model.set_rows([candidate_row(c) for c in f.candidates])
+        if f.candidates:
+            self.pareto.show_scatter(pareto_chart(f))
+        else:
+            self.pareto.clear_chart(f.search_note or "no configuration in the catalog fits")
+        if f.scaling:
+            self.scaling.show_line(scaling_chart(f.scaling))
+        else:
+            self.scaling.clear_chart("no scaling curve")
+
+    def clear_analysis(self) -> None:
+        self.chosen.setText("")
+        self.model.set_rows([])
+        self.pareto.clear_chart("no plan")
+        self.scaling.clear_chart("no plan")

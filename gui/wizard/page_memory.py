@@ -1,0 +1,79 @@
+"""Memory page: the job's memory per GPU on every catalog GPU, what fits, and how to make it fit."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QSplitter
+
+from core.report import Analysis, memory_chart
+from core.units import fmt_bytes
+from gui.charts import ChartView
+from gui.table_model import Row, RowsModel, make_table
+from gui.wizard.page import PlanPage
+from gui.wizard.state import PlanState
+
+PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead", "total")
+
+
+class MemoryPage(PlanPage):
+    prefixes = ("data", "training", "model")
+    needs_analysis = True
+
+    def __init__(self, state: PlanState) -> None:
+        super().__init__(state, "Memory", "Memory per GPU, component by component, for this job on each GPU type "
+                         "(same GPU and node counts); the line is each GPU's memory.")
+        self.headline = QLabel()
+        self.headline.setAccessibleName("Memory verdict")
+        self.headline.setWordWrap(True)
+        self.body.addWidget(self.headline)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        self.chart = ChartView("Memory per GPU chart")
+        self.chart.setMinimumHeight(360)
+        split.addWidget(self.chart)
+        self.breakdown = RowsModel(["component", "per GPU"], self)
+        self.breakdown_view = make_table(self.breakdown, "Memory breakdown", sortable=False)
+        self.breakdown_view.setMinimumWidth(220)
+        split.addWidget(self.breakdown_view)
+        split.setStretchFactor(0, 4)
+        split.setStretchFactor(1, 1)
+        split.setSizes([900, 240])
+        self.body.addWidget(split, 2)
+        self.gpus = RowsModel(["GPU", "needs", "has", "fits", "largest micro-batch", "longest sequence"], self)
+        self.gpus_view = make_table(self.gpus, "Fit on each GPU")
+        self.gpus_view.setMinimumHeight(180)
+        self.body.addWidget(self.gpus_view, 1)
+        self.suggestions = QLabel()
+        self.suggestions.setAccessibleName("Suggestions")
+        self.suggestions.setWordWrap(True)
+        self.body.addWidget(self.suggestions)
+
+    def show_analysis(self, analysis: Analysis) -> None:
+        r, f = analysis.result, analysis.figures
+        m = r.memory
+        verdict = "fits" if m.fits else "does NOT fit"
+        self.headline.setText(
+            f"<b>{r.hardware.gpu}: {fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)} per GPU — {verdict}.</b> "
+            f"Largest micro-batch {m.max_micro_batch} at this sequence length; longest sequence "
+            f"{m.max_seq_len:,} at micro-batch 1. CPU RAM needed: {fmt_bytes(m.cpu_ram_needed)}.")
+        self.breakdown.set_rows([Row([p, fmt_bytes(getattr(m.per_gpu, p))], bold=p == "total") for p in PARTS])
+        self.gpus.set_rows([
+            Row([g.gpu, fmt_bytes(g.total) if g.error is None else "—", fmt_bytes(g.capacity),
+                 ("yes" if g.fits else "no") if g.error is None else "n/a",
+                 str(g.max_micro_batch) if g.error is None else "—",
+                 f"{g.max_seq_len:,}" if g.error is None else "—"],
+                sort=[g.gpu, g.total if g.error is None else None, g.capacity, g.fits, g.max_micro_batch,
+                      g.max_seq_len],
+                highlight={0} if g.gpu == r.hardware.gpu else set(),
+                tooltips=[g.error or g.gpu, "", "", g.error or "", "", ""])
+            for g in f.memory_by_gpu])
+        self.chart.show_bar(memory_chart(f))
+        tips = m.suggestions
+        self.suggestions.setText("<b>To make it fit:</b><ul>" + "".join(f"<li>{s}</li>" for s in tips) + "</ul>"
+                                 if tips else "")
+
+    def clear_analysis(self) -> None:
+        self.headline.setText("")
+        self.breakdown.set_rows([])
+        self.gpus.set_rows([])
+        self.suggestions.setText("")
+        self.chart.clear_chart("no plan")

@@ -1,0 +1,101 @@
+"""Method page: how the model is trained, each choice with the one-line tradeoff it makes."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QGridLayout
+
+from core.models import Attention, Method, Offload, Optimizer, Precision, Sharding
+from gui.wizard.fields import CheckField, ComboField, TextField, enum_options
+from gui.wizard.page import PlanPage
+from gui.wizard.state import PlanState
+
+METHOD_HINTS = {
+    "full": "updates every weight: best quality headroom, needs gradients and optimizer states for all of them",
+    "lora": "trains small adapters on a frozen 16-bit base: a fraction of the memory, close to full quality",
+    "qlora": "LoRA on a 4-bit (NF4) base: fits the largest models on the fewest GPUs, slower steps",
+}
+PRECISION_HINTS = {
+    "amp_bf16": "bf16 compute with fp32 master weights and states: the safe default, 16 bytes per parameter",
+    "pure_bf16": "weights, gradients and states in bf16: half the memory, needs care (Kahan/stochastic rounding)",
+    "amp_fp16": "fp16 with loss scaling: for GPUs without bf16 (V100, T4)",
+    "fp32": "full precision: twice the memory and far slower on tensor cores",
+    "fp8": "fp8 matmuls (Hopper and newer): faster, with scaling recipes to keep it stable",
+}
+OPTIMIZER_HINTS = {
+    "adamw": "two fp32 states per parameter: the reference, the most memory",
+    "adamw_8bit": "8-bit states (bitsandbytes): a quarter of AdamW's state memory, usually the same quality",
+    "paged_adamw_8bit": "8-bit states that can spill to CPU RAM under pressure: avoids out-of-memory spikes",
+    "paged_adamw_32bit": "fp32 states that can spill to CPU RAM under pressure",
+    "sgd": "no state at all: least memory, rarely converges as well for transformers",
+    "sgd_momentum": "one state per parameter: half of AdamW",
+    "adafactor": "factored second moments: tiny state, sometimes less stable",
+    "lion": "one state per parameter (momentum): half of AdamW",
+}
+SHARDING_HINTS = {
+    "none": "DDP: every GPU holds everything; simplest and fastest when it fits",
+    "zero1": "ZeRO-1 shards optimizer states across GPUs",
+    "zero2": "ZeRO-2 shards optimizer states and gradients: little extra communication",
+    "zero3": "ZeRO-3 shards weights too: the most memory saved, an all-gather per layer per step",
+    "fsdp": "PyTorch FSDP full shard (like ZeRO-3)",
+    "hsdp": "shard inside a node, replicate across nodes: less inter-node traffic; needs 2+ nodes",
+}
+OFFLOAD_HINTS = {
+    "none": "everything stays in GPU memory",
+    "optimizer": "optimizer states and step on the CPU: frees GPU memory, steps wait on PCIe and CPU",
+    "optimizer_and_params": "weights too (ZeRO-3 / FSDP only): the largest models on few GPUs, much slower",
+}
+ATTENTION_HINTS = {
+    "flash": "FlashAttention: no sequence² buffer, the fastest on supported GPUs",
+    "sdpa": "PyTorch scaled-dot-product attention: memory-efficient kernels where available",
+    "eager": "plain attention: keeps the sequence² scores, only for debugging or unsupported models",
+}
+
+
+class MethodPage(PlanPage):
+    prefixes = ("training",)
+
+    def __init__(self, state: PlanState) -> None:
+        super().__init__(state, "Method", "How the model is trained; each choice shows what it trades.")
+        self.method = ComboField(state, "training.method", enum_options(Method), METHOD_HINTS)
+        self.rank = TextField(state, "training.lora_rank", hint="higher rank: more adapter parameters and "
+                              "capacity; 8–64 is usual", placeholder="16")
+        self.targets = TextField(state, "training.lora_targets", hint="all-linear adapts every matrix (better, "
+                                 "larger); attention adapts q,k,v,o only")
+        fields = [
+            self.method, self.rank, self.targets,
+            ComboField(state, "training.precision", enum_options(Precision), PRECISION_HINTS),
+            ComboField(state, "training.optimizer", enum_options(Optimizer), OPTIMIZER_HINTS),
+            ComboField(state, "training.sharding", enum_options(Sharding), SHARDING_HINTS),
+            ComboField(state, "training.offload", enum_options(Offload), OFFLOAD_HINTS),
+            ComboField(state, "training.attention", enum_options(Attention), ATTENTION_HINTS),
+            CheckField(state, "training.gradient_checkpointing", hint="recompute activations in the backward "
+                       "pass: far less memory for about a third more compute"),
+            TextField(state, "training.micro_batch_size", hint="sequences per GPU per forward pass: larger is "
+                      "faster until memory runs out"),
+            TextField(state, "training.global_batch_size", hint="sequences per optimizer step; the rest is "
+                      "gradient accumulation", placeholder="about 256k tokens"),
+            CheckField(state, "training.optimizer_in_backward", hint="step each parameter during backward and "
+                       "free its gradient: no full gradient buffer (single-GPU style)"),
+        ]
+        grid = QGridLayout()
+        for i, field in enumerate(fields):
+            grid.addWidget(self.add_field(field), i // 2, i % 2)
+        self.body.addLayout(grid)
+        self.body.addStretch(1)
+        self._typed_rank = ""
+        state.edited.connect(self._method_rules)
+        state.replaced.connect(self._method_rules)
+        self._method_rules()
+
+    def _method_rules(self) -> None:
+        """LoRA fields only mean something for lora/qlora: disable them for a full fine-tune, keep the text."""
+        lora = (self.state.get("training.method") or "lora") != "full"
+        self.rank.edit.setEnabled(lora)
+        self.targets.edit.setEnabled(lora)
+        if not lora and self.state.get("training.lora_rank") is not None:
+            self._typed_rank = str(self.state.get("training.lora_rank"))
+            self.state.set("training.lora_rank", None)
+        elif lora and self._typed_rank and self.state.get("training.lora_rank") is None:
+            rank, self._typed_rank = self._typed_rank, ""
+            self.state.set("training.lora_rank", rank)
+            self.rank.refresh()

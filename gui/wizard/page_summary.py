@@ -1,0 +1,86 @@
+"""Summary page: the headline, the assumptions with their sources and dates, the warnings, and the exits."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QListWidget, QPushButton, QWidget
+
+from core.report import Analysis, conclusion, key_figures
+from gui.table_model import Row, RowsModel, make_table
+from gui.wizard.page import PlanPage
+from gui.wizard.state import PlanState
+
+
+class SummaryPage(PlanPage):
+    """Signals: ``save_requested()``, ``export_pdf_requested()``, ``export_json_requested()``."""
+
+    prefixes = ()
+    needs_analysis = True
+    save_requested = Signal()
+    export_pdf_requested = Signal()
+    export_json_requested = Signal()
+
+    def __init__(self, state: PlanState) -> None:
+        super().__init__(state, "Summary", "The plan in one line, what it assumes, and what to watch.")
+        self.headline = QLabel()
+        self.headline.setAccessibleName("Plan headline")
+        self.headline.setWordWrap(True)
+        font = self.headline.font()
+        font.setPointSizeF(font.pointSizeF() * 1.3)
+        font.setBold(True)
+        self.headline.setFont(font)
+        self.body.addWidget(self.headline)
+        self.conclusion = QLabel()
+        self.conclusion.setAccessibleName("Plan conclusion")
+        self.conclusion.setWordWrap(True)
+        self.body.addWidget(self.conclusion)
+        self.figures_box = QWidget()
+        self.figures = QFormLayout(self.figures_box)
+        self.body.addWidget(self.figures_box)
+        buttons = QHBoxLayout()
+        self.save_button = QPushButton("Save to library")
+        self.pdf_button = QPushButton("Export PDF…")
+        self.json_button = QPushButton("Export JSON…")
+        for button, signal in ((self.save_button, self.save_requested), (self.pdf_button, self.export_pdf_requested),
+                               (self.json_button, self.export_json_requested)):
+            button.setAccessibleName(button.text().rstrip("…"))
+            button.clicked.connect(signal.emit)
+            button.setEnabled(False)
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        self.body.addLayout(buttons)
+        self.body.addWidget(QLabel("Warnings"))
+        self.warnings = QListWidget()
+        self.warnings.setAccessibleName("Warnings")
+        self.warnings.setMaximumHeight(90)
+        self.body.addWidget(self.warnings)
+        self.body.addWidget(QLabel("Assumptions"))
+        self.assumptions = RowsModel(["assumption", "value", "source", "date"], self)
+        self.assumptions_view = make_table(self.assumptions, "Assumptions")
+        self.assumptions_view.setMinimumHeight(240)
+        self.body.addWidget(self.assumptions_view, 1)
+
+    def show_analysis(self, analysis: Analysis) -> None:
+        r = analysis.result
+        for button in (self.save_button, self.pdf_button, self.json_button):
+            button.setEnabled(True)
+        figures = {k.label: k.value for k in key_figures(r)}
+        self.headline.setText(f"{figures['Hardware']} · {figures['Wall time']} · {figures['Cost range']}")
+        self.conclusion.setText(conclusion(r))
+        while self.figures.rowCount():
+            self.figures.removeRow(0)
+        for label, value in figures.items():
+            shown = QLabel(value)
+            shown.setAccessibleName(label)
+            self.figures.addRow(label, shown)
+        self.warnings.clear()
+        self.warnings.addItems(r.warnings or ["none"])
+        self.assumptions.set_rows([Row([a.name, a.value, a.source, a.date or "—"]) for a in r.assumptions])
+
+    def clear_analysis(self) -> None:
+        for button in (self.save_button, self.pdf_button, self.json_button):
+            button.setEnabled(False)
+        self.headline.setText("")
+        self.conclusion.setText("")
+        self.warnings.clear()
+        self.assumptions.set_rows([])

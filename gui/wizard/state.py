@@ -1,0 +1,231 @@
+"""The request being edited, exactly as typed, with its validation errors and the latest analysis.
+
+Fields write raw text into a nested dict; pydantic (``PlanRequest.model_validate``) is the one judge of it,
+so a field's error comes from the same rules the CLI applies, and nothing typed is lost when it is wrong.
+Planning is debounced and runs on the injected executor; a result for an older edit is dropped.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from core.catalog import CatalogError
+from core.models import PlanRequest
+from core.planner.plan import PlanError
+from core.report import Analysis, analyse
+from gui.workers import Executor
+
+DEFAULT_REQUEST: dict[str, Any] = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}}
+PLAN_PATH = "plan"  # errors from planning that name no field
+_FIELD_AT_START = re.compile(r"^([a-z_]+(?:\.[a-z_]+)*)(?=[: ])")
+_KNOWN_ROOTS = set(PlanRequest.model_fields)
+
+
+def error_text(err: ErrorDetails) -> str:
+    """One pydantic error as a sentence for the label under its field."""
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"] == "enum":
+        expected = err.get("ctx", {}).get("expected", "")
+        return f"'{err.get('input')}' is not allowed; use {expected}"
+    if err["type"] == "missing":
+        return "required"
+    if err["type"] == "extra_forbidden":
+        return "unknown field"
+    return msg
+
+
+def error_path(err: ErrorDetails) -> str:
+    return ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
+
+
+def plan_error_path(message: str) -> str:
+    """Where a planner error belongs: the field it starts with ('data.seq_len 9000 is …'), else 'plan'."""
+    match = _FIELD_AT_START.match(message)
+    if match and match.group(1).split(".")[0] in _KNOWN_ROOTS:
+        return match.group(1)
+    return PLAN_PATH
+
+
+class PlanState(QObject):
+    """Signals: ``edited()`` a field changed the request; ``replaced()`` the request was replaced from outside
+    (load, a chosen candidate) so fields re-read it; ``errors_changed()``; ``analysis_changed(object)`` an
+    :class:`Analysis` or None; ``busy_changed(bool)``."""
+
+    edited = Signal()
+    replaced = Signal()
+    errors_changed = Signal()
+    analysis_changed = Signal(object)
+    busy_changed = Signal(bool)
+
+    def __init__(self, executor: Executor, debounce_ms: int = 150, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._executor = executor
+        self._raw: dict[str, Any] = copy.deepcopy(DEFAULT_REQUEST)
+        self._local: dict[str, str] = {}
+        self._plan_error: tuple[str, str] | None = None
+        self.errors: dict[str, str] = {}
+        self.request: PlanRequest | None = None
+        self.analysis: Analysis | None = None
+        self.busy = False
+        self._generation = 0
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(debounce_ms)
+        self._timer.timeout.connect(self.recompute_now)
+        self._validate()
+        self._schedule()
+
+    # ---- raw values
+
+    def raw(self) -> dict[str, Any]:
+        """A copy of the request as typed (strings where the user typed them)."""
+        return copy.deepcopy(self._raw)
+
+    def get(self, path: str) -> Any:
+        node: Any = self._raw
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        return node
+
+    def set(self, path: str, value: Any) -> None:
+        """Set one value ('' or None removes it so the model's default applies) and re-validate."""
+        parts = path.split(".")
+        node = self._raw
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        if value is None or (isinstance(value, str) and not value.strip()):
+            node.pop(parts[-1], None)
+        else:
+            node[parts[-1]] = value
+        self._changed()
+
+    def set_section(self, name: str, value: dict[str, Any] | None) -> None:
+        """Replace a whole section (model, hardware); None removes it (hardware: let the planner search)."""
+        if value is None:
+            self._raw.pop(name, None)
+        else:
+            self._raw[name] = copy.deepcopy(value)
+        self._changed()
+
+    def load(self, raw: dict[str, Any]) -> None:
+        """Replace the whole request (from a file or the library); fields re-read it."""
+        self._raw = copy.deepcopy(raw)
+        self._local.clear()
+        self._changed(replaced=True)
+
+    def update_many(self, values: dict[str, Any], sections: dict[str, dict[str, Any] | None]) -> None:
+        """Several edits as one (choosing a candidate sets hardware and training fields together)."""
+        for name, section in sections.items():
+            if section is None:
+                self._raw.pop(name, None)
+            else:
+                self._raw[name] = copy.deepcopy(section)
+        for path, value in values.items():
+            parts = path.split(".")
+            node = self._raw.setdefault(parts[0], {})
+            for part in parts[1:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = value
+        self._changed(replaced=True)
+
+    def set_local_error(self, path: str, message: str | None) -> None:
+        """An error found before pydantic sees the value (a config.json that is not JSON)."""
+        if message is None:
+            if self._local.pop(path, None) is None:
+                return
+        else:
+            self._local[path] = message
+        self._changed()
+
+    # ---- errors
+
+    def errors_under(self, prefixes: tuple[str, ...]) -> dict[str, str]:
+        return {p: m for p, m in self.errors.items()
+                if any(p == pre or p.startswith(pre + ".") for pre in prefixes)}
+
+    def _changed(self, replaced: bool = False) -> None:
+        self._plan_error = None
+        self._validate()
+        if replaced:
+            self.replaced.emit()
+        else:
+            self.edited.emit()
+        self._schedule()
+
+    def _validate(self) -> None:
+        errors: dict[str, str] = {}
+        try:
+            request: PlanRequest | None = PlanRequest.model_validate(self._raw)
+        except ValidationError as exc:
+            request = None
+            for err in exc.errors():
+                errors.setdefault(error_path(err), error_text(err))
+        errors.update(self._local)
+        if self._plan_error:
+            errors.setdefault(*self._plan_error)
+        self.request = None if errors else request
+        if errors != self.errors:
+            self.errors = errors
+            self.errors_changed.emit()
+
+    # ---- planning
+
+    def _schedule(self) -> None:
+        self._generation += 1
+        if self.request is None:
+            self._timer.stop()
+            self._set_busy(False)
+            return
+        self._set_busy(True)
+        self._timer.start()
+
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self.busy:
+            self.busy = busy
+            self.busy_changed.emit(busy)
+
+    def recompute_now(self) -> None:
+        """Plan the current request on the executor (the timer calls this; tests may call it directly)."""
+        self._timer.stop()
+        request, generation = self.request, self._generation
+        if request is None:
+            return
+        self._set_busy(True)
+        self._executor.submit(lambda: analyse(request), lambda a: self._on_analysis(generation, a),
+                              lambda exc: self._on_error(generation, exc))
+
+    def _on_analysis(self, generation: int, analysis: Analysis) -> None:
+        if generation != self._generation:
+            return
+        self.analysis = analysis
+        self._set_busy(False)
+        self.analysis_changed.emit(analysis)
+
+    def _on_error(self, generation: int, exc: BaseException) -> None:
+        if generation != self._generation:
+            return
+        if not isinstance(exc, PlanError | CatalogError | ValueError):
+            message = f"the planner failed unexpectedly: {type(exc).__name__}: {exc}"
+        else:
+            message = str(exc)
+        self._plan_error = (plan_error_path(message), message)
+        self.analysis = None
+        self._validate()
+        self._set_busy(False)
+        self.analysis_changed.emit(None)
+
+    @property
+    def pending(self) -> bool:
+        return self._timer.isActive()

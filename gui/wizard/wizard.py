@@ -1,0 +1,81 @@
+"""The planning wizard, embedded in the main window (not a dialog): seven pages over one PlanState."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QWidget, QWizard
+
+from gui.wizard.page_cost import CostPage
+from gui.wizard.page_data import DataPage
+from gui.wizard.page_hardware import HardwarePage
+from gui.wizard.page_memory import MemoryPage
+from gui.wizard.page_method import MethodPage
+from gui.wizard.page_model import ModelPage
+from gui.wizard.page_summary import SummaryPage
+from gui.wizard.state import PlanState
+from gui.workers import Executor
+
+
+class PlanWizard(QWizard):
+    """Signals: ``save_requested()``, ``export_pdf_requested()``, ``export_json_requested()`` (from the summary).
+
+    ``plan_id`` is the library id the wizard was opened from (None for a new plan), so Save updates it.
+    """
+
+    save_requested = Signal()
+    export_pdf_requested = Signal()
+    export_json_requested = Signal()
+
+    def __init__(self, executor: Executor, parent: QWidget | None = None, debounce_ms: int = 150) -> None:
+        super().__init__(parent)
+        self.setWindowFlags(Qt.WindowType.Widget)
+        self.setWizardStyle(QWizard.WizardStyle.ClassicStyle)
+        self.setOption(QWizard.WizardOption.NoCancelButton, True)
+        self.setOption(QWizard.WizardOption.NoBackButtonOnStartPage, True)
+        self.setOption(QWizard.WizardOption.HaveFinishButtonOnEarlyPages, False)
+        self.setAccessibleName("Planning wizard")
+        self.state = PlanState(executor, debounce_ms=debounce_ms, parent=self)
+        self.plan_id: int | None = None
+        self.plan_name: str | None = None
+        self.model_page = ModelPage(self.state)
+        self.data_page = DataPage(self.state)
+        self.method_page = MethodPage(self.state)
+        self.memory_page = MemoryPage(self.state)
+        self.hardware_page = HardwarePage(self.state)
+        self.cost_page = CostPage(self.state)
+        self.summary_page = SummaryPage(self.state)
+        for page in self.pages():
+            self.addPage(page)
+        self.summary_page.save_requested.connect(self.save_requested)
+        self.summary_page.export_pdf_requested.connect(self.export_pdf_requested)
+        self.summary_page.export_json_requested.connect(self.export_json_requested)
+        self.setButtonText(QWizard.WizardButton.FinishButton, "Save to library")
+        for which, name in ((QWizard.WizardButton.NextButton, "Next page"),
+                            (QWizard.WizardButton.BackButton, "Previous page"),
+                            (QWizard.WizardButton.FinishButton, "Save to library")):
+            self.button(which).setAccessibleName(name)
+
+    def pages(self) -> list[Any]:
+        return [self.model_page, self.data_page, self.method_page, self.memory_page, self.hardware_page,
+                self.cost_page, self.summary_page]
+
+    def load_request(self, raw: dict[str, Any], plan_id: int | None = None, name: str | None = None) -> None:
+        """Show a request from a file or the library, starting again at the first page."""
+        self.plan_id, self.plan_name = plan_id, name
+        self.restart()
+        self.state.load(raw)
+
+    def new_plan(self) -> None:
+        from gui.wizard.state import DEFAULT_REQUEST
+
+        self.load_request(DEFAULT_REQUEST)
+
+    # An embedded wizard must never close itself: Finish saves, Escape does nothing.
+    def done(self, result: int) -> None:
+        if result == QWizard.DialogCode.Accepted:
+            self.save_requested.emit()
+
+    def reject(self) -> None:
+        return

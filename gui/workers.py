@@ -1,0 +1,197 @@
+"""The one place threads are made.
+
+Work runs on a private QThreadPool; results come back through a QObject that lives on the GUI thread, so
+callbacks always run there (queued connection) and workers never touch widgets. Results cross threads as
+``Signal(object)``: PySide6 ``Signal(int)`` is 32-bit and byte counts overflow it.
+
+Tests inject :class:`InlineExecutor`, which runs each job at once on the calling thread (the idea of Picard's
+``FakeThreadPool``), so a test can assert on the window right after an edit.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+
+Done = Callable[[Any], None]
+Failed = Callable[[BaseException], None]
+
+
+class Job:
+    """A handle on submitted work; :meth:`cancel` only sets a flag that the work checks between steps."""
+
+    def __init__(self) -> None:
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+
+class Executor(Protocol):
+    """What a place needs to run work off the GUI thread."""
+
+    def submit(self, fn: Callable[[], Any], on_done: Done, on_error: Failed | None = None) -> Job: ...
+
+    def stream(self, gen_fn: Callable[[Job], Iterator[Any]], on_item: Done, on_done: Done | None = None,
+               on_error: Failed | None = None) -> Job: ...
+
+    def stop_all(self, timeout_ms: int = 2000) -> bool: ...
+
+
+class _Relay(QObject):
+    """Lives on the GUI thread; its signals are emitted from a worker and delivered here, queued.
+
+    Signals: ``item(object)`` one streamed value, ``done(object)`` the result, ``failed(object)`` the exception.
+    """
+
+    item = Signal(object)
+    done = Signal(object)
+    failed = Signal(object)
+
+    def __init__(self, job: Job, on_item: Done | None, on_done: Done | None, on_error: Failed | None,
+                 forget: Callable[[_Relay], None]) -> None:
+        super().__init__()
+        self.job = job
+        self._on_item, self._on_done, self._on_error, self._forget = on_item, on_done, on_error, forget
+        self.item.connect(self._deliver_item)
+        self.done.connect(self._deliver_done)
+        self.failed.connect(self._deliver_failed)
+
+    @Slot(object)
+    def _deliver_item(self, value: Any) -> None:
+        if not self.job.cancelled and self._on_item is not None:
+            self._on_item(value)
+
+    @Slot(object)
+    def _deliver_done(self, value: Any) -> None:
+        self._forget(self)
+        if not self.job.cancelled and self._on_done is not None:
+            self._on_done(value)
+
+    @Slot(object)
+    def _deliver_failed(self, exc: Any) -> None:
+        self._forget(self)
+        if not self.job.cancelled and self._on_error is not None:
+            self._on_error(exc)
+
+
+class _Runnable(QRunnable):
+    def __init__(self, body: Callable[[], None]) -> None:
+        super().__init__()
+        self._body = body
+        self.setAutoDelete(True)
+
+    def run(self) -> None:
+        self._body()
+
+
+def _run_stream(gen_fn: Callable[[Job], Iterator[Any]], job: Job, emit_item: Done) -> None:
+    """Relay values until the generator ends or the job is cancelled (checked between values)."""
+    for value in gen_fn(job):
+        if job.cancelled:
+            break
+        emit_item(value)
+
+
+class ThreadExecutor:
+    """Runs jobs on its own pool and keeps a registry of live ones so :meth:`stop_all` can end them."""
+
+    def __init__(self, max_threads: int = 2) -> None:
+        self._pool = QThreadPool()
+        self._pool.setMaxThreadCount(max_threads)
+        self._live: set[_Relay] = set()
+        self._lock = threading.Lock()
+
+    def _forget(self, relay: _Relay) -> None:
+        with self._lock:
+            self._live.discard(relay)
+
+    def _start(self, relay: _Relay, body: Callable[[], Any]) -> Job:
+        with self._lock:
+            self._live.add(relay)
+
+        def guarded() -> None:
+            if relay.job.cancelled:
+                relay.done.emit(None)
+                return
+            try:
+                result = body()
+            except BaseException as exc:
+                relay.failed.emit(exc)
+            else:
+                relay.done.emit(result)
+
+        self._pool.start(_Runnable(guarded))
+        return relay.job
+
+    def submit(self, fn: Callable[[], Any], on_done: Done, on_error: Failed | None = None) -> Job:
+        relay = _Relay(Job(), None, on_done, on_error, self._forget)
+        return self._start(relay, fn)
+
+    def stream(self, gen_fn: Callable[[Job], Iterator[Any]], on_item: Done, on_done: Done | None = None,
+               on_error: Failed | None = None) -> Job:
+        relay = _Relay(Job(), on_item, on_done, on_error, self._forget)
+        return self._start(relay, lambda: _run_stream(gen_fn, relay.job, relay.item.emit))
+
+    @property
+    def active(self) -> int:
+        with self._lock:
+            return len(self._live)
+
+    def stop_all(self, timeout_ms: int = 2000) -> bool:
+        """Cancel every job, drop queued ones, and wait (bounded) for running ones; True when all ended."""
+        with self._lock:
+            live = list(self._live)
+        for relay in live:
+            relay.job.cancel()
+        self._pool.clear()
+        return bool(self._pool.waitForDone(timeout_ms))
+
+
+class InlineExecutor:
+    """Runs every job at once on the calling thread: for tests and headless rendering."""
+
+    def __init__(self) -> None:
+        self.submitted = 0
+
+    def submit(self, fn: Callable[[], Any], on_done: Done, on_error: Failed | None = None) -> Job:
+        self.submitted += 1
+        job = Job()
+        try:
+            result = fn()
+        except Exception as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
+        else:
+            on_done(result)
+        return job
+
+    def stream(self, gen_fn: Callable[[Job], Iterator[Any]], on_item: Done, on_done: Done | None = None,
+               on_error: Failed | None = None) -> Job:
+        self.submitted += 1
+        job = Job()
+        try:
+            _run_stream(gen_fn, job, on_item)
+        except Exception as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
+        else:
+            if on_done is not None:
+                on_done(None)
+        return job
+
+    @property
+    def active(self) -> int:
+        return 0
+
+    def stop_all(self, timeout_ms: int = 2000) -> bool:
+        return True

@@ -1,0 +1,106 @@
+"""Render the window offscreen to docs/screenshots/*.png: every wizard page, the library, a comparison and
+the PDF report's pages (through pdftoppm). Run: ``.venv/bin/python packaging/screenshots.py [OUT_DIR]``.
+
+It plans real requests from the shipped catalog in a throwaway user folder, so the user's own library and
+price overrides are never read or written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["PYQTGRAPH_QT_LIB"] = "PySide6"
+
+from PySide6.QtCore import QCoreApplication, QSettings  # noqa: E402
+from PySide6.QtWidgets import QWidget  # noqa: E402
+
+SIZE = (1280, 1000)
+PAGE_NAMES = ("model", "data", "method", "memory", "hardware", "cost", "summary")
+REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8", "seq_len": 4096},
+           "training": {"method": "lora", "lora_rank": 16},
+           "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}, "pricing": {"provider": "aws"}}
+
+
+def settle(state: object) -> None:
+    """Let the debounce timer fire and the inline plan land."""
+    for _ in range(200):
+        QCoreApplication.processEvents()
+        if not getattr(state, "pending", False) and not getattr(state, "busy", False):
+            return
+    raise RuntimeError("the plan did not settle")
+
+
+def save(widget: QWidget, path: Path) -> None:
+    QCoreApplication.processEvents()
+    if not widget.grab().save(str(path)):
+        raise RuntimeError(f"cannot write {path}")
+    print(path)
+
+
+def main(out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="tuneplan-shots-"))
+    os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
+    os.environ["XDG_DATA_HOME"] = str(scratch / "data")
+    from core.plan_store import PlanStore
+    from gui.app import make_app
+    from gui.main_window import MainWindow
+    from gui.workers import InlineExecutor
+
+    app = make_app(["screenshots"])
+    window = MainWindow(InlineExecutor(), PlanStore(scratch / "library.db"),
+                        QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat), debounce_ms=0)
+    window.resize(*SIZE)
+    window.show()
+    wizard, state = window.wizard, window.wizard.state
+    wizard.load_request(REQUEST, name="Llama 3.1 8B LoRA on 8× H100")
+    settle(state)
+    for i, name in enumerate(PAGE_NAMES):
+        save(window, out / f"wizard-{i + 1}-{name}.png")
+        if i + 1 < len(PAGE_NAMES):
+            wizard.next()
+            settle(state)
+    window.save_plan()
+    qlora = {**REQUEST, "training": {"method": "qlora", "lora_rank": 16},
+             "hardware": {"gpu": "L40S", "gpus_per_node": 4, "nodes": 1}}
+    wizard.load_request(qlora, name="Llama 3.1 8B QLoRA on 4× L40S")
+    settle(state)
+    window.save_plan()
+    window.show_place("Library")
+    save(window, out / "library.png")
+    ids = [r.id for r in window.store.list()]
+    window.library.select_ids(ids[:2])
+    dialog = window.library.compare_selected()
+    if dialog is not None:
+        dialog.resize(1000, 760)
+        save(dialog, out / "compare.png")
+        dialog.close()
+    window.show_place("Plan")
+    from core.report import build_report
+    from gui.pdf import render_report
+
+    assert state.analysis is not None
+    pdf = scratch / "plan.pdf"
+    pages = render_report(build_report(state.analysis), pdf)
+    if shutil.which("pdftoppm"):
+        subprocess.run(["pdftoppm", "-r", "80", "-png", str(pdf), str(out / "report-page")], check=True,
+                       timeout=120)
+        print(f"{pages} report pages")
+    else:
+        print("pdftoppm not found: report pages not rendered", file=sys.stderr)
+    window.close()
+    app.processEvents()
+    shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots"))

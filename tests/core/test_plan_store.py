@@ -1,0 +1,161 @@
+"""The plan library store: schema migrations, damaged files moved aside, crash safety, round trips."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from core.models import PlanRequest
+from core.plan_store import SCHEMA_VERSION, PlanStore, StoreError, _transaction, default_db_path, request_to_dict
+
+REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8}}
+FIXED = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
+
+
+def make_v1(path: Path) -> None:
+    """A library as version 1 wrote it (no hours column), with one planned row."""
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE plans (id INTEGER PRIMARY KEY, name TEXT NOT NULL, model TEXT NOT NULL DEFAULT '',
+            method TEXT NOT NULL DEFAULT '', gpu TEXT NOT NULL DEFAULT '', cost_usd REAL, request_json TEXT NOT NULL,
+            result_json TEXT, created TEXT NOT NULL, updated TEXT NOT NULL);
+        PRAGMA user_version = 1;""")
+    con.execute("INSERT INTO plans (name, model, method, gpu, cost_usd, request_json, result_json, created, updated) "
+                "VALUES ('old', 'llama-3.1-8b', 'lora', '8× H100-SXM', 12.5, ?, ?, '2025-01-01', '2025-01-02')",
+                [json.dumps(REQUEST), json.dumps({"time": {"hours": 3.5}})])
+    con.commit()
+    con.close()
+
+
+def test_default_path_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert default_db_path() == tmp_path / "tuneplan" / "tuneplan.db"
+
+
+def test_new_library_is_at_the_latest_schema_in_wal_mode(tmp_path):
+    store = PlanStore(tmp_path / "lib.db")
+    assert store.schema_version == SCHEMA_VERSION == 2
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.notice is None
+
+
+def test_migrates_from_v1_and_backfills_hours(tmp_path):
+    db = tmp_path / "lib.db"
+    make_v1(db)
+    store = PlanStore(db)
+    assert store.schema_version == 2
+    [old] = store.list()
+    assert (old.name, old.cost_usd, old.hours, old.created) == ("old", 12.5, 3.5, "2025-01-01")
+    assert "plans_updated" in {i.name for i in store.db["plans"].indexes}
+
+
+def test_a_newer_library_is_refused_not_touched(tmp_path):
+    db = tmp_path / "lib.db"
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA user_version = 99")
+    con.close()
+    before = db.read_bytes()
+    with pytest.raises(StoreError, match="newer tuneplan"):
+        PlanStore(db)
+    assert db.read_bytes() == before
+
+
+def test_damaged_file_is_moved_aside_with_a_message(tmp_path):
+    db = tmp_path / "lib.db"
+    db.write_bytes(b"definitely not a database\n" * 100)
+    store = PlanStore(db, now=lambda: FIXED)
+    moved = tmp_path / "lib.db.damaged-20260304-050607"
+    assert moved.read_bytes().startswith(b"definitely not")
+    assert store.notice is not None and str(moved) in store.notice
+    assert store.list() == []
+    assert store.save("fresh", REQUEST) == 1
+
+
+def test_truncated_database_is_moved_aside(tmp_path):
+    db = tmp_path / "lib.db"
+    store = PlanStore(db)
+    for i in range(50):
+        store.save(f"plan {i}", REQUEST)
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    data = db.read_bytes()
+    db.write_bytes(data[:4096] + b"\0" * 100)  # header intact, pages gone
+    again = PlanStore(db, now=lambda: FIXED)
+    assert again.notice is not None
+    assert (tmp_path / "lib.db.damaged-20260304-050607").exists()
+
+
+def test_save_rename_duplicate_delete_restore(tmp_path):
+    store = PlanStore(tmp_path / "lib.db", now=lambda: FIXED)
+    a = store.save("a", REQUEST)
+    rec = store.get(a)
+    assert (rec.model, rec.method, rec.gpu, rec.cost_usd) == ("llama-3.1-8b", "lora", "", None)
+    assert rec.created == rec.updated == "2026-03-04T05:06:07+00:00"
+    store.rename(a, "  baseline ")
+    assert store.get(a).name == "baseline"
+    with pytest.raises(ValueError, match="empty"):
+        store.rename(a, " ")
+    with pytest.raises(KeyError):
+        store.rename(12345, "x")
+    b = store.duplicate(a)
+    assert store.get(b).name == "baseline (copy)" and store.get(b).request == REQUEST
+    gone = store.delete(a)
+    assert [r.id for r in store.list()] == [b]
+    store.restore(gone)
+    assert store.get(a) == gone
+    assert store.save("replaced", {**REQUEST, "data": {"tokens": 1e8}}, plan_id=a) == a
+    assert store.get(a).request["data"]["tokens"] == 1e8
+
+
+def test_a_failed_write_leaves_nothing_behind(tmp_path):
+    store = PlanStore(tmp_path / "lib.db")
+    store.save("kept", REQUEST)
+    with pytest.raises(sqlite3.IntegrityError), _transaction(store.db):
+        store.db.execute("INSERT INTO plans (name, request_json, created, updated) VALUES ('half', '{}', 'x', 'x')")
+        store.db.execute("INSERT INTO plans (id, name, request_json, created, updated) "
+                         "VALUES (1, 'clash', '{}', 'x', 'x')")  # id 1 is taken: the whole write fails
+    assert [r.name for r in store.list()] == ["kept"]
+    with pytest.raises(TypeError):
+        store.save("unserialisable", {"model": object()})
+    assert len(store.list()) == 1
+
+
+def test_a_crash_in_the_middle_of_a_write_loses_nothing_committed(tmp_path):
+    db = tmp_path / "lib.db"
+    store = PlanStore(db)
+    store.save("committed", REQUEST)
+    store.close()
+    crash = textwrap.dedent(f"""
+        import os
+        from core.plan_store import PlanStore
+        s = PlanStore({str(db)!r})
+        s.db.conn.execute("BEGIN IMMEDIATE")
+        s.db.conn.execute("INSERT INTO plans (name, request_json, created, updated) VALUES ('half', '{{}}', 'x', 'x')")
+        s.db.conn.execute("UPDATE plans SET name = 'overwritten' WHERE name = 'committed'")
+        os._exit(9)  # killed before COMMIT
+    """)
+    done = subprocess.run([sys.executable, "-c", crash], cwd=Path(__file__).parents[2], timeout=60)
+    assert done.returncode == 9
+    again = PlanStore(db)
+    assert again.notice is None
+    assert [r.name for r in again.list()] == ["committed"]
+
+
+def test_request_to_dict_round_trips_the_public_format():
+    request = PlanRequest.model_validate({
+        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "200M", "seq_len": 4096},
+        "training": {"method": "qlora", "lora_rank": 8}, "assumptions": {"mfu": 0.4}})
+    out = request_to_dict(request)
+    assert out["model"] == {"preset": "llama-3.1-8b"}
+    assert out["data"]["tokens"] == 2e8
+    assert out["training"]["method"] == "qlora" and out["training"]["lora_rank"] == 8
+    assert out["assumptions"] == {"mfu": 0.4}
+    assert "search" not in out and "hardware" not in out
+    assert PlanRequest.model_validate(json.loads(json.dumps(out))) == request

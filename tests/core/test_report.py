@@ -1,0 +1,135 @@
+"""Report content: words and key figures, chart data, sections; independent of any renderer."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.models import ComputeCost, HardwareSpec, PlanRequest
+from core.planner.plan import plan
+from core.report import (
+    analyse,
+    build_report,
+    conclusion,
+    cost_range,
+    cost_range_text,
+    hardware_label,
+    memory_chart,
+    price_age_days,
+)
+
+BASE = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
+        "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8}, "pricing": {"provider": "aws"}}
+
+
+@pytest.fixture(scope="module")
+def analysis():
+    return analyse(PlanRequest.model_validate(BASE))
+
+
+def with_cost(result, **cost):
+    return result.model_copy(update={"cost": result.cost.model_copy(update=cost)})
+
+
+def test_hardware_label():
+    assert hardware_label(HardwareSpec(gpu="H100-SXM", gpus_per_node=8)) == "8× H100-SXM"
+    assert hardware_label(HardwareSpec(gpu="A100-80GB-SXM", gpus_per_node=8, nodes=2)) == \
+        "2 nodes × 8 A100-80GB-SXM (16 GPUs)"
+
+
+def test_cost_range_spans_the_priced_modes_plus_side_costs(analysis):
+    r = with_cost(analysis.result, compute_usd=ComputeCost(on_demand=100.0, spot=40.0, reserved=None),
+                  storage_usd=2.0, egress_usd=1.0, idle_usd=0.5)
+    assert cost_range(r) == (43.5, 103.5)
+    assert cost_range_text(r) == "$43.50–$104"
+    none = with_cost(r, compute_usd=ComputeCost(on_demand=None, spot=None, reserved=None))
+    assert cost_range(none) is None and cost_range_text(none) == "no price"
+
+
+def test_price_age_and_stale_risk(analysis):
+    r = with_cost(analysis.result, price_date="2025-01-01", provider="AWS")
+    assert price_age_days(r, dt.date(2026, 1, 1)) == 365
+    old = with_cost(analysis.result, price_date="2024-01-01", provider="AWS")
+    risks = next(s for s in build_report(analysis.model_copy(update={"result": old}), dt.date(2025, 6, 1)).sections
+                 if s.title == "Risks")
+    assert any("older than a year" in item for item in risks.blocks[0].items)
+    undated = with_cost(analysis.result, price_date=None)
+    assert price_age_days(undated, dt.date(2026, 1, 1)) is None
+
+
+def test_conclusion_says_when_it_does_not_fit(analysis):
+    r = analysis.result
+    assert conclusion(r).startswith("Fine-tune llama-3.1-8b with lora on 8× H100-SXM")
+    assert "it fits in" in conclusion(r)
+    broken = r.model_copy(update={"memory": r.memory.model_copy(update={"fits": False})})
+    assert "does NOT fit" in conclusion(broken)
+
+
+def test_memory_chart_has_each_gpu_with_its_capacity(analysis):
+    rows = {g.gpu: g for g in analysis.figures.memory_by_gpu}
+    # NVIDIA datasheets: H100 SXM 80 GB, H200 141 GB (decimal GB).
+    assert rows["H100-SXM"].capacity == 80 * 10**9
+    assert rows["H200-SXM"].capacity == 141 * 10**9
+    chart = memory_chart(analysis.figures)
+    assert chart.stacked and [s.name for s in chart.series] == ["weights", "gradients", "optimizer", "activations",
+                                                                "logits", "overhead"]
+    i = chart.categories.index("H100-SXM")
+    assert chart.markers is not None and chart.markers[i] == 80.0
+    # The same job needs the same memory on a bigger card, so fitting on 80 GB means fitting on 141 GB.
+    assert rows["H100-SXM"].fits <= rows["H200-SXM"].fits
+    assert all(g.error is None or "precision" in g.error or "figure" in g.error for g in rows.values())
+
+
+def test_break_even_uses_the_catalog_street_price_midpoint(analysis):
+    be = analysis.figures.break_even
+    assert be is not None
+    # resources/catalog/gpus.json: H100-SXM street price 25,000–30,000 USD → midpoint 27,500.
+    assert be.capex_usd_per_gpu == 27_500
+    assert be.utilisation[0] == 0.05 and be.utilisation[-1] == 1.0
+    assert be.owned_usd_per_gpu_hour == sorted(be.owned_usd_per_gpu_hour, reverse=True)
+
+
+def test_candidates_come_from_the_search_even_with_fixed_hardware(analysis):
+    assert analysis.figures.candidates
+    assert any(c.pareto for c in analysis.figures.candidates)
+
+
+def test_providers_are_priced_with_their_dates(analysis):
+    aws = next(p for p in analysis.figures.providers if p.provider == "aws")
+    assert aws.provider_name == "AWS"
+    assert aws.compute_usd.on_demand is not None
+    same = plan(PlanRequest.model_validate(BASE))
+    assert aws.compute_usd == same.cost.compute_usd
+    assert set(aws.dates) == {"on_demand", "spot", "reserved"}
+
+
+def test_report_sections_in_reading_order(analysis):
+    report = build_report(analysis, dt.date(2026, 1, 2))
+    assert report.date == "2026-01-02"
+    assert [s.title for s in report.sections][:3] == ["Executive summary", "Memory", "Cost"]
+    assert [s.title for s in report.sections][-2:] == ["Assumptions", "Appendix: formulas"]
+    labels = [k.label for k in report.key_figures]
+    assert labels[:4] == ["Hardware", "Wall time", "GPU-hours", "Cost range"]
+    kinds = {b.kind for s in report.sections for b in s.blocks}
+    assert {"bar", "scatter", "line", "table", "bullets"} <= kinds
+    formulas = next(s for s in report.sections if s.title == "Appendix: formulas").blocks[0].items
+    assert any("Young/Daly" in f for f in formulas) and any("6 × parameters" in f for f in formulas)
+
+
+def test_report_content_is_json_round_trippable(analysis):
+    report = build_report(analysis, dt.date(2026, 1, 2))
+    again = type(report).model_validate_json(report.model_dump_json())
+    assert again == report
+
+
+def test_core_report_modules_import_no_qt():
+    code = ("import sys, core.report, core.plan_store, core.report_cli; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'gui', 'shiboken6')]; "
+            "print(bad); raise SystemExit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr

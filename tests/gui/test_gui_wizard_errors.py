@@ -1,0 +1,170 @@
+"""Bad input shows one clear message at the right place, blocks Next, and keeps everything else typed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication, QWizard
+from wizard_driver import click, next_page, settle, type_into
+
+
+def next_enabled(wizard) -> bool:
+    return wizard.button(QWizard.WizardButton.NextButton).isEnabled()
+
+
+def config_tab(qtbot, wizard):
+    page = wizard.model_page
+    page.tabs.setCurrentIndex(1)
+    return page
+
+
+def test_malformed_config_json_is_explained_under_the_box(qtbot, window):
+    wizard, state = window.wizard, window.wizard.state
+    state.set("data.tokens", "3e8")
+    page = config_tab(qtbot, wizard)
+    page.config_edit.setFocus()
+    qtbot.keyClicks(page.config_edit, '{"hidden_size": 4096, "num_hidden_layers": 32,')
+    settle(qtbot, state)
+    assert page.config_error.isVisible()
+    assert page.config_error.text().startswith("config.json is not valid JSON")
+    assert "line 1" in page.config_error.text()
+    assert not next_enabled(wizard)
+    # What was typed stays, and the rest of the request is untouched.
+    assert page.config_edit.toPlainText().endswith('"num_hidden_layers": 32,')
+    assert state.get("data.tokens") == "3e8"
+
+
+def test_config_without_hidden_size_names_the_key(qtbot, window):
+    page = config_tab(qtbot, window.wizard)
+    page.config_edit.setPlainText('{"num_hidden_layers": 32}')
+    settle(qtbot, window.wizard.state)
+    assert "hidden_size" in page.config_error.text()
+    assert not next_enabled(window.wizard)
+
+
+def test_config_json_from_a_dropped_file(qtbot, window, tmp_path: Path):
+    # Qwen2.5-0.5B config.json keys (huggingface.co/Qwen/Qwen2.5-0.5B): 24 layers, hidden 896, 14 heads, 2 KV heads.
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14, '
+                   '"num_hidden_layers": 24, "num_key_value_heads": 2, "vocab_size": 151936, '
+                   '"tie_word_embeddings": true, "max_position_embeddings": 32768, "model_type": "qwen2"}')
+    page = config_tab(qtbot, window.wizard)
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(cfg))])
+    at = QPoint(5, 5)
+    buttons, mods = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    enter = QDragEnterEvent(at, Qt.DropAction.CopyAction, mime, buttons, mods)  # QPoint: Qt's signature
+    QApplication.sendEvent(page.config_edit.viewport(), enter)
+    assert enter.isAccepted()
+    drop = QDropEvent(at.toPointF(), Qt.DropAction.CopyAction, mime, buttons, mods)
+    QApplication.sendEvent(page.config_edit.viewport(), drop)
+    settle(qtbot, window.wizard.state)
+    assert not page.config_error.isVisible(), (page.config_error.text(), page.config_edit.toPlainText()[:80])
+    assert window.wizard.state.get("model.hidden_size") == 896
+    assert "24 layers, hidden 896, 14 attention heads (2 key/value)" in page.summary.text()
+    # Qwen reports 0.49B parameters for Qwen2.5-0.5B.
+    assert "494" in page.summary.text() or "0.49B" in page.summary.text()
+    assert next_enabled(window.wizard)
+
+
+def test_out_of_range_sequence_length_is_shown_under_its_field(qtbot, window):
+    wizard, state = window.wizard, window.wizard.state
+    next_page(qtbot, wizard)
+    fields = {f.path: f for f in wizard.data_page.fields}
+    type_into(qtbot, fields["data.tokens"].edit, "1.5B")
+    type_into(qtbot, fields["data.seq_len"].edit, "8")
+    settle(qtbot, state)
+    seq = fields["data.seq_len"]
+    assert seq.error.isVisible()
+    assert "greater than or equal to 16" in seq.error.text()
+    assert not fields["data.tokens"].error.isVisible()
+    assert not next_enabled(wizard)
+    assert seq.edit.text() == "8" and fields["data.tokens"].edit.text() == "1.5B"
+    type_into(qtbot, seq.edit, "2048")
+    settle(qtbot, state)
+    assert not seq.error.isVisible()
+    assert next_enabled(wizard)
+
+
+def test_garbage_token_count_names_the_accepted_forms(qtbot, window):
+    wizard, state = window.wizard, window.wizard.state
+    next_page(qtbot, wizard)
+    tokens = next(f for f in wizard.data_page.fields if f.path == "data.tokens")
+    type_into(qtbot, tokens.edit, "lots")
+    settle(qtbot, state)
+    assert "2e8, 200M, 1.5B" in tokens.error.text()
+    assert not next_enabled(wizard)
+
+
+def test_sequence_longer_than_the_model_context_is_a_planner_error_at_the_field(qtbot, window):
+    wizard, state = window.wizard, window.wizard.state
+    next_page(qtbot, wizard)
+    seq = next(f for f in wizard.data_page.fields if f.path == "data.seq_len")
+    # Llama 3.1 8B: max_position_embeddings 131072 (its config.json).
+    type_into(qtbot, seq.edit, "200000")
+    settle(qtbot, state)
+    assert "131072" in seq.error.text()
+    assert not next_enabled(wizard)
+    assert state.analysis is None
+
+
+def test_impossible_plan_is_explained_on_the_memory_page(qtbot, window):
+    wizard, state = window.wizard, window.wizard.state
+    state.set("search.max_gpus", 1)
+    state.set_section("model", {"preset": "llama-3.1-405b"})
+    state.set("training.method", "full")
+    settle(qtbot, state)
+    for _ in range(3):
+        next_page(qtbot, wizard)
+    memory = wizard.memory_page
+    assert memory.page_error.isVisible()
+    assert "fits" in memory.page_error.text() or "fit" in memory.page_error.text()
+    assert not next_enabled(wizard)
+    assert state.get("training.method") == "full"
+    # Back to something that fits: the message goes and Next returns.
+    state.set("search.max_gpus", None)
+    state.set("training.method", "qlora")
+    state.set_section("model", {"preset": "llama-3.1-8b"})
+    settle(qtbot, state)
+    assert not memory.page_error.isVisible()
+    assert next_enabled(wizard)
+
+
+def test_offload_without_sharding_is_a_page_message_on_method(qtbot, window):
+    wizard, state = window.wizard, window.wizard.state
+    next_page(qtbot, wizard)
+    next_page(qtbot, wizard)
+    state.set("training.offload", "optimizer")
+    settle(qtbot, state)
+    page = wizard.method_page
+    assert "needs sharding" in page.page_error.text()
+    assert not next_enabled(wizard)
+
+
+def test_remembered_price_and_discount_go_to_the_user_overrides(qtbot, window, user_dirs: Path):
+    wizard, state = window.wizard, window.wizard.state
+    state.update_many({}, {"hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}})
+    state.set("pricing.provider", "aws")
+    settle(qtbot, state)
+    for _ in range(5):
+        next_page(qtbot, wizard)
+    page = wizard.cost_page
+    override = page.override.edit
+    type_into(qtbot, override, "1.99")
+    settle(qtbot, state)
+    click(qtbot, page.keep_price)
+    prices = (user_dirs / "config" / "tuneplan" / "prices.json").read_text()
+    assert '"on_demand": 1.99' in prices and '"gpu": "H100-SXM"' in prices
+    assert "Kept $1.99/GPU-h" in page.keep_message.text()
+    type_into(qtbot, page.discount.edit, "0.2")
+    settle(qtbot, state)
+    click(qtbot, page.keep_discount)
+    discounts = (user_dirs / "config" / "tuneplan" / "discounts.json").read_text()
+    assert '"aws": 0.2' in discounts
+    assert state.get("pricing.discount") is None  # not applied twice
+    # Every provider row shows the date of its prices.
+    for row in range(page.providers.rowCount()):
+        cells = page.providers.row(row).cells[1:4]
+        assert all(c == "—" or "(" in c for c in cells)

@@ -1,0 +1,86 @@
+"""Workers: results arrive on the GUI thread, errors are delivered, stop_all ends everything."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from gui.workers import InlineExecutor, ThreadExecutor
+
+
+def test_result_is_delivered_on_the_gui_thread(qtbot):
+    ex = ThreadExecutor()
+    seen: dict[str, object] = {}
+
+    def work() -> int:
+        seen["worker"] = threading.current_thread() is threading.main_thread()
+        return 2**40  # larger than a 32-bit int: Signal(object) carries it intact
+
+    def done(value: int) -> None:
+        seen["value"] = value
+        seen["gui"] = threading.current_thread() is threading.main_thread()
+
+    ex.submit(work, done)
+    qtbot.waitUntil(lambda: "value" in seen, timeout=3000)
+    assert seen == {"worker": False, "value": 2**40, "gui": True}
+    assert ex.stop_all(1000)
+
+
+def test_errors_are_delivered_not_lost(qtbot):
+    ex = ThreadExecutor()
+    errors: list[BaseException] = []
+    ex.submit(lambda: 1 / 0, lambda _v: None, errors.append)
+    qtbot.waitUntil(lambda: bool(errors), timeout=3000)
+    assert isinstance(errors[0], ZeroDivisionError)
+    assert ex.stop_all(1000)
+
+
+def test_stop_all_cancels_a_stream_and_waits(qtbot):
+    ex = ThreadExecutor()
+    items: list[int] = []
+    started = threading.Event()
+
+    def numbers(job):
+        for i in range(10_000):
+            started.set()
+            if job.cancelled:
+                return
+            time.sleep(0.001)
+            yield i
+
+    ex.stream(numbers, items.append)
+    assert started.wait(2)
+    assert ex.stop_all(3000)
+    count = len(items)
+    qtbot.wait(50)
+    assert len(items) == count < 10_000  # nothing delivered after the cancel
+    assert ex.active == 0 or ex.stop_all(100)
+
+
+def test_inline_executor_runs_at_once():
+    ex = InlineExecutor()
+    out: list[int] = []
+    ex.submit(lambda: 3, out.append)
+    ex.stream(lambda job: iter([1, 2]), out.append)
+    assert out == [3, 1, 2]
+    with pytest.raises(ZeroDivisionError):
+        ex.submit(lambda: 1 / 0, out.append)
+    errors: list[BaseException] = []
+    ex.submit(lambda: 1 / 0, out.append, errors.append)
+    assert isinstance(errors[0], ZeroDivisionError)
+
+
+def test_state_drops_a_result_for_an_older_edit(qtbot):
+    """With real threads, typing fast must not let a stale plan overwrite a newer one."""
+    from gui.wizard.state import PlanState
+
+    ex = ThreadExecutor()
+    state = PlanState(ex, debounce_ms=5)
+    state.set("data.tokens", "1e8")
+    state.recompute_now()  # in flight for 1e8
+    state.set("data.tokens", "3e8")
+    qtbot.waitUntil(lambda: state.analysis is not None and not state.busy and not state.pending, timeout=10000)
+    assert state.analysis.result.request.data.tokens == 3e8
+    assert ex.stop_all(3000)
