@@ -289,7 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_extensions(sub: Any) -> None:
     """Commands whose modules arrive with their own features (reports, probes)."""
-    for module, name in (("core.report_cli", "register"), ("core.probes.cli", "register")):
+    for module, name in (
+        ("core.report_cli", "register"),
+        ("core.probes.cli", "register"),
+        ("core.probes.report_cli", "register"),
+    ):
         try:
             mod = __import__(module, fromlist=[name])
         except ImportError:

@@ -1,0 +1,163 @@
+"""What a probe run found, as typed evidence: the contract between the runner, the scorecard, reports and the GUI.
+
+The runner fills a `ProbeEvidence` probe by probe (each part stays None until its probe ran); the scorecard
+reads only this, so it can be tested on replayed fixtures and real runs alike. Events stream to the GUI and
+CLI while the run goes on.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from core.probes.samples import (
+    CollectiveResult,
+    FioResult,
+    IbInventory,
+    KernelLogScan,
+    NvidiaSmiReport,
+    NvlinkStatus,
+    TopologyMatrix,
+)
+
+PROBE_NAMES = ("inventory", "gpu_metrics", "health", "compute", "collectives", "storage", "distributed", "burn")
+SUITES: dict[str, tuple[str, ...]] = {
+    "quick": ("inventory", "health", "compute", "collectives", "storage", "distributed"),
+    "full": ("inventory", "health", "compute", "collectives", "storage", "distributed", "burn"),
+}
+
+
+class HostInventory(BaseModel):
+    """The box as it describes itself (OS, CPU, RAM, disks, container/VM, accelerators)."""
+
+    hostname: str | None = None
+    os: str | None = None
+    kernel: str | None = None
+    cpu_model: str | None = None
+    cpu_cores: int | None = None
+    ram_bytes: int | None = None
+    virtualization: str | None = None  # e.g. "kvm", "docker", "none"
+    python: str | None = None
+    torch: str | None = None
+    cuda_available: bool | None = None
+    nvidia: NvidiaSmiReport | None = None  # None: no NVIDIA GPU / driver found
+    topology: TopologyMatrix | None = None
+    nvlink: list[NvlinkStatus] | None = None
+    infiniband: IbInventory | None = None
+    filesystems: list[dict[str, str]] = Field(default_factory=list)  # mount, type, size, free
+    nics: list[dict[str, str]] = Field(default_factory=list)  # name, speed, state
+
+
+class ComputeResult(BaseModel):
+    """Dense matmul throughput per device (bf16 on GPUs, fp32 on a CPU-only host)."""
+
+    device: str  # "cuda" or "cpu"
+    dtype: str
+    matrix_size: int
+    tflops_per_device: list[float]
+    reference_tflops: float | None = None  # catalog peak for the GPU found
+    reference_source: str | None = None
+
+
+class StorageResult(BaseModel):
+    """fio (or the fallback) at one path the user named."""
+
+    path: str
+    role: Literal["data", "checkpoint", "scratch"]
+    tool: Literal["fio", "dd", "python"]
+    free_bytes: int | None = None
+    filesystem: str | None = None
+    seq_read_bytes_per_s: float | None = None
+    seq_write_bytes_per_s: float | None = None
+    rand_read_iops: float | None = None
+    rand_read_p99_ms: float | None = None
+    small_file_ops_per_s: float | None = None  # create + stat + read of small files
+    fio: list[FioResult] = Field(default_factory=list)
+    skipped_reason: str | None = None
+
+
+class DistributedResult(BaseModel):
+    """torchrun sanity: every rank saw the right environment and the all_reduce sum was exact."""
+
+    backend: str
+    world_size: int
+    ranks: list[dict[str, str]] = Field(default_factory=list)  # RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR per rank
+    all_reduce_ok: bool
+    nccl_socket_ifname: str | None = None
+    error: str | None = None
+
+
+class BurnResult(BaseModel):
+    """Stability burn: sustained load while sampling health."""
+
+    duration_s: float
+    completed: bool
+    samples: int
+    max_temp_c: float | None = None
+    min_sm_clock_mhz: float | None = None
+    throttle_reasons_seen: list[str] = Field(default_factory=list)
+    xid_codes: list[int] = Field(default_factory=list)
+    tflops_first_minute: float | None = None
+    tflops_last_minute: float | None = None
+
+
+class ProbeEvidence(BaseModel):
+    inventory: HostInventory | None = None
+    health: NvidiaSmiReport | None = None
+    kernel_log: KernelLogScan | None = None
+    compute: ComputeResult | None = None
+    collectives: CollectiveResult | None = None
+    collective_interconnect: str | None = None  # "nvlink", "pcie", "infiniband", "roce", "ethernet", "loopback"
+    storage: list[StorageResult] = Field(default_factory=list)
+    distributed: DistributedResult | None = None
+    burn: BurnResult | None = None
+
+
+class ProbeStatus(StrEnum):
+    ok = "ok"
+    failed = "failed"
+    skipped = "skipped"
+    cancelled = "cancelled"
+    interrupted = "interrupted"  # the connection dropped
+
+
+class ProbeOutcome(BaseModel):
+    name: str
+    status: ProbeStatus
+    started: float
+    ended: float
+    warnings: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+
+class Verdict(StrEnum):
+    ready = "READY"
+    ready_with_warnings = "READY WITH WARNINGS"
+    not_ready = "NOT READY"
+
+
+class CheckStatus(StrEnum):
+    passed = "PASS"
+    warn = "WARN"
+    fail = "FAIL"
+    info = "INFO"  # not applicable here (e.g. no NVIDIA GPU found)
+
+
+class Check(BaseModel):
+    """One scorecard line: what was measured, what was expected, and who says so."""
+
+    area: Literal["inventory", "health", "performance", "network", "storage", "stability", "distributed"]
+    name: str
+    status: CheckStatus
+    measured: str
+    expected: str
+    source: str
+    reason: str
+
+
+class Scorecard(BaseModel):
+    verdict: Verdict
+    checks: list[Check]
+    summary: str  # one sentence: the verdict and its main reasons
