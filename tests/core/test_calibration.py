@@ -111,9 +111,11 @@ def _litgpt_request(case: dict) -> tuple[Architecture, TrainingSpec]:
 
 
 # Known gaps, kept visible instead of tuned away: litgpt's QLoRA peaks sit 15–25% above what the physics of
-# NF4 weights + saved activations gives (the excess grows with the model, ~0.3–0.5 B per quantized parameter,
-# consistent with a load-time or bitsandbytes buffer we do not model), and Phi-2's all-linear LoRA with the
-# LM head is over-predicted by ~16%. strict=True: the marker fails as soon as the model gets them right.
+# NF4 weights + saved activations gives (the excess grows with the model, ~0.3–0.5 B per quantized parameter).
+# litgpt itself tracked QLoRA using *more* memory than LoRA as a bug (Lightning-AI/litgpt#1112: TinyLlama
+# 18.15 GB with bnb.nf4 vs 14.49 GB without), so these rows measure an implementation overhead we do not model.
+# Phi-2's all-linear LoRA with the LM head is over-predicted by ~16% (litgpt fuses q, k, v: one dropout copy
+# where PEFT keeps three). strict=True: the marker fails as soon as the model gets them right.
 KNOWN_GAPS = {
     "litgpt-falcon-7b-qlora",
     "litgpt-gemma-7b-qlora",
