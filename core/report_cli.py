@@ -27,6 +27,11 @@ def set_renderer(renderer: Renderer | None) -> None:
     _renderer = renderer
 
 
+def get_renderer() -> Renderer | None:
+    """The installed PDF drawing function (None in a headless install); other report commands reuse it."""
+    return _renderer
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from core.planner.plan import PlanError
     from core.report import analyse, build_report

@@ -1,0 +1,549 @@
+"""What a probe report shows, independent of drawing: the verdict, the scorecard, charts and the raw evidence.
+
+It builds the same ``core.report.Report`` the plan PDF uses, so ``gui/pdf.py`` draws both with one look. Every
+figure here is read from the run's evidence and scorecard; nothing is re-measured or re-graded except when a run
+comes without a scorecard (then ``core.probes.scorecard.score`` grades it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from core.catalog import Catalog, load_catalog
+from core.probes.evidence import CheckStatus, ProbeEvidence, Scorecard
+from core.probes.parsers._common import clock_reasons_from_mask
+from core.probes.samples import CollectiveResult, GpuMetric
+from core.probes.scorecard import (
+    busbw_at_largest,
+    expected_busbw,
+    matmul_reference,
+    probed_gpu,
+    score,
+    size_label,
+)
+from core.report import (
+    BarChart,
+    Block,
+    Bullets,
+    KeyFigure,
+    LineChart,
+    Paragraph,
+    Report,
+    Section,
+    Series,
+    Table,
+)
+from core.units import fmt_bytes
+
+if TYPE_CHECKING:
+    from core.probe_store import SampleTable, StoredRun
+
+MAX_BARS = 24
+# Reports and JSON exports keep at most this many samples per GPU (evenly spaced): charts draw MAX_POINTS per
+# line, and an hour at 10 Hz × 8 GPUs would otherwise become 288,000 objects.
+JSON_SAMPLES_PER_GPU = 2000
+MAX_POINTS = 240
+STATUS_ORDER = {CheckStatus.fail: 0, CheckStatus.warn: 1, CheckStatus.passed: 2, CheckStatus.info: 3}
+_URL_IN_PARENS = re.compile(r"\s*\((https?://[^\s)]+)\)")
+_URL = re.compile(r"https?://[^\s);,]+")
+
+
+class References:
+    """Numbered citations: long URLs leave the tables for a 'Sources' list, so a row stays a few lines tall."""
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+
+    def number(self, url: str) -> int:
+        if url not in self.urls:
+            self.urls.append(url)
+        return self.urls.index(url) + 1
+
+    def cite(self, text: str) -> str:
+        """'Azure NHC (https://…)' → 'Azure NHC [3]'."""
+        text = _URL_IN_PARENS.sub(lambda m: f" [{self.number(m.group(1))}]", text)
+        return _URL.sub(lambda m: f"[{self.number(m.group(0))}]", text)
+
+    def block(self) -> Bullets:
+        return Bullets(items=[f"[{i}] {url}" for i, url in enumerate(self.urls, start=1)])
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
+# --------------------------------------------------------------------------- a run, from the store or a JSON file
+
+
+class ProbeRunRecord(BaseModel):
+    """What a report needs from a run, whether it comes from the probe store or a `tuneplan probe --json` file."""
+
+    host: str = "unknown host"
+    started: dt.datetime | float | str | None = None
+    evidence: ProbeEvidence = Field(default_factory=ProbeEvidence)
+    scorecard: Scorecard | None = None
+    samples: list[GpuMetric] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def samples_from_table(table: SampleTable, per_gpu: int | None = None) -> list[GpuMetric]:
+    """The store's sample columns as GpuMetric objects (NaN → None), optionally thinned per GPU."""
+    def num(column: Any, i: int) -> float | None:
+        v = float(column[i])
+        return None if math.isnan(v) else v
+
+    rows: list[int] = list(range(len(table)))
+    if per_gpu is not None:
+        import numpy as np
+
+        picked = []
+        for index in table.gpus():
+            idx = np.flatnonzero(table.gpu == index)
+            if len(idx) > per_gpu:
+                idx = idx[np.unique(np.linspace(0, len(idx) - 1, per_gpu).round().astype(int))]
+            picked.append(idx)
+        rows = sorted(int(i) for i in np.concatenate(picked)) if picked else []
+    out = []
+    for i in rows:
+        gpu, t = num(table.gpu, i), num(table.t, i)
+        if gpu is None or t is None:
+            continue  # a row without GPU index or time cannot be placed on a chart
+        mask = num(table.throttle, i)
+        used, total = num(table.mem_used, i), num(table.mem_total, i)
+        out.append(GpuMetric(
+            t=t, gpu=int(gpu), util_pct=num(table.util, i), temp_c=num(table.temp, i), power_w=num(table.power, i),
+            sm_clock_mhz=num(table.sm_clock, i), mem_clock_mhz=num(table.mem_clock, i),
+            mem_used_bytes=int(used) if used is not None else None,
+            mem_total_bytes=int(total) if total is not None else None,
+            clocks_event_mask=int(mask) if mask is not None else None,
+            clocks_event_reasons=clock_reasons_from_mask(int(mask)) if mask is not None else []))
+    return out
+
+
+def record_from_stored(run: StoredRun) -> ProbeRunRecord:
+    """A stored run as a report record: its evidence, scorecard, samples and the probes' warnings."""
+    warnings = [f"{o.name}: {w}" for o in run.outcomes for w in o.warnings]
+    warnings += [f"{o.name}: {o.error}" for o in run.outcomes if o.error]
+    return ProbeRunRecord(host=run.summary.host, started=run.summary.started,
+                          evidence=run.evidence or ProbeEvidence(), scorecard=run.scorecard,
+                          samples=samples_from_table(run.samples, JSON_SAMPLES_PER_GPU), warnings=warnings)
+
+
+def record_from_json(data: Any) -> ProbeRunRecord:
+    """A run JSON (what `tuneplan probe --json` prints or `run_json` writes); ValueError names the bad field."""
+    if not isinstance(data, dict):
+        raise ValueError("a probe run JSON must be an object with an 'evidence' key")
+    if "evidence" not in data:
+        raise ValueError(f"the JSON has no 'evidence' key (it has: {', '.join(sorted(data)) or 'nothing'})")
+    host = data.get("host")
+    if isinstance(host, dict):
+        host = host.get("name") or host.get("target") or host.get("hostname")
+    raw_summary = data.get("summary")
+    summary: dict[str, Any] = raw_summary if isinstance(raw_summary, dict) else {}
+    started = data.get("started", summary.get("started"))
+    warnings = [str(w) for w in data.get("warnings") or [] if w]
+    for outcome in data.get("outcomes") or []:
+        if isinstance(outcome, dict):
+            warnings += [f"{outcome.get('name', 'probe')}: {w}" for w in outcome.get("warnings") or []]
+    try:
+        return ProbeRunRecord(host=str(host or summary.get("host") or "unknown host"), started=started,
+                              evidence=data["evidence"] or {}, scorecard=data.get("scorecard"),
+                              samples=data.get("samples") or [], warnings=warnings)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ValueError(f"{where}: {err['msg']}") from exc
+
+
+def run_json(run: StoredRun) -> dict[str, Any]:
+    """A stored run as one JSON object: the report record's keys plus the run's summary, outcomes and events.
+
+    Samples are thinned to `JSON_SAMPLES_PER_GPU` per GPU; the store keeps them all.
+    """
+    record = record_from_stored(run)
+    return {
+        "host": record.host,
+        "started": _when(run.summary.started),
+        "summary": run.summary.model_dump(mode="json"),
+        "options": run.options,
+        "outcomes": [o.model_dump(mode="json") for o in run.outcomes],
+        "evidence": record.evidence.model_dump(mode="json"),
+        "scorecard": run.scorecard.model_dump(mode="json") if run.scorecard is not None else None,
+        "events": [e.model_dump(mode="json") for e in run.events],
+        "samples": [m.model_dump(mode="json", exclude_none=True)
+                    for m in samples_from_table(run.samples, JSON_SAMPLES_PER_GPU)],
+        "samples_note": f"at most {JSON_SAMPLES_PER_GPU} samples per GPU, evenly spaced",
+    }
+
+
+def _when(started: dt.datetime | str | float | None) -> str:
+    """The run's start as 'YYYY-MM-DD HH:MM UTC' (epoch seconds, ISO text or a datetime)."""
+    if started is None or started == "":
+        return dt.date.today().isoformat()
+    if isinstance(started, int | float):
+        moment = dt.datetime.fromtimestamp(float(started), tz=dt.UTC)
+    elif isinstance(started, str):
+        try:
+            moment = dt.datetime.fromisoformat(started.replace("Z", "+00:00"))
+        except ValueError:
+            return started
+    else:
+        moment = started
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(dt.UTC)
+        return moment.strftime("%Y-%m-%d %H:%M UTC")
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def _gpu_label(evidence: ProbeEvidence) -> str | None:
+    for report in (evidence.inventory.nvidia if evidence.inventory else None, evidence.health):
+        if report is not None and report.gpus:
+            names = Counter(g.name or "unnamed GPU" for g in report.gpus)
+            return ", ".join(f"{n}× {name}" for name, n in names.most_common())
+    return None
+
+
+# --------------------------------------------------------------------------- key figures
+
+
+def key_figures(evidence: ProbeEvidence, card: Scorecard, host: str) -> list[KeyFigure]:
+    counts = Counter(c.status for c in card.checks)
+    tally = " · ".join(f"{counts[s]} {s.value}" for s in (CheckStatus.passed, CheckStatus.warn, CheckStatus.fail,
+                                                          CheckStatus.info) if counts[s])
+    figures = [KeyFigure(label="Verdict", value=card.verdict.value), KeyFigure(label="Host", value=host),
+               KeyFigure(label="GPUs", value=_gpu_label(evidence) or "no NVIDIA GPU found"),
+               KeyFigure(label="Checks", value=tally or "none")]
+    c = evidence.compute
+    if c is not None and c.tflops_per_device:
+        values = c.tflops_per_device
+        figures.append(KeyFigure(label="Matmul", value=(
+            f"{min(values):,.0f}–{max(values):,.0f} TFLOP/s per device ({c.dtype})" if len(values) > 1
+            else f"{values[0]:,.1f} TFLOP/s ({c.dtype}, {c.device})")))
+    if evidence.collectives is not None:
+        found = busbw_at_largest(evidence.collectives)
+        if found is not None:
+            value, size = found
+            at = f" at {size_label(size)}" if size else ""
+            figures.append(KeyFigure(label="All-reduce busbw",
+                                     value=f"{value:,.1f} GB/s{at} ({evidence.collectives.nranks or '?'} ranks)"))
+    reads = [s for s in evidence.storage if s.seq_read_bytes_per_s]
+    if reads:
+        best = max(reads, key=lambda s: s.seq_read_bytes_per_s or 0.0)
+        figures.append(KeyFigure(label="Storage read",
+                                 value=f"{fmt_bytes(best.seq_read_bytes_per_s or 0)}/s at {best.path}"))
+    if evidence.burn is not None and evidence.burn.max_temp_c is not None:
+        figures.append(KeyFigure(label="Burn", value=f"max {evidence.burn.max_temp_c:.0f} °C over "
+                                                     f"{_duration(evidence.burn.duration_s)}"))
+    return figures
+
+
+# --------------------------------------------------------------------------- charts
+
+
+def _thin(items: list[int], most: int) -> list[int]:
+    if len(items) <= most:
+        return items
+    step = (len(items) - 1) / (most - 1)
+    return sorted({items[round(i * step)] for i in range(most)})
+
+
+def busbw_chart(coll: CollectiveResult, reference: float | None) -> BarChart | None:
+    """busbw per message size (in-place and out-of-place), the expected figure as a marker on every bar."""
+    rows = sorted((r for r in coll.rows if r.size_bytes > 0), key=lambda r: r.size_bytes)
+    if not rows:
+        return None
+    big = [i for i, r in enumerate(rows) if r.size_bytes >= 1 << 20]
+    keep = _thin(big if len(big) >= 4 else list(range(len(rows))), MAX_BARS)
+    rows = [rows[i] for i in keep]
+
+    def value(timing: object) -> float:
+        bw = getattr(timing, "busbw_gbps", None)
+        return float(bw) if bw is not None and math.isfinite(bw) else 0.0
+
+    series = [Series(name="in-place", values=[value(r.in_place) for r in rows])]
+    if any(r.out_of_place is not None for r in rows):
+        series.append(Series(name="out-of-place", values=[value(r.out_of_place) for r in rows]))
+    return BarChart(title="All-reduce bus bandwidth by message size", unit="GB/s",
+                    categories=[size_label(r.size_bytes) for r in rows], series=series,
+                    markers=[reference] * len(rows) if reference else None,
+                    marker_label="expected" if reference else None)
+
+
+def matmul_chart(evidence: ProbeEvidence, catalog: Catalog) -> BarChart | None:
+    c = evidence.compute
+    if c is None or not c.tflops_per_device:
+        return None
+    ref = matmul_reference(c, probed_gpu(evidence, catalog)) if c.device == "cuda" else None
+    n = len(c.tflops_per_device)
+    unit = "TFLOP/s"
+    return BarChart(title=f"Dense {c.dtype} matmul per device ({c.matrix_size}×{c.matrix_size})", unit=unit,
+                    categories=[f"{'GPU' if c.device == 'cuda' else c.device.upper()} {i}" for i in range(n)],
+                    series=[Series(name="measured", values=list(c.tflops_per_device))],
+                    markers=[ref[0]] * n if ref else None, marker_label="healthy GPU reference" if ref else None)
+
+
+def storage_charts(evidence: ProbeEvidence) -> list[BarChart]:
+    rows = [s for s in evidence.storage if not s.skipped_reason]
+    out: list[BarChart] = []
+    seq = [s for s in rows if s.seq_read_bytes_per_s or s.seq_write_bytes_per_s]
+    if seq:
+        out.append(BarChart(
+            title="Sequential throughput (fio)", unit="GB/s", categories=[f"{s.role}: {s.path}" for s in seq],
+            series=[Series(name="read", values=[(s.seq_read_bytes_per_s or 0.0) / 1e9 for s in seq]),
+                    Series(name="write", values=[(s.seq_write_bytes_per_s or 0.0) / 1e9 for s in seq])]))
+    iops = [s for s in rows if s.rand_read_iops]
+    if iops:
+        out.append(BarChart(title="4 KiB random read", unit="thousand IOPS",
+                            categories=[f"{s.role}: {s.path}" for s in iops],
+                            series=[Series(name="random read", values=[(s.rand_read_iops or 0.0) / 1e3
+                                                                        for s in iops])]))
+    return out
+
+
+METRICS = (("temp_c", "GPU temperature", "°C"), ("sm_clock_mhz", "SM clock", "MHz"), ("power_w", "Power", "W"),
+           ("util_pct", "Utilisation", "%"))
+
+
+def metric_charts(samples: Sequence[GpuMetric]) -> list[LineChart]:
+    """One line per GPU for temperature, SM clock, power and utilisation, resampled to a common time grid."""
+    if not samples:
+        return []
+    t0 = min(m.t for m in samples)
+    t1 = max(m.t for m in samples)
+    minutes = (t1 - t0) > 300
+    scale, x_label = (60.0, "minutes") if minutes else (1.0, "seconds")
+    times = sorted({m.t for m in samples})
+    if len(times) <= MAX_POINTS:  # few samples: one point per sample time
+        bins = len(times)
+        slot = {t: i for i, t in enumerate(times)}
+        x = [(t - t0) / scale for t in times]
+    else:  # many: average into MAX_POINTS equal time slots
+        bins = MAX_POINTS
+        width = (t1 - t0) / bins
+        slot = {t: min(bins - 1, int((t - t0) / width)) for t in times}
+        x = [(i + 0.5) * width / scale for i in range(bins)]
+    charts = []
+    for field, title, unit in METRICS:
+        sums: dict[int, list[float]] = defaultdict(lambda: [0.0] * bins)
+        counts: dict[int, list[int]] = defaultdict(lambda: [0] * bins)
+        for m in samples:
+            v = getattr(m, field)
+            if v is None or not math.isfinite(v):
+                continue
+            b = slot[m.t]
+            sums[m.gpu][b] += float(v)
+            counts[m.gpu][b] += 1
+        if not sums:
+            continue
+        series = []
+        for gpu in sorted(sums):
+            values: list[float] = []
+            last: float | None = None
+            for s, n in zip(sums[gpu], counts[gpu], strict=True):
+                last = s / n if n else last
+                values.append(last if last is not None else math.nan)
+            first = next(v for v in values if not math.isnan(v))
+            series.append(Series(name=f"GPU {gpu}", values=[first if math.isnan(v) else v for v in values]))
+        charts.append(LineChart(title=f"{title} over time", x_label=x_label, y_label=unit, x=x, series=series))
+    return charts
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def scorecard_table(card: Scorecard, refs: References | None = None) -> Table:
+    """One row per check, failures first; sources as [n] citations when ``refs`` collects the URLs."""
+    checks = sorted(card.checks, key=lambda c: STATUS_ORDER[c.status])
+    cite = refs.cite if refs is not None else str
+    return Table(header=["check", "status", "measured", "expected", "source"], widths=[1.5, 0.75, 2.4, 2.4, 1.7],
+                 rows=[[c.name, c.status.value, c.measured, c.expected, cite(c.source)] for c in checks])
+
+
+def findings(card: Scorecard) -> Bullets | None:
+    items = [f"{c.status.value} — {c.name}: {c.reason}." for c in sorted(card.checks, key=lambda c:
+                                                                          STATUS_ORDER[c.status])
+             if c.status in (CheckStatus.fail, CheckStatus.warn)]
+    return Bullets(items=items) if items else None
+
+
+def inventory_tables(evidence: ProbeEvidence) -> list[Block]:
+    inv = evidence.inventory
+    if inv is None:
+        return [Paragraph(text="The inventory probe did not run.")]
+    nv = inv.nvidia
+    rows: list[tuple[str, str | None]] = [
+        ("hostname", inv.hostname), ("OS", inv.os), ("kernel", inv.kernel),
+        ("CPU", f"{inv.cpu_model or '?'} ({inv.cpu_cores} cores)" if inv.cpu_cores else inv.cpu_model),
+        ("memory", fmt_bytes(inv.ram_bytes) if inv.ram_bytes else None), ("virtualisation", inv.virtualization),
+        ("Python / torch", " / ".join(v for v in (inv.python, inv.torch) if v) or None),
+        ("NVIDIA driver / CUDA", f"{nv.driver_version or '?'} / {nv.cuda_version or '?'}" if nv else
+         "no NVIDIA GPU found"),
+    ]
+    blocks: list[Block] = [Table(header=["property", "value"], widths=[1, 3],
+                                 rows=[[k, v] for k, v in rows if v])]
+    if nv is not None and nv.gpus:
+        blocks.append(Table(
+            header=["GPU", "model", "memory", "PCIe now / max", "MIG", "ECC", "persist.", "UUID"],
+            widths=[0.4, 2, 0.9, 1.1, 0.7, 0.7, 0.6, 2.4],
+            rows=[[str(g.index), g.name or "?", fmt_bytes(g.memory_total_bytes) if g.memory_total_bytes else "?",
+                   f"Gen{g.pcie_gen_current} x{g.pcie_width_current} / Gen{g.pcie_gen_max} x{g.pcie_width_max}"
+                   if g.pcie_gen_current else "?", g.mig_mode or "—", g.ecc_mode or "—",
+                   {True: "on", False: "off", None: "—"}[g.persistence_mode], g.uuid or "—"] for g in nv.gpus]))
+    if inv.filesystems:
+        first = ["mount", "type", "size", "free"]
+        seen = {k for fs in inv.filesystems for k in fs}
+        keys = [k for k in first if k in seen] + sorted(seen - set(first))
+        blocks.append(Table(header=keys, rows=[[fs.get(k, "") for k in keys] for fs in inv.filesystems]))
+    if inv.infiniband is not None and inv.infiniband.ports:
+        blocks.append(Table(header=["device", "port", "state", "physical", "rate Gb/s", "link layer", "CA"],
+                            rows=[[p.device, str(p.port), p.state or "?", p.phys_state or "?",
+                                   f"{p.rate_gbps:g}" if p.rate_gbps else "?", p.link_layer or "?", p.ca_type or "?"]
+                                  for p in inv.infiniband.ports]))
+    return blocks
+
+
+def _collective_table(coll: CollectiveResult) -> Table:
+    def cell(v: float | int | None, fmt: str = "{:,.2f}") -> str:
+        return "—" if v is None else fmt.format(v)
+
+    rows = []
+    for r in sorted(coll.rows, key=lambda r: r.size_bytes):
+        t = r.in_place or r.out_of_place
+        rows.append([size_label(r.size_bytes), r.dtype or "?", cell(t.time_us if t else None, "{:,.1f}"),
+                     cell(t.algbw_gbps if t else None), cell(t.busbw_gbps if t else None),
+                     cell(t.wrong if t else None, "{}")])
+    return Table(header=["size", "type", "time µs", "algbw GB/s", "busbw GB/s", "#wrong"], rows=rows)
+
+
+def appendix(evidence: ProbeEvidence, warnings: Sequence[str]) -> list[Block]:
+    blocks: list[Block] = []
+    coll = evidence.collectives
+    if coll is not None:
+        facts = [f"tool {coll.tool}, op {coll.op or '?'}, {coll.nranks or '?'} ranks"
+                 + (" (inferred)" if coll.nranks_inferred else ""),
+                 f"hosts: {', '.join(sorted({d.host for d in coll.devices if d.host})) or 'not printed'}",
+                 f"average busbw line: {coll.avg_busbw if coll.avg_busbw is not None else '—'} GB/s; peak "
+                 f"{coll.peak_busbw if coll.peak_busbw is not None else '—'} GB/s",
+                 f"NCCL {coll.nccl_version or '?'}; {coll.net or 'NET line not printed'}; GDR "
+                 f"{ {True: 'on', False: 'off', None: 'unknown'}[coll.gdr] }; algorithm {coll.algo or 'default'}"]
+        blocks += [Paragraph(text="All-reduce run (rows are in-place where printed):"), Bullets(items=facts)]
+        if coll.rows:
+            blocks.append(_collective_table(coll))
+        if coll.failures:
+            blocks.append(Bullets(items=coll.failures[:10]))
+    jobs = [(s, f, j) for s in evidence.storage for f in s.fio for j in f.jobs]
+    if jobs:
+        rows = []
+        for s, _f, j in jobs:
+            for side, d in (("read", j.read), ("write", j.write)):
+                if d is None or not (d.iops or d.bw_bytes_per_s):
+                    continue
+                rows.append([s.path, j.name, j.rw or "?", j.bs or "?", side,
+                             f"{(d.bw_bytes_per_s or 0) / 1e6:,.1f}", f"{d.iops or 0:,.0f}",
+                             f"{d.clat_p99_ns / 1e6:.2f}" if d.clat_p99_ns else "—"])
+        blocks += [Paragraph(text="fio jobs:"), Table(
+            header=["path", "job", "rw", "bs", "side", "MB/s", "IOPS", "p99 ms"], rows=rows,
+            widths=[1.5, 1.2, 0.8, 0.5, 0.6, 0.8, 0.8, 0.7])]
+    log = evidence.kernel_log
+    if log is not None and (log.xids or log.sxids):
+        blocks += [Paragraph(text="Xid lines from the kernel log:"), Table(
+            header=["line", "time", "Xid", "PCI", "process", "message"], widths=[0.5, 2.1, 0.45, 1.1, 1, 3.6],
+            rows=[[str(x.line_no), x.timestamp or "—", str(x.code), x.pci or "—", x.process or "—", x.message[:200]]
+                  for x in log.xids[:40]])]
+    burn = evidence.burn
+    if burn is not None:
+        blocks += [Paragraph(text="Stability burn:"), Bullets(items=[
+            f"{burn.duration_s / 60:.1f} min, {burn.samples} samples, {'completed' if burn.completed else 'stopped'}",
+            f"max temperature {burn.max_temp_c if burn.max_temp_c is not None else '—'} °C; lowest SM clock "
+            f"{burn.min_sm_clock_mhz if burn.min_sm_clock_mhz is not None else '—'} MHz",
+            f"clock-event reasons seen: {', '.join(burn.throttle_reasons_seen) or 'none'}; Xid: "
+            f"{', '.join(str(c) for c in burn.xid_codes) or 'none'}",
+            f"TFLOP/s first vs last minute: {burn.tflops_first_minute or '—'} → {burn.tflops_last_minute or '—'}"])]
+    dist = evidence.distributed
+    if dist is not None:
+        blocks += [Paragraph(text=f"Distributed sanity: backend {dist.backend}, world size {dist.world_size}, "
+                                  f"all_reduce {'exact' if dist.all_reduce_ok else 'WRONG'}"
+                                  + (f", NCCL_SOCKET_IFNAME {dist.nccl_socket_ifname}" if dist.nccl_socket_ifname
+                                     else "")
+                                  + (f"; error: {dist.error}" if dist.error else ""))]
+    if warnings:
+        blocks += [Paragraph(text="Warnings raised while probing and parsing:"), Bullets(items=list(warnings))]
+    return blocks or [Paragraph(text="No raw evidence was recorded.")]
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def build_probe_report(run: ProbeRunRecord | StoredRun, catalog: Catalog | None = None) -> Report:
+    """The probe report's content in reading order: verdict, scorecard, charts, inventory, evidence.
+
+    A run without a scorecard (e.g. interrupted before grading) is graded here from its evidence.
+    """
+    record = run if isinstance(run, ProbeRunRecord) else record_from_stored(run)
+    catalog = catalog or load_catalog()
+    evidence, samples, warnings, host = record.evidence, record.samples, record.warnings, record.host
+    card = record.scorecard or score(evidence, catalog, samples=samples)
+    refs = References()
+    sections = [Section(title="Scorecard", blocks=[
+        Paragraph(text="Each check compares a measured figure with a published reference; the source column "
+                       "names it (numbers refer to the Sources list at the end). FAIL makes the box NOT READY, "
+                       "WARN asks for a look, INFO is not graded."),
+        scorecard_table(card, refs)])]
+    found = findings(card)
+    if found is not None:
+        sections.append(Section(title="Findings", blocks=[found]))
+    network: list[Block] = []
+    if evidence.collectives is not None:
+        exp = expected_busbw(evidence, catalog)
+        chart = busbw_chart(evidence.collectives, exp.reference if exp else None)
+        if chart is not None:
+            network.append(chart)
+        if exp is not None:
+            network.append(Paragraph(text=refs.cite(
+                f"Expected for {exp.label}: {exp.reference:,.0f}–{exp.high:,.0f} GB/s busbw at large messages "
+                f"({exp.source}). busbw is the bandwidth each GPU's bottleneck link carries (algbw × 2(n−1)/n); "
+                "it is what to compare with a link's one-way speed.")))
+    if network:
+        sections.append(Section(title="Network", blocks=network))
+    compute = matmul_chart(evidence, catalog)
+    if compute is not None:
+        sections.append(Section(title="Compute", blocks=[compute]))
+    storage: list[Block] = list(storage_charts(evidence))
+    if evidence.storage:
+        storage.append(Table(
+            header=["role", "path", "fs", "tool", "seq read", "seq write", "rand IOPS", "p99 ms", "files/s"],
+            widths=[0.8, 1.6, 0.7, 0.5, 1, 1, 0.9, 0.7, 0.8],
+            rows=[[s.role, s.path, s.filesystem or "?", s.tool,
+                   f"{fmt_bytes(s.seq_read_bytes_per_s)}/s" if s.seq_read_bytes_per_s else "—",
+                   f"{fmt_bytes(s.seq_write_bytes_per_s)}/s" if s.seq_write_bytes_per_s else "—",
+                   f"{s.rand_read_iops:,.0f}" if s.rand_read_iops else "—",
+                   f"{s.rand_read_p99_ms:.2f}" if s.rand_read_p99_ms is not None else "—",
+                   f"{s.small_file_ops_per_s:,.0f}" if s.small_file_ops_per_s else "—"]
+                  for s in evidence.storage]))
+        skipped = [f"{s.path}: {s.skipped_reason}" for s in evidence.storage if s.skipped_reason]
+        if skipped:
+            storage.append(Bullets(items=skipped))
+    if storage:
+        sections.append(Section(title="Storage", blocks=storage))
+    charts = metric_charts(samples or [])
+    if charts:
+        sections.append(Section(title="GPU metrics over time", blocks=list(charts)))
+    sections.append(Section(title="Inventory", blocks=inventory_tables(evidence)))
+    sections.append(Section(title="Appendix: evidence", blocks=appendix(evidence, warnings)))
+    if refs.urls:
+        sections.append(Section(title="Sources", blocks=[refs.block()]))
+    return Report(title=f"GPU node readiness: {host}", date=_when(record.started), conclusion=card.summary,
+                  key_figures=key_figures(evidence, card, host), sections=sections)
+
+
+__all__ = [
+    "ProbeRunRecord", "build_probe_report", "busbw_chart", "key_figures", "matmul_chart", "metric_charts",
+    "record_from_json", "record_from_stored", "run_json", "samples_from_table", "scorecard_table", "storage_charts",
+]

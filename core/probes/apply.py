@@ -1,0 +1,158 @@
+"""Apply a probe run's measurements to a plan: MFU from the matmul probe, network bandwidth from the all-reduce.
+
+The planner's default MFU describes a *healthy* GPU of the class (published training runs). A probe tells how this
+box compares with a healthy one, so the choice here is to scale the default by that ratio:
+
+    MFU = default MFU × (slowest GPU's measured TFLOP/s ÷ achievable TFLOP/s of a healthy GPU)
+
+where the achievable figure is the MAMF reference the scorecard uses (e.g. 794.5 TFLOP/s for H100 SXM, 80 % of
+its 989 peak). The slowest GPU is used because synchronous data parallelism runs at the pace of its slowest
+rank. Measured busbw replaces the planner's link assumption: single-node runs set ``intra_node_busbw_gbs``
+directly; multi-node runs set ``inter_node_gbps`` to the per-node rate at which the planner's inter-node busbw
+(rate ÷ GPUs per node ÷ 8 × its 0.8 efficiency, see ``core.planner.comms``) equals the measured busbw.
+"""
+
+from __future__ import annotations
+
+from core.catalog import GPU, Catalog, CatalogError, load_catalog
+from core.models import HardwareSpec, PlanRequest
+from core.planner import comms
+from core.planner.plan import PlanError, plan
+from core.probes.evidence import ProbeEvidence
+from core.probes.samples import GpuInfo
+from core.probes.scorecard import busbw_at_largest, fmt_num, matmul_reference, probed_gpu, size_label
+
+MIN_MFU = 0.01
+
+
+def _probed_gpu(evidence: ProbeEvidence, catalog: Catalog) -> tuple[GPU | None, int]:
+    """The catalog GPU the box reports and how many it has (0 when unknown)."""
+    gpus: list[GpuInfo] = []
+    for report in (evidence.inventory.nvidia if evidence.inventory else None, evidence.health):
+        if report is not None and report.gpus:
+            gpus = report.gpus
+            break
+    return probed_gpu(evidence, catalog), len(gpus)
+
+
+def _hardware(request: PlanRequest, gpu: GPU | None, count: int, catalog: Catalog,
+              notes: list[str]) -> HardwareSpec | None:
+    """The plan's hardware, with the GPU model switched to the probed one (the measurements describe it)."""
+    hw = request.hardware
+    if gpu is None:
+        if hw is None:
+            notes.append("The probed box has no GPU the catalog knows, and the plan names no hardware: "
+                         "nothing applied.")
+        return hw
+    if hw is None:
+        hw = HardwareSpec(gpu=gpu.id, gpus_per_node=max(count, 1))
+        notes.append(f"Hardware set to {hw.gpus_per_node}× {gpu.id}, the probed box.")
+        return hw
+    try:
+        planned = catalog.gpu_id(hw.gpu)
+    except CatalogError:
+        planned = hw.gpu
+    if planned != gpu.id:
+        notes.append(f"GPU {hw.gpu} → {gpu.id}: the measurements describe the probed box.")
+        hw = hw.model_copy(update={"gpu": gpu.id})
+    return hw
+
+
+def _default_mfu(request: PlanRequest, catalog: Catalog) -> float | None:
+    try:
+        free = request.model_copy(update={"assumptions": request.assumptions.model_copy(update={"mfu": None})})
+        return plan(free, catalog).compute.mfu
+    except (PlanError, CatalogError, ValueError):
+        return None
+
+
+def _apply_mfu(request: PlanRequest, evidence: ProbeEvidence, gpu: GPU | None, catalog: Catalog,
+               notes: list[str]) -> PlanRequest:
+    c = evidence.compute
+    if c is None:
+        return request
+    values = [v for v in c.tflops_per_device if v > 0]
+    if c.device != "cuda" or not values:
+        notes.append("MFU unchanged: the matmul probe did not measure a GPU.")
+        return request
+    ref = matmul_reference(c, gpu)
+    if ref is None:
+        notes.append("MFU unchanged: there is no achievable-TFLOP/s reference for this GPU.")
+        return request
+    reference, _source = ref
+    default = _default_mfu(request, catalog)
+    if default is None:
+        notes.append("MFU unchanged: the plan cannot be computed to find its default MFU.")
+        return request
+    slowest = min(values)
+    ratio = slowest / reference
+    new = min(1.0, max(MIN_MFU, default * ratio))
+    current = request.assumptions.mfu if request.assumptions.mfu is not None else default
+    where = f"{len(values)}× {gpu.id}" if gpu is not None else f"{len(values)} GPUs"
+    which = "the slowest of " if len(values) > 1 else ""
+    notes.append(f"MFU {current:.2f} → {new:.2f} from {slowest:,.0f} TFLOP/s measured on {which}{where} "
+                 f"({ratio:.0%} of the {fmt_num(reference)} TFLOP/s a healthy GPU reaches).")
+    return request.model_copy(update={"assumptions": request.assumptions.model_copy(update={"mfu": new})})
+
+
+def _apply_busbw(request: PlanRequest, evidence: ProbeEvidence, catalog: Catalog, notes: list[str]) -> PlanRequest:
+    coll = evidence.collectives
+    hw = request.hardware
+    if coll is None or hw is None:
+        return request
+    if coll.failures or coll.wrong_total > 0:
+        notes.append("Network bandwidth unchanged: the all-reduce run reported errors.")
+        return request
+    ic = (evidence.collective_interconnect or "").lower()
+    found = busbw_at_largest(coll)
+    if found is None or ic == "loopback" or (coll.nranks or 0) < 2 or found[0] <= 0:
+        notes.append("Network bandwidth unchanged: no multi-GPU all-reduce figure to apply.")
+        return request
+    busbw, size = found
+    at = f" at {size_label(size)}" if size else ""
+    hosts = {d.host for d in coll.devices if d.host}
+    nodes = len(hosts) if hosts else (2 if ic in ("infiniband", "roce", "efa", "ethernet") else 1)
+    try:
+        gpu = catalog.gpu(hw.gpu)
+    except CatalogError:
+        gpu = None
+    if nodes == 1:
+        if hw.intra_node_busbw_gbs is not None:
+            old = f"{hw.intra_node_busbw_gbs:,.1f}"
+        elif gpu is not None:
+            old = f"{gpu.intra_node_bandwidth_gbs(hw.gpus_per_node) * comms.BUSBW_EFFICIENCY:,.1f} (default)"
+        else:
+            old = "default"
+        ranks = f" on {coll.nranks} GPUs" + (f" (the plan uses {hw.gpus_per_node} per node)"
+                                             if coll.nranks != hw.gpus_per_node else "")
+        notes.append(f"Intra-node busbw {old} → {busbw:,.1f} GB/s from the all-reduce measured{ranks}{at}.")
+        return request.model_copy(update={"hardware": hw.model_copy(update={"intra_node_busbw_gbs": busbw})})
+    # The planner gives each GPU node_rate / gpus_per_node and reaches 0.8 of it as busbw (core.planner.comms).
+    per_node = busbw * 8 / comms.BUSBW_EFFICIENCY * hw.gpus_per_node
+    if hw.inter_node_gbps is not None:
+        old = f"{hw.inter_node_gbps:,.0f}"
+    elif gpu is not None:
+        per_gpu = (comms.DEFAULT_GPU_GBPS[hw.interconnect] if hw.interconnect else
+                   comms.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, hw.gpus_per_node))
+        old = f"{float(per_gpu) * hw.gpus_per_node:,.0f} (default)"
+    else:
+        old = "default"
+    notes.append(f"Inter-node network {old} → {per_node:,.0f} Gb/s per node from {busbw:,.1f} GB/s all-reduce "
+                 f"busbw measured across {nodes} nodes{at}.")
+    return request.model_copy(update={"hardware": hw.model_copy(update={"inter_node_gbps": per_node})})
+
+
+def apply_to_plan(request: PlanRequest, evidence: ProbeEvidence,
+                  catalog: Catalog | None = None) -> tuple[PlanRequest, list[str]]:
+    """The request with the probe's MFU and bandwidth applied, and one sentence per change (or per skip)."""
+    catalog = catalog or load_catalog()
+    notes: list[str] = []
+    gpu, count = _probed_gpu(evidence, catalog)
+    hw = _hardware(request, gpu, count, catalog, notes)
+    if hw is None:
+        return request, notes
+    updated = request.model_copy(update={"hardware": hw})
+    updated = _apply_mfu(updated, evidence, gpu, catalog, notes)
+    updated = _apply_busbw(updated, evidence, catalog, notes)
+    # Validate the result once so a figure outside the model's bounds fails here, with the field named.
+    return PlanRequest.model_validate(updated.model_dump()), notes

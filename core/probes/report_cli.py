@@ -1,0 +1,100 @@
+"""`tuneplan probe-report RUN -o report.pdf [--json]`: a probe run's readiness report, with no window.
+
+RUN is a run id from the probe history (``core.probe_store``) or the path of a run JSON file (what
+`tuneplan probe --json` prints, or the GUI's JSON export). The content comes from ``core.probe_report``; the
+drawing function is the one ``gui.launch`` installs in ``core.report_cli`` for `tuneplan report`, so both PDFs
+look the same and core never imports Qt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.cli import CliError
+from core.probe_report import ProbeRunRecord, build_probe_report, record_from_json, record_from_stored
+
+
+def load_record(run: str, db: str | None = None) -> ProbeRunRecord:
+    """The run named on the command line: an existing file is read as JSON, anything else is a run id."""
+    path = Path(run)
+    if path.is_file() or path.suffix.lower() == ".json":
+        return _from_file(path)
+    if not run.strip().isdigit():
+        raise CliError(f"RUN '{run}' is neither a run JSON file nor a run id (a number from the probe history)")
+    return _from_store(int(run), db)
+
+
+def _from_file(path: Path) -> ProbeRunRecord:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+    try:
+        return record_from_json(data)
+    except ValueError as exc:
+        raise CliError(f"{path} is not a probe run: {exc}") from exc
+
+
+def _from_store(run_id: int, db: str | None) -> ProbeRunRecord:
+    from core.probe_store import ProbeStore, ProbeStoreError
+
+    try:
+        store = ProbeStore(db)
+    except (ProbeStoreError, OSError) as exc:
+        raise CliError(str(exc)) from exc
+    try:
+        stored = store.load_run(run_id)
+    except KeyError as exc:
+        raise CliError(f"unknown run id {run_id}: the probe history has no such run "
+                       "(`tuneplan probe --json` output files can be given instead)") from exc
+    finally:
+        store.close()
+    if stored.evidence is None:
+        raise CliError(f"run {run_id} has no evidence recorded (status {stored.summary.status})")
+    return record_from_stored(stored)
+
+
+def cmd_probe_report(args: argparse.Namespace) -> int:
+    from core import report_cli
+
+    record = load_record(args.run, args.db)
+    report = build_probe_report(record)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    if args.output is None:
+        if not args.json:
+            raise CliError("give -o report.pdf (or --json to print the report content)")
+        return 0
+    renderer = report_cli.get_renderer()
+    if renderer is None:
+        raise CliError("the PDF renderer is not available (it needs PySide6); run the `tuneplan` command of a "
+                       "full install, or use --json")
+    output = Path(args.output)
+    if output.is_dir():
+        raise CliError(f"-o {output} is a folder; give a file name such as report.pdf")
+    try:
+        pages = renderer(report, output)
+    except OSError as exc:
+        raise CliError(f"cannot write {output}: {exc.strerror or exc.args[0]}") from exc
+    if not output.is_file() or output.stat().st_size == 0:
+        raise CliError(f"cannot write {output}: the PDF writer produced nothing (is the folder writable?)")
+    print(f"wrote {output} ({pages} pages)", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the `probe-report` subcommand (core.cli calls this when the module exists)."""
+    p = subparsers.add_parser("probe-report", help="write the readiness report of a probe run (PDF or JSON)")
+    p.add_argument("run", metavar="RUN", help="run id from the probe history, or a run JSON file")
+    p.add_argument("-o", "--output", help="PDF file to write, e.g. report.pdf")
+    p.add_argument("--json", action="store_true", help="print the report content as JSON on stdout")
+    p.add_argument("--db", help="probe history file (default: the app's probes.db)")
+    p.set_defaults(func=cmd_probe_report)
