@@ -20,6 +20,7 @@ fail.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -49,12 +50,25 @@ def require_sshd() -> None:
         _unavailable(missing)
 
 
+def clear_stale_pyenv_lock() -> None:
+    """WORKAROUND for login shells whose ~/.bashrc runs `pyenv init`: pyenv rehashes under a lock file, and a
+    test that drops a session mid-rehash leaves the lock behind; every later command then prints
+    "pyenv: cannot rehash" on stderr. Remove the lock only when no rehash is running (see sshd.py)."""
+    lock = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "shims" / ".pyenv-shim"
+    if not lock.exists():
+        return
+    running = subprocess.run(["pgrep", "-f", "pyenv-rehash"], capture_output=True, text=True, check=False)
+    if not running.stdout.strip():
+        lock.unlink(missing_ok=True)
+
+
 @pytest.fixture
 def sshd_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., SshdServer]]:
     servers: list[SshdServer] = []
 
     def start(**kwargs: Any) -> SshdServer:
         require_sshd()
+        clear_stale_pyenv_lock()
         server = SshdServer(workdir=tmp_path_factory.mktemp("sshd"), **kwargs)
         servers.append(server)
         try:

@@ -182,8 +182,12 @@ class SshdServer:
         raise SshdUnavailable(f"sshd did not start: {last_error.strip()[-2000:]}")
 
     def _write_config(self) -> None:
+        # WORKAROUND: a login bash sources ~/.bashrc, and a bashrc that runs `pyenv init` rehashes under a lock
+        # file; a test that kills a session mid-rehash leaves the lock behind and every later command then waits
+        # PYENV_REHASH_TIMEOUT (60 s). One second keeps such hosts usable; elsewhere the variable is ignored.
         (self.workdir / "sshd_config").write_text(
-            f"""Port {self.port}
+            f"""SetEnv PYENV_REHASH_TIMEOUT=1
+Port {self.port}
 ListenAddress {self.host}
 HostKey {self.host_key_path}
 PidFile {self.workdir / "sshd.pid"}

@@ -1,0 +1,508 @@
+"""Probe history: saved hosts, runs, every GPU sample, chart point, raw tool output and event, in one SQLite file.
+
+Why it is built this way:
+- samples arrive at up to 10 Hz × 8 GPUs for hours. A row per sample reloads too slowly (an hour, 288k rows,
+  took 0.9 s just to fetch on a 2-core machine, before any conversion), so each batch the runner flushes is one
+  row of ``sample_blocks`` holding a float64 matrix (columns `SAMPLE_COLUMNS`, NaN where the tool gave no value);
+  blocks go in with ``insert_all`` and come back as NumPy columns with no per-sample Python object;
+- the probe runner writes each item as it arrives (WAL, synchronous=NORMAL: an app crash or a dropped SSH
+  connection loses nothing already written), so an interrupted run can be reopened with what it measured;
+- one thread writes (the one iterating the runner); the connection allows use from another thread so a GUI
+  may create the store on its main thread and hand it to a worker, and a lock serialises the rare overlap;
+- the schema carries a version (PRAGMA user_version) and migrates forward one step at a time;
+- host profiles hold no secrets: target, port, user, the *path* of an identity file, data and checkpoint paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+from pydantic import BaseModel, Field, ValidationError
+
+from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
+from core.probes.samples import GpuMetric
+from core.probes.transport import CommandResult
+
+SCHEMA_VERSION = 1
+DB_NAME = "probes.db"
+SAMPLE_COLUMNS = ("t", "gpu", "util", "mem_used", "mem_total", "temp", "power", "sm_clock", "mem_clock", "throttle")
+RUN_STATUSES = ("running", "completed", "cancelled", "interrupted", "failed")
+_INSERT_BATCH = 500
+_BLOCK_ROWS = 4096  # a block stays small enough to write in one go
+
+
+class ProbeStoreError(RuntimeError):
+    """The probe history cannot be used as it is (e.g. a newer tuneplan wrote it); one sentence."""
+
+
+def default_probe_db_path() -> Path:
+    """``$XDG_DATA_HOME/tuneplan/probes.db``, else ``~/.local/share/tuneplan/probes.db``."""
+    xdg = os.environ.get("XDG_DATA_HOME")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "tuneplan" / DB_NAME
+    if os.name == "nt" and os.environ.get("APPDATA"):
+        return Path(os.environ["APPDATA"]) / "tuneplan" / DB_NAME
+    return Path.home() / ".local" / "share" / "tuneplan" / DB_NAME
+
+
+# --------------------------------------------------------------------------- records
+
+
+class HostProfile(BaseModel):
+    """A saved host: how to reach it and where its data lives. Never a password or passphrase."""
+
+    name: str = Field(min_length=1, description="label shown in the host list (unique)")
+    target: str = Field(description="[user@]host[:port] or an ~/.ssh/config alias; 'local' for this machine")
+    port: int | None = Field(default=None, ge=1, le=65535)
+    user: str | None = None
+    identity_file: str | None = Field(default=None, description="path of a private key file (not its content)")
+    data_path: str | None = None
+    checkpoint_path: str | None = None
+    local: bool = False
+
+
+class RunSummary(BaseModel):
+    """One row of the run history: what the list shows without parsing evidence."""
+
+    id: int
+    host: str
+    suite: str
+    probes: list[str] = Field(default_factory=list)
+    started: float = Field(description="Unix time")
+    ended: float | None = None
+    status: str = Field(description="one of running, completed, cancelled, interrupted, failed")
+    verdict: str | None = None
+    workdir: str | None = None
+
+
+class StoredSeriesPoint(BaseModel):
+    """A chart point as the runner emitted it (busbw per size, fio throughput over time, TFLOP/s...)."""
+
+    t: float = Field(description="seconds since the run started, when the point arrived")
+    series: str
+    x: float
+    y: float
+    label: str = ""
+
+
+class StoredEvent(BaseModel):
+    t: float
+    kind: str
+    level: str
+    probe: str | None = None
+    message: str
+
+
+class RawOutput(BaseModel):
+    """What one remote command printed, kept verbatim so a user can send it to the provider."""
+
+    t: float
+    probe: str
+    command: str
+    stdout: str
+    stderr: str
+    exit_code: int | None
+    duration_s: float
+    timed_out: bool = False
+    cancelled: bool = False
+
+
+@dataclass
+class SampleTable:
+    """GPU samples of one run as columns (float64; NaN where the tool gave no value), in arrival order."""
+
+    t: np.ndarray
+    gpu: np.ndarray
+    util: np.ndarray
+    mem_used: np.ndarray
+    mem_total: np.ndarray
+    temp: np.ndarray
+    power: np.ndarray
+    sm_clock: np.ndarray
+    mem_clock: np.ndarray
+    throttle: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.t.shape[0])
+
+    @classmethod
+    def empty(cls) -> SampleTable:
+        return cls(*(np.empty(0, dtype=np.float64) for _ in SAMPLE_COLUMNS))
+
+    def gpus(self) -> list[int]:
+        """GPU indices present, ascending."""
+        return sorted(int(g) for g in np.unique(self.gpu[~np.isnan(self.gpu)]))
+
+    def for_gpu(self, index: int) -> SampleTable:
+        """The rows of one GPU."""
+        mask = self.gpu == index
+        return SampleTable(*(getattr(self, name)[mask] for name in SAMPLE_COLUMNS))
+
+
+@dataclass
+class StoredRun:
+    """Everything one run left behind; ``evidence``/``scorecard`` are None when absent or unreadable."""
+
+    summary: RunSummary
+    options: dict[str, Any]
+    evidence: ProbeEvidence | None
+    scorecard: Scorecard | None
+    outcomes: list[ProbeOutcome]
+    samples: SampleTable
+    series: list[StoredSeriesPoint] = field(default_factory=list)
+    events: list[StoredEvent] = field(default_factory=list)
+    raw_outputs: list[RawOutput] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- migrations
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db.execute("""CREATE TABLE hosts (
+        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, target TEXT NOT NULL, port INTEGER, user TEXT,
+        identity_file TEXT, data_path TEXT, checkpoint_path TEXT, local INTEGER NOT NULL DEFAULT 0,
+        created REAL NOT NULL, updated REAL NOT NULL)""")
+    db.execute("""CREATE TABLE runs (
+        id INTEGER PRIMARY KEY, host TEXT NOT NULL, suite TEXT NOT NULL, probes TEXT NOT NULL DEFAULT '[]',
+        options TEXT NOT NULL DEFAULT '{}', started REAL NOT NULL, ended REAL, status TEXT NOT NULL,
+        verdict TEXT, workdir TEXT, evidence TEXT, scorecard TEXT)""")
+    db.execute("CREATE INDEX runs_host ON runs(host, started)")
+    db.execute("""CREATE TABLE outcomes (
+        run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL, status TEXT NOT NULL,
+        started REAL NOT NULL, ended REAL NOT NULL, warnings TEXT NOT NULL DEFAULT '[]', error TEXT)""")
+    db.execute("CREATE INDEX outcomes_run ON outcomes(run_id)")
+    # One row per flushed batch; data = little-endian float64 matrix, rows x len(SAMPLE_COLUMNS), row-major.
+    db.execute("""CREATE TABLE sample_blocks (
+        run_id INTEGER NOT NULL, t_first REAL NOT NULL, t_last REAL NOT NULL, rows INTEGER NOT NULL,
+        data BLOB NOT NULL)""")
+    db.execute("CREATE INDEX sample_blocks_run ON sample_blocks(run_id)")
+    db.execute("""CREATE TABLE series (
+        run_id INTEGER NOT NULL, t REAL NOT NULL, series TEXT NOT NULL, x REAL NOT NULL, y REAL NOT NULL,
+        label TEXT NOT NULL DEFAULT '')""")
+    db.execute("CREATE INDEX series_run ON series(run_id)")
+    db.execute("""CREATE TABLE raw_outputs (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, t REAL NOT NULL, probe TEXT NOT NULL,
+        command TEXT NOT NULL, stdout TEXT NOT NULL, stderr TEXT NOT NULL, exit_code INTEGER,
+        duration_s REAL NOT NULL, timed_out INTEGER NOT NULL DEFAULT 0, cancelled INTEGER NOT NULL DEFAULT 0)""")
+    db.execute("CREATE INDEX raw_outputs_run ON raw_outputs(run_id)")
+    db.execute("""CREATE TABLE events (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, t REAL NOT NULL, kind TEXT NOT NULL,
+        level TEXT NOT NULL, probe TEXT, message TEXT NOT NULL)""")
+    db.execute("CREATE INDEX events_run ON events(run_id)")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1]  # MIGRATIONS[i] makes version i + 1
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _throttle(metric: GpuMetric) -> int | None:
+    if metric.clocks_event_mask is not None:
+        return metric.clocks_event_mask
+    if not metric.clocks_event_reasons:
+        return None
+    from core.probes.parsers._common import CLOCK_EVENT_BITS
+
+    names = {name: bit for bit, name in CLOCK_EVENT_BITS.items()}
+    return sum(names.get(reason, 0) for reason in set(metric.clocks_event_reasons)) or None
+
+
+def sample_values(metric: GpuMetric) -> tuple[float | int | None, ...]:
+    """One metric as the values of `SAMPLE_COLUMNS` (``t`` as given: the runner makes it run-relative)."""
+    return (metric.t, metric.gpu, metric.util_pct, metric.mem_used_bytes, metric.mem_total_bytes, metric.temp_c,
+            metric.power_w, metric.sm_clock_mhz, metric.mem_clock_mhz, _throttle(metric))
+
+
+def pack_samples(metrics: Sequence[GpuMetric]) -> np.ndarray:
+    """Metrics -> float64 matrix (rows x columns), None -> NaN."""
+    return np.array([sample_values(m) for m in metrics], dtype="<f8").reshape(len(metrics), len(SAMPLE_COLUMNS))
+
+
+def _loads(text: str | None, default: Any) -> Any:
+    if not text:
+        return default
+    try:
+        return json.loads(text)
+    except ValueError:
+        return default
+
+
+# --------------------------------------------------------------------------- store
+
+
+class ProbeStore:
+    """Open (creating or migrating) the probe history at ``path`` (default: `default_probe_db_path`).
+
+    ``path=":memory:"`` keeps everything in memory (tests, throwaway runs).
+    """
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path: Path | None
+        if path == ":memory:":
+            self.path = None
+        else:
+            self.path = Path(path) if path is not None else default_probe_db_path()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        try:
+            self.db = self._open()
+        except sqlite3.DatabaseError as exc:
+            raise ProbeStoreError(f"the probe history {self.path} cannot be read: {exc}") from exc
+
+    def _open(self) -> sqlite_utils.Database:
+        where = ":memory:" if self.path is None else str(self.path)
+        conn = sqlite3.connect(where, timeout=10.0, check_same_thread=False, isolation_level=None)
+        db = sqlite_utils.Database(conn)
+        try:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise ProbeStoreError(
+                    f"the probe history {self.path} was written by a newer tuneplan (schema {version}, this one "
+                    f"reads up to {SCHEMA_VERSION}); update tuneplan to open it")
+            if self.path is not None:
+                db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                with _transaction(db):
+                    MIGRATIONS[target - 1](db)
+                    db.execute(f"PRAGMA user_version = {target}")
+        except BaseException:
+            conn.close()
+            raise
+        return db
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        with self._lock, _transaction(self.db):
+            yield
+
+    # ---- hosts
+
+    def save_host(self, profile: HostProfile) -> int:
+        """Insert or update (by name) a host profile; returns its id."""
+        now = time.time()
+        values = profile.model_dump()
+        values["local"] = int(profile.local)
+        with self._write():
+            row = self.db.execute("SELECT id FROM hosts WHERE name = ?", [profile.name]).fetchone()
+            if row is not None:
+                sets = ", ".join(f"{k} = :{k}" for k in values)
+                self.db.execute(f"UPDATE hosts SET {sets}, updated = :updated WHERE id = :id",
+                                {**values, "updated": now, "id": row[0]})
+                return int(row[0])
+            cursor = self.db.execute(
+                f"INSERT INTO hosts ({', '.join(values)}, created, updated) "
+                f"VALUES ({', '.join(':' + k for k in values)}, :now, :now)", {**values, "now": now})
+            return int(cursor.lastrowid or 0)
+
+    def hosts(self) -> list[HostProfile]:
+        """Saved host profiles, by name."""
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM hosts ORDER BY name COLLATE NOCASE"))
+        return [HostProfile(name=r["name"], target=r["target"], port=r["port"], user=r["user"],
+                            identity_file=r["identity_file"], data_path=r["data_path"],
+                            checkpoint_path=r["checkpoint_path"], local=bool(r["local"])) for r in rows]
+
+    def host(self, name: str) -> HostProfile:
+        for profile in self.hosts():
+            if profile.name == name:
+                return profile
+        raise KeyError(f"no saved host named '{name}'")
+
+    def delete_host(self, name: str) -> None:
+        """Forget a host profile (its past runs stay in the history)."""
+        with self._write():
+            self.db.execute("DELETE FROM hosts WHERE name = ?", [name])
+
+    # ---- writing a run (called by the runner, from one thread)
+
+    def start_run(self, host: str, suite: str, probes: Sequence[str], options: dict[str, Any] | None = None,
+                  started: float | None = None) -> int:
+        with self._write():
+            cursor = self.db.execute(
+                "INSERT INTO runs (host, suite, probes, options, started, status) VALUES (?, ?, ?, ?, ?, ?)",
+                [host, suite, json.dumps(list(probes)), json.dumps(options or {}, default=str),
+                 started if started is not None else time.time(), "running"])
+            return int(cursor.lastrowid or 0)
+
+    def set_workdir(self, run_id: int, workdir: str) -> None:
+        with self._write():
+            self.db.execute("UPDATE runs SET workdir = ? WHERE id = ?", [workdir, run_id])
+
+    def add_samples(self, run_id: int, metrics: Sequence[GpuMetric]) -> int:
+        """Append GPU samples as one block (one transaction); returns how many."""
+        if not metrics:
+            return 0
+        matrix = pack_samples(metrics)
+        blocks = [{"run_id": run_id, "t_first": float(np.nanmin(chunk[:, 0])),
+                   "t_last": float(np.nanmax(chunk[:, 0])), "rows": int(chunk.shape[0]), "data": chunk.tobytes()}
+                  for chunk in (matrix[i:i + _BLOCK_ROWS] for i in range(0, matrix.shape[0], _BLOCK_ROWS))]
+        with self._write():
+            self.db.table("sample_blocks").insert_all(blocks, batch_size=_INSERT_BATCH)
+        return int(matrix.shape[0])
+
+    def add_series(self, run_id: int, points: Iterable[StoredSeriesPoint]) -> None:
+        rows = [{"run_id": run_id, **p.model_dump()} for p in points]
+        if rows:
+            with self._write():
+                self.db.table("series").insert_all(rows, batch_size=_INSERT_BATCH)
+
+    def add_raw_output(self, run_id: int, probe: str, result: CommandResult, t: float) -> None:
+        with self._write():
+            self.db.table("raw_outputs").insert({
+                "run_id": run_id, "t": t, "probe": probe, "command": result.command, "stdout": result.stdout,
+                "stderr": result.stderr, "exit_code": result.exit_code, "duration_s": result.duration_s,
+                "timed_out": int(result.timed_out), "cancelled": int(result.cancelled)})
+
+    def add_event(self, run_id: int, t: float, kind: str, level: str, message: str,
+                  probe: str | None = None) -> None:
+        with self._write():
+            self.db.table("events").insert({"run_id": run_id, "t": t, "kind": kind, "level": level, "probe": probe,
+                                      "message": message})
+
+    def add_outcome(self, run_id: int, outcome: ProbeOutcome) -> None:
+        with self._write():
+            self.db.table("outcomes").insert({
+                "run_id": run_id, "name": outcome.name, "status": outcome.status.value,
+                "started": outcome.started, "ended": outcome.ended, "warnings": json.dumps(outcome.warnings),
+                "error": outcome.error})
+
+    def save_evidence(self, run_id: int, evidence: ProbeEvidence) -> None:
+        """Keep the evidence gathered so far (after every probe, so an interrupted run keeps it)."""
+        with self._write():
+            self.db.execute("UPDATE runs SET evidence = ? WHERE id = ?", [evidence.model_dump_json(), run_id])
+
+    def finish_run(self, run_id: int, status: str, evidence: ProbeEvidence | None = None,
+                   scorecard: Scorecard | None = None, ended: float | None = None) -> None:
+        if status not in RUN_STATUSES:
+            raise ValueError(f"run status '{status}' is not one of {', '.join(RUN_STATUSES)}")
+        with self._write():
+            self.db.execute(
+                "UPDATE runs SET status = ?, ended = ?, evidence = COALESCE(?, evidence), "
+                "scorecard = COALESCE(?, scorecard), verdict = COALESCE(?, verdict) WHERE id = ?",
+                [status, ended if ended is not None else time.time(),
+                 evidence.model_dump_json() if evidence is not None else None,
+                 scorecard.model_dump_json() if scorecard is not None else None,
+                 scorecard.verdict.value if scorecard is not None else None, run_id])
+
+    # ---- reading
+
+    def _summary(self, row: dict[str, Any]) -> RunSummary:
+        probes = _loads(row["probes"], [])
+        return RunSummary(id=row["id"], host=row["host"], suite=row["suite"],
+                          probes=[str(p) for p in probes] if isinstance(probes, list) else [],
+                          started=row["started"], ended=row["ended"], status=row["status"],
+                          verdict=row["verdict"], workdir=row["workdir"])
+
+    def runs(self) -> list[RunSummary]:
+        """Every run, newest first."""
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM runs ORDER BY started DESC, id DESC"))
+        return [self._summary(r) for r in rows]
+
+    def runs_for_host(self, host: str) -> list[RunSummary]:
+        """Runs of one host label, newest first."""
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM runs WHERE host = ? ORDER BY started DESC, id DESC", [host]))
+        return [self._summary(r) for r in rows]
+
+    def load_samples(self, run_id: int) -> SampleTable:
+        """All GPU samples of a run as NumPy columns (one query; no per-row objects)."""
+        with self._lock:
+            blobs = self.db.conn.execute("SELECT data FROM sample_blocks WHERE run_id = ? ORDER BY rowid",
+                                         [run_id]).fetchall()
+        width = len(SAMPLE_COLUMNS)
+        parts = [np.frombuffer(blob, dtype="<f8") for (blob,) in blobs if blob and len(blob) % (8 * width) == 0]
+        if not parts:
+            return SampleTable.empty()
+        matrix = np.concatenate(parts).reshape(-1, width)
+        return SampleTable(*(np.ascontiguousarray(matrix[:, i], dtype=np.float64) for i in range(width)))
+
+    def load_run(self, run_id: int) -> StoredRun:
+        """Everything of one run; KeyError when there is no such run."""
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
+            if not rows:
+                raise KeyError(f"no probe run with id {run_id} in the history")
+            row = rows[0]
+            outcome_rows = list(self.db.query("SELECT * FROM outcomes WHERE run_id = ? ORDER BY rowid", [run_id]))
+            series_rows = list(self.db.query("SELECT t, series, x, y, label FROM series WHERE run_id = ? "
+                                             "ORDER BY rowid", [run_id]))
+            event_rows = list(self.db.query("SELECT t, kind, level, probe, message FROM events WHERE run_id = ? "
+                                            "ORDER BY id", [run_id]))
+            raw_rows = list(self.db.query("SELECT * FROM raw_outputs WHERE run_id = ? ORDER BY id", [run_id]))
+        evidence = scorecard = None
+        if row["evidence"]:
+            try:
+                evidence = ProbeEvidence.model_validate_json(row["evidence"])
+            except ValidationError:
+                evidence = None
+        if row["scorecard"]:
+            try:
+                scorecard = Scorecard.model_validate_json(row["scorecard"])
+            except ValidationError:
+                scorecard = None
+        outcomes = []
+        for r in outcome_rows:
+            try:
+                outcomes.append(ProbeOutcome(name=r["name"], status=r["status"], started=r["started"],
+                                             ended=r["ended"], warnings=_loads(r["warnings"], []),
+                                             error=r["error"]))
+            except ValidationError:
+                continue
+        options = _loads(row["options"], {})
+        return StoredRun(
+            summary=self._summary(row), options=options if isinstance(options, dict) else {},
+            evidence=evidence, scorecard=scorecard, outcomes=outcomes, samples=self.load_samples(run_id),
+            series=[StoredSeriesPoint(**r) for r in series_rows],
+            events=[StoredEvent(**r) for r in event_rows],
+            raw_outputs=[RawOutput(t=r["t"], probe=r["probe"], command=r["command"], stdout=r["stdout"],
+                                   stderr=r["stderr"], exit_code=r["exit_code"], duration_s=r["duration_s"],
+                                   timed_out=bool(r["timed_out"]), cancelled=bool(r["cancelled"]))
+                         for r in raw_rows],
+        )
+
+    def delete_run(self, run_id: int) -> None:
+        with self._write():
+            for table in ("sample_blocks", "series", "raw_outputs", "events", "outcomes"):
+                self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            self.db.execute("DELETE FROM runs WHERE id = ?", [run_id])
+
+
+@contextmanager
+def _transaction(db: sqlite_utils.Database) -> Iterator[None]:
+    """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any error: all of a write or none of it."""
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.conn.execute("ROLLBACK")
+        raise
+    db.conn.execute("COMMIT")
+
+
+__all__ = [
+    "DB_NAME", "SAMPLE_COLUMNS", "HostProfile", "ProbeStore", "ProbeStoreError", "RawOutput", "RunSummary",
+    "SampleTable", "StoredEvent", "StoredRun", "StoredSeriesPoint", "default_probe_db_path", "pack_samples",
+    "sample_values",
+]

@@ -1,0 +1,368 @@
+"""`tuneplan probe TARGET|--local`: run a probe suite from the command line, print progress and the scorecard.
+
+Exit codes: 0 the run completed (whatever the verdict); 1 other error; 2 usage; 3 unknown or changed host key;
+4 authentication failed; 5 host unreachable; 6 the connection was lost mid-run (partial results saved);
+130 cancelled (Ctrl-C). Errors are one sentence on stderr; ``--json`` prints only the run JSON on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import getpass
+import json
+import math
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+import numpy as np
+from pydantic import ValidationError
+
+from core.probe_store import ProbeStore, ProbeStoreError, SampleTable
+from core.probes.parsers._common import clock_reasons_from_mask
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_HOST_KEY = 3
+EXIT_AUTH = 4
+EXIT_UNREACHABLE = 5
+EXIT_INTERRUPTED = 6
+EXIT_CANCELLED = 130
+LOCAL_LABEL = "This machine"  # the GUI files runs of the local machine under the same name
+
+_EPILOG = """exit codes: 0 run completed (any verdict), 1 error, 2 usage, 3 unknown or changed host key,
+4 authentication failed, 5 host unreachable, 6 connection lost mid-run (partial results saved), 130 cancelled"""
+
+
+def register(subparsers: Any) -> None:
+    """Add `probe` to the `tuneplan` command line (called by core.cli)."""
+    p = subparsers.add_parser(
+        "probe", help="probe a GPU box over SSH (or this machine) and print its readiness scorecard",
+        description="Run a probe suite on TARGET ([user@]host[:port] or an ~/.ssh/config alias) or, with --local, "
+                    "on this machine. Results are saved in the probe history.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("target", nargs="?", help="[user@]host[:port] or an alias from ~/.ssh/config")
+    p.add_argument("--local", action="store_true", help="probe this machine instead of a remote host")
+    p.add_argument("--suite", default="quick",
+                   help="quick (about a minute), full (adds the burn), or probe names separated by commas: "
+                        "inventory,gpu_metrics,health,compute,collectives,storage,distributed,burn")
+    p.add_argument("--json", action="store_true", help="print only the run JSON on stdout (progress on stderr)")
+    p.add_argument("--accept-new-host-key", nargs="?", const=True, default=False, metavar="FINGERPRINT",
+                   help="accept an unknown host key (only the one with FINGERPRINT when given) into the app's "
+                        "known-hosts file; a changed key is always refused")
+    p.add_argument("--known-hosts", metavar="FILE", help="the app's known-hosts file (default: in the data dir)")
+    p.add_argument("-i", "--identity", action="append", default=[], metavar="KEY", help="private key file to offer")
+    p.add_argument("--port", type=int, help="SSH port (overrides the target and ~/.ssh/config)")
+    p.add_argument("--data-path", metavar="P", help="absolute path on the host where training data lives")
+    p.add_argument("--checkpoint-path", metavar="P", help="absolute path on the host for checkpoints")
+    p.add_argument("--duration", type=float, metavar="S", help="burn seconds (default 600)")
+    p.add_argument("--fio-size", metavar="SIZE", help="storage test file size, e.g. 256M or 1G (default 256M)")
+    p.add_argument("--fio-runtime", type=float, metavar="S", help="seconds per timed storage job (default 3)")
+    p.add_argument("--python", metavar="PATH", help="Python interpreter on the host that has torch")
+    p.add_argument("--allow-root", action="store_true", help="allow `sudo -n` to read the kernel log")
+    p.add_argument("--db", metavar="FILE", help="probe history file (default: $XDG_DATA_HOME/tuneplan/probes.db)")
+    p.set_defaults(func=cmd_probe)
+
+
+class _Exit(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def parse_size(text: str) -> int:
+    """'256M', '1G', '512MiB', '1048576' -> bytes (binary units)."""
+    value = text.strip().upper().removesuffix("B").removesuffix("I")
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    factor = units.get(value[-1:], 1) if value else 1
+    number = value[:-1] if value[-1:] in units else value
+    try:
+        size = float(number) * factor
+    except ValueError:
+        raise _Exit(EXIT_USAGE, f"--fio-size '{text}' is not a size; use e.g. 256M, 1G or a number of bytes") \
+            from None
+    if not math.isfinite(size) or size < 1 << 20:
+        raise _Exit(EXIT_USAGE, f"--fio-size '{text}' must be at least 1M")
+    return int(size)
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from core.probes.runner import RunOptions
+
+    values: dict[str, Any] = {"suite": args.suite, "data_path": args.data_path,
+                              "checkpoint_path": args.checkpoint_path, "python": args.python,
+                              "allow_root": args.allow_root}
+    if args.duration is not None:
+        values["burn_seconds"] = args.duration
+    if args.fio_size:
+        values["fio_size"] = parse_size(args.fio_size)
+    if args.fio_runtime is not None:
+        values["fio_runtime_s"] = args.fio_runtime
+    try:
+        return RunOptions(**values)
+    except ValidationError as exc:
+        from core.cli import validation_message
+
+        message = validation_message(exc)
+        flag = {"burn_seconds": "--duration", "fio_size": "--fio-size", "data_path": "--data-path",
+                "checkpoint_path": "--checkpoint-path", "suite": "--suite", "python": "--python",
+                "fio_runtime_s": "--fio-runtime"}
+        for name, cli_name in flag.items():
+            if message.startswith(name + ":"):
+                message = cli_name + message[len(name):]
+        raise _Exit(EXIT_USAGE, message) from None
+
+
+def _prompt(label: str) -> str | None:
+    """Ask on the terminal (never stored); None when there is no terminal to ask on."""
+    if not sys.stdin.isatty():
+        return None
+    try:
+        return getpass.getpass(f"tuneplan: {label} ")
+    except (EOFError, KeyboardInterrupt):
+        return None
+
+
+def _connect(args: argparse.Namespace) -> tuple[Any, str]:
+    """A connected transport and the label runs are filed under; `_Exit` with one sentence on failure."""
+    from core.probes.transport import (
+        AuthenticationFailed,
+        HostKeyChanged,
+        HostKeyUnknown,
+        LocalTransport,
+        TransportError,
+        Unreachable,
+    )
+
+    if args.local:
+        return LocalTransport(), LOCAL_LABEL
+    from core.probes.ssh import SshTransport
+    from core.probes.target import parse_target
+
+    try:
+        target = parse_target(args.target)
+    except ValueError as exc:
+        raise _Exit(EXIT_USAGE, str(exc)) from None
+    updates: dict[str, Any] = {}
+    if args.port is not None:
+        if not 1 <= args.port <= 65535:
+            raise _Exit(EXIT_USAGE, f"--port {args.port} is not a port number from 1 to 65535")
+        updates["port"] = args.port
+    if args.identity:
+        updates["identity_files"] = [*args.identity, *target.identity_files]
+    target = target.model_copy(update=updates)
+    options: dict[str, Any] = {"accept_new_host_key": args.accept_new_host_key, "password_cb": _prompt,
+                               "passphrase_cb": _prompt}
+    if args.known_hosts:
+        options["known_hosts_file"] = Path(args.known_hosts).expanduser()
+    transport = SshTransport(target, **options)
+    try:
+        transport.connect()
+    except HostKeyUnknown as exc:
+        hint = "" if exc.expected else (f"; if it is right, run again with --accept-new-host-key {exc.fingerprint}")
+        raise _Exit(EXIT_HOST_KEY, f"{exc}{hint}") from None
+    except HostKeyChanged as exc:
+        raise _Exit(EXIT_HOST_KEY, f"{exc} (the host was reinstalled, or someone is in the middle; if you know it "
+                                   "was reinstalled, remove its old line from the known-hosts file)") from None
+    except AuthenticationFailed as exc:
+        raise _Exit(EXIT_AUTH, str(exc)) from None
+    except Unreachable as exc:
+        raise _Exit(EXIT_UNREACHABLE, str(exc)) from None
+    except TransportError as exc:
+        raise _Exit(EXIT_ERROR, str(exc)) from None
+    return transport, args.target.strip()
+
+
+def _label(store: ProbeStore, args: argparse.Namespace, default: str) -> str:
+    """Runs of a saved host are filed under its profile name, so the window's history shows them."""
+    with contextlib.suppress(Exception):
+        for profile in store.hosts():
+            if (args.local and profile.local) or (not args.local and profile.target == default):
+                return profile.name
+    return default
+
+
+# ----------------------------------------------------------------------------------------- output
+
+
+def samples_summary(table: SampleTable) -> dict[str, dict[str, Any]]:
+    """Per GPU: sample count and min/mean/max of the live metrics, plus the clock-event reasons seen."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def stat(values: np.ndarray, how: Callable[[np.ndarray], Any]) -> float | None:
+        finite = values[~np.isnan(values)]
+        return round(float(how(finite)), 2) if finite.size else None
+
+    for gpu in table.gpus():
+        rows = table.for_gpu(gpu)
+        masks = rows.throttle[~np.isnan(rows.throttle)].astype(np.int64)
+        combined = int(np.bitwise_or.reduce(masks)) if masks.size else 0
+        out[str(gpu)] = {
+            "samples": len(rows),
+            "seconds": stat(rows.t, np.max),
+            "util_pct_mean": stat(rows.util, np.mean), "util_pct_max": stat(rows.util, np.max),
+            "temp_c_max": stat(rows.temp, np.max), "power_w_mean": stat(rows.power, np.mean),
+            "power_w_max": stat(rows.power, np.max), "sm_clock_mhz_min": stat(rows.sm_clock, np.min),
+            "sm_clock_mhz_max": stat(rows.sm_clock, np.max), "mem_used_bytes_max": stat(rows.mem_used, np.max),
+            "clock_event_reasons": [r for r in clock_reasons_from_mask(combined) if r != "gpu_idle"],
+        }
+    return out
+
+
+def run_document(store: ProbeStore, run_id: int) -> dict[str, Any]:
+    """The run as JSON: what `tuneplan probe --json` prints (also readable by `tuneplan probe-report`)."""
+    run = store.load_run(run_id)
+    evidence = run.evidence.model_dump(mode="json") if run.evidence is not None else None
+    return {
+        "run_id": run_id,
+        "host": run.summary.host,
+        "status": run.summary.status,
+        "started": run.summary.started,
+        "ended": run.summary.ended,
+        "summary": run.summary.model_dump(mode="json"),
+        "options": run.options,
+        "inventory": evidence.get("inventory") if evidence else None,
+        "samples_summary": samples_summary(run.samples),
+        "outcomes": [o.model_dump(mode="json") for o in run.outcomes],
+        "evidence": evidence,
+        "scorecard": run.scorecard.model_dump(mode="json") if run.scorecard is not None else None,
+        "events": [e.model_dump(mode="json") for e in run.events if e.kind == "log"],
+    }
+
+
+def table(rows: list[list[str]], header: list[str], width: int = 48) -> str:
+    """A plain text table; long cells are cut to ``width`` characters."""
+    cut = [[c if len(c) <= width else c[: width - 1] + "…" for c in row] for row in [header, *rows]]
+    widths = [max(len(r[i]) for r in cut) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cut]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+class _Progress:
+    """Human progress lines: one per probe start and end, warnings and log events indented."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.out = stream
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def event(self, ev: Any) -> None:
+        kind = ev.kind
+        if kind == "run_started":
+            self.say(f"probing {ev.host}: {', '.join(ev.probes)} (run {ev.run_id})")
+        elif kind == "probe_started":
+            eta = f", about {ev.eta_s:.0f} s" if ev.eta_s else ""
+            self.say(f"[{ev.index}/{ev.total}] {ev.name}{eta}")
+        elif kind == "probe_finished":
+            outcome = ev.outcome
+            took = max(0.0, outcome.ended - outcome.started)
+            detail = f": {outcome.error}" if outcome.error else ""
+            self.say(f"      {outcome.name} {outcome.status.value} ({took:.1f} s){detail}")
+            for warning in outcome.warnings:
+                self.say(f"        - {warning}")
+        elif kind == "log" and ev.level != "info":
+            self.say(f"      ! {ev.message}")
+
+
+def render_scorecard(doc: dict[str, Any]) -> str:
+    card = doc.get("scorecard")
+    lines = [f"run {doc['run_id']} on {doc['host']}: {doc['status']}"]
+    if not card:
+        lines.append("no scorecard (the scorecard module is not installed or the run has no evidence)")
+        return "\n".join(lines)
+    lines += [f"verdict: {card['summary']}", ""]  # the summary opens with the verdict
+    rows = [[c["status"], c["area"], c["name"], c["measured"], c["expected"]] for c in card["checks"]]
+    lines.append(table(rows, ["status", "area", "check", "measured", "expected"]))
+    reasons = [f"  {c['name']}: {c['reason']}" for c in card["checks"] if c["status"] in ("FAIL", "WARN")]
+    if reasons:
+        lines += ["", "why:", *reasons]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------- command
+
+
+@contextlib.contextmanager
+def _sigint_cancels(cancel: threading.Event, say: Callable[[str], None]) -> Iterator[None]:
+    """First Ctrl-C cancels the run cleanly (remote processes killed, work directory removed); a second one
+    interrupts at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        cancel.set()
+        say("cancelling: stopping remote processes and removing the work directory (Ctrl-C again to quit now)")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    try:
+        return _probe(args)
+    except _Exit as exc:
+        print(f"tuneplan: {exc}", file=sys.stderr)
+        return exc.code
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from core.probes.runner import run_suite
+
+    if bool(args.local) == bool(args.target):
+        raise _Exit(EXIT_USAGE, "probe needs either TARGET ([user@]host[:port]) or --local, not both"
+                    if args.local else "probe needs a TARGET ([user@]host[:port] or an ssh alias) or --local")
+    options = _options(args)
+    try:
+        store = ProbeStore(Path(args.db).expanduser() if args.db else None)
+    except (ProbeStoreError, OSError) as exc:
+        raise _Exit(EXIT_ERROR, f"cannot open the probe history: {exc}") from None
+    progress = _Progress(sys.stderr if args.json else sys.stdout)
+    transport, default_label = _connect(args)
+    label = _label(store, args, default_label)
+    cancel = threading.Event()
+    finished: Any = None
+    try:
+        with _sigint_cancels(cancel, lambda m: print(f"tuneplan: {m}", file=sys.stderr, flush=True)):
+            for event in run_suite(transport, options, store, cancel, label):
+                progress.event(event)
+                if event.kind == "run_finished":
+                    finished = event
+    finally:
+        transport.close()
+    if finished is None:
+        raise _Exit(EXIT_ERROR, "the probe run ended without a result")
+    doc = run_document(store, finished.run_id)
+    store.close()
+    if args.json:
+        print(json.dumps(doc, indent=2, default=str))
+    else:
+        progress.say("")
+        progress.say(render_scorecard(doc))
+        where = store.path if store.path is not None else "memory"
+        progress.say(f"\nsaved as run {finished.run_id} in {where} "
+                     f"(report: tuneplan probe-report {finished.run_id} -o report.pdf)")
+    if finished.status == "completed":
+        return EXIT_OK
+    if finished.status == "cancelled":
+        print("tuneplan: the probe run was cancelled; what was measured is saved", file=sys.stderr)
+        return EXIT_CANCELLED
+    if finished.status == "interrupted":
+        print(f"tuneplan: the connection to {label} was lost mid-run; results so far are saved as run "
+              f"{finished.run_id}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(f"tuneplan: the probe run failed; see run {finished.run_id} for what was measured", file=sys.stderr)
+    return EXIT_ERROR

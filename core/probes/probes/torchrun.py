@@ -1,0 +1,59 @@
+"""Launching an uploaded torch.distributed script with torchrun on one host (collectives and distributed probes).
+
+NCCL with one rank per CUDA GPU; gloo with two ranks on a host without a usable GPU (so the collective path is
+still exercised). torchrun is started as ``python -m torch.distributed.run`` with the interpreter that has
+torch (works where the ``torchrun`` entry point is not on PATH), spelled ``--nproc_per_node`` as every torch
+1.x and 2.x accepts. Every launch has a timeout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.probes.probes.base import ProbeContext, ProbeSkipped, q
+
+CPU_RANKS = 2
+
+
+@dataclass(frozen=True)
+class Launch:
+    nproc: int
+    backend: str  # "nccl" or "gloo"
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.backend == "nccl"
+
+
+def plan_launch(ctx: ProbeContext, *, what: str) -> Launch:
+    """How many ranks and which backend; `ProbeSkipped` with the reason when torch cannot do it."""
+    python = ctx.facts.python
+    if python is None or python.torch is None:
+        where = f" ({python.path})" if python is not None else ""
+        raise ProbeSkipped(f"torch is not installed in the host's Python{where}, so the {what} cannot run "
+                           "(name another interpreter with --python)")
+    if not python.distributed:
+        raise ProbeSkipped(f"torch.distributed is not available in {python.path}")
+    if ctx.facts.cuda:
+        if python.cuda_devices < 2:
+            raise ProbeSkipped(f"only one GPU is visible to torch, so there is nothing for the {what} to move "
+                               "between GPUs")
+        if not python.nccl:
+            raise ProbeSkipped(f"torch in {python.path} was built without NCCL")
+        return Launch(nproc=python.cuda_devices, backend="nccl")
+    if not python.gloo:
+        raise ProbeSkipped(f"torch in {python.path} has no gloo backend for a CPU run")
+    if ctx.facts.nvidia:
+        ctx.warn(f"torch in {python.path} cannot use CUDA; ran the {what} on CPUs with gloo instead")
+    return Launch(nproc=CPU_RANKS, backend="gloo")
+
+
+def torchrun_command(ctx: ProbeContext, launch: Launch, script: str, args: list[str]) -> str:
+    """``cd WORKDIR && [env] PYTHON -m torch.distributed.run --standalone ...`` with every value quoted."""
+    python = ctx.python()
+    env = ""
+    if launch.backend == "gloo":
+        # One host: the ranks talk over loopback unless the user chose an interface.
+        env = 'GLOO_SOCKET_IFNAME="${GLOO_SOCKET_IFNAME:-lo}" '
+    return (f"cd {q(ctx.workdir)} && {env}OMP_NUM_THREADS=1 {q(python)} -m torch.distributed.run --standalone "
+            f"--nproc_per_node {launch.nproc} {q(script)} " + " ".join(q(a) for a in args))

@@ -1,0 +1,597 @@
+"""The probe suite runner: run probes over a `Transport`, stream typed events, persist everything as it arrives.
+
+How it works: `run_suite` is a generator the caller iterates (the GUI's worker thread, or the CLI). It starts
+one worker thread that runs the probes in order, and - when the host has NVIDIA GPUs - a sampler thread with
+ONE streaming metrics process for the whole run. Both only put items on a queue; the generator takes them
+off, writes them to the `ProbeStore` (so the store is written from the one thread iterating the generator)
+and yields the public ones. Samples are flushed in batches every half second; raw outputs, events, outcomes
+and the evidence so far are written at once, so a dropped connection or a crash loses nothing already
+measured.
+
+Remote work happens in a private work directory (``transport.make_workdir()``) that is removed at the end,
+also after a cancel or a failure. On `Disconnected` the runner tries ``transport.reconnect()`` once (when the
+transport has it) and resumes with the next probe; otherwise the run ends as ``interrupted`` with what it had.
+Cancel (the ``cancel`` event, or closing the generator) reaches the running remote command within a fraction of
+a second; the transport kills its process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from core.probe_store import ProbeStore, StoredSeriesPoint
+from core.probes.evidence import PROBE_NAMES, SUITES, ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard
+from core.probes.probes import PROBES
+from core.probes.probes.base import (
+    Cancelled,
+    HostFacts,
+    LogLevel,
+    ProbeCallbacks,
+    ProbeContext,
+    ProbeFailed,
+    ProbeSkipped,
+    q,
+)
+from core.probes.probes.facts import detect_facts
+from core.probes.probes.gpu_metrics import MetricsSampler, sampler_command
+from core.probes.samples import GpuMetric
+from core.probes.transport import CommandResult, Disconnected, Transport, TransportError
+from core.resources import resource_path
+
+log = logging.getLogger(__name__)
+
+SeriesName = Literal["busbw", "algbw", "fio_read", "fio_write", "fio_iops", "compute_tflops", "tflops",
+                     "cpu_util", "cpu_temp"]
+RunStatus = Literal["completed", "cancelled", "interrupted", "failed"]
+SAMPLE_FLUSH_S = 0.5
+_JOIN_S = 60.0
+
+# --------------------------------------------------------------------------------------------- options
+
+
+class ProbeTimeouts(BaseModel):
+    """Seconds each kind of remote work may take before its process group is killed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command_s: float = Field(60.0, gt=0, description="short commands: nvidia-smi -q, df, dmesg")
+    inventory_s: float = Field(120.0, gt=0)
+    compute_s: float = Field(300.0, gt=0)
+    collectives_s: float = Field(600.0, gt=0)
+    storage_s: float = Field(900.0, gt=0)
+    distributed_s: float = Field(180.0, gt=0)
+    burn_margin_s: float = Field(120.0, gt=0, description="on top of the burn duration")
+    cleanup_s: float = Field(120.0, gt=0)
+
+
+class RunOptions(BaseModel):
+    """What to run and how. ``suite``: 'quick', 'full', 'name,name' or a list of probe names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: str | list[str] = "quick"
+    data_path: str | None = Field(None, description="absolute path on the host where training data lives")
+    checkpoint_path: str | None = Field(None, description="absolute path on the host for checkpoints")
+    burn_seconds: float = Field(600.0, gt=0, le=7 * 24 * 3600)
+    fio_size: int = Field(256 << 20, ge=1 << 20, description="bytes of the storage test file")
+    fio_runtime_s: float = Field(3.0, gt=0, le=3600, description="seconds per timed storage job")
+    small_files: int = Field(2000, ge=10, le=1_000_000)
+    allow_root: bool = Field(False, description="may use sudo -n (kernel log) where the user is not root")
+    python: str | None = Field(None, description="interpreter on the host to use (default: search)")
+    metrics_interval_ms: int = Field(500, ge=100, le=60_000)
+    metrics_seconds: float = Field(10.0, gt=0, description="how long 'gpu_metrics' alone samples")
+    collective_max_bytes: int | None = Field(None, ge=1024)
+    timeouts: ProbeTimeouts = Field(default_factory=ProbeTimeouts)
+
+    @field_validator("suite")
+    @classmethod
+    def _known_suite(cls, value: str | list[str]) -> str | list[str]:
+        resolve_probes(value)
+        return value
+
+    @field_validator("data_path", "checkpoint_path", "python")
+    @classmethod
+    def _plain_path(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.strip() or any(c in value for c in "\n\r\0"):
+            raise ValueError("must be a non-empty path on one line")
+        return value
+
+    @field_validator("data_path", "checkpoint_path")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise ValueError(f"'{value}' must be an absolute path on the host (starting with /)")
+        return value
+
+    def probe_names(self) -> list[str]:
+        return resolve_probes(self.suite)
+
+    @property
+    def suite_label(self) -> str:
+        if isinstance(self.suite, str) and self.suite in SUITES:
+            return self.suite
+        return ",".join(self.probe_names())
+
+
+def resolve_probes(suite: str | list[str]) -> list[str]:
+    """Suite name or probe names -> probe names in order; ValueError naming the allowed values."""
+    if isinstance(suite, str):
+        if suite in SUITES:
+            return list(SUITES[suite])
+        names = [n.strip() for n in suite.split(",") if n.strip()]
+    else:
+        names = [str(n).strip() for n in suite]
+    if not names:
+        raise ValueError(f"no probe named; use {', '.join(SUITES)} or probe names from {', '.join(PROBE_NAMES)}")
+    unknown = [n for n in names if n not in PROBE_NAMES]
+    if unknown:
+        raise ValueError(f"unknown probe or suite '{unknown[0]}'; use {', '.join(SUITES)} or a comma "
+                         f"list of {', '.join(PROBE_NAMES)}")
+    return list(dict.fromkeys(names))
+
+
+# ---------------------------------------------------------------------------------------------- events
+
+
+class _Event(BaseModel):
+    t: float = Field(0.0, description="seconds since the run started")
+
+
+class RunStarted(_Event):
+    kind: Literal["run_started"] = "run_started"
+    run_id: int
+    host: str
+    probes: list[str]
+    workdir: str | None = None
+    facts: HostFacts | None = None
+
+
+class ProbeStarted(_Event):
+    kind: Literal["probe_started"] = "probe_started"
+    name: str
+    index: int = Field(description="1-based position in the suite")
+    total: int
+    eta_s: float | None = None
+
+
+class MetricsBatch(_Event):
+    kind: Literal["metrics"] = "metrics"
+    metrics: list[GpuMetric] = Field(description="t of each metric is seconds since the run started")
+
+
+class SeriesPoint(_Event):
+    """One chart point. Units of y: busbw/algbw GB/s (x = message bytes), fio_read/fio_write MB/s and
+    fio_iops IOPS (x = run seconds), compute_tflops TFLOP/s (x = device index), tflops TFLOP/s (x = run
+    seconds, burn), cpu_util %, cpu_temp °C (x = run seconds)."""
+
+    kind: Literal["series"] = "series"
+    series: SeriesName
+    x: float
+    y: float
+    label: str = ""
+
+
+class LogEvent(_Event):
+    kind: Literal["log"] = "log"
+    level: LogLevel
+    message: str
+    probe: str | None = None
+
+
+class ProbeFinished(_Event):
+    kind: Literal["probe_finished"] = "probe_finished"
+    outcome: ProbeOutcome
+
+
+class RunFinished(_Event):
+    kind: Literal["run_finished"] = "run_finished"
+    run_id: int
+    evidence: ProbeEvidence
+    scorecard: Scorecard | None = None
+    status: RunStatus
+    workdir_removed: bool = False
+
+
+RunEvent = Annotated[
+    RunStarted | ProbeStarted | MetricsBatch | SeriesPoint | LogEvent | ProbeFinished | RunFinished,
+    Field(discriminator="kind"),
+]
+
+
+class _Raw(BaseModel):
+    """Internal: a finished command's raw output, to persist (not yielded)."""
+
+    t: float
+    probe: str
+    result: CommandResult
+
+
+class _EvidenceSnapshot(BaseModel):
+    """Internal: the evidence so far, persisted after every probe (not yielded)."""
+
+    evidence: ProbeEvidence
+
+
+_Item = RunStarted | ProbeStarted | MetricsBatch | SeriesPoint | LogEvent | ProbeFinished | RunFinished | _Raw \
+    | _EvidenceSnapshot
+
+
+# ----------------------------------------------------------------------------------------------- score
+
+
+def compute_scorecard(evidence: ProbeEvidence, warn: Callable[[str], None]) -> Scorecard | None:
+    """The scorecard when `core.probes.scorecard` exists; a scorecard bug never loses the run."""
+    try:
+        from core.probes.scorecard import score
+    except ImportError:
+        return None
+    try:
+        from core.catalog import load_catalog
+
+        result = score(evidence, load_catalog())
+        return result if isinstance(result, Scorecard) else None
+    except Exception as exc:  # by design: the verdict is optional, the measurements are not
+        log.exception("scorecard failed")
+        warn(f"the scorecard could not be computed: {exc}")
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- worker
+
+
+class _Worker:
+    """Runs the probes on its own thread; talks to the generator only through the queue."""
+
+    def __init__(self, transport: Transport, options: RunOptions, cancel: threading.Event, out: queue.Queue[_Item],
+                 run_id: int, host: str, probes: list[str], started: float,
+                 resources: Path | None = None) -> None:
+        self.transport = transport
+        self.options = options
+        self.cancel = cancel
+        self.out = out
+        self.run_id = run_id
+        self.host = host
+        self.probes = probes
+        self.t0 = started
+        self.evidence = ProbeEvidence()
+        self.resources = resources or resource_path("probes")
+        self.sampler: MetricsSampler | None = None
+        self.ctx: ProbeContext | None = None
+        self.workdir: str | None = None
+        self.status: RunStatus = "completed"
+        self.run_warnings: list[str] = []
+
+    # -- queue helpers ---------------------------------------------------------------------------------
+
+    def clock(self) -> float:
+        return round(time.monotonic() - self.t0, 3)
+
+    def put(self, item: _Item) -> None:
+        self.out.put(item)
+
+    def log(self, level: LogLevel, message: str, probe: str | None = None) -> None:
+        self.put(LogEvent(t=self.clock(), level=level, message=message, probe=probe))
+
+    def point(self, series: str, x: float, y: float, label: str) -> None:
+        self.put(SeriesPoint(t=self.clock(), series=series, x=x, y=y, label=label))
+
+    def raw(self, probe: str, result: CommandResult) -> None:
+        self.put(_Raw(t=self.clock(), probe=probe or "setup", result=result))
+
+    def metrics(self, batch: list[GpuMetric]) -> None:
+        self.put(MetricsBatch(t=self.clock(), metrics=batch))
+
+    # -- main ------------------------------------------------------------------------------------------
+
+    def main(self) -> None:
+        removed = False
+        try:
+            self._setup()
+            self._run_probes()
+        except Cancelled:
+            self.status = "cancelled"
+        except Disconnected as exc:
+            self.status = "interrupted"
+            self.log("error", f"connection lost: {exc}")
+        except TransportError as exc:
+            self.status = "failed"
+            self.log("error", str(exc))
+        except Exception as exc:  # by design: a bug must still end the run cleanly and keep the data
+            log.exception("probe run failed")
+            self.status = "failed"
+            self.log("error", f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            if self.cancel.is_set() and self.status == "completed":
+                self.status = "cancelled"
+            self._stop_sampler()
+            removed = self._cleanup()
+            scorecard = compute_scorecard(self.evidence, lambda m: self.log("warning", m))
+            self.put(_EvidenceSnapshot(evidence=self.evidence))
+            self.put(RunFinished(t=self.clock(), run_id=self.run_id, evidence=self.evidence, scorecard=scorecard,
+                                 status=self.status, workdir_removed=removed))
+
+    def _setup(self) -> None:
+        self.workdir = self.transport.make_workdir()
+        callbacks = ProbeCallbacks(log=self.log, point=self.point, raw=self.raw)
+        self.ctx = ProbeContext(transport=self.transport, options=self.options, workdir=self.workdir,
+                                facts=HostFacts(), evidence=self.evidence, cancel=self.cancel,
+                                callbacks=callbacks, clock=self.clock, resources=self.resources, name="setup")
+        self.ctx.facts = detect_facts(self.ctx)
+        for warning in self.ctx.warnings:
+            self.log("warning", warning, "setup")
+        self.ctx.warnings = []
+        self.put(RunStarted(t=self.clock(), run_id=self.run_id, host=self.host, probes=self.probes,
+                            workdir=self.workdir, facts=self.ctx.facts))
+        self.log("info", f"work directory {self.workdir} on {self.host}")
+        self._start_sampler()
+
+    def _start_sampler(self) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        if not ctx.facts.nvidia:
+            return
+        ctx.name = "gpu_metrics"
+        command, method = sampler_command(ctx)
+        self.sampler = MetricsSampler(self.transport, command, interval_s=self.options.metrics_interval_ms / 1000,
+                                      on_batch=self.metrics, on_raw=self.raw, on_log=self.log,
+                                      clock=self.clock).start()
+        ctx.sampler = self.sampler
+        self.log("info", f"streaming GPU metrics every {self.options.metrics_interval_ms} ms via {method}",
+                 "gpu_metrics")
+
+    def _stop_sampler(self) -> None:
+        if self.sampler is not None:
+            self.sampler.stop()
+
+    def _run_probes(self) -> None:
+        ctx = self.ctx
+        assert ctx is not None
+        total = len(self.probes)
+        for index, name in enumerate(self.probes, start=1):
+            if self.cancel.is_set():
+                self._not_run(self.probes[index - 1:], ProbeStatus.cancelled, "cancelled before it started")
+                raise Cancelled("run cancelled")
+            spec = PROBES[name]
+            ctx.name = name
+            ctx.warnings = []
+            try:
+                eta: float | None = round(spec.eta(ctx), 1)
+            except Exception:  # an ETA is a hint; never let it stop a probe
+                eta = None
+            self.put(ProbeStarted(t=self.clock(), name=name, index=index, total=total, eta_s=eta))
+            outcome = self._run_one(name, spec.run, ctx)
+            self.put(ProbeFinished(t=self.clock(), outcome=outcome))
+            self.put(_EvidenceSnapshot(evidence=self.evidence.model_copy(deep=True)))
+            if outcome.status == ProbeStatus.cancelled:
+                self._not_run(self.probes[index:], ProbeStatus.cancelled, "cancelled before it started")
+                raise Cancelled("run cancelled")
+            if outcome.status == ProbeStatus.interrupted and not self._reconnect(name):
+                self._not_run(self.probes[index:], ProbeStatus.interrupted, "not run: the connection was lost")
+                raise Disconnected(f"the connection to {self.host} was lost during {name}")
+        if self.sampler is not None and "gpu_metrics" not in self.probes:
+            self._sampler_outcome()
+
+    def _run_one(self, name: str, run: Callable[[ProbeContext], None], ctx: ProbeContext) -> ProbeOutcome:
+        started = time.time()
+        status, error = ProbeStatus.ok, None
+        try:
+            run(ctx)
+            if self.sampler is not None and self.sampler.disconnected and not self.transport.is_alive():
+                raise Disconnected("the connection was lost")
+        except ProbeSkipped as exc:
+            status, error = ProbeStatus.skipped, str(exc)
+        except Cancelled:
+            status, error = ProbeStatus.cancelled, "cancelled by the user"
+        except Disconnected as exc:
+            status, error = ProbeStatus.interrupted, f"the connection was lost: {exc}"
+        except ProbeFailed as exc:
+            status, error = ProbeStatus.failed, str(exc)
+        except TransportError as exc:
+            if not self.transport.is_alive():
+                status, error = ProbeStatus.interrupted, f"the connection was lost: {exc}"
+            else:
+                status, error = ProbeStatus.failed, str(exc)
+        except Exception as exc:  # by design: one probe's bug must not end the run
+            log.exception("probe %s failed", name)
+            status, error = ProbeStatus.failed, f"internal error in the {name} probe: {type(exc).__name__}: {exc}"
+        if status == ProbeStatus.ok and self.cancel.is_set():
+            status, error = ProbeStatus.cancelled, "cancelled by the user"
+        if status in (ProbeStatus.failed, ProbeStatus.interrupted) and error:
+            self.log("error", f"{name}: {error}", name)
+        elif status == ProbeStatus.skipped and error:
+            self.log("info", f"{name} skipped: {error}", name)
+        return ProbeOutcome(name=name, status=status, started=started, ended=time.time(),
+                            warnings=list(dict.fromkeys(ctx.warnings)), error=error)
+
+    def _not_run(self, names: list[str], status: ProbeStatus, why: str) -> None:
+        now = time.time()
+        for name in names:
+            self.put(ProbeFinished(t=self.clock(), outcome=ProbeOutcome(name=name, status=status, started=now,
+                                                                        ended=now, error=why)))
+
+    def _sampler_outcome(self) -> None:
+        sampler = self.sampler
+        assert sampler is not None
+        sampler.stop()
+        now = time.time()
+        status = ProbeStatus.ok if sampler.count else ProbeStatus.failed
+        error = None if sampler.count else "the GPU metrics stream gave no sample"
+        self.put(ProbeFinished(t=self.clock(), outcome=ProbeOutcome(
+            name="gpu_metrics", status=status, started=self.t0_wall, ended=now, warnings=list(sampler.warnings),
+            error=error)))
+
+    @property
+    def t0_wall(self) -> float:
+        return time.time() - (time.monotonic() - self.t0)
+
+    def _reconnect(self, probe: str) -> bool:
+        """One attempt to reconnect after a drop; True when the run can go on with the next probe."""
+        reconnect = getattr(self.transport, "reconnect", None)
+        self._stop_sampler()
+        if not callable(reconnect) or self.cancel.is_set():
+            return False
+        self.log("warning", f"connection lost during {probe}; reconnecting once", probe)
+        try:
+            reconnect()
+        except TransportError as exc:
+            self.log("error", f"could not reconnect: {exc}", probe)
+            return False
+        ctx = self.ctx
+        assert ctx is not None and self.workdir is not None
+        check = self.transport.run(f"test -d {q(self.workdir)}", timeout=self.options.timeouts.command_s)
+        if check.exit_code != 0:
+            self.workdir = self.transport.make_workdir()
+            ctx.workdir = self.workdir
+            ctx.uploaded = {}
+            self.log("info", f"work directory was gone after reconnecting; using {self.workdir}")
+        self.log("info", f"reconnected to {self.host}; resuming with the next probe", probe)
+        if ctx.facts.nvidia:
+            self._start_sampler()
+        return True
+
+    def _cleanup(self) -> bool:
+        """Remove the work directory (never cancelled: it must go even after a cancel)."""
+        if self.workdir is None:
+            return False
+        if not self.transport.is_alive():
+            self.log("warning", f"the work directory {self.workdir} could not be removed: no connection")
+            return False
+        try:
+            self.transport.remove_workdir(self.workdir)
+            return True
+        except (TransportError, ValueError) as exc:
+            self.log("warning", f"the work directory {self.workdir} could not be removed: {exc}")
+            return False
+
+
+# ---------------------------------------------------------------------------------------------- writer
+
+
+class _Writer:
+    """Persists queue items; samples are buffered and flushed every `SAMPLE_FLUSH_S`."""
+
+    def __init__(self, store: ProbeStore, run_id: int) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.samples: list[GpuMetric] = []
+        self.points: list[StoredSeriesPoint] = []
+        self.last_flush = time.monotonic()
+
+    def persist(self, item: _Item) -> None:
+        store, run_id = self.store, self.run_id
+        if isinstance(item, MetricsBatch):
+            self.samples.extend(item.metrics)
+        elif isinstance(item, SeriesPoint):
+            self.points.append(StoredSeriesPoint(t=item.t, series=item.series, x=item.x, y=item.y,
+                                                 label=item.label))
+        elif isinstance(item, _Raw):
+            store.add_raw_output(run_id, item.probe, item.result, item.t)
+        elif isinstance(item, LogEvent):
+            store.add_event(run_id, item.t, "log", item.level, item.message, item.probe)
+        elif isinstance(item, RunStarted):
+            if item.workdir:
+                store.set_workdir(run_id, item.workdir)
+        elif isinstance(item, ProbeStarted):
+            store.add_event(run_id, item.t, "probe_started", "info", f"{item.name} ({item.index}/{item.total})",
+                            item.name)
+        elif isinstance(item, ProbeFinished):
+            self.flush()
+            store.add_outcome(run_id, item.outcome)
+        elif isinstance(item, _EvidenceSnapshot):
+            store.save_evidence(run_id, item.evidence)
+        elif isinstance(item, RunFinished):
+            self.flush()
+            store.finish_run(run_id, item.status, item.evidence, item.scorecard)
+        self.flush_if_due()
+
+    def flush_if_due(self) -> None:
+        if time.monotonic() - self.last_flush >= SAMPLE_FLUSH_S:
+            self.flush()
+
+    def flush(self) -> None:
+        self.last_flush = time.monotonic()
+        if self.samples:
+            batch, self.samples = self.samples, []
+            self.store.add_samples(self.run_id, batch)
+        if self.points:
+            points, self.points = self.points, []
+            self.store.add_series(self.run_id, points)
+
+
+# ---------------------------------------------------------------------------------------------- entry
+
+
+def run_suite(transport: Transport, options: RunOptions, store: ProbeStore, cancel: threading.Event,
+              host_label: str) -> Iterator[RunEvent]:
+    """Run the suite on a connected transport; yield events until (and including) `RunFinished`.
+
+    Raises ValueError before starting when the options name no valid probe. Closing the generator early
+    cancels the run and still cleans up and persists what arrived.
+    """
+    probes = options.probe_names()
+    started_wall = time.time()
+    t0 = time.monotonic()
+    run_id = store.start_run(host_label, options.suite_label, probes, options.model_dump(mode="json"),
+                             started=started_wall)
+    out: queue.Queue[_Item] = queue.Queue()
+    halt = threading.Event()  # the worker's cancel: the caller's cancel, or the caller leaving early
+    worker = _Worker(transport, options, halt, out, run_id, host_label, probes, t0)
+    thread = threading.Thread(target=worker.main, name=f"tuneplan-probe-run-{run_id}", daemon=True)
+    writer = _Writer(store, run_id)
+    thread.start()
+    finished = False
+    try:
+        while True:
+            if cancel.is_set():
+                halt.set()
+            try:
+                item = out.get(timeout=0.1)
+            except queue.Empty:
+                writer.flush_if_due()
+                if not thread.is_alive() and out.empty():
+                    break  # the worker died without a RunFinished (should not happen)
+                continue
+            writer.persist(item)
+            if isinstance(item, _Raw | _EvidenceSnapshot):
+                continue
+            if isinstance(item, RunFinished):
+                finished = True
+                yield item
+                return
+            yield item
+    finally:
+        if not finished:
+            halt.set()
+            deadline = time.monotonic() + _JOIN_S
+            while time.monotonic() < deadline:
+                try:
+                    item = out.get(timeout=0.1)
+                except queue.Empty:
+                    if not thread.is_alive():
+                        break
+                    continue
+                with contextlib.suppress(Exception):
+                    writer.persist(item)
+                if isinstance(item, RunFinished):
+                    break
+            with contextlib.suppress(Exception):
+                writer.flush()
+        thread.join(timeout=5.0)
+
+
+__all__ = [
+    "LogEvent", "MetricsBatch", "ProbeFinished", "ProbeStarted", "ProbeTimeouts", "RunEvent", "RunFinished",
+    "RunOptions", "RunStarted", "RunStatus", "SeriesName", "SeriesPoint", "compute_scorecard", "resolve_probes",
+    "run_suite",
+]
