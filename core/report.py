@@ -8,13 +8,17 @@ memory chart, a plan per provider for the price comparison, the planner's search
 from __future__ import annotations
 
 import datetime as dt
+import json
+import threading
+from collections import OrderedDict
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from core.catalog import Catalog, CatalogError, load_catalog
-from core.models import Candidate, ComputeCost, HardwareSpec, PlanRequest, PlanResult
-from core.planner import cost, search
+from core.catalog import GPU, Catalog, CatalogError, load_catalog
+from core.models import Candidate, ComputeCost, HardwareSpec, Interconnect, PlanRequest, PlanResult, Sharding
+from core.planner import comms, cost, search
+from core.planner.params import Architecture
 from core.planner.plan import PlanError, gpu_hardware, plan, resolve_model
 from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd
 
@@ -44,10 +48,22 @@ class ModelSummary(BaseModel):
 
 
 class GpuMemory(BaseModel):
-    """One bar of the memory chart: the same job on this GPU type (same counts), component by component."""
+    """One bar of the memory chart: the job on this GPU type, component by component.
+
+    ``basis`` says which configuration the bar is for: ``plan`` is the planned GPU with the plan's own counts and
+    sharding; ``search`` is the configuration the hardware search picks for this GPU type (GPUs per node, nodes,
+    sharding, recomputation, micro-batch), the rest of the request unchanged; ``as_planned`` is a GPU type on
+    which nothing fits within the search limits, shown at the plan's counts and sharding.
+    """
 
     gpu: str
     capacity: int
+    basis: Literal["plan", "search", "as_planned"] = "search"
+    gpus_per_node: int = 0
+    nodes: int = 0
+    sharding: Sharding | None = None
+    micro_batch_size: int = 0
+    gradient_checkpointing: bool = False
     weights: int = 0
     gradients: int = 0
     optimizer: int = 0
@@ -58,7 +74,16 @@ class GpuMemory(BaseModel):
     fits: bool = False
     max_micro_batch: int = 0
     max_seq_len: int = 0
+    note: str | None = None
     error: str | None = None
+
+    @property
+    def configuration(self) -> str:
+        """'8× zero3', '2×8 fsdp' (nodes × GPUs per node); '' when the GPU could not be planned."""
+        if self.error is not None or self.sharding is None:
+            return ""
+        gpus = f"{self.gpus_per_node}×" if self.nodes == 1 else f"{self.nodes}×{self.gpus_per_node}"
+        return f"{gpus} {self.sharding.value}" + (", recompute" if self.gradient_checkpointing else "")
 
 
 class ProviderCost(BaseModel):
@@ -118,21 +143,94 @@ def _model_summary(request: PlanRequest, result: PlanResult, catalog: Catalog) -
         inferred=arch.inferred, notes=list(notes))
 
 
-def memory_by_gpu(request: PlanRequest, catalog: Catalog, today: dt.date | None = None) -> list[GpuMemory]:
-    """The planned job on every catalog GPU at the same GPU and node counts (request.hardware must be set)."""
-    hw = request.hardware
-    assert hw is not None, "plan the request first: memory_by_gpu needs its hardware"
+def _memory_row(gpu: str, result: PlanResult, basis: Literal["plan", "search", "as_planned"],
+                note: str | None = None) -> GpuMemory:
+    m, hw, t = result.memory, result.hardware, result.request.training
+    return GpuMemory(gpu=gpu, capacity=m.gpu_memory, basis=basis, gpus_per_node=hw.gpus_per_node, nodes=hw.nodes,
+                     sharding=t.sharding, micro_batch_size=t.micro_batch_size,
+                     gradient_checkpointing=t.gradient_checkpointing, fits=m.fits, max_micro_batch=m.max_micro_batch,
+                     max_seq_len=m.max_seq_len, note=note, **m.per_gpu.model_dump())
+
+
+def _search_choice(arch: Architecture, planned: PlanRequest, gpu: str, catalog: Catalog) -> Candidate | None:
+    """The configuration the hardware search picks for one GPU type.
+
+    With a single GPU type every configuration pays the same price per GPU-hour, so ranking by cost is ranking
+    by GPU-hours; a flat 1 USD price ranks GPU types without a catalog price the same way.
+    """
+    single = planned.model_copy(update={
+        "hardware": None,
+        "search": planned.search.model_copy(update={"gpus": [gpu]}),
+        "pricing": planned.pricing.model_copy(update={"usd_per_gpu_hour": 1.0, "discount": 0.0}),
+    })
+    try:
+        return search.search(arch, single, catalog).best
+    except (PlanError, CatalogError, ValueError):
+        return None
+
+
+def _other_gpu_row(arch: Architecture, planned: PlanRequest, result: PlanResult, gpu: GPU, catalog: Catalog,
+                   today: dt.date | None) -> GpuMemory:
+    choice = _search_choice(arch, planned, gpu.id, catalog)
+    try:
+        if choice is not None:
+            spec = HardwareSpec(gpu=gpu.id, gpus_per_node=choice.gpus_per_node, nodes=choice.nodes)
+            training = planned.training.model_copy(update={
+                "sharding": choice.sharding, "micro_batch_size": choice.micro_batch_size,
+                "gradient_checkpointing": choice.gradient_checkpointing})
+            r = plan(planned.model_copy(update={"hardware": spec, "training": training}), catalog, today)
+            return _memory_row(gpu.id, r, "search")
+        spec = result.hardware.model_copy(update={"gpu": gpu.id})
+        r = plan(planned.model_copy(update={"hardware": spec}), catalog, today)
+    except (PlanError, CatalogError) as exc:
+        return GpuMemory(gpu=gpu.id, capacity=gpu.memory_bytes, basis="as_planned", error=str(exc))
+    return _memory_row(gpu.id, r, "as_planned",
+                       note=f"nothing fits on {gpu.id} with up to {planned.search.max_gpus} GPUs")
+
+
+def _memory_key(planned: PlanRequest) -> str:
+    """What a GPU row depends on. Memory never depends on the dataset size or the prices, and neither does the
+    search's pick for one GPU type: every configuration runs the same optimizer steps at the same price per
+    GPU-hour. Only a deadline makes the dataset size matter."""
+    key = planned.model_dump(mode="json", exclude={"pricing": True})
+    if planned.search.objective != "cost_under_deadline":
+        key["data"].pop("tokens", None)
+        key["data"].pop("epochs", None)
+    return json.dumps(key, sort_keys=True)
+
+
+_ROWS: OrderedDict[tuple[str, str], tuple[Catalog, GpuMemory]] = OrderedDict()
+_ROWS_LOCK = threading.Lock()
+_ROWS_KEPT = 512  # about two dozen requests' worth of rows
+
+
+def memory_by_gpu(result: PlanResult, catalog: Catalog, today: dt.date | None = None) -> list[GpuMemory]:
+    """The job's memory per GPU on every catalog GPU type, each at the configuration the search picks for it.
+
+    Holding the GPU count fixed would draw the same bar for every type (memory per GPU depends on the count and
+    sharding, not on the card), so each type gets its own best configuration; the planned GPU shows the plan.
+    A search and a plan per GPU type take most of an analysis, so rows are kept for requests that differ only
+    in what they do not depend on (see _memory_key): typing a new token count does not redo them.
+    """
+    planned = result.request
+    arch, _ = resolve_model(planned.model, catalog)
+    key = _memory_key(planned)
     rows = []
     for gpu in catalog.gpus.values():
-        spec = hw.model_copy(update={"gpu": gpu.id})
-        try:
-            r = plan(request.model_copy(update={"hardware": spec}), catalog, today)
-        except (PlanError, CatalogError) as exc:
-            rows.append(GpuMemory(gpu=gpu.id, capacity=gpu.memory_bytes, error=str(exc)))
+        if gpu.id == result.hardware.gpu:
+            rows.append(_memory_row(gpu.id, result, "plan"))
             continue
-        m = r.memory
-        rows.append(GpuMemory(gpu=gpu.id, capacity=m.gpu_memory, fits=m.fits, max_micro_batch=m.max_micro_batch,
-                              max_seq_len=m.max_seq_len, **m.per_gpu.model_dump()))
+        with _ROWS_LOCK:
+            kept = _ROWS.get((gpu.id, key))
+        if kept is not None and kept[0] is catalog:
+            rows.append(kept[1])
+            continue
+        row = _other_gpu_row(arch, planned, result, gpu, catalog, today)
+        with _ROWS_LOCK:
+            _ROWS[(gpu.id, key)] = (catalog, row)
+            while len(_ROWS) > _ROWS_KEPT:
+                _ROWS.popitem(last=False)
+        rows.append(row)
     return rows
 
 
@@ -215,7 +313,7 @@ def analyse(request: PlanRequest, catalog: Catalog | None = None, today: dt.date
     except (PlanError, CatalogError, ValueError):
         curve = None
     figures = Figures(
-        model=_model_summary(request, result, catalog), memory_by_gpu=memory_by_gpu(planned, catalog, today),
+        model=_model_summary(request, result, catalog), memory_by_gpu=memory_by_gpu(result, catalog, today),
         providers=provider_costs(planned, catalog, today), candidates=candidates, search_note=note,
         scaling=curve, break_even=break_even(result, catalog))
     return Analysis(result=result, figures=figures)
@@ -229,6 +327,52 @@ def hardware_label(hw: HardwareSpec) -> str:
     if hw.nodes == 1:
         return f"{hw.gpus_per_node}× {hw.gpu}"
     return f"{hw.nodes} nodes × {hw.gpus_per_node} {hw.gpu} ({hw.gpus} GPUs)"
+
+
+def typical_gpu_gbps(gpu_id: str, gpus_per_node: int, catalog: Catalog | None = None) -> float | None:
+    """Inter-node Gbit/s per GPU the planner assumes for this GPU's class when the request names no network."""
+    catalog = catalog or load_catalog()
+    try:
+        gpu = catalog.gpu(gpu_id)
+    except CatalogError:
+        return None
+    return float(comms.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, max(gpus_per_node, 1)))
+
+
+def network_gbps(interconnect: str | None, gpu_id: str, gpus_per_node: int) -> float | None:
+    """Gbit/s per GPU for a named network type, else the GPU class's typical one (None: unknown GPU or type)."""
+    if not interconnect:
+        return typical_gpu_gbps(gpu_id, gpus_per_node)
+    try:
+        return comms.DEFAULT_GPU_GBPS[Interconnect(interconnect)]
+    except ValueError:
+        return None
+
+
+def typical_network(gpu_id: str, gpus_per_node: int, catalog: Catalog | None = None) -> str:
+    """What the planner assumes between nodes when the request names no network, for the window to say."""
+    per_gpu = typical_gpu_gbps(gpu_id, gpus_per_node, catalog)
+    if per_gpu is None:
+        return ""
+    return (f"typical for {gpu_id} nodes: {per_gpu:,.4g} Gbit/s per GPU, {per_gpu * gpus_per_node:,.4g} Gbit/s per "
+            f"node of {gpus_per_node}")
+
+
+def network_text(interconnect: str | None, gpu_id: str, gpus_per_node: int, name: str = "") -> str:
+    """The network the plan assumes: the GPU class's typical one, or a named type's usual speed."""
+    if not interconnect:
+        return typical_network(gpu_id, gpus_per_node)
+    per_gpu = network_gbps(interconnect, gpu_id, gpus_per_node)
+    if per_gpu is None:
+        return ""
+    return (f"{name or interconnect}: {per_gpu:g} Gbit/s per GPU assumed ({per_gpu * gpus_per_node:g} per node) "
+            "unless you give the bandwidth")
+
+
+def network_node_gbps(interconnect: str | None, gpu_id: str, gpus_per_node: int) -> float | None:
+    """Gbit/s per node the plan assumes when the request gives no inter-node bandwidth."""
+    per_gpu = network_gbps(interconnect, gpu_id, gpus_per_node)
+    return None if per_gpu is None else per_gpu * gpus_per_node
 
 
 def cost_range(result: PlanResult) -> tuple[float, float] | None:
@@ -283,17 +427,26 @@ def key_figures(result: PlanResult) -> list[KeyFigure]:
 class Series(BaseModel):
     name: str
     values: list[float]
+    style: Literal["solid", "dashed"] = Field("solid", description="dashed for a reference line")
 
 
-class BarChart(BaseModel):
-    kind: Literal["bar"] = "bar"
+class _Chart(BaseModel):
     title: str
+    caption: str | None = Field(None, description="what the chart holds constant and how to read it")
+
+
+class BarChart(_Chart):
+    kind: Literal["bar"] = "bar"
     unit: str
     categories: list[str]
+    category_labels: list[str] | None = Field(None, description="what the axis prints (default: categories)")
     series: list[Series]
     stacked: bool = False
     markers: list[float | None] | None = Field(None, description="one line per category, e.g. GPU capacity")
     marker_label: str | None = None
+
+    def labels(self) -> list[str]:
+        return self.category_labels or self.categories
 
 
 class Point(BaseModel):
@@ -303,18 +456,16 @@ class Point(BaseModel):
     highlight: bool = False
 
 
-class ScatterChart(BaseModel):
+class ScatterChart(_Chart):
     kind: Literal["scatter"] = "scatter"
-    title: str
     x_label: str
     y_label: str
     points: list[Point]
     highlight_label: str = "Pareto front"
 
 
-class LineChart(BaseModel):
+class LineChart(_Chart):
     kind: Literal["line"] = "line"
-    title: str
     x_label: str
     y_label: str
     x: list[float]
@@ -322,6 +473,7 @@ class LineChart(BaseModel):
     vline: float | None = None
     vline_label: str | None = None
     y_max: float | None = Field(None, description="clip the y axis here (a curve that shoots up at one end)")
+    x_percent: bool = Field(False, description="x values are fractions shown as percentages")
 
 
 Chart = Annotated[BarChart | ScatterChart | LineChart, Field(discriminator="kind")]
@@ -360,12 +512,28 @@ class Report(BaseModel):
     sections: list[Section]
 
 
+MEMORY_CAPTION = (
+    "Each GPU type at the configuration the hardware search picks for it (GPUs per node × nodes, sharding, "
+    "recomputation, micro-batch), with your model, method, precision, optimizer, offload and sequence length "
+    "unchanged; (plan) is the planned configuration. The vertical line is the card's memory; ✗ marks a type on which "
+    "nothing fits within the search limits, drawn at the plan's counts. GPU types without a figure for this "
+    "precision are left out."
+)
+
+
+def memory_label(row: GpuMemory) -> str:
+    """'H100-SXM · 8× zero3 (plan)', with ✗ when it does not fit."""
+    label = f"{row.gpu} · {row.configuration}" if row.configuration else row.gpu
+    return label + (" (plan)" if row.basis == "plan" else "") + ("" if row.fits else " ✗")
+
+
 def memory_chart(figures: Figures) -> BarChart:
     rows = [r for r in figures.memory_by_gpu if r.error is None]
     return BarChart(
-        title="Memory per GPU on each catalog GPU", unit="GB", categories=[r.gpu for r in rows], stacked=True,
+        title="Memory per GPU on each GPU type", unit="GB per GPU", categories=[r.gpu for r in rows],
+        category_labels=[memory_label(r) for r in rows], stacked=True,
         series=[Series(name=p, values=[getattr(r, p) / 1e9 for r in rows]) for p in MEMORY_PARTS],
-        markers=[r.capacity / 1e9 for r in rows], marker_label="GPU memory")
+        markers=[r.capacity / 1e9 for r in rows], marker_label="GPU memory", caption=MEMORY_CAPTION)
 
 
 def provider_chart(figures: Figures) -> BarChart:
@@ -373,12 +541,16 @@ def provider_chart(figures: Figures) -> BarChart:
     return BarChart(
         title="Compute cost by provider and pricing mode", unit="USD", categories=[p.provider_name for p in rows],
         series=[Series(name=m.replace("_", "-"), values=[getattr(p.compute_usd, m) or 0.0 for p in rows])
-                for m in MODES])
+                for m in MODES],
+        caption="The same job (GPU, count, hours) at each provider that rents this GPU; spot includes the expected "
+                "redone work; a missing bar means the provider lists no price in that mode.")
 
 
 def pareto_chart(figures: Figures) -> ScatterChart:
     return ScatterChart(
         title="Time vs cost of the configurations that fit", x_label="hours", y_label="USD",
+        caption="Every configuration the search kept; the Pareto front (no other is both faster and cheaper) is "
+                "highlighted and joined.",
         points=[Point(x=c.hours, y=c.cost_usd, highlight=c.pareto, label=candidate_label(c))
                 for c in figures.candidates if c.cost_usd is not None])
 
@@ -386,27 +558,38 @@ def pareto_chart(figures: Figures) -> ScatterChart:
 def scaling_chart(curve: ScalingCurve) -> LineChart:
     gpus = [n * curve.gpus_per_node for n in curve.nodes]
     base = curve.tokens_per_s[0] / gpus[0] if gpus and curve.tokens_per_s[0] > 0 else 0.0
+    eff = curve.efficiency[-1] if curve.efficiency else 1.0
     return LineChart(
         title=f"Throughput vs GPUs ({curve.gpu}, {curve.gpus_per_node} per node)", x_label="GPUs",
         y_label="tokens/s", x=gpus,
-        series=[Series(name="perfect scaling", values=[base * g for g in gpus]),
-                Series(name="planned", values=curve.tokens_per_s)])
+        caption=f"Adding nodes of {curve.gpus_per_node} {curve.gpu} with this job's sharding and network; the gap to "
+                f"perfect scaling is time lost to communication ({eff:.0%} efficiency at {gpus[-1]:g} GPUs)."
+        if gpus else None,
+        series=[Series(name="planned", values=curve.tokens_per_s),
+                Series(name="perfect scaling", values=[base * g for g in gpus], style="dashed")])
 
 
 def break_even_chart(be: BreakEven) -> LineChart:
     series = [Series(name="owned, per used GPU-hour", values=be.owned_usd_per_gpu_hour)]
     if be.rent_usd_per_gpu_hour is not None:
-        series.append(Series(name="rented", values=[be.rent_usd_per_gpu_hour] * len(be.utilisation)))
+        series.append(Series(name="rented", values=[be.rent_usd_per_gpu_hour] * len(be.utilisation), style="dashed"))
     floor = max(be.rent_usd_per_gpu_hour or 0.0, be.owned_usd_per_gpu_hour[-1] if be.owned_usd_per_gpu_hour else 0.0)
     return LineChart(title="Buy vs rent: cost per GPU-hour against utilisation", x_label="utilisation",
-                     y_label="USD per GPU-hour", x=be.utilisation, series=series,
-                     vline=be.break_even_utilisation, vline_label="break-even", y_max=3 * floor or None)
+                     y_label="USD per GPU-hour", x=be.utilisation, series=series, x_percent=True,
+                     vline=be.break_even_utilisation, vline_label="break-even", y_max=3 * floor or None,
+                     caption=f"Owning a GPU (${be.capex_usd_per_gpu:,.0f} each) costs less per "
+                             "used hour the more it is used; above the break-even utilisation it beats renting.")
 
 
 def candidate_label(c: Candidate) -> str:
     """'8× H100-SXM zero3' on one node, '4 nodes × 8 H100-SXM fsdp' on several."""
     gpus = f"{c.nodes} nodes × {c.gpus_per_node} {c.gpu}" if c.nodes > 1 else f"{c.gpus_per_node}× {c.gpu}"
     return f"{gpus} {c.sharding.value}"
+
+
+def seconds(value: float) -> str:
+    """'0.3 s', '12 s': a sub-second checkpoint write is not '0 s'."""
+    return f"{value:.1f} s" if value < 10 else f"{value:,.0f} s"
 
 
 def price_age_days(result: PlanResult, today: dt.date) -> int | None:
@@ -428,7 +611,8 @@ def _risks(result: PlanResult, today: dt.date) -> list[str]:
                f"{result.hardware.gpus} GPUs (one per {a.gpu_mtbf_hours:,.0f} GPU-hours); expect "
                f"{ck.expected_failures:.2f} during the run.")
     out.append(f"Checkpoint plan: {fmt_bytes(ck.size_bytes)} every {ck.interval_minutes:.0f} min "
-               f"(Young/Daly optimum), {ck.write_seconds:.0f} s per write, {ck.overhead_fraction:.1%} time overhead.")
+               f"(Young/Daly optimum), {seconds(ck.write_seconds)} per write, {ck.overhead_fraction:.1%} time "
+               "overhead.")
     age = price_age_days(result, today)
     if age is None:
         out.append(f"Price age: the {c.provider or 'chosen'} price has no date in its source; check it before "

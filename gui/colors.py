@@ -1,7 +1,39 @@
-"""Series colours shared by the on-screen charts and the PDF (Okabe–Ito: safe for colour-vision deficiencies)."""
+"""Colours shared by the on-screen charts and the PDF (Okabe–Ito: safe for colour-vision deficiencies).
+
+The PDF is printed on white, so it always uses the light set. On a dark window the two darkest entries (blue and
+black) would vanish into the background, so the dark set lightens the blue and swaps black for near-white.
+"""
 
 from __future__ import annotations
 
 SERIES_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+SERIES_COLORS_DARK = ("#3C9BE0", "#E69F00", "#19B58A", "#DE8FBD", "#8BD0F5", "#F07A2A", "#F0E442", "#E6E6E6")
 HIGHLIGHT = "#D55E00"
+HIGHLIGHT_DARK = "#F07A2A"
 MUTED = "#8c8c8c"
+ERROR = "#c0392b"  # 4.7:1 on the light Fusion window (#efefef)
+ERROR_DARK = "#ff7b72"  # 5.6:1 on the dark window (#2b2b2b)
+
+
+def series_colors(dark: bool = False) -> tuple[str, ...]:
+    return SERIES_COLORS_DARK if dark else SERIES_COLORS
+
+
+def highlight_color(dark: bool = False) -> str:
+    return HIGHLIGHT_DARK if dark else HIGHLIGHT
+
+
+def error_color(dark: bool = False) -> str:
+    return ERROR_DARK if dark else ERROR
+
+
+def contrast_ratio(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio of two '#rrggbb' colours (4.5 is the minimum for body text)."""
+
+    def luminance(hex_color: str) -> float:
+        channels = [int(hex_color.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)

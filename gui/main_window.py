@@ -72,7 +72,11 @@ class MainWindow(QMainWindow):
         except StoreError as exc:
             QMessageBox.critical(None, "tuneplan", str(exc))
             raise SystemExit(1) from exc
-        return cls(ThreadExecutor(), store)
+        window = cls(ThreadExecutor(), store)
+        from gui.probe import ProbePlace  # builds the probe pane (paramiko, pyqtgraph) when first shown
+
+        window.add_place("Probe", ProbePlace(window.executor))
+        return window
 
     # ---- places
 

@@ -41,6 +41,7 @@ CHART_HEIGHT = 230.0
 TEXT = QColor("#1a1a1a")
 GRID = QColor("#d9d9d9")
 RULE = QColor("#9a9a9a")
+CAPTION = QColor("#4d4d4d")
 
 Draw = Callable[[QPainter, float, float], None]
 
@@ -103,6 +104,16 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     while ticks[-1] < hi - step * 1e-9:
         ticks.append(round(ticks[-1] + step, 10))
     return ticks
+
+
+def tick_x(center: float, width: float, plot: QRectF) -> float:
+    """Left edge of a tick label centred under its tick, kept from running past the plot's right side (the last
+    tick sits on the edge, and the chart spans the text width)."""
+    return min(center - width / 2, plot.right() + 6 - width)
+
+
+def percent(v: float) -> str:
+    return f"{v:.0%}"
 
 
 def tick_text(v: float) -> str:
@@ -193,30 +204,63 @@ class Renderer:
         return draw
 
     def chart(self, chart: BarChart | ScatterChart | LineChart) -> None:
+        """Title, plot and caption, kept on one page; bar rows grow to fit their wrapped labels."""
         self.text(chart.title, font(10, bold=True), space=2, keep=True)
         height = CHART_HEIGHT
         if isinstance(chart, BarChart):
-            height = max(120.0, min(self.height * 0.8, 40 + len(chart.categories) * (16 if chart.stacked else 24)))
+            names = [s.name for s in chart.series] + ([chart.marker_label or "limit"] if chart.markers else [])
+            _label_w, row_h = self._bar_geometry(chart)
+            height = self._legend_height(names, self.width) + len(chart.categories) * row_h + 44
+            height = max(120.0, min(self.height * 0.85, height))
         painter_fn = {"bar": self._bar, "scatter": self._scatter, "line": self._line}[chart.kind]
 
         def draw(p: QPainter, x: float, y: float) -> None:
             painter_fn(p, QRectF(x, y, self.width, height - 10), chart)  # type: ignore[operator]
 
-        self.items.append(Item(height, draw))
+        self.items.append(Item(height, draw, keep_with_next=bool(chart.caption)))
+        if chart.caption:
+            self.text(chart.caption, font(8, italic=True), color=CAPTION, space=4)
+
+    def _bar_geometry(self, chart: BarChart) -> tuple[float, float]:
+        """Width of the label column and height of one bar row, so that no label is cut or overlaps."""
+        f = font(7.5)
+        labels = chart.labels()
+        label_w = min(self.width * 0.42, max((text_width(c, f, self.writer) for c in labels), default=20) + 8)
+        tallest = max((layout_text(c, f, label_w - 6, self.writer)[1] for c in labels), default=10.0)
+        per_row = 16.0 if chart.stacked else 8.0 * max(len(chart.series), 1) + 6
+        return label_w, max(per_row, tallest + 4)
+
+    def _legend_height(self, names: list[str], width: float) -> float:
+        f = font(7.5)
+        x, rows = 0.0, 1
+        for name in names:
+            w = text_width(name, f, self.writer) + 22
+            if x + w > width and x > 0:
+                x, rows = 0.0, rows + 1
+            x += w
+        return rows * 12 + 2
 
     # ---- chart painting (QPainterPath: vector in the PDF)
 
-    def _legend(self, p: QPainter, rect: QRectF, names: list[str], colors: list[QColor]) -> float:
+    def _legend(self, p: QPainter, rect: QRectF, names: list[str], colors: list[QColor],
+                lines: list[Qt.PenStyle] | None = None) -> float:
+        """Swatches (or line samples, for line charts) with names, wrapped like _legend_height assumes."""
         f = font(7.5)
         p.setFont(f)
         x, y = rect.left(), rect.top()
-        for name, c in zip(names, colors, strict=True):
+        for k, (name, c) in enumerate(zip(names, colors, strict=True)):
             w = text_width(name, f, self.writer) + 22
-            if x + w > rect.right():
+            if x + w > rect.right() and x > rect.left():
                 x, y = rect.left(), y + 12
             path = QPainterPath()
-            path.addRect(QRectF(x, y + 2, 9, 7))
-            p.fillPath(path, c)
+            if lines is None:
+                path.addRect(QRectF(x, y + 2, 9, 7))
+                p.fillPath(path, c)
+            else:
+                path.moveTo(x, y + 5.5)
+                path.lineTo(x + 10, y + 5.5)
+                p.setPen(QPen(c, 1.6, lines[k]))
+                p.drawPath(path)
             p.setPen(TEXT)
             p.drawText(QPointF(x + 12, y + 9), name)
             x += w
@@ -241,7 +285,7 @@ class Renderer:
             grid.lineTo(fx(v), plot.bottom())
             label = x_fmt(v)
             p.setPen(TEXT)
-            p.drawText(QPointF(fx(v) - text_width(label, f, self.writer) / 2, plot.bottom() + 10), label)
+            p.drawText(QPointF(tick_x(fx(v), text_width(label, f, self.writer), plot), plot.bottom() + 10), label)
         for v in ys:
             grid.moveTo(plot.left(), fy(v))
             grid.lineTo(plot.right(), fy(v))
@@ -266,8 +310,7 @@ class Renderer:
         names = [s.name for s in chart.series] + ([chart.marker_label or "limit"] if chart.markers else [])
         top = self._legend(p, rect, names, colors + ([TEXT] if chart.markers else []))
         f = font(7.5)
-        label_w = min(rect.width() * 0.3, max((text_width(c, f, self.writer) for c in chart.categories),
-                                               default=20) + 6)
+        label_w, _row = self._bar_geometry(chart)
         plot = QRectF(rect.left() + label_w, rect.top() + top, rect.width() - label_w - 8,
                       rect.height() - top - 24)
         n = max(len(chart.categories), 1)
@@ -288,13 +331,15 @@ class Renderer:
             grid.lineTo(fx(v), plot.bottom())
             p.setPen(TEXT)
             label = tick_text(v)
-            p.drawText(QPointF(fx(v) - text_width(label, font(7), self.writer) / 2, plot.bottom() + 10), label)
+            p.drawText(QPointF(tick_x(fx(v), text_width(label, font(7), self.writer), plot), plot.bottom() + 10),
+                       label)
         p.setPen(QPen(GRID, 0.5))
         p.drawPath(grid)
         p.setPen(TEXT)
-        p.drawText(QPointF(plot.center().x(), plot.bottom() + 21), chart.unit)
+        p.drawText(QPointF(plot.center().x() - text_width(chart.unit, font(7), self.writer) / 2, plot.bottom() + 21),
+                   chart.unit)
         p.setFont(f)
-        for i, category in enumerate(chart.categories):
+        for i, category in enumerate(chart.labels()):
             y0 = plot.top() + i * row_h
             p.setPen(TEXT)
             lay, lh = layout_text(category, f, label_w - 6, self.writer)
@@ -344,7 +389,8 @@ class Renderer:
 
     def _line(self, p: QPainter, rect: QRectF, chart: LineChart) -> None:
         colors = [QColor(SERIES_COLORS[i % len(SERIES_COLORS)]) for i in range(len(chart.series))]
-        top = self._legend(p, rect, [s.name for s in chart.series], colors)
+        styles = [Qt.PenStyle.DashLine if s.style == "dashed" else Qt.PenStyle.SolidLine for s in chart.series]
+        top = self._legend(p, rect, [s.name for s in chart.series], colors, lines=styles)
         plot = QRectF(rect.left() + 44, rect.top() + top, rect.width() - 52, rect.height() - top - 26)
         if not chart.x:
             return
@@ -354,16 +400,19 @@ class Renderer:
         if chart.y_max is not None:
             top_value = min(top_value, chart.y_max)
         ys = nice_ticks(min(0.0, min(values, default=0.0)), top_value)
-        fx, fy = self._axes(p, plot, xs, ys, chart.x_label, chart.y_label)
+        fx, fy = self._axes(p, plot, xs, ys, chart.x_label, chart.y_label,
+                            x_fmt=percent if chart.x_percent else tick_text)
         p.save()
         p.setClipRect(plot)
         for s, series in enumerate(chart.series):
             path = QPainterPath()
             dots = QPainterPath()
+            dashed = series.style == "dashed"
             for k, (x, y) in enumerate(zip(chart.x, series.values, strict=True)):
                 (path.moveTo if k == 0 else path.lineTo)(fx(x), fy(y))
-                dots.addEllipse(QPointF(fx(x), fy(y)), 1.8, 1.8)
-            p.setPen(QPen(colors[s], 1.4))
+                if not dashed:
+                    dots.addEllipse(QPointF(fx(x), fy(y)), 1.8, 1.8)
+            p.setPen(QPen(colors[s], 1.4, Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine))
             p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawPath(path)
             p.fillPath(dots, colors[s])
@@ -374,8 +423,9 @@ class Renderer:
             p.setPen(QPen(QColor(HIGHLIGHT), 1.0, Qt.PenStyle.DashLine))
             p.drawPath(vline)
             p.setFont(font(7))
+            label = chart.vline_label or ""
             p.drawText(QPointF(fx(chart.vline) + 3, plot.top() + 10),
-                       f"{chart.vline_label or ''} {chart.vline:.0%}" if chart.vline <= 1 else chart.vline_label or "")
+                       f"{label} {chart.vline:.0%}".strip() if chart.x_percent else label)
         p.restore()
 
     # ---- pages

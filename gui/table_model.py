@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -38,12 +38,19 @@ class RowsModel(QAbstractTableModel):
         self._rows: list[Row] = []
 
     def set_rows(self, rows: Sequence[Row]) -> None:
+        """Replace the rows; the same rows again change nothing (no reset, no re-measured columns)."""
+        new = list(rows)
+        if new == self._rows:
+            return
         self.beginResetModel()
-        self._rows = list(rows)
+        self._rows = new
         self.endResetModel()
 
     def row(self, i: int) -> Row:
         return self._rows[i]
+
+    def rows(self) -> list[Row]:
+        return list(self._rows)
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt API
         return 0 if parent.isValid() else len(self._rows)
@@ -108,10 +115,34 @@ def make_table(model: RowsModel, name: str, sortable: bool = True, stretch_last:
     view.setAlternatingRowColors(True)
     view.verticalHeader().setVisible(False)
     header = view.horizontalHeader()
-    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    # Columns are fitted to their contents once per new set of rows. ResizeToContents would measure every cell
+    # again on each layout pass: half of the time a page took to appear (docs/performance.md, "Window").
+    header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
     header.setStretchLastSection(stretch_last)
+    model.modelReset.connect(lambda: fit_columns(view, model))
+    fit_columns(view, model)  # rows set before the view existed
     view.setWordWrap(False)
     return view
+
+
+def fit_columns(view: QTableView, model: RowsModel, cap: int = 440) -> None:
+    """Each column as wide as its longest text, up to `cap` pixels (tooltips show the rest).
+
+    Measured with font metrics on the row strings: resizeColumnsToContents asks the model for every role of every
+    cell, thousands of Python calls per table.
+    """
+    header = view.horizontalHeader()
+    normal = QFontMetrics(view.font())
+    bold_font = QFont(view.font())
+    bold_font.setBold(True)
+    bold = QFontMetrics(bold_font)
+    head = QFontMetrics(header.font())
+    rows = model.rows()
+    for col in range(model.columnCount()):
+        width = head.horizontalAdvance(str(model.headerData(col, Qt.Orientation.Horizontal))) + 26
+        for r in rows:
+            width = max(width, (bold if r.bold else normal).horizontalAdvance(r.cells[col]) + 14)
+        header.resizeSection(col, min(width, cap))
 
 
 def selected_payload(view: QTableView) -> Any:

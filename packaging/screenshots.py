@@ -1,8 +1,11 @@
-"""Render the window offscreen to docs/screenshots/*.png: every wizard page, the library, a comparison and
-the PDF report's pages (through pdftoppm). Run: ``.venv/bin/python packaging/screenshots.py [OUT_DIR]``.
+"""Render the window offscreen to docs/screenshots/*.png: every wizard page (a page taller than the window
+also scrolled, as ``-2``, ``-3`` …), a config.json error, the library, a comparison, the chart pages again with
+the dark palette (``dark-*``), and the PDF report's pages (through pdftoppm).
+Run: ``.venv/bin/python packaging/screenshots.py [OUT_DIR]``.
 
 It plans real requests from the shipped catalog in a throwaway user folder, so the user's own library and
-price overrides are never read or written.
+price overrides are never read or written. Files it writes are replaced; ``probe*`` files belong to the Probe
+place's own script and are left alone.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["PYQTGRAPH_QT_LIB"] = "PySide6"
 
 from PySide6.QtCore import QCoreApplication, QSettings  # noqa: E402
-from PySide6.QtWidgets import QWidget  # noqa: E402
+from PySide6.QtWidgets import QScrollArea, QWidget  # noqa: E402
 
 SIZE = (1280, 1000)
 PAGE_NAMES = ("model", "data", "method", "memory", "hardware", "cost", "summary")
@@ -45,6 +48,21 @@ def save(widget: QWidget, path: Path) -> None:
     print(path)
 
 
+def save_page(window: QWidget, page: QWidget, path: Path) -> None:
+    """The window as the user sees the page, then scrolled a screen at a time until the page's end."""
+    save(window, path)
+    scroll = page.findChild(QScrollArea)
+    if scroll is None:
+        return
+    bar = scroll.verticalScrollBar()
+    k = 2
+    while bar.value() < bar.maximum():
+        bar.setValue(min(bar.value() + bar.pageStep(), bar.maximum()))
+        save(window, path.with_name(f"{path.stem}-{k}.png"))
+        k += 1
+    bar.setValue(0)
+
+
 def main(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="tuneplan-shots-"))
@@ -61,14 +79,24 @@ def main(out: Path) -> int:
     window.resize(*SIZE)
     window.show()
     wizard, state = window.wizard, window.wizard.state
+    for old in out.glob("*.png"):
+        if not old.name.startswith("probe"):
+            old.unlink()
     wizard.load_request(REQUEST, name="Llama 3.1 8B LoRA on 8× H100")
     settle(state)
     for i, name in enumerate(PAGE_NAMES):
-        save(window, out / f"wizard-{i + 1}-{name}.png")
+        save_page(window, wizard.currentPage(), out / f"wizard-{i + 1}-{name}.png")
         if i + 1 < len(PAGE_NAMES):
             wizard.next()
             settle(state)
     window.save_plan()
+    dark_pages(app, window, out)
+    wizard.restart()
+    model_page = wizard.model_page
+    model_page.tabs.setCurrentIndex(1)
+    model_page.config_edit.setPlainText('{"hidden_size": 4096, "num_hidden_layers": 32,')
+    settle(state)
+    save(window, out / "wizard-1-model-config-error.png")
     qlora = {**REQUEST, "training": {"method": "qlora", "lora_rank": 16},
              "hardware": {"gpu": "L40S", "gpus_per_node": 4, "nodes": 1}}
     wizard.load_request(qlora, name="Llama 3.1 8B QLoRA on 4× L40S")
@@ -100,6 +128,25 @@ def main(out: Path) -> int:
     app.processEvents()
     shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+def dark_pages(app: QCoreApplication, window: QWidget, out: Path) -> None:
+    """The pages with charts again under the dark palette: what a dark system scheme shows."""
+    from PySide6.QtWidgets import QApplication
+
+    from gui.app import dark_palette
+
+    assert isinstance(app, QApplication)
+    light = app.palette()
+    app.setPalette(dark_palette())
+    wizard = window.wizard  # type: ignore[attr-defined]
+    wizard.restart()
+    for _ in range(3):
+        wizard.next()
+    for i, name in ((4, "memory"), (5, "hardware"), (6, "cost")):
+        save_page(window, wizard.currentPage(), out / f"dark-wizard-{i}-{name}.png")
+        wizard.next()
+    app.setPalette(light)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,20 @@ def flatten(value: Any, prefix: str = "") -> dict[str, str]:
         for key in sorted(value):
             out.update(flatten(value[key], f"{prefix}.{key}" if prefix else str(key)))
         return out
-    return {prefix: "" if value is None else str(value)}
+    return {prefix: shown(value)}
+
+
+def shown(value: Any) -> str:
+    """2e8 as 200,000,000 and True as yes: the way the wizard's fields say them."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) < 1e18):
+        return f"{int(value):,}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 def _figures(record: PlanRecord, result: PlanResult | None) -> dict[str, str]:

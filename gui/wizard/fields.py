@@ -9,18 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication, QCheckBox, QComboBox, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from core.models import PlanRequest
+from gui.colors import error_color
 from gui.wizard.state import PlanState
-
-ERROR_STYLE = "color: #d0342c;"
-HINT_STYLE = "color: palette(placeholder-text);"
 
 
 def field_info(path: str) -> FieldInfo | None:
@@ -60,21 +59,51 @@ def display(value: Any) -> str:
     return str(value)
 
 
+class ToneLabel(QLabel):
+    """A wrapped label in a secondary colour (hint grey or error red) that follows the palette.
+
+    A style sheet's ``palette(...)`` is read once, when the sheet is applied: after the system switched between
+    light and dark, hints kept the old grey and became unreadable. This label takes its text colour from the
+    application palette whenever that palette changes.
+    """
+
+    def __init__(self, name: str, tone: Literal["hint", "error"], text: str = "") -> None:
+        super().__init__(text)
+        self.tone = tone
+        self.setWordWrap(True)
+        self.setAccessibleName(f"{name} {tone}")
+        self._retint()
+
+    def tone_color(self) -> QColor:
+        pal = QApplication.palette()
+        if self.tone == "error":
+            return QColor(error_color(pal.color(QPalette.ColorRole.Window).lightness() < 128))
+        return pal.color(QPalette.ColorRole.PlaceholderText)
+
+    def _retint(self) -> None:
+        color = self.tone_color()
+        pal = self.palette()
+        if pal.color(QPalette.ColorRole.WindowText) != color:
+            pal.setColor(QPalette.ColorRole.WindowText, color)
+            self.setPalette(pal)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        # Children get PaletteChange when the application palette changes; setting our own palette sends one too,
+        # which _retint ignores because the colour is already right.
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self._retint()
+
+
 def make_error_label(name: str) -> QLabel:
-    label = QLabel()
-    label.setWordWrap(True)
-    label.setStyleSheet(ERROR_STYLE)
-    label.setAccessibleName(f"{name} error")
+    label = ToneLabel(name, "error")
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     label.hide()
     return label
 
 
 def make_hint_label(name: str, text: str = "") -> QLabel:
-    label = QLabel(text)
-    label.setWordWrap(True)
-    label.setStyleSheet(HINT_STYLE)
-    label.setAccessibleName(f"{name} hint")
+    label = ToneLabel(name, "hint", text)
     label.setVisible(bool(text))
     return label
 
@@ -97,6 +126,7 @@ class FieldBox(QWidget):
         editor.setToolTip(description)
         self.hint = make_hint_label(self.title, hint or "")
         self.error = make_error_label(self.title)
+        self._shown_error = ""
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 2, 0, 2)
         layout.setSpacing(2)
@@ -109,13 +139,17 @@ class FieldBox(QWidget):
         state.replaced.connect(self.refresh)
 
     def set_hint(self, text: str) -> None:
-        self.hint.setText(text)
-        self.hint.setVisible(bool(text))
+        if text != self.hint.text():
+            self.hint.setText(text)
+            self.hint.setVisible(bool(text))
 
     def show_error(self) -> None:
+        """The first error under this field's paths; untouched when it did not change (every edit asks)."""
         message = next((self.state.errors[p] for p in self.error_paths if p in self.state.errors), "")
-        self.error.setText(message)
-        self.error.setVisible(bool(message))
+        if message != self._shown_error:
+            self._shown_error = message
+            self.error.setText(message)
+            self.error.setVisible(bool(message))
 
     def refresh(self) -> None:
         """Re-read the value from the state (after a load); subclasses set their editor."""
@@ -145,6 +179,9 @@ class ComboField(FieldBox):
         self.combo = QComboBox()
         for value, label in options:
             self.combo.addItem(label, value)
+            if value and label != value:  # the id the request JSON and the CLI use
+                self.combo.setItemData(self.combo.count() - 1, f"{label} — “{value}” in a request file",
+                                       Qt.ItemDataRole.ToolTipRole)
         self._hints = hints or {}
         self._default = default if default is not None else _default_text(field_info(path))
         super().__init__(state, path, self.combo, title)
@@ -155,7 +192,11 @@ class ComboField(FieldBox):
     def _chosen(self, index: int) -> None:
         value = self.combo.itemData(index)
         self.state.set(self.path, value)
-        self.set_hint(self._hints.get(value, ""))
+        self.set_hint(self.hint_for(value))
+
+    def hint_for(self, value: str) -> str:
+        """The line under the combo for a choice (subclasses may compute it from the request)."""
+        return self._hints.get(value, "")
 
     def value(self) -> str:
         return str(self.combo.currentData())
@@ -165,7 +206,7 @@ class ComboField(FieldBox):
         i = self.combo.findData(value)
         if i >= 0:
             self.combo.setCurrentIndex(i)
-        self.set_hint(self._hints.get(value, ""))
+        self.set_hint(self.hint_for(value))
 
 
 class CheckField(FieldBox):
@@ -183,6 +224,12 @@ class CheckField(FieldBox):
     def refresh(self) -> None:
         value = self.state.get(self.path)
         self.check.setChecked(self._default if value is None else bool(value))
+
+
+def set_enabled(widget: QWidget, enabled: bool) -> None:
+    """setEnabled only on a change: it runs after every keystroke, and each Qt call may wait for the GIL."""
+    if widget.isEnabled() != enabled:
+        widget.setEnabled(enabled)
 
 
 def enum_options(enum: type[StrEnum], labels: dict[str, str] | None = None) -> list[tuple[str, str]]:

@@ -1,12 +1,22 @@
-"""The base of every wizard page: a scrollable body, a page-level error line and isComplete from the state."""
+"""The base of every wizard page: a scrollable body, a page-level error line and isComplete from the state.
+
+A new plan arrives after every edit, but only the page on screen draws it at once; the others draw it when
+they are shown. Redrawing seven pages of tables and charts per keystroke would stall the UI thread for
+longer than a frame (docs/performance.md, "Window").
+"""
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget, QWizardPage
 
 from core.report import Analysis
 from gui.wizard.fields import FieldBox, make_error_label
 from gui.wizard.state import PLAN_PATH, PlanState
+
+F = TypeVar("F", bound=FieldBox)
 
 
 class PlanPage(QWizardPage):
@@ -25,6 +35,7 @@ class PlanPage(QWizardPage):
         self.setSubTitle(subtitle)
         self.setAccessibleName(f"{title} page")
         self.fields: list[FieldBox] = []
+        self._shown: Any = _NOTHING  # the analysis the figures show
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         self.page_error = make_error_label(f"{title} page")
@@ -44,7 +55,7 @@ class PlanPage(QWizardPage):
         state.analysis_changed.connect(self._analysis_changed)
         state.busy_changed.connect(self._busy_changed)
 
-    def add_field(self, field: FieldBox) -> FieldBox:
+    def add_field(self, field: F) -> F:
         self.fields.append(field)
         return field
 
@@ -60,25 +71,60 @@ class PlanPage(QWizardPage):
             return False
         return not self.needs_analysis or (self.state.analysis is not None and not self.state.busy)
 
+    def _is_current(self) -> bool:
+        """The wizard's current page, on screen or not (the window may show another place)."""
+        wizard = self.wizard()
+        return wizard is not None and wizard.currentPage() is self
+
     def _errors_changed(self) -> None:
+        if self.isVisible():
+            self._show_page_errors()
+        if self._is_current():  # QWizard asks the others' isComplete() when it shows them
+            self.completeChanged.emit()
+
+    def _show_page_errors(self) -> None:
+        """The errors no field on the page shows; filled when the page is shown, and on every change after."""
         shown = self.field_paths()
         rest = [m if p in (PLAN_PATH, *self.prefixes) else f"{p}: {m}"
                 for p, m in self.page_errors().items() if p not in shown]
-        self.page_error.setText("\n".join(rest))
-        self.page_error.setVisible(bool(rest))
-        self.completeChanged.emit()
+        text = "\n".join(rest)
+        if text != self.page_error.text():
+            self.page_error.setText(text)
+            self.page_error.setVisible(bool(rest))
 
     def _busy_changed(self, busy: bool) -> None:
-        if self.needs_analysis:
-            self.status.setText("Planning…" if busy else "")
-        self.completeChanged.emit()
+        if self.isVisible():
+            self._show_busy(busy)
+        if self._is_current():
+            self.completeChanged.emit()
 
-    def _analysis_changed(self, analysis: Analysis | None) -> None:
+    def _show_busy(self, busy: bool) -> None:
+        text = "Planning…" if busy and self.needs_analysis else ""
+        if text != self.status.text():
+            self.status.setText(text)
+
+    def _analysis_changed(self, _analysis: Analysis | None) -> None:
+        if self.isVisible():
+            self.refresh_figures()
+        if self._is_current():
+            self.completeChanged.emit()
+
+    def refresh_figures(self) -> None:
+        """Draw the state's latest analysis unless the figures already show it."""
+        analysis = self.state.analysis
+        if analysis is self._shown:
+            return
+        self._shown = analysis
         if analysis is not None:
             self.show_analysis(analysis)
         else:
             self.clear_analysis()
-        self.completeChanged.emit()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._show_page_errors()
+        self._show_busy(self.state.busy)
+        self.refresh_figures()  # no completeChanged here: QWizard would show the page again, and again
 
     def show_analysis(self, analysis: Analysis) -> None:
         """Update the page's figures; called on the GUI thread with a finished analysis."""
@@ -87,6 +133,8 @@ class PlanPage(QWizardPage):
         """The request cannot be planned: show the page without figures."""
 
     def initializePage(self) -> None:
-        self._errors_changed()
-        if self.state.analysis is not None:
-            self.show_analysis(self.state.analysis)
+        self._show_page_errors()
+        self.refresh_figures()
+
+
+_NOTHING = object()

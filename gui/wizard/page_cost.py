@@ -12,19 +12,27 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QSplitter
+from PySide6.QtWidgets import QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSplitter
 
 from core.catalog import CatalogError, default_user_dir, load_catalog, save_user_overrides
 from core.models import PricingMode
-from core.report import Analysis, ProviderCost, break_even_chart, provider_chart
+from core.report import Analysis, ProviderCost, break_even_chart, provider_chart, seconds
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.table_model import Row, RowsModel, make_table
-from gui.wizard.fields import ComboField, TextField, make_error_label, make_hint_label
+from gui.wizard import choices
+from gui.wizard.fields import CheckField, ComboField, FieldBox, TextField, make_error_label, make_hint_label
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 
 MODES = ("on_demand", "spot", "reserved")
+TIER_HINTS = {
+    "local_nvme": "fastest writes; lost when the instance is terminated",
+    "parallel_fs": "Lustre/WEKA-class: shared by every node, billed per provisioned GB",
+    "block": "network disk (EBS, PD): survives the instance",
+    "nfs": "shared file system (EFS, Filestore): easy, slow with many small files",
+    "object": "S3/GCS-class: cheapest per GB, billed per request, slow per small file",
+}
 MODE_HINTS = {
     "on_demand": "pay per hour, stop any time",
     "spot": "spare capacity at a discount; can be taken back, so work since the last checkpoint is redone",
@@ -70,23 +78,48 @@ class CostPage(PlanPage):
         self.headline.setWordWrap(True)
         self.body.addWidget(self.headline)
         catalog = load_catalog()
-        providers = [("", "cheapest")] + [(p, catalog.provider_info[p].name) for p in catalog.providers()]
-        grid = QGridLayout()
+        providers = [("", "Cheapest in the catalog")]
+        providers += [(p, catalog.provider_info[p].name) for p in catalog.providers()]
         self.provider = ComboField(state, "pricing.provider", providers, title="Provider", default="")
-        self.mode = ComboField(state, "pricing.mode", [(m.value, m.value.replace("_", "-")) for m in PricingMode],
-                               MODE_HINTS)
+        self.mode = ComboField(state, "pricing.mode", choices.options(PricingMode, choices.PRICING_MODE), MODE_HINTS)
         self.override = TextField(state, "pricing.usd_per_gpu_hour", hint="your negotiated price replaces the "
                                   "catalog's for the chosen mode", placeholder="catalog price")
         self.discount = TextField(state, "pricing.discount", hint="0.15 = 15% off every listed price")
-        fields = [self.provider, self.mode, self.override, self.discount,
-                  TextField(state, "assumptions.spot_preemptions_per_hour"),
-                  TextField(state, "assumptions.idle_hours"), TextField(state, "assumptions.egress_gb"),
-                  TextField(state, "assumptions.storage_months"),
-                  TextField(state, "assumptions.buy.capex_usd_per_gpu", placeholder="catalog street price"),
-                  TextField(state, "assumptions.buy.utilization")]
-        for i, field in enumerate(fields):
-            grid.addWidget(self.add_field(field), i // 4, i % 4)
-        self.body.addLayout(grid)
+        tiers = choices.storage_tier_options()
+        groups: dict[str, list[FieldBox]] = {
+            "Price": [self.provider, self.mode, self.override, self.discount],
+            "Failures, preemption and checkpoints": [
+                TextField(state, "assumptions.gpu_mtbf_hours", hint="GPU-hours per job-killing failure, per GPU; "
+                          "the job fails N times as often on N GPUs"),
+                TextField(state, "assumptions.spot_preemptions_per_hour", hint="how often a spot node is taken "
+                          "back; only spot pricing pays for it"),
+                TextField(state, "assumptions.restart_minutes", hint="requeue, reload the checkpoint, warm up"),
+                ComboField(state, "assumptions.checkpoint_tier", tiers, title="Checkpoint storage",
+                           hints=TIER_HINTS),
+                TextField(state, "assumptions.checkpoints_kept", hint="hot copies on the checkpoint storage"),
+                CheckField(state, "assumptions.archive_final_checkpoint", hint="keep the last one on object "
+                           "storage after the run"),
+            ],
+            "Data storage and side costs": [
+                ComboField(state, "assumptions.data_tier", tiers, title="Dataset storage", hints=TIER_HINTS),
+                TextField(state, "assumptions.storage_months", hint="how long the data and checkpoints are billed"),
+                TextField(state, "assumptions.idle_hours", hint="stopped instances still pay for disks and IPs"),
+                TextField(state, "assumptions.egress_gb", hint="data leaving the cloud, e.g. the final weights"),
+            ],
+            "Buy instead of rent": [
+                TextField(state, "assumptions.buy.capex_usd_per_gpu", placeholder="catalog street price"),
+                TextField(state, "assumptions.buy.utilization", hint="share of the year the owned GPUs train"),
+            ],
+        }
+        for title, fields in groups.items():
+            box = QGroupBox(title)
+            box.setAccessibleName(title)
+            grid = QGridLayout(box)
+            for i, field in enumerate(fields):
+                grid.addWidget(self.add_field(field), i // 4, i % 4)
+            for column in range(4):
+                grid.setColumnStretch(column, 1)
+            self.body.addWidget(box)
         keep = QHBoxLayout()
         self.keep_price = QPushButton("Remember this price")
         self.keep_price.setAccessibleName("Remember this price")
@@ -120,7 +153,7 @@ class CostPage(PlanPage):
         self.spot.setAccessibleName("Spot risk")
         self.spot.setWordWrap(True)
         self.body.addWidget(self.spot)
-        self.items = RowsModel(["item", "USD", "detail", "source", "date"], self)
+        self.items = RowsModel(["item", "USD", "price date", "detail", "source"], self)
         self.items_view = make_table(self.items, "Cost items", sortable=False)
         self.items_view.setMinimumHeight(170)
         self.body.addWidget(self.items_view, 1)
@@ -202,12 +235,14 @@ class CostPage(PlanPage):
             self.spot.setText(
                 f"Spot: {fmt_usd(c.compute_usd.spot)} including about {c.spot_expected_lost_hours or 0:,.1f} "
                 f"GPU-hours of lost work and restarts; checkpoint {fmt_bytes(ck.size_bytes)} every "
-                f"{ck.interval_minutes:.0f} min ({ck.write_seconds:.0f} s per write); job MTBF "
+                f"{ck.interval_minutes:.0f} min ({seconds(ck.write_seconds)} per write); job MTBF "
                 f"{fmt_hours(ck.job_mtbf_hours)}.")
         else:
             self.spot.setText(f"No spot price for {r.hardware.gpu} here. Checkpoint {fmt_bytes(ck.size_bytes)} every "
                               f"{ck.interval_minutes:.0f} min; job MTBF {fmt_hours(ck.job_mtbf_hours)}.")
-        self.items.set_rows([Row([i.item, fmt_usd(i.usd), i.detail, i.source or "—", i.date or "undated"])
+        self.items.set_rows([Row([i.item, fmt_usd(i.usd), i.date or "undated", i.detail, i.source or "—"],
+                                 tooltips=[i.item, "", i.date or "the source gives no date", i.detail,
+                                           i.source or ""])
                              for i in c.items])
         bvr = c.buy_vs_rent
         if f.break_even is not None and bvr is not None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QFormLayout, QGridLayout, QLabel, QWidget
 
+from core.planner.storage import tier_figures
 from core.report import Analysis
-from core.units import fmt_bytes, fmt_count
+from core.units import fmt_bytes, fmt_count, fmt_usd
 from gui.wizard.fields import CheckField, TextField
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
@@ -31,6 +32,8 @@ class DataPage(PlanPage):
             TextField(state, "data.padding_fraction", hint="only when not packing: the share of each sequence "
                       "that is padding"),
             TextField(state, "data.bytes_per_token", hint="about 4 for English text with a BPE tokenizer"),
+            TextField(state, "data.file_count", hint="how many files the raw data is stored as; many small files "
+                      "mean many object-storage requests", placeholder="not known: ~50 KB documents assumed"),
         ]
         for i, field in enumerate(fields):
             grid.addWidget(self.add_field(field), i // 2, i % 2)
@@ -41,10 +44,16 @@ class DataPage(PlanPage):
         self.tokenized_size = figure_label("Dataset size, tokenized")
         self.tokens_per_step = figure_label("Tokens per step")
         self.steps = figure_label("Optimizer steps")
+        self.reads = figure_label("Object storage reads")
+        self.reads.setWordWrap(True)
+        self.throughput = figure_label("Read throughput")
+        self.throughput.setWordWrap(True)
         form.addRow("Raw text", self.raw_size)
         form.addRow("Tokenized", self.tokenized_size)
         form.addRow("Tokens per step", self.tokens_per_step)
         form.addRow("Optimizer steps", self.steps)
+        form.addRow("Object storage reads", self.reads)
+        form.addRow("Read throughput", self.throughput)
         self.body.addWidget(figures)
         self.body.addStretch(1)
 
@@ -54,7 +63,14 @@ class DataPage(PlanPage):
         self.tokenized_size.setText(fmt_bytes(r.storage.dataset_tokenized_bytes))
         self.tokens_per_step.setText(f"{r.compute.tokens_per_step:,} ({fmt_count(r.compute.tokens_per_step)})")
         self.steps.setText(f"{r.compute.steps:,}")
+        st = r.storage
+        self.reads.setText(f"{st.packed_requests:,} GETs as packed shards ({fmt_usd(st.packed_request_usd)}) vs "
+                           f"{st.unpacked_requests:,} as the raw files ({fmt_usd(st.unpacked_request_usd)})")
+        tier = tier_figures(r.request.assumptions.data_tier).title
+        self.throughput.setText(f"the GPUs need {fmt_bytes(st.read_bytes_per_s_needed)}/s; {tier} gives about "
+                                f"{fmt_bytes(st.tier_read_bytes_per_s)}/s")
 
     def clear_analysis(self) -> None:
-        for label in (self.raw_size, self.tokenized_size, self.tokens_per_step, self.steps):
+        for label in (self.raw_size, self.tokenized_size, self.tokens_per_step, self.steps, self.reads,
+                      self.throughput):
             label.setText("—")

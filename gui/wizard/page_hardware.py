@@ -9,11 +9,20 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPush
 
 from core.catalog import load_catalog
 from core.models import Candidate
-from core.report import Analysis, candidate_label, hardware_label, pareto_chart, scaling_chart
+from core.report import (
+    Analysis,
+    candidate_label,
+    hardware_label,
+    network_node_gbps,
+    network_text,
+    pareto_chart,
+    scaling_chart,
+)
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.table_model import Row, RowsModel, make_table, selected_payload
-from gui.wizard.fields import FieldBox, TextField
+from gui.wizard import choices
+from gui.wizard.fields import ComboField, FieldBox, TextField, set_enabled
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 
@@ -56,6 +65,27 @@ class GpuChoice(FieldBox):
         self.combo.setCurrentIndex(max(i, 0))
 
 
+def _count(value: object, default: int = 1) -> int:
+    try:
+        return max(int(str(value)), 1)
+    except ValueError:
+        return default
+
+
+class NetworkChoice(ComboField):
+    """Inter-node network; empty means the typical network of the chosen GPU's class, and the hint says which."""
+
+    def __init__(self, state: PlanState) -> None:
+        super().__init__(state, "hardware.interconnect", choices.interconnect_options(), default="")
+
+    def hint_for(self, value: str) -> str:
+        gpu = self.state.get("hardware.gpu")
+        if not gpu:
+            return "with Automatic hardware the planner assumes each GPU class's typical network"
+        per_node = _count(self.state.get("hardware.gpus_per_node"))
+        return network_text(value, str(gpu), per_node, choices.INTERCONNECT.get(value, value))
+
+
 class HardwarePage(PlanPage):
     prefixes = ("hardware", "search")
     needs_analysis = True
@@ -71,9 +101,25 @@ class HardwarePage(PlanPage):
         self.gpu = self.add_field(GpuChoice(state))
         self.per_node = self.add_field(TextField(state, "hardware.gpus_per_node"))
         self.nodes = self.add_field(TextField(state, "hardware.nodes"))
-        manual.addWidget(self.gpu, 0, 0)
-        manual.addWidget(self.per_node, 0, 1)
-        manual.addWidget(self.nodes, 0, 2)
+        self.network = self.add_field(NetworkChoice(state))
+        self.bandwidth = self.add_field(TextField(state, "hardware.inter_node_gbps", title="Inter-node bandwidth "
+                                                  "(Gbit/s per node)", hint="what the node's NICs give together, "
+                                                  "e.g. 3200 for 8 × 400G"))
+        self.busbw = self.add_field(TextField(state, "hardware.intra_node_busbw_gbs", title="Measured intra-node "
+                                              "busbw (GB/s)", hint="from an NCCL all-reduce on this box (the Probe "
+                                              "place measures it); replaces the NVLink/PCIe figure",
+                                              placeholder="catalog link figure"))
+        self.objective = self.add_field(ComboField(state, "search.objective", choices.literal_options(
+            choices.OBJECTIVE), {"cost": "the cheapest configuration that fits", "time": "the fastest one, "
+                                 "whatever it costs", "cost_under_deadline": "the cheapest one that finishes "
+                                 "within the deadline"}))
+        self.deadline = self.add_field(TextField(state, "search.deadline_hours", hint="only with “lowest cost "
+                                                 "within a deadline”"))
+        self.max_gpus = self.add_field(TextField(state, "search.max_gpus", hint="the search never uses more GPUs "
+                                                 "than this"))
+        for i, field in enumerate((self.gpu, self.per_node, self.nodes, self.network, self.bandwidth, self.busbw,
+                                   self.objective, self.deadline, self.max_gpus)):
+            manual.addWidget(field, i // 3, i % 3)
         self.body.addLayout(manual)
         self.model = RowsModel(["configuration", "micro-batch", "recompute", "memory/GPU", "time", "cost",
                                 "provider", "Pareto", "why"], self)
@@ -104,9 +150,18 @@ class HardwarePage(PlanPage):
         self._enable_counts()
 
     def _enable_counts(self) -> None:
+        """Counts and network belong to a chosen GPU; with Automatic the search picks them (text is kept)."""
         manual = self.state.get("hardware") is not None
-        self.per_node.editor.setEnabled(manual)
-        self.nodes.editor.setEnabled(manual)
+        for field in (self.per_node, self.nodes, self.network, self.bandwidth, self.busbw):
+            set_enabled(field.editor, manual)
+        set_enabled(self.deadline.editor, self.state.get("search.objective") == "cost_under_deadline")
+        self.network.set_hint(self.network.hint_for(self.network.value() or ""))
+        gpu = self.state.get("hardware.gpu")
+        per_node = _count(self.state.get("hardware.gpus_per_node"))
+        gbps = network_node_gbps(self.state.get("hardware.interconnect"), str(gpu), per_node) if gpu else None
+        placeholder = f"{gbps:g} (assumed)" if gbps else ""
+        if placeholder != self.bandwidth.edit.placeholderText():
+            self.bandwidth.edit.setPlaceholderText(placeholder)
 
     def use_selected(self) -> None:
         """Carry the selected candidate forward: its hardware and the training choices it was ranked with."""
@@ -116,6 +171,9 @@ class HardwarePage(PlanPage):
 
     def use_candidate(self, c: Candidate) -> None:
         hardware: dict[str, Any] = {"gpu": c.gpu, "gpus_per_node": c.gpus_per_node, "nodes": c.nodes}
+        before = self.state.get("hardware") or {}
+        kept = ("interconnect", "inter_node_gbps") + (("intra_node_busbw_gbs",) if before.get("gpu") == c.gpu else ())
+        hardware.update({k: before[k] for k in kept if k in before})  # the cluster's network, as typed
         self.state.update_many(
             {"training.sharding": c.sharding.value, "training.micro_batch_size": c.micro_batch_size,
              "training.gradient_checkpointing": c.gradient_checkpointing},

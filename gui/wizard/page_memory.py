@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSplitter
 
-from core.report import Analysis, memory_chart
+from core.report import Analysis, GpuMemory, hardware_label, memory_chart
 from core.units import fmt_bytes
 from gui.charts import ChartView
 from gui.table_model import Row, RowsModel, make_table
@@ -15,20 +15,34 @@ from gui.wizard.state import PlanState
 PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead", "total")
 
 
+def gpu_row(g: GpuMemory, planned: bool) -> Row:
+    """One GPU type in the fit table; a type that cannot be planned says why in the last column."""
+    if g.error is not None:
+        return Row([g.gpu, "—", "—", fmt_bytes(g.capacity), "n/a", "—", "—", g.error],
+                   sort=[g.gpu, None, None, g.capacity, None, None, None, g.error])
+    config = g.configuration + (" (this plan)" if g.basis == "plan" else "")
+    note = g.note or ("the planned configuration" if g.basis == "plan" else "")
+    return Row([g.gpu, config, fmt_bytes(g.total), fmt_bytes(g.capacity), "yes" if g.fits else "no",
+                str(g.max_micro_batch), f"{g.max_seq_len:,}", note],
+               sort=[g.gpu, g.gpus_per_node * g.nodes, g.total, g.capacity, g.fits, g.max_micro_batch, g.max_seq_len,
+                     note],
+               highlight={0, 1} if planned else set(), bold=planned)
+
+
 class MemoryPage(PlanPage):
     prefixes = ("data", "training", "model")
     needs_analysis = True
 
     def __init__(self, state: PlanState) -> None:
-        super().__init__(state, "Memory", "Memory per GPU, component by component, for this job on each GPU type "
-                         "(same GPU and node counts); the line is each GPU's memory.")
+        super().__init__(state, "Memory", "Memory per GPU, component by component, for this job on each GPU type, "
+                         "at the configuration the hardware search picks for that type.")
         self.headline = QLabel()
         self.headline.setAccessibleName("Memory verdict")
         self.headline.setWordWrap(True)
         self.body.addWidget(self.headline)
         split = QSplitter(Qt.Orientation.Horizontal)
         self.chart = ChartView("Memory per GPU chart")
-        self.chart.setMinimumHeight(360)
+        self.chart.setMinimumHeight(520)
         split.addWidget(self.chart)
         self.breakdown = RowsModel(["component", "per GPU"], self)
         self.breakdown_view = make_table(self.breakdown, "Memory breakdown", sortable=False)
@@ -38,9 +52,10 @@ class MemoryPage(PlanPage):
         split.setStretchFactor(1, 1)
         split.setSizes([900, 240])
         self.body.addWidget(split, 2)
-        self.gpus = RowsModel(["GPU", "needs", "has", "fits", "largest micro-batch", "longest sequence"], self)
+        self.gpus = RowsModel(["GPU", "configuration", "needs per GPU", "has", "fits", "max micro-batch",
+                               "max sequence", "note"], self)
         self.gpus_view = make_table(self.gpus, "Fit on each GPU")
-        self.gpus_view.setMinimumHeight(180)
+        self.gpus_view.setMinimumHeight(300)
         self.body.addWidget(self.gpus_view, 1)
         self.suggestions = QLabel()
         self.suggestions.setAccessibleName("Suggestions")
@@ -52,20 +67,12 @@ class MemoryPage(PlanPage):
         m = r.memory
         verdict = "fits" if m.fits else "does NOT fit"
         self.headline.setText(
-            f"<b>{r.hardware.gpu}: {fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)} per GPU — {verdict}.</b> "
+            f"<b>{hardware_label(r.hardware)}, {r.request.training.sharding.value}: {fmt_bytes(m.per_gpu.total)} of "
+            f"{fmt_bytes(m.gpu_memory)} per GPU — {verdict}.</b> "
             f"Largest micro-batch {m.max_micro_batch} at this sequence length; longest sequence "
             f"{m.max_seq_len:,} at micro-batch 1. CPU RAM needed: {fmt_bytes(m.cpu_ram_needed)}.")
         self.breakdown.set_rows([Row([p, fmt_bytes(getattr(m.per_gpu, p))], bold=p == "total") for p in PARTS])
-        self.gpus.set_rows([
-            Row([g.gpu, fmt_bytes(g.total) if g.error is None else "—", fmt_bytes(g.capacity),
-                 ("yes" if g.fits else "no") if g.error is None else "n/a",
-                 str(g.max_micro_batch) if g.error is None else "—",
-                 f"{g.max_seq_len:,}" if g.error is None else "—"],
-                sort=[g.gpu, g.total if g.error is None else None, g.capacity, g.fits, g.max_micro_batch,
-                      g.max_seq_len],
-                highlight={0} if g.gpu == r.hardware.gpu else set(),
-                tooltips=[g.error or g.gpu, "", "", g.error or "", "", ""])
-            for g in f.memory_by_gpu])
+        self.gpus.set_rows([gpu_row(g, g.gpu == r.hardware.gpu) for g in f.memory_by_gpu])
         self.chart.show_bar(memory_chart(f))
         tips = m.suggestions
         self.suggestions.setText("<b>To make it fit:</b><ul>" + "".join(f"<li>{s}</li>" for s in tips) + "</ul>"

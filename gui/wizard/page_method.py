@@ -5,7 +5,8 @@ from __future__ import annotations
 from PySide6.QtWidgets import QGridLayout
 
 from core.models import Attention, Method, Offload, Optimizer, Precision, Sharding
-from gui.wizard.fields import CheckField, ComboField, TextField, enum_options
+from gui.wizard import choices
+from gui.wizard.fields import CheckField, ComboField, TextField, enum_options, set_enabled
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 
@@ -44,6 +45,10 @@ OFFLOAD_HINTS = {
     "optimizer": "optimizer states and step on the CPU: frees GPU memory, steps wait on PCIe and CPU",
     "optimizer_and_params": "weights too (ZeRO-3 / FSDP only): the largest models on few GPUs, much slower",
 }
+ZERO_ACCOUNTING_HINTS = {
+    "deepspeed": "with ZeRO sharding, counts DeepSpeed's own buffers too (an fp32 gradient partition)",
+    "paper": "with ZeRO sharding, the ZeRO paper's model: 2 + 2 + K = 12 bytes per parameter, no extra buffers",
+}
 ATTENTION_HINTS = {
     "flash": "FlashAttention: no sequence² buffer, the fastest on supported GPUs",
     "sdpa": "PyTorch scaled-dot-product attention: memory-efficient kernels where available",
@@ -52,22 +57,22 @@ ATTENTION_HINTS = {
 
 
 class MethodPage(PlanPage):
-    prefixes = ("training",)
+    prefixes = ("training", "assumptions.zero_accounting")
 
     def __init__(self, state: PlanState) -> None:
         super().__init__(state, "Method", "How the model is trained; each choice shows what it trades.")
-        self.method = ComboField(state, "training.method", enum_options(Method), METHOD_HINTS)
+        self.method = ComboField(state, "training.method", enum_options(Method, choices.METHOD), METHOD_HINTS)
         self.rank = TextField(state, "training.lora_rank", hint="higher rank: more adapter parameters and "
                               "capacity; 8–64 is usual", placeholder="16")
         self.targets = TextField(state, "training.lora_targets", hint="all-linear adapts every matrix (better, "
                                  "larger); attention adapts q,k,v,o only")
         fields = [
             self.method, self.rank, self.targets,
-            ComboField(state, "training.precision", enum_options(Precision), PRECISION_HINTS),
-            ComboField(state, "training.optimizer", enum_options(Optimizer), OPTIMIZER_HINTS),
-            ComboField(state, "training.sharding", enum_options(Sharding), SHARDING_HINTS),
-            ComboField(state, "training.offload", enum_options(Offload), OFFLOAD_HINTS),
-            ComboField(state, "training.attention", enum_options(Attention), ATTENTION_HINTS),
+            ComboField(state, "training.precision", enum_options(Precision, choices.PRECISION), PRECISION_HINTS),
+            ComboField(state, "training.optimizer", enum_options(Optimizer, choices.OPTIMIZER), OPTIMIZER_HINTS),
+            ComboField(state, "training.sharding", enum_options(Sharding, choices.SHARDING), SHARDING_HINTS),
+            ComboField(state, "training.offload", enum_options(Offload, choices.OFFLOAD), OFFLOAD_HINTS),
+            ComboField(state, "training.attention", enum_options(Attention, choices.ATTENTION), ATTENTION_HINTS),
             CheckField(state, "training.gradient_checkpointing", hint="recompute activations in the backward "
                        "pass: far less memory for about a third more compute"),
             TextField(state, "training.micro_batch_size", hint="sequences per GPU per forward pass: larger is "
@@ -76,6 +81,8 @@ class MethodPage(PlanPage):
                       "gradient accumulation", placeholder="about 256k tokens"),
             CheckField(state, "training.optimizer_in_backward", hint="step each parameter during backward and "
                        "free its gradient: no full gradient buffer (single-GPU style)"),
+            ComboField(state, "assumptions.zero_accounting", choices.literal_options(choices.ZERO_ACCOUNTING),
+                       ZERO_ACCOUNTING_HINTS, title="ZeRO memory accounting"),
         ]
         grid = QGridLayout()
         for i, field in enumerate(fields):
@@ -90,8 +97,8 @@ class MethodPage(PlanPage):
     def _method_rules(self) -> None:
         """LoRA fields only mean something for lora/qlora: disable them for a full fine-tune, keep the text."""
         lora = (self.state.get("training.method") or "lora") != "full"
-        self.rank.edit.setEnabled(lora)
-        self.targets.edit.setEnabled(lora)
+        set_enabled(self.rank.edit, lora)
+        set_enabled(self.targets.edit, lora)
         if not lora and self.state.get("training.lora_rank") is not None:
             self._typed_rank = str(self.state.get("training.lora_rank"))
             self.state.set("training.lora_rank", None)

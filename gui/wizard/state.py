@@ -74,6 +74,8 @@ class PlanState(QObject):
         self.analysis: Analysis | None = None
         self.busy = False
         self._generation = 0
+        self._running = False  # a plan is on the executor
+        self._again = False  # an edit arrived while it ran
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(debounce_ms)
@@ -179,6 +181,9 @@ class PlanState(QObject):
         if errors != self.errors:
             self.errors = errors
             self.errors_changed.emit()
+        if self.request is None and self.analysis is not None:  # no figures for a request that is not there
+            self.analysis = None
+            self.analysis_changed.emit(None)
 
     # ---- planning
 
@@ -197,14 +202,33 @@ class PlanState(QObject):
             self.busy_changed.emit(busy)
 
     def recompute_now(self) -> None:
-        """Plan the current request on the executor (the timer calls this; tests may call it directly)."""
+        """Plan the current request on the executor (the timer calls this; tests may call it directly).
+
+        One plan runs at a time: while one runs, a newer edit waits for it and then plans the latest request.
+        Two plans in parallel would only compete with each other, and with the UI thread, for the GIL.
+        """
         self._timer.stop()
-        request, generation = self.request, self._generation
-        if request is None:
+        if self.request is None:
             return
         self._set_busy(True)
-        self._executor.submit(lambda: analyse(request), lambda a: self._on_analysis(generation, a),
-                              lambda exc: self._on_error(generation, exc))
+        if self._running:
+            self._again = True
+            return
+        request, generation = self.request, self._generation
+        self._running = True
+        self._executor.submit(lambda: analyse(request), lambda a: self._finished(generation, a, None),
+                              lambda exc: self._finished(generation, None, exc))
+
+    def _finished(self, generation: int, analysis: Analysis | None, exc: BaseException | None) -> None:
+        self._running = False
+        if exc is not None:
+            self._on_error(generation, exc)
+        elif analysis is not None:
+            self._on_analysis(generation, analysis)
+        if self._again:
+            self._again = False
+            if not self._timer.isActive():  # else the timer plans the newest edit soon anyway
+                self.recompute_now()
 
     def _on_analysis(self, generation: int, analysis: Analysis) -> None:
         if generation != self._generation:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QWidget, QWizard
 
+from gui import charts
 from gui.wizard.page_cost import CostPage
 from gui.wizard.page_data import DataPage
 from gui.wizard.page_hardware import HardwarePage
@@ -37,6 +38,18 @@ class PlanWizard(QWizard):
         self.setOption(QWizard.WizardOption.HaveFinishButtonOnEarlyPages, False)
         self.setAccessibleName("Planning wizard")
         self.state = PlanState(executor, debounce_ms=debounce_ms, parent=self)
+        # Import the chart library on a worker before a chart page is first opened, but not while the user types:
+        # the import holds the interpreter long enough to stall the UI thread (docs/performance.md, "Window").
+        # So: after a second without edits, or on reaching the Method page, the one before the first chart.
+        self._charts_preloaded = False
+        self._quiet = QTimer(self)
+        self._quiet.setSingleShot(True)
+        self._quiet.setInterval(1000)
+        self._quiet.timeout.connect(self._preload_charts)
+        for signal in (self.state.edited, self.state.replaced, self.state.analysis_changed):
+            signal.connect(lambda *_args: self._quiet.start())
+        self.currentIdChanged.connect(lambda page: self._preload_charts() if page >= 2 else None)
+        self._executor = executor
         self.plan_id: int | None = None
         self.plan_name: str | None = None
         self.model_page = ModelPage(self.state)
@@ -56,6 +69,11 @@ class PlanWizard(QWizard):
                             (QWizard.WizardButton.BackButton, "Previous page"),
                             (QWizard.WizardButton.FinishButton, "Save to library")):
             self.button(which).setAccessibleName(name)
+
+    def _preload_charts(self) -> None:
+        if not self._charts_preloaded:
+            self._charts_preloaded = True
+            charts.preload(self._executor)
 
     def pages(self) -> list[Any]:
         return [self.model_page, self.data_page, self.method_page, self.memory_page, self.hardware_page,

@@ -79,9 +79,30 @@ def test_memory_chart_has_each_gpu_with_its_capacity(analysis):
                                                                 "logits", "overhead"]
     i = chart.categories.index("H100-SXM")
     assert chart.markers is not None and chart.markers[i] == 80.0
-    # The same job needs the same memory on a bigger card, so fitting on 80 GB means fitting on 141 GB.
-    assert rows["H100-SXM"].fits <= rows["H200-SXM"].fits
+    # The planned GPU is drawn at the plan's own configuration (BASE: 8 × H100-SXM, no sharding).
+    planned = rows["H100-SXM"]
+    assert planned.basis == "plan" and (planned.gpus_per_node, planned.nodes) == (8, 1)
+    assert planned.total == analysis.result.memory.per_gpu.total
+    assert chart.labels()[i].startswith("H100-SXM · 8× none") and chart.labels()[i].endswith("(plan)")
+    assert "search picks" in (chart.caption or "")
     assert all(g.error is None or "precision" in g.error or "figure" in g.error for g in rows.values())
+
+
+def test_memory_by_gpu_sizes_each_gpu_type_by_its_own_search():
+    """Llama 3.1 70B, full fine-tune: 70.6B parameters × 16 bytes (bf16 weights and gradients, fp32 master, two
+    fp32 Adam states) = 1.13 TB of model state, so no 80 GB card holds it alone and the bars must differ."""
+    a = analyse(PlanRequest.model_validate({"model": {"preset": "llama-3.1-70b"}, "data": {"tokens": "2e8"},
+                                            "training": {"method": "full"}}))
+    rows = {g.gpu: g for g in a.figures.memory_by_gpu if g.error is None}
+    h100 = rows["H100-SXM"]
+    assert h100.gpus_per_node * h100.nodes >= 15  # 1.13 TB / 80 GB = 14.1 GPUs for the states alone
+    assert h100.sharding is not None and h100.sharding.value != "none"
+    for g in rows.values():
+        if g.basis == "search":
+            assert g.fits and g.total <= g.capacity, g
+    assert len({g.total for g in rows.values()}) > 3  # different cards, different configurations, different bars
+    chart = memory_chart(a.figures)
+    assert len(set(chart.labels())) == len(chart.labels())
 
 
 def test_break_even_uses_the_catalog_street_price_midpoint(analysis):
@@ -133,3 +154,33 @@ def test_core_report_modules_import_no_qt():
     done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_memory_rows_kept_across_token_counts_equal_fresh_ones():
+    """Rows are reused when only the dataset size changes; they must be what a fresh analysis gives."""
+    from core import report
+
+    def rows(tokens: str):
+        return analyse(PlanRequest.model_validate({**BASE, "data": {"tokens": tokens}})).figures.memory_by_gpu
+
+    rows("2e8")
+    reused = rows("7e8")
+    report._ROWS.clear()
+    assert reused == rows("7e8")
+    deadline = {**BASE, "hardware": None, "search": {"objective": "cost_under_deadline", "deadline_hours": 3}}
+    assert report._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "2e8"}})) != \
+        report._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "7e8"}}))
+
+
+def test_network_the_plan_assumes_is_said_in_words():
+    """A typical H100 SXM node has one 400 Gbit/s rail per GPU; a PCIe node (L40S) one 100 Gbit/s NIC shared by
+    its GPUs; plain Ethernet is assumed at 100 Gbit/s per 8-GPU node (12.5 per GPU)."""
+    from core.report import network_node_gbps, network_text, typical_network
+
+    assert typical_network("H100-SXM", 8) == \
+        "typical for H100-SXM nodes: 400 Gbit/s per GPU, 3,200 Gbit/s per node of 8"
+    assert network_node_gbps(None, "L40S", 4) == 100
+    assert network_node_gbps("ethernet", "H100-SXM", 8) == 100
+    assert network_text("ethernet", "H100-SXM", 8, "Plain Ethernet").startswith(
+        "Plain Ethernet: 12.5 Gbit/s per GPU assumed (100 per node)")
+    assert network_text(None, "no-such-gpu", 8) == "" and network_node_gbps("token-ring", "H100-SXM", 8) is None

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from PySide6.QtGui import QPalette
+from collections import Counter
+
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
 
 from gui.app import dark_palette, make_app, run
+from gui.workers import InlineExecutor
 
 
 def test_run_opens_the_main_window_and_returns(qapp, user_dirs, monkeypatch):
@@ -39,3 +42,83 @@ def test_dark_palette_is_dark_with_readable_text():
     window = pal.color(QPalette.ColorRole.Window)
     text = pal.color(QPalette.ColorRole.WindowText)
     assert window.lightness() < 80 < 200 < text.lightness()
+
+
+def _image_colors(widget) -> Counter:
+    image = widget.grab().toImage()
+    return Counter(QColor(image.pixel(x, y)).lightness() // 32 for x in range(0, image.width(), 3)
+                   for y in range(0, image.height(), 3))
+
+
+def test_switching_to_the_dark_palette_recolours_charts_hints_and_errors(qtbot, qapp, window):
+    """The system switching to dark while the window is open: charts, hint and error text follow (WCAG 4.5:1)."""
+    from wizard_driver import next_page, settle, type_into
+
+    from gui.colors import contrast_ratio, error_color
+
+    wizard, state = window.wizard, window.wizard.state
+    for _ in range(3):
+        next_page(qtbot, wizard)
+    chart = wizard.memory_page.chart
+    light = qapp.palette()
+    assert max(_image_colors(chart), key=_image_colors(chart).get) >= 6  # mostly light before
+    qapp.setPalette(dark_palette())
+    try:
+        qapp.processEvents()
+        shades = _image_colors(chart)
+        assert max(shades, key=shades.get) <= 1, shades  # the plot's background is now dark …
+        assert sum(n for shade, n in shades.items() if shade >= 6) > 50  # … with light text and bars on it
+        window_color = qapp.palette().color(QPalette.ColorRole.Window).name()
+        assert chart.caption.palette().color(QPalette.ColorRole.WindowText) == \
+            qapp.palette().color(QPalette.ColorRole.PlaceholderText)
+        wizard.back()
+        wizard.back()
+        tokens = next(f for f in wizard.data_page.fields if f.path == "data.tokens")
+        type_into(qtbot, tokens.edit, "lots")
+        settle(qtbot, state)
+        red = tokens.error.palette().color(QPalette.ColorRole.WindowText).name()
+        assert red == error_color(dark=True)
+        assert contrast_ratio(red, window_color) >= 4.5
+        hint = tokens.hint.palette().color(QPalette.ColorRole.WindowText)
+        assert hint == qapp.palette().color(QPalette.ColorRole.PlaceholderText)
+    finally:
+        qapp.setPalette(light)
+        qapp.processEvents()
+    assert tokens.error.palette().color(QPalette.ColorRole.WindowText).name() == error_color(dark=False)
+    assert contrast_ratio(error_color(dark=False), light.color(QPalette.ColorRole.Window).name()) >= 4.5
+
+
+def test_the_window_modules_leave_the_chart_library_for_later():
+    """Cold start (DESIGN §7, < 1.5 s): pyqtgraph's import alone takes about a third of a second, so the
+    window's modules must not import it; the wizard loads it on a worker when the user pauses."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys; import gui.app, gui.main_window, gui.wizard.wizard, gui.charts; "
+            "print('pyqtgraph' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_a_chart_asked_to_draw_during_the_import_waits_for_it(qtbot, monkeypatch):
+    from core.report import BarChart, Series
+    from gui import charts
+
+    charts.preload(InlineExecutor())  # imported, as after the worker finished
+    view = charts.ChartView("test chart")
+    qtbot.addWidget(view)
+    view.show()
+    monkeypatch.setattr(charts, "_preloading", True)
+    charts._imported.clear()  # as while the worker still imports
+    try:
+        chart = BarChart(title="t", unit="GB", categories=["a"], series=[Series(name="s", values=[1.0])])
+        view.show_bar(chart)
+        assert view.message.isVisible() and view.message.text() == "drawing the chart…"
+        assert view.title.isHidden()
+    finally:
+        charts._imported.set()
+    qtbot.waitUntil(lambda: not view.message.isVisible(), timeout=2000)
+    assert view.title.text() == "t" and view.chart == chart

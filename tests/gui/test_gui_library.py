@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontMetrics
 from wizard_driver import click, settle
 
 from core.models import PlanRequest
@@ -90,6 +91,15 @@ def test_compare_highlights_differences(qtbot, window):
     assert rows["request: training.method"].highlight == {1, 2}
     assert rows["request: data.tokens"].highlight == set()
     assert rows["model"].highlight == set()
+    # Every value is shown whole: each column is at least as wide as its longest text (no "…").
+    table, model = dialog.view.table, dialog.view.model
+    bold = QFont(table.font())
+    bold.setBold(True)
+    for col in range(model.columnCount()):
+        width = table.horizontalHeader().sectionSize(col)
+        for r in model.rows():
+            needed = QFontMetrics(bold if r.bold else table.font()).horizontalAdvance(r.cells[col])
+            assert needed < width, (r.cells[col], needed, width)
 
 
 def test_export_and_import_request_json(qtbot, window, tmp_path: Path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import os
@@ -86,16 +87,69 @@ def test_charts_are_vector_paths(rendered):
 
 @pytest.mark.integration
 def test_pdftoppm_renders_every_page(rendered, tmp_path: Path):
-    if shutil.which("pdftoppm") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("pdftoppm is required in CI (poppler-utils)")
-        pytest.skip("pdftoppm (poppler-utils) is not installed")
+    pdftoppm = need("pdftoppm")
     pdf, _ = rendered
     pages = len(PdfReader(str(pdf)).pages)
-    subprocess.run(["pdftoppm", "-r", "30", "-png", str(pdf), str(tmp_path / "p")], check=True, timeout=60)
+    subprocess.run([pdftoppm, "-r", "30", "-png", str(pdf), str(tmp_path / "p")], check=True, timeout=60)
     images = sorted(tmp_path.glob("p-*.png"))
     assert len(images) == pages >= 3
     assert all(p.stat().st_size > 1000 for p in images)
+
+
+def need(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{tool} is required in CI (poppler-utils)")
+        pytest.skip(f"{tool} (poppler-utils) is not installed")
+    return path
+
+
+def word_boxes(pdf: Path, out: Path) -> list[tuple[float, float, list[tuple[float, float, float, float, str]]]]:
+    """(page width, page height, [(x0, y0, x1, y1, word)]) per page, from pdftotext -bbox."""
+    subprocess.run([need("pdftotext"), "-bbox", str(pdf), str(out)], check=True, timeout=60)
+    pages = []
+    for page in re.finditer(r'<page width="([\d.]+)" height="([\d.]+)">(.*?)</page>', out.read_text(), re.S):
+        words = [(float(a), float(b), float(c), float(d), html.unescape(w)) for a, b, c, d, w in re.findall(
+            r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">(.*?)</word>', page.group(3))]
+        pages.append((float(page.group(1)), float(page.group(2)), words))
+    return pages
+
+
+@pytest.mark.integration
+def test_no_text_is_clipped_or_drawn_over_other_text(rendered, tmp_path: Path):
+    pdf, _ = rendered
+    pages = word_boxes(pdf, tmp_path / "words.html")
+    assert len(pages) == len(PdfReader(str(pdf)).pages)
+    for n, (width, height, words) in enumerate(pages, start=1):
+        assert words, f"page {n} has no text"
+        # A4 with 48 pt margins: every word sits inside the margins (a clipped word would run past them).
+        outside = [w for w in words if w[0] < 46 or w[2] > width - 46 or w[1] < 46 or w[3] > height - 20]
+        assert not outside, f"page {n}: words outside the margins: {outside[:5]}"
+        overlapping = []
+        for i, a in enumerate(words):
+            for b in words[i + 1:]:
+                dx = min(a[2], b[2]) - max(a[0], b[0])
+                dy = min(a[3], b[3]) - max(a[1], b[1])
+                if dx > 0.5 and dy > 0.5 and dx * dy > 0.2 * min((a[2] - a[0]) * (a[3] - a[1]),
+                                                                 (b[2] - b[0]) * (b[3] - b[1])):
+                    overlapping.append((a[4], b[4]))
+        assert not overlapping, f"page {n}: words drawn over each other: {overlapping[:5]}"
+
+
+def test_memory_chart_labels_and_captions_are_in_the_pdf(rendered):
+    """Each GPU's bar is labelled with the configuration it is drawn at, and each chart says what it shows."""
+    from core.models import PlanRequest
+    from core.report import analyse, memory_chart
+
+    pdf, _ = rendered
+    squashed = re.sub(r"\s+", "", text_of(pdf))
+    chart = memory_chart(analyse(PlanRequest.model_validate(REQUEST)).figures)
+    for label in chart.labels():
+        assert re.sub(r"\s+", "", label) in squashed, label
+    assert "H100-SXM·8×none" in squashed
+    assert re.sub(r"\s+", "", chart.caption or "x") in squashed
+    assert "thePareto front(no other is both faster and cheaper)".replace(" ", "") in squashed
 
 
 @pytest.mark.integration

@@ -7,7 +7,7 @@ from pathlib import Path
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QWizard
-from wizard_driver import click, next_page, settle, type_into
+from wizard_driver import choose, click, next_page, settle, type_into
 
 
 def next_enabled(wizard) -> bool:
@@ -15,14 +15,26 @@ def next_enabled(wizard) -> bool:
 
 
 def config_tab(qtbot, wizard):
+    """Click the model page's "config.json" tab, as a user would."""
     page = wizard.model_page
-    page.tabs.setCurrentIndex(1)
+    bar = page.tabs.tabBar()
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(1).center())
+    assert page.tabs.currentIndex() == 1
     return page
+
+
+def field(page, path):
+    return next(f for f in page.fields if f.path == path)
 
 
 def test_malformed_config_json_is_explained_under_the_box(qtbot, window):
     wizard, state = window.wizard, window.wizard.state
-    state.set("data.tokens", "3e8")
+    next_page(qtbot, wizard)
+    type_into(qtbot, field(wizard.data_page, "data.tokens").edit, "3e8")
+    next_page(qtbot, wizard)
+    type_into(qtbot, wizard.method_page.rank.edit, "64")
+    settle(qtbot, state)
+    wizard.restart()
     page = config_tab(qtbot, wizard)
     page.config_edit.setFocus()
     qtbot.keyClicks(page.config_edit, '{"hidden_size": 4096, "num_hidden_layers": 32,')
@@ -31,8 +43,19 @@ def test_malformed_config_json_is_explained_under_the_box(qtbot, window):
     assert page.config_error.text().startswith("config.json is not valid JSON")
     assert "line 1" in page.config_error.text()
     assert not next_enabled(wizard)
+    assert not wizard.model_page.page_error.isVisible()  # said once, under the box
+    assert page.summary.text() == "" and state.analysis is None  # no figures of the model that was there before
     # What was typed stays, and the rest of the request is untouched.
     assert page.config_edit.toPlainText().endswith('"num_hidden_layers": 32,')
+    assert state.get("data.tokens") == "3e8" and state.get("training.lora_rank") == "64"
+    # Finish the JSON: the message goes and the model is the one typed (32 layers, hidden 4096), not the preset.
+    qtbot.keyClicks(page.config_edit, ' "num_attention_heads": 14, "num_key_value_heads": 2, '
+                    '"intermediate_size": 4864, "vocab_size": 151936, "tie_word_embeddings": true}')
+    settle(qtbot, state)
+    assert not page.config_error.isVisible()
+    assert next_enabled(wizard)
+    assert state.get("model.hidden_size") == 4096 and "preset" not in state.get("model")
+    assert "32 layers, hidden 4096, 14 attention heads (2 key/value)" in page.summary.text()
     assert state.get("data.tokens") == "3e8"
 
 
@@ -111,25 +134,79 @@ def test_sequence_longer_than_the_model_context_is_a_planner_error_at_the_field(
 
 
 def test_impossible_plan_is_explained_on_the_memory_page(qtbot, window):
+    """Llama 3.1 405B, full fine-tune, at most 8 GPUs: 405B × 16 bytes of model state = 6.5 TB, more than eight
+    of the largest cards in the catalog hold (8 × 192 GB = 1.5 TB)."""
     wizard, state = window.wizard, window.wizard.state
-    state.set("search.max_gpus", 1)
-    state.set_section("model", {"preset": "llama-3.1-405b"})
-    state.set("training.method", "full")
+    for _ in range(4):
+        next_page(qtbot, wizard)
+    type_into(qtbot, wizard.hardware_page.max_gpus.edit, "8")
+    settle(qtbot, state)
+    wizard.restart()
+    page = wizard.model_page
+    type_into(qtbot, page.filter, "405b")
+    index = page.proxy.index(0, 0)
+    qtbot.mouseClick(page.list.viewport(), Qt.MouseButton.LeftButton, pos=page.list.visualRect(index).center())
+    next_page(qtbot, wizard)
+    type_into(qtbot, field(wizard.data_page, "data.tokens").edit, "1.5B")
+    next_page(qtbot, wizard)
+    choose(qtbot, wizard.method_page.method.combo, "full")
+    settle(qtbot, state)
+    click(qtbot, wizard.button(QWizard.WizardButton.NextButton))
+    settle(qtbot, state)
+    memory = wizard.memory_page
+    assert wizard.currentPage() is memory
+    assert memory.page_error.isVisible()
+    text = memory.page_error.text()
+    assert text.startswith("nothing fits") and "up to 8 GPUs" in text and "search.max_gpus" in text
+    assert not next_enabled(wizard)
+    assert memory.chart.message.text() == "no plan"
+    # Everything typed is still there.
+    assert state.get("model") == {"preset": "llama-3.1-405b"}
+    assert state.get("training.method") == "full" and state.get("data.tokens") == "1.5B"
+    assert state.get("search.max_gpus") == "8"
+    # Back to something that fits (QLoRA, up to 512 GPUs): the message goes and Next returns.
+    back = wizard.button(QWizard.WizardButton.BackButton)
+    click(qtbot, back)
+    choose(qtbot, wizard.method_page.method.combo, "qlora")
+    state.set("search.max_gpus", None)
+    settle(qtbot, state)
+    next_page(qtbot, wizard)
+    assert not memory.page_error.isVisible()
+    assert next_enabled(wizard)
+
+
+def test_new_fields_are_validated_where_they_are(qtbot, window):
+    wizard, state = window.wizard, window.wizard.state
+    next_page(qtbot, wizard)
+    files = field(wizard.data_page, "data.file_count")
+    type_into(qtbot, files.edit, "0")
+    settle(qtbot, state)
+    assert files.error.isVisible() and "greater than or equal to 1" in files.error.text()
+    assert not next_enabled(wizard)
+    type_into(qtbot, files.edit, "")
+    settle(qtbot, state)
+    assert not files.error.isVisible() and state.get("data.file_count") is None
+    state.update_many({}, {"hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 2}})
     settle(qtbot, state)
     for _ in range(3):
         next_page(qtbot, wizard)
-    memory = wizard.memory_page
-    assert memory.page_error.isVisible()
-    assert "fits" in memory.page_error.text() or "fit" in memory.page_error.text()
-    assert not next_enabled(wizard)
-    assert state.get("training.method") == "full"
-    # Back to something that fits: the message goes and Next returns.
-    state.set("search.max_gpus", None)
-    state.set("training.method", "qlora")
-    state.set_section("model", {"preset": "llama-3.1-8b"})
+    hardware = wizard.hardware_page
+    assert wizard.currentPage() is hardware
+    type_into(qtbot, hardware.bandwidth.edit, "-5")
     settle(qtbot, state)
-    assert not memory.page_error.isVisible()
+    assert hardware.bandwidth.error.isVisible() and "greater than 0" in hardware.bandwidth.error.text()
+    assert not next_enabled(wizard)
+    assert hardware.bandwidth.edit.text() == "-5"
+    type_into(qtbot, hardware.bandwidth.edit, "1600")
+    settle(qtbot, state)
     assert next_enabled(wizard)
+    next_page(qtbot, wizard)
+    mtbf = field(wizard.cost_page, "assumptions.gpu_mtbf_hours")
+    type_into(qtbot, mtbf.edit, "0")
+    settle(qtbot, state)
+    assert mtbf.error.isVisible() and "greater than 0" in mtbf.error.text()
+    assert not next_enabled(wizard)
+    assert state.get("hardware.inter_node_gbps") == "1600"
 
 
 def test_offload_without_sharding_is_a_page_message_on_method(qtbot, window):

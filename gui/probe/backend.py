@@ -1,0 +1,35 @@
+"""The core calls the pane makes to run a suite, behind two injectable callables.
+
+Tests and the screenshot script pass their own (a replay of recorded events); the app uses the real
+runner. The runner is imported when first used, so the window opens even where it is not installed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from core.probe_store import ProbeStore
+from core.probes.transport import Transport
+from gui.probe.suite_picker import SuiteChoice
+
+RunSuite = Callable[[Transport, Any, ProbeStore, threading.Event, str], Iterator[Any]]
+MakeOptions = Callable[[SuiteChoice], Any]
+
+
+def make_options(choice: SuiteChoice) -> Any:
+    """The runner's RunOptions for a suite picked in the pane."""
+    from core.probes.runner import RunOptions
+
+    suite: str | list[str] = choice.suite if isinstance(choice.suite, str) else list(choice.suite)
+    return RunOptions(suite=suite, data_path=choice.data_path, checkpoint_path=choice.checkpoint_path,
+                      burn_seconds=choice.burn_seconds)
+
+
+def run_suite(transport: Transport, options: Any, store: ProbeStore, cancel: threading.Event,
+              host_label: str) -> Iterator[Any]:
+    """`core.probes.runner.run_suite`: yields RunEvents until RunFinished."""
+    from core.probes.runner import run_suite as real
+
+    return real(transport, options, store, cancel, host_label)

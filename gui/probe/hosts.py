@@ -1,0 +1,262 @@
+"""Saved hosts: the list on the left of the pane, and the add/edit dialog.
+
+Profiles come from the probe store and hold no secrets (a key file's *path*, never a password). "This
+machine" is always first; editing it saves its data and checkpoint paths like any other profile. Store
+calls are short and run on the GUI thread.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.probe_store import HostProfile, ProbeStore
+from core.probes.target import split_target
+
+LOCAL_NAME = "This machine"
+LOCAL_TARGET = "local"
+PROFILE_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def local_profile() -> HostProfile:
+    return HostProfile(name=LOCAL_NAME, target=LOCAL_TARGET, local=True)
+
+
+def host_label(profile: HostProfile) -> str:
+    """The name runs are filed under in the history: the profile name (stable across target edits)."""
+    return profile.name
+
+
+def profile_error(name: str, target: str, local: bool, taken: set[str]) -> str | None:
+    """One sentence on what is wrong with the form, or None."""
+    if not name.strip():
+        return "name is empty; give the host a label, e.g. 'lambda-8xh100'"
+    if name.strip() in taken:
+        return f"name '{name.strip()}' is already used by another saved host"
+    if local:
+        return None
+    try:
+        split_target(target)
+    except ValueError as exc:
+        return f"target: {exc}"
+    return None
+
+
+class HostDialog(QDialog):
+    """Add or edit one profile. Read :meth:`profile` after it is accepted."""
+
+    def __init__(self, profile: HostProfile | None, taken: set[str], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        editing = profile is not None
+        self.setWindowTitle("Edit host" if editing else "Add host")
+        self.setAccessibleName(self.windowTitle())
+        self._taken = taken
+        self._local = bool(profile and profile.local)
+        form = QFormLayout(self)
+        self.name = QLineEdit(profile.name if profile else "")
+        self.name.setAccessibleName("Host name")
+        self.name.setReadOnly(self._local)
+        self.target = QLineEdit("" if profile is None or self._local else profile.target)
+        self.target.setAccessibleName("Target")
+        self.target.setPlaceholderText("user@host:port or an alias from ~/.ssh/config")
+        self.target.setEnabled(not self._local)
+        self.port = QSpinBox()
+        self.port.setAccessibleName("Port")
+        self.port.setRange(0, 65535)
+        self.port.setSpecialValueText("from target or ssh config")
+        self.port.setValue(profile.port or 0 if profile else 0)
+        self.port.setEnabled(not self._local)
+        key_row = QHBoxLayout()
+        self.identity = QLineEdit(profile.identity_file or "" if profile else "")
+        self.identity.setAccessibleName("Identity file")
+        self.identity.setPlaceholderText("optional: ~/.ssh/id_ed25519 (agent and ssh config are used anyway)")
+        self.identity.setEnabled(not self._local)
+        browse = QPushButton("Browse…")
+        browse.setEnabled(not self._local)
+        browse.clicked.connect(self._browse)
+        key_row.addWidget(self.identity, 1)
+        key_row.addWidget(browse)
+        self.data_path = QLineEdit(profile.data_path or "" if profile else "")
+        self.data_path.setAccessibleName("Data path")
+        self.checkpoint_path = QLineEdit(profile.checkpoint_path or "" if profile else "")
+        self.checkpoint_path.setAccessibleName("Checkpoint path")
+        form.addRow("Name", self.name)
+        form.addRow("Target", self.target)
+        form.addRow("Port", self.port)
+        form.addRow("Identity file", key_row)
+        form.addRow("Data path", self.data_path)
+        form.addRow("Checkpoint path", self.checkpoint_path)
+        note = QLabel("No password or passphrase is saved: they are asked when the host needs them.")
+        note.setWordWrap(True)
+        form.addRow(note)
+        self.error = QLabel("")
+        self.error.setAccessibleName("Host form error")
+        self.error.setStyleSheet("color: #c62828;")
+        self.error.setWordWrap(True)
+        form.addRow(self.error)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
+                                        | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self._save)
+        self.buttons.rejected.connect(self.reject)
+        form.addRow(self.buttons)
+        for edit in (self.name, self.target):
+            edit.textChanged.connect(lambda _t: self._validate())
+        self._validate()
+
+    def _browse(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(self, "Private key file", self.identity.text() or "~/.ssh")
+        if name:
+            self.identity.setText(name)
+
+    def _validate(self) -> bool:
+        error = profile_error(self.name.text(), self.target.text(), self._local, self._taken)
+        self.error.setText(error or "")
+        self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(error is None)
+        return error is None
+
+    def _save(self) -> None:
+        if self._validate():
+            self.accept()
+
+    def profile(self) -> HostProfile:
+        if self._local:
+            return local_profile().model_copy(update={
+                "data_path": self.data_path.text().strip() or None,
+                "checkpoint_path": self.checkpoint_path.text().strip() or None})
+        return HostProfile(name=self.name.text().strip(), target=self.target.text().strip(),
+                           port=self.port.value() or None, identity_file=self.identity.text().strip() or None,
+                           data_path=self.data_path.text().strip() or None,
+                           checkpoint_path=self.checkpoint_path.text().strip() or None)
+
+
+class HostList(QWidget):
+    """Signals: ``selected(object)`` the HostProfile now selected; ``message(str)`` for the status line;
+    ``editing(object)`` a HostDialog just opened (tests fill it through this)."""
+
+    selected = Signal(object)
+    message = Signal(str)
+    editing = Signal(object)
+
+    def __init__(self, store: ProbeStore, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.setAccessibleName("Hosts")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(QLabel("Hosts"))
+        self.list = QListWidget()
+        self.list.setAccessibleName("Saved hosts")
+        self.list.currentItemChanged.connect(lambda _cur, _prev: self._emit_selected())
+        self.list.setMinimumHeight(60)
+        layout.addWidget(self.list, 1)
+        row = QHBoxLayout()
+        self.buttons: dict[str, QPushButton] = {}
+        for key, text, slot in (("add", "Add…", self.add), ("edit", "Edit…", self.edit),
+                                ("remove", "Remove", self.remove)):
+            button = QPushButton(text)
+            button.setAccessibleName(f"{text.rstrip('…')} host")
+            button.clicked.connect(lambda _c=False, s=slot: s())
+            row.addWidget(button)
+            self.buttons[key] = button
+        layout.addLayout(row)
+        self.dialog: HostDialog | None = None
+        self.refresh()
+
+    def profiles(self) -> list[HostProfile]:
+        saved = self.store.hosts()
+        local = next((p for p in saved if p.local), None) or local_profile()
+        return [local, *(p for p in saved if not p.local)]
+
+    def refresh(self, select: str | None = None) -> None:
+        current = select or (self.current().name if self.list.currentItem() is not None else None)
+        self.list.blockSignals(True)
+        self.list.clear()
+        for profile in self.profiles():
+            text = profile.name if profile.local else f"{profile.name}  —  {profile.target}"
+            item = QListWidgetItem(text)
+            item.setData(PROFILE_ROLE, profile)
+            item.setToolTip("Probe the machine tuneplan runs on" if profile.local else profile.target)
+            self.list.addItem(item)
+        self.list.blockSignals(False)
+        names = [self.list.item(i).data(PROFILE_ROLE).name for i in range(self.list.count())]
+        self.list.setCurrentRow(names.index(current) if current in names else 0)
+        self._emit_selected()
+
+    def current(self) -> HostProfile:
+        item = self.list.currentItem()
+        profile = item.data(PROFILE_ROLE) if item is not None else None
+        return profile if isinstance(profile, HostProfile) else local_profile()
+
+    def select(self, name: str) -> None:
+        for i in range(self.list.count()):
+            if self.list.item(i).data(PROFILE_ROLE).name == name:
+                self.list.setCurrentRow(i)
+                return
+        raise KeyError(f"no host named '{name}' in the list")
+
+    def _emit_selected(self) -> None:
+        profile = self.current()
+        self.buttons["remove"].setEnabled(not profile.local)
+        self.selected.emit(profile)
+
+    # ---- editing
+
+    def _open(self, profile: HostProfile | None) -> None:
+        taken = {p.name for p in self.profiles()} - ({profile.name} if profile else set())
+        dialog = HostDialog(profile, taken, self)
+        self.dialog = dialog
+
+        def finished(result: int) -> None:
+            self.dialog = None
+            if result == int(QDialog.DialogCode.Accepted):
+                new = dialog.profile()
+                if profile is not None and profile.name != new.name:
+                    self.store.delete_host(profile.name)
+                self.store.save_host(new)
+                self.refresh(select=new.name)
+                self.message.emit(f"Saved host “{new.name}”")
+            dialog.deleteLater()
+
+        dialog.finished.connect(finished)
+        dialog.open()
+        self.editing.emit(dialog)
+
+    def add(self) -> None:
+        self._open(None)
+
+    def edit(self) -> None:
+        self._open(self.current())
+
+    def remove(self) -> None:
+        profile = self.current()
+        if profile.local:
+            return
+        box = QMessageBox(QMessageBox.Icon.Question, "Remove host",
+                          f"Remove “{profile.name}” from the host list? Its past runs stay in the history.",
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
+
+        def finished(result: int) -> None:
+            if result == int(QMessageBox.StandardButton.Yes):
+                self.store.delete_host(profile.name)
+                self.refresh()
+                self.message.emit(f"Removed host “{profile.name}”")
+            box.deleteLater()
+
+        box.finished.connect(finished)
+        box.open()
+        self.editing.emit(box)

@@ -1,0 +1,724 @@
+"""The Probe place: pick a host, connect, run a suite with live charts, read the verdict, look back.
+
+Long work never runs here: connecting and the suite run on the executor (``gui/workers.py``), and the
+runner's events come back on the GUI thread one by one. Events only append to buffers; one QTimer (≤ 20 Hz)
+repaints the charts. Stop sets the runner's cancel event, so the runner kills the remote process group,
+removes its temp dir and still reports how the run ended.
+
+Signals: ``apply_to_plan(object)`` a PlanRequest with measured figures applied (the main window routes it
+to the wizard); ``message(str)`` a line for the status bar.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.models import PlanRequest
+from core.probe_store import HostProfile, ProbeStore, ProbeStoreError, SampleTable, StoredRun
+from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
+from core.probes.samples import GpuMetric
+from core.probes.transport import Transport
+from gui.probe import backend
+from gui.probe.compare import CompareDialog, Side
+from gui.probe.connection import Connector, ConnectSpec
+from gui.probe.event_log import EventLog
+from gui.probe.gpu_history import CHANNEL
+from gui.probe.history import HistoryView, fmt_duration, fmt_time
+from gui.probe.hosts import HostList, host_label
+from gui.probe.live_charts import LiveGpuCharts
+from gui.probe.point_charts import PointChart
+from gui.probe.scorecard_view import ScorecardView
+from gui.probe.suite_picker import SuitePicker
+from gui.workers import Executor, Job, ThreadExecutor
+
+STOP_GRACE_MS = 30_000
+ON_DEMAND_CHARTS = ("compute", "cpu")
+# The plan "Apply to plan" starts from when the window gives none: DESIGN §3.1's example without hardware, so
+# the probed box's GPUs become the plan's hardware.
+DEFAULT_PLAN = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2.0e8, "epochs": 1, "seq_len": 4096},
+                "training": {"method": "lora", "lora_rank": 16}}
+PROGRESS_STEPS = 1000
+# Clock-event reasons worth a log line, with their level (PROBES §4 D: HW slowdown is a FAIL, SW thermal a WARN).
+THROTTLE_LEVELS = {
+    "hw_slowdown": "error", "hw_thermal_slowdown": "error", "hw_power_brake_slowdown": "error",
+    "sw_thermal_slowdown": "warning", "sync_boost": "info", "sw_power_cap": "info",
+}
+
+
+# The runner's chart series (core.probes.runner.SeriesName) → (chart, legend name; None: the point's label).
+SERIES_ROUTES: dict[str, tuple[str, str | None]] = {
+    "busbw": ("busbw", "busbw"), "algbw": ("busbw", "algbw"),
+    "fio_read": ("throughput", None), "fio_write": ("throughput", None), "fio_iops": ("iops", None),
+    "compute_tflops": ("compute", "matmul"), "tflops": ("compute", "burn"),
+    "cpu_util": ("cpu", "CPU busy %"), "cpu_temp": ("cpu", "CPU °C"),
+}
+
+
+def route_point(series: str, x: float, label: str, t: float) -> tuple[str, str, float]:
+    """(chart, legend entry, x) for a runner point. Matmul results (x = device index) are drawn at the time
+    they were measured so they share the TFLOP/s-over-time chart with the burn; per-device series carry the
+    device in their name."""
+    chart, name = SERIES_ROUTES.get(series, ("cpu", series))
+    if name is None:
+        name = label or series
+    elif label and chart == "compute":
+        name = f"{name} {label}"
+    return chart, name, (t if series == "compute_tflops" else x)
+
+
+def connect_spec(profile: HostProfile) -> ConnectSpec:
+    if profile.local:
+        return ConnectSpec(label=profile.name)
+    target = profile.target
+    if profile.user and "@" not in target:
+        target = f"{profile.user}@{target}"
+    return ConnectSpec(label=profile.name, target=target, port=profile.port, identity_file=profile.identity_file)
+
+
+def metrics_from_table(table: SampleTable) -> dict[str, np.ndarray]:
+    """Stored sample columns → chart channels (units as the live charts show them)."""
+    nan = np.full(len(table), np.nan)
+    return {"util_pct": table.util, "mem_used_bytes": table.mem_used / 2**30, "temp_c": table.temp,
+            "power_w": table.power, "sm_clock_mhz": table.sm_clock, "mem_util_pct": nan, "mem_temp_c": nan,
+            "mem_clock_mhz": table.mem_clock}
+
+
+class ProbePane(QWidget):
+    """Hosts and suite on the left with the event log; live charts, scorecard and history in tabs.
+
+    ``run_suite`` and ``make_options`` default to the real runner (tests pass a replay); the store is used
+    on the GUI thread for hosts and history and handed to the worker for the run (it serialises writes).
+    """
+
+    apply_to_plan = Signal(object)
+    message = Signal(str)
+
+    def __init__(self, executor: Executor, store: ProbeStore, *, run_suite: backend.RunSuite | None = None,
+                 make_options: backend.MakeOptions | None = None, known_hosts_file: Path | None = None,
+                 ssh_config: Path | None = None, transport_options: dict[str, Any] | None = None,
+                 plan_request_source: Callable[[], PlanRequest | None] | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Probe")
+        self.executor, self.store = executor, store
+        self.run_suite = run_suite or backend.run_suite
+        self.make_options = make_options or backend.make_options
+        self.plan_request_source = plan_request_source
+        self.transport: Transport | None = None
+        self.connected_profile: HostProfile | None = None
+        self._pending_profile: HostProfile | None = None
+        self.cancel_event: threading.Event | None = None
+        self.job: Job | None = None
+        self.running = False
+        self.run_id: int | None = None
+        self.evidence: ProbeEvidence | None = None
+        self.scorecard: Scorecard | None = None
+        self.outcomes: list[ProbeOutcome] = []
+        self.shown_run: int | None = None
+        self.compare_dialog: CompareDialog | None = None
+        self._throttle_seen: dict[int, set[str]] = {}
+        self._probe: tuple[str, int, int, float | None, float] | None = None  # name, index, total, eta, start
+        self._finished_probes = 0
+        self._window_filter = False
+
+        self.connector = Connector(executor, self, known_hosts_file=known_hosts_file, ssh_config=ssh_config,
+                                   transport_options=transport_options)
+        self.connector.connected.connect(self._connected)
+        self.connector.failed.connect(self._connect_failed)
+        self.connector.status.connect(self._set_status)
+
+        root = QHBoxLayout(self)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        root.addWidget(splitter)
+        splitter.addWidget(self._left_panel())
+        splitter.addWidget(self._right_panel())
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([330, 950])
+
+        self.redraw_timer = self.gpu_charts.timer  # one ≤ 20 Hz timer repaints every chart
+        self.redraw_timer.timeout.connect(self._redraw_points)
+        self.progress_timer = QTimer(self)
+        self.progress_timer.setInterval(500)
+        self.progress_timer.timeout.connect(self._update_progress)
+        self.stop_timer = QTimer(self)
+        self.stop_timer.setSingleShot(True)
+        self.stop_timer.setInterval(STOP_GRACE_MS)
+        self.stop_timer.timeout.connect(self._force_stop)
+        self.hosts.selected.connect(self._host_selected)
+        self.hosts.message.connect(self.message)
+        self._host_selected(self.hosts.current())
+        self._enable()
+
+    @classmethod
+    def create_default(cls, executor: Executor | None = None, **kwargs: Any) -> ProbePane:
+        """The pane the app shows: the user's probe history, the real runner."""
+        try:
+            store = ProbeStore()
+        except ProbeStoreError as exc:
+            store = ProbeStore(":memory:")
+            pane = cls(executor or ThreadExecutor(), store, **kwargs)
+            pane._set_status(f"{exc} — using a temporary history for this session")
+            return pane
+        return cls(executor or ThreadExecutor(), store, **kwargs)
+
+    # ---- layout
+
+    def _left_panel(self) -> QWidget:
+        panel = QWidget()
+        panel.setMaximumWidth(420)
+        layout = QVBoxLayout(panel)
+        layout.setContentsMargins(4, 4, 4, 4)
+        self.hosts = HostList(self.store)
+        layout.addWidget(self.hosts, 1)
+        row = QHBoxLayout()
+        self.connect_button = QPushButton("Connect")
+        self.connect_button.setAccessibleName("Connect")
+        self.connect_button.clicked.connect(lambda _c=False: self.connect_selected())
+        self.disconnect_button = QPushButton("Disconnect")
+        self.disconnect_button.setAccessibleName("Disconnect")
+        self.disconnect_button.clicked.connect(lambda _c=False: self.disconnect_host())
+        row.addWidget(self.connect_button)
+        row.addWidget(self.disconnect_button)
+        layout.addLayout(row)
+        self.status = QLabel("Not connected")
+        self.status.setAccessibleName("Connection status")
+        self.status.setWordWrap(True)
+        layout.addWidget(self.status)
+        self.suite = SuitePicker()
+        layout.addWidget(self.suite)
+        row = QHBoxLayout()
+        self.start_button = QPushButton("Start")
+        self.start_button.setAccessibleName("Start probe run")
+        self.start_button.clicked.connect(lambda _c=False: self.start())
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setAccessibleName("Stop probe run")
+        self.stop_button.clicked.connect(lambda _c=False: self.stop())
+        row.addWidget(self.start_button)
+        row.addWidget(self.stop_button)
+        layout.addLayout(row)
+        self.progress = QProgressBar()
+        self.progress.setAccessibleName("Run progress")
+        self.progress.setRange(0, PROGRESS_STEPS)
+        self.progress.setValue(0)
+        self.progress.setFormat("%p%")
+        layout.addWidget(self.progress)
+        self.eta = QLabel("")
+        self.eta.setAccessibleName("Run ETA")
+        self.eta.setWordWrap(True)
+        layout.addWidget(self.eta)
+        self.log = EventLog()  # beside the tabs, so events stay in view on the scorecard and history too
+        layout.addWidget(self.log, 2)
+        return panel
+
+    def _right_panel(self) -> QWidget:
+        self.tabs = QTabWidget()
+        self.tabs.setAccessibleName("Probe views")
+        live = QWidget()
+        layout = QVBoxLayout(live)
+        layout.setContentsMargins(2, 2, 2, 2)
+        self.showing = QLabel("")
+        self.showing.setAccessibleName("Shown run")
+        layout.addWidget(self.showing)
+        split = QSplitter(Qt.Orientation.Vertical)
+        self.gpu_charts = LiveGpuCharts()
+        split.addWidget(self.gpu_charts)
+        results = QWidget()
+        row = QHBoxLayout(results)
+        row.setContentsMargins(0, 0, 0, 0)
+        self.point_charts = {
+            "busbw": PointChart("NCCL bus bandwidth", "message size", "busbw (GB/s)", log_x=True),
+            "throughput": PointChart("Storage throughput", "time (s)", "MB/s"),
+            "iops": PointChart("Storage IOPS", "time (s)", "IOPS"),
+            "compute": PointChart("Compute", "run time (s)", "TFLOP/s"),
+            "cpu": PointChart("Host CPU", "run time (s)", "% or °C"),
+        }
+        for chart in self.point_charts.values():
+            row.addWidget(chart)
+        for key in ON_DEMAND_CHARTS:  # shown when their first point arrives
+            self.point_charts[key].hide()
+        split.addWidget(results)
+        split.setSizes([600, 240])
+        layout.addWidget(split, 1)
+        self.tabs.addTab(live, "Live")
+        self.scorecard_view = ScorecardView()
+        self.scorecard_view.apply_requested.connect(self.apply_measured)
+        score_tab = QWidget()
+        score_layout = QVBoxLayout(score_tab)
+        score_layout.addWidget(self.scorecard_view, 1)
+        export_row = QHBoxLayout()
+        self.export_pdf_button = QPushButton("Export PDF…")
+        self.export_pdf_button.setAccessibleName("Export probe PDF")
+        self.export_pdf_button.clicked.connect(lambda _c=False: self.export_pdf())
+        self.export_json_button = QPushButton("Export JSON…")
+        self.export_json_button.setAccessibleName("Export probe JSON")
+        self.export_json_button.clicked.connect(lambda _c=False: self.export_json())
+        export_row.addStretch(1)
+        export_row.addWidget(self.export_pdf_button)
+        export_row.addWidget(self.export_json_button)
+        score_layout.addLayout(export_row)
+        self.tabs.addTab(score_tab, "Scorecard")
+        self.history = HistoryView(self.store)
+        self.history.reopen.connect(self.reopen)
+        self.history.compare.connect(self.compare)
+        self.history.export_pdf.connect(lambda run_id: self.export_pdf(run_id=run_id))
+        self.history.export_json.connect(lambda run_id: self.export_json(run_id=run_id))
+        self.tabs.addTab(self.history, "History")
+        return self.tabs
+
+    # ---- state
+
+    def _enable(self) -> None:
+        connected = self.transport is not None
+        same_host = connected and self.connected_profile is not None and \
+            self.connected_profile.name == self.hosts.current().name
+        self.connect_button.setEnabled(not self.running and not self.connector.busy and not same_host)
+        self.disconnect_button.setEnabled(connected and not self.running)
+        self.start_button.setEnabled(bool(same_host) and not self.running)
+        self.stop_button.setEnabled(self.running)
+        self.hosts.setEnabled(not self.running)
+        self.suite.setEnabled(not self.running)
+        has_run = self.shown_run is not None
+        self.export_pdf_button.setEnabled(has_run and not self.running)
+        self.export_json_button.setEnabled(has_run and not self.running)
+
+    def _set_status(self, text: str) -> None:
+        self.status.setText(text)
+        self.message.emit(text)
+
+    def _host_selected(self, profile: HostProfile) -> None:
+        self.suite.set_choice(self.suite.choice().suite, data_path=profile.data_path or "",
+                              checkpoint_path=profile.checkpoint_path or "")
+        self.history.show_host(host_label(profile))
+        self._enable()
+
+    # ---- connection
+
+    def connect_selected(self) -> None:
+        profile = self.hosts.current()
+        self.disconnect_host()
+        self._pending_profile = profile
+        self.connector.connect_to(connect_spec(profile))
+        self._enable()
+
+    def _connected(self, transport: Transport) -> None:
+        self.transport = transport
+        self.connected_profile = self._pending_profile or self.hosts.current()
+        if self.connected_profile.local:
+            self._set_status("Ready to probe this machine")
+        else:
+            self._set_status(f"Connected to {self.connected_profile.name}")
+        self.log.add("info", f"connected to {self.connected_profile.name} ({getattr(transport, 'description', '')})")
+        self._enable()
+
+    def _connect_failed(self, reason: str) -> None:
+        self._set_status(f"Not connected: {reason}")
+        self.log.add("error", f"connection failed: {reason}")
+        self._enable()
+
+    def disconnect_host(self) -> None:
+        transport, self.transport, self.connected_profile = self.transport, None, None
+        if transport is not None:
+            with contextlib.suppress(Exception):
+                transport.close()
+            self._set_status("Not connected")
+        self._enable()
+
+    # ---- running
+
+    def start(self) -> bool:
+        """Run the chosen suite on the connected host; False (with a status line) when it cannot start."""
+        if self.running or self.transport is None or self.connected_profile is None:
+            self._set_status("Connect to the host first")
+            return False
+        choice = self.suite.choice()
+        if not choice.probes:
+            self._set_status("Pick at least one probe")
+            return False
+        try:
+            options = self.make_options(choice)
+        except ValidationError as exc:  # the runner's options say which field is wrong and why
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err.get("loc", ())).replace("_", " ")
+            self._set_status(f"Cannot start: {where}: {err.get('msg', 'invalid')}".replace(": Value error,", ":"))
+            return False
+        except ValueError as exc:
+            self._set_status(f"Cannot start: {exc}")
+            return False
+        self._reset_view()
+        self.running = True
+        self.run_id = None
+        self.showing.setText(f"Live: {choice.label} suite on {self.connected_profile.name}")
+        cancel = self.cancel_event = threading.Event()
+        transport, store, label, run = self.transport, self.store, host_label(self.connected_profile), self.run_suite
+
+        def events(job: Job) -> Iterator[Any]:
+            stream = run(transport, options, store, cancel, label)
+            try:
+                for event in stream:
+                    yield event
+                    if job.cancelled:
+                        cancel.set()
+            finally:
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
+
+        self.log.add("info", f"starting the {choice.label} suite on {self.connected_profile.name}")
+        self.gpu_charts.start()
+        self.progress_timer.start()
+        self._enable()
+        self.job = self.executor.stream(events, self._on_event, self._on_run_done, self._on_run_error)
+        return True
+
+    def stop(self) -> None:
+        """Ask the runner to cancel; if it has not ended after STOP_GRACE_MS the relay is dropped."""
+        if not self.running or self.cancel_event is None:
+            return
+        self.cancel_event.set()
+        self.stop_button.setEnabled(False)
+        self.eta.setText("Stopping: killing the remote processes and removing the temp dir…")
+        self.log.add("warning", "stop requested")
+        self.stop_timer.start()
+
+    def _force_stop(self) -> None:
+        if self.running and self.job is not None:
+            self.job.cancel()
+            self.log.add("error", "the runner did not stop in time; its events are no longer shown")
+            self._finish_run("cancelled")
+
+    def _reset_view(self) -> None:
+        self.gpu_charts.clear()
+        for chart in self.point_charts.values():
+            chart.clear_points()
+        for key in ON_DEMAND_CHARTS:
+            self.point_charts[key].hide()
+        self.log.clear()
+        self.scorecard_view.show_scorecard(None, "Running…")
+        self.evidence, self.scorecard, self.outcomes = None, None, []
+        self._throttle_seen.clear()
+        self._probe = None
+        self._finished_probes = 0
+        self.progress.setValue(0)
+        self.eta.setText("")
+
+    # ---- events (GUI thread)
+
+    def _on_event(self, event: Any) -> None:
+        handler = {
+            "RunStarted": self._run_started, "ProbeStarted": self._probe_started, "MetricsBatch": self._metrics,
+            "SeriesPoint": self._series_point,
+            "LogEvent": self._log_event, "ProbeFinished": self._probe_finished, "RunFinished": self._run_finished,
+        }.get(type(event).__name__)
+        if handler is not None:
+            handler(event)
+
+    def _run_started(self, event: Any) -> None:
+        self.run_id = getattr(event, "run_id", None)
+        facts = getattr(event, "facts", None)
+        host = self.connected_profile.name if self.connected_profile else "the host"
+        text = f"Live: run {self.run_id} on {host}"
+        if facts is not None:
+            gpus = len(facts.gpu_lines)
+            text += f", {gpus} NVIDIA GPU{'s' * (gpus != 1)}" if gpus else ", no NVIDIA GPU found"
+        self.showing.setText(text)
+
+    def _probe_started(self, event: Any) -> None:
+        total = max(int(getattr(event, "total", 1) or 1), 1)
+        index = int(getattr(event, "index", 1) or 1)
+        eta = getattr(event, "eta_s", None)
+        self._probe = (str(event.name), index, total, float(eta) if eta else None, time.monotonic())
+        self.log.add("info", f"probe {event.name} started ({self._position(index, total)} of {total})")
+        self._update_progress()
+
+    @staticmethod
+    def _position(index: int, total: int) -> int:
+        """The runner's 1-based index, kept within 1..total."""
+        return min(max(index, 1), total)
+
+    def _metrics(self, event: Any) -> None:
+        metrics: list[GpuMetric] = list(event.metrics)
+        self.gpu_charts.add_metrics(metrics)
+        self._watch_throttling(metrics)
+
+    def _watch_throttling(self, metrics: list[GpuMetric]) -> None:
+        for sample in metrics:
+            active = {r for r in sample.clocks_event_reasons if r in THROTTLE_LEVELS}
+            seen = self._throttle_seen.setdefault(sample.gpu, set())
+            for reason in sorted(active - seen):
+                self.log.add(THROTTLE_LEVELS[reason], f"GPU {sample.gpu}: clocks held back ({reason}) at "
+                                                      f"{sample.t:.1f} s")
+            for reason in sorted(seen - active):
+                self.log.add("info", f"GPU {sample.gpu}: {reason} cleared at {sample.t:.1f} s")
+            self._throttle_seen[sample.gpu] = active
+
+    def _series_point(self, event: Any) -> None:
+        self.add_point(str(event.series), float(event.x), float(event.y), str(getattr(event, "label", "") or ""),
+                       float(getattr(event, "t", 0.0) or 0.0))
+
+    def add_point(self, series: str, x: float, y: float, label: str = "", t: float = 0.0) -> None:
+        """Route one runner point to its chart (painted by the redraw timer)."""
+        key, name, x = route_point(series, x, label, t)
+        chart = self.point_charts[key]
+        if chart.isHidden():
+            chart.show()
+        chart.add(name, x, y, label)
+
+    def _log_event(self, event: Any) -> None:
+        self.log.add(str(getattr(event, "level", "info")), str(event.message))
+
+    def _probe_finished(self, event: Any) -> None:
+        outcome: ProbeOutcome = event.outcome
+        self.outcomes.append(outcome)
+        self._finished_probes += 1
+        status = str(outcome.status.value if hasattr(outcome.status, "value") else outcome.status)
+        level = {"ok": "info", "skipped": "info", "cancelled": "warning", "interrupted": "error",
+                 "failed": "error"}.get(status, "info")
+        detail = f": {outcome.error}" if outcome.error else ""
+        took = fmt_duration(outcome.ended - outcome.started)
+        if status == "interrupted":
+            self.log.add("error", f"connection lost during {outcome.name}{detail}")
+        else:
+            self.log.add(level, f"probe {outcome.name} {status} after {took}{detail}")
+        for warning in outcome.warnings:
+            self.log.add("warning", f"{outcome.name}: {warning}")
+        self._update_progress()
+
+    def _run_finished(self, event: Any) -> None:
+        self.run_id = getattr(event, "run_id", None)
+        self.evidence = getattr(event, "evidence", None)
+        self.scorecard = getattr(event, "scorecard", None)
+        status = str(getattr(event, "status", "completed"))
+        status = str(getattr(status, "value", status))
+        self.scorecard_view.show_scorecard(self.scorecard, f"No verdict: the run ended {status}.")
+        self.shown_run = self.run_id
+        self._finish_run(status)
+        if self.scorecard is not None:
+            self.tabs.setCurrentIndex(1)
+
+    def _finish_run(self, status: str) -> None:
+        if not self.running:
+            return
+        self.running = False
+        self.stop_timer.stop()
+        self.progress_timer.stop()
+        self.gpu_charts.stop()
+        self._redraw_points()
+        if status == "completed":
+            self.progress.setValue(PROGRESS_STEPS)
+        verdict = f" · {self.scorecard.verdict.value}" if self.scorecard is not None else ""
+        self.eta.setText(f"Run {status}{verdict}")
+        self.log.add("info" if status == "completed" else "warning", f"run {status}")
+        self._set_status(f"Run {self.run_id if self.run_id is not None else ''} {status}{verdict}".replace("  ", " "))
+        self.history.refresh()
+        self._enable()
+
+    def _on_run_done(self, _value: Any) -> None:
+        if self.running:  # the stream ended without RunFinished
+            self._finish_run("interrupted" if self.cancel_event is None or not self.cancel_event.is_set()
+                             else "cancelled")
+
+    def _on_run_error(self, exc: BaseException) -> None:
+        self.log.add("error", f"the run stopped: {exc}")
+        self._finish_run("failed")
+
+    # ---- progress
+
+    def _update_progress(self) -> None:
+        if self._probe is None:
+            return
+        name, index, total, eta, started = self._probe
+        elapsed = time.monotonic() - started
+        position = self._position(index, total)
+        within = min(elapsed / eta, 0.99) if eta else 0.0
+        done = max(self._finished_probes, position - 1)
+        if self._finished_probes >= position:
+            within = 0.0
+        self.progress.setValue(int(PROGRESS_STEPS * min((done + within) / total, 1.0)))
+        if self._finished_probes >= position:
+            return
+        text = f"{name} ({position}/{total})"
+        if eta:
+            left = max(eta - elapsed, 0.0)
+            text += f" · {fmt_duration(elapsed)} of about {fmt_duration(eta)}, ~{fmt_duration(left)} left"
+        else:
+            text += f" · {fmt_duration(elapsed)}"
+        self.eta.setText(text)
+
+    def _redraw_points(self) -> None:
+        for chart in self.point_charts.values():
+            chart.redraw()
+
+    # ---- scorecard, history, export
+
+    def apply_measured(self) -> PlanRequest | None:
+        """Put the measured TFLOP/s and busbw into the plan and emit ``apply_to_plan``."""
+        if self.evidence is None:
+            self._set_status("Nothing to apply: this run has no evidence")
+            return None
+        from core.catalog import load_catalog
+        from core.probes.apply import apply_to_plan
+
+        request = self.plan_request_source() if self.plan_request_source is not None else None
+        if request is None:
+            request = PlanRequest.model_validate(DEFAULT_PLAN)
+        try:
+            new, notes = apply_to_plan(request, self.evidence, load_catalog())
+        except (ValueError, LookupError) as exc:
+            self._set_status(f"Cannot apply to the plan: {exc}")
+            return None
+        for note in notes:
+            self.log.add("info", f"plan: {note}")
+        self.apply_to_plan.emit(new)
+        self._set_status("Measured figures sent to the plan" + (f": {notes[0]}" if notes else ""))
+        return new
+
+    def reopen(self, run_id: int) -> StoredRun | None:
+        """Show a stored run: its GPU samples, chart points, events and scorecard."""
+        if self.running:
+            self._set_status("Stop the current run before reopening another")
+            return None
+        try:
+            run = self.store.load_run(run_id)
+        except KeyError as exc:
+            self._set_status(str(exc.args[0]))
+            return None
+        self._reset_view()
+        table = run.samples
+        channels = metrics_from_table(table)
+        history = self.gpu_charts.history
+        for gpu in table.gpus():
+            mask = table.gpu == gpu
+            t = table.t[mask]
+            order = np.argsort(t, kind="stable")
+            values = np.vstack([channels[name][mask][order] for name in CHANNEL])
+            history.add_columns(gpu, t[order], values)
+        self.gpu_charts.redraw()
+        for point in run.series:
+            self.add_point(point.series, point.x, point.y, point.label, point.t)
+        self._redraw_points()
+        for ev in run.events:
+            self.log.add(ev.level, ev.message, when=run.summary.started + ev.t)
+        self.evidence, self.scorecard, self.outcomes = run.evidence, run.scorecard, list(run.outcomes)
+        self.scorecard_view.show_scorecard(run.scorecard, f"No verdict: the run ended {run.summary.status}.")
+        self.run_id = self.shown_run = run_id
+        self.showing.setText(f"Run {run_id} on {run.summary.host}, {fmt_time(run.summary.started)} "
+                             f"({run.summary.suite}, {run.summary.status})")
+        self.progress.setValue(PROGRESS_STEPS if run.summary.status == "completed" else 0)
+        self.tabs.setCurrentIndex(0)
+        self._enable()
+        self._set_status(f"Reopened run {run_id}")
+        return run
+
+    def compare(self, a_id: int, b_id: int) -> CompareDialog | None:
+        try:
+            a, b = self.store.load_run(a_id), self.store.load_run(b_id)
+        except KeyError as exc:
+            self._set_status(str(exc.args[0]))
+            return None
+        dialog = CompareDialog(Side(a.summary, a.scorecard), Side(b.summary, b.scorecard), self)
+        self.compare_dialog = dialog
+        dialog.show()
+        return dialog
+
+    def _export_target(self, run_id: int | None, title: str, suffix: str, path: Path | None) -> tuple[int, Path] | None:
+        run_id = run_id if run_id is not None else self.shown_run
+        if run_id is None:
+            self._set_status("No run to export: run a suite or reopen one")
+            return None
+        if path is None:
+            name, _ = QFileDialog.getSaveFileName(self, title, f"probe-run-{run_id}.{suffix}",
+                                                  f"{suffix.upper()} (*.{suffix})")
+            if not name:
+                return None
+            path = Path(name)
+        return run_id, path
+
+    def export_json(self, path: Path | None = None, run_id: int | None = None) -> Path | None:
+        """Write the run (summary, options, outcomes, evidence, scorecard, events, samples summary) as JSON."""
+        target = self._export_target(run_id, "Export probe JSON", "json", path)
+        if target is None:
+            return None
+        run_id, path = target
+        from core.probe_report import run_json
+
+        try:
+            run = self.store.load_run(run_id)
+            path.write_text(json.dumps(run_json(run), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        except KeyError as exc:
+            self._set_status(str(exc.args[0]))
+            return None
+        except (OSError, ValueError) as exc:
+            self._set_status(f"Cannot write {path}: {getattr(exc, 'strerror', None) or exc}")
+            return None
+        self._set_status(f"Exported {path}")
+        return path
+
+    def export_pdf(self, path: Path | None = None, run_id: int | None = None,
+                   on_done: Callable[[int], None] | None = None) -> None:
+        """Read the run here (the store belongs to this thread), build and render the report on a worker."""
+        target = self._export_target(run_id, "Export probe PDF", "pdf", path)
+        if target is None:
+            return
+        run_id, path = target
+        from core.probe_report import build_probe_report
+        from gui.pdf import render_report
+
+        try:
+            run = self.store.load_run(run_id)
+        except KeyError as exc:
+            self._set_status(str(exc.args[0]))
+            return
+        self._set_status(f"Writing {path}…")
+
+        def done(pages: int) -> None:
+            self._set_status(f"Exported {path} ({pages} pages)")
+            if on_done is not None:
+                on_done(pages)
+
+        self.executor.submit(lambda: render_report(build_probe_report(run), path), done,
+                             lambda exc: self._set_status(f"PDF export failed: {exc}"))
+
+    # ---- shutdown
+
+    def showEvent(self, event: QShowEvent) -> None:
+        if not self._window_filter and self.window() is not self:
+            self.window().installEventFilter(self)
+            self._window_filter = True
+        super().showEvent(event)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.window() and event.type() == QEvent.Type.Close:
+            self.shutdown()
+        return False
+
+    def shutdown(self) -> None:
+        """Cancel a run, answer open prompts and drop the connection (the window is closing)."""
+        if self.cancel_event is not None:
+            self.cancel_event.set()
+        self.gpu_charts.timer.stop()
+        self.progress_timer.stop()
+        self.connector.close()
+        self.disconnect_host()

@@ -1,0 +1,203 @@
+"""Render the Probe place offscreen to docs/screenshots/probe-*.png: the pane in the middle of a run, then its
+scorecard once the run ends. Run: ``.venv/bin/python packaging/screenshots_probe.py [OUT_DIR]``.
+
+There is no GPU on the machines that build the docs, so the run is a replay of real captures from
+``tests/fixtures/probes`` (see its SOURCES.md) through the project's parsers: `nvidia-smi --query-gpu` and
+`dmon` under gpu-burn on one H100 (#4, #7), its `nvidia-smi -q` (#3), the nccl-tests sweep of two p5 nodes
+(#21) and a fio JSON. Values and their timing are the captured ones; the host is named after what it is.
+Everything is written to a throwaway user folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["PYQTGRAPH_QT_LIB"] = "PySide6"
+
+from PySide6.QtCore import QCoreApplication  # noqa: E402
+from PySide6.QtWidgets import QWidget  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures" / "probes"
+SIZE = (1280, 900)
+HOST = "h100-gpuburn (replayed capture)"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8", errors="replace")
+
+
+class CaptureReplay:
+    """A ``run_suite`` stand-in that streams the captured outputs and holds in the burn until released."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.in_burn = threading.Event()
+
+    def __call__(self, transport: Any, options: Any, store: Any, cancel: threading.Event,
+                 host_label: str) -> Iterator[Any]:
+        from core.probe_store import StoredSeriesPoint
+        from core.probes.evidence import HostInventory, ProbeEvidence, ProbeOutcome, ProbeStatus, StorageResult
+        from core.probes.parsers import (
+            parse_dmon,
+            parse_fio_json,
+            parse_nccl_tests,
+            parse_nvidia_smi_q,
+            parse_query_gpu,
+        )
+        from core.probes.probes.base import HostFacts
+        from core.probes.runner import (
+            LogEvent,
+            MetricsBatch,
+            ProbeFinished,
+            ProbeStarted,
+            RunFinished,
+            RunStarted,
+            SeriesPoint,
+        )
+        from core.probes.scorecard import score
+
+        smi = parse_nvidia_smi_q(fixture("nvidia_smi_q_1xH100_under_gpuburn_590.48.01.txt")).value
+        nccl = parse_nccl_tests(fixture("nccl_allreduce_2x8xH100_p5_EFA_srun_rank_prefixed.txt")).value
+        fio = parse_fio_json(fixture("fio_json_fio3.1_randread_4k_qd1_32jobs_SATA_SSD_PM883.json")).value
+        csv = parse_query_gpu(fixture("nvidia_smi_query_gpu_csv_1xH100_under_gpuburn_590.48.01.csv")).value
+        dmon = parse_dmon(fixture("nvidia_smi_dmon_1xH100_under_gpuburn_590.48.01.txt")).value
+        assert smi and nccl and fio and csv and dmon is not None
+        read = fio.jobs[0].read
+        assert read is not None
+        evidence = ProbeEvidence(
+            inventory=HostInventory(hostname="h100-gpuburn", nvidia=smi), health=smi, collectives=nccl,
+            collective_interconnect="efa",
+            storage=[StorageResult(path="/data", role="data", tool="fio", rand_read_iops=read.iops,
+                                   rand_read_p99_ms=(read.clat_p99_ns or 0) / 1e6, fio=[fio])])
+        probes = ["inventory", "health", "collectives", "storage", "burn"]
+        run_id = store.start_run(host_label, ",".join(probes), probes)
+        facts = HostFacts(tools={"nvidia-smi": "/usr/bin/nvidia-smi"},
+                          gpu_lines=[f"GPU {g.index}: {g.name}" for g in smi.gpus])
+        yield RunStarted(run_id=run_id, host=host_label, probes=probes, facts=facts)
+        t = 0.0
+        for index, name in enumerate(probes, start=1):
+            t += 1.0
+            started = time.time()
+            eta = {"burn": 600.0, "collectives": 60.0, "storage": 30.0}.get(name)
+            yield ProbeStarted(t=t, name=name, index=index, total=len(probes), eta_s=eta)
+            if name == "inventory":
+                gpu = smi.gpus[0]
+                yield LogEvent(t=t, level="info", probe=name,
+                               message=f"1 × {gpu.name}, driver {smi.driver_version}, PCIe Gen{gpu.pcie_gen_current} "
+                                       f"x{gpu.pcie_width_current}")
+            elif name == "collectives":
+                points = []
+                for row in nccl.rows:
+                    timing = row.in_place
+                    if timing is None or timing.busbw_gbps is None or timing.algbw_gbps is None:
+                        continue
+                    for series, value in (("busbw", timing.busbw_gbps), ("algbw", timing.algbw_gbps)):
+                        points.append(StoredSeriesPoint(t=t, series=series, x=row.size_bytes, y=value,
+                                                        label="nccl-tests"))
+                        yield SeriesPoint(t=t, series=series, x=row.size_bytes, y=value,
+                                          label="nccl-tests")
+                store.add_series(run_id, points)
+                yield LogEvent(t=t, level="info", probe=name,
+                               message=f"all_reduce peak busbw {nccl.peak_busbw:.1f} GB/s over {nccl.nranks} ranks")
+            elif name == "storage":
+                mb_s = (read.bw_bytes_per_s or 0) / 1e6
+                store.add_series(run_id, [StoredSeriesPoint(t=t, series="fio_read", x=t, y=mb_s,
+                                                            label="data randread"),
+                                          StoredSeriesPoint(t=t, series="fio_iops", x=t, y=read.iops or 0,
+                                                            label="data randread")])
+                yield SeriesPoint(t=t, series="fio_read", x=t, y=mb_s, label="data randread")
+                yield SeriesPoint(t=t, series="fio_iops", x=t, y=read.iops or 0, label="data randread")
+            elif name == "burn":
+                samples = [*csv.metrics, *(m.model_copy(update={"t": m.t + 1.0}) for m in dmon)]
+                samples = [m.model_copy(update={"t": m.t + t}) for m in samples]
+                store.add_samples(run_id, samples)
+                for sample in samples:
+                    yield MetricsBatch(t=sample.t, metrics=[sample])
+                yield LogEvent(t=t, level="info", probe=name, message="burn: GPU 0 at 100 % utilisation, 1980 MHz")
+                self.in_burn.set()
+                while not (self.release.is_set() or cancel.is_set()):
+                    time.sleep(0.05)
+            status = ProbeStatus.cancelled if cancel.is_set() else ProbeStatus.ok
+            outcome = ProbeOutcome(name=name, status=status, started=started, ended=time.time())
+            store.add_outcome(run_id, outcome)
+            yield ProbeFinished(t=t, outcome=outcome)
+        card = score(evidence, samples=[*csv.metrics, *dmon])
+        state = "cancelled" if cancel.is_set() else "completed"
+        store.finish_run(run_id, state, evidence=evidence, scorecard=card)
+        yield RunFinished(t=t, run_id=run_id, evidence=evidence, scorecard=card, status=state)
+
+
+def wait(condition: Any, seconds: float = 30.0) -> None:
+    end = time.monotonic() + seconds
+    while not condition():
+        QCoreApplication.processEvents()
+        time.sleep(0.01)
+        if time.monotonic() > end:
+            raise RuntimeError("the replayed run did not get there in time")
+
+
+def save(widget: QWidget, path: Path) -> None:
+    for _ in range(20):
+        QCoreApplication.processEvents()
+        time.sleep(0.02)
+    if not widget.grab().save(str(path)):
+        raise RuntimeError(f"cannot write {path}")
+    print(path)
+
+
+def main(out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="tuneplan-probe-shots-"))
+    os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
+    os.environ["XDG_DATA_HOME"] = str(scratch / "data")
+    from core.probe_store import HostProfile, ProbeStore
+    from core.probes.transport import LocalTransport
+    from gui.app import make_app
+    from gui.probe.pane import ProbePane
+    from gui.workers import ThreadExecutor
+
+    app = make_app(["screenshots"])
+    store = ProbeStore(scratch / "probes.db")
+    store.save_host(HostProfile(name=HOST, target="ubuntu@h100-gpuburn", data_path="/data",
+                                checkpoint_path="/checkpoints"))
+    replay = CaptureReplay()
+    executor = ThreadExecutor()
+    pane = ProbePane(executor, store, run_suite=replay, make_options=lambda choice: choice,
+                     known_hosts_file=scratch / "known_hosts")
+    pane.resize(*SIZE)
+    pane.show()
+    pane.hosts.select(HOST)
+    pane._pending_profile = pane.hosts.current()  # stand in for the SSH connection: the run is a replay
+    pane._connected(LocalTransport())
+    pane.suite.set_choice(("inventory", "health", "collectives", "storage", "burn"), burn_seconds=600)
+    pane.start()
+    wait(replay.in_burn.is_set)
+    wait(lambda: pane.gpu_charts.history.samples >= 6)
+    pane.gpu_charts.window_box.setCurrentIndex(pane.gpu_charts.window_box.findText("whole run"))
+    save(pane, out / "probe-pane.png")
+    replay.release.set()
+    wait(lambda: not pane.running)
+    pane.tabs.setCurrentIndex(1)
+    save(pane, out / "probe-scorecard.png")
+    pane.shutdown()
+    executor.stop_all(5000)
+    store.close()
+    pane.close()
+    app.processEvents()
+    shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots"))
