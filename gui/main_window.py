@@ -75,8 +75,17 @@ class MainWindow(QMainWindow):
         window = cls(ThreadExecutor(), store)
         from gui.probe import ProbePlace  # builds the probe pane (paramiko, pyqtgraph) when first shown
 
-        window.add_place("Probe", ProbePlace(window.executor))
+        probe = ProbePlace(window.executor, plan_request_source=lambda: window.wizard.state.request)
+        probe.apply_to_plan.connect(window.apply_probe_request)
+        probe.message.connect(lambda text: window.statusBar().showMessage(text, 8000))
+        window.add_place("Probe", probe)
         return window
+
+    def apply_probe_request(self, request: Any) -> None:
+        """A plan request carrying a probe's measured MFU and bandwidth: open it in the wizard."""
+        self.wizard.load_request(request_to_dict(request), name="with probe measurements")
+        self.show_place("Plan")
+        self.statusBar().showMessage("Plan updated with the probe's measured figures", 8000)
 
     # ---- places
 

@@ -122,3 +122,20 @@ def test_a_chart_asked_to_draw_during_the_import_waits_for_it(qtbot, monkeypatch
         charts._imported.set()
     qtbot.waitUntil(lambda: not view.message.isVisible(), timeout=2000)
     assert view.title.text() == "t" and view.chart == chart
+
+
+def test_probe_measurements_open_in_the_wizard(qtbot, window):
+    """'Apply to plan' in the Probe place hands a PlanRequest with measured figures to the wizard."""
+    from wizard_driver import settle
+
+    from core.models import PlanRequest
+
+    request = PlanRequest.model_validate({
+        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8},
+        "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "intra_node_busbw_gbs": 232.2},
+        "assumptions": {"mfu": 0.31}})
+    window.apply_probe_request(request)
+    settle(qtbot, window.wizard.state)
+    assert window.stack.currentWidget() is window.wizard
+    assert window.wizard.state.get("hardware.intra_node_busbw_gbs") == 232.2
+    assert window.wizard.state.get("assumptions.mfu") == 0.31
