@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench import perf_doc
+
 ROOT = Path(__file__).resolve().parent.parent
 COLD_START_BUDGET_S = 1.5
 FRAME_BUDGET_S = 0.050
@@ -45,11 +47,6 @@ HEARTBEAT_MS = 2
 READ_MS = 1500  # a user on the first page before going on (the window imports the chart library meanwhile)
 NAV_MS = 400  # between two page moves: a quick user who glances at each page
 SECTION_TITLE = "## Window"
-DOC_PREAMBLE = (
-    "# Performance\n\n"
-    "Measured figures against the budgets in DESIGN §7, one `## ` section per area. Each section is\n"
-    "written by its benchmark under `bench/`; rerun the benchmark rather than editing its section by hand.\n"
-)
 REQUEST: dict[str, Any] = {
     "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2.0e8, "epochs": 1, "seq_len": 4096},
     "training": {"method": "lora", "lora_rank": 16},
@@ -555,21 +552,6 @@ def section_markdown(info: dict[str, str], cold: ColdStart, typed: Typing, pdf: 
     ])
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace the `## Window` section of `path` (or add it), keeping every other section as it is."""
-    text = path.read_text(encoding="utf-8") if path.exists() else DOC_PREAMBLE
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION_TITLE), None)
-    if start is None:
-        body = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        after = "".join(lines[end:])
-        body = "".join(lines[:start]) + section + ("\n" + after if after else "")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(body, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="fresh processes for cold start, PDF exports")
@@ -625,7 +607,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nnote: the 1-min load average is {os.getloadavg()[0]:.2f} on this machine: other work shared the "
               "cores, and the gaps above are partly theirs; rerun when it is quiet")
     if args.write:
-        write_section(args.write, section_markdown(info, cold, typed, pdf, runs, dt.date.today()))
+        section = section_markdown(info, cold, typed, pdf, runs, dt.date.today())
+        perf_doc.write_section(args.write, SECTION_TITLE, section)
         print(f"\nwrote the '{SECTION_TITLE}' section of {args.write}")
     return 0
 

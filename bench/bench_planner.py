@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from bench import perf_doc
 from core.catalog import Catalog, load_catalog, shipped_catalog
 from core.models import PlanRequest
 from core.planner import search as planner_search
@@ -38,11 +39,6 @@ from core.planner.plan import plan, resolve_model
 SINGLE_PLAN_BUDGET_S = 5e-3
 SEARCH_BUDGET_S = 100e-3
 SECTION_TITLE = "## Planner"
-DOC_PREAMBLE = (
-    "# Performance\n\n"
-    "Measured figures against the budgets in DESIGN §7, one `## ` section per area. Each section is\n"
-    "written by its benchmark under `bench/`; rerun the benchmark rather than editing its section by hand.\n"
-)
 
 # DESIGN §3.1: Llama 3.1 8B LoRA on one node of 8 × H100 SXM.
 DESIGN_REQUEST: dict[str, Any] = {
@@ -375,21 +371,6 @@ def section_markdown(result: dict[str, Any], today: dt.date) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace the `## Planner` section of `path` (or add it), keeping every other section as it is."""
-    text = path.read_text(encoding="utf-8") if path.exists() else DOC_PREAMBLE
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION_TITLE), None)
-    if start is None:
-        body = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        after = "".join(lines[end:])
-        body = "".join(lines[:start]) + section + ("\n" + after if after else "")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(body, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_planner",
                                      description=(__doc__ or "").splitlines()[0])
@@ -404,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run(args.repeat, args.warmup, args.profile)
     print(report_text(result))
     if args.write:
-        write_section(args.write, section_markdown(result, dt.date.today()))
+        perf_doc.write_section(args.write, SECTION_TITLE, section_markdown(result, dt.date.today()))
         print(f"\nwrote the '{SECTION_TITLE}' section of {args.write}")
     return 0
 

@@ -40,6 +40,7 @@ import numpy as np
 from PySide6.QtCore import QEventLoop, QTimer
 from PySide6.QtWidgets import QApplication
 
+from bench import perf_doc
 from core.probes.samples import GpuMetric
 from gui.probe.gpu_history import METRICS, GpuHistory
 from gui.probe.live_charts import LiveGpuCharts
@@ -51,11 +52,6 @@ REDRAW_HZ = 20.0
 FRAME_BUDGET_S = 1 / REDRAW_HZ  # a frame must end before the next timer tick
 GAP_BUDGET_S = 0.050  # no stall longer than one 20 Hz period
 SECTION_TITLE = "## Probe live charts"
-DOC_PREAMBLE = (
-    "# Performance\n\n"
-    "Measured figures against the budgets in DESIGN §7, one `## ` section per area. Each section is\n"
-    "written by its benchmark under `bench/`; rerun the benchmark rather than editing its section by hand.\n"
-)
 # (low, high) of each metric in chart units, in METRICS order, for the synthetic curves.
 RANGES = {"util_pct": (60, 100), "mem_used_bytes": (40 * 2**30, 78 * 2**30), "temp_c": (45, 80),
           "power_w": (300, 700), "sm_clock_mhz": (1400, 1980), "mem_util_pct": (10, 60), "mem_temp_c": (40, 75),
@@ -353,21 +349,6 @@ def section_markdown(result: dict[str, Any], today: dt.date, command: str) -> st
     return "\n".join(out) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace the `## Probe live charts` section of `path` (or add it), keeping every other section."""
-    text = path.read_text(encoding="utf-8") if path.exists() else DOC_PREAMBLE
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION_TITLE), None)
-    if start is None:
-        body = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        after = "".join(lines[end:])
-        body = "".join(lines[:start]) + section + ("\n" + after if after else "")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(body, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_probe_charts",
                                      description=(__doc__ or "").splitlines()[0])
@@ -384,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         command = "python -m bench.bench_probe_charts" + (
             f" --frames {args.frames}" if args.frames != 100 else "") + (
             f" --loop-seconds {args.loop_seconds:g}" if args.loop_seconds != 20.0 else "")
-        write_section(args.write, section_markdown(result, dt.date.today(), command))
+        perf_doc.write_section(args.write, SECTION_TITLE, section_markdown(result, dt.date.today(), command))
         print(f"\nwrote the '{SECTION_TITLE}' section of {args.write}")
     return 0
 

@@ -24,13 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import perf_doc
 from core.probe_store import SAMPLE_COLUMNS, ProbeStore, sample_values
 from core.probes.samples import GpuMetric
 
 BUDGET_S = 0.5
 FLUSH_S = 0.5  # the runner's sample flush period (core.probes.runner.SAMPLE_FLUSH_S)
 SECTION_TITLE = "## Probe store"
-DOC_PREAMBLE = "# Performance\n\n"
 
 
 @dataclass
@@ -184,20 +184,6 @@ def section_markdown(r: Result, minutes: float, gpus: int, hz: float, repeat: in
     ])
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace the `## Probe store` section of `path` (or add it), keeping every other section as it is."""
-    text = path.read_text(encoding="utf-8") if path.exists() else DOC_PREAMBLE
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION_TITLE), None)
-    if start is None:
-        body = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        after = "".join(lines[end:])
-        body = "".join(lines[:start]) + section + ("\n" + after if after else "")
-    path.write_text(body, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_probe_store",
                                      description=(__doc__ or "").splitlines()[0])
@@ -212,8 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     result = run(args.minutes, args.gpus, args.hz, args.repeat)
     print(report_text(result, args.minutes, args.gpus, args.hz))
     if args.write:
-        write_section(args.write, section_markdown(result, args.minutes, args.gpus, args.hz, args.repeat,
-                                                   dt.date.today()))
+        section = section_markdown(result, args.minutes, args.gpus, args.hz, args.repeat, dt.date.today())
+        perf_doc.write_section(args.write, SECTION_TITLE, section)
         print(f"\nwrote the '{SECTION_TITLE}' section of {args.write}")
     return 0 if statistics.median(result.load_run_s) < BUDGET_S else 1
 
