@@ -349,7 +349,7 @@ def section_markdown(result: dict[str, Any], today: dt.date) -> str:
         f"{_ms(f['catalog'])} on the cold catalog and {_ms(f['first_plan'])} on its first plan.",
         "",
         "What the cases measure: *single plan* is `core.planner.plan.plan()` with fixed hardware (memory, "
-        "compute, communication, storage, checkpoints, cost, and the binary searches for the largest "
+        "compute, communication, storage, checkpoints, cost, and the vectorised search for the largest "
         "micro-batch and sequence that fit). *Plan with search* is the same request without `hardware`: "
         "`core.planner.search.search` over the whole priced catalog, then a full plan of the recommended "
         "configuration. *Search only* times `search()` alone. *Catalog cold* clears the in-process cache and "
