@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from core.paths import config_dir
 from core.resources import read_json
 
 __all__ = [
@@ -632,13 +633,8 @@ def shipped_catalog() -> Catalog:
 
 
 def default_user_dir() -> Path:
-    """Where the user's override files live: $XDG_CONFIG_HOME/tuneplan, else ~/.config/tuneplan."""
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    if xdg and Path(xdg).is_absolute():
-        return Path(xdg) / "tuneplan"
-    if os.name == "nt" and os.environ.get("APPDATA"):
-        return Path(os.environ["APPDATA"]) / "tuneplan"
-    return Path.home() / ".config" / "tuneplan"
+    """Where the user's override files live (core.paths.config_dir)."""
+    return config_dir()
 
 
 def _read_user_file(path: Path) -> Any:

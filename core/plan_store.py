@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ import sqlite_utils
 from pydantic import ValidationError
 
 from core.models import PlanRequest, PlanResult
+from core.paths import data_dir
 
 SCHEMA_VERSION = 2
 DB_NAME = "tuneplan.db"
@@ -34,13 +34,8 @@ class StoreError(RuntimeError):
 
 
 def default_db_path() -> Path:
-    """$XDG_DATA_HOME/tuneplan/tuneplan.db, else ~/.local/share/tuneplan/tuneplan.db (%APPDATA% on Windows)."""
-    xdg = os.environ.get("XDG_DATA_HOME")
-    if xdg and Path(xdg).is_absolute():
-        return Path(xdg) / "tuneplan" / DB_NAME
-    if os.name == "nt" and os.environ.get("APPDATA"):
-        return Path(os.environ["APPDATA"]) / "tuneplan" / DB_NAME
-    return Path.home() / ".local" / "share" / "tuneplan" / DB_NAME
+    """The plan library in the user's data folder (core.paths.data_dir)."""
+    return data_dir() / DB_NAME
 
 
 def request_to_dict(request: PlanRequest) -> dict[str, Any]:

@@ -16,7 +16,6 @@ Why it is built this way:
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -30,6 +29,7 @@ import numpy as np
 import sqlite_utils
 from pydantic import BaseModel, Field, ValidationError
 
+from core.paths import data_dir
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.samples import GpuMetric
 from core.probes.transport import CommandResult
@@ -47,13 +47,8 @@ class ProbeStoreError(RuntimeError):
 
 
 def default_probe_db_path() -> Path:
-    """``$XDG_DATA_HOME/tuneplan/probes.db``, else ``~/.local/share/tuneplan/probes.db``."""
-    xdg = os.environ.get("XDG_DATA_HOME")
-    if xdg and Path(xdg).is_absolute():
-        return Path(xdg) / "tuneplan" / DB_NAME
-    if os.name == "nt" and os.environ.get("APPDATA"):
-        return Path(os.environ["APPDATA"]) / "tuneplan" / DB_NAME
-    return Path.home() / ".local" / "share" / "tuneplan" / DB_NAME
+    """The probe history in the user's data folder (core.paths.data_dir)."""
+    return data_dir() / DB_NAME
 
 
 # --------------------------------------------------------------------------- records

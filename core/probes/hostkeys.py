@@ -15,15 +15,15 @@ from pathlib import Path
 
 import paramiko
 
+from core.paths import data_dir
 from core.probes.transport import HostKeyChanged, HostKeyUnknown, TransportError
 
 DEFAULT_PORT = 22
 
 
 def default_app_known_hosts() -> Path:
-    """``$XDG_DATA_HOME/tuneplan/known_hosts`` (``~/.local/share/tuneplan/known_hosts`` when unset)."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "tuneplan" / "known_hosts"
+    """The app's own known-hosts file in the user's data folder (core.paths.data_dir)."""
+    return data_dir() / "known_hosts"
 
 
 def default_user_known_hosts() -> Path:
