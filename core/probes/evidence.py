@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from core.probes.samples import (
     CollectiveResult,
     FioResult,
+    GpuInfo,
     IbInventory,
     KernelLogScan,
     NvidiaSmiReport,
@@ -113,6 +114,9 @@ class ProbeEvidence(BaseModel):
     storage: list[StorageResult] = Field(default_factory=list)
     distributed: DistributedResult | None = None
     burn: BurnResult | None = None
+    # The PCIe link read while every GPU ran matmuls (index, bus id, gen and width): links downshift at idle to
+    # save power, so only this reading can show a downtrained link. None: not read (no GPU, no CUDA).
+    pcie_under_load: list[GpuInfo] | None = None
 
 
 class ProbeStatus(StrEnum):

@@ -302,33 +302,74 @@ def _under_load(box: _Box, index: int) -> bool | None:
     return None if not utils else max(utils) >= 50.0
 
 
+class _Link(NamedTuple):
+    """One GPU's PCIe link reading and whether the GPU was busy when it was taken."""
+
+    gpu: int
+    gen: int
+    gen_max: int
+    width: int | None
+    width_max: int | None
+    loaded: bool
+
+
+def _pcie_links(box: _Box) -> list[_Link]:
+    """Per GPU the reading taken under load (compute/burn probe) when there is one, else the snapshot's."""
+    loaded = list(box.e.pcie_under_load or [])
+    by_bus = {g.pci_bus_id.lower(): g for g in loaded if g.pci_bus_id}
+    by_index = {g.index: g for g in loaded}
+    links: list[_Link] = []
+    used: set[int] = set()
+    for g in box.gpus:
+        busy = (by_bus.get(g.pci_bus_id.lower()) if g.pci_bus_id else None) or by_index.get(g.index)
+        gen_max = (busy.pcie_gen_max if busy is not None else None) or g.pcie_gen_max
+        width_max = (busy.pcie_width_max if busy is not None else None) or g.pcie_width_max
+        if busy is not None and busy.pcie_gen_current is not None and gen_max is not None:
+            used.add(id(busy))
+            links.append(_Link(g.index, busy.pcie_gen_current, gen_max, busy.pcie_width_current, width_max, True))
+        elif g.pcie_gen_current is not None and g.pcie_gen_max is not None:
+            links.append(_Link(g.index, g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_current, g.pcie_width_max,
+                               bool(_under_load(box, g.index))))
+    for busy in loaded:  # no inventory to match (the inventory probe did not run)
+        if id(busy) not in used and not box.gpus and busy.pcie_gen_current is not None and busy.pcie_gen_max:
+            links.append(_Link(busy.index, busy.pcie_gen_current, busy.pcie_gen_max, busy.pcie_width_current,
+                               busy.pcie_width_max, True))
+    return links
+
+
 def check_pcie(box: _Box) -> Check | None:
-    known = [g for g in box.gpus if g.pcie_gen_current is not None and g.pcie_gen_max is not None]
+    """Grade the link read under load; an idle reading never fails, since idle links downshift to save power."""
+    known = _pcie_links(box)
     downtrained = [ev for ev in (box.e.kernel_log.events if box.e.kernel_log else []) if ev.kind == "pcie_downtrained"]
     if not known and not downtrained:
         return None
-    narrow = [g.index for g in known if g.pcie_width_current and g.pcie_width_max
-              and g.pcie_width_current < g.pcie_width_max]
-    slow = [g for g in known if (g.pcie_gen_current or 0) < (g.pcie_gen_max or 0)]
-    links = Counter(f"Gen{g.pcie_gen_current} x{g.pcie_width_current}" for g in known)
+    narrow = [g for g in known if g.width and g.width_max and g.width < g.width_max]
+    slow = [g for g in known if g.gen < g.gen_max]
+    links = Counter(f"Gen{g.gen} x{g.width} {'under load' if g.loaded else 'at idle'}" for g in known)
     measured = "; ".join(f"{link} on {_count(n, 'GPU')}" for link, n in links.most_common()) or "not reported"
-    maxes = Counter(f"Gen{g.pcie_gen_max} x{g.pcie_width_max}" for g in known)
-    expected = "current = max (" + ", ".join(maxes) + ")" if maxes else "current = max"
+    maxes = Counter(f"Gen{g.gen_max} x{g.width_max}" for g in known)
+    expected = "current = max under load (" + ", ".join(maxes) + ")" if maxes else "current = max under load"
+    name, source = "PCIe link", T.PCIE_SOURCE_LINK
     if downtrained:
-        return _check("inventory", "PCIe link", FAIL, measured, expected, T.PCIE_SOURCE_LINK,
+        return _check("inventory", name, FAIL, measured, expected, source,
                       f"the kernel log says a PCIe link is limited: {downtrained[0].message[:120]}")
-    if narrow:
-        return _check("inventory", "PCIe link", FAIL, measured, expected, T.PCIE_SOURCE_LINK,
-                      f"{_gpus_text(narrow)} run on a narrower PCIe link than they support")
-    loaded_slow = [g.index for g in slow if _under_load(box, g.index)]
+    loaded_narrow = [g.gpu for g in narrow if g.loaded]
+    if loaded_narrow:
+        return _check("inventory", name, FAIL, measured, expected, source,
+                      f"{_gpus_text(loaded_narrow)} run on a narrower PCIe link than they support under load")
+    loaded_slow = [g.gpu for g in slow if g.loaded]
     if loaded_slow:
-        return _check("inventory", "PCIe link", FAIL, measured, expected, T.PCIE_SOURCE_LINK,
+        return _check("inventory", name, FAIL, measured, expected, source,
                       f"{_gpus_text(loaded_slow)} run a slower PCIe generation than they support under load")
+    idle = "read at idle; links downshift to save power, re-check under load"
+    if narrow:
+        return _check("inventory", name, WARN, measured, expected, source,
+                      f"{_gpus_text(g.gpu for g in narrow)} show a narrower PCIe link than they support ({idle})")
     if slow:
-        return _check("inventory", "PCIe link", WARN, measured, expected, T.PCIE_SOURCE_LINK,
-                      f"{_gpus_text(g.index for g in slow)} show a lower PCIe generation while idle (power saving); "
-                      "re-check under load")
-    return _check("inventory", "PCIe link", PASS, measured, expected, T.PCIE_SOURCE_LINK, "full PCIe links")
+        return _check("inventory", name, INFO, measured, expected, source,
+                      f"{_gpus_text(g.gpu for g in slow)} show a lower PCIe generation than they support ({idle})")
+    when = "under load" if all(g.loaded for g in known) else "(some read at idle)"
+    return _check("inventory", name, PASS, measured, expected, source, f"full PCIe links {when}")
 
 
 def check_fabric(box: _Box) -> Check | None:

@@ -12,12 +12,16 @@ from __future__ import annotations
 import shlex
 import stat
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from core.probe_store import ProbeStore
-from core.probes.evidence import ProbeStatus
+from core.probes.evidence import ProbeEvidence, ProbeStatus
+from core.probes.probes import compute
+from core.probes.probes.base import HostFacts, ProbeCallbacks, ProbeContext, PythonInfo
+from core.probes.probes.compute import LINK_QUERY
 from core.probes.runner import (
     LogEvent,
     MetricsBatch,
@@ -30,6 +34,7 @@ from core.probes.runner import (
     run_suite,
 )
 from core.probes.transport import ExecGenerator, LocalTransport
+from core.resources import resource_path
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probes"
 Q = FIXTURES / "nvidia_smi_q_8xH100_535.183.01.txt"
@@ -40,6 +45,12 @@ NCCL = FIXTURES / "nccl_allreduce_1x8xA100_SXM4_40GB_single_node_10GiB.txt"
 DMESG = FIXTURES / "dmesg_xid119_gsp_rpc_timeout_H100_XE9680.log"
 IBSTAT = FIXTURES / "ibstat_H100_node_CX7_all_active.txt"
 FIO = FIXTURES / "fio_json_fio3.1_randread_4k_qd1_32jobs_SATA_SSD_PM883.json"
+
+# The PCIe link query has no fixture of its own: this is the query-gpu CSV fixture's GPU 0 in the same fields
+# (its columns index 0, pci.bus_id 00000000:00:09.0, pcie.link.gen.current 5, .max 5, width.current 16, .max 16).
+LINK_ARGS = LINK_QUERY.split(" ", 1)[1]
+LINK_CSV = ("index, pci.bus_id, pcie.link.gen.current, pcie.link.gen.max, pcie.link.width.current, "
+            "pcie.link.width.max\n0, 00000000:00:09.0, 5, 5, 16, 16")
 
 # `nvidia-smi -L` has no fixture; these lines repeat the product name and UUIDs of the -q fixture (lines 9, 25...).
 UUIDS = ["566e6f65-c38e-b12f-4824-6944218668b9", "9930d717-21dd-7692-054e-3d0a2bae76b5",
@@ -64,6 +75,7 @@ def make_fake_tools(bin_dir: Path) -> None:
   -q) cat {shlex.quote(str(Q))} ;;
   "topo -m") cat {shlex.quote(str(TOPO))} ;;
   "nvlink --status") cat {shlex.quote(str(NVLINK))} ;;
+  {shlex.quote(LINK_ARGS)}) printf '%s\\n' {shlex.quote(LINK_CSV)} ;;
   --query-gpu=*)
     head -n 1 {shlex.quote(str(QUERY))}
     while true; do tail -n +2 {shlex.quote(str(QUERY))}; sleep 0.2; done ;;
@@ -220,3 +232,41 @@ def test_work_directory_is_gone(replay: dict[str, object]) -> None:
     started = replay["events"][0]  # type: ignore[index]
     assert isinstance(started, RunStarted) and started.workdir
     assert not Path(started.workdir).exists()
+
+
+# Stand-in for the host's torch (this machine has no CUDA): matmul.py's JSON lines, one GPU. Only the event kinds
+# matter here; the compute test asserts on the PCIe link the fake nvidia-smi reports, not on these figures.
+FAKE_TORCH = """case "$2" in
+  measure) echo '{"event": "result", "device": "cuda", "index": 0, "dtype": "bfloat16", "n": 8192, "tflops": 1.0}' ;;
+  burn) echo '{"event": "tick", "t": 0.5, "device": "cuda", "index": 0, "tflops": 1.0}'; sleep 0.3
+        echo '{"event": "done"}' ;;
+  *) exit 9 ;;
+esac
+"""
+
+
+def test_compute_reads_the_pcie_link_while_the_gpus_are_loaded(tmp_path: Path) -> None:
+    make_fake_tools(tmp_path / "bin")
+    write_tool(tmp_path / "bin", "fake-torch-python", FAKE_TORCH)
+    commands: list[str] = []
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    facts = HostFacts(tools={"nvidia-smi": "nvidia-smi"},
+                      gpu_lines=[f"GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-{UUIDS[0]})"],
+                      python=PythonInfo(path=str(tmp_path / "bin" / "fake-torch-python"), torch="2.4.0", cuda=True,
+                                        cuda_devices=1))
+    ctx = ProbeContext(transport=ReplayTransport(tmp_path / "bin"), options=RunOptions(), workdir=str(workdir),
+                       facts=facts, evidence=ProbeEvidence(), cancel=threading.Event(),
+                       callbacks=ProbeCallbacks(log=lambda *a: None, point=lambda *a: None,
+                                                raw=lambda _probe, result: commands.append(result.command)),
+                       clock=time.monotonic, resources=resource_path("probes"), name="compute")
+    compute.run(ctx)
+    links = ctx.evidence.pcie_under_load
+    assert links is not None and len(links) == 1, ctx.warnings
+    # query-gpu CSV fixture (H100 under gpu-burn): bus 00000000:00:09.0, Gen 5 of 5, x16 of x16.
+    gpu = links[0]
+    assert (gpu.index, gpu.pci_bus_id) == (0, "00000000:00:09.0")
+    assert (gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.pcie_width_current, gpu.pcie_width_max) == (5, 5, 16, 16)
+    # The link was read while the load ran: the query was recorded before the streamed burn command ended.
+    assert LINK_QUERY in commands
+    assert commands.index(LINK_QUERY) < next(i for i, c in enumerate(commands) if " burn " in c)

@@ -120,16 +120,50 @@ def test_mig_enabled_is_not_a_whole_card_unless_ordered(h100):
     assert by_name(score(ev, expected="8x H100 MIG"), "Whole GPUs (no MIG)").status is PASS
 
 
-def test_pcie_narrow_link_fails_and_idle_downshift_only_warns(h100):
+def test_pcie_idle_readings_never_fail(h100):
+    # An idle snapshot cannot tell power saving from a downtrained link: a narrower link only warns...
     q = h100.health.model_copy(deep=True)
     q.gpus[5].pcie_width_current = 8
     ev = ProbeEvidence(inventory=HostInventory(nvidia=q), health=q)
-    assert by_name(score(ev), "PCIe link").status is FAIL
+    check = by_name(score(ev), "PCIe link")
+    assert check.status is WARN and "GPU 5" in check.reason and "read at idle" in check.reason
+    # ... and Gen1 on a Gen5 card (fixture line 63 'Max : 5') is at most INFO.
     q = h100.health.model_copy(deep=True)
     q.gpus[1].pcie_gen_current = 1  # the fixture's metrics say GPU 1 is at 0 % utilisation: idle power saving
     ev = ProbeEvidence(inventory=HostInventory(nvidia=q), health=q)
     check = by_name(score(ev), "PCIe link")
-    assert check.status is WARN and "re-check under load" in check.reason
+    assert check.status is INFO
+    assert "read at idle; links downshift to save power" in check.reason
+    assert "Gen1 x16 at idle on 1 GPU" in check.measured
+
+
+def _under_load(gen: int, width: int, slow_gpu: int) -> list[GpuInfo]:
+    """A reading under load: fixture line 59 gives GPU 0's bus id 00000000:53:00.0, lines 63/69 Gen5 / 16x max."""
+    return [GpuInfo(index=i, pci_bus_id="00000000:53:00.0" if i == 0 else None,
+                    pcie_gen_current=gen if i == slow_gpu else 5, pcie_gen_max=5,
+                    pcie_width_current=width if i == slow_gpu else 16, pcie_width_max=16) for i in range(8)]
+
+
+def test_pcie_under_load_gen4_on_gen5_card_fails(h100):
+    ev = h100.model_copy(update={"pcie_under_load": _under_load(4, 16, slow_gpu=3)})
+    check = by_name(score(ev), "PCIe link")
+    assert check.status is FAIL
+    assert "GPU 3" in check.reason and "slower PCIe generation" in check.reason and "under load" in check.reason
+    assert "Gen4 x16 under load on 1 GPU" in check.measured
+
+
+def test_pcie_under_load_narrow_link_fails(h100):
+    ev = h100.model_copy(update={"pcie_under_load": _under_load(5, 8, slow_gpu=0)})
+    check = by_name(score(ev), "PCIe link")
+    assert check.status is FAIL and "GPU 0" in check.reason and "narrower" in check.reason
+
+
+def test_pcie_full_link_under_load_overrides_an_idle_downshift(h100):
+    q = h100.health.model_copy(deep=True)
+    q.gpus[0].pcie_gen_current = 1  # idle snapshot: Gen1; under load the same bus id runs Gen5 x16
+    ev = ProbeEvidence(inventory=HostInventory(nvidia=q), health=q, pcie_under_load=_under_load(5, 16, 0))
+    check = by_name(score(ev), "PCIe link")
+    assert check.status is PASS and check.measured == "Gen5 x16 under load on 8 GPUs"
 
 
 def test_healthy_8xa100_nccl_232_gbs_passes():

@@ -13,7 +13,7 @@ from core.probes.evidence import BurnResult
 from core.probes.probes.base import Cancelled, ProbeContext, ProbeSkipped, q
 from core.probes.probes.compute import as_float as _num
 from core.probes.probes.compute import as_int as _int
-from core.probes.probes.compute import json_lines
+from core.probes.probes.compute import json_lines, read_link
 from core.probes.probes.health import read_kernel_log, report_kernel_events
 from core.probes.samples import GpuMetric, KernelLogScan
 
@@ -35,6 +35,7 @@ class _Tracker:
         self.seen = self.mark
         self.done = False
         self.device = "cpu"
+        self.link_read = False
 
     def line(self, record: dict[str, object]) -> None:
         event = record.get("event")
@@ -46,6 +47,7 @@ class _Tracker:
                 self.device = str(record.get("device", "cpu"))
                 self.ticks[index].append((t, value))
                 self.ctx.point("tflops", now, value, f"{self.device} {index}")
+                self.read_link_once()
         elif event == "cpu":
             util, temp = _num(record.get("util_pct")), _num(record.get("temp_c"))
             if util is not None:
@@ -60,6 +62,15 @@ class _Tracker:
         elif event == "done":
             self.done = True
         self.watch_gpus()
+
+    def read_link_once(self) -> None:
+        """Read the PCIe link at the first tick, while every GPU computes (idle links downshift)."""
+        if self.link_read or self.device != "cuda" or not self.ctx.facts.nvidia:
+            return
+        self.link_read = True
+        links = read_link(self.ctx)
+        if links is not None:
+            self.ctx.evidence.pcie_under_load = links
 
     def watch_gpus(self) -> None:
         """Log throttling as soon as the metrics stream shows it (once per GPU and reason)."""

@@ -2,6 +2,8 @@
 
 On a host without a usable GPU it measures fp32 on the CPU for a few seconds and says so (numpy when torch is
 absent), so the run still shows what the box can do; the scorecard compares only GPU figures with GPU peaks.
+With GPUs it then loads all of them at once for a few seconds and reads their PCIe link meanwhile: links
+downshift at idle to save power, so only a reading under load can show a downtrained link.
 """
 
 from __future__ import annotations
@@ -11,12 +13,17 @@ from typing import Any
 
 from core.catalog import load_catalog
 from core.probes.evidence import ComputeResult
+from core.probes.parsers.nvidia_smi_query import parse_query_gpu
 from core.probes.probes.base import ProbeContext, ProbeFailed, ProbeSkipped, q, short_error
 from core.probes.probes.catalog_match import bf16_reference, match_gpu
+from core.probes.samples import GpuInfo
 
 GPU_SECONDS = 1.5
 CPU_SECONDS = 2.0
 SPREAD_WARN = 0.10  # > 10 % below the node's best GPU: PROBES.md §4 C (gpu-fryer tolerance)
+LINK_LOAD_SECONDS = 3.0  # all GPUs busy at once; the link is read at the first tick of the load
+LINK_FIELDS = "index,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max"
+LINK_QUERY = f"nvidia-smi --query-gpu={LINK_FIELDS} --format=csv"
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:
@@ -59,6 +66,37 @@ def gpu_product_name(ctx: ProbeContext) -> str | None:
         line = ctx.facts.gpu_lines[0]
         return line.split(":", 1)[-1].split("(UUID")[0].strip() or None
     return None
+
+
+def read_link(ctx: ProbeContext) -> list[GpuInfo] | None:
+    """The PCIe link of every GPU right now (call it while they are busy); None, with a warning, if unreadable."""
+    result = ctx.run(LINK_QUERY, timeout=ctx.options.timeouts.command_s)
+    parsed = parse_query_gpu(result.stdout)
+    gpus = parsed.value.gpus if parsed.value is not None else []
+    if result.exit_code != 0 or not any(g.pcie_gen_current is not None for g in gpus):
+        ctx.warn(f"the PCIe link could not be read under load: {short_error(result)}")
+        return None
+    return gpus
+
+
+def link_under_load(ctx: ProbeContext, python: str, script: str) -> None:
+    """Load every GPU at once (matmul.py's burn mode) and read the link once they compute; never fails the probe."""
+    marker = "tuneplan-link-" + ctx.workdir.rsplit("/", 1)[-1]
+    command = (f"{q(python)} {q(script)} burn --duration {LINK_LOAD_SECONDS:g} --interval 0.5 --device cuda "
+               f"--marker {q(marker)}")
+    links: list[GpuInfo] | None = None
+    read = False
+    stream = ctx.stream(command, timeout=LINK_LOAD_SECONDS + ctx.options.timeouts.compute_s)
+    for line in stream:
+        if not read and any(r.get("event") == "tick" for r in json_lines(line)):
+            read = True
+            links = read_link(ctx)
+    if not read:
+        result = stream.result
+        ctx.warn("the PCIe link was not read under load: the GPU load did not start "
+                 f"({short_error(result) if result is not None else 'no output'})")
+    if links is not None:
+        ctx.evidence.pcie_under_load = links
 
 
 def run(ctx: ProbeContext) -> None:
@@ -105,3 +143,5 @@ def run(ctx: ProbeContext) -> None:
     for index, value in enumerate(tflops):
         ctx.point("compute_tflops", float(index), value, f"{compute.device} {index}")
     ctx.evidence.compute = compute
+    if compute.device == "cuda" and ctx.facts.nvidia:
+        link_under_load(ctx, python.path, script)
