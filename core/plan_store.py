@@ -13,8 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from pydantic import ValidationError
 
 from core.models import PlanRequest, PlanResult
 from core.paths import data_dir
+from core.sqlite_schema import migrate, transaction
 
 SCHEMA_VERSION = 2
 DB_NAME = "tuneplan.db"
@@ -156,17 +156,11 @@ class PlanStore:
                                  f"this one reads up to {SCHEMA_VERSION}); update tuneplan to open it")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
-            self._migrate(db, version)
+            migrate(db, MIGRATIONS, version)
         except BaseException:
             db.conn.close()
             raise
         return db
-
-    def _migrate(self, db: sqlite_utils.Database, version: int) -> None:
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            with _transaction(db):
-                MIGRATIONS[target - 1](db)
-                db.execute(f"PRAGMA user_version = {target}")
 
     def _move_aside(self) -> Path:
         stamp = self._now().strftime("%Y%m%d-%H%M%S")
@@ -223,7 +217,7 @@ class PlanStore:
         values = {"name": name, "request_json": json.dumps(request, sort_keys=True),
                   "result_json": result.model_dump_json() if result is not None else None,
                   **_summary(request, result), "updated": self._stamp()}
-        with _transaction(self.db):
+        with transaction(self.db):
             if plan_id is not None:
                 cursor = self.db.execute(
                     "UPDATE plans SET " + ", ".join(f"{k} = :{k}" for k in values) + " WHERE id = :id",
@@ -240,7 +234,7 @@ class PlanStore:
         name = name.strip()
         if not name:
             raise ValueError("a plan name cannot be empty")
-        with _transaction(self.db):
+        with transaction(self.db):
             cursor = self.db.execute("UPDATE plans SET name = ?, updated = ? WHERE id = ?",
                                      [name, self._stamp(), plan_id])
             if cursor.rowcount != 1:
@@ -251,34 +245,22 @@ class PlanStore:
         result = record.result()
         new_id = self.save(name or f"{record.name} (copy)", record.request, result)
         if result is None and record.result_json:  # keep a result this version cannot parse, as it was
-            with _transaction(self.db):
+            with transaction(self.db):
                 self.db.execute("UPDATE plans SET result_json = ? WHERE id = ?", [record.result_json, new_id])
         return new_id
 
     def delete(self, plan_id: int) -> PlanRecord:
         """Delete and return the record, so the caller can offer undo (:meth:`restore`)."""
         record = self.get(plan_id)
-        with _transaction(self.db):
+        with transaction(self.db):
             self.db.execute("DELETE FROM plans WHERE id = ?", [plan_id])
         return record
 
     def restore(self, record: PlanRecord) -> None:
         """Put a deleted record back, with its id and dates."""
-        with _transaction(self.db):
+        with transaction(self.db):
             self.db.execute(
                 "INSERT INTO plans (id, name, model, method, gpu, cost_usd, hours, request_json, result_json, "
                 "created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [record.id, record.name, record.model, record.method, record.gpu, record.cost_usd, record.hours,
                  json.dumps(record.request, sort_keys=True), record.result_json, record.created, record.updated])
-
-
-@contextmanager
-def _transaction(db: sqlite_utils.Database) -> Iterator[None]:
-    """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any error: all of a write or none of it."""
-    db.conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.conn.execute("ROLLBACK")
-        raise
-    db.conn.execute("COMMIT")

@@ -33,6 +33,7 @@ from core.paths import data_dir
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.samples import GpuMetric
 from core.probes.transport import CommandResult
+from core.sqlite_schema import migrate, transaction
 
 SCHEMA_VERSION = 1
 DB_NAME = "probes.db"
@@ -269,10 +270,7 @@ class ProbeStore:
             if self.path is not None:
                 db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                with _transaction(db):
-                    MIGRATIONS[target - 1](db)
-                    db.execute(f"PRAGMA user_version = {target}")
+            migrate(db, MIGRATIONS, version)
         except BaseException:
             conn.close()
             raise
@@ -288,7 +286,7 @@ class ProbeStore:
 
     @contextmanager
     def _write(self) -> Iterator[None]:
-        with self._lock, _transaction(self.db):
+        with self._lock, transaction(self.db):
             yield
 
     # ---- hosts
@@ -482,18 +480,6 @@ class ProbeStore:
             for table in ("sample_blocks", "series", "raw_outputs", "events", "outcomes"):
                 self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
             self.db.execute("DELETE FROM runs WHERE id = ?", [run_id])
-
-
-@contextmanager
-def _transaction(db: sqlite_utils.Database) -> Iterator[None]:
-    """BEGIN IMMEDIATE … COMMIT, or ROLLBACK on any error: all of a write or none of it."""
-    db.conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.conn.execute("ROLLBACK")
-        raise
-    db.conn.execute("COMMIT")
 
 
 __all__ = [

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from core.models import PlanRequest
-from core.plan_store import SCHEMA_VERSION, PlanStore, StoreError, _transaction, default_db_path, request_to_dict
+from core.plan_store import SCHEMA_VERSION, PlanStore, StoreError, default_db_path, request_to_dict
+from core.sqlite_schema import transaction
 
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8}}
 FIXED = dt.datetime(2026, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
@@ -117,7 +118,7 @@ def test_save_rename_duplicate_delete_restore(tmp_path):
 def test_a_failed_write_leaves_nothing_behind(tmp_path):
     store = PlanStore(tmp_path / "lib.db")
     store.save("kept", REQUEST)
-    with pytest.raises(sqlite3.IntegrityError), _transaction(store.db):
+    with pytest.raises(sqlite3.IntegrityError), transaction(store.db):
         store.db.execute("INSERT INTO plans (name, request_json, created, updated) VALUES ('half', '{}', 'x', 'x')")
         store.db.execute("INSERT INTO plans (id, name, request_json, created, updated) "
                          "VALUES (1, 'clash', '{}', 'x', 'x')")  # id 1 is taken: the whole write fails
