@@ -27,34 +27,40 @@ def set_renderer(renderer: Renderer | None) -> None:
     _renderer = renderer
 
 
-def get_renderer() -> Renderer | None:
-    """The installed PDF drawing function (None in a headless install); other report commands reuse it."""
+def require_renderer(alternative: str = "") -> Renderer:
+    """The installed PDF drawing function; a headless install gets one sentence saying what to do instead."""
+    if _renderer is None:
+        raise CliError("the PDF renderer is not available (it needs PySide6); run the `tuneplan` command of a "
+                       "full install" + alternative)
     return _renderer
+
+
+def write_pdf(report: Report, output: Path, example: str, alternative: str = "") -> int:
+    """Draw `report` to `output`, check that a PDF really came out, and say so on stderr (every report command)."""
+    renderer = require_renderer(alternative)
+    if output.is_dir():
+        raise CliError(f"-o {output} is a folder; give a file name such as {example}")
+    try:
+        pages = renderer(report, output)
+    except OSError as exc:
+        raise CliError(f"cannot write {output}: {exc.strerror or exc.args[0]}") from exc
+    if not output.is_file() or output.stat().st_size == 0:
+        raise CliError(f"cannot write {output}: the PDF writer produced nothing (is the folder writable?)")
+    print(f"wrote {output} ({pages} pages)", file=sys.stderr)
+    return pages
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from core.planner.plan import PlanError
     from core.report import analyse, build_report
 
-    if _renderer is None:
-        raise CliError("the PDF renderer is not available (it needs PySide6); run the `tuneplan` command of a "
-                       "full install")
+    require_renderer()  # before planning: a headless install learns at once
     request = build_request(args)
     try:
         analysis = analyse(request)
     except PlanError as exc:
         raise CliError(str(exc)) from exc
-    output = Path(args.output)
-    if output.is_dir():
-        raise CliError(f"-o {output} is a folder; give a file name such as plan.pdf")
-    report = build_report(analysis, dt.date.today())
-    try:
-        pages = _renderer(report, output)
-    except OSError as exc:
-        raise CliError(f"cannot write {output}: {exc.strerror or exc.args[0]}") from exc
-    if not output.is_file() or output.stat().st_size == 0:
-        raise CliError(f"cannot write {output}: the PDF writer produced nothing (is the folder writable?)")
-    print(f"wrote {output} ({pages} pages)", file=sys.stderr)
+    write_pdf(build_report(analysis, dt.date.today()), Path(args.output), "plan.pdf")
     return 0
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -73,20 +72,7 @@ def cmd_probe_report(args: argparse.Namespace) -> int:
         if not args.json:
             raise CliError("give -o report.pdf (or --json to print the report content)")
         return 0
-    renderer = report_cli.get_renderer()
-    if renderer is None:
-        raise CliError("the PDF renderer is not available (it needs PySide6); run the `tuneplan` command of a "
-                       "full install, or use --json")
-    output = Path(args.output)
-    if output.is_dir():
-        raise CliError(f"-o {output} is a folder; give a file name such as report.pdf")
-    try:
-        pages = renderer(report, output)
-    except OSError as exc:
-        raise CliError(f"cannot write {output}: {exc.strerror or exc.args[0]}") from exc
-    if not output.is_file() or output.stat().st_size == 0:
-        raise CliError(f"cannot write {output}: the PDF writer produced nothing (is the folder writable?)")
-    print(f"wrote {output} ({pages} pages)", file=sys.stderr)
+    report_cli.write_pdf(report, Path(args.output), "report.pdf", alternative=", or use --json")
     return 0
 
 
