@@ -145,9 +145,7 @@ def _verdict(budget: float, measured: float) -> str:
 
 
 def machine() -> dict[str, str]:
-    from bench.bench_planner import machine as planner_machine
-
-    info = planner_machine()
+    info = perf_doc.machine()
     from PySide6 import __version__ as pyside
 
     info["qt"] = f"PySide6 {pyside}"

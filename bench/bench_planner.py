@@ -16,8 +16,6 @@ import cProfile
 import datetime as dt
 import gc
 import io
-import os
-import platform
 import pstats
 import subprocess
 import sys
@@ -177,35 +175,6 @@ def hot_spots(call: Callable[[], object], calls: int = 50, top: int = 12) -> Pro
     return Profile(out.getvalue(), cumulative=ranked(cumulative), own=ranked(own))
 
 
-def machine() -> dict[str, str]:
-    """CPU model, cores and library versions: figures mean nothing without them."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {
-        "cpu": cpu,
-        "cores": f"{usable} usable ({os.cpu_count()} online)",
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "os": f"{platform.system()} {platform.release()}",
-        "load": _load_average(),
-    }
-
-
-def _load_average() -> str:
-    """1-minute load average when the run started: other work on a 2-core machine moves every figure."""
-    try:
-        return f"{os.getloadavg()[0]:.2f} (1-min load average at start)"
-    except OSError:
-        return "unknown"
-
-
 def fresh_process(request: dict[str, Any], user_dir: str, runs: int = 3) -> tuple[float, float, float]:
     """Median import, cold-catalog and first-plan seconds in new interpreters (interpreter start excluded)."""
     import json
@@ -280,7 +249,7 @@ def _run(empty: str, repeat: int, warmup: int, profile_all: bool) -> dict[str, A
     profiles = {o.case.key: hot_spots(o.case.call) for o in outcomes
                 if profile_all or (o.verdict != "within" and o.case.budget_s is not None)}
     imports, cold, first = fresh_process(DESIGN_REQUEST, empty)
-    return {"outcomes": outcomes, "searches": searches, "profiles": profiles, "machine": machine(),
+    return {"outcomes": outcomes, "searches": searches, "profiles": profiles, "machine": perf_doc.machine(),
             "fresh": {"imports": imports, "catalog": cold, "first_plan": first},
             "repeat": repeat, "warmup": warmup}
 

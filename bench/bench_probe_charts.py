@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import platform
 import statistics
 import sys
 import time
@@ -213,26 +212,13 @@ def event_loop(app: QApplication, charts: LiveGpuCharts, t: float, rng: np.rando
 
 
 def machine() -> dict[str, str]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     import pyqtgraph
     import PySide6
 
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    try:
-        load = f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        load = "unknown"
-    return {"cpu": cpu, "cores": f"{usable} usable", "python": platform.python_version(),
-            "qt": f"PySide6 {PySide6.__version__}", "pyqtgraph": pyqtgraph.__version__, "numpy": np.__version__,
-            "load": load, "platform": os.environ.get("QT_QPA_PLATFORM", "")}
-
+    info = perf_doc.machine()
+    info.update(qt=f"PySide6 {PySide6.__version__}", pyqtgraph=pyqtgraph.__version__,
+                platform=os.environ.get("QT_QPA_PLATFORM", ""))
+    return info
 
 def run(frames: int, loop_seconds: float) -> dict[str, Any]:
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -292,8 +278,8 @@ def section_markdown(result: dict[str, Any], today: dt.date, command: str) -> st
     out = [
         SECTION_TITLE, "",
         f"Measured {today.isoformat()} with `{command}` on {m['cpu']}, {m['cores']}, Python {m['python']}, "
-        f"{m['qt']}, pyqtgraph {m['pyqtgraph']}, NumPy {m['numpy']}, Qt platform `{m['platform']}`; 1-min load "
-        f"average {m['load']} at start.",
+        f"{m['qt']}, pyqtgraph {m['pyqtgraph']}, NumPy {m['numpy']}, Qt platform `{m['platform']}`; load "
+        f"{m['load']}.",
         "",
         f"Setup: `LiveGpuCharts` showing all eight metrics for 8 GPUs ({result['curves']} curves, "
         "width-1 pens, `setDownsampling(mode='peak')`, `setClipToView(True)`), every ring buffer holding one "

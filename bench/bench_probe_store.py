@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
-import platform
 import sqlite3
 import statistics
 import sys
@@ -124,19 +122,9 @@ def _row_table(path: Path, batches: list[list[GpuMetric]], repeat: int) -> list[
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{cpu}, {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} "
-            f"usable CPUs, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, NumPy "
-            f"{np.__version__}, {platform.system()} {platform.release()}; load {load:.2f} at start")
-
+    m = perf_doc.machine()
+    return (f"{m['cpu']}, {m['cores']}, Python {m['python']}, SQLite {sqlite3.sqlite_version}, NumPy "
+            f"{m['numpy']}, {m['os']}; load {m['load']}")
 
 def report_text(r: Result, minutes: float, gpus: int, hz: float) -> str:
     med_samples, med_run = statistics.median(r.load_samples_s), statistics.median(r.load_run_s)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import platform
 from pathlib import Path
+
+import numpy as np
 
 PREAMBLE = (
     "# Performance\n\n"
@@ -24,3 +28,32 @@ def write_section(path: Path, title: str, section: str) -> None:
         body = "".join(lines[:start]) + section + ("\n" + after if after else "")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(body, encoding="utf-8")
+
+
+def machine() -> dict[str, str]:
+    """CPU model, cores and library versions: figures mean nothing without them."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "cpu": cpu,
+        "cores": f"{usable} usable ({os.cpu_count()} online)",
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "os": f"{platform.system()} {platform.release()}",
+        "load": _load_average(),
+    }
+
+
+def _load_average() -> str:
+    """1-minute load average when the run started: other work on a 2-core machine moves every figure."""
+    try:
+        return f"{os.getloadavg()[0]:.2f} (1-min load average at start)"
+    except OSError:
+        return "unknown"
