@@ -212,48 +212,57 @@ def model_states(
 def activation_elements_per_token_layer(arch: Architecture, training: TrainingSpec, seq_len: Num) -> Num:
     """16-bit elements autograd keeps per token per transformer layer (no recompute).
 
-    Following Korthikanti et al. 2022 per-op accounting, adapted to Llama-style blocks without dropout:
-    RMSNorm (unfused) saves its fp32 input (2 elements·h) and, when its weight trains, the normalized x;
-    a linear saves its input only when its weight trains (a frozen base layer saves nothing);
+    Following Korthikanti et al. 2022 per-op accounting, adapted to blocks without dropout in the model:
+    RMSNorm (unfused) saves an fp32 copy of its input (2 elements·h) and, when its weight trains, the
+    normalized x; LayerNorm saves its 16-bit input (h);
     attention saves q, k, v and its output, plus the s² probabilities when not flash/SDPA (2·a·s);
-    a gated MLP saves gate, up and act outputs (3F) and the down input (4F in all) when trained.
+    a gated MLP saves gate, up and act outputs (3F), a plain one its activation's input (F);
+    a linear keeps its input only when its weight trains (see `_linear_inputs`). A QLoRA base layer keeps
+    nothing: bitsandbytes' MatMul4Bit holds only the packed weight (ctx.tensors = (None, B)).
     """
     h, q_w, kv_w = arch.hidden, arch.q_width, arch.kv_width
     full = training.method is Method.full
-    targets = frozenset() if full else lora_target_set(training.lora_targets)
-
-    def saves(kind: str) -> bool:
-        return full or kind in targets
 
     # Mixture of experts: each token's MLP activations exist once per selected expert.
-    experts = arch.experts_per_token if arch.is_moe else 1
-    width = arch.expert_intermediate if arch.is_moe else arch.intermediate
     moe_frac = arch.moe_layers / arch.layers if arch.is_moe else 0.0
-    mlp_copies = experts * moe_frac + (1 - moe_frac) if arch.is_moe else 1.0
-    mlp_width = (width * mlp_copies + arch.intermediate * 0) if arch.is_moe else width
-    if arch.is_moe and moe_frac < 1:
-        mlp_width = width * experts * moe_frac + arch.intermediate * (1 - moe_frac)
+    mlp_width = float(arch.intermediate)
+    if arch.is_moe:
+        mlp_width = arch.expert_intermediate * arch.experts_per_token * moe_frac + arch.intermediate * (1 - moe_frac)
     mlp_width += arch.shared_intermediate * moe_frac
 
-    attn_in, mlp_in = saves("q") or saves("k") or saves("v"), saves("gate") or saves("up")
-    norm1 = 2 * h + h * full + h * attn_in
-    attn = q_w + 2 * kv_w + q_w  # q, k, v and the output (also the o-projection's input)
+    norm = h if arch.layer_norm else 2 * h + h * full
+    qkv_in = _linear_inputs(arch, training, ("q", "k", "v"), h, fused=arch.fused_qkv)
+    mlp_in = _linear_inputs(arch, training, ("gate", "up") if arch.gated_mlp else ("up",), h)
+    if arch.parallel_block and qkv_in == h and mlp_in == h:
+        mlp_in = 0  # one shared norm output feeds both
+    attn = q_w + 2 * kv_w + q_w  # q, k, v and the output (also the o-projection's raw input)
     if training.attention is Attention.eager:
         attn = attn + 2 * arch.heads * seq_len
-    norm2 = 0 if arch.parallel_block else 2 * h + h * full + h * mlp_in
-    if arch.parallel_block:
-        norm1 = norm1 + h * (mlp_in and not attn_in)
-    mlp = (3 if arch.gated_mlp else 1) * mlp_width + mlp_width * saves("down")
+    o_in = _linear_inputs(arch, training, ("o",), q_w)
+    attn = attn + (o_in if o_in != q_w else 0)
+    mlp = (3 if arch.gated_mlp else 1) * mlp_width + _linear_inputs(arch, training, ("down",), mlp_width)
     router = arch.experts * 2 * moe_frac  # fp32 router logits
-    extra = 0.0
-    if training.method is Method.qlora:
-        # bitsandbytes' MatMul4Bit keeps every quantized linear's input (ctx.tensors = (A, B)).
-        extra += h * (not attn_in) + h * (not mlp_in) + mlp_width * (not saves("down"))
-    if training.lora_dropout > 0 and not full:
-        # PEFT applies dropout per adapted matrix: a 16-bit copy of the input plus a 1-byte mask.
-        widths = {"q": h, "k": h, "v": h, "o": q_w, "gate": h * arch.gated_mlp, "up": h, "down": mlp_width}
-        extra += 1.5 * sum(w for name, w in widths.items() if name in targets)
-    return norm1 + attn + norm2 + mlp + router + extra
+    norms = norm if arch.parallel_block else 2 * norm
+    return norms + qkv_in + attn + mlp_in + mlp + router
+
+
+def _linear_inputs(
+    arch: Architecture, training: TrainingSpec, kinds: tuple[str, ...], width: Num, fused: bool = False
+) -> Num:
+    """Elements a group of linears sharing one input keeps for backward.
+
+    Trained weights (full fine-tune, or LoRA without dropout) keep the raw input once for the group. With
+    LoRA dropout each adapter keeps its own dropped-out 16-bit copy plus a 1-byte mask (1.5 elements); a fused
+    module (one qkv linear) has one adapter for all three. Frozen layers keep nothing.
+    """
+    if training.method is Method.full:
+        return width
+    adapted = [k for k in kinds if k in lora_target_set(training.lora_targets)]
+    if not adapted:
+        return 0
+    if training.lora_dropout <= 0:
+        return width
+    return 1.5 * width * (1 if fused else len(adapted))
 
 
 def activation_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Num, seq_len: Num) -> Num:

@@ -15,6 +15,10 @@ from typing import Any
 
 _PLAIN_MLP_TYPES = {"falcon", "gpt2", "gpt_neox", "opt", "bloom", "phi", "stablelm_alpha", "gptj", "starcoder2"}
 _GATED_ACTS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu", "gelu_new_gated"}
+# Families whose HF modules use LayerNorm (saves its 16-bit input) rather than RMSNorm (saves an fp32 copy).
+_LAYER_NORM_TYPES = {"falcon", "gpt2", "gpt_neox", "opt", "bloom", "phi", "gptj", "starcoder2", "gpt_bigcode", "mpt"}
+# Families whose q, k and v are one linear module (one LoRA adapter and one dropout for all three).
+_FUSED_QKV_TYPES = {"falcon", "gpt_neox", "bloom", "phi3", "gpt_bigcode", "mpt", "dbrx", "chatglm"}
 
 
 class ConfigError(ValueError):
@@ -63,6 +67,8 @@ class Architecture:
     v_head_dim: int | None = None
     attention_bias: bool = False
     parallel_block: bool = False  # attention and MLP read one shared norm (Falcon, Phi-2, GPT-NeoX)
+    layer_norm: bool = False  # LayerNorm instead of RMSNorm
+    fused_qkv: bool = False  # q, k, v computed by one linear module
     sliding_window: int | None = None
     inferred: bool = False
     notes: tuple[str, ...] = field(default=())
@@ -142,6 +148,8 @@ class Architecture:
             v_head_dim=opt("v_head_dim"),
             parallel_block=model_type in {"falcon", "phi", "gpt_neox", "gptj"}
             and bool(cfg.get("parallel_attn", cfg.get("use_parallel_residual", True))),
+            layer_norm=model_type in _LAYER_NORM_TYPES or ("layer_norm_eps" in cfg and "rms_norm_eps" not in cfg),
+            fused_qkv=model_type in _FUSED_QKV_TYPES,
             attention_bias=bool(cfg.get("attention_bias") or cfg.get("qkv_bias") or model_type == "qwen2"),
             sliding_window=opt("sliding_window") if cfg.get("use_sliding_window", True) else None,
         )

@@ -103,3 +103,20 @@ def test_param_count_only_infers_a_shape_of_that_size() -> None:
     arch = Architecture.from_param_count(7e9)
     assert arch.inferred
     assert arch.total_params == pytest.approx(7e9, rel=0.03)
+
+
+@pytest.mark.parametrize(
+    ("preset", "layer_norm", "fused_qkv"),
+    [("llama-3.1-8b", False, False), ("falcon-7b", True, True), ("phi-3-mini-4k", False, True)],
+)
+def test_norm_kind_and_fused_qkv_follow_the_model_family(preset: str, layer_norm: bool, fused_qkv: bool) -> None:
+    """Falcon uses LayerNorm and one query_key_value module; Llama RMSNorm and q/k/v_proj; Phi-3 fuses qkv_proj."""
+    arch = Architecture.from_hf_config(load_catalog().model(preset).config)
+    assert (arch.layer_norm, arch.fused_qkv) == (layer_norm, fused_qkv)
+
+
+def test_phi2_config_reads_as_layer_norm() -> None:
+    """microsoft/phi-2 config.json: model_type phi, layer_norm_eps (no rms_norm_eps)."""
+    cfg = {"model_type": "phi", "hidden_size": 2560, "num_hidden_layers": 32, "num_attention_heads": 32,
+           "vocab_size": 51200, "intermediate_size": 10240, "layer_norm_eps": 1e-5}
+    assert Architecture.from_hf_config(cfg).layer_norm

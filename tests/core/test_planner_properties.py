@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -57,6 +59,33 @@ def test_longer_sequences_never_lower_activations(
     training = TrainingSpec(method=method, gradient_checkpointing=ckpt, attention=attention)
     short, long_ = sorted((s1, s2))
     assert memory.activation_bytes(arch, training, mb, long_) >= memory.activation_bytes(arch, training, mb, short)
+
+
+lora_targets = st.sampled_from(["qv", "attention", "all-linear", "q,k,v,o,down", "gate,up"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(preset=st.sampled_from(PRESETS), method=st.sampled_from(["lora", "qlora"]), targets=lora_targets,
+       dropout=st.floats(0.01, 0.5), mb=st.integers(1, 8))
+def test_lora_dropout_never_lowers_activations(preset: str, method: str, targets: str, dropout: float, mb: int) -> None:
+    """A dropped copy (16-bit + mask) per adapter costs at least the one raw input it replaces."""
+    arch = Architecture.from_hf_config(CATALOG.model(preset).config)
+
+    def act(p: float) -> float:
+        training = TrainingSpec(method=method, lora_targets=targets, lora_dropout=p)
+        return float(memory.activation_bytes(arch, training, mb, 2048))
+
+    assert act(dropout) >= act(0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(preset=st.sampled_from(PRESETS), method=methods, targets=lora_targets, dropout=st.sampled_from([0.0, 0.05]))
+def test_fusing_q_k_v_never_raises_activations(preset: str, method: str, targets: str, dropout: float) -> None:
+    """One q/k/v module has one adapter (one dropped copy) where three modules have up to three."""
+    arch = Architecture.from_hf_config(CATALOG.model(preset).config)
+    training = TrainingSpec(method=method, lora_targets=targets, lora_dropout=dropout)
+    fused = memory.activation_bytes(replace(arch, fused_qkv=True), training, 2, 1024)
+    assert fused <= memory.activation_bytes(replace(arch, fused_qkv=False), training, 2, 1024)
 
 
 @settings(max_examples=25, deadline=None)
