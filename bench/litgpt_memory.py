@@ -1,14 +1,16 @@
 """Measure litgpt's fine-tuning peak memory on a real GPU, the way its config-hub table was made.
 
-    python bench/litgpt_memory.py [OUT_DIR] [--cases ID ...] [--iters N] [--trace]
+    python bench/litgpt_memory.py [OUT_DIR] [--cases ID ...] [--iters N] [--accumulate N] [--trace]
+                                  [--optimizer-in-backward]
 
 For each ``litgpt-*`` case of tests/fixtures/planner/calibration_cases.json it builds the model with litgpt's own
 GPT and LoRA classes under Lightning Fabric (bf16-true, or bitsandbytes NF4 for QLoRA, as
 litgpt/finetune/lora.py does), loads a random bf16 checkpoint through the same ``load_state_dict`` path, runs the
-validation sanity pass and a few training steps on full-length random batches (micro_batch × seq_len, LM head
-chunked by 128, chunked cross-entropy, the optimizer litgpt picks) and records ``torch.cuda.max_memory_allocated()``
-after each phase, which is what litgpt prints as "Memory used". With ``--trace`` it also records the allocator's
-history and lists the largest live allocations at the peak, by the source line that made them.
+validation sanity pass and a few optimizer steps, each over ``--accumulate`` full-length random micro-batches
+(micro_batch × seq_len, LM head chunked by 128, chunked cross-entropy, the optimizer litgpt picks), and records
+``torch.cuda.max_memory_allocated()`` after each phase: what litgpt prints as "Memory used". With ``--trace`` it
+also records the allocator's history and lists the largest live allocations at the peak, by the source line
+that made them.
 
 Each case runs in its own process. Results append to OUT_DIR/litgpt_memory.jsonl as they finish; OUT_DIR defaults
 to $OUT, else ./litgpt_memory_out. Needs CUDA, torch, lightning, litgpt and bitsandbytes.
@@ -36,6 +38,12 @@ SOURCES = ("litgpt", "bitsandbytes", "lightning", "litgpt_memory")
 def litgpt_cases() -> dict[str, dict[str, Any]]:
     cases = json.loads(CASES_FILE.read_text(encoding="utf-8"))
     return {c["id"]: c for c in cases if c["id"].startswith("litgpt-")}
+
+
+def as_full_fine_tune(case: dict[str, Any]) -> dict[str, Any]:
+    """The same model, batch and sequence as a full fine-tune (litgpt/finetune/full.py); no published figure."""
+    settings = {k: v for k, v in case["other_settings"].items() if k not in ("lora", "quantization")}
+    return dict(case, id=case["id"].rsplit("-", 1)[0] + "-full", method="full", value=None, other_settings=settings)
 
 
 def gb(n: float) -> float:
@@ -76,8 +84,15 @@ def _origin(frames: list[dict[str, Any]]) -> str:
     return "other"
 
 
-def measure(case: dict[str, Any], iters: int, trace: bool) -> dict[str, Any]:
-    """One case, in this process: build, load, validate and train like litgpt, reading the allocator between phases."""
+def measure(
+    case: dict[str, Any], iters: int, trace: bool, accumulate: int = 1, in_backward: bool = False
+) -> dict[str, Any]:
+    """One case, in this process: build, load, validate and train like litgpt, reading the allocator between phases.
+
+    Each optimizer step runs `accumulate` micro-batches, so gradients persist while the next micro-batch's
+    activations are alive, as in litgpt's configs (global batch > micro-batch). `in_backward` steps every
+    weight in its post-accumulate-grad hook and frees its gradient at once (torchtune's OptimizerInBackward).
+    """
     import lightning as L
     import torch
     from lightning.fabric.plugins import BitsandbytesPrecision
@@ -117,13 +132,21 @@ def measure(case: dict[str, Any], iters: int, trace: bool) -> dict[str, Any]:
         litgpt_lora.mark_only_lora_as_trainable(model)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     model = fabric.setup_module(model)
-    if method == "QLoRA":
+    if in_backward:
+        per_weight = {p: torch.optim.AdamW([p]) for p in model.parameters() if p.requires_grad}
+
+        def step_now(p: Any) -> None:
+            per_weight[p].step()
+            per_weight[p].zero_grad(set_to_none=True)
+
+        for p in per_weight:
+            p.register_post_accumulate_grad_hook(step_now)
+    elif method == "QLoRA":
         import bitsandbytes as bnb
 
-        optimizer = bnb.optim.PagedAdamW(model.parameters())
+        optimizer = fabric.setup_optimizers(bnb.optim.PagedAdamW(model.parameters()))
     else:
-        optimizer = torch.optim.AdamW(model.parameters())
-    optimizer = fabric.setup_optimizers(optimizer)
+        optimizer = fabric.setup_optimizers(torch.optim.AdamW(model.parameters()))
     mark("init")
 
     with torch.device("meta"):
@@ -147,26 +170,29 @@ def measure(case: dict[str, Any], iters: int, trace: bool) -> dict[str, Any]:
     mark("validate")
 
     for step in range(iters):
-        before = torch.cuda.memory_allocated()
-        if lora:
-            logits = model(ids, lm_head_chunk_size=128)
-            logits[-1] = logits[-1][..., :-1, :]
-            loss = chunked_cross_entropy(logits, ids[..., 1:])
-        else:  # litgpt/finetune/full.py
-            logits = model(ids)
-            loss = chunked_cross_entropy(logits[..., :-1, :], ids[..., 1:])
-        torch.cuda.synchronize()
-        forward_held = torch.cuda.memory_allocated() - before
-        fabric.backward(loss)
-        del logits, loss
-        optimizer.step()
-        optimizer.zero_grad()
+        for _ in range(accumulate):
+            before = torch.cuda.memory_allocated()
+            if lora:
+                logits = model(ids, lm_head_chunk_size=128)
+                logits[-1] = logits[-1][..., :-1, :]
+                loss = chunked_cross_entropy(logits, ids[..., 1:])
+            else:  # litgpt/finetune/full.py
+                logits = model(ids)
+                loss = chunked_cross_entropy(logits[..., :-1, :], ids[..., 1:])
+            torch.cuda.synchronize()
+            forward_held = torch.cuda.memory_allocated() - before
+            fabric.backward(loss / accumulate)
+            del logits, loss
+        if not in_backward:
+            optimizer.step()
+            optimizer.zero_grad()
         mark(f"train{step + 1}")
         phases[f"train{step + 1}"]["forward_held_gb"] = gb(forward_held)
 
     result: dict[str, Any] = {
-        "id": case["id"],
+        "id": case["id"] + ("+optimizer_in_backward" if in_backward else ""),
         "published_gb": case["value"],
+        "accumulate": accumulate,
         "memory_used_gb": gb(torch.cuda.max_memory_allocated()),
         "phases": phases,
         "trainable_params": trainable,
@@ -192,16 +218,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", nargs="?")
     parser.add_argument("--cases", nargs="*", help="case ids (default: every litgpt-* case)")
-    parser.add_argument("--iters", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=3, help="optimizer steps")
+    parser.add_argument("--accumulate", type=int, default=2, help="micro-batches per optimizer step")
+    parser.add_argument("--as-full", action="store_true", help="run each case as a full fine-tune instead")
+    parser.add_argument("--optimizer-in-backward", action="store_true",
+                        help="step each weight during backward (needs --accumulate 1)")
     parser.add_argument("--trace", action="store_true", help="record allocator history and list the peak's owners")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per case")
     args = parser.parse_args()
+    if args.optimizer_in_backward and args.accumulate != 1:
+        parser.error("--optimizer-in-backward steps each weight as its gradient arrives: use --accumulate 1")
     out = Path(args.out or os.environ.get("OUT") or "litgpt_memory_out").resolve()
     out.mkdir(parents=True, exist_ok=True)
     cases = litgpt_cases()
+    if args.as_full:
+        cases = {k: as_full_fine_tune(c) for k, c in cases.items()}
     if args.one:
-        result = measure(cases[args.one], args.iters, args.trace)
+        result = measure(cases[args.one], args.iters, args.trace, args.accumulate, args.optimizer_in_backward)
         with (out / "litgpt_memory.jsonl").open("a", encoding="utf-8") as f:
             f.write(json.dumps(result) + "\n")
         print(json.dumps(result), flush=True)
@@ -209,8 +243,11 @@ def main() -> int:
     failures = 0
     for case_id in args.cases or sorted(cases):
         start = time.monotonic()
-        cmd = [sys.executable, __file__, str(out), "--one", case_id, "--iters", str(args.iters)]
+        cmd = [sys.executable, __file__, str(out), "--one", case_id, "--iters", str(args.iters),
+               "--accumulate", str(args.accumulate)]
         cmd += ["--trace"] if args.trace else []
+        cmd += ["--optimizer-in-backward"] if args.optimizer_in_backward else []
+        cmd += ["--as-full"] if args.as_full else []
         try:
             code = subprocess.run(cmd, timeout=args.timeout).returncode
         except subprocess.TimeoutExpired:

@@ -10,7 +10,8 @@ Accounting (docs/formulas.md, "Memory"):
 * activations – tensors autograd saves for backward, per layer, by attention implementation, method
                 (a frozen linear saves no input) and gradient checkpointing; plus one layer of transients.
 * logits      – the (tokens × vocab) logits and loss buffers: gigabytes with 128k–256k vocabularies.
-* overhead    – CUDA context, allocator reserve, gathered ZeRO-3/FSDP buffers, comm buckets, dequant buffers.
+* overhead    – CUDA context, allocator reserve, gathered ZeRO-3/FSDP buffers, comm buckets, dequant buffers,
+                the optimizer step's workspace where it outgrows the freed activations.
 The result predicts *reserved* memory as nvidia-smi shows it; `allocated_peak` drops context and reserve
 (what torch.cuda.max_memory_allocated reports).
 """
@@ -127,6 +128,7 @@ class ModelStates:
     optimizer: Num
     gathered: Num  # ZeRO-3/FSDP all-gathered parameters in flight (counted in overhead)
     cpu_offloaded: Num  # bytes per GPU held in host RAM instead
+    step_workspace: Num = 0.0  # temporaries of the optimizer step, alive once activations are gone
 
 
 def shard_degree(sharding: Sharding, dp: Num, gpus_per_node: Num) -> Num:
@@ -193,6 +195,10 @@ def model_states(
         opt = trainable * optimizer_state_bytes(training.optimizer, precision)
     optimizer = opt / (n if stage >= 1 else 1)
     gathered = 2 * largest * wb * (stage >= 3)
+    if training.optimizer_in_backward:
+        # Each gradient is stepped and freed as soon as it is produced: one matrix's gradient at a time.
+        one = largest_trainable_matrix(arch, training) * wb
+        grads = np.minimum(grads, one / (n if stage >= 2 else 1))
 
     offloaded = 0.0 * weights
     if training.offload is not Offload.none:
@@ -203,7 +209,24 @@ def model_states(
             weights = 0.0 * weights
     if training.optimizer in (Optimizer.paged_adamw_8bit, Optimizer.paged_adamw_32bit):
         pass  # paged states live in unified memory: counted on the GPU, spill to host only under pressure
-    return ModelStates(weights, grads, optimizer, gathered, offloaded)
+    workspace = 0.0 * optimizer
+    torch_adamw = training.optimizer is Optimizer.adamw and not deepspeed and not training.optimizer_in_backward
+    if torch_adamw and training.offload is Offload.none:
+        # PyTorch's multi-tensor AdamW (the default on GPUs) materialises sqrt(v) for every weight it steps
+        # at once: one state's worth. DeepSpeed's fused Adam and a per-weight step in backward work in place.
+        workspace = trainable * (2.0 if precision is Precision.pure_bf16 else 4.0) / (n if stage >= 1 else 1)
+    return ModelStates(weights, grads, optimizer, gathered, offloaded, workspace)
+
+
+def largest_trainable_matrix(arch: Architecture, training: TrainingSpec) -> int:
+    """Elements of the biggest gradient a step produces at once: a weight matrix, the embedding, or an adapter."""
+    if training.method is Method.full:
+        return max(arch.largest_matrix_params, arch.vocab * arch.hidden)
+    rank, wanted = training.lora_rank or 16, lora_target_set(training.lora_targets)
+    widths = [max(lin.d_in, lin.d_out) for lin in arch.linears() if _MLA_NAMES.get(lin.name, lin.name) in wanted]
+    if "head" in wanted:
+        widths.append(max(arch.vocab, arch.hidden))
+    return rank * max(widths, default=0)
 
 
 # ----------------------------------------------------------------------------- activations
@@ -322,8 +345,9 @@ def estimate(
 ) -> MemoryEstimate:
     """Peak memory per GPU.
 
-    Peak = weights + optimizer + gradients + activations + logits + working buffers: with gradient
-    accumulation the gradients persist while the next micro-batch's activations are alive, so they add.
+    Peak = weights + optimizer + gradients + max(activations + logits, optimizer-step workspace) + working
+    buffers: with gradient accumulation the gradients persist while the next micro-batch's activations are
+    alive, so they add.
     Reserved = allocated × (1 + allocator reserve) + CUDA context.
     """
     states = model_states(arch, training, dp, gpus_per_node, zero_accounting)
@@ -332,9 +356,11 @@ def estimate(
     working = states.gathered + COMM_BUCKET_BYTES * (np.asarray(dp) > 1)
     if training.method is Method.qlora:
         working = working + 2 * arch.largest_matrix_params * 2  # dequantized bf16 weight, forward and backward
-    allocated = states.weights + states.gradients + states.optimizer + act + logits + working
+    # The optimizer step runs after backward has freed the activations: its workspace only adds beyond them.
+    step_excess = np.maximum(states.step_workspace - act - logits, 0.0)
+    allocated = states.weights + states.gradients + states.optimizer + act + logits + working + step_excess
     reserve = allocated * ALLOCATOR_RESERVE
-    overhead = working + reserve + CUDA_CONTEXT_BYTES
+    overhead = working + step_excess + reserve + CUDA_CONTEXT_BYTES
     total = allocated + reserve + CUDA_CONTEXT_BYTES
     cpu = states.cpu_offloaded * 1.5 * gpus_per_node  # DeepSpeed's 1.5× pinned-buffer factor, per node
     return MemoryEstimate(

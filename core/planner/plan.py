@@ -406,6 +406,12 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
             f"global batch {batch} is smaller than micro-batch × GPUs "
             f"({request.training.micro_batch_size * hw_spec.gpus}); each step trains more sequences"
         )
+    if request.training.optimizer_in_backward and float(est.accumulation) > 1:
+        warnings.append(
+            f"optimizer_in_backward steps each weight as its gradient arrives, so it cannot accumulate "
+            f"{int(est.accumulation)} micro-batches per step (torchtune refuses it): raise the micro-batch or GPUs, "
+            f"lower global_batch_size to {request.training.micro_batch_size * hw_spec.gpus}, or turn it off"
+        )
     if request.training.method is Method.full and request.training.lora_rank is not None:
         warnings.append("lora_rank ignored for a full fine-tune")
 
