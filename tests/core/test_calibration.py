@@ -228,3 +228,29 @@ def test_worked_budget_example() -> None:
     # 8 GPUs: "≈ 7 h ideal" before communication.
     eight = plan(request.model_copy(update={"hardware": HardwareSpec(gpu=gpu.id, gpus_per_node=8)}))
     assert eight.compute.steps * eight.compute.step_time_s / 3600 == pytest.approx(58.3 / 8, rel=0.15)
+
+
+HF_MEASURED = json.loads((Path(__file__).parents[1] / "fixtures/planner/hf_measured.json").read_text())
+
+
+@pytest.mark.parametrize("case_id", sorted(HF_MEASURED["cases"]))
+def test_hf_peft_peak_allocated_measured_on_h200(case_id: str) -> None:
+    """transformers + PEFT as Trainer runs them with bf16=True (bf16 weights, autocast): `amp_bf16` in tuneplan."""
+    case = HF_MEASURED["cases"][case_id]
+    arch = Architecture.from_hf_config(load_catalog().model(case["preset"]).config)
+    targets = case["targets"] if isinstance(case["targets"], str) else ",".join(case["targets"])
+    training = TrainingSpec(
+        method=case["method"],
+        lora_rank=case["lora"]["r"],
+        lora_targets=targets,
+        lora_dropout=case["lora"]["dropout"],
+        precision="amp_bf16",
+        optimizer="paged_adamw_32bit" if case["method"] == "qlora" else "adamw",
+        gradient_checkpointing=False,
+        attention="sdpa",
+        micro_batch_size=case["micro_batch"],
+    )
+    est = memory.estimate(
+        arch, training, dp=1, gpus_per_node=1, micro_batch=case["micro_batch"], seq_len=case["seq_len"]
+    )
+    assert float(est.allocated) / 1e9 == pytest.approx(case["memory_used_gb"], rel=0.15)
