@@ -20,14 +20,16 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.isolated import package_version, record, run_each  # noqa: E402
+
 MODELS = ROOT / "resources/catalog/models.json"
 CASES: dict[str, dict[str, Any]] = {
     "hf-llama-2-7b-lora-qv": {"preset": "llama-2-7b", "method": "lora", "targets": ["q_proj", "v_proj"],
@@ -134,17 +136,8 @@ def measure(case_id: str, iters: int, accumulate: int, device: str = "cuda") -> 
         "trainable_params": trainable,
         "gpu": torch.cuda.get_device_name() if cuda else "cpu dry run",
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                     "peft": peft.__version__, "bitsandbytes": _version("bitsandbytes")},
+                     "peft": peft.__version__, "bitsandbytes": package_version("bitsandbytes")},
     }
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "absent"
 
 
 def main() -> int:
@@ -161,22 +154,10 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.one:
         result = measure(args.one, args.iters, args.accumulate, args.device)
-        with (out / "hf_memory.jsonl").open("a", encoding="utf-8") as f:
-            f.write(json.dumps(result) + "\n")
-        print(json.dumps(result), flush=True)
+        record(out / "hf_memory.jsonl", result)
         return 0
-    failures = 0
-    for case_id in args.cases or sorted(CASES):
-        start = time.monotonic()
-        cmd = [sys.executable, __file__, str(out), "--one", case_id, "--iters", str(args.iters),
-               "--accumulate", str(args.accumulate), "--device", args.device]
-        try:
-            code = subprocess.run(cmd, timeout=args.timeout).returncode
-        except subprocess.TimeoutExpired:
-            code = -1
-        failures += code != 0
-        print(f"# {case_id}: exit {code} in {time.monotonic() - start:.0f} s", flush=True)
-    return 1 if failures else 0
+    flags = [str(out), "--iters", str(args.iters), "--accumulate", str(args.accumulate), "--device", args.device]
+    return run_each(__file__, args.cases or sorted(CASES), flags, args.timeout)
 
 
 if __name__ == "__main__":

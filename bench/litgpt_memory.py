@@ -21,14 +21,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.isolated import package_version, record, run_each  # noqa: E402
+
 CASES_FILE = ROOT / "tests/fixtures/planner/calibration_cases.json"
 LORA_FLAGS = {"q": "lora_query", "k": "lora_key", "v": "lora_value", "proj": "lora_projection", "mlp": "lora_mlp",
               "head": "lora_head"}
@@ -197,21 +199,12 @@ def measure(
         "phases": phases,
         "trainable_params": trainable,
         "gpu": torch.cuda.get_device_name(),
-        "versions": {"torch": torch.__version__, "lightning": L.__version__, "litgpt": _version("litgpt"),
-                     "bitsandbytes": _version("bitsandbytes")},
+        "versions": {"torch": torch.__version__, "lightning": L.__version__, "litgpt": package_version("litgpt"),
+                     "bitsandbytes": package_version("bitsandbytes")},
     }
     if trace:
         result.update(peak_breakdown(torch.cuda.memory._snapshot()))
     return result
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "absent"
 
 
 def main() -> int:
@@ -232,29 +225,19 @@ def main() -> int:
     out = Path(args.out or os.environ.get("OUT") or "litgpt_memory_out").resolve()
     out.mkdir(parents=True, exist_ok=True)
     cases = litgpt_cases()
+    unknown = sorted(set(args.cases or []) - set(cases))
+    if unknown:
+        parser.error(f"unknown case {', '.join(unknown)}; the cases are {', '.join(sorted(cases))}")
     if args.as_full:
         cases = {k: as_full_fine_tune(c) for k, c in cases.items()}
     if args.one:
         result = measure(cases[args.one], args.iters, args.trace, args.accumulate, args.optimizer_in_backward)
-        with (out / "litgpt_memory.jsonl").open("a", encoding="utf-8") as f:
-            f.write(json.dumps(result) + "\n")
-        print(json.dumps(result), flush=True)
+        record(out / "litgpt_memory.jsonl", result)
         return 0
-    failures = 0
-    for case_id in args.cases or sorted(cases):
-        start = time.monotonic()
-        cmd = [sys.executable, __file__, str(out), "--one", case_id, "--iters", str(args.iters),
-               "--accumulate", str(args.accumulate)]
-        cmd += ["--trace"] if args.trace else []
-        cmd += ["--optimizer-in-backward"] if args.optimizer_in_backward else []
-        cmd += ["--as-full"] if args.as_full else []
-        try:
-            code = subprocess.run(cmd, timeout=args.timeout).returncode
-        except subprocess.TimeoutExpired:
-            code = -1
-        failures += code != 0
-        print(f"# {case_id}: exit {code} in {time.monotonic() - start:.0f} s", flush=True)
-    return 1 if failures else 0
+    flags = [str(out), "--iters", str(args.iters), "--accumulate", str(args.accumulate)]
+    flags += ["--trace"] * args.trace + ["--optimizer-in-backward"] * args.optimizer_in_backward
+    flags += ["--as-full"] * args.as_full
+    return run_each(__file__, args.cases or sorted(cases), flags, args.timeout)
 
 
 if __name__ == "__main__":
