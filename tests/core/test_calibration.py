@@ -254,3 +254,37 @@ def test_hf_peft_peak_allocated_measured_on_h200(case_id: str) -> None:
         arch, training, dp=1, gpus_per_node=1, micro_batch=case["micro_batch"], seq_len=case["seq_len"]
     )
     assert float(est.allocated) / 1e9 == pytest.approx(case["memory_used_gb"], rel=0.15)
+
+
+def test_qlora_paper_65b_fits_one_48gb_gpu() -> None:
+    """QLoRA paper: "finetune a 65B parameter model on a single 48GB GPU" (an upper bound).
+
+    Setting of the paper's scripts/finetune_guanaco_65b.sh and qlora.py: LoRA r=64 on every linear layer,
+    dropout 0.05, NF4 with double quantization, paged 32-bit AdamW, gradient checkpointing, batch 4 of up to
+    16 + 512 tokens, LoRA layers cast to bf16 (pure_bf16 here). Paged optimizer states live in unified memory
+    that moves to host RAM when the GPU is full (paper §3, "Paged Optimizers"): what must stay on the GPU fits.
+    """
+    m = CASES["qlora-paper-65b-qlora"]["model"]
+    cfg = {
+        "hidden_size": m["hidden"],
+        "num_hidden_layers": m["layers"],
+        "num_attention_heads": m["heads"],
+        "num_key_value_heads": m["kv_heads"],
+        "vocab_size": m["vocab"],
+        "intermediate_size": m["intermediate"],
+        "model_type": "llama",
+        "tie_word_embeddings": False,
+    }
+    training = TrainingSpec(
+        method="qlora",
+        lora_rank=64,
+        lora_targets="all-linear",
+        lora_dropout=0.05,
+        double_quant=True,
+        optimizer="paged_adamw_32bit",
+        gradient_checkpointing=True,
+        precision="pure_bf16",
+        micro_batch_size=4,
+    )
+    est = memory.estimate(Architecture.from_hf_config(cfg), training, dp=1, gpus_per_node=1, micro_batch=4, seq_len=528)
+    assert float(est.allocated - est.optimizer) < CASES["qlora-paper-65b-qlora"]["value"] * 1e9
