@@ -74,6 +74,20 @@ def test_deepspeed_estimator_examples(case: str, sharding: str, offload: str, ex
     assert got == pytest.approx(expected_gib or CASES[case]["value"], rel=0.03)
 
 
+def _case_config(m: dict) -> dict:
+    """A case's model as Llama-style config.json keys (untied head); callers adjust model_type."""
+    return {
+        "hidden_size": m["hidden"],
+        "num_hidden_layers": m["layers"],
+        "num_attention_heads": m["heads"],
+        "num_key_value_heads": m["kv_heads"] or m["heads"],
+        "vocab_size": m["vocab"],
+        "intermediate_size": m["intermediate"] or 4 * m["hidden"],
+        "model_type": "llama",
+        "tie_word_embeddings": False,
+    }
+
+
 def _litgpt_request(case: dict) -> tuple[Architecture, TrainingSpec]:
     """The case as litgpt builds it: an untied LM head and one fused q/k/v linear for every model.
 
@@ -82,16 +96,7 @@ def _litgpt_request(case: dict) -> tuple[Architecture, TrainingSpec]:
     """
     m = case["model"]
     name = m["name"].lower()
-    cfg = {
-        "hidden_size": m["hidden"],
-        "num_hidden_layers": m["layers"],
-        "num_attention_heads": m["heads"],
-        "num_key_value_heads": m["kv_heads"],
-        "vocab_size": m["vocab"],
-        "intermediate_size": m["intermediate"] or 4 * m["hidden"],
-        "model_type": "llama",
-        "tie_word_embeddings": False,
-    }
+    cfg = _case_config(m)
     if "falcon" in name:
         cfg.update(model_type="falcon")
     elif "phi-2" in name:
@@ -185,16 +190,7 @@ def test_pretraining_gpu_hours_with_default_mfu(case_id: str) -> None:
     """Llama 1/2 model cards: A100-80GB GPU-hours for 1–2T tokens, against FLOPs ÷ (peak × default MFU)."""
     case = CASES[case_id]
     m = case["model"]
-    cfg = {
-        "hidden_size": m["hidden"],
-        "num_hidden_layers": m["layers"],
-        "num_attention_heads": m["heads"],
-        "num_key_value_heads": m["kv_heads"] or m["heads"],
-        "vocab_size": m["vocab"],
-        "intermediate_size": m["intermediate"],
-        "model_type": "llama",
-    }
-    arch = Architecture.from_hf_config(cfg)
+    arch = Architecture.from_hf_config(_case_config(m))
     tokens = case["other_settings"]["tokens"]
     seq = case["seq_len"]
     request = PlanRequest(
@@ -264,17 +260,7 @@ def test_qlora_paper_65b_fits_one_48gb_gpu() -> None:
     16 + 512 tokens, LoRA layers cast to bf16 (pure_bf16 here). Paged optimizer states live in unified memory
     that moves to host RAM when the GPU is full (paper §3, "Paged Optimizers"): what must stay on the GPU fits.
     """
-    m = CASES["qlora-paper-65b-qlora"]["model"]
-    cfg = {
-        "hidden_size": m["hidden"],
-        "num_hidden_layers": m["layers"],
-        "num_attention_heads": m["heads"],
-        "num_key_value_heads": m["kv_heads"],
-        "vocab_size": m["vocab"],
-        "intermediate_size": m["intermediate"],
-        "model_type": "llama",
-        "tie_word_embeddings": False,
-    }
+    arch = Architecture.from_hf_config(_case_config(CASES["qlora-paper-65b-qlora"]["model"]))
     training = TrainingSpec(
         method="qlora",
         lora_rank=64,
@@ -286,5 +272,5 @@ def test_qlora_paper_65b_fits_one_48gb_gpu() -> None:
         precision="pure_bf16",
         micro_batch_size=4,
     )
-    est = memory.estimate(Architecture.from_hf_config(cfg), training, dp=1, gpus_per_node=1, micro_batch=4, seq_len=528)
+    est = memory.estimate(arch, training, dp=1, gpus_per_node=1, micro_batch=4, seq_len=528)
     assert float(est.allocated - est.optimizer) < CASES["qlora-paper-65b-qlora"]["value"] * 1e9
