@@ -71,15 +71,20 @@ def _quick_request(args: argparse.Namespace) -> dict[str, Any]:
     return req
 
 
-def load_request(path: str) -> dict[str, Any]:
+def read_json(path: str | Path) -> Any:
+    """A JSON file named on the command line ("-" is standard input); unreadable or invalid is a CliError."""
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise CliError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+
+
+def load_request(path: str) -> dict[str, Any]:
+    data = read_json(path)
     if not isinstance(data, dict):
         raise CliError(f"{path} must hold a JSON object with model and data")
     return data

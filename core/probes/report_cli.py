@@ -9,11 +9,10 @@ look the same and core never imports Qt.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-from core.cli import CliError
+from core.cli import CliError, read_json
 from core.probe_report import ProbeRunRecord, build_probe_report, record_from_json, record_from_stored
 
 
@@ -28,14 +27,7 @@ def load_record(run: str, db: str | None = None) -> ProbeRunRecord:
 
 
 def _from_file(path: Path) -> ProbeRunRecord:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+    data = read_json(path)
     try:
         return record_from_json(data)
     except ValueError as exc:
