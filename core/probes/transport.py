@@ -412,14 +412,16 @@ def group_alive(pgid: int) -> bool:
         except PermissionError:
             return True
         return True
-    for entry in proc_dir.iterdir():
+    return any(len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z" for _, fields in proc_stats())
+
+
+def proc_stats() -> Iterator[tuple[int, list[str]]]:
+    """(pid, the /proc/PID/stat fields after the command name: state, ppid, pgrp, ...) of every process."""
+    for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
+        yield int(entry.name), stat[stat.rfind(")") + 2:].split()

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.probes.transport import proc_stats
+
 SSHD = "/usr/sbin/sshd"
 START_TIMEOUT_S = 10.0
 
@@ -59,18 +61,7 @@ def free_port() -> int:
 
 def _children(pid: int) -> list[int]:
     """Direct children of ``pid`` (from /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1 and fields[1] == str(pid):
-            found.append(int(entry.name))
-    return found
+    return [child for child, fields in proc_stats() if len(fields) > 1 and fields[1] == str(pid)]
 
 
 def _descendants(pid: int) -> list[int]:
