@@ -4,7 +4,8 @@ scorecard once the run ends. Run: ``.venv/bin/python packaging/screenshots_probe
 There is no GPU on the machines that build the docs, so the run is a replay of real captures from
 ``tests/fixtures/probes`` (see its SOURCES.md) through the project's parsers: `nvidia-smi --query-gpu` and
 `dmon` under gpu-burn on one H100 (#4, #7), its `nvidia-smi -q` (#3), the nccl-tests sweep of two p5 nodes
-(#21) and a fio JSON. Values and their timing are the captured ones; the host is named after what it is.
+(#21) and a fio JSON, parsed as the pane's tests parse them (``tests/gui/test_probe_replay.py``). Values
+and their timing are the captured ones; the host is named after what it is.
 Everything is written to a throwaway user folder.
 """
 
@@ -28,13 +29,8 @@ os.environ["PYQTGRAPH_QT_LIB"] = "PySide6"
 from PySide6.QtCore import QCoreApplication  # noqa: E402
 from PySide6.QtWidgets import QWidget  # noqa: E402
 
-FIXTURES = ROOT / "tests" / "fixtures" / "probes"
 SIZE = (1280, 900)
-HOST = "h100-gpuburn (replayed capture)"
-
-
-def fixture(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8", errors="replace")
+HOST = "h100-burn (replayed capture)"
 
 
 class CaptureReplay:
@@ -47,14 +43,7 @@ class CaptureReplay:
     def __call__(self, transport: Any, options: Any, store: Any, cancel: threading.Event,
                  host_label: str) -> Iterator[Any]:
         from core.probe_store import StoredSeriesPoint
-        from core.probes.evidence import HostInventory, ProbeEvidence, ProbeOutcome, ProbeStatus, StorageResult
-        from core.probes.parsers import (
-            parse_dmon,
-            parse_fio_json,
-            parse_nccl_tests,
-            parse_nvidia_smi_q,
-            parse_query_gpu,
-        )
+        from core.probes.evidence import ProbeOutcome, ProbeStatus
         from core.probes.probes.base import HostFacts
         from core.probes.runner import (
             LogEvent,
@@ -66,20 +55,12 @@ class CaptureReplay:
             SeriesPoint,
         )
         from core.probes.scorecard import score
+        from tests.gui.test_probe_replay import burn_metrics, replay_evidence
 
-        smi = parse_nvidia_smi_q(fixture("nvidia_smi_q_1xH100_under_gpuburn_590.48.01.txt")).value
-        nccl = parse_nccl_tests(fixture("nccl_allreduce_2x8xH100_p5_EFA_srun_rank_prefixed.txt")).value
-        fio = parse_fio_json(fixture("fio_json_fio3.1_randread_4k_qd1_32jobs_SATA_SSD_PM883.json")).value
-        csv = parse_query_gpu(fixture("nvidia_smi_query_gpu_csv_1xH100_under_gpuburn_590.48.01.csv")).value
-        dmon = parse_dmon(fixture("nvidia_smi_dmon_1xH100_under_gpuburn_590.48.01.txt")).value
-        assert smi and nccl and fio and csv and dmon is not None
-        read = fio.jobs[0].read
-        assert read is not None
-        evidence = ProbeEvidence(
-            inventory=HostInventory(hostname="h100-gpuburn", nvidia=smi), health=smi, collectives=nccl,
-            collective_interconnect="efa",
-            storage=[StorageResult(path="/data", role="data", tool="fio", rand_read_iops=read.iops,
-                                   rand_read_p99_ms=(read.clat_p99_ns or 0) / 1e6, fio=[fio])])
+        evidence = replay_evidence()
+        smi, nccl, burn = evidence.health, evidence.collectives, burn_metrics()
+        read = evidence.storage[0].fio[0].jobs[0].read
+        assert smi and nccl and read is not None
         probes = ["inventory", "health", "collectives", "storage", "burn"]
         run_id = store.start_run(host_label, ",".join(probes), probes)
         facts = HostFacts(tools={"nvidia-smi": "/usr/bin/nvidia-smi"},
@@ -119,8 +100,7 @@ class CaptureReplay:
                 yield SeriesPoint(t=t, series="fio_read", x=t, y=mb_s, label="data randread")
                 yield SeriesPoint(t=t, series="fio_iops", x=t, y=read.iops or 0, label="data randread")
             elif name == "burn":
-                samples = [*csv.metrics, *(m.model_copy(update={"t": m.t + 1.0}) for m in dmon)]
-                samples = [m.model_copy(update={"t": m.t + t}) for m in samples]
+                samples = [m.model_copy(update={"t": m.t + t}) for m in burn]
                 store.add_samples(run_id, samples)
                 for sample in samples:
                     yield MetricsBatch(t=sample.t, metrics=[sample])
@@ -132,7 +112,7 @@ class CaptureReplay:
             outcome = ProbeOutcome(name=name, status=status, started=started, ended=time.time())
             store.add_outcome(run_id, outcome)
             yield ProbeFinished(t=t, outcome=outcome)
-        card = score(evidence, samples=[*csv.metrics, *dmon])
+        card = score(evidence, samples=burn)
         state = "cancelled" if cancel.is_set() else "completed"
         store.finish_run(run_id, state, evidence=evidence, scorecard=card)
         yield RunFinished(t=t, run_id=run_id, evidence=evidence, scorecard=card, status=state)
@@ -169,7 +149,7 @@ def main(out: Path) -> int:
 
     app = make_app(["screenshots"])
     store = ProbeStore(scratch / "probes.db")
-    store.save_host(HostProfile(name=HOST, target="ubuntu@h100-gpuburn", data_path="/data",
+    store.save_host(HostProfile(name=HOST, target="ubuntu@h100-burn", data_path="/data",
                                 checkpoint_path="/checkpoints"))
     replay = CaptureReplay()
     executor = ThreadExecutor()
