@@ -344,7 +344,7 @@ def typing(profile: bool) -> tuple[Typing, Any, Any]:
     from PySide6.QtTest import QTest
 
     import gui.wizard.state as state_module
-    from core.plan_store import PlanStore
+    from core.planner.store import PlanStore
     from gui.app import make_app
     from gui.main_window import MainWindow
     from gui.workers import ThreadExecutor
@@ -440,7 +440,7 @@ class PdfExport:
 
 
 def pdf_export(window: Any, env: dict[str, str], runs: int, profile: bool) -> PdfExport:
-    from core.report import build_report
+    from core.planner.report import build_report
     from gui.pdf import render_report
 
     analysis = window.wizard.state.analysis

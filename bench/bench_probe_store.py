@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from bench import perf_doc
-from core.probe_store import SAMPLE_COLUMNS, ProbeStore, sample_values
 from core.probes.samples import GpuMetric
+from core.probes.store import SAMPLE_COLUMNS, ProbeStore, sample_values
 
 BUDGET_S = 0.5
 FLUSH_S = 0.5  # the runner's sample flush period (core.probes.runner.SAMPLE_FLUSH_S)

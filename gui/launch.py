@@ -1,4 +1,4 @@
-"""The `tuneplan` command: the window without arguments, the CLI (core.cli) with them.
+"""The `tuneplan` command: the window without arguments, the CLI (core.cli.main) with them.
 
 It lives in gui/ because core must never import Qt or gui; a headless install still gets the CLI.
 """
@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core import cli
+from core.cli import main as cli
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args:
-        from core import report_cli
+        from core.cli import report as report_cli
 
         report_cli.set_renderer(_render_pdf)
         return cli.main(args)

@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.plan_store import PlanRecord, PlanStore, StoreError, request_to_dict
-from core.report import build_report, hardware_label
+from core.planner.report import build_report, hardware_label
+from core.planner.store import PlanRecord, PlanStore, StoreError, request_to_dict
 from gui.library.widget import LibraryWidget
 from gui.wizard.wizard import PlanWizard
 from gui.workers import Executor, ThreadExecutor

@@ -68,7 +68,7 @@ def main(out: Path) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="tuneplan-shots-"))
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
-    from core.plan_store import PlanStore
+    from core.planner.store import PlanStore
     from gui.app import make_app
     from gui.main_window import MainWindow
     from gui.workers import InlineExecutor
@@ -112,7 +112,7 @@ def main(out: Path) -> int:
         save(dialog, out / "compare.png")
         dialog.close()
     window.show_place("Plan")
-    from core.report import build_report
+    from core.planner.report import build_report
     from gui.pdf import render_report
 
     assert state.analysis is not None

@@ -42,9 +42,8 @@ class CaptureReplay:
 
     def __call__(self, transport: Any, options: Any, store: Any, cancel: threading.Event,
                  host_label: str) -> Iterator[Any]:
-        from core.probe_store import StoredSeriesPoint
+        from core.probes.checks.base import HostFacts
         from core.probes.evidence import ProbeOutcome, ProbeStatus
-        from core.probes.probes.base import HostFacts
         from core.probes.runner import (
             LogEvent,
             MetricsBatch,
@@ -55,6 +54,7 @@ class CaptureReplay:
             SeriesPoint,
         )
         from core.probes.scorecard import score
+        from core.probes.store import StoredSeriesPoint
         from tests.gui.test_probe_replay import burn_metrics, replay_evidence
 
         evidence = replay_evidence()
@@ -141,8 +141,8 @@ def main(out: Path) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="tuneplan-probe-shots-"))
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
-    from core.probe_store import HostProfile, ProbeStore
-    from core.probes.transport import LocalTransport
+    from core.probes.store import HostProfile, ProbeStore
+    from core.probes.transport.base import LocalTransport
     from gui.app import make_app
     from gui.probe.pane import ProbePane
     from gui.workers import ThreadExecutor

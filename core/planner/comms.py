@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from core.models import Interconnect, Sharding
+from core.planner.models import Interconnect, Sharding
 
 Num = Any
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from core.models import Method, TrainingSpec
+from core.planner.models import Method, TrainingSpec
 from core.planner.params import Architecture
 
 Num = Any

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from core.models import BuySpec, BuyVsRent, ComputeCost
+from core.planner.models import BuySpec, BuyVsRent, ComputeCost
 from core.planner.reliability import SECONDS_PER_HOUR, expected_wall_hours_at_optimum, job_mtbf_hours
 
 FloatArray = NDArray[np.float64]

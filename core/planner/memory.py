@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from core.models import Attention, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
+from core.planner.models import Attention, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
 
 Num = Any  # a float or a NumPy array, broadcast together

@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 
 from core.catalog import GPU, Catalog, CatalogError, Price, load_catalog
-from core.models import (
+from core.planner import comms, compute, cost, memory, reliability, search, storage
+from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
+from core.planner.models import (
     Assumption,
     CheckpointResult,
     ComputeCost,
@@ -32,8 +34,6 @@ from core.models import (
     TimeResult,
     TrainingSpec,
 )
-from core.planner import comms, compute, cost, memory, reliability, search, storage
-from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
 from core.planner.params import Architecture, ConfigError
 from core.planner.step import Hardware, StepEstimate, evaluate, global_batch, trained_tokens
 

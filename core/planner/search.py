@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.models import Candidate, Method, PlanRequest, Sharding
 from core.planner import comms, compute
+from core.planner.models import Candidate, Method, PlanRequest, Sharding
 from core.planner.params import Architecture
 from core.planner.step import Hardware, evaluate, global_batch
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from core.models import Assumptions, DataSpec, Precision, Sharding, TrainingSpec
 from core.planner import comms, compute, memory
+from core.planner.models import Assumptions, DataSpec, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
 
 Num = Any

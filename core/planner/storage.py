@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.models import CostLine, StorageTier
+from core.planner.models import CostLine, StorageTier
 from core.resources import read_json
 from core.units import fmt_bytes
 

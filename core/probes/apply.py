@@ -15,8 +15,8 @@ directly; multi-node runs set ``inter_node_gbps`` to the per-node rate at which 
 from __future__ import annotations
 
 from core.catalog import GPU, Catalog, CatalogError, load_catalog
-from core.models import HardwareSpec, PlanRequest
 from core.planner import comms
+from core.planner.models import HardwareSpec, PlanRequest
 from core.planner.plan import PlanError, plan
 from core.probes.evidence import ProbeEvidence
 from core.probes.samples import GpuInfo

@@ -28,10 +28,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from core.probe_store import ProbeStore, StoredSeriesPoint
-from core.probes.evidence import PROBE_NAMES, SUITES, ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard
-from core.probes.probes import PROBES
-from core.probes.probes.base import (
+from core.probes.checks import PROBES
+from core.probes.checks.base import (
     Cancelled,
     HostFacts,
     LogLevel,
@@ -41,10 +39,12 @@ from core.probes.probes.base import (
     ProbeSkipped,
     q,
 )
-from core.probes.probes.facts import detect_facts
-from core.probes.probes.gpu_metrics import MetricsSampler, sampler_command
+from core.probes.checks.facts import detect_facts
+from core.probes.checks.gpu_metrics import MetricsSampler, sampler_command
+from core.probes.evidence import PROBE_NAMES, SUITES, ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard
 from core.probes.samples import GpuMetric
-from core.probes.transport import CommandResult, Disconnected, Transport, TransportError
+from core.probes.store import ProbeStore, StoredSeriesPoint
+from core.probes.transport.base import CommandResult, Disconnected, Transport, TransportError
 from core.resources import resource_path
 
 log = logging.getLogger(__name__)

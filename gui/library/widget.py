@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.models import PlanRequest
-from core.plan_store import PlanRecord, PlanStore, request_to_dict
-from core.report import Analysis, analyse
+from core.planner.models import PlanRequest
+from core.planner.report import Analysis, analyse
+from core.planner.store import PlanRecord, PlanStore, request_to_dict
 from core.units import fmt_hours, fmt_usd
 from gui.library.compare import CompareDialog
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table

@@ -10,8 +10,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from core.probe_store import ProbeStore
-from core.probes.transport import Transport
+from core.probes.store import ProbeStore
+from core.probes.transport.base import Transport
 from gui.probe.suite_picker import SuiteChoice
 
 RunSuite = Callable[[Transport, Any, ProbeStore, threading.Event, str], Iterator[Any]]

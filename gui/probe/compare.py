@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from core.probe_store import RunSummary
 from core.probes.evidence import Check, Scorecard
+from core.probes.store import RunSummary
 from gui.probe.scorecard_view import StatusRowsModel, VerdictBanner
 from gui.table_model import Row, make_table
 

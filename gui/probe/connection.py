@@ -20,10 +20,10 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
-from core.probes.hostkeys import default_app_known_hosts
-from core.probes.ssh import SshTransport
-from core.probes.target import SshTarget, parse_target
-from core.probes.transport import HostKeyChanged, HostKeyUnknown, LocalTransport, Transport, TransportError
+from core.probes.transport.base import HostKeyChanged, HostKeyUnknown, LocalTransport, Transport, TransportError
+from core.probes.transport.hostkeys import default_app_known_hosts
+from core.probes.transport.ssh import SshTransport
+from core.probes.transport.target import SshTarget, parse_target
 from gui.probe.hostkey_dialog import HostKeyChoice, HostKeyDialog, changed_key_box
 from gui.probe.prompts import Prompter
 from gui.workers import Executor

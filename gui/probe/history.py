@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.probe_store import ProbeStore, RunSummary
+from core.probes.store import ProbeStore, RunSummary
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 
 HEADER = ["run", "host", "started", "suite", "status", "verdict", "duration"]

@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.probe_store import HostProfile, ProbeStore
-from core.probes.target import split_target
+from core.probes.store import HostProfile, ProbeStore
+from core.probes.transport.target import split_target
 
 LOCAL_NAME = "This machine"
 LOCAL_TARGET = "local"

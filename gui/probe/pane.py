@@ -35,11 +35,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.models import PlanRequest
-from core.probe_store import HostProfile, ProbeStore, ProbeStoreError, SampleTable, StoredRun
+from core.planner.models import PlanRequest
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.samples import GpuMetric
-from core.probes.transport import Transport
+from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, SampleTable, StoredRun
+from core.probes.transport.base import Transport
 from gui.probe import backend
 from gui.probe.compare import CompareDialog, Side
 from gui.probe.connection import Connector, ConnectSpec
@@ -662,7 +662,7 @@ class ProbePane(QWidget):
         if target is None:
             return None
         run_id, path = target
-        from core.probe_report import run_json
+        from core.probes.report import run_json
 
         try:
             run = self.store.load_run(run_id)
@@ -683,7 +683,7 @@ class ProbePane(QWidget):
         if target is None:
             return
         run_id, path = target
-        from core.probe_report import build_probe_report
+        from core.probes.report import build_probe_report
         from gui.pdf import render_report
 
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from core.models import Interconnect, StorageTier
+from core.planner.models import Interconnect, StorageTier
 from core.planner.storage import tier_figures
 
 METHOD = {"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA (4-bit base)"}

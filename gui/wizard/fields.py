@@ -17,7 +17,7 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QCheckBox, QComboBox, QLabel, QLineEdit, QVBoxLayout, QWidget
 
-from core.models import PlanRequest
+from core.planner.models import PlanRequest
 from gui.colors import error_color
 from gui.wizard.state import PlanState
 

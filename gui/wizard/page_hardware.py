@@ -8,8 +8,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QSplitter
 
 from core.catalog import load_catalog
-from core.models import Candidate
-from core.report import (
+from core.planner.models import Candidate
+from core.planner.report import (
     Analysis,
     candidate_label,
     hardware_label,

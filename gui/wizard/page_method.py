@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QGridLayout
 
-from core.models import Attention, Method, Offload, Optimizer, Precision, Sharding
+from core.planner.models import Attention, Method, Offload, Optimizer, Precision, Sharding
 from gui.wizard import choices
 from gui.wizard.fields import CheckField, ComboField, TextField, enum_options, set_enabled
 from gui.wizard.page import PlanPage

@@ -16,9 +16,9 @@ from pydantic_core import ErrorDetails
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.catalog import CatalogError
-from core.models import PlanRequest
+from core.planner.models import PlanRequest
 from core.planner.plan import PlanError
-from core.report import Analysis, analyse
+from core.planner.report import Analysis, analyse
 from gui.workers import Executor
 
 DEFAULT_REQUEST: dict[str, Any] = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}}

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from core.catalog import load_catalog
-from core.models import Assumptions, DataSpec, HardwareSpec, PlanRequest, TrainingSpec
 from core.planner import compute, memory
+from core.planner.models import Assumptions, DataSpec, HardwareSpec, PlanRequest, TrainingSpec
 from core.planner.params import Architecture
 from core.planner.plan import plan
 

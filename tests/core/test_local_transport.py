@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from core.probes.transport import (
+from core.probes.transport.base import (
     CommandResult,
     Disconnected,
     LocalTransport,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from core.models import PlanRequest
-from core.plan_store import SCHEMA_VERSION, PlanStore, StoreError, default_db_path, request_to_dict
+from core.planner.models import PlanRequest
+from core.planner.store import SCHEMA_VERSION, PlanStore, StoreError, default_db_path, request_to_dict
 from core.sqlite_schema import transaction
 
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8}}
@@ -135,7 +135,7 @@ def test_a_crash_in_the_middle_of_a_write_loses_nothing_committed(tmp_path):
     store.close()
     crash = textwrap.dedent(f"""
         import os
-        from core.plan_store import PlanStore
+        from core.planner.store import PlanStore
         s = PlanStore({str(db)!r})
         s.db.conn.execute("BEGIN IMMEDIATE")
         s.db.conn.execute("INSERT INTO plans (name, request_json, created, updated) VALUES ('half', '{{}}', 'x', 'x')")

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.catalog import load_catalog
-from core.models import HardwareSpec, PlanRequest, TrainingSpec
 from core.planner import memory
+from core.planner.models import HardwareSpec, PlanRequest, TrainingSpec
 from core.planner.params import Architecture
 from core.planner.plan import plan
 from core.planner.search import pareto_mask

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.models import PlanRequest
+from core.planner.models import PlanRequest
 from core.planner.plan import plan
 from core.probes.apply import apply_to_plan
 from core.probes.evidence import ComputeResult, HostInventory, ProbeEvidence

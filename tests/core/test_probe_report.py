@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from core import cli
-from core.probe_report import ProbeRunRecord, build_probe_report, record_from_json, run_json
-from core.probe_store import ProbeStore
+from core.cli import main as cli
+from core.planner.report import BarChart, LineChart, Table
 from core.probes.evidence import (
     BurnResult,
     ComputeResult,
@@ -33,8 +32,9 @@ from core.probes.parsers import (
     parse_nvidia_smi_q,
     parse_topo_matrix,
 )
+from core.probes.report import ProbeRunRecord, build_probe_report, record_from_json, run_json
 from core.probes.scorecard import score
-from core.report import BarChart, LineChart, Table
+from core.probes.store import ProbeStore
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "probes"
@@ -196,8 +196,8 @@ def test_run_json_round_trips_through_the_store(record):
 def test_stored_samples_are_thinned_evenly_per_gpu():
     import numpy as np
 
-    from core.probe_report import samples_from_table
-    from core.probe_store import SampleTable
+    from core.probes.report import samples_from_table
+    from core.probes.store import SampleTable
 
     n = 5000  # per GPU, two GPUs interleaved
     t = np.repeat(np.arange(n) * 0.1, 2)

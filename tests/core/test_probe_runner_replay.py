@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from core.probe_store import ProbeStore
+from core.probes.checks import compute
+from core.probes.checks.base import HostFacts, ProbeCallbacks, ProbeContext, PythonInfo
+from core.probes.checks.compute import LINK_QUERY
 from core.probes.evidence import ProbeEvidence, ProbeStatus
-from core.probes.probes import compute
-from core.probes.probes.base import HostFacts, ProbeCallbacks, ProbeContext, PythonInfo
-from core.probes.probes.compute import LINK_QUERY
 from core.probes.runner import (
     LogEvent,
     MetricsBatch,
@@ -33,7 +32,8 @@ from core.probes.runner import (
     SeriesPoint,
     run_suite,
 )
-from core.probes.transport import ExecGenerator, LocalTransport
+from core.probes.store import ProbeStore
+from core.probes.transport.base import ExecGenerator, LocalTransport
 from core.resources import resource_path
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probes"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core.models import ComputeCost, HardwareSpec, PlanRequest
+from core.planner.models import ComputeCost, HardwareSpec, PlanRequest
 from core.planner.plan import plan
-from core.report import (
+from core.planner.report import (
     analyse,
     build_report,
     conclusion,
@@ -148,7 +148,7 @@ def test_report_content_is_json_round_trippable(analysis):
 
 
 def test_core_report_modules_import_no_qt():
-    code = ("import sys, core.report, core.plan_store, core.report_cli; "
+    code = ("import sys, core.planner.report, core.planner.store, core.cli.report; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'gui', 'shiboken6')]; "
             "print(bad); raise SystemExit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2], capture_output=True,
@@ -158,7 +158,7 @@ def test_core_report_modules_import_no_qt():
 
 def test_memory_rows_kept_across_token_counts_equal_fresh_ones():
     """Rows are reused when only the dataset size changes; they must be what a fresh analysis gives."""
-    from core import report
+    from core.planner import report
 
     def rows(tokens: str):
         return analyse(PlanRequest.model_validate({**BASE, "data": {"tokens": tokens}})).figures.memory_by_gpu
@@ -175,7 +175,7 @@ def test_memory_rows_kept_across_token_counts_equal_fresh_ones():
 def test_network_the_plan_assumes_is_said_in_words():
     """A typical H100 SXM node has one 400 Gbit/s rail per GPU; a PCIe node (L40S) one 100 Gbit/s NIC shared by
     its GPUs; plain Ethernet is assumed at 100 Gbit/s per 8-GPU node (12.5 per GPU)."""
-    from core.report import network_node_gbps, network_text, typical_network
+    from core.planner.report import network_node_gbps, network_text, typical_network
 
     assert typical_network("H100-SXM", 8) == \
         "typical for H100-SXM nodes: 400 Gbit/s per GPU, 3,200 Gbit/s per node of 8"

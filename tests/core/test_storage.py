@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.models import StorageTier
+from core.planner.models import StorageTier
 from core.planner.storage import (
     GbMonthPrice,
     checkpoint_write_seconds,

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from core.probes.target import SshTarget, parse_target, split_target
+from core.probes.transport.target import SshTarget, parse_target, split_target
 
 
 @pytest.mark.parametrize(("text", "expected"), [

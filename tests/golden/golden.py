@@ -53,7 +53,7 @@ def frozen_today() -> Iterator[None]:
 
 def run_cli(argv: list[str]) -> str:
     """``tuneplan ARGV`` in-process: the exit code, stdout and stderr as one text."""
-    from core.cli import main
+    from core.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), frozen_today():
@@ -78,8 +78,8 @@ def plan_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
 
 def report_document(name: str) -> str:
     """The plan report as the PDF writer receives it (a rendering-neutral document), as JSON."""
-    from core.models import PlanRequest
-    from core.report import analyse, build_report
+    from core.planner.models import PlanRequest
+    from core.planner.report import analyse, build_report
 
     with frozen_today():
         request = PlanRequest.model_validate(REQUESTS[name])
@@ -106,9 +106,9 @@ def scrub(value: Any) -> Any:
 
 def replayed_run(db: Path) -> tuple[Any, int]:
     """A probe run of the recorded H100 box (real nvidia-smi, nccl-tests and fio outputs), stored."""
-    from core.probe_store import ProbeStore, StoredSeriesPoint
     from core.probes.evidence import ProbeOutcome, ProbeStatus
     from core.probes.scorecard import score
+    from core.probes.store import ProbeStore, StoredSeriesPoint
     from tests.gui.test_probe_replay import burn_metrics, nccl_points, replay_evidence
 
     store = ProbeStore(db)
@@ -129,7 +129,7 @@ def replayed_run(db: Path) -> tuple[Any, int]:
 
 def probe_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
     def run_document() -> str:
-        from core.probes.cli import render_scorecard, run_document
+        from core.cli.probe import render_scorecard, run_document
 
         store, run_id = replayed_run(workdir / "probe_doc.db")
         doc = run_document(store, run_id)
@@ -138,7 +138,7 @@ def probe_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
                 + re.sub(r"^run \d+ ", "run N ", render_scorecard(doc)) + "\n")
 
     def report() -> str:
-        from core.probe_report import build_probe_report, run_json
+        from core.probes.report import build_probe_report, run_json
 
         store, run_id = replayed_run(workdir / "probe_report.db")
         run = store.load_run(run_id)

@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtCore import QSettings, QThreadPool
 from wizard_driver import settle
 
-from core.plan_store import PlanStore
+from core.planner.store import PlanStore
 from gui.workers import InlineExecutor
 
 

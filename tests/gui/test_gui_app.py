@@ -104,7 +104,7 @@ def test_the_window_modules_leave_the_chart_library_for_later():
 
 
 def test_a_chart_asked_to_draw_during_the_import_waits_for_it(qtbot, monkeypatch):
-    from core.report import BarChart, Series
+    from core.planner.report import BarChart, Series
     from gui import charts
 
     charts.preload(InlineExecutor())  # imported, as after the worker finished
@@ -128,7 +128,7 @@ def test_probe_measurements_open_in_the_wizard(qtbot, window):
     """'Apply to plan' in the Probe place hands a PlanRequest with measured figures to the wizard."""
     from wizard_driver import settle
 
-    from core.models import PlanRequest
+    from core.planner.models import PlanRequest
 
     request = PlanRequest.model_validate({
         "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8},

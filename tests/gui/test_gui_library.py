@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from wizard_driver import click, settle
 
-from core.models import PlanRequest
+from core.planner.models import PlanRequest
 from core.planner.plan import plan
 
 
@@ -133,7 +133,7 @@ def test_import_refuses_a_bad_request_with_the_field_named(qtbot, window, tmp_pa
 
 
 def test_damaged_library_notice_is_shown(qtbot, executor, settings, tmp_path: Path):
-    from core.plan_store import PlanStore
+    from core.planner.store import PlanStore
     from gui.main_window import MainWindow
 
     db = tmp_path / "lib.db"

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 from wizard_driver import settle
 
-from core.plan_store import PlanStore
+from core.planner.store import PlanStore
 from gui.main_window import MainWindow
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from core import report_cli
+from core.cli import report as report_cli
 from core.units import fmt_hours, fmt_usd
 from gui.launch import main
 
@@ -139,8 +139,8 @@ def test_no_text_is_clipped_or_drawn_over_other_text(rendered, tmp_path: Path):
 
 def test_memory_chart_labels_and_captions_are_in_the_pdf(rendered):
     """Each GPU's bar is labelled with the configuration it is drawn at, and each chart says what it shows."""
-    from core.models import PlanRequest
-    from core.report import analyse, memory_chart
+    from core.planner.models import PlanRequest
+    from core.planner.report import analyse, memory_chart
 
     pdf, _ = rendered
     squashed = re.sub(r"\s+", "", text_of(pdf))
@@ -167,7 +167,7 @@ def test_report_command_renders_headless(tmp_path: Path):
 
 
 def test_report_without_a_renderer_says_so(tmp_path: Path, capsys):
-    from core.cli import main as core_main
+    from core.cli.main import main as core_main
 
     req = tmp_path / "request.json"
     req.write_text(json.dumps(REQUEST))
@@ -179,8 +179,8 @@ def test_report_without_a_renderer_says_so(tmp_path: Path, capsys):
 
 def test_pdf_renders_off_the_gui_thread(qtbot, tmp_path: Path):
     """The window exports on a worker: painting on a QPdfWriter there must work."""
-    from core.models import PlanRequest
-    from core.report import analyse, build_report
+    from core.planner.models import PlanRequest
+    from core.planner.report import analyse, build_report
     from gui.pdf import render_report
     from gui.workers import ThreadExecutor
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.probe_store import HostProfile
+from core.probes.store import HostProfile
 from gui.probe.connection import ConnectSpec, resolve_target
 from gui.probe.hosts import profile_error
 from gui.probe.pane import connect_spec

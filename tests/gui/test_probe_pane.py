@@ -12,11 +12,11 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 from test_probe_replay import MetricsBatch, ReplayRunner, replay_evidence, replay_scorecard
 
-from core.models import PlanRequest
-from core.probe_store import HostProfile, ProbeStore
+from core.planner.models import PlanRequest
 from core.probes.evidence import Check, CheckStatus, Scorecard, Verdict
 from core.probes.samples import GpuMetric
-from core.probes.transport import LocalTransport
+from core.probes.store import HostProfile, ProbeStore
+from core.probes.transport.base import LocalTransport
 from gui.probe.compare import compare_rows
 from gui.probe.hosts import LOCAL_NAME
 from gui.probe.pane import PROGRESS_STEPS, ProbePane, route_point

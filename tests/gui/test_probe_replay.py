@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from core.probe_store import ProbeStore, StoredSeriesPoint
 from core.probes.evidence import (
     HostInventory,
     ProbeEvidence,
@@ -34,6 +33,7 @@ from core.probes.runner import (
     SeriesPoint,
 )
 from core.probes.samples import GpuMetric
+from core.probes.store import ProbeStore, StoredSeriesPoint
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
 QUERY_CSV = "nvidia_smi_query_gpu_csv_1xH100_under_gpuburn_590.48.01.csv"

@@ -14,8 +14,8 @@ import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QMessageBox
 
-from core.probe_store import HostProfile, ProbeStore
-from core.probes.ssh import SshTransport
+from core.probes.store import HostProfile, ProbeStore
+from core.probes.transport.ssh import SshTransport
 from gui.probe.hostkey_dialog import HostKeyDialog
 from gui.probe.pane import ProbePane
 from gui.workers import InlineExecutor, ThreadExecutor

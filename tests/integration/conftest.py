@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 
-from core.probes.hostkeys import known_hosts_name
-from core.probes.ssh import SshTransport
-from core.probes.target import SshTarget
+from core.probes.transport.hostkeys import known_hosts_name
+from core.probes.transport.ssh import SshTransport
+from core.probes.transport.target import SshTarget
 
 try:
     from tests.integration.sshd import SshdServer, SshdUnavailable, find_missing_tools

@@ -25,8 +25,7 @@ from typing import Any
 
 import pytest
 
-from core.cli import main as cli_main
-from core.probe_store import ProbeStore
+from core.cli.main import main as cli_main
 from core.probes.evidence import ProbeStatus
 from core.probes.runner import (
     LogEvent,
@@ -39,9 +38,10 @@ from core.probes.runner import (
     SeriesPoint,
     run_suite,
 )
-from core.probes.ssh import SshTransport
-from core.probes.target import SshTarget
-from core.probes.transport import ExecGenerator, LocalTransport
+from core.probes.store import ProbeStore
+from core.probes.transport.base import ExecGenerator, LocalTransport
+from core.probes.transport.ssh import SshTransport
+from core.probes.transport.target import SshTarget
 
 try:
     from tests.integration.sshd import SshdServer, free_port, keygen
@@ -418,7 +418,7 @@ def test_cli_unreachable_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_storage_without_fio_uses_the_python_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A host without fio: the facts say so (fio removed from what facts.sh found) and iobench.py measures."""
     from core.probes import runner
-    from core.probes.probes.facts import detect_facts
+    from core.probes.checks.facts import detect_facts
 
     def without_fio(ctx: Any) -> Any:
         facts = detect_facts(ctx)

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from core.probes.hostkeys import accept_host_key, fingerprint, normalize_fingerprint
-from core.probes.ssh import SshTransport, _take_marker, wrap_command
-from core.probes.target import SshTarget
-from core.probes.transport import (
+from core.probes.transport.base import (
     AuthenticationFailed,
     Disconnected,
     HostKeyChanged,
     HostKeyUnknown,
     Unreachable,
 )
+from core.probes.transport.hostkeys import accept_host_key, fingerprint, normalize_fingerprint
+from core.probes.transport.ssh import SshTransport, _take_marker, wrap_command
+from core.probes.transport.target import SshTarget
 
 try:
     from tests.integration.sshd import SshdServer, free_port, keygen, keygen_fingerprint

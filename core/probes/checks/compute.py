@@ -12,10 +12,10 @@ import json
 from typing import Any
 
 from core.catalog import load_catalog
+from core.probes.checks.base import ProbeContext, ProbeFailed, ProbeSkipped, q, short_error
+from core.probes.checks.catalog_match import bf16_reference, match_gpu
 from core.probes.evidence import ComputeResult
 from core.probes.parsers.nvidia_smi_query import parse_query_gpu
-from core.probes.probes.base import ProbeContext, ProbeFailed, ProbeSkipped, q, short_error
-from core.probes.probes.catalog_match import bf16_reference, match_gpu
 from core.probes.samples import GpuInfo
 
 GPU_SECONDS = 1.5

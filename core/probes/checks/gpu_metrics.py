@@ -13,10 +13,10 @@ import threading
 import time
 from collections.abc import Callable
 
+from core.probes.checks.base import HostFacts, LogLevel, ProbeContext, ProbeFailed, ProbeSkipped, q
 from core.probes.parsers import QueryGpuStream
-from core.probes.probes.base import HostFacts, LogLevel, ProbeContext, ProbeFailed, ProbeSkipped, q
 from core.probes.samples import GpuMetric
-from core.probes.transport import CommandResult, Disconnected, Transport, TransportError
+from core.probes.transport.base import CommandResult, Disconnected, Transport, TransportError
 
 BASE_FIELDS = ("timestamp", "index", "utilization.gpu", "utilization.memory", "memory.used", "memory.total",
                "temperature.gpu", "power.draw", "power.limit", "clocks.sm", "clocks.mem")

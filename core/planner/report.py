@@ -16,8 +16,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from core.catalog import GPU, Catalog, CatalogError, load_catalog
-from core.models import Candidate, ComputeCost, HardwareSpec, Interconnect, PlanRequest, PlanResult, Sharding
 from core.planner import comms, cost, search
+from core.planner.models import Candidate, ComputeCost, HardwareSpec, Interconnect, PlanRequest, PlanResult, Sharding
 from core.planner.params import Architecture
 from core.planner.plan import PlanError, gpu_hardware, plan, resolve_model
 from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd

@@ -1,6 +1,6 @@
 """`tuneplan report REQUEST.json -o plan.pdf`: plan a request and write its PDF report, with no window.
 
-The content comes from ``core.report``; only the drawing needs Qt, and core never imports Qt or gui. So the
+The content comes from ``core.planner.report``; only the drawing needs Qt, and core never imports Qt or gui. So the
 drawing function is handed in by the `tuneplan` entry point (``gui.launch`` calls :func:`set_renderer`); a
 headless install without PySide6 still has every other command and gets a clear message here.
 """
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.cli import CliError, build_request
-from core.report import Report
+from core.cli.main import CliError, build_request
+from core.planner.report import Report
 
 Renderer = Callable[[Report, Path], int]
 _renderer: Renderer | None = None
@@ -52,7 +52,7 @@ def write_pdf(report: Report, output: Path, example: str, alternative: str = "")
 
 def cmd_report(args: argparse.Namespace) -> int:
     from core.planner.plan import PlanError
-    from core.report import analyse, build_report
+    from core.planner.report import analyse, build_report
 
     require_renderer()  # before planning: a headless install learns at once
     request = build_request(args)
@@ -65,7 +65,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add the `report` subcommand (core.cli calls this when the module exists)."""
+    """Add the `report` subcommand (core.cli.main calls this when the module exists)."""
     p = subparsers.add_parser("report", help="plan REQUEST.json and write a PDF report")
     p.add_argument("request", help="plan request JSON file (- for stdin)")
     p.add_argument("-o", "--output", required=True, help="PDF file to write, e.g. plan.pdf")

@@ -21,8 +21,8 @@ from typing import Any
 import sqlite_utils
 from pydantic import ValidationError
 
-from core.models import PlanRequest, PlanResult
 from core.paths import data_dir
+from core.planner.models import PlanRequest, PlanResult
 from core.sqlite_schema import migrate, transaction
 
 SCHEMA_VERSION = 2

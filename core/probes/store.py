@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field, ValidationError
 from core.paths import data_dir
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.samples import GpuMetric
-from core.probes.transport import CommandResult
+from core.probes.transport.base import CommandResult
 from core.sqlite_schema import migrate, transaction
 
 SCHEMA_VERSION = 1

@@ -16,7 +16,7 @@ from pathlib import Path
 import paramiko
 
 from core.paths import data_dir
-from core.probes.transport import HostKeyChanged, HostKeyUnknown, TransportError
+from core.probes.transport.base import HostKeyChanged, HostKeyUnknown, TransportError
 
 DEFAULT_PORT = 22
 

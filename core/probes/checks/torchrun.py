@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.probes.probes.base import ProbeContext, ProbeSkipped, q
+from core.probes.checks.base import ProbeContext, ProbeSkipped, q
 
 CPU_RANKS = 2
 

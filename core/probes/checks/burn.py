@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from core.probes.checks.base import Cancelled, ProbeContext, ProbeSkipped, q
+from core.probes.checks.compute import as_float as _num
+from core.probes.checks.compute import as_int as _int
+from core.probes.checks.compute import json_lines, read_link
+from core.probes.checks.health import read_kernel_log, report_kernel_events
 from core.probes.evidence import BurnResult
-from core.probes.probes.base import Cancelled, ProbeContext, ProbeSkipped, q
-from core.probes.probes.compute import as_float as _num
-from core.probes.probes.compute import as_int as _int
-from core.probes.probes.compute import json_lines, read_link
-from core.probes.probes.health import read_kernel_log, report_kernel_events
 from core.probes.samples import GpuMetric, KernelLogScan
 
 BAD_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")

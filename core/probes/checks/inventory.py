@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
+from core.probes.checks.base import ProbeContext, q, short_error
 from core.probes.evidence import HostInventory
 from core.probes.parsers import parse_ibstat, parse_nvidia_smi_q, parse_nvlink_status, parse_topo_matrix
-from core.probes.probes.base import ProbeContext, q, short_error
 
 # Pseudo and special filesystems that say nothing about where data or checkpoints could live.
 _PSEUDO_FS = frozenset({

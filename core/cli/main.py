@@ -91,7 +91,7 @@ def load_request(path: str) -> dict[str, Any]:
 
 
 def build_request(args: argparse.Namespace) -> Any:
-    from core.models import PlanRequest
+    from core.planner.models import PlanRequest
 
     raw = load_request(args.request) if args.request else _quick_request(args)
     try:
@@ -295,9 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _register_extensions(sub: Any) -> None:
     """Commands whose modules arrive with their own features (reports, probes)."""
     for module, name in (
-        ("core.report_cli", "register"),
-        ("core.probes.cli", "register"),
-        ("core.probes.report_cli", "register"),
+        ("core.cli.report", "register"),
+        ("core.cli.probe", "register"),
+        ("core.cli.probe_report", "register"),
     ):
         try:
             mod = __import__(module, fromlist=[name])
@@ -330,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run the importable module, not __main__: errors raised elsewhere are core.cli's classes.
-    from core.cli import main as _main
+    # Run the importable module, not __main__: errors raised elsewhere are core.cli.main's classes.
+    from core.cli.main import main as _main
 
     raise SystemExit(_main())

@@ -7,9 +7,9 @@ read it instead of reporting a clean log. ``sudo -n`` is tried only when the use
 
 from __future__ import annotations
 
+from core.probes.checks.base import LogLevel, ProbeContext, short_error
 from core.probes.evidence import HostInventory
 from core.probes.parsers import parse_dmesg, parse_nvidia_smi_q, parse_nvlink_status
-from core.probes.probes.base import LogLevel, ProbeContext, short_error
 from core.probes.samples import KernelLogScan
 
 _LOG_LIMIT = 200  # at most this many kernel lines become live log events

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from core.probes.evidence import ProbeEvidence
-from core.probes.transport import CommandResult, Transport, TransportError
+from core.probes.transport.base import CommandResult, Transport, TransportError
 
 if TYPE_CHECKING:
-    from core.probes.probes.gpu_metrics import MetricsSampler
+    from core.probes.checks.gpu_metrics import MetricsSampler
     from core.probes.runner import RunOptions
 
 LogLevel = Literal["info", "warning", "error"]

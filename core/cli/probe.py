@@ -23,8 +23,8 @@ from typing import Any, TextIO
 import numpy as np
 from pydantic import ValidationError
 
-from core.probe_store import ProbeStore, ProbeStoreError, SampleTable
 from core.probes.parsers._common import clock_reasons_from_mask
+from core.probes.store import ProbeStore, ProbeStoreError, SampleTable
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -41,7 +41,7 @@ _EPILOG = """exit codes: 0 run completed (any verdict), 1 error, 2 usage, 3 unkn
 
 
 def register(subparsers: Any) -> None:
-    """Add `probe` to the `tuneplan` command line (called by core.cli)."""
+    """Add `probe` to the `tuneplan` command line (called by core.cli.main)."""
     p = subparsers.add_parser(
         "probe", help="probe a GPU box over SSH (or this machine) and print its readiness scorecard",
         description="Run a probe suite on TARGET ([user@]host[:port] or an ~/.ssh/config alias) or, with --local, "
@@ -107,7 +107,7 @@ def _options(args: argparse.Namespace) -> Any:
     try:
         return RunOptions(**values)
     except ValidationError as exc:
-        from core.cli import validation_message
+        from core.cli.main import validation_message
 
         message = validation_message(exc)
         flag = {"burn_seconds": "--duration", "fio_size": "--fio-size", "data_path": "--data-path",
@@ -131,7 +131,7 @@ def _prompt(label: str) -> str | None:
 
 def _connect(args: argparse.Namespace) -> tuple[Any, str]:
     """A connected transport and the label runs are filed under; `_Exit` with one sentence on failure."""
-    from core.probes.transport import (
+    from core.probes.transport.base import (
         AuthenticationFailed,
         HostKeyChanged,
         HostKeyUnknown,
@@ -142,8 +142,8 @@ def _connect(args: argparse.Namespace) -> tuple[Any, str]:
 
     if args.local:
         return LocalTransport(), LOCAL_LABEL
-    from core.probes.ssh import SshTransport
-    from core.probes.target import parse_target
+    from core.probes.transport.ssh import SshTransport
+    from core.probes.transport.target import parse_target
 
     try:
         target = parse_target(args.target)

@@ -7,9 +7,9 @@ same format so `parse_nccl_tests` reads both. Rows are charted as they arrive (b
 
 from __future__ import annotations
 
+from core.probes.checks.base import ProbeContext, ProbeFailed, ProbeSkipped, q, short_error
+from core.probes.checks.torchrun import Launch, plan_launch, torchrun_command
 from core.probes.parsers import parse_nccl_tests
-from core.probes.probes.base import ProbeContext, ProbeFailed, ProbeSkipped, q, short_error
-from core.probes.probes.torchrun import Launch, plan_launch, torchrun_command
 
 GPU_MIN_BYTES = 1 << 20
 GPU_MAX_BYTES = 1 << 30

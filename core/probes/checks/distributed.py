@@ -8,9 +8,9 @@ import json
 import re
 from typing import Any
 
+from core.probes.checks.base import ProbeContext, short_error
+from core.probes.checks.torchrun import plan_launch, torchrun_command
 from core.probes.evidence import DistributedResult
-from core.probes.probes.base import ProbeContext, short_error
-from core.probes.probes.torchrun import plan_launch, torchrun_command
 
 _MARK = re.compile(r"TUNEPLAN_(RANK|DIST) ")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from core.probes.probes import burn, collectives, compute, distributed, gpu_metrics, health, inventory, storage
-from core.probes.probes.base import ProbeContext
+from core.probes.checks import burn, collectives, compute, distributed, gpu_metrics, health, inventory, storage
+from core.probes.checks.base import ProbeContext
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """What a probe report shows, independent of drawing: the verdict, the scorecard, charts and the raw evidence.
 
-It builds the same ``core.report.Report`` the plan PDF uses, so ``gui/pdf.py`` draws both with one look. Every
+It builds the same ``core.planner.report.Report`` the plan PDF uses, so ``gui/pdf.py`` draws both with one look. Every
 figure here is read from the run's evidence and scorecard; nothing is re-measured or re-graded except when a run
 comes without a scorecard (then ``core.probes.scorecard.score`` grades it).
 """
@@ -17,18 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from core.catalog import Catalog, load_catalog
-from core.probes.evidence import CheckStatus, ProbeEvidence, Scorecard
-from core.probes.parsers._common import clock_reasons_from_mask
-from core.probes.samples import CollectiveResult, GpuMetric
-from core.probes.scorecard import (
-    busbw_at_largest,
-    expected_busbw,
-    matmul_reference,
-    probed_gpu,
-    score,
-    size_label,
-)
-from core.report import (
+from core.planner.report import (
     BarChart,
     Block,
     Bullets,
@@ -40,10 +29,21 @@ from core.report import (
     Series,
     Table,
 )
+from core.probes.evidence import CheckStatus, ProbeEvidence, Scorecard
+from core.probes.parsers._common import clock_reasons_from_mask
+from core.probes.samples import CollectiveResult, GpuMetric
+from core.probes.scorecard import (
+    busbw_at_largest,
+    expected_busbw,
+    matmul_reference,
+    probed_gpu,
+    score,
+    size_label,
+)
 from core.units import fmt_bytes
 
 if TYPE_CHECKING:
-    from core.probe_store import SampleTable, StoredRun
+    from core.probes.store import SampleTable, StoredRun
 
 MAX_BARS = 24
 # Reports and JSON exports keep at most this many samples per GPU (evenly spaced): charts draw MAX_POINTS per

@@ -33,14 +33,7 @@ from pathlib import Path
 
 import paramiko
 
-from core.probes.hostkeys import (
-    StrictHostKeyPolicy,
-    changed_key_error,
-    default_app_known_hosts,
-    default_user_known_hosts,
-)
-from core.probes.target import SshTarget, parse_target
-from core.probes.transport import (
+from core.probes.transport.base import (
     WORKDIR_PREFIX,
     AuthenticationFailed,
     ChunkedTransport,
@@ -52,6 +45,13 @@ from core.probes.transport import (
     Unreachable,
     check_workdir_path,
 )
+from core.probes.transport.hostkeys import (
+    StrictHostKeyPolicy,
+    changed_key_error,
+    default_app_known_hosts,
+    default_user_known_hosts,
+)
+from core.probes.transport.target import SshTarget, parse_target
 
 PromptCallback = Callable[[str], str | None]
 

@@ -1,6 +1,6 @@
 """The readiness scorecard: grade a probe run's evidence PASS/WARN/FAIL against sourced thresholds.
 
-Every check says what was measured, what was expected and who says so (``core.probes.thresholds``), so a user
+Every check says what was measured, what was expected and who says so (``core.probes.scorecard.thresholds``), so a user
 can forward the card to the provider. Missing evidence never fails a run: a probe that did not run leaves its
 checks out, and a host without an NVIDIA GPU gets INFO lines instead of GPU failures. Verdict: NOT READY on any
 FAIL, READY WITH WARNINGS on any WARN, READY otherwise.
@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, NamedTuple
 
 from core.catalog import GPU, Catalog, CatalogError, load_catalog
-from core.probes import thresholds as T
 from core.probes.evidence import (
     BurnResult,
     Check,
@@ -30,6 +29,7 @@ from core.probes.evidence import (
 )
 from core.probes.parsers.xid_catalog import classify_xid
 from core.probes.samples import CollectiveResult, CollectiveRow, GpuHealth, GpuInfo, GpuMetric, IbPort
+from core.probes.scorecard import thresholds as T
 from core.units import parse_bytes
 
 Area = Literal["inventory", "health", "performance", "network", "storage", "stability", "distributed"]
@@ -894,8 +894,8 @@ def _expected(box: _Box, coll: CollectiveResult) -> BusbwExpectation | None:
 
 def _typical_rail_gbps(gpu: GPU | None, ic: str, per_node: int) -> float:
     """The planner's typical network per GPU for this GPU class (or for the network type when the GPU is unknown)."""
-    from core.models import Interconnect
     from core.planner import comms
+    from core.planner.models import Interconnect
 
     if gpu is not None:
         return float(comms.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, per_node))

@@ -1,8 +1,8 @@
 """`tuneplan probe-report RUN -o report.pdf [--json]`: a probe run's readiness report, with no window.
 
-RUN is a run id from the probe history (``core.probe_store``) or the path of a run JSON file (what
-`tuneplan probe --json` prints, or the GUI's JSON export). The content comes from ``core.probe_report``; the
-drawing function is the one ``gui.launch`` installs in ``core.report_cli`` for `tuneplan report`, so both PDFs
+RUN is a run id from the probe history (``core.probes.store``) or the path of a run JSON file (what
+`tuneplan probe --json` prints, or the GUI's JSON export). The content comes from ``core.probes.report``; the
+drawing function is the one ``gui.launch`` installs in ``core.cli.report`` for `tuneplan report`, so both PDFs
 look the same and core never imports Qt.
 """
 
@@ -12,8 +12,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from core.cli import CliError, read_json
-from core.probe_report import ProbeRunRecord, build_probe_report, record_from_json, record_from_stored
+from core.cli.main import CliError, read_json
+from core.probes.report import ProbeRunRecord, build_probe_report, record_from_json, record_from_stored
 
 
 def load_record(run: str, db: str | None = None) -> ProbeRunRecord:
@@ -35,7 +35,7 @@ def _from_file(path: Path) -> ProbeRunRecord:
 
 
 def _from_store(run_id: int, db: str | None) -> ProbeRunRecord:
-    from core.probe_store import ProbeStore, ProbeStoreError
+    from core.probes.store import ProbeStore, ProbeStoreError
 
     try:
         store = ProbeStore(db)
@@ -54,7 +54,7 @@ def _from_store(run_id: int, db: str | None) -> ProbeRunRecord:
 
 
 def cmd_probe_report(args: argparse.Namespace) -> int:
-    from core import report_cli
+    from core.cli import report as report_cli
 
     record = load_record(args.run, args.db)
     report = build_probe_report(record)
@@ -69,7 +69,7 @@ def cmd_probe_report(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add the `probe-report` subcommand (core.cli calls this when the module exists)."""
+    """Add the `probe-report` subcommand (core.cli.main calls this when the module exists)."""
     p = subparsers.add_parser("probe-report", help="write the readiness report of a probe run (PDF or JSON)")
     p.add_argument("run", metavar="RUN", help="run id from the probe history, or a run JSON file")
     p.add_argument("-o", "--output", help="PDF file to write, e.g. report.pdf")

@@ -10,7 +10,7 @@ import json
 
 from pydantic import ValidationError
 
-from core.probes.probes.base import HostFacts, ProbeContext, PythonInfo, q
+from core.probes.checks.base import HostFacts, ProbeContext, PythonInfo, q
 
 # Interpreters tried in order when the user names none: the login PATH first, then where GPU images and
 # cloud templates usually put a torch-enabled Python.

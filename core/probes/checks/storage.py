@@ -13,12 +13,12 @@ import json
 import re
 from typing import Any, Literal
 
+from core.probes.checks.base import ProbeContext, ProbeFailed, ProbeSkipped, q, short_error
+from core.probes.checks.compute import as_float
 from core.probes.evidence import StorageResult
 from core.probes.parsers import parse_fio_json
-from core.probes.probes.base import ProbeContext, ProbeFailed, ProbeSkipped, q, short_error
-from core.probes.probes.compute import as_float
 from core.probes.samples import FioJob, FioResult
-from core.probes.transport import Disconnected, TransportError
+from core.probes.transport.base import Disconnected, TransportError
 
 MARGIN_BYTES = 256 << 20
 SMALL_FILE_BYTES = 4096

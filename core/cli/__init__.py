@@ -1,0 +1,1 @@
+"""The `tuneplan` command line: one module per command, sharing one table writer and one error style."""
