@@ -58,9 +58,6 @@ DEFAULT_STORAGE: dict[str, tuple[str, str]] = {
     "nfs": ("runpod", "Network volume (under 1 TB)"),
 }
 
-# Per-direction PCIe x16 bandwidth NCCL can use (~80% of spec), for user GPUs giving only a PCIe generation.
-_PCIE_GBS = {3: 12.5, 4: 25.0, 5: 50.0, 6: 100.0}
-
 
 class CatalogError(ValueError):
     """A name or file the catalog cannot use; the message is one sentence meant for the user."""
@@ -713,7 +710,9 @@ def _merge_gpus(gpus: dict[str, GPU], index_of: Catalog, data: Any, path: Path) 
                     f"user override file {path}: entry {i} ({gid}) is a new GPU and needs memory_gb"
                 )
             gen = values.get("pcie_gen", 4)
-            gbs = _PCIE_GBS.get(gen, 25.0) if isinstance(gen, int) else 25.0
+            from core.catalog.network import PCIE_ACHIEVED_GBS
+
+            gbs = PCIE_ACHIEVED_GBS.get(gen, 25.0) if isinstance(gen, int) else 25.0
             base = {"name": gid, "intra_node_link": "pcie", "intra_node_gbs": gbs}
             if "intra_node_gbs" not in values:
                 base["notes"] = {"intra_node_gbs": f"assumed PCIe Gen{gen} x16 (user GPU without a figure)"}

@@ -13,41 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from core.planner.models import Interconnect, Sharding
+from core.planner.models import Sharding
 
 Num = Any
-
-# Network per GPU in Gbit/s when the user does not say: one 400G NDR/RoCE rail per GPU on H100-class
-# nodes (AWS p5 EFA: 3200 Gbps per 8 GPUs); plain Ethernet clouds: one 100G NIC per 8-GPU node.
-DEFAULT_GPU_GBPS = {
-    Interconnect.infiniband: 400.0,
-    Interconnect.roce: 400.0,
-    Interconnect.efa: 400.0,
-    Interconnect.ethernet: 12.5,
-}
-# What a rented node of each class usually has when the user names no network (per GPU, Gbit/s):
-# HGX/DGX-class Hopper, Blackwell, MI300X and Gaudi nodes: one 400G rail per GPU; A100 SXM: 200G HDR per GPU;
-# V100 (AWS p3dn): 100G per 8 GPUs; PCIe cards (L40S, L4, A10, RTX): one 100G NIC per node, shared.
-SCALE_OUT_GBPS_PER_GPU = {
-    "hopper": 400.0,
-    "blackwell": 400.0,
-    "cdna3": 400.0,
-    "cdna2": 200.0,
-    "gaudi2": 400.0,
-    "gaudi3": 400.0,
-    "ampere": 200.0,
-    "volta": 12.5,
-}
-PCIE_NODE_GBPS = 100.0
-
-
-def typical_gpu_net_gbps(intra_node_link: str, architecture: str, gpus_per_node: Num) -> Num:
-    """Per-GPU inter-node bandwidth of a typical node of this GPU class (see the table above)."""
-    if intra_node_link == "pcie":
-        return PCIE_NODE_GBPS / gpus_per_node
-    key = architecture.lower().replace(" ", "")
-    return SCALE_OUT_GBPS_PER_GPU.get(key, PCIE_NODE_GBPS / 8) + 0.0 * gpus_per_node
-
 
 # NCCL reaches ~80% of link bandwidth as busbw at large sizes (PROBES.md §2.1: 8×H100 NVSwitch ≈ 360–480 of
 # 450 GB/s; 400G IB ≈ 45–48 of 50 GB/s per rail).

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from core.catalog import GPU, Catalog, CatalogError, Price, load_catalog
-from core.planner import comms, compute, cost, memory, reliability, search, storage
+from core.catalog import GPU, Catalog, CatalogError, Price, load_catalog, network
+from core.planner import compute, cost, memory, reliability, search, storage
 from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
 from core.planner.models import (
     Assumption,
@@ -80,9 +80,9 @@ def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision) -> Hardware
         gpu_net_gbps=(
             spec.inter_node_gbps / spec.gpus_per_node
             if spec.inter_node_gbps
-            else comms.DEFAULT_GPU_GBPS[spec.interconnect]
+            else network.DEFAULT_GPU_GBPS[spec.interconnect]
             if spec.interconnect
-            else comms.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, spec.gpus_per_node)
+            else network.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, spec.gpus_per_node)
         ),
         measured_intra_busbw_gbs=spec.intra_node_busbw_gbs,
     )

@@ -16,8 +16,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from core.catalog import GPU, Catalog, CatalogError, load_catalog
-from core.planner import comms, cost, search
-from core.planner.models import Candidate, ComputeCost, HardwareSpec, Interconnect, PlanRequest, PlanResult, Sharding
+from core.planner import cost, search
+from core.planner.models import Candidate, ComputeCost, HardwareSpec, PlanRequest, PlanResult, Sharding
 from core.planner.params import Architecture
 from core.planner.plan import PlanError, gpu_hardware, plan, resolve_model
 from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd
@@ -327,52 +327,6 @@ def hardware_label(hw: HardwareSpec) -> str:
     if hw.nodes == 1:
         return f"{hw.gpus_per_node}× {hw.gpu}"
     return f"{hw.nodes} nodes × {hw.gpus_per_node} {hw.gpu} ({hw.gpus} GPUs)"
-
-
-def typical_gpu_gbps(gpu_id: str, gpus_per_node: int, catalog: Catalog | None = None) -> float | None:
-    """Inter-node Gbit/s per GPU the planner assumes for this GPU's class when the request names no network."""
-    catalog = catalog or load_catalog()
-    try:
-        gpu = catalog.gpu(gpu_id)
-    except CatalogError:
-        return None
-    return float(comms.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, max(gpus_per_node, 1)))
-
-
-def network_gbps(interconnect: str | None, gpu_id: str, gpus_per_node: int) -> float | None:
-    """Gbit/s per GPU for a named network type, else the GPU class's typical one (None: unknown GPU or type)."""
-    if not interconnect:
-        return typical_gpu_gbps(gpu_id, gpus_per_node)
-    try:
-        return comms.DEFAULT_GPU_GBPS[Interconnect(interconnect)]
-    except ValueError:
-        return None
-
-
-def typical_network(gpu_id: str, gpus_per_node: int, catalog: Catalog | None = None) -> str:
-    """What the planner assumes between nodes when the request names no network, for the window to say."""
-    per_gpu = typical_gpu_gbps(gpu_id, gpus_per_node, catalog)
-    if per_gpu is None:
-        return ""
-    return (f"typical for {gpu_id} nodes: {per_gpu:,.4g} Gbit/s per GPU, {per_gpu * gpus_per_node:,.4g} Gbit/s per "
-            f"node of {gpus_per_node}")
-
-
-def network_text(interconnect: str | None, gpu_id: str, gpus_per_node: int, name: str = "") -> str:
-    """The network the plan assumes: the GPU class's typical one, or a named type's usual speed."""
-    if not interconnect:
-        return typical_network(gpu_id, gpus_per_node)
-    per_gpu = network_gbps(interconnect, gpu_id, gpus_per_node)
-    if per_gpu is None:
-        return ""
-    return (f"{name or interconnect}: {per_gpu:g} Gbit/s per GPU assumed ({per_gpu * gpus_per_node:g} per node) "
-            "unless you give the bandwidth")
-
-
-def network_node_gbps(interconnect: str | None, gpu_id: str, gpus_per_node: int) -> float | None:
-    """Gbit/s per node the plan assumes when the request gives no inter-node bandwidth."""
-    per_gpu = network_gbps(interconnect, gpu_id, gpus_per_node)
-    return None if per_gpu is None else per_gpu * gpus_per_node
 
 
 def cost_range(result: PlanResult) -> tuple[float, float] | None:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.planner import comms, compute
+from core.catalog import network
+from core.planner import compute
 from core.planner.models import Candidate, Method, PlanRequest, Sharding
 from core.planner.params import Architecture
 from core.planner.step import Hardware, evaluate, global_batch
@@ -123,7 +124,7 @@ def search(arch: Architecture, request: PlanRequest, catalog: Catalog) -> Search
         nodes=nodes,
         gpu_net_gbps=np.stack(
             [
-                np.broadcast_to(comms.typical_gpu_net_gbps(link, arch_name, gpn), gpn.shape)
+                np.broadcast_to(network.typical_gpu_net_gbps(link, arch_name, gpn), gpn.shape)
                 for link, arch_name in zip(table.links, table.architectures, strict=True)
             ]
         ).reshape(g, -1, 1, 1),

@@ -14,7 +14,7 @@ directly; multi-node runs set ``inter_node_gbps`` to the per-node rate at which 
 
 from __future__ import annotations
 
-from core.catalog import GPU, Catalog, CatalogError, load_catalog
+from core.catalog import GPU, Catalog, CatalogError, load_catalog, network
 from core.planner import comms
 from core.planner.models import HardwareSpec, PlanRequest
 from core.planner.plan import PlanError, plan
@@ -132,8 +132,8 @@ def _apply_busbw(request: PlanRequest, evidence: ProbeEvidence, catalog: Catalog
     if hw.inter_node_gbps is not None:
         old = f"{hw.inter_node_gbps:,.0f}"
     elif gpu is not None:
-        per_gpu = (comms.DEFAULT_GPU_GBPS[hw.interconnect] if hw.interconnect else
-                   comms.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, hw.gpus_per_node))
+        per_gpu = (network.DEFAULT_GPU_GBPS[hw.interconnect] if hw.interconnect else
+                   network.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, hw.gpus_per_node))
         old = f"{float(per_gpu) * hw.gpus_per_node:,.0f} (default)"
     else:
         old = "default"

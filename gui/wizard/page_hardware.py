@@ -8,13 +8,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QSplitter
 
 from core.catalog import load_catalog
+from core.catalog.network import network_node_gbps, network_text
 from core.planner.models import Candidate
 from core.planner.report import (
     Analysis,
     candidate_label,
     hardware_label,
-    network_node_gbps,
-    network_text,
     pareto_chart,
     scaling_chart,
 )

@@ -175,7 +175,7 @@ def test_memory_rows_kept_across_token_counts_equal_fresh_ones():
 def test_network_the_plan_assumes_is_said_in_words():
     """A typical H100 SXM node has one 400 Gbit/s rail per GPU; a PCIe node (L40S) one 100 Gbit/s NIC shared by
     its GPUs; plain Ethernet is assumed at 100 Gbit/s per 8-GPU node (12.5 per GPU)."""
-    from core.planner.report import network_node_gbps, network_text, typical_network
+    from core.catalog.network import network_node_gbps, network_text, typical_network
 
     assert typical_network("H100-SXM", 8) == \
         "typical for H100-SXM nodes: 400 Gbit/s per GPU, 3,200 Gbit/s per node of 8"

@@ -15,7 +15,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, NamedTuple
 
-from core.catalog import GPU, Catalog, CatalogError, load_catalog
+from core.catalog import GPU, Catalog, CatalogError, load_catalog, network
+from core.catalog.network import PCIE_ACHIEVED_GBS
 from core.probes.evidence import (
     BurnResult,
     Check,
@@ -41,7 +42,6 @@ _ORDER = re.compile(
     re.IGNORECASE,
 )
 _NET_DEVICE = re.compile(r"\[\d+\]\s*([A-Za-z0-9_]+)")
-_PCIE_ACHIEVED_GBS = {3: 12.5, 4: 25.0, 5: 50.0, 6: 100.0}  # ~80 % of the x16 spec per direction
 
 
 # --------------------------------------------------------------------------- the user's order
@@ -864,7 +864,7 @@ def _expected(box: _Box, coll: CollectiveResult) -> BusbwExpectation | None:
                                     T.LINK_EFFICIENCY_SOURCE + extra, False)
         if ic == "pcie":
             gens = [g.pcie_gen_max for g in box.gpus if g.pcie_gen_max]
-            top = gpu.intra_node_bandwidth_gbs(nranks) if gpu is not None else _PCIE_ACHIEVED_GBS.get(
+            top = gpu.intra_node_bandwidth_gbs(nranks) if gpu is not None else PCIE_ACHIEVED_GBS.get(
                 min(gens) if gens else 4, 25.0)
             return BusbwExpectation("pcie", top * T.PCIE_LOW_FRACTION * scale, top * scale, T.Band(1.0, 0.0),
                                     f"{nranks} GPUs over PCIe", T.PCIE_SOURCE + extra, True)
@@ -894,12 +894,9 @@ def _expected(box: _Box, coll: CollectiveResult) -> BusbwExpectation | None:
 
 def _typical_rail_gbps(gpu: GPU | None, ic: str, per_node: int) -> float:
     """The planner's typical network per GPU for this GPU class (or for the network type when the GPU is unknown)."""
-    from core.planner import comms
-    from core.planner.models import Interconnect
-
     if gpu is not None:
-        return float(comms.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, per_node))
-    return comms.DEFAULT_GPU_GBPS[Interconnect(ic)]
+        return float(network.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, per_node))
+    return network.DEFAULT_GPU_GBPS[ic]
 
 
 def _speed_gbps(text: str | None) -> float | None:

@@ -1,0 +1,91 @@
+"""Networks: what a typical rented node of each GPU class has between nodes, and what a PCIe link carries.
+
+One home for these tables, shared by the planner (assumed bandwidth when the request names no network), the
+window (saying what is assumed) and the probe scorecard (what a PCIe box should reach). Keys of
+:data:`DEFAULT_GPU_GBPS` are the ``hardware.interconnect`` values of a plan request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.catalog import Catalog, CatalogError, load_catalog
+
+Num = Any
+
+# Per-direction PCIe x16 bandwidth NCCL can use (~80 % of the x16 spec per direction), by PCIe generation.
+PCIE_ACHIEVED_GBS = {3: 12.5, 4: 25.0, 5: 50.0, 6: 100.0}
+
+# Network per GPU in Gbit/s when the user names a type but no speed: one 400G NDR/RoCE rail per GPU on
+# H100-class nodes (AWS p5 EFA: 3200 Gbps per 8 GPUs); plain Ethernet clouds: one 100G NIC per 8-GPU node.
+DEFAULT_GPU_GBPS = {
+    "infiniband": 400.0,
+    "roce": 400.0,
+    "efa": 400.0,
+    "ethernet": 12.5,
+}
+# What a rented node of each class usually has when the user names no network (per GPU, Gbit/s):
+# HGX/DGX-class Hopper, Blackwell, MI300X and Gaudi nodes: one 400G rail per GPU; A100 SXM: 200G HDR per GPU;
+# V100 (AWS p3dn): 100G per 8 GPUs; PCIe cards (L40S, L4, A10, RTX): one 100G NIC per node, shared.
+SCALE_OUT_GBPS_PER_GPU = {
+    "hopper": 400.0,
+    "blackwell": 400.0,
+    "cdna3": 400.0,
+    "cdna2": 200.0,
+    "gaudi2": 400.0,
+    "gaudi3": 400.0,
+    "ampere": 200.0,
+    "volta": 12.5,
+}
+PCIE_NODE_GBPS = 100.0
+
+
+def typical_gpu_net_gbps(intra_node_link: str, architecture: str, gpus_per_node: Num) -> Num:
+    """Per-GPU inter-node bandwidth of a typical node of this GPU class (see the table above)."""
+    if intra_node_link == "pcie":
+        return PCIE_NODE_GBPS / gpus_per_node
+    key = architecture.lower().replace(" ", "")
+    return SCALE_OUT_GBPS_PER_GPU.get(key, PCIE_NODE_GBPS / 8) + 0.0 * gpus_per_node
+
+
+def typical_gpu_gbps(gpu_id: str, gpus_per_node: int, catalog: Catalog | None = None) -> float | None:
+    """Inter-node Gbit/s per GPU the planner assumes for this GPU's class when the request names no network."""
+    catalog = catalog or load_catalog()
+    try:
+        gpu = catalog.gpu(gpu_id)
+    except CatalogError:
+        return None
+    return float(typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, max(gpus_per_node, 1)))
+
+
+def network_gbps(interconnect: str | None, gpu_id: str, gpus_per_node: int) -> float | None:
+    """Gbit/s per GPU for a named network type, else the GPU class's typical one (None: unknown GPU or type)."""
+    if not interconnect:
+        return typical_gpu_gbps(gpu_id, gpus_per_node)
+    return DEFAULT_GPU_GBPS.get(str(interconnect))
+
+
+def typical_network(gpu_id: str, gpus_per_node: int, catalog: Catalog | None = None) -> str:
+    """What the planner assumes between nodes when the request names no network, for the window to say."""
+    per_gpu = typical_gpu_gbps(gpu_id, gpus_per_node, catalog)
+    if per_gpu is None:
+        return ""
+    return (f"typical for {gpu_id} nodes: {per_gpu:,.4g} Gbit/s per GPU, {per_gpu * gpus_per_node:,.4g} Gbit/s per "
+            f"node of {gpus_per_node}")
+
+
+def network_text(interconnect: str | None, gpu_id: str, gpus_per_node: int, name: str = "") -> str:
+    """The network the plan assumes: the GPU class's typical one, or a named type's usual speed."""
+    if not interconnect:
+        return typical_network(gpu_id, gpus_per_node)
+    per_gpu = network_gbps(interconnect, gpu_id, gpus_per_node)
+    if per_gpu is None:
+        return ""
+    return (f"{name or interconnect}: {per_gpu:g} Gbit/s per GPU assumed ({per_gpu * gpus_per_node:g} per node) "
+            "unless you give the bandwidth")
+
+
+def network_node_gbps(interconnect: str | None, gpu_id: str, gpus_per_node: int) -> float | None:
+    """Gbit/s per node the plan assumes when the request gives no inter-node bandwidth."""
+    per_gpu = network_gbps(interconnect, gpu_id, gpus_per_node)
+    return None if per_gpu is None else per_gpu * gpus_per_node
