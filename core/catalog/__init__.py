@@ -22,6 +22,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from core.paths import config_dir
 from core.resources import read_json
+from core.validation import validation_message
 
 __all__ = [
     "GPU",
@@ -649,12 +650,6 @@ def _read_user_file(path: Path) -> Any:
         ) from None
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(x) for x in err["loc"]) or "entry"
-    return f"{loc}: {err['msg']}"
-
-
 def _entries(data: Any, path: Path, what: str) -> list[dict[str, Any]]:
     if not isinstance(data, list):
         raise CatalogError(f"user override file {path} must be a JSON list of {what} objects")
@@ -725,7 +720,7 @@ def _merge_gpus(gpus: dict[str, GPU], index_of: Catalog, data: Any, path: Path) 
         try:
             merged[str(gid)] = GPU.model_validate(base)
         except ValidationError as exc:
-            raise CatalogError(f"user override file {path}: entry {i} ({gid}) {_first_error(exc)}") from None
+            raise CatalogError(f"user override file {path}: entry {i} ({gid}) {validation_message(exc)}") from None
     return merged
 
 
@@ -761,7 +756,7 @@ def _merge_prices(cat: Catalog, data: Any, path: Path) -> tuple[list[Price], dic
         try:
             row = Price.model_validate(values)
         except ValidationError as exc:
-            raise CatalogError(f"user override file {path}: entry {i} {_first_error(exc)}") from None
+            raise CatalogError(f"user override file {path}: entry {i} {validation_message(exc)}") from None
         same = (row.provider, row.instance.lower(), row.gpu)
         prices = [p for p in prices if (p.provider, p.instance.lower(), p.gpu) != same]
         prices.append(row)

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd, parse_count
+from core.validation import validation_message
 
 EXIT_USAGE = 2
 EXIT_ERROR = 1
@@ -23,22 +24,6 @@ EXIT_ERROR = 1
 
 class CliError(Exception):
     """A user error: printed as one sentence, exit code 1."""
-
-
-def validation_message(exc: ValidationError, root: str = "") -> str:
-    """The first pydantic error as one sentence naming the field: 'training.method: Input should be ...'."""
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
-    msg = err["msg"].removeprefix("Value error, ")
-    field = ".".join(p for p in (root, loc) if p)
-    if err["type"] == "enum":
-        allowed = err.get("ctx", {}).get("expected", "")
-        return f"{field}: '{err.get('input')}' is not allowed; use {allowed}"
-    if err["type"] == "extra_forbidden":
-        return f"{field}: unknown field"
-    if not field or msg.startswith(field.split(".")[0] + "."):
-        return msg  # the validator already named the field
-    return f"{field}: {msg}"
 
 
 # ----------------------------------------------------------------------------- plan

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from core.probes.parsers._common import clock_reasons_from_mask
 from core.probes.store import ProbeStore, ProbeStoreError, SampleTable
+from core.validation import validation_message
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -107,8 +108,6 @@ def _options(args: argparse.Namespace) -> Any:
     try:
         return RunOptions(**values)
     except ValidationError as exc:
-        from core.cli.main import validation_message
-
         message = validation_message(exc)
         flag = {"burn_seconds": "--duration", "fio_size": "--fio-size", "data_path": "--data-path",
                 "checkpoint_path": "--checkpoint-path", "suite": "--suite", "python": "--python",

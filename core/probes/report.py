@@ -41,6 +41,7 @@ from core.probes.scorecard import (
     size_label,
 )
 from core.units import fmt_bytes
+from core.validation import validation_message
 
 if TYPE_CHECKING:
     from core.probes.store import SampleTable, StoredRun
@@ -157,9 +158,7 @@ def record_from_json(data: Any) -> ProbeRunRecord:
                               evidence=data["evidence"] or {}, scorecard=data.get("scorecard"),
                               samples=data.get("samples") or [], warnings=warnings)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise ValueError(f"{where}: {err['msg']}") from exc
+        raise ValueError(validation_message(exc)) from exc
 
 
 def run_json(run: StoredRun) -> dict[str, Any]:

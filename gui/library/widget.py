@@ -29,18 +29,13 @@ from core.planner.models import PlanRequest
 from core.planner.report import Analysis, analyse
 from core.planner.store import PlanRecord, PlanStore, request_to_dict
 from core.units import fmt_hours, fmt_usd
+from core.validation import validation_message
 from gui.library.compare import CompareDialog
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 from gui.wizard.fields import make_error_label
-from gui.wizard.state import error_path, error_text
 from gui.workers import Executor
 
 UNDO_SECONDS = 10
-
-
-def request_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    return f"{error_path(err)}: {error_text(err)}"
 
 
 class _DeleteCommand(QUndoCommand):
@@ -277,7 +272,7 @@ class LibraryWidget(QWidget):
                 raise ValueError("it must hold a JSON object with model and data")
             request = PlanRequest.model_validate(raw)
         except ValidationError as exc:
-            self._say(error=f"{path.name} is not a valid plan request: {request_error(exc)}")
+            self._say(error=f"{path.name} is not a valid plan request: {validation_message(exc)}")
             return
         except (OSError, ValueError) as exc:
             self._say(error=f"{path.name} cannot be imported: {exc}")

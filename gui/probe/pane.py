@@ -40,6 +40,7 @@ from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.samples import GpuMetric
 from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, SampleTable, StoredRun
 from core.probes.transport.base import Transport
+from core.validation import validation_message
 from gui.probe import backend
 from gui.probe.compare import CompareDialog, Side
 from gui.probe.connection import Connector, ConnectSpec
@@ -360,9 +361,7 @@ class ProbePane(QWidget):
         try:
             options = self.make_options(choice)
         except ValidationError as exc:  # the runner's options say which field is wrong and why
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err.get("loc", ())).replace("_", " ")
-            self._set_status(f"Cannot start: {where}: {err.get('msg', 'invalid')}".replace(": Value error,", ":"))
+            self._set_status(f"Cannot start: {validation_message(exc, words=True)}")
             return False
         except ValueError as exc:
             self._set_status(f"Cannot start: {exc}")

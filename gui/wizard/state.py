@@ -12,36 +12,19 @@ import re
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.catalog import CatalogError
 from core.planner.models import PlanRequest
 from core.planner.plan import PlanError
 from core.planner.report import Analysis, analyse
+from core.validation import field_errors
 from gui.workers import Executor
 
 DEFAULT_REQUEST: dict[str, Any] = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}}
 PLAN_PATH = "plan"  # errors from planning that name no field
 _FIELD_AT_START = re.compile(r"^([a-z_]+(?:\.[a-z_]+)*)(?=[: ])")
 _KNOWN_ROOTS = set(PlanRequest.model_fields)
-
-
-def error_text(err: ErrorDetails) -> str:
-    """One pydantic error as a sentence for the label under its field."""
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    if err["type"] == "enum":
-        expected = err.get("ctx", {}).get("expected", "")
-        return f"'{err.get('input')}' is not allowed; use {expected}"
-    if err["type"] == "missing":
-        return "required"
-    if err["type"] == "extra_forbidden":
-        return "unknown field"
-    return msg
-
-
-def error_path(err: ErrorDetails) -> str:
-    return ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
 
 
 def plan_error_path(message: str) -> str:
@@ -172,8 +155,7 @@ class PlanState(QObject):
             request: PlanRequest | None = PlanRequest.model_validate(self._raw)
         except ValidationError as exc:
             request = None
-            for err in exc.errors():
-                errors.setdefault(error_path(err), error_text(err))
+            errors.update(field_errors(exc))
         errors.update(self._local)
         if self._plan_error:
             errors.setdefault(*self._plan_error)

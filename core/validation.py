@@ -1,0 +1,51 @@
+"""One way to turn a pydantic ``ValidationError`` into the user's sentence, for every front end.
+
+The CLI prints ``training.method: 'lorax' is not allowed; use 'full', 'lora' or 'qlora'``; the window shows the
+part after the field name under the field itself; the catalog, the probe report reader and the probe pane
+prefix the same sentence with what they were reading. Validators that already name their field
+(``"data.seq_len 9000 is longer than ..."``) are not named twice.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+
+def error_path(err: ErrorDetails) -> str:
+    """The dotted field of one error ('training.method'); pydantic's validator frames are left out."""
+    return ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
+
+
+def error_text(err: ErrorDetails) -> str:
+    """One error as a sentence without its field: what a label under that field says."""
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"] == "enum":
+        expected = err.get("ctx", {}).get("expected", "")
+        return f"'{err.get('input')}' is not allowed; use {expected}"
+    if err["type"] == "missing":
+        return "required"
+    if err["type"] == "extra_forbidden":
+        return "unknown field"
+    return msg
+
+
+def field_errors(exc: ValidationError) -> dict[str, str]:
+    """Every error by field, the first one for a field winning (the window's per-field labels)."""
+    errors: dict[str, str] = {}
+    for err in exc.errors():
+        errors.setdefault(error_path(err), error_text(err))
+    return errors
+
+
+def validation_message(exc: ValidationError, root: str = "", words: bool = False) -> str:
+    """The first error as one sentence naming the field: 'training.method: ...'; ``root`` prefixes the field.
+
+    ``words`` names the field in words ('data path' for data_path), for a status line in the window.
+    """
+    err = exc.errors()[0]
+    field = ".".join(p for p in (root, error_path(err)) if p)
+    text = error_text(err)
+    if not field or text.startswith(field.split(".")[0] + "."):
+        return text  # the validator already named the field
+    return f"{field.replace('_', ' ') if words else field}: {text}"
