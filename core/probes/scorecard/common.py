@@ -1,0 +1,138 @@
+"""What every scorecard question shares: how a check is built and graded, how it words things, and the Box.
+
+``Box`` is the evidence digested once per run (the GPU list and health merged from the inventory and health
+probes, and the catalog GPU they name), so every question module reads the same view of the machine. ``check``,
+``grade``, ``cap`` and ``worst`` are the status arithmetic; ``gpus_text``, ``plural``, ``size_label`` and
+``fmt_num`` the wording, so every line of the card (and the plan notes that quote its figures) reads alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from core.catalog import GPU, Catalog, CatalogError
+from core.probes.evidence import Check, CheckStatus, ProbeEvidence
+from core.probes.samples import GpuHealth, GpuInfo, GpuMetric, IbPort
+from core.probes.scorecard import thresholds as T
+
+Area = Literal["inventory", "health", "performance", "network", "storage", "stability", "distributed"]
+PASS, WARN, FAIL, INFO = CheckStatus.passed, CheckStatus.warn, CheckStatus.fail, CheckStatus.info
+NO_GPU = "no NVIDIA GPU found"
+RANK = {INFO: 0, PASS: 1, WARN: 2, FAIL: 3}
+
+
+# --------------------------------------------------------------------------- small helpers
+
+
+def check(area: Area, name: str, status: CheckStatus, measured: str, expected: str, source: str,
+          reason: str) -> Check:
+    """One line of the card: what was measured against what, who says so, and the verdict in words."""
+    return Check(area=area, name=name, status=status, measured=measured, expected=expected, source=source,
+                 reason=reason)
+
+
+def grade(value: float, band: T.Band) -> CheckStatus:
+    """PASS at or above the band's pass mark, WARN down to its warn mark, FAIL below."""
+    return PASS if value >= band.pass_at else WARN if value >= band.warn_at else FAIL
+
+
+def cap(status: CheckStatus, at: CheckStatus) -> CheckStatus:
+    """``status``, but never worse than ``at`` (e.g. an estimate may warn, never fail)."""
+    return at if RANK[status] > RANK[at] else status
+
+
+def worst(statuses: Iterable[CheckStatus]) -> CheckStatus:
+    """The most severe status (INFO < PASS < WARN < FAIL); PASS when there is none."""
+    return max(statuses, key=lambda s: RANK[s], default=PASS)
+
+
+def gpus_text(indices: Iterable[int]) -> str:
+    """[3, 1, 1] → 'GPUs 1, 3'; [0] → 'GPU 0'."""
+    ids = sorted(set(indices))
+    return ("GPU " if len(ids) == 1 else "GPUs ") + ", ".join(str(i) for i in ids)
+
+
+def plural(n: int, noun: str) -> str:
+    """(1, 'GPU') → '1 GPU'; (8, 'GPU') → '8 GPUs'."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def size_label(n: float) -> str:
+    """Message sizes the way nccl-tests users say them: 8 B, 256 KiB, 16 GiB."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n:g} B"
+
+
+def fmt_num(x: float) -> str:
+    """794.5 → '794.5', 460.0 → '460', 2250 → '2,250': figures as their sources print them."""
+    text = f"{x:,.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def is_finite(value: float | None) -> bool:
+    """A figure that is there and is a number (not None, NaN or infinity)."""
+    return value is not None and math.isfinite(value)
+
+
+# --------------------------------------------------------------------------- what the evidence says
+
+
+class Box:
+    """The evidence, pre-digested: GPU list and health merged from inventory and health probes."""
+
+    def __init__(self, evidence: ProbeEvidence, catalog: Catalog, samples: Sequence[GpuMetric]) -> None:
+        self.e = evidence
+        self.catalog = catalog
+        self.samples = list(samples)
+        inv_nv = evidence.inventory.nvidia if evidence.inventory else None
+        reports = [r for r in (inv_nv, evidence.health) if r is not None]
+        self.gpus: list[GpuInfo] = next((r.gpus for r in reports if r.gpus), [])
+        self.health: list[GpuHealth] = next((r.health for r in (evidence.health, inv_nv) if r and r.health), [])
+        self.before: list[GpuHealth] = inv_nv.health if inv_nv is not None and evidence.health is not None else []
+        self.snapshot: list[GpuMetric] = [m for r in reports for m in r.metrics]
+        self.attached = next((r.attached_gpus for r in reports if r.attached_gpus is not None), None)
+        self.measured_gpus = evidence.inventory is not None or evidence.health is not None
+        self.no_gpu = self.measured_gpus and not self.gpus and not self.health and not self.attached
+        self.gpu = self._catalog_gpu()
+
+    def _catalog_gpu(self) -> GPU | None:
+        names = [g.name for g in self.gpus if g.name]
+        return self._first_known(names) or self.collective_gpu()
+
+    def _first_known(self, names: Iterable[str]) -> GPU | None:
+        for name in names:
+            try:
+                return self.catalog.gpu(name)
+            except CatalogError:
+                continue
+        return None
+
+    def collective_gpu(self) -> GPU | None:
+        """The GPU the collective benchmark says it ran on (its '# Rank ... device' lines)."""
+        coll = self.e.collectives
+        return self._first_known(d.name for d in coll.devices if d.name) if coll is not None else None
+
+    @property
+    def count(self) -> int:
+        return len(self.gpus) or len(self.health) or (self.attached or 0)
+
+    def model_label(self) -> str:
+        names = Counter(g.name for g in self.gpus if g.name)
+        if not names:
+            return f"{plural(self.count, 'GPU')} (model not reported)"
+        if len(names) == 1:
+            name, n = names.most_common(1)[0]
+            return f"{n}× {name}"
+        return f"{plural(self.count, 'GPU')}: " + ", ".join(f"{n}× {name}" for name, n in names.most_common())
+
+    def ib_ports(self) -> list[IbPort]:
+        inv = self.e.inventory
+        return list(inv.infiniband.ports) if inv and inv.infiniband else []
+
+    def rdma_ports_up(self) -> list[IbPort]:
+        return [p for p in self.ib_ports() if (p.state or "").lower() == "active"]

@@ -1,0 +1,125 @@
+"""Can storage feed the job? Sequential read, random-read latency, small files and free capacity per probed path.
+
+Sequential read is graded against the plan's read need per node when one is given, else against a local NVMe
+drive (never failing, since the need is unknown); network and object storage are named as such because
+small-file access on them is the usual slowdown. Capacity is graded because checkpoints need room.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from core.probes.evidence import Check, StorageResult
+from core.probes.scorecard import thresholds as T
+from core.probes.scorecard.common import FAIL, INFO, PASS, WARN, Box, cap, check, grade
+from core.units import parse_bytes
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.2f} GB/s"
+
+
+def _fs_kind(fs: str | None) -> Literal["local", "network", "object", "unknown"]:
+    if not fs:
+        return "unknown"
+    low = fs.lower()
+    if low.startswith("fuse") and any(k in low for k in T.OBJECT_FILESYSTEMS):
+        return "object"
+    if any(k in low for k in T.NETWORK_FILESYSTEMS):
+        return "network"
+    return "local"
+
+
+def _fs_size(box: Box, path: str) -> int | None:
+    inv = box.e.inventory
+    best: tuple[int, int] | None = None
+    for fs in inv.filesystems if inv else []:
+        mount = fs.get("mount") or ""
+        if mount and (path == mount or path.startswith(mount.rstrip("/") + "/")):
+            try:
+                size = parse_bytes(fs.get("size") or "")
+            except ValueError:
+                continue
+            if best is None or len(mount) > best[0]:
+                best = (len(mount), size)
+    return best[1] if best else None
+
+
+def check_storage(box: Box, need: float | None) -> list[Check]:
+    out: list[Check] = []
+    for s in box.e.storage:
+        label = f"{s.role} ({s.path})"
+        if s.skipped_reason:
+            out.append(check("storage", f"Storage {label}", INFO, "not measured", "—", T.STORAGE_SOURCE,
+                             s.skipped_reason))
+            continue
+        kind = _fs_kind(s.filesystem)
+        out += [c for c in (_seq_read(s, label, kind, need), _p99(s, label, kind), _small_files(s, label, kind),
+                            _capacity(box, s, label)) if c]
+    return out
+
+
+def _seq_read(s: StorageResult, label: str, kind: str, need: float | None) -> Check | None:
+    value = s.seq_read_bytes_per_s
+    if value is None:
+        return None
+    name = f"Sequential read, {label}"
+    measured = f"{_gb(value)} ({s.tool}, {s.filesystem or 'filesystem unknown'})"
+    if need is not None and need > 0:
+        status = grade(value / need, T.SEQ_READ_BAND)
+        return check("storage", name, status, measured, f"≥ {_gb(need)} (the plan's read need per node)",
+                     T.STORAGE_SOURCE, f"{value / need:.1f}× the job's read need")
+    if kind in ("local", "unknown"):
+        ref = T.LOCAL_SEQ_READ_BYTES_PER_S
+        status = cap(grade(value / ref, T.SEQ_READ_BAND), WARN)
+        reason = ("as fast as a local NVMe drive" if status is PASS else
+                  f"{value / ref:.0%} of a local Gen4 NVMe drive; give the job's read need to grade it")
+        return check("storage", name, status, measured, f"≥ {_gb(ref)} (local NVMe, per Gen4 drive)",
+                     T.STORAGE_SOURCE, reason)
+    return check("storage", name, INFO, measured, "≥ 90 % of the provisioned tier figure", T.STORAGE_SOURCE,
+                 f"{kind} storage: compare with the provisioned throughput, or give the job's read need")
+
+
+def _p99(s: StorageResult, label: str, kind: str) -> Check | None:
+    value = s.rand_read_p99_ms
+    if value is None:
+        return None
+    measured = f"p99 {value:.2f} ms" + (f", {s.rand_read_iops:,.0f} IOPS" if s.rand_read_iops else "")
+    expected = (f"< {T.P99_PASS_MS:g} ms (local NVMe < 0.2 ms); warn to {T.P99_FAIL_MS:g} ms, fail above")
+    status = PASS if value < T.P99_PASS_MS else WARN if value <= T.P99_FAIL_MS else FAIL
+    reason = "random reads are fast" if status is PASS else f"4 KiB random-read p99 latency is {value:.1f} ms"
+    return check("storage", f"Random-read latency, {label}", status, measured, expected, T.STORAGE_SOURCE, reason)
+
+
+def _small_files(s: StorageResult, label: str, kind: str) -> Check | None:
+    ops = s.small_file_ops_per_s
+    name = f"Small files, {label}"
+    if kind == "object" and s.role == "data":
+        measured = f"{ops:,.0f} files/s" if ops else "object storage mount"
+        return check("storage", name, WARN, measured, "packed shards on object storage", T.STORAGE_SOURCE,
+                     "many small files on object storage are slow and billed per request: pack them into shards")
+    if not ops:
+        return None
+    ms = 1000.0 / ops
+    measured = f"{ops:,.0f} small-file operations/s ({ms:.2f} ms each)"
+    expected = f"≤ {T.SMALL_FILE_PASS_MS:g} ms per operation (fail above {T.SMALL_FILE_FAIL_MS:g} ms)"
+    status = PASS if ms <= T.SMALL_FILE_PASS_MS else WARN if ms <= T.SMALL_FILE_FAIL_MS else FAIL
+    if status is PASS:
+        reason = "small-file metadata is fast"
+    elif kind == "network":
+        reason = f"{ms:.1f} ms per small-file operation on network storage: pack the dataset into shards"
+    else:
+        reason = f"{ms:.1f} ms per small-file operation"
+    return check("storage", name, status, measured, expected, T.STORAGE_SOURCE, reason)
+
+
+def _capacity(box: Box, s: StorageResult, label: str) -> Check | None:
+    size = _fs_size(box, s.path)
+    if s.free_bytes is None or not size:
+        return None
+    used = max(0.0, 1.0 - s.free_bytes / size)
+    status = PASS if used < T.CAPACITY_WARN_USED else WARN if used < T.CAPACITY_FAIL_USED else FAIL
+    measured = f"{used:.0%} used ({s.free_bytes / 1e9:,.0f} GB free of {size / 1e9:,.0f} GB)"
+    expected = f"< {T.CAPACITY_WARN_USED:.0%} used (fail from {T.CAPACITY_FAIL_USED:.0%})"
+    reason = "room to write checkpoints" if status is PASS else f"the filesystem is {used:.0%} full"
+    return check("storage", f"Free capacity, {label}", status, measured, expected, T.CAPACITY_SOURCE, reason)
