@@ -20,7 +20,8 @@ from core.planner.models import HardwareSpec, PlanRequest
 from core.planner.plan import PlanError, plan
 from core.probes.evidence import ProbeEvidence
 from core.probes.samples import GpuInfo
-from core.probes.scorecard import busbw_at_largest, fmt_num, matmul_reference, probed_gpu, size_label
+from core.probes.scorecard.common import fmt_num, size_label
+from core.probes.scorecard.expectations import busbw_at_largest, matmul_reference, probed_gpu
 
 MIN_MFU = 0.01
 
