@@ -1,7 +1,7 @@
 """The readiness scorecard on evidence parsed from real tool outputs.
 
 Every expected status is derived by hand: the fixture line that decides it, and the threshold with its source
-(the project's probe research, scorecard §4 / expected figures §2, as encoded in core/probes/thresholds.py).
+(the project's probe research, scorecard §4 / expected figures §2, as encoded in core/probes/scorecard/thresholds.py).
 """
 
 from __future__ import annotations
