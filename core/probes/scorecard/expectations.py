@@ -19,10 +19,7 @@ from core.probes.samples import CollectiveResult, CollectiveRow
 from core.probes.scorecard import thresholds as T
 from core.probes.scorecard.common import Box, is_finite
 
-_NET_DEVICE = re.compile(r"\[\d+\]\s*([A-Za-z0-9_]+)")
-
-
-# --------------------------------------------------------------------------- compute
+# --------------------------------------------------------------------------- matmul
 
 
 _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}
@@ -50,6 +47,9 @@ def matmul_reference(compute: ComputeResult, gpu: GPU | None) -> tuple[float, st
 
 
 # --------------------------------------------------------------------------- collectives
+
+
+_NET_DEVICE = re.compile(r"\[\d+\]\s*([A-Za-z0-9_]+)")
 
 
 class BusbwExpectation(NamedTuple):
@@ -84,6 +84,7 @@ def _row_busbw(row: CollectiveRow) -> float | None:
 
 
 def nodes_and_ranks(box: Box, coll: CollectiveResult) -> tuple[int, int]:
+    """Nodes and ranks the collective run spanned: its host names, else inferred from the interconnect."""
     hosts = {d.host for d in coll.devices if d.host}
     nranks = coll.nranks or len(coll.devices) or box.count or 1
     if hosts:
@@ -143,6 +144,7 @@ def expected_busbw(evidence: ProbeEvidence, catalog: Catalog | None = None) -> B
 
 
 def busbw_expectation(box: Box, coll: CollectiveResult) -> BusbwExpectation | None:
+    """The busbw this collective run should reach on this box (None: no reference for its interconnect)."""
     nodes, nranks = nodes_and_ranks(box, coll)
     per_node = max(1, nranks // nodes)
     gpu = box.collective_gpu() or box.gpu  # grade the run against the GPUs it ran on
