@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.catalog.lookup import Catalog, gpu_key
+from core.catalog.network import PCIE_ACHIEVED_GBS
 from core.catalog.records import GPU, PRICING_MODES, CatalogError, Price, Provider
 from core.catalog.shipped import shipped_catalog, with_reserved_prices
 from core.paths import config_dir
@@ -105,8 +106,6 @@ def _merge_gpus(gpus: dict[str, GPU], index_of: Catalog, data: Any, path: Path) 
                     f"user override file {path}: entry {i} ({gid}) is a new GPU and needs memory_gb"
                 )
             gen = values.get("pcie_gen", 4)
-            from core.catalog.network import PCIE_ACHIEVED_GBS
-
             gbs = PCIE_ACHIEVED_GBS.get(gen, 25.0) if isinstance(gen, int) else 25.0
             base = {"name": gid, "intra_node_link": "pcie", "intra_node_gbs": gbs}
             if "intra_node_gbs" not in values:
