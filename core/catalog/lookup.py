@@ -20,16 +20,17 @@ from core.catalog.records import (
     Price,
     Provider,
     StoragePrice,
+    StorageTier,
     check_pricing_mode,
 )
 
 # Where a provider has no price for a storage tier the planner still needs a figure: these are the usual ones.
-DEFAULT_STORAGE: dict[str, tuple[str, str]] = {
-    "object": ("aws", "S3 Standard"),
-    "block": ("aws", "EBS gp3"),
-    "parallel_fs": ("aws", "FSx for Lustre PERSISTENT_2 SSD 125 MB/s/TiB"),
-    "local_nvme": ("aws", "EC2 instance store (local NVMe)"),
-    "nfs": ("runpod", "Network volume (under 1 TB)"),
+DEFAULT_STORAGE: dict[StorageTier, tuple[str, str]] = {
+    StorageTier.object: ("aws", "S3 Standard"),
+    StorageTier.block: ("aws", "EBS gp3"),
+    StorageTier.parallel_fs: ("aws", "FSx for Lustre PERSISTENT_2 SSD 125 MB/s/TiB"),
+    StorageTier.local_nvme: ("aws", "EC2 instance store (local NVMe)"),
+    StorageTier.nfs: ("runpod", "Network volume (under 1 TB)"),
 }
 
 
@@ -221,7 +222,7 @@ class Catalog:
 
     # ---- storage and egress
 
-    def storage_price(self, provider: str | None, tier: str) -> StoragePrice | None:
+    def storage_price(self, provider: str | None, tier: StorageTier | str) -> StoragePrice | None:
         """The provider's main price for a tier; where it has none, the default provider's (AWS for most)."""
         if tier not in STORAGE_TIERS:
             raise CatalogError(f"storage tier '{tier}' is not one of {', '.join(STORAGE_TIERS)}")
@@ -230,7 +231,7 @@ class Catalog:
             for s in self.storage:
                 if s.provider == slug and s.tier == tier:
                     return s
-        default_provider, service = DEFAULT_STORAGE[tier]
+        default_provider, service = DEFAULT_STORAGE[StorageTier(tier)]
         for s in self.storage:
             if s.provider == default_provider and s.service == service:
                 return s

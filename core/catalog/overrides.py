@@ -137,7 +137,7 @@ def _merge_prices(cat: Catalog, data: Any, path: Path) -> tuple[list[Price], dic
                 raise CatalogError(f"user override file {path}: entry {i} needs '{key}' (text)")
         if all(values.get(k) is None for k in PRICING_MODES):
             raise CatalogError(
-                f"user override file {path}: entry {i} needs at least one of on_demand, spot, reserved"
+                f"user override file {path}: entry {i} needs at least one of {', '.join(PRICING_MODES)}"
             )
         try:
             slug = cat.provider_id(values["provider"])

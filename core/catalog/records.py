@@ -9,14 +9,41 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Annotated, Any, Literal, get_args
+from enum import StrEnum
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-StorageTier = Literal["local_nvme", "parallel_fs", "block", "nfs", "object"]
-STORAGE_TIERS: tuple[str, ...] = get_args(StorageTier)
+# The names of pricing modes, inter-node networks and storage tiers, for the catalog and the plan request alike
+# (core.planner.models uses these enums in the request contract).
+
+
+class PricingMode(StrEnum):
+    on_demand = "on_demand"
+    spot = "spot"
+    reserved = "reserved"
+
+
+class Interconnect(StrEnum):
+    """The link between nodes; inside a node the GPU's own NVLink/PCIe figure applies."""
+
+    infiniband = "infiniband"
+    roce = "roce"
+    efa = "efa"
+    ethernet = "ethernet"
+
+
+class StorageTier(StrEnum):
+    local_nvme = "local_nvme"
+    parallel_fs = "parallel_fs"
+    block = "block"
+    nfs = "nfs"
+    object = "object"
+
+
+STORAGE_TIERS: tuple[str, ...] = tuple(t.value for t in StorageTier)
 IntraNodeLink = Literal["nvlink", "pcie", "infinity_fabric", "roce"]
-PRICING_MODES = ("on_demand", "spot", "reserved")
+PRICING_MODES: tuple[str, ...] = tuple(m.value for m in PricingMode)
 PRECISIONS = ("amp_bf16", "pure_bf16", "amp_fp16", "fp32", "fp8", "bf16", "fp16", "tf32")
 STALE_AFTER_DAYS = 365
 
