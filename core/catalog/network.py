@@ -3,13 +3,17 @@
 One home for these tables, shared by the planner (assumed bandwidth when the request names no network), the
 window (saying what is assumed) and the probe scorecard (what a PCIe box should reach). Keys of
 :data:`DEFAULT_GPU_GBPS` are the ``hardware.interconnect`` values of a plan request.
+
+The functions that look a GPU up take the catalog from their caller (``load_catalog()`` for the user's): the
+override merge reads the PCIe table, so this module sits below it and does not load catalogs itself.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from core.catalog import Catalog, CatalogError, load_catalog
+from core.catalog.lookup import Catalog
+from core.catalog.records import CatalogError
 
 Num = Any
 
@@ -48,9 +52,8 @@ def typical_gpu_net_gbps(intra_node_link: str, architecture: str, gpus_per_node:
     return SCALE_OUT_GBPS_PER_GPU.get(key, PCIE_NODE_GBPS / 8) + 0.0 * gpus_per_node
 
 
-def typical_gpu_gbps(gpu_id: str, gpus_per_node: int, catalog: Catalog | None = None) -> float | None:
+def typical_gpu_gbps(gpu_id: str, gpus_per_node: int, catalog: Catalog) -> float | None:
     """Inter-node Gbit/s per GPU the planner assumes for this GPU's class when the request names no network."""
-    catalog = catalog or load_catalog()
     try:
         gpu = catalog.gpu(gpu_id)
     except CatalogError:
@@ -58,14 +61,14 @@ def typical_gpu_gbps(gpu_id: str, gpus_per_node: int, catalog: Catalog | None = 
     return float(typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, max(gpus_per_node, 1)))
 
 
-def network_gbps(interconnect: str | None, gpu_id: str, gpus_per_node: int) -> float | None:
+def network_gbps(interconnect: str | None, gpu_id: str, gpus_per_node: int, catalog: Catalog) -> float | None:
     """Gbit/s per GPU for a named network type, else the GPU class's typical one (None: unknown GPU or type)."""
     if not interconnect:
-        return typical_gpu_gbps(gpu_id, gpus_per_node)
+        return typical_gpu_gbps(gpu_id, gpus_per_node, catalog)
     return DEFAULT_GPU_GBPS.get(str(interconnect))
 
 
-def typical_network(gpu_id: str, gpus_per_node: int, catalog: Catalog | None = None) -> str:
+def typical_network(gpu_id: str, gpus_per_node: int, catalog: Catalog) -> str:
     """What the planner assumes between nodes when the request names no network, for the window to say."""
     per_gpu = typical_gpu_gbps(gpu_id, gpus_per_node, catalog)
     if per_gpu is None:
@@ -74,18 +77,18 @@ def typical_network(gpu_id: str, gpus_per_node: int, catalog: Catalog | None = N
             f"node of {gpus_per_node}")
 
 
-def network_text(interconnect: str | None, gpu_id: str, gpus_per_node: int, name: str = "") -> str:
+def network_text(interconnect: str | None, gpu_id: str, gpus_per_node: int, catalog: Catalog, name: str = "") -> str:
     """The network the plan assumes: the GPU class's typical one, or a named type's usual speed."""
     if not interconnect:
-        return typical_network(gpu_id, gpus_per_node)
-    per_gpu = network_gbps(interconnect, gpu_id, gpus_per_node)
+        return typical_network(gpu_id, gpus_per_node, catalog)
+    per_gpu = network_gbps(interconnect, gpu_id, gpus_per_node, catalog)
     if per_gpu is None:
         return ""
     return (f"{name or interconnect}: {per_gpu:g} Gbit/s per GPU assumed ({per_gpu * gpus_per_node:g} per node) "
             "unless you give the bandwidth")
 
 
-def network_node_gbps(interconnect: str | None, gpu_id: str, gpus_per_node: int) -> float | None:
+def network_node_gbps(interconnect: str | None, gpu_id: str, gpus_per_node: int, catalog: Catalog) -> float | None:
     """Gbit/s per node the plan assumes when the request gives no inter-node bandwidth."""
-    per_gpu = network_gbps(interconnect, gpu_id, gpus_per_node)
+    per_gpu = network_gbps(interconnect, gpu_id, gpus_per_node, catalog)
     return None if per_gpu is None else per_gpu * gpus_per_node

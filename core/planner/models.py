@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from core.catalog.records import Interconnect, PricingMode, StorageTier  # the one definition, shared with the catalog
 from core.units import parse_count
 
 
@@ -67,29 +68,6 @@ class Attention(StrEnum):
     flash = "flash"
     sdpa = "sdpa"
     eager = "eager"
-
-
-class PricingMode(StrEnum):
-    on_demand = "on_demand"
-    spot = "spot"
-    reserved = "reserved"
-
-
-class Interconnect(StrEnum):
-    """The link between nodes; inside a node the GPU's own NVLink/PCIe figure applies."""
-
-    infiniband = "infiniband"
-    roce = "roce"
-    efa = "efa"
-    ethernet = "ethernet"
-
-
-class StorageTier(StrEnum):
-    local_nvme = "local_nvme"
-    parallel_fs = "parallel_fs"
-    block = "block"
-    nfs = "nfs"
-    object = "object"
 
 
 class _Strict(BaseModel):

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from core.catalog import GPU, Catalog, CatalogError, Price, load_catalog, network
+from core.catalog import GPU, PRICING_MODES, Catalog, CatalogError, Price, load_catalog, network
 from core.planner import compute, cost, memory, reliability, search, storage
 from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
 from core.planner.models import (
@@ -187,7 +187,7 @@ def _cost(
     pricing, a = request.pricing, request.assumptions
     warnings: list[str] = []
     assumptions: list[Assumption] = []
-    rows = {mode: _price_for(catalog, gpu, request, mode) for mode in ("on_demand", "spot", "reserved")}
+    rows = {mode: _price_for(catalog, gpu, request, mode) for mode in PRICING_MODES}
     ref = rows.get(pricing.mode.value) or rows["on_demand"] or rows["spot"] or rows["reserved"]
     per_hour = {m: (getattr(r, m) if r else None) for m, r in rows.items()}
     if pricing.usd_per_gpu_hour is not None:

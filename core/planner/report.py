@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from core.catalog import GPU, Catalog, CatalogError, load_catalog
+from core.catalog import GPU, PRICING_MODES, Catalog, CatalogError, load_catalog
 from core.planner import cost, search
 from core.planner.models import Candidate, ComputeCost, HardwareSpec, PlanRequest, PlanResult, Sharding
 from core.planner.params import Architecture
@@ -23,7 +23,7 @@ from core.planner.plan import PlanError, gpu_hardware, plan, resolve_model
 from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
-MODES = ("on_demand", "spot", "reserved")
+MODES = PRICING_MODES
 UTILISATIONS = tuple(round(0.05 * i, 2) for i in range(1, 21))
 
 # --------------------------------------------------------------------------- figures (chart data)

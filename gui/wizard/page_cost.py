@@ -14,7 +14,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSplitter
 
-from core.catalog import CatalogError, default_user_dir, load_catalog, save_user_overrides
+from core.catalog import PRICING_MODES, CatalogError, default_user_dir, load_catalog, save_user_overrides
 from core.planner.models import PricingMode
 from core.planner.report import Analysis, ProviderCost, break_even_chart, provider_chart, seconds
 from core.units import fmt_bytes, fmt_hours, fmt_usd
@@ -25,7 +25,7 @@ from gui.wizard.fields import CheckField, ComboField, FieldBox, TextField, make_
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 
-MODES = ("on_demand", "spot", "reserved")
+MODES = PRICING_MODES
 TIER_HINTS = {
     "local_nvme": "fastest writes; lost when the instance is terminated",
     "parallel_fs": "Lustre/WEKA-class: shared by every node, billed per provisioned GB",

@@ -82,7 +82,7 @@ class NetworkChoice(ComboField):
         if not gpu:
             return "with Automatic hardware the planner assumes each GPU class's typical network"
         per_node = _count(self.state.get("hardware.gpus_per_node"))
-        return network_text(value, str(gpu), per_node, choices.INTERCONNECT.get(value, value))
+        return network_text(value, str(gpu), per_node, load_catalog(), choices.INTERCONNECT.get(value, value))
 
 
 class HardwarePage(PlanPage):
@@ -157,7 +157,8 @@ class HardwarePage(PlanPage):
         self.network.set_hint(self.network.hint_for(self.network.value() or ""))
         gpu = self.state.get("hardware.gpu")
         per_node = _count(self.state.get("hardware.gpus_per_node"))
-        gbps = network_node_gbps(self.state.get("hardware.interconnect"), str(gpu), per_node) if gpu else None
+        gbps = (network_node_gbps(self.state.get("hardware.interconnect"), str(gpu), per_node, load_catalog())
+                if gpu else None)
         placeholder = f"{gbps:g} (assumed)" if gbps else ""
         if placeholder != self.bandwidth.edit.placeholderText():
             self.bandwidth.edit.setPlaceholderText(placeholder)

@@ -313,6 +313,21 @@ def test_storage_prices(cat):
         cat.storage_price("aws", "ssd")
 
 
+def test_one_set_of_names_for_tiers_and_modes(cat):
+    """The plan request and the catalog share the enums: the tuples and the storage rows use the same names."""
+    from core.planner import models
+
+    assert models.StorageTier is cat_mod.StorageTier and models.PricingMode is cat_mod.PricingMode
+    assert models.Interconnect is cat_mod.Interconnect
+    assert STORAGE_TIERS == ("local_nvme", "parallel_fs", "block", "nfs", "object")
+    assert cat_mod.PRICING_MODES == ("on_demand", "spot", "reserved")
+    assert all(isinstance(s.tier, cat_mod.StorageTier) for s in cat.storage)
+    assert cat.storage_price("aws", cat_mod.StorageTier.object) is cat.storage_price("aws", "object")
+    assert cat.best_price("H100-SXM", cat_mod.PricingMode.spot) is cat.best_price("H100-SXM", "spot")
+    with pytest.raises(CatalogError, match="pricing mode 'hourly' is not one of on_demand, spot, reserved"):
+        cat.best_price("H100-SXM", "hourly")
+
+
 def test_egress_prices(cat):
     aws = cat.egress_price("aws")  # first 10 TB $0.09/GB, 100 GB/month free
     assert aws.usd_per_gb == 0.09

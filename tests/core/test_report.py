@@ -175,12 +175,15 @@ def test_memory_rows_kept_across_token_counts_equal_fresh_ones():
 def test_network_the_plan_assumes_is_said_in_words():
     """A typical H100 SXM node has one 400 Gbit/s rail per GPU; a PCIe node (L40S) one 100 Gbit/s NIC shared by
     its GPUs; plain Ethernet is assumed at 100 Gbit/s per 8-GPU node (12.5 per GPU)."""
+    from core.catalog import load_catalog
     from core.catalog.network import network_node_gbps, network_text, typical_network
 
-    assert typical_network("H100-SXM", 8) == \
+    cat = load_catalog()
+    assert typical_network("H100-SXM", 8, cat) == \
         "typical for H100-SXM nodes: 400 Gbit/s per GPU, 3,200 Gbit/s per node of 8"
-    assert network_node_gbps(None, "L40S", 4) == 100
-    assert network_node_gbps("ethernet", "H100-SXM", 8) == 100
-    assert network_text("ethernet", "H100-SXM", 8, "Plain Ethernet").startswith(
+    assert network_node_gbps(None, "L40S", 4, cat) == 100
+    assert network_node_gbps("ethernet", "H100-SXM", 8, cat) == 100
+    assert network_text("ethernet", "H100-SXM", 8, cat, "Plain Ethernet").startswith(
         "Plain Ethernet: 12.5 Gbit/s per GPU assumed (100 per node)")
-    assert network_text(None, "no-such-gpu", 8) == "" and network_node_gbps("token-ring", "H100-SXM", 8) is None
+    assert network_text(None, "no-such-gpu", 8, cat) == ""
+    assert network_node_gbps("token-ring", "H100-SXM", 8, cat) is None
