@@ -23,6 +23,7 @@ from typing import Any, TextIO
 import numpy as np
 from pydantic import ValidationError
 
+from core.cli.table import table
 from core.probes.parsers._common import clock_reasons_from_mask
 from core.probes.store import ProbeStore, ProbeStoreError, SampleTable
 from core.validation import validation_message
@@ -235,15 +236,6 @@ def run_document(store: ProbeStore, run_id: int) -> dict[str, Any]:
     }
 
 
-def table(rows: list[list[str]], header: list[str], width: int = 48) -> str:
-    """A plain text table; long cells are cut to ``width`` characters."""
-    cut = [[c if len(c) <= width else c[: width - 1] + "…" for c in row] for row in [header, *rows]]
-    widths = [max(len(r[i]) for r in cut) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cut]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 class _Progress:
     """Human progress lines: one per probe start and end, warnings and log events indented."""
 
@@ -275,11 +267,11 @@ def render_scorecard(doc: dict[str, Any]) -> str:
     card = doc.get("scorecard")
     lines = [f"run {doc['run_id']} on {doc['host']}: {doc['status']}"]
     if not card:
-        lines.append("no scorecard (the scorecard module is not installed or the run has no evidence)")
+        lines.append("no scorecard (the run has no evidence)")
         return "\n".join(lines)
     lines += [f"verdict: {card['summary']}", ""]  # the summary opens with the verdict
     rows = [[c["status"], c["area"], c["name"], c["measured"], c["expected"]] for c in card["checks"]]
-    lines.append(table(rows, ["status", "area", "check", "measured", "expected"]))
+    lines.append(table(rows, ["status", "area", "check", "measured", "expected"], align="text", max_cell=48))
     reasons = [f"  {c['name']}: {c['reason']}" for c in card["checks"] if c["status"] in ("FAIL", "WARN")]
     if reasons:
         lines += ["", "why:", *reasons]

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.cli.main import CliError, build_request
+from core.cli.common import CliError
+from core.cli.plan import build_request
 from core.planner.report import Report
 
 Renderer = Callable[[Report, Path], int]
@@ -65,7 +66,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add the `report` subcommand (core.cli.main calls this when the module exists)."""
+    """Add the `report` subcommand (called by core.cli.main)."""
     p = subparsers.add_parser("report", help="plan REQUEST.json and write a PDF report")
     p.add_argument("request", help="plan request JSON file (- for stdin)")
     p.add_argument("-o", "--output", required=True, help="PDF file to write, e.g. plan.pdf")
