@@ -16,7 +16,7 @@ from typing import Any
 
 from core.cli.common import CliError
 from core.cli.plan import build_request
-from core.planner.report import Report
+from core.document import Report
 
 Renderer = Callable[[Report, Path], int]
 _renderer: Renderer | None = None
@@ -52,8 +52,9 @@ def write_pdf(report: Report, output: Path, example: str, alternative: str = "")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from core.planner.analysis import analyse
     from core.planner.plan import PlanError
-    from core.planner.report import analyse, build_report
+    from core.planner.report import build_report
 
     require_renderer()  # before planning: a headless install learns at once
     request = build_request(args)

@@ -1,6 +1,6 @@
 """What a probe report shows, independent of drawing: the verdict, the scorecard, charts and the raw evidence.
 
-It builds the same ``core.planner.report.Report`` the plan PDF uses, so ``gui/pdf.py`` draws both with one look. Every
+It builds the same ``core.document.Report`` the plan PDF uses, so ``gui/pdf.py`` draws both with one look. Every
 figure here is read from the run's evidence and scorecard; nothing is re-measured or re-graded except when a run
 comes without a scorecard (then ``core.probes.scorecard.score`` grades it).
 """
@@ -17,18 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from core.catalog import Catalog, load_catalog
-from core.planner.report import (
-    BarChart,
-    Block,
-    Bullets,
-    KeyFigure,
-    LineChart,
-    Paragraph,
-    Report,
-    Section,
-    Series,
-    Table,
-)
+from core.document import BarChart, Block, Bullets, KeyFigure, LineChart, Paragraph, Report, Section, Series, Table
 from core.probes.evidence import CheckStatus, ProbeEvidence, Scorecard
 from core.probes.parsers._common import clock_reasons_from_mask
 from core.probes.samples import CollectiveResult, GpuMetric

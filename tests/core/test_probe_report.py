@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from core.cli import main as cli
-from core.planner.report import BarChart, LineChart, Table
+from core.document import BarChart, LineChart, Table
 from core.probes.evidence import (
     BurnResult,
     ComputeResult,

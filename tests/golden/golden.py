@@ -78,8 +78,9 @@ def plan_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
 
 def report_document(name: str) -> str:
     """The plan report as the PDF writer receives it (a rendering-neutral document), as JSON."""
+    from core.planner.analysis import analyse
     from core.planner.models import PlanRequest
-    from core.planner.report import analyse, build_report
+    from core.planner.report import build_report
 
     with frozen_today():
         request = PlanRequest.model_validate(REQUESTS[name])
