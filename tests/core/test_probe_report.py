@@ -186,7 +186,9 @@ def test_run_json_round_trips_through_the_store(record):
     store.add_samples(run_id, record.samples)
     store.finish_run(run_id, "completed", evidence=record.evidence, scorecard=record.scorecard)
     data = json.loads(json.dumps(run_json(store.load_run(run_id), samples=True)))
+    printed = run_json(store.load_run(run_id))  # what `tuneplan probe --json` prints: the same keys, no samples
     store.close()
+    assert set(data) - set(printed) == {"samples", "samples_note"} and set(printed) <= set(data)
     again = record_from_json(data)
     assert again.host == "gpu-node-17" and data["started"] == 1_772_460_300.0 and data["run_id"] == run_id
     assert build_probe_report(again).date == "2026-03-02 14:05 UTC"
