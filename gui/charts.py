@@ -1,4 +1,4 @@
-"""pyqtgraph views of the chart data in ``core.planner.report`` (bar, scatter, line): the PDF draws the same data.
+"""pyqtgraph views of the chart data in ``core.document`` (bar, scatter, line): the PDF draws the same data.
 
 Title, legend and caption are Qt labels around the plot, not items inside it: they follow the palette (light or
 dark), wrap instead of covering the data, and screen readers read them. Bars are horizontal so that long
@@ -29,7 +29,7 @@ from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtGui import QColor, QFontMetrics, QPalette
 from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 
-from core.planner.report import BarChart, LineChart, ScatterChart
+from core.document import BarChart, LineChart, ScatterChart
 from gui.colors import MUTED, SERIES_COLORS, highlight_color, series_colors
 from gui.pdf import percent, tick_text
 
@@ -120,7 +120,7 @@ def _label(name: str, *, bold: bool = False, center: bool = False) -> QLabel:
 
 
 class ChartView(QWidget):
-    """One chart from core.planner.report; redrawn when the palette changes (the system switching light/dark)."""
+    """One chart from core.document; redrawn when the palette changes (the system switching light/dark)."""
 
     def __init__(self, name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)

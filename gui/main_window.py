@@ -22,7 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.planner.report import build_report, hardware_label
+from core.planner.analysis import hardware_label
+from core.planner.report import build_report
 from core.planner.store import PlanRecord, PlanStore, StoreError, request_to_dict
 from gui.library.widget import LibraryWidget
 from gui.wizard.wizard import PlanWizard

@@ -1,4 +1,4 @@
-"""Render a ``core.planner.report.Report`` to PDF with QPdfWriter + QPainter: vector charts, wrapped text, page numbers.
+"""Render a ``core.document.Report`` to PDF with QPdfWriter + QPainter: vector charts, wrapped text, page numbers.
 
 Layout runs first (every block measured against the page width, tables split by row with the header
 repeated), then painting, so the footer can say "page i of n". Text wraps at word boundaries, or anywhere for
@@ -31,7 +31,7 @@ from PySide6.QtGui import (
     QTextOption,
 )
 
-from core.planner.report import BarChart, Bullets, KeyFigure, LineChart, Paragraph, Report, ScatterChart, Table
+from core.document import BarChart, Bullets, KeyFigure, LineChart, Paragraph, Report, ScatterChart, Table
 from gui.colors import HIGHLIGHT, MUTED, SERIES_COLORS
 
 DPI = 72  # one device unit = one point

@@ -20,11 +20,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-import numpy as np
 from pydantic import ValidationError
 
-from core.probes.parsers._common import clock_reasons_from_mask
-from core.probes.store import ProbeStore, ProbeStoreError, SampleTable
+from core.cli.table import table
+from core.probes.run_json import run_json
+from core.probes.store import ProbeStore, ProbeStoreError
 from core.validation import validation_message
 
 EXIT_OK = 0
@@ -190,60 +190,6 @@ def _label(store: ProbeStore, args: argparse.Namespace, default: str) -> str:
 # ----------------------------------------------------------------------------------------- output
 
 
-def samples_summary(table: SampleTable) -> dict[str, dict[str, Any]]:
-    """Per GPU: sample count and min/mean/max of the live metrics, plus the clock-event reasons seen."""
-    out: dict[str, dict[str, Any]] = {}
-
-    def stat(values: np.ndarray, how: Callable[[np.ndarray], Any]) -> float | None:
-        finite = values[~np.isnan(values)]
-        return round(float(how(finite)), 2) if finite.size else None
-
-    for gpu in table.gpus():
-        rows = table.for_gpu(gpu)
-        masks = rows.throttle[~np.isnan(rows.throttle)].astype(np.int64)
-        combined = int(np.bitwise_or.reduce(masks)) if masks.size else 0
-        out[str(gpu)] = {
-            "samples": len(rows),
-            "seconds": stat(rows.t, np.max),
-            "util_pct_mean": stat(rows.util, np.mean), "util_pct_max": stat(rows.util, np.max),
-            "temp_c_max": stat(rows.temp, np.max), "power_w_mean": stat(rows.power, np.mean),
-            "power_w_max": stat(rows.power, np.max), "sm_clock_mhz_min": stat(rows.sm_clock, np.min),
-            "sm_clock_mhz_max": stat(rows.sm_clock, np.max), "mem_used_bytes_max": stat(rows.mem_used, np.max),
-            "clock_event_reasons": [r for r in clock_reasons_from_mask(combined) if r != "gpu_idle"],
-        }
-    return out
-
-
-def run_document(store: ProbeStore, run_id: int) -> dict[str, Any]:
-    """The run as JSON: what `tuneplan probe --json` prints (also readable by `tuneplan probe-report`)."""
-    run = store.load_run(run_id)
-    evidence = run.evidence.model_dump(mode="json") if run.evidence is not None else None
-    return {
-        "run_id": run_id,
-        "host": run.summary.host,
-        "status": run.summary.status,
-        "started": run.summary.started,
-        "ended": run.summary.ended,
-        "summary": run.summary.model_dump(mode="json"),
-        "options": run.options,
-        "inventory": evidence.get("inventory") if evidence else None,
-        "samples_summary": samples_summary(run.samples),
-        "outcomes": [o.model_dump(mode="json") for o in run.outcomes],
-        "evidence": evidence,
-        "scorecard": run.scorecard.model_dump(mode="json") if run.scorecard is not None else None,
-        "events": [e.model_dump(mode="json") for e in run.events if e.kind == "log"],
-    }
-
-
-def table(rows: list[list[str]], header: list[str], width: int = 48) -> str:
-    """A plain text table; long cells are cut to ``width`` characters."""
-    cut = [[c if len(c) <= width else c[: width - 1] + "…" for c in row] for row in [header, *rows]]
-    widths = [max(len(r[i]) for r in cut) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cut]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 class _Progress:
     """Human progress lines: one per probe start and end, warnings and log events indented."""
 
@@ -275,11 +221,11 @@ def render_scorecard(doc: dict[str, Any]) -> str:
     card = doc.get("scorecard")
     lines = [f"run {doc['run_id']} on {doc['host']}: {doc['status']}"]
     if not card:
-        lines.append("no scorecard (the scorecard module is not installed or the run has no evidence)")
+        lines.append("no scorecard (the run has no evidence)")
         return "\n".join(lines)
     lines += [f"verdict: {card['summary']}", ""]  # the summary opens with the verdict
     rows = [[c["status"], c["area"], c["name"], c["measured"], c["expected"]] for c in card["checks"]]
-    lines.append(table(rows, ["status", "area", "check", "measured", "expected"]))
+    lines.append(table(rows, ["status", "area", "check", "measured", "expected"], align="text", max_cell=48))
     reasons = [f"  {c['name']}: {c['reason']}" for c in card["checks"] if c["status"] in ("FAIL", "WARN")]
     if reasons:
         lines += ["", "why:", *reasons]
@@ -344,7 +290,7 @@ def _probe(args: argparse.Namespace) -> int:
         transport.close()
     if finished is None:
         raise _Exit(EXIT_ERROR, "the probe run ended without a result")
-    doc = run_document(store, finished.run_id)
+    doc = run_json(store.load_run(finished.run_id))
     store.close()
     if args.json:
         print(json.dumps(doc, indent=2, default=str))

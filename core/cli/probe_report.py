@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from core.cli.main import CliError, read_json
+from core.cli.common import CliError, read_json
 from core.probes.report import ProbeRunRecord, build_probe_report, record_from_json, record_from_stored
 
 
@@ -69,7 +69,7 @@ def cmd_probe_report(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add the `probe-report` subcommand (core.cli.main calls this when the module exists)."""
+    """Add the `probe-report` subcommand (called by core.cli.main)."""
     p = subparsers.add_parser("probe-report", help="write the readiness report of a probe run (PDF or JSON)")
     p.add_argument("run", metavar="RUN", help="run id from the probe history, or a run JSON file")
     p.add_argument("-o", "--output", help="PDF file to write, e.g. report.pdf")

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.cli.main import CliError, build_request
-from core.planner.report import Report
+from core.cli.common import CliError
+from core.cli.plan import build_request
+from core.document import Report
 
 Renderer = Callable[[Report, Path], int]
 _renderer: Renderer | None = None
@@ -51,8 +52,9 @@ def write_pdf(report: Report, output: Path, example: str, alternative: str = "")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from core.planner.analysis import analyse
     from core.planner.plan import PlanError
-    from core.planner.report import analyse, build_report
+    from core.planner.report import build_report
 
     require_renderer()  # before planning: a headless install learns at once
     request = build_request(args)
@@ -65,7 +67,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add the `report` subcommand (core.cli.main calls this when the module exists)."""
+    """Add the `report` subcommand (called by core.cli.main)."""
     p = subparsers.add_parser("report", help="plan REQUEST.json and write a PDF report")
     p.add_argument("request", help="plan request JSON file (- for stdin)")
     p.add_argument("-o", "--output", required=True, help="PDF file to write, e.g. plan.pdf")

@@ -1,6 +1,6 @@
 """What a probe report shows, independent of drawing: the verdict, the scorecard, charts and the raw evidence.
 
-It builds the same ``core.planner.report.Report`` the plan PDF uses, so ``gui/pdf.py`` draws both with one look. Every
+It builds the same ``core.document.Report`` the plan PDF uses, so ``gui/pdf.py`` draws both with one look. Every
 figure here is read from the run's evidence and scorecard; nothing is re-measured or re-graded except when a run
 comes without a scorecard (then ``core.probes.scorecard.score`` grades it).
 """
@@ -17,18 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, ValidationError
 
 from core.catalog import Catalog, load_catalog
-from core.planner.report import (
-    BarChart,
-    Block,
-    Bullets,
-    KeyFigure,
-    LineChart,
-    Paragraph,
-    Report,
-    Section,
-    Series,
-    Table,
-)
+from core.document import BarChart, Block, Bullets, KeyFigure, LineChart, Paragraph, Report, Section, Series, Table
 from core.probes.evidence import CheckStatus, ProbeEvidence, Scorecard
 from core.probes.parsers._common import clock_reasons_from_mask
 from core.probes.samples import CollectiveResult, GpuMetric
@@ -138,7 +127,7 @@ def record_from_stored(run: StoredRun) -> ProbeRunRecord:
 
 
 def record_from_json(data: Any) -> ProbeRunRecord:
-    """A run JSON (what `tuneplan probe --json` prints or `run_json` writes); ValueError names the bad field."""
+    """A run JSON (``core.probes.run_json``: `tuneplan probe --json` or the export); ValueError names the bad field."""
     if not isinstance(data, dict):
         raise ValueError("a probe run JSON must be an object with an 'evidence' key")
     if "evidence" not in data:
@@ -159,27 +148,6 @@ def record_from_json(data: Any) -> ProbeRunRecord:
                               samples=data.get("samples") or [], warnings=warnings)
     except ValidationError as exc:
         raise ValueError(validation_message(exc)) from exc
-
-
-def run_json(run: StoredRun) -> dict[str, Any]:
-    """A stored run as one JSON object: the report record's keys plus the run's summary, outcomes and events.
-
-    Samples are thinned to `JSON_SAMPLES_PER_GPU` per GPU; the store keeps them all.
-    """
-    record = record_from_stored(run)
-    return {
-        "host": record.host,
-        "started": _when(run.summary.started),
-        "summary": run.summary.model_dump(mode="json"),
-        "options": run.options,
-        "outcomes": [o.model_dump(mode="json") for o in run.outcomes],
-        "evidence": record.evidence.model_dump(mode="json"),
-        "scorecard": run.scorecard.model_dump(mode="json") if run.scorecard is not None else None,
-        "events": [e.model_dump(mode="json") for e in run.events],
-        "samples": [m.model_dump(mode="json", exclude_none=True)
-                    for m in samples_from_table(run.samples, JSON_SAMPLES_PER_GPU)],
-        "samples_note": f"at most {JSON_SAMPLES_PER_GPU} samples per GPU, evenly spaced",
-    }
 
 
 def _when(started: dt.datetime | str | float | None) -> str:
@@ -544,5 +512,5 @@ def build_probe_report(run: ProbeRunRecord | StoredRun, catalog: Catalog | None 
 
 __all__ = [
     "ProbeRunRecord", "build_probe_report", "busbw_chart", "key_figures", "matmul_chart", "metric_charts",
-    "record_from_json", "record_from_stored", "run_json", "samples_from_table", "scorecard_table", "storage_charts",
+    "record_from_json", "record_from_stored", "samples_from_table", "scorecard_table", "storage_charts",
 ]

@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.planner.analysis import Analysis, analyse
 from core.planner.models import PlanRequest
-from core.planner.report import Analysis, analyse
 from core.planner.store import PlanRecord, PlanStore, request_to_dict
 from core.units import fmt_hours, fmt_usd
 from core.validation import validation_message

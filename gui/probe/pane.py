@@ -661,11 +661,11 @@ class ProbePane(QWidget):
         if target is None:
             return None
         run_id, path = target
-        from core.probes.report import run_json
+        from core.probes.run_json import run_json
 
         try:
             run = self.store.load_run(run_id)
-            path.write_text(json.dumps(run_json(run), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+            path.write_text(json.dumps(run_json(run, samples=True), indent=2, allow_nan=False) + "\n", encoding="utf-8")
         except KeyError as exc:
             self._set_status(str(exc.args[0]))
             return None

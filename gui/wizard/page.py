@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget, QWizardPage
 
-from core.planner.report import Analysis
+from core.planner.analysis import Analysis
 from gui.wizard.fields import FieldBox, make_error_label
 from gui.wizard.state import PLAN_PATH, PlanState
 

@@ -15,8 +15,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSplitter
 
 from core.catalog import PRICING_MODES, CatalogError, default_user_dir, load_catalog, save_user_overrides
+from core.planner.analysis import Analysis, ProviderCost
 from core.planner.models import PricingMode
-from core.planner.report import Analysis, ProviderCost, break_even_chart, provider_chart, seconds
+from core.planner.report import break_even_chart, provider_chart, seconds
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.table_model import Row, RowsModel, make_table

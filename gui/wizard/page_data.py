@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QFormLayout, QGridLayout, QLabel, QWidget
 
-from core.planner.report import Analysis
+from core.planner.analysis import Analysis
 from core.planner.storage import tier_figures
 from core.units import fmt_bytes, fmt_count, fmt_usd
 from gui.wizard.fields import CheckField, TextField

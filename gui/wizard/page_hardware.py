@@ -9,14 +9,9 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPush
 
 from core.catalog import load_catalog
 from core.catalog.network import network_node_gbps, network_text
+from core.planner.analysis import Analysis, hardware_label
 from core.planner.models import Candidate
-from core.planner.report import (
-    Analysis,
-    candidate_label,
-    hardware_label,
-    pareto_chart,
-    scaling_chart,
-)
+from core.planner.report import candidate_label, pareto_chart, scaling_chart
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.table_model import Row, RowsModel, make_table, selected_payload

@@ -5,7 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSplitter
 
-from core.planner.report import Analysis, GpuMemory, hardware_label, memory_chart
+from core.planner.analysis import Analysis, GpuMemory, hardware_label
+from core.planner.report import memory_chart
 from core.units import fmt_bytes
 from gui.charts import ChartView
 from gui.table_model import Row, RowsModel, make_table

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.catalog import load_catalog
-from core.planner.report import Analysis
+from core.planner.analysis import Analysis
 from core.units import fmt_count
 from gui.wizard.fields import make_error_label, make_hint_label
 from gui.wizard.page import PlanPage

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QListWidget, QPushButton, QWidget
 
-from core.planner.report import Analysis, conclusion, key_figures
+from core.planner.analysis import Analysis, conclusion, key_figures
 from gui.table_model import Row, RowsModel, make_table
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState

@@ -15,9 +15,9 @@ from pydantic import ValidationError
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.catalog import CatalogError
+from core.planner.analysis import Analysis, analyse
 from core.planner.models import PlanRequest
 from core.planner.plan import PlanError
-from core.planner.report import Analysis, analyse
 from core.validation import field_errors
 from gui.workers import Executor
 

@@ -159,6 +159,16 @@ def test_catalog_lists(what: str) -> None:
     assert len(json.loads(proc.stdout)) >= {"gpus": 20, "models": 25, "prices": 8}[what]
 
 
+def test_one_table_writer_lays_out_figures_and_text() -> None:
+    """Plan and catalog tables right-align figures; the scorecard left-aligns words and cuts long cells."""
+    from core.cli.table import table
+
+    assert table([("weights", "16 GB"), ("total", "9 GB")]) == "weights  16 GB\ntotal     9 GB"
+    assert table([("a", "1")], header=("name", "n")) == "name  n\n----  -\na     1"
+    assert table([["PASS", "a long sentence"]], ["status", "why"], align="text", max_cell=6) == \
+        "status  why\n------  ------\nPASS    a lon…"
+
+
 def test_core_never_imports_qt() -> None:
     code = (
         "import sys, importlib, pkgutil, core\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from core.cli import main as cli
-from core.planner.report import BarChart, LineChart, Table
+from core.document import BarChart, LineChart, Table
 from core.probes.evidence import (
     BurnResult,
     ComputeResult,
@@ -32,7 +32,8 @@ from core.probes.parsers import (
     parse_nvidia_smi_q,
     parse_topo_matrix,
 )
-from core.probes.report import ProbeRunRecord, build_probe_report, record_from_json, run_json
+from core.probes.report import ProbeRunRecord, build_probe_report, record_from_json
+from core.probes.run_json import run_json
 from core.probes.scorecard import score
 from core.probes.store import ProbeStore
 
@@ -184,10 +185,13 @@ def test_run_json_round_trips_through_the_store(record):
     run_id = store.start_run("gpu-node-17", "quick", ["inventory"], started=1_772_460_300.0)
     store.add_samples(run_id, record.samples)
     store.finish_run(run_id, "completed", evidence=record.evidence, scorecard=record.scorecard)
-    data = json.loads(json.dumps(run_json(store.load_run(run_id))))
+    data = json.loads(json.dumps(run_json(store.load_run(run_id), samples=True)))
+    printed = run_json(store.load_run(run_id))  # what `tuneplan probe --json` prints: the same keys, no samples
     store.close()
+    assert set(data) - set(printed) == {"samples", "samples_note"} and set(printed) <= set(data)
     again = record_from_json(data)
-    assert again.host == "gpu-node-17" and data["started"] == "2026-03-02 14:05 UTC"
+    assert again.host == "gpu-node-17" and data["started"] == 1_772_460_300.0 and data["run_id"] == run_id
+    assert build_probe_report(again).date == "2026-03-02 14:05 UTC"
     assert again.evidence == record.evidence and again.scorecard == record.scorecard
     assert [m.temp_c for m in again.samples] == [63, 63, 64, 64, 65]
     assert data["summary"]["status"] == "completed"

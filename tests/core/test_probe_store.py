@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from core.cli.probe import parse_size, samples_summary
+from core.cli.probe import parse_size
 from core.probes.checks.collectives import live_row
 from core.probes.checks.distributed import consistency_problems, parse_sanity
 from core.probes.checks.facts import parse_facts
 from core.probes.checks.inventory import parse_df, parse_inventory_sections
 from core.probes.checks.storage import dd_rate, required_bytes
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
+from core.probes.run_json import samples_summary
 from core.probes.runner import RunOptions, resolve_probes
 from core.probes.samples import GpuMetric
 from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, StoredSeriesPoint

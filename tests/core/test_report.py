@@ -9,18 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from core.planner.analysis import analyse, conclusion, cost_range, cost_range_text, hardware_label
 from core.planner.models import ComputeCost, HardwareSpec, PlanRequest
 from core.planner.plan import plan
-from core.planner.report import (
-    analyse,
-    build_report,
-    conclusion,
-    cost_range,
-    cost_range_text,
-    hardware_label,
-    memory_chart,
-    price_age_days,
-)
+from core.planner.report import build_report, memory_chart, price_age_days
 
 BASE = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
         "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8}, "pricing": {"provider": "aws"}}
@@ -148,7 +140,8 @@ def test_report_content_is_json_round_trippable(analysis):
 
 
 def test_core_report_modules_import_no_qt():
-    code = ("import sys, core.planner.report, core.planner.store, core.cli.report; "
+    code = ("import sys, core.document, core.planner.analysis, core.planner.report, core.planner.store; "
+            "import core.cli.report; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'gui', 'shiboken6')]; "
             "print(bad); raise SystemExit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2], capture_output=True,
@@ -158,18 +151,18 @@ def test_core_report_modules_import_no_qt():
 
 def test_memory_rows_kept_across_token_counts_equal_fresh_ones():
     """Rows are reused when only the dataset size changes; they must be what a fresh analysis gives."""
-    from core.planner import report
+    from core.planner import analysis as analysis_module
 
     def rows(tokens: str):
         return analyse(PlanRequest.model_validate({**BASE, "data": {"tokens": tokens}})).figures.memory_by_gpu
 
     rows("2e8")
     reused = rows("7e8")
-    report._ROWS.clear()
+    analysis_module._ROWS.clear()
     assert reused == rows("7e8")
     deadline = {**BASE, "hardware": None, "search": {"objective": "cost_under_deadline", "deadline_hours": 3}}
-    assert report._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "2e8"}})) != \
-        report._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "7e8"}}))
+    assert analysis_module._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "2e8"}})) != \
+        analysis_module._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "7e8"}}))
 
 
 def test_network_the_plan_assumes_is_said_in_words():

@@ -78,8 +78,9 @@ def plan_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
 
 def report_document(name: str) -> str:
     """The plan report as the PDF writer receives it (a rendering-neutral document), as JSON."""
+    from core.planner.analysis import analyse
     from core.planner.models import PlanRequest
-    from core.planner.report import analyse, build_report
+    from core.planner.report import build_report
 
     with frozen_today():
         request = PlanRequest.model_validate(REQUESTS[name])
@@ -129,16 +130,18 @@ def replayed_run(db: Path) -> tuple[Any, int]:
 
 def probe_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
     def run_document() -> str:
-        from core.cli.probe import render_scorecard, run_document
+        from core.cli.probe import render_scorecard
+        from core.probes.run_json import run_json
 
         store, run_id = replayed_run(workdir / "probe_doc.db")
-        doc = run_document(store, run_id)
+        doc = run_json(store.load_run(run_id))
         store.close()
         return (json.dumps(scrub(doc), indent=1, sort_keys=True) + "\n--- scorecard text\n"
                 + re.sub(r"^run \d+ ", "run N ", render_scorecard(doc)) + "\n")
 
     def report() -> str:
-        from core.probes.report import build_probe_report, run_json
+        from core.probes.report import build_probe_report
+        from core.probes.run_json import run_json
 
         store, run_id = replayed_run(workdir / "probe_report.db")
         run = store.load_run(run_id)
@@ -146,7 +149,7 @@ def probe_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
         with frozen_today():
             doc = build_probe_report(run).model_dump(mode="json")
         return (json.dumps(scrub(doc), indent=1, sort_keys=True) + "\n--- run json\n"
-                + json.dumps(scrub(run_json(run)), indent=1, sort_keys=True) + "\n")
+                + json.dumps(scrub(run_json(run, samples=True)), indent=1, sort_keys=True) + "\n")
 
     yield "probe/run_document.txt", run_document
     yield "probe/report_and_run_json.txt", report

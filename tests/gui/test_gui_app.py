@@ -104,7 +104,7 @@ def test_the_window_modules_leave_the_chart_library_for_later():
 
 
 def test_a_chart_asked_to_draw_during_the_import_waits_for_it(qtbot, monkeypatch):
-    from core.planner.report import BarChart, Series
+    from core.document import BarChart, Series
     from gui import charts
 
     charts.preload(InlineExecutor())  # imported, as after the worker finished

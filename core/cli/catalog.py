@@ -1,0 +1,77 @@
+"""`tuneplan catalog gpus|models|prices [--json]`: list the shipped catalog as a table or as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from core.cli.table import table
+from core.units import fmt_count, fmt_usd
+
+
+def register(subparsers: Any) -> None:
+    """Add the `catalog` subcommand (called by core.cli.main)."""
+    c = subparsers.add_parser("catalog", help="list the shipped catalog")
+    c.add_argument("what", choices=["gpus", "models", "prices"])
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_catalog)
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    from core.catalog import load_catalog
+
+    rows: list[tuple[str, ...]]
+    header: tuple[str, ...]
+
+    cat = load_catalog()
+    if args.what == "gpus":
+        rows = [
+            (
+                g.id,
+                g.name,
+                f"{g.memory_bytes / 1e9:.0f} GB",
+                f"{g.peak_tflops('amp_bf16'):.0f}" if g.supports("amp_bf16") else "—",
+                f"{g.intra_node_gbs:.0f} GB/s",
+            )
+            for g in cat.gpus.values()
+        ]
+        data: list[Any] = [g.model_dump() for g in cat.gpus.values()]
+        header = ("id", "name", "memory", "bf16 TFLOP/s", "intra-node")
+    elif args.what == "models":
+        from core.planner.params import Architecture
+
+        rows, data = [], []
+        for p in cat.models.values():
+            arch = Architecture.from_hf_config(p.config, p.id)
+            rows.append(
+                (
+                    p.id,
+                    p.hf_repo,
+                    fmt_count(arch.total_params),
+                    fmt_count(arch.active_params) if arch.is_moe else "",
+                    str(arch.max_position or ""),
+                )
+            )
+            data.append(p.model_dump())
+        header = ("id", "hf repo", "params", "active", "context")
+    else:
+        rows = [
+            (
+                p.provider_name,
+                p.instance,
+                p.gpu,
+                fmt_usd(p.on_demand),
+                fmt_usd(p.spot),
+                fmt_usd(p.reserved),
+                p.date or "undated",
+            )
+            for p in cat.prices
+        ]
+        data = [p.model_dump() for p in cat.prices]
+        header = ("provider", "instance", "gpu", "on-demand/GPU-h", "spot", "reserved", "seen")
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+    else:
+        print(table(rows, header=header))
+    return 0

@@ -1,0 +1,27 @@
+"""What every `tuneplan` command shares: the user-error exception and reading a JSON file named on the line.
+
+A command raises :class:`CliError` with one sentence; ``core.cli.main`` prints it on stderr and exits with 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+class CliError(Exception):
+    """A user error: printed as one sentence, exit code 1."""
+
+
+def read_json(path: str | Path) -> Any:
+    """A JSON file named on the command line ("-" is standard input); unreadable or invalid is a CliError."""
+    try:
+        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc

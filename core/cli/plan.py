@@ -1,0 +1,163 @@
+"""`tuneplan plan REQUEST.json|--model ...`: build a plan request from a file or quick flags, plan it, print it.
+
+The request building is shared with `tuneplan report` (``core.cli.report``); the text rendering is the human
+summary of a ``PlanResult``, and ``--json`` prints the result itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from core.cli.common import CliError, read_json
+from core.cli.table import table
+from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd, parse_count
+from core.validation import validation_message
+
+
+def register(subparsers: Any) -> None:
+    """Add the `plan` subcommand (called by core.cli.main)."""
+    p = subparsers.add_parser("plan", help="plan a fine-tuning run from REQUEST.json or quick flags")
+    p.add_argument("request", nargs="?", help="plan request JSON file (- for stdin)")
+    p.add_argument("--json", action="store_true", help="print the result JSON only")
+    p.add_argument("--model", help="preset id (llama-3.1-8b), a parameter count (7B) or a config.json path")
+    p.add_argument("--tokens", help="dataset tokens: 2e8, 200M, 1.5B")
+    p.add_argument("--epochs", type=float)
+    p.add_argument("--seq-len", type=int)
+    p.add_argument("--method", default="lora", help="full, lora or qlora")
+    p.add_argument("--lora-rank", type=int)
+    p.add_argument("--gpu", help="GPU id, e.g. H100-SXM (omit to search)")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs per node")
+    p.add_argument("--nodes", type=int, default=1)
+    p.add_argument("--provider")
+    p.add_argument("--mode", help="on_demand, spot or reserved")
+    p.set_defaults(func=cmd_plan)
+
+
+def _quick_request(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.model:
+        raise CliError("plan needs REQUEST.json or --model PRESET (with --tokens)")
+    if args.tokens is None:
+        raise CliError("--tokens is required with --model (e.g. --tokens 2e8 or 200M)")
+    model: dict[str, Any]
+    if Path(args.model).suffix == ".json":
+        model = {"hf_config": args.model}
+    else:
+        try:
+            model = {"params": parse_count(args.model)} if args.model[0].isdigit() else {"preset": args.model}
+        except ValueError:
+            model = {"preset": args.model}
+    req: dict[str, Any] = {"model": model, "data": {"tokens": args.tokens}, "training": {"method": args.method}}
+    if args.seq_len:
+        req["data"]["seq_len"] = args.seq_len
+    if args.epochs:
+        req["data"]["epochs"] = args.epochs
+    if args.lora_rank is not None:
+        req["training"]["lora_rank"] = args.lora_rank
+    if args.gpu:
+        req["hardware"] = {"gpu": args.gpu, "gpus_per_node": args.gpus, "nodes": args.nodes}
+    if args.provider or args.mode:
+        req["pricing"] = {k: v for k, v in (("provider", args.provider), ("mode", args.mode)) if v}
+    return req
+
+
+def load_request(path: str) -> dict[str, Any]:
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise CliError(f"{path} must hold a JSON object with model and data")
+    return data
+
+
+def build_request(args: argparse.Namespace) -> Any:
+    from core.planner.models import PlanRequest
+
+    raw = load_request(args.request) if args.request else _quick_request(args)
+    try:
+        return PlanRequest.model_validate(raw)
+    except ValidationError as exc:
+        raise CliError(validation_message(exc)) from exc
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from core.planner.plan import PlanError, plan
+
+    request = build_request(args)
+    try:
+        result = plan(request)
+    except PlanError as exc:
+        raise CliError(str(exc)) from exc
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(render_plan(result))
+    return 0
+
+
+def render_plan(result: Any) -> str:
+    """The human summary: headline, memory table, time, cost, candidates, warnings."""
+    r = result
+    hw, m, c, t = r.hardware, r.memory, r.compute, r.training if hasattr(r, "training") else r.request.training
+    out = [
+        f"{r.model_name}  ·  {t.method.value}  ·  {hw.gpus_per_node * hw.nodes}× {hw.gpu} "
+        f"({hw.nodes} node{'s' if hw.nodes > 1 else ''}, {t.sharding.value})",
+        "",
+        "Memory per GPU (reserved, as nvidia-smi shows)",
+        table(
+            [
+                (name, fmt_bytes(getattr(m.per_gpu, name)))
+                for name in ("weights", "gradients", "optimizer", "activations", "logits", "overhead", "total")
+            ]
+        ),
+        f"GPU memory {fmt_bytes(m.gpu_memory)} → {'fits' if m.fits else 'DOES NOT FIT'}; "
+        f"allocated peak {fmt_bytes(m.allocated_peak)}; largest micro-batch {m.max_micro_batch}, "
+        f"longest sequence {m.max_seq_len}",
+    ]
+    if m.suggestions:
+        out += ["To make it fit:", *[f"  - {s}" for s in m.suggestions]]
+    out += [
+        "",
+        f"Compute  {fmt_count(c.params_total)} params ({fmt_count(c.params_trainable)} trainable), "
+        f"{c.total_flops:.3g} FLOPs, MFU {c.mfu:.0%} ({c.achieved_tflops_per_gpu:.0f} TFLOP/s per GPU)",
+        f"Time     {fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.0f} GPU-hours, {c.steps:,} steps of "
+        f"{c.step_time_s:.2f} s ({c.tokens_per_second:,.0f} tokens/s, scaling {c.scaling_efficiency:.0%})",
+        f"Checkpt  {fmt_bytes(r.checkpoint.size_bytes)} every {r.checkpoint.interval_minutes:.0f} min "
+        f"(write {r.checkpoint.write_seconds:.0f} s; job MTBF {fmt_hours(r.checkpoint.job_mtbf_hours)})",
+        "",
+        "Cost (USD)",
+        table(
+            [
+                ("on-demand", fmt_usd(r.cost.compute_usd.on_demand)),
+                ("spot", fmt_usd(r.cost.compute_usd.spot)),
+                ("reserved", fmt_usd(r.cost.compute_usd.reserved)),
+                ("storage", fmt_usd(r.cost.storage_usd)),
+                ("total", fmt_usd(r.cost.total_usd)),
+            ]
+        ),
+        f"Prices: {r.cost.provider or 'none'}, seen {r.cost.price_date or 'undated'} ({r.cost.price_source or '—'})",
+    ]
+    if r.candidates:
+        out += [
+            "",
+            "Candidates (search)",
+            table(
+                [
+                    (
+                        f"{k.nodes}×{k.gpus_per_node} {k.gpu}" if k.nodes > 1 else f"{k.gpus_per_node}× {k.gpu}",
+                        k.sharding.value,
+                        str(k.micro_batch_size),
+                        fmt_hours(k.hours),
+                        fmt_usd(k.cost_usd),
+                        ("*" if k.pareto else "") + k.why,
+                    )
+                    for k in r.candidates[:12]
+                ],
+                header=("config", "sharding", "mb", "time", "cost", "why"),
+            ),
+        ]
+    if r.warnings:
+        out += ["", "Warnings", *[f"  ! {w}" for w in r.warnings]]
+    return "\n".join(out)
+

@@ -1,0 +1,372 @@
+"""The figures of a plan beyond the plan itself: its memory on every GPU type, its price at every provider, the
+search's candidates, the scaling and buy-vs-rent curves, and the plan in words (conclusion, key figures).
+
+The wizard pages and the plan report (``core.planner.report``) draw from one :class:`Analysis`, so a number on
+screen and in the PDF agree. Nothing here does planning math of its own: every figure comes from ``core.planner``
+(a plan per GPU for the memory chart, a plan per provider for the price comparison, the planner's search, scaling
+and cost curves).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+from collections import OrderedDict
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from core.catalog import GPU, PRICING_MODES, Catalog, CatalogError, load_catalog
+from core.document import KeyFigure
+from core.planner import cost, search
+from core.planner.models import Candidate, ComputeCost, HardwareSpec, PlanRequest, PlanResult, Sharding
+from core.planner.params import Architecture
+from core.planner.plan import PlanError, gpu_hardware, plan, resolve_model
+from core.units import fmt_bytes, fmt_hours, fmt_usd
+
+MODES = PRICING_MODES
+UTILISATIONS = tuple(round(0.05 * i, 2) for i in range(1, 21))
+
+# --------------------------------------------------------------------------- figures (chart data)
+
+
+class ModelSummary(BaseModel):
+    name: str
+    total_params: int
+    active_params: int
+    trainable_params: int
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    experts: int
+    experts_per_token: int
+    max_position: int | None
+    inferred: bool
+    notes: list[str] = Field(default_factory=list)
+
+
+class GpuMemory(BaseModel):
+    """One bar of the memory chart: the job on this GPU type, component by component.
+
+    ``basis`` says which configuration the bar is for: ``plan`` is the planned GPU with the plan's own counts and
+    sharding; ``search`` is the configuration the hardware search picks for this GPU type (GPUs per node, nodes,
+    sharding, recomputation, micro-batch), the rest of the request unchanged; ``as_planned`` is a GPU type on
+    which nothing fits within the search limits, shown at the plan's counts and sharding.
+    """
+
+    gpu: str
+    capacity: int
+    basis: Literal["plan", "search", "as_planned"] = "search"
+    gpus_per_node: int = 0
+    nodes: int = 0
+    sharding: Sharding | None = None
+    micro_batch_size: int = 0
+    gradient_checkpointing: bool = False
+    weights: int = 0
+    gradients: int = 0
+    optimizer: int = 0
+    activations: int = 0
+    logits: int = 0
+    overhead: int = 0
+    total: int = 0
+    fits: bool = False
+    max_micro_batch: int = 0
+    max_seq_len: int = 0
+    note: str | None = None
+    error: str | None = None
+
+    @property
+    def configuration(self) -> str:
+        """'8× zero3', '2×8 fsdp' (nodes × GPUs per node); '' when the GPU could not be planned."""
+        if self.error is not None or self.sharding is None:
+            return ""
+        gpus = f"{self.gpus_per_node}×" if self.nodes == 1 else f"{self.nodes}×{self.gpus_per_node}"
+        return f"{gpus} {self.sharding.value}" + (", recompute" if self.gradient_checkpointing else "")
+
+
+class ProviderCost(BaseModel):
+    provider: str
+    provider_name: str
+    usd_per_gpu_hour: ComputeCost
+    compute_usd: ComputeCost
+    total_usd: float | None
+    spot_expected_lost_hours: float | None
+    dates: dict[str, str | None]
+    sources: dict[str, str | None]
+
+
+class ScalingCurve(BaseModel):
+    gpu: str
+    gpus_per_node: int
+    nodes: list[float]
+    tokens_per_s: list[float]
+    efficiency: list[float]
+    hours: list[float]
+    fits: list[bool]
+
+
+class BreakEven(BaseModel):
+    utilisation: list[float]
+    owned_usd_per_gpu_hour: list[float]
+    rent_usd_per_gpu_hour: float | None
+    break_even_utilisation: float | None
+    capex_usd_per_gpu: float
+    capex_source: str
+
+
+class Figures(BaseModel):
+    model: ModelSummary
+    memory_by_gpu: list[GpuMemory]
+    providers: list[ProviderCost]
+    candidates: list[Candidate]
+    search_note: str | None = None
+    scaling: ScalingCurve | None = None
+    break_even: BreakEven | None = None
+
+
+class Analysis(BaseModel):
+    """A plan and everything the wizard pages and the report draw from it."""
+
+    result: PlanResult
+    figures: Figures
+
+
+def _model_summary(request: PlanRequest, result: PlanResult, catalog: Catalog) -> ModelSummary:
+    arch, notes = resolve_model(request.model, catalog)
+    return ModelSummary(
+        name=arch.name, total_params=arch.total_params, active_params=arch.active_params,
+        trainable_params=result.compute.params_trainable, layers=arch.layers, hidden=arch.hidden,
+        heads=arch.heads, kv_heads=arch.kv_heads, intermediate=arch.intermediate, vocab=arch.vocab,
+        experts=arch.experts, experts_per_token=arch.experts_per_token, max_position=arch.max_position,
+        inferred=arch.inferred, notes=list(notes))
+
+
+def _memory_row(gpu: str, result: PlanResult, basis: Literal["plan", "search", "as_planned"],
+                note: str | None = None) -> GpuMemory:
+    m, hw, t = result.memory, result.hardware, result.request.training
+    return GpuMemory(gpu=gpu, capacity=m.gpu_memory, basis=basis, gpus_per_node=hw.gpus_per_node, nodes=hw.nodes,
+                     sharding=t.sharding, micro_batch_size=t.micro_batch_size,
+                     gradient_checkpointing=t.gradient_checkpointing, fits=m.fits, max_micro_batch=m.max_micro_batch,
+                     max_seq_len=m.max_seq_len, note=note, **m.per_gpu.model_dump())
+
+
+def _search_choice(arch: Architecture, planned: PlanRequest, gpu: str, catalog: Catalog) -> Candidate | None:
+    """The configuration the hardware search picks for one GPU type.
+
+    With a single GPU type every configuration pays the same price per GPU-hour, so ranking by cost is ranking
+    by GPU-hours; a flat 1 USD price ranks GPU types without a catalog price the same way.
+    """
+    single = planned.model_copy(update={
+        "hardware": None,
+        "search": planned.search.model_copy(update={"gpus": [gpu]}),
+        "pricing": planned.pricing.model_copy(update={"usd_per_gpu_hour": 1.0, "discount": 0.0}),
+    })
+    try:
+        return search.search(arch, single, catalog).best
+    except (PlanError, CatalogError, ValueError):
+        return None
+
+
+def _other_gpu_row(arch: Architecture, planned: PlanRequest, result: PlanResult, gpu: GPU, catalog: Catalog,
+                   today: dt.date | None) -> GpuMemory:
+    choice = _search_choice(arch, planned, gpu.id, catalog)
+    try:
+        if choice is not None:
+            spec = HardwareSpec(gpu=gpu.id, gpus_per_node=choice.gpus_per_node, nodes=choice.nodes)
+            training = planned.training.model_copy(update={
+                "sharding": choice.sharding, "micro_batch_size": choice.micro_batch_size,
+                "gradient_checkpointing": choice.gradient_checkpointing})
+            r = plan(planned.model_copy(update={"hardware": spec, "training": training}), catalog, today)
+            return _memory_row(gpu.id, r, "search")
+        spec = result.hardware.model_copy(update={"gpu": gpu.id})
+        r = plan(planned.model_copy(update={"hardware": spec}), catalog, today)
+    except (PlanError, CatalogError) as exc:
+        return GpuMemory(gpu=gpu.id, capacity=gpu.memory_bytes, basis="as_planned", error=str(exc))
+    return _memory_row(gpu.id, r, "as_planned",
+                       note=f"nothing fits on {gpu.id} with up to {planned.search.max_gpus} GPUs")
+
+
+def _memory_key(planned: PlanRequest) -> str:
+    """What a GPU row depends on. Memory never depends on the dataset size or the prices, and neither does the
+    search's pick for one GPU type: every configuration runs the same optimizer steps at the same price per
+    GPU-hour. Only a deadline makes the dataset size matter."""
+    key = planned.model_dump(mode="json", exclude={"pricing": True})
+    if planned.search.objective != "cost_under_deadline":
+        key["data"].pop("tokens", None)
+        key["data"].pop("epochs", None)
+    return json.dumps(key, sort_keys=True)
+
+
+_ROWS: OrderedDict[tuple[str, str], tuple[Catalog, GpuMemory]] = OrderedDict()
+_ROWS_LOCK = threading.Lock()
+_ROWS_KEPT = 512  # about two dozen requests' worth of rows
+
+
+def memory_by_gpu(result: PlanResult, catalog: Catalog, today: dt.date | None = None) -> list[GpuMemory]:
+    """The job's memory per GPU on every catalog GPU type, each at the configuration the search picks for it.
+
+    Holding the GPU count fixed would draw the same bar for every type (memory per GPU depends on the count and
+    sharding, not on the card), so each type gets its own best configuration; the planned GPU shows the plan.
+    A search and a plan per GPU type take most of an analysis, so rows are kept for requests that differ only
+    in what they do not depend on (see _memory_key): typing a new token count does not redo them.
+    """
+    planned = result.request
+    arch, _ = resolve_model(planned.model, catalog)
+    key = _memory_key(planned)
+    rows = []
+    for gpu in catalog.gpus.values():
+        if gpu.id == result.hardware.gpu:
+            rows.append(_memory_row(gpu.id, result, "plan"))
+            continue
+        with _ROWS_LOCK:
+            kept = _ROWS.get((gpu.id, key))
+        if kept is not None and kept[0] is catalog:
+            rows.append(kept[1])
+            continue
+        row = _other_gpu_row(arch, planned, result, gpu, catalog, today)
+        with _ROWS_LOCK:
+            _ROWS[(gpu.id, key)] = (catalog, row)
+            while len(_ROWS) > _ROWS_KEPT:
+                _ROWS.popitem(last=False)
+        rows.append(row)
+    return rows
+
+
+def provider_costs(request: PlanRequest, catalog: Catalog, today: dt.date | None = None) -> list[ProviderCost]:
+    """The planned job priced at every provider that rents this GPU (the user's price override left out)."""
+    hw = request.hardware
+    assert hw is not None, "plan the request first: provider_costs needs its hardware"
+    pricing = request.pricing.model_copy(update={"usd_per_gpu_hour": None})
+    out = []
+    for slug in catalog.providers():
+        try:
+            if not catalog.prices_for(hw.gpu, slug):
+                continue
+            r = plan(request.model_copy(update={"pricing": pricing.model_copy(update={"provider": slug})}),
+                     catalog, today)
+        except (PlanError, CatalogError):
+            continue
+        rows = {mode: catalog.best_price(hw.gpu, mode, slug) for mode in MODES}
+        out.append(ProviderCost(
+            provider=slug, provider_name=catalog.provider(slug).name, usd_per_gpu_hour=r.cost.usd_per_gpu_hour,
+            compute_usd=r.cost.compute_usd, total_usd=r.cost.total_usd,
+            spot_expected_lost_hours=r.cost.spot_expected_lost_hours,
+            dates={m: (row.date if row else None) for m, row in rows.items()},
+            sources={m: (row.source if row else None) for m, row in rows.items()}))
+    return out
+
+
+def scaling(request: PlanRequest, catalog: Catalog) -> ScalingCurve:
+    hw = request.hardware
+    assert hw is not None
+    arch, _ = resolve_model(request.model, catalog)
+    gpu = catalog.gpu(hw.gpu)
+    curve = search.scaling_curve(arch, request, gpu_hardware(gpu, hw, request.training.precision))
+    return ScalingCurve(gpu=gpu.id, gpus_per_node=hw.gpus_per_node, nodes=curve["nodes"],
+                        tokens_per_s=curve["tokens_per_s"], efficiency=curve["efficiency"], hours=curve["hours"],
+                        fits=[bool(f) for f in curve["fits"]])
+
+
+def break_even(result: PlanResult, catalog: Catalog) -> BreakEven | None:
+    """Owned cost per used GPU-hour against utilisation, with the rental price as the line to beat."""
+    bvr = result.cost.buy_vs_rent
+    if bvr is None:
+        return None
+    buy = result.request.assumptions.buy
+    gpu = catalog.gpu(result.hardware.gpu)
+    if buy.capex_usd_per_gpu is not None:
+        capex, source = buy.capex_usd_per_gpu, "your figure (assumptions.buy.capex_usd_per_gpu)"
+    elif gpu.street_price_usd:
+        capex = sum(gpu.street_price_usd) / 2
+        source = gpu.sources.get("street_price_usd", "catalog street price (midpoint of low and high)")
+    else:
+        return None
+    curve = cost.owned_cost_curve(buy, capex, UTILISATIONS)
+    return BreakEven(utilisation=list(UTILISATIONS), owned_usd_per_gpu_hour=[float(v) for v in curve],
+                     rent_usd_per_gpu_hour=bvr.usd_per_gpu_hour_rented,
+                     break_even_utilisation=bvr.break_even_utilization, capex_usd_per_gpu=capex,
+                     capex_source=source)
+
+
+def _candidates(request: PlanRequest, result: PlanResult, catalog: Catalog) -> tuple[list[Candidate], str | None]:
+    if result.candidates:
+        return result.candidates, None
+    free = request.model_copy(update={"hardware": None})
+    arch, _ = resolve_model(free.model, catalog)
+    try:
+        found = search.search(arch, free, catalog)
+    except (PlanError, CatalogError) as exc:
+        return [], str(exc)
+    return found.candidates, found.reason
+
+
+def analyse(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | None = None) -> Analysis:
+    """Plan the request and gather every chart's data. Raises PlanError when the request cannot be planned."""
+    catalog = catalog or load_catalog()
+    result = plan(request, catalog, today)
+    planned = result.request
+    candidates, note = _candidates(request, result, catalog)
+    try:
+        curve: ScalingCurve | None = scaling(planned, catalog)
+    except (PlanError, CatalogError, ValueError):
+        curve = None
+    figures = Figures(
+        model=_model_summary(request, result, catalog), memory_by_gpu=memory_by_gpu(result, catalog, today),
+        providers=provider_costs(planned, catalog, today), candidates=candidates, search_note=note,
+        scaling=curve, break_even=break_even(result, catalog))
+    return Analysis(result=result, figures=figures)
+
+
+# --------------------------------------------------------------------------- words and key figures
+
+
+def hardware_label(hw: HardwareSpec) -> str:
+    """'8× H100-SXM' or '2 nodes × 8 H100-SXM (16 GPUs)'."""
+    if hw.nodes == 1:
+        return f"{hw.gpus_per_node}× {hw.gpu}"
+    return f"{hw.nodes} nodes × {hw.gpus_per_node} {hw.gpu} ({hw.gpus} GPUs)"
+
+
+def cost_range(result: PlanResult) -> tuple[float, float] | None:
+    """Cheapest and dearest total over the priced modes (compute + storage + egress + idle)."""
+    extra = result.cost.storage_usd + result.cost.egress_usd + result.cost.idle_usd
+    values = [v + extra for v in result.cost.compute_usd.model_dump().values() if v is not None]
+    return (min(values), max(values)) if values else None
+
+
+def cost_range_text(result: PlanResult) -> str:
+    span = cost_range(result)
+    if span is None:
+        return "no price"
+    lo, hi = span
+    return fmt_usd(lo) if fmt_usd(lo) == fmt_usd(hi) else f"{fmt_usd(lo)}–{fmt_usd(hi)}"
+
+
+def conclusion(result: PlanResult) -> str:
+    """One sentence: what to rent, how long, how much, and whether it fits."""
+    t, m = result.request.training, result.memory
+    mode = result.request.pricing.mode.value.replace("_", "-")
+    total = fmt_usd(result.cost.total_usd) if result.cost.total_usd is not None else "an unknown cost"
+    where = f" at {result.cost.provider}" if result.cost.provider else ""
+    fit = (f"it fits in {fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)} per GPU" if m.fits else
+           f"it does NOT fit: it needs {fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)} per GPU")
+    return (f"Fine-tune {result.model_name} with {t.method.value} on {hardware_label(result.hardware)}: "
+            f"about {fmt_hours(result.time.hours)} and {total} {mode}{where}; {fit}.")
+
+
+def key_figures(result: PlanResult) -> list[KeyFigure]:
+    c, t, m = result.compute, result.time, result.memory
+    return [
+        KeyFigure(label="Hardware", value=hardware_label(result.hardware)),
+        KeyFigure(label="Wall time", value=fmt_hours(t.hours)),
+        KeyFigure(label="GPU-hours", value=f"{t.gpu_hours:,.1f}"),
+        KeyFigure(label="Cost range", value=cost_range_text(result)),
+        KeyFigure(label="Total cost", value=fmt_usd(result.cost.total_usd)),
+        KeyFigure(label="Memory per GPU", value=f"{fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)}"),
+        KeyFigure(label="Throughput", value=f"{c.tokens_per_second:,.0f} tokens/s"),
+        KeyFigure(label="MFU", value=f"{c.mfu:.0%}"),
+    ]
