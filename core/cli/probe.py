@@ -94,7 +94,7 @@ def parse_size(text: str) -> int:
 
 
 def _options(args: argparse.Namespace) -> Any:
-    from core.probes.runner import RunOptions
+    from core.probes.options import RunOptions
 
     values: dict[str, Any] = {"suite": args.suite, "data_path": args.data_path,
                               "checkpoint_path": args.checkpoint_path, "python": args.python,
