@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from core.catalog import load_catalog
 from core.probes.checks import PROBES
 from core.probes.checks.base import (
     Cancelled,
@@ -54,6 +55,7 @@ from core.probes.events import (
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard
 from core.probes.options import RunOptions
 from core.probes.samples import GpuMetric
+from core.probes.scorecard import score
 from core.probes.store import ProbeStore, StoredSeriesPoint
 from core.probes.transport.base import CommandResult, Disconnected, Transport, TransportError
 from core.resources import resource_path
@@ -88,16 +90,9 @@ _Item = RunStarted | ProbeStarted | MetricsBatch | SeriesPoint | LogEvent | Prob
 
 
 def compute_scorecard(evidence: ProbeEvidence, warn: Callable[[str], None]) -> Scorecard | None:
-    """The scorecard when `core.probes.scorecard` exists; a scorecard bug never loses the run."""
+    """The scorecard of the evidence; a scorecard bug never loses the run."""
     try:
-        from core.probes.scorecard import score
-    except ImportError:
-        return None
-    try:
-        from core.catalog import load_catalog
-
-        result = score(evidence, load_catalog())
-        return result if isinstance(result, Scorecard) else None
+        return score(evidence, load_catalog())
     except Exception as exc:  # by design: the verdict is optional, the measurements are not
         log.exception("scorecard failed")
         warn(f"the scorecard could not be computed: {exc}")
