@@ -8,6 +8,13 @@ and yields the public ones. Samples are flushed in batches every half second; ra
 and the evidence so far are written at once, so a dropped connection or a crash loses nothing already
 measured.
 
+Why threads: a probe's remote command blocks for as long as it runs (minutes for fio or the burn), while the
+GPU metrics must be read all along, the caller must keep getting events and a cancel must reach the command at
+once. So the blocking work runs on the worker and sampler threads, and the generator merges their two streams
+of items from the one queue, never waiting on it for more than 0.1 s. The worker and the sampler use the
+transport, each through commands (SSH channels) of its own; they reach the generator only through the queue,
+and the generator reaches them only through the ``cancel`` event.
+
 Remote work happens in a private work directory (``transport.make_workdir()``) that is removed at the end,
 also after a cancel or a failure. On `Disconnected` the runner tries ``transport.reconnect()`` once (when the
 transport has it) and resumes with the next probe; otherwise the run ends as ``interrupted`` with what it had.
@@ -390,6 +397,9 @@ def run_suite(transport: Transport, options: RunOptions, store: ProbeStore, canc
 
     Raises ValueError before starting when the options name no valid probe. Closing the generator early
     cancels the run and still cleans up and persists what arrived.
+
+    Starts the worker thread (which starts the GPU metrics sampler thread when the host has NVIDIA GPUs) and
+    waits for it at the end; see the module docstring for why and what they share.
     """
     probes = options.probe_names()
     started_wall = time.time()
