@@ -142,7 +142,7 @@ def main(out: Path) -> int:
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
     from core.probes.store import HostProfile, ProbeStore
-    from core.probes.transport.base import LocalTransport
+    from core.probes.transport.local import LocalTransport
     from gui.app import make_app
     from gui.probe.pane import ProbePane
     from gui.workers import ThreadExecutor

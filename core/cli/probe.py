@@ -134,10 +134,10 @@ def _connect(args: argparse.Namespace) -> tuple[Any, str]:
         AuthenticationFailed,
         HostKeyChanged,
         HostKeyUnknown,
-        LocalTransport,
         TransportError,
         Unreachable,
     )
+    from core.probes.transport.local import LocalTransport
 
     if args.local:
         return LocalTransport(), LOCAL_LABEL

@@ -33,7 +33,8 @@ from core.probes.evidence import ProbeEvidence, ProbeStatus
 from core.probes.options import RunOptions
 from core.probes.runner import run_suite
 from core.probes.store import ProbeStore
-from core.probes.transport.base import ExecGenerator, LocalTransport
+from core.probes.transport.base import ExecGenerator
+from core.probes.transport.local import LocalTransport
 from core.resources import resource_path
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probes"

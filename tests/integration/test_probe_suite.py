@@ -39,7 +39,8 @@ from core.probes.evidence import ProbeStatus
 from core.probes.options import RunOptions
 from core.probes.runner import run_suite
 from core.probes.store import ProbeStore
-from core.probes.transport.base import ExecGenerator, LocalTransport
+from core.probes.transport.base import ExecGenerator
+from core.probes.transport.local import LocalTransport
 from core.probes.transport.ssh import SshTransport
 from core.probes.transport.target import SshTarget
 
