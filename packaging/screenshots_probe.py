@@ -43,8 +43,7 @@ class CaptureReplay:
     def __call__(self, transport: Any, options: Any, store: Any, cancel: threading.Event,
                  host_label: str) -> Iterator[Any]:
         from core.probes.checks.base import HostFacts
-        from core.probes.evidence import ProbeOutcome, ProbeStatus
-        from core.probes.runner import (
+        from core.probes.events import (
             LogEvent,
             MetricsBatch,
             ProbeFinished,
@@ -53,6 +52,7 @@ class CaptureReplay:
             RunStarted,
             SeriesPoint,
         )
+        from core.probes.evidence import ProbeOutcome, ProbeStatus
         from core.probes.scorecard import score
         from core.probes.store import StoredSeriesPoint
         from tests.gui.test_probe_replay import burn_metrics, replay_evidence
@@ -142,7 +142,7 @@ def main(out: Path) -> int:
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
     from core.probes.store import HostProfile, ProbeStore
-    from core.probes.transport.base import LocalTransport
+    from core.probes.transport.local import LocalTransport
     from gui.app import make_app
     from gui.probe.pane import ProbePane
     from gui.workers import ThreadExecutor

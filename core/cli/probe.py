@@ -94,7 +94,7 @@ def parse_size(text: str) -> int:
 
 
 def _options(args: argparse.Namespace) -> Any:
-    from core.probes.runner import RunOptions
+    from core.probes.options import RunOptions
 
     values: dict[str, Any] = {"suite": args.suite, "data_path": args.data_path,
                               "checkpoint_path": args.checkpoint_path, "python": args.python,
@@ -134,10 +134,10 @@ def _connect(args: argparse.Namespace) -> tuple[Any, str]:
         AuthenticationFailed,
         HostKeyChanged,
         HostKeyUnknown,
-        LocalTransport,
         TransportError,
         Unreachable,
     )
+    from core.probes.transport.local import LocalTransport
 
     if args.local:
         return LocalTransport(), LOCAL_LABEL

@@ -23,12 +23,6 @@ from core.probes.samples import (
     TopologyMatrix,
 )
 
-PROBE_NAMES = ("inventory", "gpu_metrics", "health", "compute", "collectives", "storage", "distributed", "burn")
-SUITES: dict[str, tuple[str, ...]] = {
-    "quick": ("inventory", "health", "compute", "collectives", "storage", "distributed"),
-    "full": ("inventory", "health", "compute", "collectives", "storage", "distributed", "burn"),
-}
-
 
 class HostInventory(BaseModel):
     """The box as it describes itself (OS, CPU, RAM, disks, container/VM, accelerators)."""

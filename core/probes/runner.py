@@ -8,6 +8,13 @@ and yields the public ones. Samples are flushed in batches every half second; ra
 and the evidence so far are written at once, so a dropped connection or a crash loses nothing already
 measured.
 
+Why threads: a probe's remote command blocks for as long as it runs (minutes for fio or the burn), while the
+GPU metrics must be read all along, the caller must keep getting events and a cancel must reach the command at
+once. So the blocking work runs on the worker and sampler threads, and the generator merges their two streams
+of items from the one queue, never waiting on it for more than 0.1 s. The worker and the sampler use the
+transport, each through commands (SSH channels) of its own; they reach the generator only through the queue,
+and the generator reaches them only through the ``cancel`` event.
+
 Remote work happens in a private work directory (``transport.make_workdir()``) that is removed at the end,
 also after a cancel or a failure. On `Disconnected` the runner tries ``transport.reconnect()`` once (when the
 transport has it) and resumes with the next probe; otherwise the run ends as ``interrupted`` with what it had.
@@ -24,10 +31,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel
 
+from core.catalog import load_catalog
 from core.probes.checks import PROBES
 from core.probes.checks.base import (
     Cancelled,
@@ -41,172 +48,31 @@ from core.probes.checks.base import (
 )
 from core.probes.checks.facts import detect_facts
 from core.probes.checks.gpu_metrics import MetricsSampler, sampler_command
-from core.probes.evidence import PROBE_NAMES, SUITES, ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard
+from core.probes.events import (
+    LogEvent,
+    MetricsBatch,
+    ProbeFinished,
+    ProbeStarted,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    RunStatus,
+    SeriesPoint,
+)
+from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard
+from core.probes.options import RunOptions
 from core.probes.samples import GpuMetric
+from core.probes.scorecard import score
 from core.probes.store import ProbeStore, StoredSeriesPoint
 from core.probes.transport.base import CommandResult, Disconnected, Transport, TransportError
 from core.resources import resource_path
 
 log = logging.getLogger(__name__)
 
-SeriesName = Literal["busbw", "algbw", "fio_read", "fio_write", "fio_iops", "compute_tflops", "tflops",
-                     "cpu_util", "cpu_temp"]
-RunStatus = Literal["completed", "cancelled", "interrupted", "failed"]
 SAMPLE_FLUSH_S = 0.5
 _JOIN_S = 60.0
 
-# --------------------------------------------------------------------------------------------- options
-
-
-class ProbeTimeouts(BaseModel):
-    """Seconds each kind of remote work may take before its process group is killed."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    command_s: float = Field(60.0, gt=0, description="short commands: nvidia-smi -q, df, dmesg")
-    inventory_s: float = Field(120.0, gt=0)
-    compute_s: float = Field(300.0, gt=0)
-    collectives_s: float = Field(600.0, gt=0)
-    storage_s: float = Field(900.0, gt=0)
-    distributed_s: float = Field(180.0, gt=0)
-    burn_margin_s: float = Field(120.0, gt=0, description="on top of the burn duration")
-    cleanup_s: float = Field(120.0, gt=0)
-
-
-class RunOptions(BaseModel):
-    """What to run and how. ``suite``: 'quick', 'full', 'name,name' or a list of probe names."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    suite: str | list[str] = "quick"
-    data_path: str | None = Field(None, description="absolute path on the host where training data lives")
-    checkpoint_path: str | None = Field(None, description="absolute path on the host for checkpoints")
-    burn_seconds: float = Field(600.0, gt=0, le=7 * 24 * 3600)
-    fio_size: int = Field(256 << 20, ge=1 << 20, description="bytes of the storage test file")
-    fio_runtime_s: float = Field(3.0, gt=0, le=3600, description="seconds per timed storage job")
-    small_files: int = Field(2000, ge=10, le=1_000_000)
-    allow_root: bool = Field(False, description="may use sudo -n (kernel log) where the user is not root")
-    python: str | None = Field(None, description="interpreter on the host to use (default: search)")
-    metrics_interval_ms: int = Field(500, ge=100, le=60_000)
-    metrics_seconds: float = Field(10.0, gt=0, description="how long 'gpu_metrics' alone samples")
-    collective_max_bytes: int | None = Field(None, ge=1024)
-    timeouts: ProbeTimeouts = Field(default_factory=ProbeTimeouts)
-
-    @field_validator("suite")
-    @classmethod
-    def _known_suite(cls, value: str | list[str]) -> str | list[str]:
-        resolve_probes(value)
-        return value
-
-    @field_validator("data_path", "checkpoint_path", "python")
-    @classmethod
-    def _plain_path(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not value.strip() or any(c in value for c in "\n\r\0"):
-            raise ValueError("must be a non-empty path on one line")
-        return value
-
-    @field_validator("data_path", "checkpoint_path")
-    @classmethod
-    def _absolute(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith("/"):
-            raise ValueError(f"'{value}' must be an absolute path on the host (starting with /)")
-        return value
-
-    def probe_names(self) -> list[str]:
-        return resolve_probes(self.suite)
-
-    @property
-    def suite_label(self) -> str:
-        if isinstance(self.suite, str) and self.suite in SUITES:
-            return self.suite
-        return ",".join(self.probe_names())
-
-
-def resolve_probes(suite: str | list[str]) -> list[str]:
-    """Suite name or probe names -> probe names in order; ValueError naming the allowed values."""
-    if isinstance(suite, str):
-        if suite in SUITES:
-            return list(SUITES[suite])
-        names = [n.strip() for n in suite.split(",") if n.strip()]
-    else:
-        names = [str(n).strip() for n in suite]
-    if not names:
-        raise ValueError(f"no probe named; use {', '.join(SUITES)} or probe names from {', '.join(PROBE_NAMES)}")
-    unknown = [n for n in names if n not in PROBE_NAMES]
-    if unknown:
-        raise ValueError(f"unknown probe or suite '{unknown[0]}'; use {', '.join(SUITES)} or a comma "
-                         f"list of {', '.join(PROBE_NAMES)}")
-    return list(dict.fromkeys(names))
-
-
-# ---------------------------------------------------------------------------------------------- events
-
-
-class _Event(BaseModel):
-    t: float = Field(0.0, description="seconds since the run started")
-
-
-class RunStarted(_Event):
-    kind: Literal["run_started"] = "run_started"
-    run_id: int
-    host: str
-    probes: list[str]
-    workdir: str | None = None
-    facts: HostFacts | None = None
-
-
-class ProbeStarted(_Event):
-    kind: Literal["probe_started"] = "probe_started"
-    name: str
-    index: int = Field(description="1-based position in the suite")
-    total: int
-    eta_s: float | None = None
-
-
-class MetricsBatch(_Event):
-    kind: Literal["metrics"] = "metrics"
-    metrics: list[GpuMetric] = Field(description="t of each metric is seconds since the run started")
-
-
-class SeriesPoint(_Event):
-    """One chart point. Units of y: busbw/algbw GB/s (x = message bytes), fio_read/fio_write MB/s and
-    fio_iops IOPS (x = run seconds), compute_tflops TFLOP/s (x = device index), tflops TFLOP/s (x = run
-    seconds, burn), cpu_util %, cpu_temp °C (x = run seconds)."""
-
-    kind: Literal["series"] = "series"
-    series: SeriesName
-    x: float
-    y: float
-    label: str = ""
-
-
-class LogEvent(_Event):
-    kind: Literal["log"] = "log"
-    level: LogLevel
-    message: str
-    probe: str | None = None
-
-
-class ProbeFinished(_Event):
-    kind: Literal["probe_finished"] = "probe_finished"
-    outcome: ProbeOutcome
-
-
-class RunFinished(_Event):
-    kind: Literal["run_finished"] = "run_finished"
-    run_id: int
-    evidence: ProbeEvidence
-    scorecard: Scorecard | None = None
-    status: RunStatus
-    workdir_removed: bool = False
-
-
-RunEvent = Annotated[
-    RunStarted | ProbeStarted | MetricsBatch | SeriesPoint | LogEvent | ProbeFinished | RunFinished,
-    Field(discriminator="kind"),
-]
+# ----------------------------------------------------------------------------------------- queue items
 
 
 class _Raw(BaseModel):
@@ -231,16 +97,9 @@ _Item = RunStarted | ProbeStarted | MetricsBatch | SeriesPoint | LogEvent | Prob
 
 
 def compute_scorecard(evidence: ProbeEvidence, warn: Callable[[str], None]) -> Scorecard | None:
-    """The scorecard when `core.probes.scorecard` exists; a scorecard bug never loses the run."""
+    """The scorecard of the evidence; a scorecard bug never loses the run."""
     try:
-        from core.probes.scorecard import score
-    except ImportError:
-        return None
-    try:
-        from core.catalog import load_catalog
-
-        result = score(evidence, load_catalog())
-        return result if isinstance(result, Scorecard) else None
+        return score(evidence, load_catalog())
     except Exception as exc:  # by design: the verdict is optional, the measurements are not
         log.exception("scorecard failed")
         warn(f"the scorecard could not be computed: {exc}")
@@ -538,6 +397,9 @@ def run_suite(transport: Transport, options: RunOptions, store: ProbeStore, canc
 
     Raises ValueError before starting when the options name no valid probe. Closing the generator early
     cancels the run and still cleans up and persists what arrived.
+
+    Starts the worker thread (which starts the GPU metrics sampler thread when the host has NVIDIA GPUs) and
+    waits for it at the end; see the module docstring for why and what they share.
     """
     probes = options.probe_names()
     started_wall = time.time()
@@ -590,8 +452,4 @@ def run_suite(transport: Transport, options: RunOptions, store: ProbeStore, canc
         thread.join(timeout=5.0)
 
 
-__all__ = [
-    "LogEvent", "MetricsBatch", "ProbeFinished", "ProbeStarted", "ProbeTimeouts", "RunEvent", "RunFinished",
-    "RunOptions", "RunStarted", "RunStatus", "SeriesName", "SeriesPoint", "compute_scorecard", "resolve_probes",
-    "run_suite",
-]
+__all__ = ["compute_scorecard", "run_suite"]

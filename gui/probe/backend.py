@@ -20,7 +20,7 @@ MakeOptions = Callable[[SuiteChoice], Any]
 
 def make_options(choice: SuiteChoice) -> Any:
     """The runner's RunOptions for a suite picked in the pane."""
-    from core.probes.runner import RunOptions
+    from core.probes.options import RunOptions
 
     suite: str | list[str] = choice.suite if isinstance(choice.suite, str) else list(choice.suite)
     return RunOptions(suite=suite, data_path=choice.data_path, checkpoint_path=choice.checkpoint_path,

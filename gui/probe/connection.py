@@ -20,8 +20,9 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
-from core.probes.transport.base import HostKeyChanged, HostKeyUnknown, LocalTransport, Transport, TransportError
+from core.probes.transport.base import HostKeyChanged, HostKeyUnknown, Transport, TransportError
 from core.probes.transport.hostkeys import default_app_known_hosts
+from core.probes.transport.local import LocalTransport
 from core.probes.transport.ssh import SshTransport
 from core.probes.transport.target import SshTarget, parse_target
 from gui.probe.hostkey_dialog import HostKeyChoice, HostKeyDialog, changed_key_box

@@ -68,7 +68,7 @@ THROTTLE_LEVELS = {
 }
 
 
-# The runner's chart series (core.probes.runner.SeriesName) → (chart, legend name; None: the point's label).
+# The runner's chart series (core.probes.events.SeriesName) → (chart, legend name; None: the point's label).
 SERIES_ROUTES: dict[str, tuple[str, str | None]] = {
     "busbw": ("busbw", "busbw"), "algbw": ("busbw", "algbw"),
     "fio_read": ("throughput", None), "fio_write": ("throughput", None), "fio_iops": ("iops", None),

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.probes.evidence import PROBE_NAMES, SUITES
+from core.probes.options import PROBE_NAMES, SUITES
 
 DEFAULT_BURN_MIN = 10
 PROBE_TITLES = {

@@ -19,10 +19,10 @@ import pytest
 from core.probes.transport.base import (
     CommandResult,
     Disconnected,
-    LocalTransport,
     TransportError,
     check_workdir_path,
 )
+from core.probes.transport.local import LocalTransport
 
 pytestmark = pytest.mark.integration  # every test starts bash
 

@@ -20,20 +20,21 @@ import pytest
 from core.probes.checks import compute
 from core.probes.checks.base import HostFacts, ProbeCallbacks, ProbeContext, PythonInfo
 from core.probes.checks.compute import LINK_QUERY
-from core.probes.evidence import ProbeEvidence, ProbeStatus
-from core.probes.runner import (
+from core.probes.events import (
     LogEvent,
     MetricsBatch,
     ProbeFinished,
     ProbeStarted,
     RunFinished,
-    RunOptions,
     RunStarted,
     SeriesPoint,
-    run_suite,
 )
+from core.probes.evidence import ProbeEvidence, ProbeStatus
+from core.probes.options import RunOptions
+from core.probes.runner import run_suite
 from core.probes.store import ProbeStore
-from core.probes.transport.base import ExecGenerator, LocalTransport
+from core.probes.transport.base import ExecGenerator
+from core.probes.transport.local import LocalTransport
 from core.resources import resource_path
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probes"

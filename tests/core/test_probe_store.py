@@ -21,8 +21,8 @@ from core.probes.checks.facts import parse_facts
 from core.probes.checks.inventory import parse_df, parse_inventory_sections
 from core.probes.checks.storage import dd_rate, required_bytes
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
+from core.probes.options import RunOptions, resolve_probes
 from core.probes.run_json import samples_summary
-from core.probes.runner import RunOptions, resolve_probes
 from core.probes.samples import GpuMetric
 from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, StoredSeriesPoint
 from core.probes.transport.base import CommandResult

@@ -16,7 +16,7 @@ from core.planner.models import PlanRequest
 from core.probes.evidence import Check, CheckStatus, Scorecard, Verdict
 from core.probes.samples import GpuMetric
 from core.probes.store import HostProfile, ProbeStore
-from core.probes.transport.base import LocalTransport
+from core.probes.transport.local import LocalTransport
 from gui.probe.compare import compare_rows
 from gui.probe.hosts import LOCAL_NAME
 from gui.probe.pane import PROGRESS_STEPS, ProbePane, route_point

@@ -14,6 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from core.probes.events import (
+    LogEvent,
+    MetricsBatch,
+    ProbeFinished,
+    ProbeStarted,
+    RunFinished,
+    RunStarted,
+    SeriesPoint,
+)
 from core.probes.evidence import (
     HostInventory,
     ProbeEvidence,
@@ -23,15 +32,6 @@ from core.probes.evidence import (
     StorageResult,
 )
 from core.probes.parsers import parse_dmon, parse_fio_json, parse_nccl_tests, parse_nvidia_smi_q, parse_query_gpu
-from core.probes.runner import (
-    LogEvent,
-    MetricsBatch,
-    ProbeFinished,
-    ProbeStarted,
-    RunFinished,
-    RunStarted,
-    SeriesPoint,
-)
 from core.probes.samples import GpuMetric
 from core.probes.store import ProbeStore, StoredSeriesPoint
 

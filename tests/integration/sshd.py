@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.probes.transport.base import proc_stats
+from core.probes.transport.local import proc_stats
 
 SSHD = "/usr/sbin/sshd"
 START_TIMEOUT_S = 10.0

@@ -26,20 +26,21 @@ from typing import Any
 import pytest
 
 from core.cli.main import main as cli_main
-from core.probes.evidence import ProbeStatus
-from core.probes.runner import (
+from core.probes.events import (
     LogEvent,
     MetricsBatch,
     ProbeFinished,
     RunEvent,
     RunFinished,
-    RunOptions,
     RunStarted,
     SeriesPoint,
-    run_suite,
 )
+from core.probes.evidence import ProbeStatus
+from core.probes.options import RunOptions
+from core.probes.runner import run_suite
 from core.probes.store import ProbeStore
-from core.probes.transport.base import ExecGenerator, LocalTransport
+from core.probes.transport.base import ExecGenerator
+from core.probes.transport.local import LocalTransport
 from core.probes.transport.ssh import SshTransport
 from core.probes.transport.target import SshTarget
 

@@ -25,7 +25,8 @@ from core.probes.transport.base import (
     Unreachable,
 )
 from core.probes.transport.hostkeys import accept_host_key, fingerprint, normalize_fingerprint
-from core.probes.transport.ssh import SshTransport, _take_marker, wrap_command
+from core.probes.transport.remote_process_group import take_marker, wrap_command
+from core.probes.transport.ssh import SshTransport
 from core.probes.transport.target import SshTarget
 
 try:
@@ -147,9 +148,9 @@ def test_wrapper_makes_its_own_process_group_when_not_a_leader() -> None:
 
 def test_marker_line_is_found_after_login_noise() -> None:
     marker = "__tuneplan_pg_00ff__"
-    assert _take_marker(b"Welcome to the box\n__tuneplan_pg_00ff__ 4242\npayload", marker) == (4242, b"payload")
-    assert _take_marker(b"__tuneplan_pg_00ff__ 42", marker) == (None, b"")  # line not complete yet
-    assert _take_marker(b"__tuneplan_pg_1234__ 42\n", marker) == (None, b"")  # someone else's marker
+    assert take_marker(b"Welcome to the box\n__tuneplan_pg_00ff__ 4242\npayload", marker) == (4242, b"payload")
+    assert take_marker(b"__tuneplan_pg_00ff__ 42", marker) == (None, b"")  # line not complete yet
+    assert take_marker(b"__tuneplan_pg_1234__ 42\n", marker) == (None, b"")  # someone else's marker
 
 
 # -- files and work directories -----------------------------------------------------------------------------

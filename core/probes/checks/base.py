@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from core.probes.evidence import ProbeEvidence
+from core.probes.options import RunOptions
 from core.probes.transport.base import CommandResult, Transport, TransportError
 
 if TYPE_CHECKING:
     from core.probes.checks.gpu_metrics import MetricsSampler
-    from core.probes.runner import RunOptions
 
 LogLevel = Literal["info", "warning", "error"]
 RAW_STREAM_LIMIT = 1 << 20  # bytes of a long stream's stdout kept as raw output (its samples are stored anyway)

@@ -5,6 +5,11 @@ NVML (``nvml_stream.py``, when the host's Python has ``nvidia-ml-py``) is prefer
 ``nvidia-smi --query-gpu=... --format=csv,nounits -lms N`` prints, so one parser (`QueryGpuStream`) reads both.
 The sampler runs on its own thread over the same connection (one SSH channel of its own: paramiko multiplexes
 channels and each channel is used by one thread only) while the other probes run.
+
+Why a thread: the other probes block the runner's worker on their own commands for minutes (fio, the burn),
+and the stream must be read all that time, for the live charts and for the history the burn grades clocks and
+temperatures from. `MetricsSampler.start` starts that one thread; it shares only the history (under a lock)
+and the runner's callbacks (which only queue), and `MetricsSampler.stop` ends the remote process and joins it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Why the remote wrapper: closing an SSH channel does not stop a command started w
 command is started in its own process group, whose id is printed on stdout before the command runs; cancel and
 timeout then kill that group (TERM, then KILL) over a second channel. When a timeout is given, coreutils
 ``timeout`` also bounds the command on the remote side, so a dropped connection cannot leave it running
-forever.
+forever. The wrapper and kill scripts are in `core.probes.transport.remote_process_group`; a ProxyCommand
+runs through `core.probes.transport.proxy`.
 
 Threading: paramiko's client is not meant to be shared between worker threads. One `SshTransport` (one client)
 belongs to one thread; only the ``cancel`` event may be set from elsewhere. Make another transport for another
@@ -18,14 +19,10 @@ import contextlib
 import getpass
 import math
 import os
-import re
 import secrets
 import select
 import shlex
-import signal
 import socket
-import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -51,69 +48,17 @@ from core.probes.transport.hostkeys import (
     default_app_known_hosts,
     default_user_known_hosts,
 )
+from core.probes.transport.proxy import ProxyProcess
+from core.probes.transport.remote_process_group import kill_group_command, take_marker, wrap_command
 from core.probes.transport.target import SshTarget, parse_target
 
 PromptCallback = Callable[[str], str | None]
 
-_MARK_RE = re.compile(rb"^(__tuneplan_pg_[0-9a-f]+__) (\d+)\r?\n", re.MULTILINE)
 _POLL_S = 0.05
 _EOF_GRACE_S = 0.5
 _KILL_WAIT_S = 10.0
 _MAX_JUMPS = 8
 _DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_rsa")
-
-# Both scripts run under bash on the remote but are first read by the user's login shell (sh, bash, zsh, fish,
-# csh...), so each is one line without '!' (csh expands history and rejects newlines even in single quotes).
-#
-# The wrapper's args: $1 marker, $2 command, $3 remote time limit ("" for none). sshd makes the session's shell
-# a session (and group) leader, so $$ is the group to kill; where that is not so, re-run once under setsid.
-_WRAPPER = "; ".join([
-    'if [ -z "$_TUNEPLAN_SETSID" ]',
-    "then read -r _ _ _ _ pg _ 2>/dev/null < /proc/$$/stat",
-    '  if [ "$pg" = "$$" ]',
-    "  then :",
-    "  elif command -v setsid >/dev/null 2>&1",
-    "  then export _TUNEPLAN_SETSID=1",
-    '    exec setsid -w bash -c "$BASH_EXECUTION_STRING" "$0" "$@"',
-    "  fi",
-    "fi",
-    "unset _TUNEPLAN_SETSID",
-    r'printf "%s %s\n" "$1" "$$"',
-    'if [ -n "$3" ] && command -v timeout >/dev/null 2>&1',
-    'then exec timeout -k 5 "$3" bash -c "$2"',
-    "fi",
-    'exec bash -c "$2"',
-])
-
-# {pg} is an integer we parsed. Counts only live (not zombie) members: in containers whose init does not
-# reap, orphaned zombies would otherwise look alive until the KILL.
-_KILL_SCRIPT = "; ".join([
-    "alive() {{ if [ -r /proc/self/stat ]",
-    "then for f in /proc/[0-9]*/stat",
-    'do read -r s 2>/dev/null < "$f" || continue',
-    "s=${{s##*) }}",
-    "set -- $s",
-    'case "$1" in Z) ;; *) [ "$3" = {pg} ] && return 0 ;; esac',
-    "done",
-    "return 1",
-    "fi",
-    "kill -0 -- -{pg} 2>/dev/null",
-    "}}",
-    "kill -TERM -- -{pg} 2>/dev/null || exit 0",
-    "for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20",
-    "do alive || exit 0",
-    "sleep 0.1",
-    "done",
-    "kill -KILL -- -{pg} 2>/dev/null",
-    "exit 0",
-])
-
-
-def wrap_command(command: str, marker: str, remote_limit_s: int | None) -> str:
-    """The command line sent to the server: our wrapper around ``command``, every value shell-quoted."""
-    limit = "" if remote_limit_s is None else str(remote_limit_s)
-    return " ".join(["exec bash -c", shlex.quote(_WRAPPER), "tuneplan", shlex.quote(marker),
-                     shlex.quote(command), shlex.quote(limit)])
 
 
 def hostport(host: str, port: int) -> str:
@@ -173,7 +118,7 @@ class SshTransport(ChunkedTransport):
         self._jump_depth = _jump_depth
         self._client: paramiko.SSHClient | None = None
         self._jump: SshTransport | None = None
-        self._proxy: _ProxyProcess | None = None
+        self._proxy: ProxyProcess | None = None
 
     # -- connection -------------------------------------------------------------------------------------
 
@@ -246,7 +191,7 @@ class SshTransport(ChunkedTransport):
         if target.proxy_jump:
             return self._open_jump_channel(target.proxy_jump)
         if target.proxy_command:
-            self._proxy = _ProxyProcess(target.proxy_command)
+            self._proxy = ProxyProcess(target.proxy_command)
             return self._proxy.sock
         try:
             return socket.create_connection((target.host, target.port), timeout=self.connect_timeout)
@@ -469,7 +414,7 @@ class SshTransport(ChunkedTransport):
                     data = chan.recv(65536)
                     if pgid is None:
                         head += data
-                        pgid, data = _take_marker(head, marker)
+                        pgid, data = take_marker(head, marker)
                         if pgid is None:
                             continue
                     if data:
@@ -516,7 +461,7 @@ class SshTransport(ChunkedTransport):
         while pgid is None and not chan.closed and time.monotonic() < end:
             if chan.recv_ready():
                 head += chan.recv(65536)
-                pgid, _ = _take_marker(head, marker)
+                pgid, _ = take_marker(head, marker)
             else:
                 select.select([chan], [], [], _POLL_S)
         if pgid is None:
@@ -526,7 +471,7 @@ class SshTransport(ChunkedTransport):
         except TransportError:
             return  # connection gone; the remote `timeout` bounds the command
         try:
-            killer.exec_command("exec bash -c " + shlex.quote(_KILL_SCRIPT.format(pg=pgid)))
+            killer.exec_command(kill_group_command(pgid))
             stop = time.monotonic() + _KILL_WAIT_S
             while not killer.exit_status_ready() and time.monotonic() < stop:
                 select.select([killer], [], [], _POLL_S)
@@ -586,60 +531,6 @@ class SshTransport(ChunkedTransport):
                                  f"{result.stderr.strip() or 'exit status ' + str(result.exit_code)}")
 
 
-class _ProxyProcess:
-    """A ProxyCommand on one end of a socket pair; paramiko gets the other end as an ordinary socket.
-
-    WORKAROUND for https://github.com/paramiko/paramiko/issues/1277 (paramiko.ProxyCommand spins at 100% CPU
-    and never reports EOF when the command exits, so a failed proxy hangs until a timeout). A real socket
-    gives EOF, timeouts and select() for free. Runs ``sh -c 'exec <command>'`` like OpenSSH.
-    """
-
-    def __init__(self, command: str) -> None:
-        self.command = command
-        self.sock, child = socket.socketpair()
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the proxy; closed in close()
-        try:
-            self._proc = subprocess.Popen(["/bin/sh", "-c", "exec " + command], stdin=child.fileno(),
-                                          stdout=child.fileno(), stderr=self._stderr, start_new_session=True)
-        except OSError as exc:
-            self.sock.close()
-            self._stderr.close()
-            raise Unreachable(f"proxy command '{command}' could not start: {exc.strerror or exc}") from exc
-        finally:
-            child.close()
-
-    def exited(self) -> bool:
-        return self._proc.poll() is not None
-
-    def failure(self) -> str:
-        """What the proxy said before it exited (last line of its stderr) and its exit status."""
-        self._stderr.seek(0)
-        lines = self._stderr.read().decode("utf-8", errors="replace").strip().splitlines()
-        said = f": {lines[-1]}" if lines else ""
-        return f"'{self.command}' exited with status {self._proc.poll()}{said}"
-
-    def close(self) -> None:
-        self.sock.close()
-        if self._proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._proc.pid, signal.SIGTERM)
-            try:
-                self._proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self._proc.pid, signal.SIGKILL)
-                self._proc.wait(timeout=2)
-        self._stderr.close()
-
-
-def _take_marker(head: bytes, marker: str) -> tuple[int | None, bytes]:
-    """Find our ``<marker> <pgid>`` line; return the pgid and the stdout bytes after it."""
-    for match in _MARK_RE.finditer(head):
-        if match.group(1).decode() == marker:
-            return int(match.group(2)), head[match.end():]
-    return None, b""
-
-
 def _open_agent(notes: list[str]) -> paramiko.Agent | None:
     try:
         return paramiko.Agent()
@@ -657,4 +548,4 @@ def _public_blob(private_path: str) -> bytes | None:
         return None
 
 
-__all__ = ["HostKeyUnknown", "SshTransport", "hostport", "wrap_command"]
+__all__ = ["HostKeyUnknown", "SshTransport", "hostport"]
