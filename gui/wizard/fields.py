@@ -18,7 +18,7 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QCheckBox, QComboBox, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from core.planner.models import PlanRequest
-from gui.colors import error_color
+from gui.colors import error_color, is_dark
 from gui.wizard.state import PlanState
 
 
@@ -77,7 +77,7 @@ class ToneLabel(QLabel):
     def tone_color(self) -> QColor:
         pal = QApplication.palette()
         if self.tone == "error":
-            return QColor(error_color(pal.color(QPalette.ColorRole.Window).lightness() < 128))
+            return QColor(error_color(is_dark(pal)))
         return pal.color(QPalette.ColorRole.PlaceholderText)
 
     def _retint(self) -> None:
