@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import ValidationError
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QShowEvent
@@ -38,14 +37,13 @@ from PySide6.QtWidgets import (
 from core.planner.models import PlanRequest
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.samples import GpuMetric
-from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, SampleTable, StoredRun
+from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, StoredRun
 from core.probes.transport.base import Transport
 from core.validation import validation_message
 from gui.probe import backend
 from gui.probe.compare import CompareDialog, Side
 from gui.probe.connection import Connector, ConnectSpec
 from gui.probe.event_log import EventLog
-from gui.probe.gpu_history import CHANNEL
 from gui.probe.history import HistoryView, fmt_duration, fmt_time
 from gui.probe.hosts import HostList, host_label
 from gui.probe.live_charts import LiveGpuCharts
@@ -96,14 +94,6 @@ def connect_spec(profile: HostProfile) -> ConnectSpec:
     if profile.user and "@" not in target:
         target = f"{profile.user}@{target}"
     return ConnectSpec(label=profile.name, target=target, port=profile.port, identity_file=profile.identity_file)
-
-
-def metrics_from_table(table: SampleTable) -> dict[str, np.ndarray]:
-    """Stored sample columns → chart channels (units as the live charts show them)."""
-    nan = np.full(len(table), np.nan)
-    return {"util_pct": table.util, "mem_used_bytes": table.mem_used / 2**30, "temp_c": table.temp,
-            "power_w": table.power, "sm_clock_mhz": table.sm_clock, "mem_util_pct": nan, "mem_temp_c": nan,
-            "mem_clock_mhz": table.mem_clock}
 
 
 class ProbePane(QWidget):
@@ -605,15 +595,7 @@ class ProbePane(QWidget):
             self._set_status(str(exc.args[0]))
             return None
         self._reset_view()
-        table = run.samples
-        channels = metrics_from_table(table)
-        history = self.gpu_charts.history
-        for gpu in table.gpus():
-            mask = table.gpu == gpu
-            t = table.t[mask]
-            order = np.argsort(t, kind="stable")
-            values = np.vstack([channels[name][mask][order] for name in CHANNEL])
-            history.add_columns(gpu, t[order], values)
+        self.gpu_charts.history.load_table(run.samples)
         self.gpu_charts.redraw()
         for point in run.series:
             self.add_point(point.series, point.x, point.y, point.label, point.t)
