@@ -1,9 +1,10 @@
 """The Probe place: pick a host, connect, run a suite with live charts, read the verdict, look back.
 
 Long work never runs here: connecting and the suite run on the executor (``gui/workers.py``), and the
-runner's events come back on the GUI thread one by one. Events only append to buffers; one QTimer (≤ 20 Hz)
-repaints the charts. Stop sets the runner's cancel event, so the runner kills the remote process group,
-removes its temp dir and still reports how the run ended.
+runner's events come back on the GUI thread one by one, matched on their type here; what each one means on
+screen (chart, log lines, progress and ETA) is worked out in ``run_feed``, and the exports live in ``exports``.
+Events only append to buffers; one QTimer (≤ 20 Hz) repaints the charts. Stop sets the runner's cancel event,
+so the runner kills the remote process group, removes its temp dir and still reports how the run ended.
 
 Signals: ``apply_to_plan(object)`` a PlanRequest with measured figures applied (the main window routes it
 to the wizard); ``message(str)`` a line for the status bar.
@@ -12,7 +13,6 @@ to the wizard); ``message(str)`` a line for the status bar.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +23,6 @@ from pydantic import ValidationError
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QProgressBar,
@@ -52,6 +51,7 @@ from gui.probe import backend
 from gui.probe.compare import CompareDialog, Side
 from gui.probe.connection import Connector, ConnectSpec
 from gui.probe.event_log import EventLog
+from gui.probe.exports import RunExports
 from gui.probe.history import HistoryView
 from gui.probe.hosts import HostList, host_label
 from gui.probe.live_charts import LiveGpuCharts
@@ -105,6 +105,7 @@ class ProbePane(QWidget):
         super().__init__(parent)
         self.setAccessibleName("Probe")
         self.executor, self.store = executor, store
+        self.exports = RunExports(store, executor, self, self._set_status)
         self.run_suite = run_suite or backend.run_suite
         self.make_options = make_options or backend.make_options
         self.plan_request_source = plan_request_source
@@ -554,63 +555,14 @@ class ProbePane(QWidget):
         dialog.show()
         return dialog
 
-    def _export_target(self, run_id: int | None, title: str, suffix: str, path: Path | None) -> tuple[int, Path] | None:
-        run_id = run_id if run_id is not None else self.shown_run
-        if run_id is None:
-            self._set_status("No run to export: run a suite or reopen one")
-            return None
-        if path is None:
-            name, _ = QFileDialog.getSaveFileName(self, title, f"probe-run-{run_id}.{suffix}",
-                                                  f"{suffix.upper()} (*.{suffix})")
-            if not name:
-                return None
-            path = Path(name)
-        return run_id, path
-
     def export_json(self, path: Path | None = None, run_id: int | None = None) -> Path | None:
-        """Write the run (summary, options, outcomes, evidence, scorecard, events, samples summary) as JSON."""
-        target = self._export_target(run_id, "Export probe JSON", "json", path)
-        if target is None:
-            return None
-        run_id, path = target
-        from core.probes.report import run_json
-
-        try:
-            run = self.store.load_run(run_id)
-            path.write_text(json.dumps(run_json(run), indent=2, allow_nan=False) + "\n", encoding="utf-8")
-        except KeyError as exc:
-            self._set_status(str(exc.args[0]))
-            return None
-        except (OSError, ValueError) as exc:
-            self._set_status(f"Cannot write {path}: {getattr(exc, 'strerror', None) or exc}")
-            return None
-        self._set_status(f"Exported {path}")
-        return path
+        """Write the run shown (or ``run_id``) as JSON; None when nothing was written (the status says why)."""
+        return self.exports.export_json(run_id if run_id is not None else self.shown_run, path)
 
     def export_pdf(self, path: Path | None = None, run_id: int | None = None,
                    on_done: Callable[[int], None] | None = None) -> None:
-        """Read the run here (the store belongs to this thread), build and render the report on a worker."""
-        target = self._export_target(run_id, "Export probe PDF", "pdf", path)
-        if target is None:
-            return
-        run_id, path = target
-        from core.probes.report import build_probe_report
-        from gui.pdf import render_report
-
-        try:
-            run = self.store.load_run(run_id)
-        except KeyError as exc:
-            self._set_status(str(exc.args[0]))
-            return
-        self._set_status(f"Writing {path}…")
-
-        def done(pages: int) -> None:
-            self._set_status(f"Exported {path} ({pages} pages)")
-            if on_done is not None:
-                on_done(pages)
-
-        self.executor.submit(lambda: render_report(build_probe_report(run), path), done,
-                             lambda exc: self._set_status(f"PDF export failed: {exc}"))
+        """Write the readiness report of the run shown (or ``run_id``) as a PDF, rendered on a worker."""
+        self.exports.export_pdf(run_id if run_id is not None else self.shown_run, path, on_done)
 
     # ---- shutdown
 
