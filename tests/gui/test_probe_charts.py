@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from test_probe_replay import burn_metrics
 
+from core.probes.replay import burn_metrics
 from core.probes.samples import GpuMetric
 from core.probes.store import ProbeStore
 from gui.probe.decimate import peak_decimate

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
-from test_probe_replay import MetricsBatch, ReplayRunner, replay_evidence, replay_scorecard
 
 from core.planner.models import PlanRequest
 from core.probes.evidence import Check, CheckStatus, Scorecard, Verdict
+from core.probes.replay import ReplayRunner, replay_evidence, replay_scorecard
+from core.probes.runner import MetricsBatch
 from core.probes.samples import GpuMetric
 from core.probes.store import HostProfile, ProbeStore
 from core.probes.transport.base import LocalTransport
