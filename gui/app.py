@@ -13,18 +13,20 @@ from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
+from gui.colors import is_dark
+
 APP_NAME = "tuneplan"
 ORG_NAME = "tuneplan"
 
 
-def is_dark(app: QGuiApplication) -> bool:
-    """The system's choice where Qt can read it (Qt ≥ 6.5), else the palette's window lightness."""
+def prefers_dark(app: QGuiApplication) -> bool:
+    """The system's choice where Qt can read it (Qt ≥ 6.5), else whether the current palette is dark."""
     scheme = app.styleHints().colorScheme()
     if scheme == Qt.ColorScheme.Dark:
         return True
     if scheme == Qt.ColorScheme.Light:
         return False
-    return app.palette().color(QPalette.ColorRole.Window).lightness() < 128
+    return is_dark(app.palette())
 
 
 def dark_palette() -> QPalette:
@@ -49,7 +51,7 @@ def dark_palette() -> QPalette:
 def apply_scheme(app: QApplication) -> None:
     """Fusion with the light or dark palette the system asks for; charts follow via gui.charts.theme()."""
     app.setStyle("Fusion")
-    app.setPalette(dark_palette() if is_dark(app) else app.style().standardPalette())
+    app.setPalette(dark_palette() if prefers_dark(app) else app.style().standardPalette())
 
 
 def make_app(argv: Sequence[str] | None = None) -> QApplication:

@@ -30,7 +30,7 @@ from PySide6.QtGui import QColor, QFontMetrics, QPalette
 from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 
 from core.document import BarChart, LineChart, ScatterChart
-from gui.colors import MUTED, SERIES_COLORS, highlight_color, series_colors
+from gui.colors import MUTED, highlight_color, is_dark, series_colors
 from gui.pdf import percent, tick_text
 
 Chart = BarChart | ScatterChart | LineChart
@@ -39,15 +39,6 @@ _imported = threading.Event()
 _axis_type: Any = None
 WAIT_FOR_IMPORT_S = 3.0
 _views: weakref.WeakSet[ChartView] = weakref.WeakSet()  # charts whose plots preload may build
-
-
-def color(i: int) -> QColor:
-    """Series colour `i` of the light set (the one the PDF prints)."""
-    return QColor(SERIES_COLORS[i % len(SERIES_COLORS)])
-
-
-def is_dark(palette: QPalette) -> bool:
-    return palette.color(QPalette.ColorRole.Base).lightness() < 128
 
 
 def _pg() -> Any:

@@ -1,10 +1,15 @@
-"""Colours shared by the on-screen charts and the PDF (Okabe–Ito: safe for colour-vision deficiencies).
+"""The one home of the window's colours: the series sets shared by the on-screen charts and the PDF, the
+PASS/WARN/FAIL and log-level colours, and :func:`is_dark`, read from a palette.
 
-The PDF is printed on white, so it always uses the light set. On a dark window the two darkest entries (blue and
-black) would vanish into the background, so the dark set lightens the blue and swaps black for near-white.
+Series colours are Okabe–Ito (safe for colour-vision deficiencies). The PDF is printed on white, so it always
+uses the light set. On a dark window the two darkest entries (blue and black) would vanish into the background,
+so the dark set lightens the blue and swaps black for near-white.
 """
 
 from __future__ import annotations
+
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication
 
 SERIES_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 SERIES_COLORS_DARK = ("#3C9BE0", "#E69F00", "#19B58A", "#DE8FBD", "#8BD0F5", "#F07A2A", "#F0E442", "#E6E6E6")
@@ -13,6 +18,32 @@ HIGHLIGHT_DARK = "#F07A2A"
 MUTED = "#8c8c8c"
 ERROR = "#c0392b"  # 4.7:1 on the light Fusion window (#efefef)
 ERROR_DARK = "#ff7b72"  # 5.6:1 on the dark window (#2b2b2b)
+
+# Status colours chosen to read on both light and dark palettes (text stays the palette's).
+STATUS_COLORS = {
+    "PASS": "#2e7d32",
+    "WARN": "#e69f00",
+    "FAIL": "#c62828",
+    "INFO": "#5f7f9f",
+}
+VERDICT_COLORS = {
+    "READY": "#2e7d32",
+    "READY WITH WARNINGS": "#b26a00",
+    "NOT READY": "#c62828",
+}
+LEVEL_COLORS = {
+    "debug": "#8c8c8c",
+    "info": "",
+    "warning": "#e69f00",
+    "error": "#d55e00",
+    "critical": "#c62828",
+}
+
+
+def is_dark(palette: QPalette) -> bool:
+    """Whether the palette is a dark one: its window background is darker than mid-grey. (The window's
+    palettes, Fusion's light one and gui.app's dark one, agree on this for every background role.)"""
+    return palette.color(QPalette.ColorRole.Window).lightness() < 128
 
 
 def series_colors(dark: bool = False) -> tuple[str, ...]:
@@ -37,3 +68,26 @@ def contrast_ratio(a: str, b: str) -> float:
 
     hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
     return (hi + 0.05) / (lo + 0.05)
+
+
+def palette_colors() -> tuple[QColor, QColor]:
+    """Base (background) and text colours of the running application's palette."""
+    app = QApplication.instance()
+    pal = app.palette() if isinstance(app, QApplication) else QPalette()
+    return pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Text)
+
+
+def status_color(status: str) -> QColor | None:
+    code = STATUS_COLORS.get(status.upper())
+    return QColor(code) if code else None
+
+
+def series_color(i: int) -> QColor:
+    """Okabe–Ito series colour ``i`` (the set the PDF prints)."""
+    return QColor(SERIES_COLORS[i % len(SERIES_COLORS)])
+
+
+def gpu_color(gpu: int, foreground: QColor) -> QColor:
+    """Okabe–Ito colour per GPU; the palette's text colour stands in for black so dark themes show it."""
+    c = series_color(gpu)
+    return foreground if c.lightness() < 10 else c

@@ -32,7 +32,7 @@ from PySide6.QtGui import (
 )
 
 from core.document import BarChart, Bullets, KeyFigure, LineChart, Paragraph, Report, ScatterChart, Table
-from gui.colors import HIGHLIGHT, MUTED, SERIES_COLORS
+from gui.colors import HIGHLIGHT, MUTED, series_color
 
 DPI = 72  # one device unit = one point
 MARGIN = 48.0
@@ -306,7 +306,7 @@ class Renderer:
         return fx, fy
 
     def _bar(self, p: QPainter, rect: QRectF, chart: BarChart) -> None:
-        colors = [QColor(SERIES_COLORS[i % len(SERIES_COLORS)]) for i in range(len(chart.series))]
+        colors = [series_color(i) for i in range(len(chart.series))]
         names = [s.name for s in chart.series] + ([chart.marker_label or "limit"] if chart.markers else [])
         top = self._legend(p, rect, names, colors + ([TEXT] if chart.markers else []))
         f = font(7.5)
@@ -388,7 +388,7 @@ class Renderer:
         p.fillPath(front, QColor(HIGHLIGHT))
 
     def _line(self, p: QPainter, rect: QRectF, chart: LineChart) -> None:
-        colors = [QColor(SERIES_COLORS[i % len(SERIES_COLORS)]) for i in range(len(chart.series))]
+        colors = [series_color(i) for i in range(len(chart.series))]
         styles = [Qt.PenStyle.DashLine if s.style == "dashed" else Qt.PenStyle.SolidLine for s in chart.series]
         top = self._legend(p, rect, [s.name for s in chart.series], colors, lines=styles)
         plot = QRectF(rect.left() + 44, rect.top() + top, rect.width() - 52, rect.height() - top - 26)

@@ -2,9 +2,9 @@
 scorecard once the run ends. Run: ``.venv/bin/python packaging/screenshots_probe.py [OUT_DIR]``.
 
 There is no GPU on the machines that build the docs, so the run is a replay of real captures from
-``tests/fixtures/probes`` (see its SOURCES.md) through the project's parsers: `nvidia-smi --query-gpu` and
+``resources/samples/probe_run`` (see its SOURCES.md) through the project's parsers: `nvidia-smi --query-gpu` and
 `dmon` under gpu-burn on one H100 (#4, #7), its `nvidia-smi -q` (#3), the nccl-tests sweep of two p5 nodes
-(#21) and a fio JSON, parsed as the pane's tests parse them (``tests/gui/test_probe_replay.py``). Values
+(#21) and a fio JSON, parsed as the pane's tests parse them (``core/probes/replay.py``). Values
 and their timing are the captured ones; the host is named after what it is.
 Everything is written to a throwaway user folder.
 """
@@ -53,9 +53,9 @@ class CaptureReplay:
             SeriesPoint,
         )
         from core.probes.evidence import ProbeOutcome, ProbeStatus
+        from core.probes.replay import burn_metrics, replay_evidence
         from core.probes.scorecard import score
         from core.probes.store import StoredSeriesPoint
-        from tests.gui.test_probe_replay import burn_metrics, replay_evidence
 
         evidence = replay_evidence()
         smi, nccl, burn = evidence.health, evidence.collectives, burn_metrics()

@@ -30,9 +30,9 @@ from core.planner.models import PlanRequest
 from core.planner.store import PlanRecord, PlanStore, request_to_dict
 from core.units import fmt_hours, fmt_usd
 from core.validation import validation_message
+from gui.forms import make_error_label
 from gui.library.compare import CompareDialog
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
-from gui.wizard.fields import make_error_label
 from gui.workers import Executor
 
 UNDO_SECONDS = 10

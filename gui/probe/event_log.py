@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
-from gui.probe.theme import LEVEL_COLORS
+from gui.colors import LEVEL_COLORS
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
 _ALIASES = {"warn": "warning", "err": "error", "fatal": "critical", "fail": "error", "trace": "debug"}

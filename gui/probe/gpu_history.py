@@ -2,7 +2,8 @@
 
 No Qt here: the pane feeds batches as events arrive, and the redraw timer reads contiguous views. Times are
 the probe's own ``t`` (seconds since its stream started); when a stream restarts after a reconnect its clock
-starts again at 0, so a per-GPU offset keeps each history ascending.
+starts again at 0, so a per-GPU offset keeps each history ascending. A reopened run's samples come from the
+store as one :class:`SampleTable` and go in with :meth:`GpuHistory.load_table`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.probes.samples import GpuMetric
+from core.probes.store import SampleTable
 from gui.probe.ring import FloatArray, RingBuffer
 
 HISTORY_S = 3600.0
@@ -52,6 +54,14 @@ def metric_row(sample: GpuMetric) -> list[float]:
         value = getattr(sample, spec.field)
         row.append(float("nan") if value is None else float(value) * spec.scale)
     return row
+
+
+def metrics_from_table(table: SampleTable) -> dict[str, np.ndarray]:
+    """Stored sample columns → chart channels (units as the live charts show them)."""
+    nan = np.full(len(table), np.nan)
+    return {"util_pct": table.util, "mem_used_bytes": table.mem_used / 2**30, "temp_c": table.temp,
+            "power_w": table.power, "sm_clock_mhz": table.sm_clock, "mem_util_pct": nan, "mem_temp_c": nan,
+            "mem_clock_mhz": table.mem_clock}
 
 
 class GpuHistory:
@@ -107,6 +117,18 @@ class GpuHistory:
         self.samples += int(times.shape[0])
         self.version += 1
         return int(times.shape[0])
+
+    def load_table(self, table: SampleTable) -> int:
+        """Append a stored run's samples (each GPU's rows in time order); returns how many were taken."""
+        channels = metrics_from_table(table)
+        taken = 0
+        for gpu in table.gpus():
+            mask = table.gpu == gpu
+            t = table.t[mask]
+            order = np.argsort(t, kind="stable")
+            values = np.vstack([channels[name][mask][order] for name in CHANNEL])
+            taken += self.add_columns(gpu, t[order], values)
+        return taken
 
     def _monotonic(self, gpu: int, ring: RingBuffer, t: FloatArray) -> FloatArray:
         """Shift a restarted stream's clock so it continues after the last stored time."""

@@ -6,8 +6,6 @@ Store reads are short and run on the GUI thread; a run's samples come back as Nu
 
 from __future__ import annotations
 
-import datetime as dt
-
 from PySide6.QtCore import Signal, SignalInstance
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -21,21 +19,10 @@ from PySide6.QtWidgets import (
 )
 
 from core.probes.store import ProbeStore, RunSummary
+from gui.probe.run_feed import fmt_duration, fmt_time
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 
 HEADER = ["run", "host", "started", "suite", "status", "verdict", "duration"]
-
-
-def fmt_time(unix: float | None) -> str:
-    return dt.datetime.fromtimestamp(unix).strftime("%Y-%m-%d %H:%M") if unix else "—"
-
-
-def fmt_duration(seconds: float | None) -> str:
-    if seconds is None or seconds < 0:
-        return "—"
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def run_row(run: RunSummary) -> Row:

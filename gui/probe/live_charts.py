@@ -18,7 +18,7 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPaintEvent
+from PySide6.QtGui import QPaintEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -34,10 +34,10 @@ from PySide6.QtWidgets import (
 )
 
 from core.probes.samples import GpuMetric
+from gui.colors import gpu_color, palette_colors
 from gui.probe.decimate import peak_decimate
 from gui.probe.gpu_history import CHANNEL, DEFAULT_SHOWN, METRICS, GpuHistory, MetricSpec
 from gui.probe.ring import FloatArray
-from gui.probe.theme import palette_colors, series_color
 
 MAX_REDRAW_HZ = 20.0
 # Pacing: a redraw is worth doing when the newest sample has moved the curves by a pixel column (window ÷
@@ -52,12 +52,6 @@ WINDOWS: tuple[tuple[str, float | None], ...] = (
     ("last minute", 60.0), ("last 5 minutes", 300.0), ("last 15 minutes", 900.0), ("last hour", 3600.0),
     ("whole run", None),
 )
-
-
-def gpu_color(gpu: int, foreground: QColor) -> QColor:
-    """Okabe–Ito colour per GPU; the palette's text colour stands in for black so dark themes show it."""
-    c = series_color(gpu)
-    return foreground if c.lightness() < 10 else c
 
 
 def nice_ceiling(value: float) -> float:

@@ -1,9 +1,10 @@
 """The Probe place: pick a host, connect, run a suite with live charts, read the verdict, look back.
 
 Long work never runs here: connecting and the suite run on the executor (``gui/workers.py``), and the
-runner's events come back on the GUI thread one by one. Events only append to buffers; one QTimer (≤ 20 Hz)
-repaints the charts. Stop sets the runner's cancel event, so the runner kills the remote process group,
-removes its temp dir and still reports how the run ended.
+runner's events come back on the GUI thread one by one, matched on their type here; what each one means on
+screen (chart, log lines, progress and ETA) is worked out in ``run_feed``, and the exports live in ``exports``.
+Events only append to buffers; one QTimer (≤ 20 Hz) repaints the charts. Stop sets the runner's cancel event,
+so the runner kills the remote process group, removes its temp dir and still reports how the run ended.
 
 Signals: ``apply_to_plan(object)`` a PlanRequest with measured figures applied (the main window routes it
 to the wizard); ``message(str)`` a line for the status bar.
@@ -12,19 +13,16 @@ to the wizard); ``message(str)`` a line for the status bar.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import ValidationError
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QProgressBar,
@@ -36,20 +34,38 @@ from PySide6.QtWidgets import (
 )
 
 from core.planner.models import PlanRequest
+from core.probes.events import (
+    LogEvent,
+    MetricsBatch,
+    ProbeFinished,
+    ProbeStarted,
+    RunFinished,
+    RunStarted,
+    SeriesPoint,
+)
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
-from core.probes.samples import GpuMetric
-from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, SampleTable, StoredRun
+from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, StoredRun
 from core.probes.transport.base import Transport
 from core.validation import validation_message
 from gui.probe import backend
 from gui.probe.compare import CompareDialog, Side
 from gui.probe.connection import Connector, ConnectSpec
 from gui.probe.event_log import EventLog
-from gui.probe.gpu_history import CHANNEL
-from gui.probe.history import HistoryView, fmt_duration, fmt_time
+from gui.probe.exports import RunExports
+from gui.probe.history import HistoryView
 from gui.probe.hosts import HostList, host_label
 from gui.probe.live_charts import LiveGpuCharts
 from gui.probe.point_charts import PointChart
+from gui.probe.run_feed import (
+    PROGRESS_STEPS,
+    LogLine,
+    RunProgress,
+    ThrottleWatch,
+    live_title,
+    outcome_lines,
+    route_point,
+    stored_title,
+)
 from gui.probe.scorecard_view import ScorecardView
 from gui.probe.suite_picker import SuitePicker
 from gui.workers import Executor, Job, ThreadExecutor
@@ -60,33 +76,6 @@ ON_DEMAND_CHARTS = ("compute", "cpu")
 # the probed box's GPUs become the plan's hardware.
 DEFAULT_PLAN = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2.0e8, "epochs": 1, "seq_len": 4096},
                 "training": {"method": "lora", "lora_rank": 16}}
-PROGRESS_STEPS = 1000
-# Clock-event reasons worth a log line, with their level (PROBES §4 D: HW slowdown is a FAIL, SW thermal a WARN).
-THROTTLE_LEVELS = {
-    "hw_slowdown": "error", "hw_thermal_slowdown": "error", "hw_power_brake_slowdown": "error",
-    "sw_thermal_slowdown": "warning", "sync_boost": "info", "sw_power_cap": "info",
-}
-
-
-# The runner's chart series (core.probes.events.SeriesName) → (chart, legend name; None: the point's label).
-SERIES_ROUTES: dict[str, tuple[str, str | None]] = {
-    "busbw": ("busbw", "busbw"), "algbw": ("busbw", "algbw"),
-    "fio_read": ("throughput", None), "fio_write": ("throughput", None), "fio_iops": ("iops", None),
-    "compute_tflops": ("compute", "matmul"), "tflops": ("compute", "burn"),
-    "cpu_util": ("cpu", "CPU busy %"), "cpu_temp": ("cpu", "CPU °C"),
-}
-
-
-def route_point(series: str, x: float, label: str, t: float) -> tuple[str, str, float]:
-    """(chart, legend entry, x) for a runner point. Matmul results (x = device index) are drawn at the time
-    they were measured so they share the TFLOP/s-over-time chart with the burn; per-device series carry the
-    device in their name."""
-    chart, name = SERIES_ROUTES.get(series, ("cpu", series))
-    if name is None:
-        name = label or series
-    elif label and chart == "compute":
-        name = f"{name} {label}"
-    return chart, name, (t if series == "compute_tflops" else x)
 
 
 def connect_spec(profile: HostProfile) -> ConnectSpec:
@@ -96,14 +85,6 @@ def connect_spec(profile: HostProfile) -> ConnectSpec:
     if profile.user and "@" not in target:
         target = f"{profile.user}@{target}"
     return ConnectSpec(label=profile.name, target=target, port=profile.port, identity_file=profile.identity_file)
-
-
-def metrics_from_table(table: SampleTable) -> dict[str, np.ndarray]:
-    """Stored sample columns → chart channels (units as the live charts show them)."""
-    nan = np.full(len(table), np.nan)
-    return {"util_pct": table.util, "mem_used_bytes": table.mem_used / 2**30, "temp_c": table.temp,
-            "power_w": table.power, "sm_clock_mhz": table.sm_clock, "mem_util_pct": nan, "mem_temp_c": nan,
-            "mem_clock_mhz": table.mem_clock}
 
 
 class ProbePane(QWidget):
@@ -124,6 +105,7 @@ class ProbePane(QWidget):
         super().__init__(parent)
         self.setAccessibleName("Probe")
         self.executor, self.store = executor, store
+        self.exports = RunExports(store, executor, self, self._set_status)
         self.run_suite = run_suite or backend.run_suite
         self.make_options = make_options or backend.make_options
         self.plan_request_source = plan_request_source
@@ -139,9 +121,8 @@ class ProbePane(QWidget):
         self.outcomes: list[ProbeOutcome] = []
         self.shown_run: int | None = None
         self.compare_dialog: CompareDialog | None = None
-        self._throttle_seen: dict[int, set[str]] = {}
-        self._probe: tuple[str, int, int, float | None, float] | None = None  # name, index, total, eta, start
-        self._finished_probes = 0
+        self.throttle = ThrottleWatch()
+        self.run_progress = RunProgress()
         self._window_filter = False
 
         self.connector = Connector(executor, self, known_hosts_file=known_hosts_file, ssh_config=ssh_config,
@@ -417,65 +398,41 @@ class ProbePane(QWidget):
         self.log.clear()
         self.scorecard_view.show_scorecard(None, "Running…")
         self.evidence, self.scorecard, self.outcomes = None, None, []
-        self._throttle_seen.clear()
-        self._probe = None
-        self._finished_probes = 0
+        self.throttle.clear()
+        self.run_progress.reset()
         self.progress.setValue(0)
         self.eta.setText("")
 
     # ---- events (GUI thread)
 
-    def _on_event(self, event: Any) -> None:
-        handler = {
-            "RunStarted": self._run_started, "ProbeStarted": self._probe_started, "MetricsBatch": self._metrics,
-            "SeriesPoint": self._series_point,
-            "LogEvent": self._log_event, "ProbeFinished": self._probe_finished, "RunFinished": self._run_finished,
-        }.get(type(event).__name__)
-        if handler is not None:
-            handler(event)
+    def _on_event(self, event: object) -> None:
+        match event:
+            case RunStarted():
+                self.run_id = event.run_id
+                host = self.connected_profile.name if self.connected_profile else "the host"
+                self.showing.setText(live_title(self.run_id, host, event.facts))
+            case ProbeStarted():
+                self.log.add(*self.run_progress.start(event.name, event.index, event.total, event.eta_s,
+                                                      time.monotonic()))
+                self._update_progress()
+            case MetricsBatch():
+                self.gpu_charts.add_metrics(event.metrics)
+                self._add_lines(self.throttle.lines(event.metrics))
+            case SeriesPoint():
+                self.add_point(event.series, event.x, event.y, event.label, event.t)
+            case LogEvent():
+                self.log.add(event.level, event.message)
+            case ProbeFinished():
+                self.outcomes.append(event.outcome)
+                self.run_progress.finish()
+                self._add_lines(outcome_lines(event.outcome))
+                self._update_progress()
+            case RunFinished():
+                self._run_finished(event)
 
-    def _run_started(self, event: Any) -> None:
-        self.run_id = getattr(event, "run_id", None)
-        facts = getattr(event, "facts", None)
-        host = self.connected_profile.name if self.connected_profile else "the host"
-        text = f"Live: run {self.run_id} on {host}"
-        if facts is not None:
-            gpus = len(facts.gpu_lines)
-            text += f", {gpus} NVIDIA GPU{'s' * (gpus != 1)}" if gpus else ", no NVIDIA GPU found"
-        self.showing.setText(text)
-
-    def _probe_started(self, event: Any) -> None:
-        total = max(int(getattr(event, "total", 1) or 1), 1)
-        index = int(getattr(event, "index", 1) or 1)
-        eta = getattr(event, "eta_s", None)
-        self._probe = (str(event.name), index, total, float(eta) if eta else None, time.monotonic())
-        self.log.add("info", f"probe {event.name} started ({self._position(index, total)} of {total})")
-        self._update_progress()
-
-    @staticmethod
-    def _position(index: int, total: int) -> int:
-        """The runner's 1-based index, kept within 1..total."""
-        return min(max(index, 1), total)
-
-    def _metrics(self, event: Any) -> None:
-        metrics: list[GpuMetric] = list(event.metrics)
-        self.gpu_charts.add_metrics(metrics)
-        self._watch_throttling(metrics)
-
-    def _watch_throttling(self, metrics: list[GpuMetric]) -> None:
-        for sample in metrics:
-            active = {r for r in sample.clocks_event_reasons if r in THROTTLE_LEVELS}
-            seen = self._throttle_seen.setdefault(sample.gpu, set())
-            for reason in sorted(active - seen):
-                self.log.add(THROTTLE_LEVELS[reason], f"GPU {sample.gpu}: clocks held back ({reason}) at "
-                                                      f"{sample.t:.1f} s")
-            for reason in sorted(seen - active):
-                self.log.add("info", f"GPU {sample.gpu}: {reason} cleared at {sample.t:.1f} s")
-            self._throttle_seen[sample.gpu] = active
-
-    def _series_point(self, event: Any) -> None:
-        self.add_point(str(event.series), float(event.x), float(event.y), str(getattr(event, "label", "") or ""),
-                       float(getattr(event, "t", 0.0) or 0.0))
+    def _add_lines(self, lines: list[LogLine]) -> None:
+        for level, text in lines:
+            self.log.add(level, text)
 
     def add_point(self, series: str, x: float, y: float, label: str = "", t: float = 0.0) -> None:
         """Route one runner point to its chart (painted by the redraw timer)."""
@@ -485,32 +442,9 @@ class ProbePane(QWidget):
             chart.show()
         chart.add(name, x, y, label)
 
-    def _log_event(self, event: Any) -> None:
-        self.log.add(str(getattr(event, "level", "info")), str(event.message))
-
-    def _probe_finished(self, event: Any) -> None:
-        outcome: ProbeOutcome = event.outcome
-        self.outcomes.append(outcome)
-        self._finished_probes += 1
-        status = str(outcome.status.value if hasattr(outcome.status, "value") else outcome.status)
-        level = {"ok": "info", "skipped": "info", "cancelled": "warning", "interrupted": "error",
-                 "failed": "error"}.get(status, "info")
-        detail = f": {outcome.error}" if outcome.error else ""
-        took = fmt_duration(outcome.ended - outcome.started)
-        if status == "interrupted":
-            self.log.add("error", f"connection lost during {outcome.name}{detail}")
-        else:
-            self.log.add(level, f"probe {outcome.name} {status} after {took}{detail}")
-        for warning in outcome.warnings:
-            self.log.add("warning", f"{outcome.name}: {warning}")
-        self._update_progress()
-
-    def _run_finished(self, event: Any) -> None:
-        self.run_id = getattr(event, "run_id", None)
-        self.evidence = getattr(event, "evidence", None)
-        self.scorecard = getattr(event, "scorecard", None)
-        status = str(getattr(event, "status", "completed"))
-        status = str(getattr(status, "value", status))
+    def _run_finished(self, event: RunFinished) -> None:
+        self.run_id, self.evidence, self.scorecard = event.run_id, event.evidence, event.scorecard
+        status = event.status
         self.scorecard_view.show_scorecard(self.scorecard, f"No verdict: the run ended {status}.")
         self.shown_run = self.run_id
         self._finish_run(status)
@@ -546,25 +480,13 @@ class ProbePane(QWidget):
     # ---- progress
 
     def _update_progress(self) -> None:
-        if self._probe is None:
+        shown = self.run_progress.at(time.monotonic())
+        if shown is None:
             return
-        name, index, total, eta, started = self._probe
-        elapsed = time.monotonic() - started
-        position = self._position(index, total)
-        within = min(elapsed / eta, 0.99) if eta else 0.0
-        done = max(self._finished_probes, position - 1)
-        if self._finished_probes >= position:
-            within = 0.0
-        self.progress.setValue(int(PROGRESS_STEPS * min((done + within) / total, 1.0)))
-        if self._finished_probes >= position:
-            return
-        text = f"{name} ({position}/{total})"
-        if eta:
-            left = max(eta - elapsed, 0.0)
-            text += f" · {fmt_duration(elapsed)} of about {fmt_duration(eta)}, ~{fmt_duration(left)} left"
-        else:
-            text += f" · {fmt_duration(elapsed)}"
-        self.eta.setText(text)
+        value, text = shown
+        self.progress.setValue(value)
+        if text is not None:
+            self.eta.setText(text)
 
     def _redraw_points(self) -> None:
         for chart in self.point_charts.values():
@@ -605,15 +527,7 @@ class ProbePane(QWidget):
             self._set_status(str(exc.args[0]))
             return None
         self._reset_view()
-        table = run.samples
-        channels = metrics_from_table(table)
-        history = self.gpu_charts.history
-        for gpu in table.gpus():
-            mask = table.gpu == gpu
-            t = table.t[mask]
-            order = np.argsort(t, kind="stable")
-            values = np.vstack([channels[name][mask][order] for name in CHANNEL])
-            history.add_columns(gpu, t[order], values)
+        self.gpu_charts.history.load_table(run.samples)
         self.gpu_charts.redraw()
         for point in run.series:
             self.add_point(point.series, point.x, point.y, point.label, point.t)
@@ -623,8 +537,7 @@ class ProbePane(QWidget):
         self.evidence, self.scorecard, self.outcomes = run.evidence, run.scorecard, list(run.outcomes)
         self.scorecard_view.show_scorecard(run.scorecard, f"No verdict: the run ended {run.summary.status}.")
         self.run_id = self.shown_run = run_id
-        self.showing.setText(f"Run {run_id} on {run.summary.host}, {fmt_time(run.summary.started)} "
-                             f"({run.summary.suite}, {run.summary.status})")
+        self.showing.setText(stored_title(run_id, run.summary))
         self.progress.setValue(PROGRESS_STEPS if run.summary.status == "completed" else 0)
         self.tabs.setCurrentIndex(0)
         self._enable()
@@ -642,63 +555,14 @@ class ProbePane(QWidget):
         dialog.show()
         return dialog
 
-    def _export_target(self, run_id: int | None, title: str, suffix: str, path: Path | None) -> tuple[int, Path] | None:
-        run_id = run_id if run_id is not None else self.shown_run
-        if run_id is None:
-            self._set_status("No run to export: run a suite or reopen one")
-            return None
-        if path is None:
-            name, _ = QFileDialog.getSaveFileName(self, title, f"probe-run-{run_id}.{suffix}",
-                                                  f"{suffix.upper()} (*.{suffix})")
-            if not name:
-                return None
-            path = Path(name)
-        return run_id, path
-
     def export_json(self, path: Path | None = None, run_id: int | None = None) -> Path | None:
-        """Write the run (summary, options, outcomes, evidence, scorecard, events, samples summary) as JSON."""
-        target = self._export_target(run_id, "Export probe JSON", "json", path)
-        if target is None:
-            return None
-        run_id, path = target
-        from core.probes.run_json import run_json
-
-        try:
-            run = self.store.load_run(run_id)
-            path.write_text(json.dumps(run_json(run, samples=True), indent=2, allow_nan=False) + "\n", encoding="utf-8")
-        except KeyError as exc:
-            self._set_status(str(exc.args[0]))
-            return None
-        except (OSError, ValueError) as exc:
-            self._set_status(f"Cannot write {path}: {getattr(exc, 'strerror', None) or exc}")
-            return None
-        self._set_status(f"Exported {path}")
-        return path
+        """Write the run shown (or ``run_id``) as JSON; None when nothing was written (the status says why)."""
+        return self.exports.export_json(run_id if run_id is not None else self.shown_run, path)
 
     def export_pdf(self, path: Path | None = None, run_id: int | None = None,
                    on_done: Callable[[int], None] | None = None) -> None:
-        """Read the run here (the store belongs to this thread), build and render the report on a worker."""
-        target = self._export_target(run_id, "Export probe PDF", "pdf", path)
-        if target is None:
-            return
-        run_id, path = target
-        from core.probes.report import build_probe_report
-        from gui.pdf import render_report
-
-        try:
-            run = self.store.load_run(run_id)
-        except KeyError as exc:
-            self._set_status(str(exc.args[0]))
-            return
-        self._set_status(f"Writing {path}…")
-
-        def done(pages: int) -> None:
-            self._set_status(f"Exported {path} ({pages} pages)")
-            if on_done is not None:
-                on_done(pages)
-
-        self.executor.submit(lambda: render_report(build_probe_report(run), path), done,
-                             lambda exc: self._set_status(f"PDF export failed: {exc}"))
+        """Write the readiness report of the run shown (or ``run_id``) as a PDF, rendered on a worker."""
+        self.exports.export_pdf(run_id if run_id is not None else self.shown_run, path, on_done)
 
     # ---- shutdown
 

@@ -16,7 +16,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
-from gui.probe.theme import palette_colors, series_color
+from gui.colors import palette_colors, series_color
 
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 

@@ -13,7 +13,7 @@ from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from core.probes.evidence import Check, Scorecard
-from gui.probe.theme import VERDICT_COLORS, status_color
+from gui.colors import VERDICT_COLORS, status_color
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 
 HEADER = ["status", "check", "measured", "expected", "reason", "source"]

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QCheckBox, QComboBox, QLabel, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from core.planner.models import PlanRequest
-from gui.colors import error_color
+from gui.forms import make_error_label, make_hint_label
 from gui.wizard.state import PlanState
 
 
@@ -57,55 +56,6 @@ def display(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
-
-
-class ToneLabel(QLabel):
-    """A wrapped label in a secondary colour (hint grey or error red) that follows the palette.
-
-    A style sheet's ``palette(...)`` is read once, when the sheet is applied: after the system switched between
-    light and dark, hints kept the old grey and became unreadable. This label takes its text colour from the
-    application palette whenever that palette changes.
-    """
-
-    def __init__(self, name: str, tone: Literal["hint", "error"], text: str = "") -> None:
-        super().__init__(text)
-        self.tone = tone
-        self.setWordWrap(True)
-        self.setAccessibleName(f"{name} {tone}")
-        self._retint()
-
-    def tone_color(self) -> QColor:
-        pal = QApplication.palette()
-        if self.tone == "error":
-            return QColor(error_color(pal.color(QPalette.ColorRole.Window).lightness() < 128))
-        return pal.color(QPalette.ColorRole.PlaceholderText)
-
-    def _retint(self) -> None:
-        color = self.tone_color()
-        pal = self.palette()
-        if pal.color(QPalette.ColorRole.WindowText) != color:
-            pal.setColor(QPalette.ColorRole.WindowText, color)
-            self.setPalette(pal)
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        # Children get PaletteChange when the application palette changes; setting our own palette sends one too,
-        # which _retint ignores because the colour is already right.
-        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
-            self._retint()
-
-
-def make_error_label(name: str) -> QLabel:
-    label = ToneLabel(name, "error")
-    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    label.hide()
-    return label
-
-
-def make_hint_label(name: str, text: str = "") -> QLabel:
-    label = ToneLabel(name, "hint", text)
-    label.setVisible(bool(text))
-    return label
 
 
 class FieldBox(QWidget):

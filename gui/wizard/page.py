@@ -13,7 +13,8 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget, QWizardPage
 
 from core.planner.analysis import Analysis
-from gui.wizard.fields import FieldBox, make_error_label
+from gui.forms import make_error_label
+from gui.wizard.fields import FieldBox
 from gui.wizard.state import PLAN_PATH, PlanState
 
 F = TypeVar("F", bound=FieldBox)

@@ -20,9 +20,10 @@ from core.planner.models import PricingMode
 from core.planner.report import break_even_chart, provider_chart, seconds
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 from gui.charts import ChartView
+from gui.forms import make_error_label, make_hint_label
 from gui.table_model import Row, RowsModel, make_table
 from gui.wizard import choices
-from gui.wizard.fields import CheckField, ComboField, FieldBox, TextField, make_error_label, make_hint_label
+from gui.wizard.fields import CheckField, ComboField, FieldBox, TextField
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from core.catalog import load_catalog
 from core.planner.analysis import Analysis
 from core.units import fmt_count
-from gui.wizard.fields import make_error_label, make_hint_label
+from gui.forms import make_error_label, make_hint_label
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 

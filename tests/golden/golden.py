@@ -108,9 +108,9 @@ def scrub(value: Any) -> Any:
 def replayed_run(db: Path) -> tuple[Any, int]:
     """A probe run of the recorded H100 box (real nvidia-smi, nccl-tests and fio outputs), stored."""
     from core.probes.evidence import ProbeOutcome, ProbeStatus
+    from core.probes.replay import burn_metrics, nccl_points, replay_evidence
     from core.probes.scorecard import score
     from core.probes.store import ProbeStore, StoredSeriesPoint
-    from tests.gui.test_probe_replay import burn_metrics, nccl_points, replay_evidence
 
     store = ProbeStore(db)
     probes = ["inventory", "gpu_metrics", "collectives", "storage", "burn"]

@@ -7,11 +7,12 @@ import math
 
 import numpy as np
 import pytest
-from test_probe_replay import burn_metrics
 
+from core.probes.replay import burn_metrics
 from core.probes.samples import GpuMetric
+from core.probes.store import ProbeStore
 from gui.probe.decimate import peak_decimate
-from gui.probe.gpu_history import METRICS, GpuHistory
+from gui.probe.gpu_history import CHANNEL, METRICS, GpuHistory
 from gui.probe.live_charts import MAX_REDRAW_HZ, LiveGpuCharts
 from gui.probe.point_charts import PointChart, SizeAxis, fmt_size
 from gui.probe.ring import RingBuffer
@@ -57,6 +58,23 @@ def test_history_holds_an_hour_at_10_hz_and_restarts_stay_ascending():
     t, values = history.rings[0].last()
     assert np.all(np.diff(t) > 0)
     assert values[3].tolist() == [100.0, 100.0, 100.0, 200.0, 200.0]
+
+
+def test_history_loads_a_stored_runs_samples_in_time_order(tmp_path):
+    store = ProbeStore(tmp_path / "probes.db")
+    run_id = store.start_run("box", "replay", ["burn"])
+    burn = burn_metrics()
+    store.add_samples(run_id, [*burn[3:], *burn[:3], GpuMetric(t=0.5, gpu=1, power_w=50.0)])  # out of order
+    table = store.load_run(run_id).samples
+    store.close()
+    history = GpuHistory()
+    assert history.load_table(table) == 7
+    assert history.gpus == [0, 1]
+    t, values = history.rings[0].last()
+    assert t.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert values[CHANNEL["power_w"]].tolist() == pytest.approx([631.95, 631.0, 634.0, 633.0, 634.0, 636.0])
+    assert values[CHANNEL["mem_used_bytes"], 0] == pytest.approx(19818 / 1024)  # MiB → GiB, as the charts show
+    assert np.isnan(values[CHANNEL["mem_util_pct"]]).all()  # the store keeps no memory-controller column
 
 
 def test_charts_receive_real_burn_samples_but_paint_only_on_the_timer(qtbot):

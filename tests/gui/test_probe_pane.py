@@ -10,17 +10,19 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
-from test_probe_replay import MetricsBatch, ReplayRunner, replay_evidence, replay_scorecard
 
 from core.planner.models import PlanRequest
+from core.probes.events import MetricsBatch
 from core.probes.evidence import Check, CheckStatus, Scorecard, Verdict
+from core.probes.replay import ReplayRunner, replay_evidence, replay_scorecard
 from core.probes.samples import GpuMetric
 from core.probes.store import HostProfile, ProbeStore
 from core.probes.transport.local import LocalTransport
 from gui.probe.compare import compare_rows
 from gui.probe.hosts import LOCAL_NAME
-from gui.probe.pane import PROGRESS_STEPS, ProbePane, route_point
+from gui.probe.pane import ProbePane
 from gui.probe.prompts import Prompter
+from gui.probe.run_feed import PROGRESS_STEPS, route_point
 from gui.probe.suite_picker import SuiteChoice
 from gui.workers import InlineExecutor, ThreadExecutor
 
@@ -111,7 +113,8 @@ def test_stop_cancels_a_run_mid_burn(qtbot, probe_store, tmp_path):
     try:
         connect_local(qtbot, pane)
         click(qtbot, pane.start_button)
-        qtbot.waitUntil(lambda: pane._probe is not None and pane._probe[0] == "burn", timeout=10000)
+        qtbot.waitUntil(lambda: pane.run_progress.probe is not None and pane.run_progress.probe.name == "burn",
+                        timeout=10000)
         assert pane.running and pane.stop_button.isEnabled()
         qtbot.waitUntil(lambda: "30 s" in pane.eta.text() or "0:30" in pane.eta.text(), timeout=5000)
         click(qtbot, pane.stop_button)

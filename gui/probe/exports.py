@@ -1,0 +1,82 @@
+"""The probe pane's exports of a stored run: the run as JSON and the readiness report as a PDF.
+
+Both read the run from the probe store on the GUI thread (the store belongs to that thread); the PDF is built
+and rendered on a worker. Without a path the user picks one in a save dialog. Every outcome, success or not,
+is one status line handed to the pane.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtWidgets import QFileDialog, QWidget
+
+from core.probes.store import ProbeStore
+from gui.workers import Executor
+
+
+class RunExports:
+    """Exports a run of ``store``; ``parent`` owns the save dialog and ``status`` shows each outcome."""
+
+    def __init__(self, store: ProbeStore, executor: Executor, parent: QWidget, status: Callable[[str], None]) -> None:
+        self.store, self.executor, self.parent = store, executor, parent
+        self._set_status = status
+
+    def _export_target(self, run_id: int | None, title: str, suffix: str, path: Path | None) -> tuple[int, Path] | None:
+        if run_id is None:
+            self._set_status("No run to export: run a suite or reopen one")
+            return None
+        if path is None:
+            name, _ = QFileDialog.getSaveFileName(self.parent, title, f"probe-run-{run_id}.{suffix}",
+                                                  f"{suffix.upper()} (*.{suffix})")
+            if not name:
+                return None
+            path = Path(name)
+        return run_id, path
+
+    def export_json(self, run_id: int | None, path: Path | None = None) -> Path | None:
+        """Write the run (summary, options, outcomes, evidence, scorecard, events, samples summary) as JSON."""
+        target = self._export_target(run_id, "Export probe JSON", "json", path)
+        if target is None:
+            return None
+        run_id, path = target
+        from core.probes.run_json import run_json
+
+        try:
+            run = self.store.load_run(run_id)
+            path.write_text(json.dumps(run_json(run, samples=True), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        except KeyError as exc:
+            self._set_status(str(exc.args[0]))
+            return None
+        except (OSError, ValueError) as exc:
+            self._set_status(f"Cannot write {path}: {getattr(exc, 'strerror', None) or exc}")
+            return None
+        self._set_status(f"Exported {path}")
+        return path
+
+    def export_pdf(self, run_id: int | None, path: Path | None = None,
+                   on_done: Callable[[int], None] | None = None) -> None:
+        """Read the run here (the store belongs to this thread), build and render the report on a worker."""
+        target = self._export_target(run_id, "Export probe PDF", "pdf", path)
+        if target is None:
+            return
+        run_id, path = target
+        from core.probes.report import build_probe_report
+        from gui.pdf import render_report
+
+        try:
+            run = self.store.load_run(run_id)
+        except KeyError as exc:
+            self._set_status(str(exc.args[0]))
+            return
+        self._set_status(f"Writing {path}…")
+
+        def done(pages: int) -> None:
+            self._set_status(f"Exported {path} ({pages} pages)")
+            if on_done is not None:
+                on_done(pages)
+
+        self.executor.submit(lambda: render_report(build_probe_report(run), path), done,
+                             lambda exc: self._set_status(f"PDF export failed: {exc}"))

@@ -1,0 +1,172 @@
+"""What the probe pane shows of a run, worked out without widgets: where a runner point is drawn, which log
+lines an outcome or a throttling GPU is worth, the titles above the charts, and how far the run has got.
+
+The pane matches each runner event on its type and asks this module what it means on screen; it only puts the
+answers into its widgets. Nothing here touches Qt, so the routing and the progress and ETA arithmetic are
+tested on their own. Times are passed in (``now``, from ``time.monotonic``) for the same reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from core.probes.checks.base import HostFacts
+from core.probes.evidence import ProbeOutcome
+from core.probes.samples import GpuMetric
+from core.probes.store import RunSummary
+
+PROGRESS_STEPS = 1000
+# Clock-event reasons worth a log line, with their level (PROBES §4 D: HW slowdown is a FAIL, SW thermal a WARN).
+THROTTLE_LEVELS = {
+    "hw_slowdown": "error", "hw_thermal_slowdown": "error", "hw_power_brake_slowdown": "error",
+    "sw_thermal_slowdown": "warning", "sync_boost": "info", "sw_power_cap": "info",
+}
+# A line of the event log: (level, text), as EventLog.add takes them.
+LogLine = tuple[str, str]
+
+
+# The runner's chart series (core.probes.events.SeriesName) → (chart, legend name; None: the point's label).
+SERIES_ROUTES: dict[str, tuple[str, str | None]] = {
+    "busbw": ("busbw", "busbw"), "algbw": ("busbw", "algbw"),
+    "fio_read": ("throughput", None), "fio_write": ("throughput", None), "fio_iops": ("iops", None),
+    "compute_tflops": ("compute", "matmul"), "tflops": ("compute", "burn"),
+    "cpu_util": ("cpu", "CPU busy %"), "cpu_temp": ("cpu", "CPU °C"),
+}
+
+
+def fmt_time(unix: float | None) -> str:
+    return dt.datetime.fromtimestamp(unix).strftime("%Y-%m-%d %H:%M") if unix else "—"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None or seconds < 0:
+        return "—"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def route_point(series: str, x: float, label: str, t: float) -> tuple[str, str, float]:
+    """(chart, legend entry, x) for a runner point. Matmul results (x = device index) are drawn at the time
+    they were measured so they share the TFLOP/s-over-time chart with the burn; per-device series carry the
+    device in their name."""
+    chart, name = SERIES_ROUTES.get(series, ("cpu", series))
+    if name is None:
+        name = label or series
+    elif label and chart == "compute":
+        name = f"{name} {label}"
+    return chart, name, (t if series == "compute_tflops" else x)
+
+
+def live_title(run_id: int | None, host: str, facts: HostFacts | None) -> str:
+    """The line above the charts while a run streams: its id, the host and the GPUs the host reported."""
+    text = f"Live: run {run_id} on {host}"
+    if facts is not None:
+        gpus = len(facts.gpu_lines)
+        text += f", {gpus} NVIDIA GPU{'s' * (gpus != 1)}" if gpus else ", no NVIDIA GPU found"
+    return text
+
+
+def stored_title(run_id: int, summary: RunSummary) -> str:
+    """The line above the charts for a reopened run."""
+    return (f"Run {run_id} on {summary.host}, {fmt_time(summary.started)} "
+            f"({summary.suite}, {summary.status})")
+
+
+def outcome_lines(outcome: ProbeOutcome) -> list[LogLine]:
+    """The log lines of a finished probe: how it ended and after how long, then each of its warnings."""
+    status = outcome.status.value
+    level = {"ok": "info", "skipped": "info", "cancelled": "warning", "interrupted": "error",
+             "failed": "error"}.get(status, "info")
+    detail = f": {outcome.error}" if outcome.error else ""
+    took = fmt_duration(outcome.ended - outcome.started)
+    if status == "interrupted":
+        lines = [("error", f"connection lost during {outcome.name}{detail}")]
+    else:
+        lines = [(level, f"probe {outcome.name} {status} after {took}{detail}")]
+    lines.extend(("warning", f"{outcome.name}: {warning}") for warning in outcome.warnings)
+    return lines
+
+
+class ThrottleWatch:
+    """The clock-event reasons each GPU reports: a log line when one appears and when it clears."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, set[str]] = {}
+
+    def lines(self, metrics: Iterable[GpuMetric]) -> list[LogLine]:
+        out: list[LogLine] = []
+        for sample in metrics:
+            active = {r for r in sample.clocks_event_reasons if r in THROTTLE_LEVELS}
+            seen = self.seen.setdefault(sample.gpu, set())
+            for reason in sorted(active - seen):
+                out.append((THROTTLE_LEVELS[reason], f"GPU {sample.gpu}: clocks held back ({reason}) at "
+                                                     f"{sample.t:.1f} s"))
+            for reason in sorted(seen - active):
+                out.append(("info", f"GPU {sample.gpu}: {reason} cleared at {sample.t:.1f} s"))
+            self.seen[sample.gpu] = active
+        return out
+
+    def clear(self) -> None:
+        self.seen.clear()
+
+
+@dataclass(frozen=True)
+class RunningProbe:
+    """The probe the runner last started: ``index`` is the runner's 1-based one, ``eta`` its estimate (s)."""
+
+    name: str
+    index: int
+    total: int
+    eta: float | None
+    started: float
+
+    @property
+    def position(self) -> int:
+        """The runner's 1-based index, kept within 1..total."""
+        return min(max(self.index, 1), self.total)
+
+
+class RunProgress:
+    """How far a run has got: finished probes plus the running one's share of its ETA, in PROGRESS_STEPS."""
+
+    def __init__(self) -> None:
+        self.probe: RunningProbe | None = None
+        self.finished = 0
+
+    def reset(self) -> None:
+        self.probe = None
+        self.finished = 0
+
+    def start(self, name: str, index: int, total: int, eta_s: float | None, now: float) -> LogLine:
+        """A probe started; returns its log line."""
+        self.probe = RunningProbe(name, index, max(total, 1), eta_s or None, now)
+        return "info", f"probe {name} started ({self.probe.position} of {self.probe.total})"
+
+    def finish(self) -> None:
+        self.finished += 1
+
+    def at(self, now: float) -> tuple[int, str | None] | None:
+        """(progress bar value, ETA line) at ``now``; the line is None once the running probe has finished,
+        and the whole answer None before the first probe starts."""
+        if self.probe is None:
+            return None
+        name, total, eta = self.probe.name, self.probe.total, self.probe.eta
+        elapsed = now - self.probe.started
+        position = self.probe.position
+        within = min(elapsed / eta, 0.99) if eta else 0.0
+        done = max(self.finished, position - 1)
+        if self.finished >= position:
+            within = 0.0
+        value = int(PROGRESS_STEPS * min((done + within) / total, 1.0))
+        if self.finished >= position:
+            return value, None
+        text = f"{name} ({position}/{total})"
+        if eta:
+            left = max(eta - elapsed, 0.0)
+            text += f" · {fmt_duration(elapsed)} of about {fmt_duration(eta)}, ~{fmt_duration(left)} left"
+        else:
+            text += f" · {fmt_duration(elapsed)}"
+        return value, text
