@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.cli import main as cli
-
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line is imported only when there are arguments: the window should not pay for it."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args:
+        from core.cli import main as cli
         from core.cli import report as report_cli
 
         report_cli.set_renderer(_render_pdf)
@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as exc:  # no Qt libraries on this machine
         print(f"tuneplan: the window needs PySide6 and its libraries ({exc}); try `tuneplan plan --help`",
               file=sys.stderr)
-        return cli.EXIT_ERROR
+        return 1  # core.cli.main.EXIT_ERROR
     return run()
 
 
