@@ -7,11 +7,12 @@ never import one another.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QLabel
+from PySide6.QtWidgets import QApplication, QHBoxLayout, QLabel, QPushButton
 
 from gui.colors import error_color, is_dark
 
@@ -63,3 +64,21 @@ def make_hint_label(name: str, text: str = "") -> QLabel:
     label = ToneLabel(name, "hint", text)
     label.setVisible(bool(text))
     return label
+
+
+def button_row(specs: Sequence[tuple[str, str, Callable[[], object]]]) -> tuple[QHBoxLayout, dict[str, QPushButton]]:
+    """A left-aligned row of push buttons from (key, text, action); the buttons by key.
+
+    Each button's accessible name is its text without the ellipsis, so screen readers and tests find "Export
+    JSON" whatever the dialog mark.
+    """
+    row = QHBoxLayout()
+    buttons: dict[str, QPushButton] = {}
+    for key, text, action in specs:
+        button = QPushButton(text)
+        button.setAccessibleName(text.rstrip("…"))
+        button.clicked.connect(lambda _checked=False, act=action: act())
+        row.addWidget(button)
+        buttons[key] = button
+    row.addStretch(1)
+    return row, buttons

@@ -9,7 +9,17 @@ from typing import Any
 
 import numpy as np
 
-from core.catalog import GPU, PRICING_MODES, Catalog, CatalogError, Price, load_catalog, network
+from core.catalog import (
+    GPU,
+    PRICING_MODES,
+    Catalog,
+    CatalogError,
+    EgressPrice,
+    Price,
+    StoragePrice,
+    load_catalog,
+    network,
+)
 from core.planner import compute, cost, memory, reliability, search, storage
 from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
 from core.planner.models import (
@@ -173,6 +183,12 @@ def _price_for(catalog: Catalog, gpu: GPU, request: PlanRequest, mode: str) -> P
         return None
 
 
+def _priced_line(item: str, usd: float | None, detail: str, row: Price | StoragePrice | EgressPrice | None) -> CostLine:
+    """A cost line that cites the catalog row it was priced from (none when no row had a price)."""
+    return CostLine(item=item, usd=usd, detail=detail, source=row.source if row else None,
+                    date=row.date if row else None)
+
+
 def _cost(
     request: PlanRequest,
     catalog: Catalog,
@@ -240,31 +256,18 @@ def _cost(
     storage_usd = sum(line.usd or 0.0 for line in storage_lines)
     chosen = getattr(compute_usd, pricing.mode.value)
     items = [
-        CostLine(
-            item=f"compute ({pricing.mode.value.replace('_', '-')})",
-            usd=chosen,
-            detail=f"{gpu_hours:,.0f} GPU-h × ${per_hour[pricing.mode.value] or 0:.2f}"
+        _priced_line(
+            f"compute ({pricing.mode.value.replace('_', '-')})",
+            chosen,
+            f"{gpu_hours:,.0f} GPU-h × ${per_hour[pricing.mode.value] or 0:.2f}"
             + (
                 f" (spot: {spot.gpu_hours:,.0f} GPU-h incl. expected lost work)" if pricing.mode.value == "spot" else ""
             ),
-            source=ref.source if ref else None,
-            date=ref.date if ref else None,
+            ref,
         ),
         *storage_lines,
-        CostLine(
-            item="idle disks",
-            usd=idle,
-            detail=f"{a.idle_hours:g} h stopped with {disk_bytes / 1e9:,.0f} GB",
-            source=block.source if block else None,
-            date=block.date if block else None,
-        ),
-        CostLine(
-            item="egress",
-            usd=egress,
-            detail=f"{a.egress_gb:g} GB out",
-            source=egress_row.source if egress_row else None,
-            date=egress_row.date if egress_row else None,
-        ),
+        _priced_line("idle disks", idle, f"{a.idle_hours:g} h stopped with {disk_bytes / 1e9:,.0f} GB", block),
+        _priced_line("egress", egress, f"{a.egress_gb:g} GB out", egress_row),
     ]
     total = None if chosen is None else chosen + storage_usd + idle + egress
     if chosen is None:

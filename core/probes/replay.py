@@ -14,15 +14,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from core.probes.events import (
-    LogEvent,
-    MetricsBatch,
-    ProbeFinished,
-    ProbeStarted,
-    RunFinished,
-    RunStarted,
-    SeriesPoint,
-)
+from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import (
     HostInventory,
     ProbeEvidence,

@@ -30,7 +30,7 @@ from core.planner.models import PlanRequest
 from core.planner.store import PlanRecord, PlanStore, request_to_dict
 from core.units import fmt_hours, fmt_usd
 from core.validation import validation_message
-from gui.forms import make_error_label
+from gui.forms import button_row, make_error_label
 from gui.library.compare import CompareDialog
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 from gui.workers import Executor
@@ -75,20 +75,11 @@ class LibraryWidget(QWidget):
         layout.addWidget(self.notice)
         self.error = make_error_label("Library")
         layout.addWidget(self.error)
-        buttons = QHBoxLayout()
-        self.buttons: dict[str, QPushButton] = {}
-        for key, text, slot in (("open", "Open", self.open_selected), ("rename", "Rename…", self.rename_selected),
-                                ("duplicate", "Duplicate", self.duplicate_selected),
-                                ("delete", "Delete", self.delete_selected),
-                                ("compare", "Compare two", self.compare_selected),
-                                ("import", "Import JSON…", self.import_json),
-                                ("export", "Export JSON…", self.export_selected)):
-            button = QPushButton(text)
-            button.setAccessibleName(text.rstrip("…"))
-            button.clicked.connect(lambda _checked=False, s=slot: s())
-            buttons.addWidget(button)
-            self.buttons[key] = button
-        buttons.addStretch(1)
+        buttons, self.buttons = button_row([
+            ("open", "Open", self.open_selected), ("rename", "Rename…", self.rename_selected),
+            ("duplicate", "Duplicate", self.duplicate_selected), ("delete", "Delete", self.delete_selected),
+            ("compare", "Compare two", self.compare_selected), ("import", "Import JSON…", self.import_json),
+            ("export", "Export JSON…", self.export_selected)])
         layout.addLayout(buttons)
         self.model = RowsModel(["name", "model", "method", "GPU", "cost", "time", "updated"], self)
         self.table = make_table(self.model, "Saved plans")

@@ -11,14 +11,13 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
     QDialogButtonBox,
-    QHBoxLayout,
     QLabel,
-    QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
 from core.probes.store import ProbeStore, RunSummary
+from gui.forms import button_row
 from gui.probe.run_feed import fmt_duration, fmt_time
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 
@@ -91,19 +90,11 @@ class HistoryView(QWidget):
         self.title = QLabel("Past runs")
         self.title.setAccessibleName("History title")
         layout.addWidget(self.title)
-        row = QHBoxLayout()
-        self.buttons: dict[str, QPushButton] = {}
-        for key, text, slot in (("reopen", "Reopen", self._reopen),
-                                ("compare", "Compare two", self._compare_two),
-                                ("other", "Compare with another host…", self._compare_other),
-                                ("pdf", "Export PDF…", lambda: self._export(self.export_pdf)),
-                                ("json", "Export JSON…", lambda: self._export(self.export_json))):
-            button = QPushButton(text)
-            button.setAccessibleName(text.rstrip("…"))
-            button.clicked.connect(lambda _c=False, s=slot: s())
-            row.addWidget(button)
-            self.buttons[key] = button
-        row.addStretch(1)
+        row, self.buttons = button_row([
+            ("reopen", "Reopen", self._reopen), ("compare", "Compare two", self._compare_two),
+            ("other", "Compare with another host…", self._compare_other),
+            ("pdf", "Export PDF…", lambda: self._export(self.export_pdf)),
+            ("json", "Export JSON…", lambda: self._export(self.export_json))])
         layout.addLayout(row)
         self.model = RowsModel(HEADER, self)
         self.table = make_table(self.model, "Past runs of this host")

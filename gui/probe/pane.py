@@ -34,15 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.planner.models import PlanRequest
-from core.probes.events import (
-    LogEvent,
-    MetricsBatch,
-    ProbeFinished,
-    ProbeStarted,
-    RunFinished,
-    RunStarted,
-    SeriesPoint,
-)
+from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, StoredRun
 from core.probes.transport.base import Transport
