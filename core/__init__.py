@@ -1,1 +1,3 @@
-"""tuneplan core: the planner, the probes, storage and reports. Pure Python; never imports Qt."""
+"""tuneplan core: the planner and the probes over one catalog, with a command line on top. Pure Python; never
+imports Qt (docs/architecture.md is the map).
+"""

@@ -1,1 +1,3 @@
-"""Probes of a rented GPU node: typed samples and pure parsers of the tools' text output."""
+"""The probing domain: reach a host (transport/), run the probes (checks/, runner), keep what they measured
+(store), and judge it (scorecard/) for the report, the window and, through apply.py, the plan.
+"""

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Which tools and Python interpreters this host has: one fact per line, read by core/probes/probes/facts.py.
+# Which tools and Python interpreters this host has: one fact per line, read by core/probes/checks/facts.py.
 # Usage: facts.sh PYFACTS_SCRIPT [PYTHON ...]   (interpreters to try, most preferred first; ~ means $HOME)
 # Lines: "tool NAME PATH", "uid N", "gpu <nvidia-smi -L line>", "events 0|1", "python<TAB>PATH<TAB>JSON".
 pyfacts=$1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The box as it describes itself, in "### name" sections read by core/probes/probes/inventory.py.
+# The box as it describes itself, in "### name" sections read by core/probes/checks/inventory.py.
 # Needs no root; every part tolerates a missing tool.
 section() { printf '\n### %s\n' "$1"; }
 section hostname; hostname 2>/dev/null || cat /proc/sys/kernel/hostname 2>/dev/null

@@ -20,15 +20,7 @@ import pytest
 from core.probes.checks import compute
 from core.probes.checks.base import HostFacts, ProbeCallbacks, ProbeContext, PythonInfo
 from core.probes.checks.compute import LINK_QUERY
-from core.probes.events import (
-    LogEvent,
-    MetricsBatch,
-    ProbeFinished,
-    ProbeStarted,
-    RunFinished,
-    RunStarted,
-    SeriesPoint,
-)
+from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeStatus
 from core.probes.options import RunOptions
 from core.probes.runner import run_suite
