@@ -1,4 +1,4 @@
-"""GUI test setup: offscreen Qt, isolated user folders, an inline executor, and leak checks."""
+"""GUI test setup: offscreen Qt, isolated user folders, an inline executor, and leak checks (qt_leaks.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings, QThreadPool
+from PySide6.QtCore import QCoreApplication, QEvent, QSettings
+from qt_leaks import LeakWatch
 from wizard_driver import settle
 
 from core.planner.store import PlanStore
@@ -34,9 +35,19 @@ def user_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def no_leaked_threads() -> Iterator[None]:
-    yield
-    assert QThreadPool.globalInstance().waitForDone(2000), "a global-pool thread outlived the test"
+def no_leaked_workers_or_timers(monkeypatch: pytest.MonkeyPatch) -> Iterator[LeakWatch]:
+    """Fail the test (at teardown) when it leaves a ThreadExecutor worker running or a QTimer ticking.
+
+    pytest-qt has closed the test's widgets by then, so a window that stops its work on close passes.
+    """
+    watch = LeakWatch(monkeypatch)
+    yield watch
+    # pytest-qt has closed the test's widgets and asked Qt to delete them, which outside an event loop would only
+    # happen in the next test's first wait, after their timers had their chance to fire there. Delete them now:
+    # what is gone cannot leak.
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    leaks = watch.leaks()
+    assert not leaks, "the test left these running:\n" + "\n".join(leaks)
 
 
 @pytest.fixture
