@@ -9,6 +9,7 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings
@@ -17,6 +18,11 @@ from wizard_driver import settle
 
 from core.planner.store import PlanStore
 from gui.workers import InlineExecutor
+
+if TYPE_CHECKING:
+    from pytestqt.qtbot import QtBot
+
+    from gui.main_window import MainWindow
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -68,7 +74,7 @@ def settings(tmp_path: Path) -> QSettings:
 
 
 @pytest.fixture
-def window(qtbot, executor, store, settings):  # type: ignore[no-untyped-def]
+def window(qtbot: QtBot, executor: InlineExecutor, store: PlanStore, settings: QSettings) -> MainWindow:
     from gui.main_window import MainWindow
 
     w = MainWindow(executor, store, settings, debounce_ms=0)

@@ -371,7 +371,7 @@ def test_store_path_default_is_not_touched(qtbot, probe_store, tmp_path, monkeyp
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     pane = ProbePane.create_default(InlineExecutor())
     qtbot.addWidget(pane)
-    assert Path(pane.store.path) == tmp_path / "xdg" / "tuneplan" / "probes.db"
+    assert pane.store.path == tmp_path / "xdg" / "tuneplan" / "probes.db"
     pane.store.close()
 
 

@@ -15,9 +15,11 @@ import pytest
 
 LEAKY_TESTS = '''
 import threading
+from collections.abc import Iterator
 
 import pytest
 from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
 
 from gui.workers import ThreadExecutor
 
@@ -26,7 +28,7 @@ LEFT_RUNNING: list[ThreadExecutor | QTimer] = []
 
 
 @pytest.fixture(scope="module", autouse=True)
-def clean_up_after_the_checks():
+def clean_up_after_the_checks() -> Iterator[None]:
     """Module scope: torn down after every test's own teardown, where the leak check runs."""
     yield
     RELEASE.set()
@@ -37,12 +39,12 @@ def clean_up_after_the_checks():
             thing.stop()
 
 
-def test_leaves_a_worker_running():
+def test_leaves_a_worker_running() -> None:
     executor = ThreadExecutor()
     LEFT_RUNNING.append(executor)
     started = threading.Event()
 
-    def work():
+    def work() -> None:
         started.set()
         RELEASE.wait(30)
 
@@ -50,16 +52,15 @@ def test_leaves_a_worker_running():
     assert started.wait(5)
 
 
-def test_leaves_a_timer_running(qapp):
+def test_leaves_a_timer_running(qapp: QApplication) -> None:
     timer = QTimer()
     LEFT_RUNNING.append(timer)
     timer.start(60_000)
 
 
-def test_tidies_up(qapp):
+def test_tidies_up(qapp: QApplication) -> None:
     executor = ThreadExecutor()
-    done = threading.Event()
-    executor.submit(lambda: None, lambda _result: done.set())
+    executor.submit(lambda: None, lambda _result: None)
     timer = QTimer()
     timer.start(60_000)
     timer.stop()
