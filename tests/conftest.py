@@ -1,9 +1,11 @@
 """Options for the whole suite: ``--regen-golden`` rewrites tests/golden/expected/ instead of comparing with it
-(on purpose only; review the diff like code)."""
+(on purpose only; review the diff like code). The ``pytester`` fixture is on, for tests of the test checks."""
 
 from __future__ import annotations
 
 import pytest
+
+pytest_plugins = ["pytester"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -54,7 +54,7 @@ def test_migrates_from_v1_and_backfills_hours(tmp_path):
     assert store.schema_version == 2
     [old] = store.list()
     assert (old.name, old.cost_usd, old.hours, old.created) == ("old", 12.5, 3.5, "2025-01-01")
-    assert "plans_updated" in {i.name for i in store.db["plans"].indexes}
+    assert "plans_updated" in {i.name for i in store.db.table("plans").indexes}
 
 
 def test_a_newer_library_is_refused_not_touched(tmp_path):

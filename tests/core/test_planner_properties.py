@@ -111,11 +111,13 @@ def test_cost_is_hours_times_price_for_every_mode(
         )
     )
     price, usd = result.cost.usd_per_gpu_hour, result.cost.compute_usd
+    assert price.on_demand is not None  # AWS lists an on-demand price for the H100
     assert usd.on_demand == pytest.approx(result.time.gpu_hours * price.on_demand * (1 - discount), rel=1e-9)
     if price.reserved is not None:
         assert usd.reserved == pytest.approx(result.time.gpu_hours * price.reserved * (1 - discount), rel=1e-9)
     if price.spot is not None:
         # Spot bills its expected wall time: the failure-free hours plus lost work and restarts.
+        assert usd.spot is not None
         spot_hours = usd.spot / (price.spot * (1 - discount))
         assert spot_hours >= result.compute.steps * result.compute.step_time_s / 3600 * gpus * (1 - 1e-9)
 
@@ -141,12 +143,12 @@ def test_search_results_are_feasible_and_pareto_optimal(preset: str, method: str
     assert cands, "the search found nothing for a model that fits on an 8×80 GB node"
     for c in cands:
         assert c.fits and c.memory_per_gpu <= CATALOG.gpu(c.gpu).memory_bytes
-    priced = [c for c in cands if c.cost_usd is not None]
-    for c in (c for c in priced if c.pareto):
+    priced = [(c, c.cost_usd) for c in cands if c.cost_usd is not None]
+    for c, usd in ((c, usd) for c, usd in priced if c.pareto):
         dominated = [
             o
-            for o in priced
-            if o.hours <= c.hours and o.cost_usd <= c.cost_usd and (o.hours < c.hours or o.cost_usd < c.cost_usd)
+            for o, o_usd in priced
+            if o.hours <= c.hours and o_usd <= usd and (o.hours < c.hours or o_usd < usd)
         ]
         assert not dominated, f"{c} is marked Pareto but {dominated[0]} dominates it"
     # The recommended configuration, planned on its own, fits the GPU it names.

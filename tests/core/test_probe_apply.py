@@ -38,6 +38,7 @@ def test_single_node_busbw_sets_intra_node_busbw_and_slows_communication():
     before = request(gpu="A100-40GB-SXM", gpus_per_node=8)
     after, notes = apply_to_plan(before, ProbeEvidence(collectives=coll))
     # in-place busbw at 10 GiB: '80948 132.65 232.13 0' (the out-of-place column says 232.20)
+    assert after.hardware is not None
     assert after.hardware.intra_node_busbw_gbs == pytest.approx(232.13)
     assert after.hardware.inter_node_gbps is None
     assert len(notes) == 1 and "232.1 GB/s" in notes[0] and "8 GPUs" in notes[0] and "10 GiB" in notes[0]
@@ -79,6 +80,7 @@ def test_probed_gpu_replaces_a_different_planned_gpu(h100_inventory):
     compute = ComputeResult(device="cuda", dtype="bf16", matrix_size=8192, tflops_per_device=[794.5] * 8)
     after, notes = apply_to_plan(request(gpu="A100-80GB-SXM", gpus_per_node=8),
                                  ProbeEvidence(inventory=h100_inventory, compute=compute))
+    assert after.hardware is not None
     assert after.hardware.gpu == "H100-SXM"
     assert notes[0] == "GPU A100-80GB-SXM → H100-SXM: the measurements describe the probed box."
     assert after.assumptions.mfu == pytest.approx(0.40)  # a healthy GPU keeps the default
@@ -90,6 +92,7 @@ def test_multi_node_busbw_sets_the_inter_node_network_and_slows_the_plan():
     after, notes = apply_to_plan(before, ProbeEvidence(collectives=coll, collective_interconnect="roce"))
     # 2 hosts (MOC-R4PCC04U35/U37), in-place busbw 15.00 GB/s at 25 GiB; the planner's inter-node busbw is
     # rate / 8 × 0.8, so the rate that reproduces 15.00 GB/s is 15.00 × 8 / 0.8 = 150 Gb/s per node.
+    assert after.hardware is not None
     assert after.hardware.inter_node_gbps == pytest.approx(150.0)
     assert "400 (default) → 150 Gb/s per node" in notes[0] and "2 nodes" in notes[0]
     assert plan(after).compute.comm_time_s > plan(before).compute.comm_time_s
@@ -100,6 +103,7 @@ def test_nothing_to_apply_says_why():
     coll = parse_nccl_tests(text("nccl_allreduce_SYNTHETIC_failure_tails.txt")).value
     before = request(gpu="H100-SXM", gpus_per_node=8)
     after, notes = apply_to_plan(before, ProbeEvidence(collectives=coll))
+    assert after.hardware is not None
     assert after.hardware.intra_node_busbw_gbs is None
     assert notes == ["Network bandwidth unchanged: the all-reduce run reported errors."]
     cpu = ComputeResult(device="cpu", dtype="fp32", matrix_size=2048, tflops_per_device=[0.3])
@@ -118,6 +122,7 @@ def test_multi_node_busbw_reproduces_the_measured_figure_with_eight_gpus_per_nod
     coll = parse_nccl_tests(text("nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log")).value
     after, _ = apply_to_plan(request(gpu="H100-SXM", gpus_per_node=8, nodes=2),
                              ProbeEvidence(collectives=coll, collective_interconnect="roce"))
+    assert after.hardware is not None
     hw = gpu_hardware(load_catalog().gpu("H100-SXM"), after.hardware, after.training.precision)
     busbw = float(comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, hw.nodes))
     # fixture: in-place busbw 15.00 GB/s at the largest size (25 GiB)

@@ -106,6 +106,12 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return {"events": events, "store": store, "root": root}
 
 
+def replay_events(replay: dict[str, object]) -> list[object]:
+    events = replay["events"]
+    assert isinstance(events, list)
+    return events
+
+
 def finished(replay: dict[str, object]) -> RunFinished:
     events = replay["events"]
     assert isinstance(events, list)
@@ -166,7 +172,7 @@ def test_health_reads_counters_and_xid_from_the_kernel_log(replay: dict[str, obj
     assert gpu0.remap_histogram.get("max") == 2560  # line 155
     assert evidence.kernel_log is not None
     assert evidence.kernel_log.xid_codes == [119]  # dmesg fixture: five "Xid ... 119" lines
-    logs = [e for e in replay["events"] if isinstance(e, LogEvent)]  # type: ignore[attr-defined]
+    logs = [e for e in replay_events(replay) if isinstance(e, LogEvent)]
     xid_logs = [e for e in logs if e.message.startswith("Xid 119")]
     assert xid_logs and all(e.level == "error" for e in xid_logs)
 
@@ -180,7 +186,7 @@ def test_collectives_from_all_reduce_perf(replay: dict[str, object]) -> None:
     assert collective.peak_busbw == pytest.approx(232.20)
     assert collective.avg_busbw == pytest.approx(232.167)
     assert evidence.collective_interconnect == "nvlink"  # topo fixture is all NV18
-    points = [e for e in replay["events"] if isinstance(e, SeriesPoint) and e.series == "busbw"]  # type: ignore[attr-defined]
+    points = [e for e in replay_events(replay) if isinstance(e, SeriesPoint) and e.series == "busbw"]
     assert [(p.x, p.y) for p in points] == [(10737418240.0, 232.13)]
 
 
@@ -198,7 +204,7 @@ def test_storage_from_fio_json_and_a_real_small_file_test(replay: dict[str, obje
 
 
 def test_gpu_samples_stream_into_events_and_the_store(replay: dict[str, object]) -> None:
-    batches = [e for e in replay["events"] if isinstance(e, MetricsBatch)]  # type: ignore[attr-defined]
+    batches = [e for e in replay_events(replay) if isinstance(e, MetricsBatch)]
     assert batches
     sample = batches[0].metrics[0]
     # query-gpu CSV fixture row: 100 %, 19818 MiB of 81559 MiB, 59 C, 631.95 W, SM 1980 MHz, mem 2619 MHz.
@@ -222,7 +228,7 @@ def test_gpu_samples_stream_into_events_and_the_store(replay: dict[str, object])
 
 
 def test_work_directory_is_gone(replay: dict[str, object]) -> None:
-    started = replay["events"][0]  # type: ignore[index]
+    started = replay_events(replay)[0]
     assert isinstance(started, RunStarted) and started.workdir
     assert not Path(started.workdir).exists()
 

@@ -31,7 +31,7 @@ from core.probes.transport.base import CommandResult
 
 
 def metric(t: float, gpu: int, **values: object) -> GpuMetric:
-    return GpuMetric(t=t, gpu=gpu, **values)  # type: ignore[arg-type]
+    return GpuMetric(t=t, gpu=gpu, **values)
 
 
 def test_samples_round_trip_as_columns_with_nan_for_missing(tmp_path: Path) -> None:

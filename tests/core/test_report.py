@@ -48,7 +48,9 @@ def test_price_age_and_stale_risk(analysis):
     old = with_cost(analysis.result, price_date="2024-01-01", provider="AWS")
     risks = next(s for s in build_report(analysis.model_copy(update={"result": old}), dt.date(2025, 6, 1)).sections
                  if s.title == "Risks")
-    assert any("older than a year" in item for item in risks.blocks[0].items)
+    bullets = risks.blocks[0]
+    assert bullets.kind == "bullets"
+    assert any("older than a year" in item for item in bullets.items)
     undated = with_cost(analysis.result, price_date=None)
     assert price_age_days(undated, dt.date(2026, 1, 1)) is None
 
@@ -129,8 +131,9 @@ def test_report_sections_in_reading_order(analysis):
     assert labels[:4] == ["Hardware", "Wall time", "GPU-hours", "Cost range"]
     kinds = {b.kind for s in report.sections for b in s.blocks}
     assert {"bar", "scatter", "line", "table", "bullets"} <= kinds
-    formulas = next(s for s in report.sections if s.title == "Appendix: formulas").blocks[0].items
-    assert any("Young/Daly" in f for f in formulas) and any("6 × parameters" in f for f in formulas)
+    formulas = next(s for s in report.sections if s.title == "Appendix: formulas").blocks[0]
+    assert formulas.kind == "bullets"
+    assert any("Young/Daly" in f for f in formulas.items) and any("6 × parameters" in f for f in formulas.items)
 
 
 def test_report_content_is_json_round_trippable(analysis):

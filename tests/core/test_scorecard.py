@@ -63,7 +63,7 @@ A100_NCCL = "nccl_allreduce_1x8xA100_SXM4_40GB_single_node_10GiB.txt"
 
 
 @pytest.fixture(scope="module")
-def h100():
+def h100() -> ProbeEvidence:
     q = smi_q(H100_Q)
     return ProbeEvidence(inventory=HostInventory(hostname="xe9680", nvidia=q), health=q)
 

@@ -18,6 +18,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +69,12 @@ def plan_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
         return run_cli(["plan", str(path), *flags]).replace(str(path), "REQUEST.json")
 
     for name in REQUESTS:
-        yield f"plan_json/{name}.txt", lambda n=name: plan_cli(n, "--json")
+        yield f"plan_json/{name}.txt", partial(plan_cli, name, "--json")
         if name in TEXT_CASES:
-            yield f"plan_text/{name}.txt", lambda n=name: plan_cli(n)
+            yield f"plan_text/{name}.txt", partial(plan_cli, name)
     for table in ("gpus", "models", "prices"):
-        yield f"catalog/{table}.txt", lambda t=table: run_cli(["catalog", t])
-        yield f"catalog/{table}_json.txt", lambda t=table: run_cli(["catalog", t, "--json"])
+        yield f"catalog/{table}.txt", partial(run_cli, ["catalog", table])
+        yield f"catalog/{table}_json.txt", partial(run_cli, ["catalog", table, "--json"])
 
 
 def report_document(name: str) -> str:
@@ -90,7 +91,7 @@ def report_document(name: str) -> str:
 
 def report_outputs() -> Iterator[tuple[str, Callable[[], str]]]:
     for name in REPORT_CASES:
-        yield f"report/{name}.json", lambda n=name: report_document(n)
+        yield f"report/{name}.json", partial(report_document, name)
 
 
 _VOLATILE: set[str] = set()

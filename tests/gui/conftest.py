@@ -1,4 +1,4 @@
-"""GUI test setup: offscreen Qt, isolated user folders, an inline executor, and leak checks."""
+"""GUI test setup: offscreen Qt, isolated user folders, an inline executor, and leak checks (qt_leaks.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,20 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from PySide6.QtCore import QSettings, QThreadPool
+from PySide6.QtCore import QCoreApplication, QEvent, QSettings
+from qt_leaks import LeakWatch
 from wizard_driver import settle
 
 from core.planner.store import PlanStore
 from gui.workers import InlineExecutor
+
+if TYPE_CHECKING:
+    from pytestqt.qtbot import QtBot
+
+    from gui.main_window import MainWindow
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -34,9 +41,19 @@ def user_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def no_leaked_threads() -> Iterator[None]:
-    yield
-    assert QThreadPool.globalInstance().waitForDone(2000), "a global-pool thread outlived the test"
+def no_leaked_workers_or_timers(monkeypatch: pytest.MonkeyPatch) -> Iterator[LeakWatch]:
+    """Fail the test (at teardown) when it leaves a ThreadExecutor worker running or a QTimer ticking.
+
+    pytest-qt has closed the test's widgets by then, so a window that stops its work on close passes.
+    """
+    watch = LeakWatch(monkeypatch)
+    yield watch
+    # pytest-qt has closed the test's widgets and asked Qt to delete them, which outside an event loop would only
+    # happen in the next test's first wait, after their timers had their chance to fire there. Delete them now:
+    # what is gone cannot leak.
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    leaks = watch.leaks()
+    assert not leaks, "the test left these running:\n" + "\n".join(leaks)
 
 
 @pytest.fixture
@@ -57,7 +74,7 @@ def settings(tmp_path: Path) -> QSettings:
 
 
 @pytest.fixture
-def window(qtbot, executor, store, settings):  # type: ignore[no-untyped-def]
+def window(qtbot: QtBot, executor: InlineExecutor, store: PlanStore, settings: QSettings) -> MainWindow:
     from gui.main_window import MainWindow
 
     w = MainWindow(executor, store, settings, debounce_ms=0)

@@ -38,7 +38,7 @@ def test_pdf_cases_are_all_on_disk() -> None:
 
 
 @pytest.mark.parametrize("name", PDF_CASES)
-def test_plan_pdf_text_matches_golden(name: str, qapp, tmp_path: Path, regen: bool) -> None:  # type: ignore[no-untyped-def]
+def test_plan_pdf_text_matches_golden(name: str, qapp, tmp_path: Path, regen: bool) -> None:
     actual = pdf_text(name, tmp_path)
     golden = EXPECTED / "pdf_text" / f"{name}.txt"
     if regen:

@@ -75,8 +75,8 @@ def test_every_section_is_there_and_long_sources_are_not_clipped(rendered):
 def test_charts_are_vector_paths(rendered):
     pdf, _ = rendered
     reader = PdfReader(str(pdf))
-    streams = b"".join(page.get_contents().get_data() for page in reader.pages
-                       if page.get_contents() is not None)
+    contents = (page.get_contents() for page in reader.pages)
+    streams = b"".join(stream.get_data() for stream in contents if stream is not None)
     operators = re.findall(rb"(?<=\s)(re|f\*?|B\*?|l|m|c)(?=\s)", streams)
     fills = sum(1 for op in operators if op in (b"f", b"f*", b"B", b"B*"))
     lines = operators.count(b"l")

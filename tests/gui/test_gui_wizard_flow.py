@@ -337,6 +337,9 @@ class HeldExecutor:
         self.jobs.append((fn, on_done))
         return Job()
 
+    def stream(self, gen_fn, on_item, on_done=None, on_error=None):
+        raise AssertionError("planning submits; nothing in these tests streams")
+
     def stop_all(self, timeout_ms: int = 2000) -> bool:
         return True
 
@@ -390,6 +393,7 @@ def test_a_plan_that_lands_while_the_wizard_is_hidden_enables_next(qtbot, store,
     ex.finish()
     window.show_place("Plan")
     qtbot.waitUntil(next_button.isEnabled, timeout=2000)
+    assert state.analysis is not None
     assert fmt_bytes(state.analysis.result.memory.per_gpu.total) in wizard.memory_page.headline.text()
 
 

@@ -82,5 +82,5 @@ def test_state_drops_a_result_for_an_older_edit(qtbot):
     state.recompute_now()  # in flight for 1e8
     state.set("data.tokens", "3e8")
     qtbot.waitUntil(lambda: state.analysis is not None and not state.busy and not state.pending, timeout=10000)
-    assert state.analysis.result.request.data.tokens == 3e8
+    assert state.analysis is not None and state.analysis.result.request.data.tokens == 3e8
     assert ex.stop_all(3000)

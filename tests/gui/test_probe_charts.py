@@ -95,7 +95,8 @@ def test_charts_receive_real_burn_samples_but_paint_only_on_the_timer(qtbot):
     assert all(math.isnan(v) for v in mem[1:])
     assert charts.latest("sm_clock_mhz", 0) == 1980.0
     assert not charts.redraw()  # nothing new: no repaint
-    assert charts.now.item(0, 3).text() == "636"
+    cell = charts.now.item(0, 3)
+    assert cell is not None and cell.text() == "636"
 
 
 def test_redraw_timer_is_at_most_20_hz_and_curves_downsample_and_clip(qtbot):

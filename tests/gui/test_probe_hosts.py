@@ -48,6 +48,7 @@ def test_malformed_target_is_one_sentence(ssh_config):
 def test_profile_form_errors():
     assert profile_error("", "host", False, set()) == "name is empty; give the host a label, e.g. 'lambda-8xh100'"
     assert profile_error("a", "host", False, {"a"}) == "name 'a' is already used by another saved host"
-    assert profile_error("a", "us er@host", False, set()).startswith("target: user name 'us er'")
+    error = profile_error("a", "us er@host", False, set())
+    assert error is not None and error.startswith("target: user name 'us er'")
     assert profile_error("a", "ubuntu@10.0.0.5:22", False, set()) is None
     assert profile_error("This machine", "", True, set()) is None

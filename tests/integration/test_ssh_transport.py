@@ -284,9 +284,12 @@ def test_authentication_failure_message(make_ssh_transport, sshd: SshdServer, ss
     assert str(caught.value) == (f"authentication failed for user {sshd.user}: "
                                  "no key accepted and no password given")
     # The server allows public keys only, so a password callback is not even asked.
+    def password(prompt: str) -> str:
+        asked.append(prompt)
+        return "pw"
+
     with pytest.raises(AuthenticationFailed, match="allows only publickey"):
-        make_ssh_transport(target=target, known_hosts_file=ssh_trusted_known_hosts,
-                           password_cb=lambda prompt: asked.append(prompt) or "pw").connect()
+        make_ssh_transport(target=target, known_hosts_file=ssh_trusted_known_hosts, password_cb=password).connect()
     assert asked == []
 
 
