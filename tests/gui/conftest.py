@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings
-from qt_leaks import LeakWatch
-from wizard_driver import settle
 
 from core.planner.store import PlanStore
 from gui.workers import InlineExecutor
+from tests.gui.qt_leaks import LeakWatch
+from tests.gui.wizard_driver import settle
 
 if TYPE_CHECKING:
     from pytestqt.qtbot import QtBot

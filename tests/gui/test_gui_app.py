@@ -57,9 +57,8 @@ def _image_colors(widget) -> Counter[int]:
 
 def test_switching_to_the_dark_palette_recolours_charts_hints_and_errors(qtbot, qapp, window):
     """The system switching to dark while the window is open: charts, hint and error text follow (WCAG 4.5:1)."""
-    from wizard_driver import next_page, settle, type_into
-
     from gui.colors import contrast_ratio, error_color
+    from tests.gui.wizard_driver import next_page, settle, type_into
 
     wizard, state = window.wizard, window.wizard.state
     for _ in range(3):
@@ -131,9 +130,8 @@ def test_a_chart_asked_to_draw_during_the_import_waits_for_it(qtbot, monkeypatch
 
 def test_probe_measurements_open_in_the_wizard(qtbot, window):
     """'Apply to plan' in the Probe place hands a PlanRequest with measured figures to the wizard."""
-    from wizard_driver import settle
-
     from core.planner.models import PlanRequest
+    from tests.gui.wizard_driver import settle
 
     request = PlanRequest.model_validate({
         "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8},

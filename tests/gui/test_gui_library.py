@@ -7,10 +7,10 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics
-from wizard_driver import click, settle
 
 from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from tests.gui.wizard_driver import click, settle
 
 
 def save_variant(qtbot, window, tokens: str, method: str) -> int:

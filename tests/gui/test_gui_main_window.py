@@ -16,10 +16,10 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QWidget,
 )
-from wizard_driver import settle
 
 from core.planner.store import PlanStore
 from gui.main_window import MainWindow
+from tests.gui.wizard_driver import settle
 
 
 def test_places_and_a_later_one(window):

@@ -7,7 +7,8 @@ from pathlib import Path
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QWizard
-from wizard_driver import choose, click, next_page, settle, type_into
+
+from tests.gui.wizard_driver import choose, click, next_page, settle, type_into
 
 
 def next_enabled(wizard) -> bool:

@@ -11,7 +11,6 @@ from pathlib import Path
 from pypdf import PdfReader
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QToolBar, QWizard
-from wizard_driver import choose, click, settle, type_into
 
 from core.planner.analysis import analyse
 from core.planner.models import PlanRequest
@@ -19,6 +18,7 @@ from core.planner.plan import plan
 from core.planner.report import memory_chart, memory_label
 from core.planner.storage import tier_figures
 from core.units import fmt_bytes, fmt_hours, fmt_usd
+from tests.gui.wizard_driver import choose, click, settle, type_into
 
 
 def planned(state):

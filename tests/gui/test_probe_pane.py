@@ -433,10 +433,9 @@ def test_runner_options_errors_are_one_sentence(qtbot, probe_store, tmp_path):
 
 
 def test_main_window_builds_the_probe_place_when_first_shown(qtbot):
-    from wizard_driver import settle
-
     from gui.main_window import MainWindow
     from gui.probe import ProbePlace
+    from tests.gui.wizard_driver import settle
 
     window = MainWindow.create_default()
     qtbot.addWidget(window)
