@@ -62,22 +62,60 @@ def fmt_bytes(n: float, binary: bool = False) -> str:
 
 
 def fmt_count(n: float) -> str:
-    """1.5e9 → '1.50B'."""
+    """1.5e9 → '1.50B'; past a thousand trillion, '1.00e+30' (a row of digits before 'T' reads as noise)."""
+    if not math.isfinite(n) or abs(n) >= 1e15:
+        return f"{n:.2e}"
     for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(n) >= scale:
             return f"{n / scale:.2f}{suffix}"
     return f"{n:.0f}"
 
 
+HOURS_PER_YEAR = 8766.0  # 365.25 days
+_WORDS = ((1e12, "trillion"), (1e9, "billion"), (1e6, "million"))
+
+
+def fmt_large(n: float) -> str:
+    """A magnitude for people: 'about 12,000', 'about 2.1 million' ... 'about 3.4 trillion', then 'over 1,000
+    trillion'. An absurd input (1e30 tokens) must still give a figure one can read, not twenty digits."""
+    if math.isnan(n):
+        return "unknown"
+    if abs(n) >= 1e15:
+        return "over 1,000 trillion"
+    for scale, word in _WORDS:
+        if abs(n) >= scale:
+            return f"about {n / scale:.1f} {word}"
+    if abs(n) >= 1000:
+        return f"about {float(f'{n:.2g}'):,.0f}"
+    return f"{n:,.0f}"
+
+
 def fmt_hours(hours: float) -> str:
+    """'12.5 min', '3.2 h', '40.1 days', '2.7 years', 'about 2.1 million years'."""
+    if math.isnan(hours):
+        return "unknown"
+    if math.isinf(hours):
+        return "forever"
     if hours < 1:
         return f"{hours * 60:.1f} min"
     if hours < 72:
         return f"{hours:.1f} h"
-    return f"{hours / 24:.1f} days"
+    years = hours / HOURS_PER_YEAR
+    if years < 2:
+        return f"{hours / 24:.1f} days"
+    if years < 1000:
+        return f"{years:.1f} years"
+    return f"{fmt_large(years)} years"
 
 
 def fmt_usd(usd: float | None) -> str:
+    """'$12.34', '$1,234', '$2.1 billion' (past a billion the digits stop meaning anything to a reader)."""
     if usd is None:
         return "—"
+    if not math.isfinite(usd):
+        return "unknown"
+    if abs(usd) >= 1e15:
+        return "over $1,000 trillion"
+    if abs(usd) >= 1e9:
+        return "$" + fmt_large(usd).removeprefix("about ")
     return f"${usd:,.0f}" if abs(usd) >= 100 else f"${usd:,.2f}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from core.catalog.records import Interconnect, PricingMode, StorageTier  # the one definition, shared with the catalog
 from core.units import parse_count
@@ -22,6 +22,26 @@ def _count(value: Any) -> Any:
 
 
 TokenCount = Annotated[float, BeforeValidator(_count)]
+TEN_YEARS_HOURS = 87_660.0
+
+
+def within(low: float, high: float, allowed: str, low_open: bool = False) -> AfterValidator:
+    """A bound of physical sense on one field, said as one sentence with the range allowed.
+
+    pydantic's own "less than or equal to 1000000000000000" names neither the unit nor the other end, and
+    values such as 1e30 tokens or $0.001 per GPU-hour are typing slips, not plans: the planner would answer
+    them with figures like "9662086974982864896.0 days".
+    """
+
+    def check(value: Any) -> Any:
+        if value is None:
+            return value
+        below = value <= low if low_open else value < low
+        if below or value > high:
+            raise ValueError(f"{value:g} is out of range: use {allowed}")
+        return value
+
+    return AfterValidator(check)
 
 
 class Method(StrEnum):
@@ -84,8 +104,8 @@ class ModelSpec(_Strict):
 
     preset: str | None = Field(None, title="Preset", description="catalog model id, e.g. llama-3.1-8b")
     hf_config: str | None = Field(None, title="config.json path", description="path to a Hugging Face config.json")
-    params: TokenCount | None = Field(
-        None, gt=0, title="Parameters", description="total parameter count, e.g. 7e9 or 7B"
+    params: Annotated[TokenCount | None, within(1e7, 1e14, "10M to 100T parameters")] = Field(
+        None, title="Parameters", description="total parameter count, e.g. 7e9 or 7B"
     )
 
     @model_validator(mode="after")
@@ -113,7 +133,9 @@ class ModelSpec(_Strict):
 
 
 class DataSpec(_Strict):
-    tokens: TokenCount = Field(..., gt=0, title="Dataset tokens", description="tokens in one epoch, e.g. 2e8 or 200M")
+    tokens: Annotated[TokenCount, within(0, 1e15, "more than 0 and at most 1e15 (1,000T) tokens", low_open=True)] = (
+        Field(..., gt=0, title="Dataset tokens", description="tokens in one epoch, e.g. 2e8 or 200M")
+    )
     epochs: float = Field(1.0, gt=0, le=1000, title="Epochs")
     seq_len: int = Field(2048, ge=16, le=2_097_152, title="Sequence length", description="tokens per sample")
     packing: bool = Field(True, title="Packing", description="pack samples to full sequences (no padding waste)")
@@ -127,7 +149,7 @@ class DataSpec(_Strict):
     bytes_per_token: float = Field(
         4.0, gt=0, le=64, title="Raw bytes per token", description="raw text bytes per token (≈4 for English BPE)"
     )
-    file_count: int | None = Field(
+    file_count: Annotated[int | None, within(1, 1e12, "1 to 1e12 files")] = Field(
         None, ge=1, title="Files", description="number of raw files the dataset is stored as (unpacked)"
     )
 
@@ -178,10 +200,12 @@ class HardwareSpec(_Strict):
     interconnect: Interconnect | None = Field(
         None, title="Inter-node network", description="default: what a typical node of this GPU class has"
     )
-    inter_node_gbps: float | None = Field(
+    inter_node_gbps: Annotated[float | None, within(0, 100_000, "more than 0 and at most 100,000 Gbit/s per node",
+                                                    low_open=True)] = Field(
         None, gt=0, title="Inter-node bandwidth", description="Gbit/s per node (default from the network type)"
     )
-    intra_node_busbw_gbs: float | None = Field(
+    intra_node_busbw_gbs: Annotated[float | None, within(0, 10_000, "more than 0 and at most 10,000 GB/s",
+                                                         low_open=True)] = Field(
         None, gt=0, title="Measured intra-node busbw", description="GB/s, e.g. from an NCCL all-reduce probe"
     )
 
@@ -193,13 +217,18 @@ class HardwareSpec(_Strict):
 class PricingSpec(_Strict):
     provider: str | None = Field(None, title="Provider", description="e.g. aws, lambda, runpod (cheapest if empty)")
     mode: PricingMode = Field(PricingMode.on_demand, title="Pricing mode")
-    usd_per_gpu_hour: float | None = Field(None, gt=0, title="Price override", description="USD per GPU-hour")
+    usd_per_gpu_hour: Annotated[float | None, within(0.01, 1000, "$0.01 to $1,000 per GPU-hour")] = Field(
+        None, title="Price override", description="USD per GPU-hour"
+    )
     discount: float = Field(0.0, ge=0, lt=1, title="Discount", description="negotiated discount, 0–1")
 
 
 class SearchSpec(_Strict):
     objective: Literal["cost", "time", "cost_under_deadline"] = Field("cost", title="Rank by")
-    deadline_hours: float | None = Field(None, gt=0, title="Deadline (hours)")
+    deadline_hours: Annotated[float | None, within(0, TEN_YEARS_HOURS, "more than 0 and at most 87,660 hours "
+                                                   "(10 years)", low_open=True)] = Field(
+        None, gt=0, title="Deadline (hours)"
+    )
     max_gpus: int = Field(512, ge=1, le=65536, title="Most GPUs")
     gpus: list[str] | None = Field(None, title="GPUs to consider (default: all with a price)")
 
@@ -207,7 +236,10 @@ class SearchSpec(_Strict):
 class BuySpec(_Strict):
     """Owning instead of renting; defaults from REFERENCES.md (Epoch, Uptime Institute)."""
 
-    capex_usd_per_gpu: float | None = Field(None, gt=0, title="Price per GPU incl. server share")
+    capex_usd_per_gpu: Annotated[float | None, within(0, 10_000_000, "more than $0 and at most $10,000,000 per GPU",
+                                                      low_open=True)] = Field(
+        None, gt=0, title="Price per GPU incl. server share"
+    )
     years: float = Field(3.0, gt=0, le=10, title="Depreciation (years)")
     residual_fraction: float = Field(0.30, ge=0, lt=1, title="Residual value")
     kw_per_gpu: float = Field(1.275, gt=0, title="kW per GPU incl. host (10.2 kW / 8 for HGX H100)")
@@ -220,22 +252,34 @@ class BuySpec(_Strict):
 
 
 class Assumptions(_Strict):
-    mfu: float | None = Field(None, gt=0, le=1, title="MFU", description="override the default model FLOPs utilisation")
-    gpu_mtbf_hours: float = Field(
+    mfu: Annotated[float | None, within(0.01, 1, "0.01 to 1 (1% to 100% of the GPU's peak)")] = Field(
+        None, title="MFU", description="override the default model FLOPs utilisation"
+    )
+    gpu_mtbf_hours: Annotated[float, within(0, 1e9, "more than 0 and at most 1e9 GPU-hours", low_open=True)] = Field(
         50_700.0,
         gt=0,
         title="GPU MTBF (h)",
         description="GPU-hours per job-killing failure per GPU (Llama 3: 16,384 H100, one every ~3.1 h)",
     )
-    spot_preemptions_per_hour: float = Field(0.05, ge=0, title="Spot preemptions per hour")
-    restart_minutes: float = Field(10.0, ge=0, title="Restart time (min)", description="requeue, load, warm-up")
+    spot_preemptions_per_hour: Annotated[float, within(0, 60, "0 to 60 per hour")] = Field(
+        0.05, ge=0, title="Spot preemptions per hour"
+    )
+    restart_minutes: Annotated[float, within(0, 10_080, "0 to 10,080 minutes (a week)")] = Field(
+        10.0, ge=0, title="Restart time (min)", description="requeue, load, warm-up"
+    )
     checkpoint_tier: StorageTier = Field(StorageTier.local_nvme, title="Checkpoint storage")
     data_tier: StorageTier = Field(StorageTier.object, title="Dataset storage")
     checkpoints_kept: int = Field(2, ge=1, le=1000, title="Hot checkpoints kept")
     archive_final_checkpoint: bool = Field(True, title="Archive the final checkpoint to object storage")
-    idle_hours: float = Field(0.0, ge=0, title="Idle hours (stopped instances, disks kept)")
-    egress_gb: float = Field(0.0, ge=0, title="Egress (GB)", description="e.g. downloading the final weights")
-    storage_months: float = Field(1.0, ge=0, title="Months of storage billed")
+    idle_hours: Annotated[float, within(0, TEN_YEARS_HOURS, "0 to 87,660 hours (10 years)")] = Field(
+        0.0, ge=0, title="Idle hours (stopped instances, disks kept)"
+    )
+    egress_gb: Annotated[float, within(0, 1e9, "0 to 1e9 GB (an exabyte)")] = Field(
+        0.0, ge=0, title="Egress (GB)", description="e.g. downloading the final weights"
+    )
+    storage_months: Annotated[float, within(0, 120, "0 to 120 months (10 years)")] = Field(
+        1.0, ge=0, title="Months of storage billed"
+    )
     zero_accounting: Literal["deepspeed", "paper"] = Field(
         "deepspeed",
         title="ZeRO accounting",

@@ -23,6 +23,7 @@ from core.catalog import (
 from core.planner import compute, cost, memory, reliability, search, storage
 from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
 from core.planner.models import (
+    TEN_YEARS_HOURS,
     Assumption,
     CheckpointResult,
     ComputeCost,
@@ -46,6 +47,7 @@ from core.planner.models import (
 )
 from core.planner.params import Architecture, ConfigError
 from core.planner.step import Hardware, StepEstimate, evaluate, global_batch, trained_tokens
+from core.units import fmt_hours
 
 
 class PlanError(ValueError):
@@ -452,6 +454,11 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         tokens_per_step=int(est.tokens_per_step),
     )
     hours = float(est.hours) * (1 + ckpt.overhead_fraction)
+    if not hours <= TEN_YEARS_HOURS:  # NaN too
+        warnings.append(
+            f"the run would take {fmt_hours(hours)}, more than 10 years: no one can run this; check data.tokens "
+            "and data.epochs, or give it more GPUs"
+        )
     return PlanResult(
         request=request,
         model_name=arch.name,
