@@ -1,6 +1,10 @@
 """The figures of a plan beyond the plan itself: its memory on every GPU type, its price at every provider, the
 search's candidates, the scaling and buy-vs-rent curves, and the plan in words (conclusion, key figures).
 
+Two answers more, so that each page does what it says: when the search changed a training setting the user
+chose, why (``overrides``); and when the plan has no spot or reserved price, the best configuration that has
+one (``priced_alternatives``).
+
 The wizard pages and the plan report (``core.planner.report``) draw from one :class:`Analysis`, so a number on
 screen and in the PDF agree. Nothing here does planning math of its own: every figure comes from ``core.planner``
 (a plan per GPU for the memory chart, a plan per provider for the price comparison, the planner's search, scaling
@@ -20,7 +24,15 @@ from pydantic import BaseModel, Field
 from core.catalog import GPU, PRICING_MODES, Catalog, CatalogError, load_catalog
 from core.document import KeyFigure
 from core.planner import cost, search
-from core.planner.models import Candidate, ComputeCost, HardwareSpec, PlanRequest, PlanResult, Sharding
+from core.planner.models import (
+    Candidate,
+    ComputeCost,
+    HardwareSpec,
+    PlanRequest,
+    PlanResult,
+    PricingMode,
+    Sharding,
+)
 from core.planner.params import Architecture
 from core.planner.plan import PlanError, gpu_hardware, plan, resolve_model
 from core.units import fmt_bytes, fmt_hours, fmt_usd
@@ -118,14 +130,27 @@ class BreakEven(BaseModel):
     capex_source: str
 
 
+class PricedOption(BaseModel):
+    """The configuration the search picks when ranking by a pricing mode's price, planned in that mode."""
+
+    mode: str
+    hardware: HardwareSpec
+    provider: str | None
+    hours: float
+    compute_usd: float
+    price_date: str | None
+
+
 class Figures(BaseModel):
     model: ModelSummary
     memory_by_gpu: list[GpuMemory]
     providers: list[ProviderCost]
-    candidates: list[Candidate]
+    candidates: list[Candidate]  # the whole catalog's with Automatic hardware, the chosen GPU's otherwise
     search_note: str | None = None
     scaling: ScalingCurve | None = None
     break_even: BreakEven | None = None
+    overrides: dict[str, str] = Field(default_factory=dict)  # request path -> why the search changed it
+    priced_alternatives: list[PricedOption] = Field(default_factory=list)  # for the modes the plan has no price in
 
 
 class Analysis(BaseModel):
@@ -293,15 +318,134 @@ def break_even(result: PlanResult, catalog: Catalog) -> BreakEven | None:
 
 
 def _candidates(request: PlanRequest, result: PlanResult, catalog: Catalog) -> tuple[list[Candidate], str | None]:
+    """The search's list: of the whole catalog when it chose the hardware, else of the GPU the user chose (other
+    counts, nodes and sharding of it), ranked by time when that GPU has no price in the chosen mode."""
     if result.candidates:
         return result.candidates, None
-    free = request.model_copy(update={"hardware": None})
-    arch, _ = resolve_model(free.model, catalog)
+    gpu = result.hardware.gpu
+    one = request.model_copy(update={"hardware": None, "search": request.search.model_copy(update={"gpus": [gpu]})})
+    mode, provider = request.pricing.mode.value, request.pricing.provider
+    note = None
     try:
-        found = search.search(arch, free, catalog)
+        if request.pricing.usd_per_gpu_hour is None and catalog.best_price(gpu, mode, provider) is None:
+            one = one.model_copy(update={"search": one.search.model_copy(update={"objective": "time"})})
+            note = (f"no {mode.replace('_', '-')} price for {gpu}" + (f" at {provider}" if provider else "")
+                    + ": its configurations are ranked by time")
+        arch, _ = resolve_model(one.model, catalog)
+        found = search.search(arch, one, catalog)
     except (PlanError, CatalogError) as exc:
         return [], str(exc)
-    return found.candidates, found.reason
+    return found.candidates, found.reason or note
+
+
+OVERRIDABLE = ("gradient_checkpointing", "micro_batch_size", "sharding")
+
+
+def _override_sentence(name: str, wanted: object, got: object, found: search.SearchOutcome,
+                       best: Candidate | None, objective: str) -> str:
+    """'the search turned gradient checkpointing on: without it this does not fit', or what keeping it costs."""
+    if name == "gradient_checkpointing":
+        change = f"the search turned gradient checkpointing {'on' if got else 'off'}"
+        instead = "with it on" if wanted else "without it"
+    elif name == "micro_batch_size":
+        change, instead = f"the search chose micro-batch {got}", f"at micro-batch {wanted}"
+    else:
+        change, instead = f"the search chose sharding {got}", f"with sharding {wanted}"
+    kept = found.best
+    if kept is None:
+        if found.candidates:
+            why = "no configuration that fits has a price"
+        elif found.reason and "deadline" in found.reason:
+            why = "nothing finishes within the deadline"
+        else:
+            why = "this does not fit"
+        return f"{change}: {instead} {why}"
+    if best is not None and objective != "time" and fmt_usd(kept.cost_usd) != fmt_usd(best.cost_usd):
+        return f"{change}: {instead} the best configuration costs {fmt_usd(kept.cost_usd)} instead of " \
+               f"{fmt_usd(best.cost_usd)}"
+    if best is not None and fmt_hours(kept.hours) != fmt_hours(best.hours):
+        return f"{change}: {instead} the best configuration takes {fmt_hours(kept.hours)} instead of " \
+               f"{fmt_hours(best.hours)}"
+    return f"{change}: {instead} the best configuration needs more GPUs"
+
+
+def search_overrides(request: PlanRequest, result: PlanResult, catalog: Catalog) -> dict[str, str]:
+    """The training settings the request sets and the search changed, by path, each with the reason.
+
+    Only settings present in the request count (pydantic's ``model_fields_set``): a default the user never
+    touched is the search's to choose.
+    """
+    if request.hardware is not None:
+        return {}
+    chosen, planned = request.training, result.request.training
+    changed = [n for n in OVERRIDABLE if n in chosen.model_fields_set and getattr(chosen, n) != getattr(planned, n)]
+    if not changed:
+        return {}
+    arch, _ = resolve_model(request.model, catalog)
+    best = result.candidates[0] if result.candidates else None
+    out = {}
+    for name in changed:
+        found = search.search(arch, request, catalog, keep=frozenset({name}))
+        wanted, got = getattr(chosen, name), getattr(planned, name)
+        out[f"training.{name}"] = _override_sentence(
+            name, getattr(wanted, "value", wanted), getattr(got, "value", got), found, best,
+            request.search.objective)
+    return out
+
+
+_CHEAPEST: OrderedDict[str, tuple[Catalog, Candidate | None]] = OrderedDict()
+_CHEAPEST_KEPT = 64
+
+
+def _cheapest_in(mode: str, request: PlanRequest, catalog: Catalog) -> Candidate | None:
+    """The search's pick when ranked by `mode`'s price. It does not depend on the dataset size (every configuration
+    trains the same tokens at its own price per GPU-hour) unless a deadline ranks, so typing a token count reuses
+    it."""
+    key = json.dumps([mode, request.model_dump(mode="json", exclude={"data": {"tokens", "epochs"}}
+                                                if request.search.objective != "cost_under_deadline" else None)],
+                     sort_keys=True)
+    with _ROWS_LOCK:
+        kept = _CHEAPEST.get(key)
+    if kept is not None and kept[0] is catalog:
+        return kept[1]
+    arch, _ = resolve_model(request.model, catalog)
+    best = search.search(arch, request, catalog).best
+    with _ROWS_LOCK:
+        _CHEAPEST[key] = (catalog, best)
+        while len(_CHEAPEST) > _CHEAPEST_KEPT:
+            _CHEAPEST.popitem(last=False)
+    return best
+
+
+def priced_alternatives(request: PlanRequest, result: PlanResult, catalog: Catalog,
+                        today: dt.date | None = None) -> list[PricedOption]:
+    """For each pricing mode the plan has no price in (no spot price for its GPU, say), the cheapest configuration
+    of the catalog that has one, planned in that mode: the plan's own cost page would otherwise say only "—"."""
+    out = []
+    objective = "cost_under_deadline" if request.search.objective == "cost_under_deadline" else "cost"
+    for mode in MODES:
+        if getattr(result.cost.compute_usd, mode) is not None:
+            continue
+        priced = request.model_copy(update={
+            "hardware": None,
+            "pricing": request.pricing.model_copy(update={"mode": PricingMode(mode), "usd_per_gpu_hour": None}),
+            "search": request.search.model_copy(update={"objective": objective, "gpus": None})})
+        try:
+            best = _cheapest_in(mode, priced, catalog)
+            if best is None:
+                continue
+            spec = HardwareSpec(gpu=best.gpu, gpus_per_node=best.gpus_per_node, nodes=best.nodes)
+            training = priced.training.model_copy(update={
+                "sharding": best.sharding, "micro_batch_size": best.micro_batch_size,
+                "gradient_checkpointing": best.gradient_checkpointing})
+            r = plan(priced.model_copy(update={"hardware": spec, "training": training}), catalog, today)
+        except (PlanError, CatalogError, ValueError):
+            continue
+        usd = getattr(r.cost.compute_usd, mode)
+        if usd is not None:
+            out.append(PricedOption(mode=mode, hardware=r.hardware, provider=r.cost.provider, hours=r.time.hours,
+                                    compute_usd=usd, price_date=r.cost.price_date))
+    return out
 
 
 def analyse(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | None = None) -> Analysis:
@@ -317,7 +461,9 @@ def analyse(request: PlanRequest, catalog: Catalog | None = None, today: dt.date
     figures = Figures(
         model=_model_summary(request, result, catalog), memory_by_gpu=memory_by_gpu(result, catalog, today),
         providers=provider_costs(planned, catalog, today), candidates=candidates, search_note=note,
-        scaling=curve, break_even=break_even(result, catalog))
+        scaling=curve, break_even=break_even(result, catalog),
+        overrides=search_overrides(request, result, catalog),
+        priced_alternatives=priced_alternatives(request, result, catalog, today))
     return Analysis(result=result, figures=figures)
 
 

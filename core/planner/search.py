@@ -3,6 +3,11 @@
 The numeric axes are NumPy arrays evaluated by the same formulas as a single plan (step.evaluate); only the
 few categorical choices (sharding, checkpointing) loop in Python. Ranking uses failure-free GPU-hours × the
 catalog price; the chosen plan then adds checkpoint writes, spot losses and storage.
+
+The list keeps one row per GPU, GPUs per node, nodes and sharding: the best micro-batch and recomputation of
+that configuration. Within such a group the price per GPU-hour and the GPU count are the same, so the cheapest
+row is also the fastest, and the rest were a dozen rows that differed only by micro-batch. Between equally good
+rows the request's own training settings win, so the search changes a setting the user chose only for a gain.
 """
 
 from __future__ import annotations
@@ -101,7 +106,12 @@ def pareto_mask(hours: np.ndarray, cost: np.ndarray) -> np.ndarray:
     return mask
 
 
-def search(arch: Architecture, request: PlanRequest, catalog: Catalog) -> SearchOutcome:
+def search(
+    arch: Architecture, request: PlanRequest, catalog: Catalog, keep: frozenset[str] = frozenset()
+) -> SearchOutcome:
+    """Rank every configuration that fits. ``keep`` names training settings (sharding, gradient_checkpointing,
+    micro_batch_size) held at the request's value instead of searched: what the best plan would be without
+    overriding them, so the window can say why the search did."""
     table = _gpu_table(request, catalog)
     if not table.ids:
         return SearchOutcome(
@@ -109,11 +119,15 @@ def search(arch: Architecture, request: PlanRequest, catalog: Catalog) -> Search
             f"{request.pricing.mode.value.replace('_', '-')} price"
             + (f" at {request.pricing.provider}" if request.pricing.provider else "")
         )
+    t = request.training
+    micro_batches = (t.micro_batch_size,) if "micro_batch_size" in keep else MICRO_BATCHES
+    shardings = (t.sharding,) if "sharding" in keep else SHARDINGS
+    checkpointing = (t.gradient_checkpointing,) if "gradient_checkpointing" in keep else (False, True)
     g = len(table.ids)
     gpn = np.array(GPUS_PER_NODE, float).reshape(1, -1, 1, 1)
     nodes = np.array(NODES, float).reshape(1, 1, -1, 1)
-    mb = np.array(MICRO_BATCHES, float).reshape(1, 1, 1, -1)
-    shape = (g, len(GPUS_PER_NODE), len(NODES), len(MICRO_BATCHES))
+    mb = np.array(micro_batches, float).reshape(1, 1, 1, -1)
+    shape = (g, len(GPUS_PER_NODE), len(NODES), len(micro_batches))
     base_ok = np.broadcast_to((gpn * nodes) <= request.search.max_gpus, shape)
     hw = Hardware(
         memory_bytes=_column(table.memory),
@@ -133,7 +147,7 @@ def search(arch: Architecture, request: PlanRequest, catalog: Catalog) -> Search
     batch = global_batch(request.training, request.data.seq_len)
     rows: list[tuple[np.ndarray, ...]] = []
     evaluated = 0
-    for sharding, ckpt in itertools.product(SHARDINGS, (False, True)):
+    for sharding, ckpt in itertools.product(shardings, checkpointing):
         training = request.training.model_copy(update={"sharding": sharding, "gradient_checkpointing": ckpt})
         if training.offload.value != "none" and sharding is Sharding.none:
             continue
@@ -157,8 +171,8 @@ def search(arch: Architecture, request: PlanRequest, catalog: Catalog) -> Search
                 idx[0],
                 np.array(GPUS_PER_NODE)[idx[1]],
                 np.array(NODES)[idx[2]],
-                np.array(MICRO_BATCHES)[idx[3]],
-                np.full(idx[0].size, SHARDINGS.index(sharding)),
+                np.array(micro_batches)[idx[3]],
+                np.full(idx[0].size, shardings.index(sharding)),
                 np.full(idx[0].size, ckpt),
                 hours,
                 cost,
@@ -167,10 +181,11 @@ def search(arch: Architecture, request: PlanRequest, catalog: Catalog) -> Search
             )
         )
     if not rows:
+        which = f"no configuration of {', '.join(table.ids)}" if request.search.gpus else "no catalog GPU"
         return SearchOutcome(
             evaluated=evaluated,
             reason=(
-                f"nothing fits: no catalog GPU, up to {request.search.max_gpus} GPUs with any sharding, holds "
+                f"nothing fits: {which}, up to {request.search.max_gpus} GPUs with any sharding, holds "
                 f"{arch.name} for method {request.training.method.value} at seq_len {request.data.seq_len}; "
                 "try method qlora, a shorter data.seq_len or a larger search.max_gpus"
             ),
@@ -195,10 +210,16 @@ def search(arch: Architecture, request: PlanRequest, catalog: Catalog) -> Search
         key = np.where(late, np.inf, ranking_cost)
     else:
         key = np.where(priced, ranking_cost, np.inf)
-    # Tie-break on fewer GPUs, then fewer nodes: same cost and time, simpler job.
-    order = np.lexsort((gp * nd, hours, key))
-    front = pareto_mask(hours, ranking_cost) & priced
-    chosen = list(dict.fromkeys([*order[:SHOWN].tolist(), *np.nonzero(front)[0].tolist()]))
+    # Tie-break on fewer GPUs, then fewer nodes: same cost and time, simpler job; then on the request's settings.
+    unlike_request = (m != t.micro_batch_size).astype(int) + (ck != t.gradient_checkpointing)
+    unlike_request += np.array([s is not t.sharding for s in shardings])[sh]
+    order = np.lexsort((unlike_request, gp * nd, hours, key))
+    groups = np.stack([gi, gp, nd, sh], axis=1)[order]
+    _, first = np.unique(groups, axis=0, return_index=True)
+    kept = order[np.sort(first)]  # the best row of each GPU × count × nodes × sharding, still in rank order
+    front = np.zeros(len(hours), dtype=bool)
+    front[kept] = pareto_mask(hours[kept], ranking_cost[kept]) & priced[kept]
+    chosen = list(dict.fromkeys([*kept[:SHOWN].tolist(), *np.nonzero(front)[0].tolist()]))
     chosen.sort(key=lambda i: (key[i], hours[i]))
     best_i = order[0]
     fastest = hours[front].min() if front.any() else hours.min()
@@ -232,7 +253,7 @@ def search(arch: Architecture, request: PlanRequest, catalog: Catalog) -> Search
             gpu=table.ids[gi[i]],
             gpus_per_node=int(gp[i]),
             nodes=int(nd[i]),
-            sharding=SHARDINGS[sh[i]],
+            sharding=shardings[sh[i]],
             method=request.training.method,
             gradient_checkpointing=bool(ck[i]),
             micro_batch_size=int(m[i]),

@@ -1,0 +1,98 @@
+"""What the Hardware and cost pages are built from: one row per configuration, the chosen GPU's own options, why
+the search changed a setting the user chose, and the best option that has a spot or reserved price."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from core.planner.analysis import Analysis, analyse
+from core.planner.models import PlanRequest
+from core.planner.plan import plan
+
+
+def analysed(**sections: Any) -> Analysis:
+    raw: dict[str, Any] = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}}
+    raw.update(sections)
+    return analyse(PlanRequest.model_validate(raw))
+
+
+def test_the_search_lists_one_row_per_gpu_count_nodes_and_sharding() -> None:
+    result = plan(PlanRequest.model_validate({"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}}))
+    configurations = Counter((c.gpu, c.gpus_per_node, c.nodes, c.sharding) for c in result.candidates)
+    assert len(result.candidates) > 10
+    assert max(configurations.values()) == 1
+    # the plan is still the cheapest configuration: 1× MI300X, no sharding, micro-batch 1, $10.46
+    assert (result.hardware.gpu, result.hardware.gpus) == ("MI300X", 1)
+    assert f"${result.cost.total_usd:.2f}" == "$10.46"
+
+
+def test_between_equal_rows_the_micro_batch_the_user_typed_wins() -> None:
+    # micro-batches 1 to 8 of 1× MI300X take the same 6.1 h: the user's 8 is kept, not replaced by 1
+    result = plan(PlanRequest.model_validate({"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
+                                              "training": {"micro_batch_size": 8}}))
+    assert result.request.training.micro_batch_size == 8
+    assert result.candidates[0].micro_batch_size == 8
+
+
+def test_a_chosen_gpu_lists_configurations_of_that_gpu_only() -> None:
+    figures = analysed(hardware={"gpu": "h100-sxm"}).figures
+    assert figures.candidates
+    assert {c.gpu for c in figures.candidates} == {"H100-SXM"}
+    assert len({(c.gpus_per_node, c.nodes) for c in figures.candidates}) > 3
+
+
+def test_a_chosen_gpu_without_a_price_in_the_mode_is_ranked_by_time() -> None:
+    figures = analysed(hardware={"gpu": "RTX-4090"}, pricing={"mode": "reserved"}).figures
+    assert {c.gpu for c in figures.candidates} == {"RTX-4090"}
+    assert figures.search_note == "no reserved price for RTX-4090: its configurations are ranked by time"
+    hours = [c.hours for c in figures.candidates]
+    assert hours[0] == min(hours)
+
+
+def test_turning_checkpointing_off_for_a_model_that_needs_it_says_why_it_is_on() -> None:
+    figures = analysed(data={"tokens": "2e8", "seq_len": 8192}, model={"preset": "llama-3.1-70b"},
+                       training={"method": "full", "gradient_checkpointing": False}).figures
+    assert figures.overrides == {
+        "training.gradient_checkpointing":
+            "the search turned gradient checkpointing on: without it this does not fit"}
+
+
+def test_a_sharding_the_search_replaced_says_what_keeping_it_would_mean() -> None:
+    analysis = analysed(model={"preset": "llama-3.1-70b"}, data={"tokens": "2e8", "seq_len": 8192},
+                        training={"method": "full", "sharding": "zero2"})
+    assert analysis.result.request.training.sharding.value == "zero3"
+    assert analysis.figures.overrides == {
+        "training.sharding": "the search chose sharding zero3: with sharding zero2 this does not fit"}
+
+
+def test_settings_the_user_never_touched_are_the_search_s_to_choose() -> None:
+    analysis = analysed(model={"preset": "llama-3.1-70b"}, data={"tokens": "2e8", "seq_len": 8192},
+                        training={"method": "full"})
+    assert analysis.result.request.training.sharding.value != "none"
+    assert analysis.figures.overrides == {}
+
+
+def test_chosen_hardware_is_never_overridden() -> None:
+    assert analysed(hardware={"gpu": "H100-SXM", "gpus_per_node": 8},
+                    training={"gradient_checkpointing": False}).figures.overrides == {}
+
+
+def test_a_plan_without_spot_or_reserved_price_gets_the_best_option_that_has_one() -> None:
+    analysis = analysed()
+    cost = analysis.result.cost
+    assert analysis.result.hardware.gpu == "MI300X"
+    assert cost.compute_usd.spot is None and cost.compute_usd.reserved is None
+    options = {o.mode: o for o in analysis.figures.priced_alternatives}
+    assert sorted(options) == ["reserved", "spot"]
+    spot = options["spot"]
+    assert (spot.hardware.gpu, spot.hardware.gpus, spot.provider) == ("A100-80GB-SXM", 1, "Mithril (via SkyPilot)")
+    # Mithril lists A100 spot at $0.0625 per GPU-hour: 15.7 h on one GPU, with the expected redone work
+    assert (f"{spot.hours:.1f} h", f"${spot.compute_usd:.2f}", spot.price_date) == ("15.7 h", "$0.99", "2026-03-22")
+    assert options["reserved"].hardware.gpu == "B200" and options["reserved"].provider == "CoreWeave"
+
+
+def test_a_plan_priced_in_every_mode_needs_no_other_option() -> None:
+    analysis = analysed(hardware={"gpu": "H100-SXM", "gpus_per_node": 8}, pricing={"provider": "aws"})
+    assert analysis.result.cost.compute_usd.spot is not None
+    assert analysis.figures.priced_alternatives == []
