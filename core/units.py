@@ -90,6 +90,13 @@ def fmt_large(n: float) -> str:
     return f"{n:,.0f}"
 
 
+def fmt_amount(n: float, decimals: int = 1) -> str:
+    """'1,234.5' below a million, then in words ('about 2.1 million'): GPU-hours of a thousand-year run."""
+    if not math.isfinite(n) or abs(n) >= 1e6:
+        return fmt_large(n) if not math.isinf(n) else "unbounded"
+    return f"{n:,.{decimals}f}"
+
+
 def fmt_hours(hours: float) -> str:
     """'12.5 min', '3.2 h', '40.1 days', '2.7 years', 'about 2.1 million years'."""
     if math.isnan(hours):

@@ -12,7 +12,7 @@ from typing import Literal
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QHBoxLayout, QLabel, QPushButton
+from PySide6.QtWidgets import QApplication, QHBoxLayout, QLabel, QMessageBox, QPushButton, QWidget
 
 from gui.colors import error_color, is_dark
 
@@ -82,3 +82,16 @@ def button_row(specs: Sequence[tuple[str, str, Callable[[], object]]]) -> tuple[
         buttons[key] = button
     row.addStretch(1)
     return row, buttons
+
+
+def show_problem(parent: QWidget, title: str, text: str) -> QMessageBox:
+    """A warning dialog that stays until it is read, for a file the user chose and the window cannot take.
+
+    A status-bar message disappears after a few seconds, often before it is read. The dialog is window-modal
+    and opened without a nested event loop, so the window's workers and timers keep running while it shows.
+    """
+    box = QMessageBox(QMessageBox.Icon.Warning, title, text, QMessageBox.StandardButton.Ok, parent)
+    box.setAccessibleName(title)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.open()
+    return box

@@ -6,7 +6,6 @@ worker (bounded wait) so no thread outlives the window.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,9 @@ from PySide6.QtWidgets import (
 
 from core.planner.analysis import hardware_label
 from core.planner.report import build_report
+from core.planner.request_file import RequestFileError, read_request_file
 from core.planner.store import PlanRecord, PlanStore, StoreError, request_to_dict
+from gui.forms import show_problem
 from gui.library.widget import LibraryWidget
 from gui.wizard.wizard import PlanWizard
 from gui.workers import Executor, ThreadExecutor
@@ -156,19 +157,16 @@ class MainWindow(QMainWindow):
         self.show_place("Plan")
 
     def open_request(self, path: Path | None = None) -> bool:
-        """Load a plan request JSON into the wizard; a file that is not JSON is refused with a message."""
+        """Load a plan request JSON into the wizard; a file that cannot be one is refused with a dialog saying why."""
         if path is None:
             name, _ = QFileDialog.getOpenFileName(self, "Open plan request", "", "JSON (*.json)")
             if not name:
                 return False
             path = Path(name)
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            self.statusBar().showMessage(f"Cannot open {path.name}: {exc}", 10000)
-            return False
-        if not isinstance(raw, dict):
-            self.statusBar().showMessage(f"Cannot open {path.name}: it must hold a JSON object", 10000)
+            raw = read_request_file(path)
+        except RequestFileError as exc:
+            show_problem(self, "Cannot open plan request", str(exc))
             return False
         self.wizard.load_request(raw, name=path.stem)
         self.show_place("Plan")

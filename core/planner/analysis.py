@@ -35,7 +35,7 @@ from core.planner.models import (
 )
 from core.planner.params import Architecture
 from core.planner.plan import PlanError, gpu_hardware, plan, resolve_model
-from core.units import fmt_bytes, fmt_hours, fmt_usd
+from core.units import fmt_amount, fmt_bytes, fmt_hours, fmt_usd
 
 MODES = PRICING_MODES
 UTILISATIONS = tuple(round(0.05 * i, 2) for i in range(1, 21))
@@ -509,7 +509,7 @@ def key_figures(result: PlanResult) -> list[KeyFigure]:
     return [
         KeyFigure(label="Hardware", value=hardware_label(result.hardware)),
         KeyFigure(label="Wall time", value=fmt_hours(t.hours)),
-        KeyFigure(label="GPU-hours", value=f"{t.gpu_hours:,.1f}"),
+        KeyFigure(label="GPU-hours", value=fmt_amount(t.gpu_hours)),
         KeyFigure(label="Cost range", value=cost_range_text(result)),
         KeyFigure(label="Total cost", value=fmt_usd(result.cost.total_usd)),
         KeyFigure(label="Memory per GPU", value=f"{fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)}"),

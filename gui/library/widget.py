@@ -27,10 +27,11 @@ from PySide6.QtWidgets import (
 
 from core.planner.analysis import Analysis, analyse
 from core.planner.models import PlanRequest
+from core.planner.request_file import RequestFileError, read_request_file
 from core.planner.store import PlanRecord, PlanStore, request_to_dict
 from core.units import fmt_hours, fmt_usd
 from core.validation import validation_message
-from gui.forms import button_row, make_error_label
+from gui.forms import button_row, make_error_label, show_problem
 from gui.library.compare import CompareDialog
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 from gui.workers import Executor
@@ -258,15 +259,14 @@ class LibraryWidget(QWidget):
                 return
             path = Path(name)
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(raw, dict):
-                raise ValueError("it must hold a JSON object with model and data")
+            raw = read_request_file(path)
             request = PlanRequest.model_validate(raw)
         except ValidationError as exc:
-            self._say(error=f"{path.name} is not a valid plan request: {validation_message(exc)}")
+            show_problem(self, "Cannot import plan request",
+                         f"{path.name} is not a valid plan request: {validation_message(exc)}")
             return
-        except (OSError, ValueError) as exc:
-            self._say(error=f"{path.name} cannot be imported: {exc}")
+        except RequestFileError as exc:
+            show_problem(self, "Cannot import plan request", str(exc))
             return
         stem = path.stem
 

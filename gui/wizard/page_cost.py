@@ -18,7 +18,7 @@ from core.catalog import PRICING_MODES, CatalogError, default_user_dir, load_cat
 from core.planner.analysis import Analysis, ProviderCost
 from core.planner.models import PricingMode
 from core.planner.report import break_even_chart, provider_chart, seconds
-from core.units import fmt_bytes, fmt_hours, fmt_usd
+from core.units import fmt_amount, fmt_bytes, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.forms import make_error_label, make_hint_label
 from gui.table_model import Row, RowsModel, make_table
@@ -226,8 +226,8 @@ class CostPage(PlanPage):
         c, ck = r.cost, r.checkpoint
         mode = r.request.pricing.mode.value.replace("_", "-")
         self.headline.setText(
-            f"<b>{fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.1f} GPU-hours; {fmt_usd(c.total_usd)} total "
-            f"{mode}</b> at {c.provider or 'no provider'} (price seen {c.price_date or 'undated'}).")
+            f"<b>{fmt_hours(r.time.hours)} wall, {fmt_amount(r.time.gpu_hours)} GPU-hours; {fmt_usd(c.total_usd)} "
+            f"total {mode}</b> at {c.provider or 'no provider'} (price seen {c.price_date or 'undated'}).")
         self.providers.set_rows([provider_row(p, c.provider) for p in f.providers])
         if f.providers:
             self.provider_chart.show_bar(provider_chart(f))

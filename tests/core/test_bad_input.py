@@ -1,8 +1,10 @@
 """Values beyond physical sense: refused at the field with the range allowed, warned about in the plan, and never
-printed as a row of twenty digits."""
+printed as a row of twenty digits; a request file that cannot be one is refused in one sentence."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +12,8 @@ from pydantic import ValidationError
 
 from core.planner.models import PlanRequest
 from core.planner.plan import plan
-from core.units import fmt_count, fmt_hours, fmt_usd
+from core.planner.request_file import RequestFileError, read_request_file
+from core.units import fmt_amount, fmt_count, fmt_hours, fmt_usd
 from core.validation import validation_message
 
 
@@ -93,3 +96,34 @@ def test_a_run_of_a_few_hours_has_no_such_warning() -> None:
     request = PlanRequest.model_validate({"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8},
                                           "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8}})
     assert not [w for w in plan(request).warnings if "10 years" in w]
+
+
+def test_gpu_hours_of_an_endless_run_read_in_words() -> None:
+    assert fmt_amount(35.04) == "35.0"
+    assert fmt_amount(123_456.78) == "123,456.8"
+    assert fmt_amount(3.557e11) == "about 355.7 billion"
+
+
+def test_a_request_file_that_is_not_json_is_refused_in_one_sentence(tmp_path: Path) -> None:
+    path = tmp_path / "notes.json"
+    path.write_text("{nope")
+    with pytest.raises(RequestFileError) as caught:
+        read_request_file(path)
+    assert str(caught.value) == ("notes.json is not valid JSON: Expecting property name enclosed in double quotes at "
+                                 "line 1, column 2")
+
+
+def test_a_request_file_naming_an_unknown_preset_says_which_and_what_is_near(tmp_path: Path) -> None:
+    path = tmp_path / "colleague.json"
+    path.write_text(json.dumps({"model": {"preset": "llama-4-400b"}, "data": {"tokens": "2e8"}}))
+    with pytest.raises(RequestFileError) as caught:
+        read_request_file(path)
+    assert str(caught.value) == ("colleague.json names an unknown model preset 'llama-4-400b'; did you mean "
+                                 "llama-2-70b, llama-3.1-405b, llama-2-7b? (tuneplan catalog models lists all)")
+
+
+def test_a_request_file_with_field_errors_is_left_to_the_fields(tmp_path: Path) -> None:
+    path = tmp_path / "typo.json"
+    raw = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "lots"}}
+    path.write_text(json.dumps(raw))
+    assert read_request_file(path) == raw

@@ -10,6 +10,7 @@ from PySide6.QtGui import QFont, QFontMetrics
 
 from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from tests.gui.dialogs import press_ok, the_dialog
 from tests.gui.wizard_driver import click, settle
 
 
@@ -123,13 +124,16 @@ def test_import_refuses_a_bad_request_with_the_field_named(qtbot, window, tmp_pa
     bad.write_text(json.dumps({"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
                                "training": {"method": "lorra"}}))
     window.library.import_json(bad)
-    text = window.library.error.text()
-    assert "training.method" in text and "'lorra' is not allowed" in text
+    box = the_dialog(qtbot)
+    assert box.text().startswith("bad.json is not a valid plan request: training.method: 'lorra' is not allowed")
+    press_ok(qtbot, box)
     assert window.store.list() == []
     broken = tmp_path / "broken.json"
     broken.write_text("{")
     window.library.import_json(broken)
-    assert "broken.json cannot be imported" in window.library.error.text()
+    box = the_dialog(qtbot)
+    assert box.text().startswith("broken.json is not valid JSON")
+    press_ok(qtbot, box)
 
 
 def test_damaged_library_notice_is_shown(qtbot, executor, settings, tmp_path: Path):

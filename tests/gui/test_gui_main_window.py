@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from core.planner.store import PlanStore
 from gui.main_window import MainWindow
+from tests.gui.dialogs import press_ok, the_dialog
 from tests.gui.wizard_driver import settle
 
 
@@ -90,7 +91,9 @@ def test_open_request_file_and_refuse_garbage(qtbot, window, tmp_path: Path):
     bad = tmp_path / "bad.json"
     bad.write_text("{nope")
     assert not window.open_request(bad)
-    assert "Cannot open bad.json" in window.statusBar().currentMessage()
+    box = the_dialog(qtbot)
+    assert box.text().startswith("bad.json is not valid JSON")
+    press_ok(qtbot, box)
     assert window.wizard.state.get("model") == {"preset": "mistral-7b-v0.3"}
 
 

@@ -1,0 +1,47 @@
+"""A plan request file as the window opens or imports it, refused with one sentence when it cannot be one.
+
+The CLI reads a file and lets the planner's errors speak; the window must decide before it replaces what is on
+screen or adds a plan to the library, so it asks here first: is the file readable, JSON, an object, and does it
+name a preset and GPU the catalog knows? Field rules are left to ``PlanRequest`` (the wizard shows them under
+each field).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from core.catalog import Catalog, CatalogError, load_catalog
+
+
+class RequestFileError(ValueError):
+    """The file cannot be a plan request; the message names the file and the problem in one sentence."""
+
+
+def read_request_file(path: Path, catalog: Catalog | None = None) -> dict[str, Any]:
+    """The request as written in the file, or a RequestFileError naming what is wrong with it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise RequestFileError(f"{path.name} is not a text file (it is not UTF-8)") from exc
+    except OSError as exc:
+        raise RequestFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RequestFileError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}, column "
+                               f"{exc.colno}") from exc
+    if not isinstance(raw, dict):
+        raise RequestFileError(f"{path.name} holds a JSON {type(raw).__name__}, not a plan request: it must be an "
+                               "object with model and data")
+    catalog = catalog or load_catalog()
+    model, hardware = raw.get("model"), raw.get("hardware")
+    try:
+        if isinstance(model, dict) and isinstance(model.get("preset"), str):
+            catalog.model(model["preset"])
+        if isinstance(hardware, dict) and isinstance(hardware.get("gpu"), str):
+            catalog.gpu(hardware["gpu"])
+    except CatalogError as exc:
+        raise RequestFileError(f"{path.name} names an {exc}") from exc
+    return raw
