@@ -138,10 +138,15 @@ class ModelPage(PlanPage):
         self.list = QListView()
         self.list.setAccessibleName("Model presets")
         self.list.setModel(self.proxy)
-        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self._filtering = False
+        self.filter.textChanged.connect(self._filter_changed)
         self.list.selectionModel().currentChanged.connect(lambda current, _prev: self._preset_chosen(current))
+        self.selected = QLabel()
+        self.selected.setAccessibleName("Selected preset")
+        self.selected.setWordWrap(True)
         layout.addWidget(self.filter)
         layout.addWidget(self.list)
+        layout.addWidget(self.selected)
         return box
 
     def _config_tab(self) -> QWidget:
@@ -191,9 +196,25 @@ class ModelPage(PlanPage):
         else:
             self._params_edited(self.params_edit.text())
 
+    def _filter_changed(self, text: str) -> None:
+        """Filter the list; the model stays the one the user picked.
+
+        Filtering out the current row moves the list's current index to another row, which reads as a pick:
+        typing "q" chose qwen2.5-0.5b. Moves made by the filter are not picks.
+        """
+        self._filtering = True
+        try:
+            self.proxy.setFilterFixedString(text)
+        finally:
+            self._filtering = False
+        self._show_selected()
+
     def _preset_chosen(self, index: Any) -> None:
+        if self._filtering:
+            return
         if index.isValid() and self.tabs.currentIndex() == PRESET:
             self.state.set_section("model", {"preset": index.data(Qt.ItemDataRole.UserRole)})
+            self._show_selected()
 
     def _config_text_changed(self) -> None:
         if self.tabs.currentIndex() != CONFIG:
@@ -256,7 +277,6 @@ class ModelPage(PlanPage):
         self.tabs.blockSignals(True)
         try:
             if "preset" in model:
-                self._select_preset(str(model["preset"]))
                 self.tabs.setCurrentIndex(PRESET)
             elif "params" in model:
                 self.params_edit.setText(str(model["params"]))
@@ -272,17 +292,35 @@ class ModelPage(PlanPage):
             self.tabs.blockSignals(False)
         if "hf_config" in model:
             self.load_config_file(Path(str(model["hf_config"])).expanduser())
+        self._show_selected()
         self._show_local_errors()
 
-    def _select_preset(self, preset: str) -> None:
-        for row in range(self.proxy.rowCount()):
-            index = self.proxy.index(row, 0)
-            if index.data(Qt.ItemDataRole.UserRole) == preset:
-                self.list.selectionModel().blockSignals(True)
-                self.list.setCurrentIndex(index)
-                self.list.selectionModel().blockSignals(False)
-                self.list.scrollTo(index)
-                return
+    def _select_preset(self, preset: str) -> bool:
+        """Make the preset the list's current row where the filter shows it; False where it does not."""
+        rows = self.proxy.match(self.proxy.index(0, 0), Qt.ItemDataRole.UserRole, preset, 1, Qt.MatchFlag.MatchExactly)
+        self._filtering = True  # a row the program selects is not a pick
+        try:
+            if rows:
+                self.list.setCurrentIndex(rows[0])
+                self.list.scrollTo(rows[0])
+            else:
+                self.list.selectionModel().clear()
+        finally:
+            self._filtering = False
+        return bool(rows)
+
+    def _show_selected(self) -> None:
+        """Highlight the state's preset where the filter shows it, none elsewhere, and name it under the list."""
+        preset = (self.state.get("model") or {}).get("preset")
+        if preset is None:
+            self._select_preset("")
+            text = "No preset selected"
+        elif self._select_preset(str(preset)):
+            text = f"Selected: {preset}"
+        else:
+            text = f"Selected: {preset} (hidden by the filter “{self.filter.text()}”)"
+        if text != self.selected.text():
+            self.selected.setText(text)
 
     def show_analysis(self, analysis: Analysis) -> None:
         m = analysis.figures.model
