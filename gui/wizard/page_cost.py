@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSplitter
 
 from core.catalog import PRICING_MODES, CatalogError, default_user_dir, load_catalog, save_user_overrides
-from core.planner.analysis import Analysis, ProviderCost
+from core.planner.analysis import Analysis, PricedOption, ProviderCost, hardware_label
 from core.planner.models import PricingMode
 from core.planner.report import break_even_chart, provider_chart, seconds
 from core.units import fmt_amount, fmt_bytes, fmt_hours, fmt_usd
@@ -61,6 +61,14 @@ def provider_row(p: ProviderCost, chosen: str | None) -> Row:
                tooltips=[p.provider_name, *(p.sources.get(m) or "undated" for m in MODES), "", "", ""])
 
 
+def priced_option_text(option: PricedOption, planned_gpu: str) -> str:
+    """'No spot price for MI300X; the cheapest option with one: 1× A100-80GB-SXM at Mithril, $0.99 spot in 15.7 h.'"""
+    mode = option.mode.replace("_", "-")
+    return (f"No {mode} price for {planned_gpu}; the cheapest option with one: {hardware_label(option.hardware)} at "
+            f"{option.provider or 'an unnamed provider'}, {fmt_usd(option.compute_usd)} {mode} compute in "
+            f"{fmt_hours(option.hours)} (price seen {option.price_date or 'undated'}).")
+
+
 def _read_json(path: Path, empty: Any) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -79,6 +87,11 @@ class CostPage(PlanPage):
         self.headline.setAccessibleName("Time and cost headline")
         self.headline.setWordWrap(True)
         self.body.addWidget(self.headline)
+        self.priced_elsewhere = QLabel()
+        self.priced_elsewhere.setAccessibleName("Best options with a spot or reserved price")
+        self.priced_elsewhere.setWordWrap(True)
+        self.priced_elsewhere.hide()
+        self.body.addWidget(self.priced_elsewhere)
         catalog = load_catalog()
         providers = [("", "Cheapest in the catalog")]
         providers += [(p, catalog.provider_info[p].name) for p in catalog.providers()]
@@ -228,6 +241,9 @@ class CostPage(PlanPage):
         self.headline.setText(
             f"<b>{fmt_hours(r.time.hours)} wall, {fmt_amount(r.time.gpu_hours)} GPU-hours; {fmt_usd(c.total_usd)} "
             f"total {mode}</b> at {c.provider or 'no provider'} (price seen {c.price_date or 'undated'}).")
+        lines = [priced_option_text(o, r.hardware.gpu) for o in f.priced_alternatives]
+        self.priced_elsewhere.setText("\n".join(lines))
+        self.priced_elsewhere.setVisible(bool(lines))
         self.providers.set_rows([provider_row(p, c.provider) for p in f.providers])
         if f.providers:
             self.provider_chart.show_bar(provider_chart(f))
@@ -260,6 +276,8 @@ class CostPage(PlanPage):
 
     def clear_analysis(self) -> None:
         self.headline.setText("")
+        self.priced_elsewhere.setText("")
+        self.priced_elsewhere.hide()
         self.providers.set_rows([])
         self.items.set_rows([])
         self.spot.setText("")

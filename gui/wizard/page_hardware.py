@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -21,6 +22,29 @@ from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 
 AUTO = ""
+
+
+def grouped(candidates: list[Candidate]) -> list[Candidate]:
+    """The search's ranking, grouped by GPU type: each type's rows together, the type with the best row first."""
+    first: dict[str, int] = {}
+    for i, c in enumerate(candidates):
+        first.setdefault(c.gpu, i)
+    return sorted(candidates, key=lambda c: first[c.gpu])
+
+
+def groups_text(candidates: list[Candidate], chosen_gpu: str | None) -> str:
+    """What the table holds, in words: how many configurations of which GPU types."""
+    if not candidates:
+        return ""
+    counts: dict[str, int] = {}
+    for c in candidates:
+        counts[c.gpu] = counts.get(c.gpu, 0) + 1
+    n = len(candidates)
+    rows = f"{n} configuration{'s' if n != 1 else ''}"
+    if chosen_gpu is not None and list(counts) == [chosen_gpu]:
+        return f"{rows} of {chosen_gpu}, the GPU you chose (choose Automatic to compare GPU types)"
+    types = ", ".join(f"{gpu} ({k})" for gpu, k in counts.items())
+    return f"{rows} on {len(counts)} GPU type{'s' if len(counts) != 1 else ''}: {types}"
 
 
 def candidate_row(c: Candidate) -> Row:
@@ -115,6 +139,10 @@ class HardwarePage(PlanPage):
                                    self.objective, self.deadline, self.max_gpus)):
             manual.addWidget(field, i // 3, i % 3)
         self.body.addLayout(manual)
+        self.groups = QLabel()
+        self.groups.setAccessibleName("Hardware candidates summary")
+        self.groups.setWordWrap(True)
+        self.body.addWidget(self.groups)
         self.model = RowsModel(["configuration", "micro-batch", "recompute", "memory/GPU", "time", "cost",
                                 "provider", "Pareto", "why"], self)
         self.table = make_table(self.model, "Hardware candidates")
@@ -178,10 +206,13 @@ class HardwarePage(PlanPage):
         r, f = analysis.result, analysis.figures
         t = r.request.training
         how = "you chose" if self.state.get("hardware") is not None else "the planner chose"
+        notes = [f.search_note] if f.search_note else []
+        notes += [escape(why[0].upper() + why[1:]) + "." for why in f.overrides.values()]
         self.chosen.setText(f"<b>Planned on {hardware_label(r.hardware)}</b> ({how}): {t.sharding.value}, "
                             f"micro-batch {t.micro_batch_size}, {fmt_hours(r.time.hours)}, "
-                            f"{fmt_usd(r.cost.total_usd)}." + (f"<br>{f.search_note}" if f.search_note else ""))
-        self.model.set_rows([candidate_row(c) for c in f.candidates])
+                            f"{fmt_usd(r.cost.total_usd)}." + "".join(f"<br>{n}" for n in notes))
+        self.groups.setText(groups_text(f.candidates, r.hardware.gpu if self.state.get("hardware") else None))
+        self.model.set_rows([candidate_row(c) for c in grouped(f.candidates)])
         if f.candidates:
             self.pareto.show_scatter(pareto_chart(f))
         else:
@@ -193,6 +224,7 @@ class HardwarePage(PlanPage):
 
     def clear_analysis(self) -> None:
         self.chosen.setText("")
+        self.groups.setText("")
         self.model.set_rows([])
         self.pareto.clear_chart("no plan")
         self.scaling.clear_chart("no plan")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QGridLayout
+from PySide6.QtWidgets import QBoxLayout, QGridLayout, QLabel
 
+from core.planner.analysis import OVERRIDABLE, Analysis
 from core.planner.models import Attention, Method, Offload, Optimizer, Precision, Sharding
 from gui.wizard import choices
-from gui.wizard.fields import CheckField, ComboField, TextField, enum_options, set_enabled
+from gui.wizard.fields import CheckField, ComboField, FieldBox, TextField, enum_options, set_enabled
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 
@@ -89,10 +90,35 @@ class MethodPage(PlanPage):
             grid.addWidget(self.add_field(field), i // 2, i % 2)
         self.body.addLayout(grid)
         self.body.addStretch(1)
+        self.search_notes = {f"training.{name}": self._search_note(name) for name in OVERRIDABLE}
         self._typed_rank = ""
         state.edited.connect(self._method_rules)
         state.replaced.connect(self._method_rules)
         self._method_rules()
+
+    def _search_note(self, name: str) -> QLabel:
+        """A line under the setting, shown when the hardware search changed what the user set there."""
+        field: FieldBox = next(f for f in self.fields if f.path == f"training.{name}")
+        note = QLabel()
+        note.setAccessibleName(f"{field.title} search note")
+        note.setWordWrap(True)
+        note.hide()
+        layout = field.layout()
+        assert isinstance(layout, QBoxLayout)
+        layout.insertWidget(2, note)  # under the editor, above its hint
+        return note
+
+    def show_analysis(self, analysis: Analysis) -> None:
+        for path, note in self.search_notes.items():
+            text = analysis.figures.overrides.get(path, "")
+            if text != note.text():
+                note.setText(text)
+                note.setVisible(bool(text))
+
+    def clear_analysis(self) -> None:
+        for note in self.search_notes.values():
+            note.setText("")
+            note.hide()
 
     def _method_rules(self) -> None:
         """LoRA fields only mean something for lora/qlora: disable them for a full fine-tune, keep the text."""

@@ -1,12 +1,18 @@
-"""Each page does what it says, driven as a person drives it: typing in the preset filter only filters."""
+"""Each page does what it says, driven as a person drives it: typing in the preset filter only filters; a GPU chosen
+on the Hardware page lists that GPU's configurations, one row each; a setting the search changed says so beside
+it; the cost page names the best option that has the spot or reserved price the plan lacks."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QLineEdit
+import json
+from itertools import groupby
+from pathlib import Path
+
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtWidgets import QApplication, QCheckBox, QLineEdit
 
 from core.catalog import load_catalog
-from tests.gui.wizard_driver import settle
+from tests.gui.wizard_driver import choose, next_page, settle
 
 KEY_WAIT_MS = 40  # longer than the window fixture's debounce (0 ms): a plan may land between two keys
 
@@ -23,6 +29,11 @@ def type_keys(qtbot, text: str) -> None:
         qtbot.wait(KEY_WAIT_MS)
 
 
+def tick(qtbot, check: QCheckBox) -> None:
+    """Click the box itself, not the middle of a row that may be wider than its text."""
+    qtbot.mouseClick(check, Qt.MouseButton.LeftButton, pos=QPoint(8, check.height() // 2))
+
+
 def shown_presets(page) -> list[str]:
     return [page.proxy.index(row, 0).data(Qt.ItemDataRole.UserRole) for row in range(page.proxy.rowCount())]
 
@@ -30,6 +41,27 @@ def shown_presets(page) -> list[str]:
 def click_preset(qtbot, page, preset: str) -> None:
     index = page.proxy.index(shown_presets(page).index(preset), 0)
     qtbot.mouseClick(page.list.viewport(), Qt.MouseButton.LeftButton, pos=page.list.visualRect(index).center())
+
+
+def go_to(qtbot, wizard, page) -> None:
+    while wizard.currentPage() is not page:
+        next_page(qtbot, wizard)
+
+
+def open_request(qtbot, window, tmp_path: Path, request: dict) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request))
+    assert window.open_request(path)
+    settle(qtbot, window.wizard.state)
+
+
+def gpu_of(configuration: str) -> str:
+    """'2× H100-SXM zero3' or '2 nodes × 8 H100-SXM fsdp' -> 'H100-SXM'."""
+    return configuration.split()[-2]
+
+
+def configurations(hardware) -> list[str]:
+    return [hardware.model.row(i).cells[0] for i in range(hardware.model.rowCount())]
 
 
 def test_typing_in_the_preset_filter_filters_and_keeps_the_selected_model(qtbot, window):
@@ -66,3 +98,83 @@ def test_typing_in_the_preset_filter_filters_and_keeps_the_selected_model(qtbot,
     assert page.list.currentIndex().data(Qt.ItemDataRole.UserRole) == "qwen2.5-7b"
     assert state.get("model") == {"preset": "qwen2.5-7b"}
     assert page.selected.text() == "Selected: qwen2.5-7b"
+
+
+def test_automatic_hardware_lists_each_configuration_once_grouped_by_gpu_type(qtbot, window):
+    wizard = window.wizard
+    hardware = wizard.hardware_page
+    go_to(qtbot, wizard, hardware)
+    shown = configurations(hardware)
+    assert len(shown) > 10
+    assert len(set(shown)) == len(shown), "two rows of one configuration (they differ only by micro-batch)"
+    runs = [gpu for gpu, _ in groupby(gpu_of(c) for c in shown)]
+    assert runs[0] == "MI300X" and len(runs) == len(set(runs)), f"GPU types not grouped: {runs}"
+    summary = hardware.groups.text()
+    assert summary.startswith(f"{len(shown)} configurations on {len(runs)} GPU types: MI300X (")
+    assert [part.split(" (")[0] for part in summary.split(": ", 1)[1].split(", ")] == runs
+
+
+def test_choosing_a_gpu_lists_that_gpus_configurations(qtbot, window):
+    wizard, state = window.wizard, window.wizard.state
+    hardware = wizard.hardware_page
+    go_to(qtbot, wizard, hardware)
+    choose(qtbot, hardware.gpu.combo, "H100-SXM")
+    settle(qtbot, state)
+    assert state.get("hardware") == {"gpu": "H100-SXM"}
+    assert "Planned on 1× H100-SXM" in hardware.chosen.text() and "you chose" in hardware.chosen.text()
+    shown = configurations(hardware)
+    assert len(shown) > 3
+    assert {gpu_of(c) for c in shown} == {"H100-SXM"}
+    assert len(set(shown)) == len(shown)
+    assert hardware.groups.text() == (f"{len(shown)} configurations of H100-SXM, the GPU you chose (choose "
+                                      "Automatic to compare GPU types)")
+    choose(qtbot, hardware.gpu.combo, "")
+    settle(qtbot, state)
+    assert state.get("hardware") is None
+    assert len({gpu_of(c) for c in configurations(hardware)}) > 1
+
+
+def test_a_setting_the_search_changed_says_so_beside_it(qtbot, window, tmp_path: Path):
+    wizard, state = window.wizard, window.wizard.state
+    open_request(qtbot, window, tmp_path, {
+        "model": {"preset": "llama-3.1-70b"}, "data": {"tokens": "2e8", "seq_len": 8192},
+        "training": {"method": "full", "gradient_checkpointing": False}})
+    method = wizard.method_page
+    go_to(qtbot, wizard, method)
+    checkpointing = next(f for f in method.fields if f.path == "training.gradient_checkpointing")
+    note = method.search_notes["training.gradient_checkpointing"]
+    assert not checkpointing.check.isChecked()
+    assert note.isVisible()
+    assert note.text() == "the search turned gradient checkpointing on: without it this does not fit"
+    for path in ("training.micro_batch_size", "training.sharding"):
+        assert not method.search_notes[path].isVisible()
+
+    tick(qtbot, checkpointing.check)  # the user turns it on: nothing is overridden any more
+    settle(qtbot, state)
+    assert checkpointing.check.isChecked() and not note.isVisible()
+    tick(qtbot, checkpointing.check)
+    settle(qtbot, state)
+    assert note.isVisible() and "without it this does not fit" in note.text()
+
+    hardware = wizard.hardware_page
+    go_to(qtbot, wizard, hardware)
+    assert "The search turned gradient checkpointing on: without it this does not fit." in hardware.chosen.text()
+
+
+def test_a_plan_without_spot_or_reserved_price_names_the_best_option_that_has_one(qtbot, window):
+    wizard, state = window.wizard, window.wizard.state
+    cost = wizard.cost_page
+    go_to(qtbot, wizard, cost)
+    assert "at TensorWave" in cost.headline.text()
+    assert cost.priced_elsewhere.isVisible()
+    assert cost.priced_elsewhere.text().splitlines() == [
+        "No spot price for MI300X; the cheapest option with one: 1× A100-80GB-SXM at Mithril (via SkyPilot), $0.99 "
+        "spot compute in 15.7 h (price seen 2026-03-22).",
+        "No reserved price for MI300X; the cheapest option with one: 1× B200 at CoreWeave, $10.73 reserved compute "
+        "in 3.1 h (price seen 2026-09-20).",
+    ]
+    state.update_many({}, {"hardware": {"gpu": "H100-SXM", "gpus_per_node": 8}})  # as "Use selected" does
+    choose(qtbot, cost.provider.combo, "aws")
+    settle(qtbot, state)
+    assert "at AWS" in cost.headline.text()
+    assert not cost.priced_elsewhere.isVisible() and cost.priced_elsewhere.text() == ""
