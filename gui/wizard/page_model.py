@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QMimeData, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QMimeData, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -140,7 +140,10 @@ class ModelPage(PlanPage):
         self.list.setModel(self.proxy)
         self._filtering = False
         self.filter.textChanged.connect(self._filter_changed)
-        self.list.selectionModel().currentChanged.connect(lambda current, _prev: self._preset_chosen(current))
+        # A pick selects a row (a click, or the arrow keys); the current index alone also moves when the filter
+        # hides the current row or the list merely takes the focus, and neither is a pick.
+        self.list.selectionModel().selectionChanged.connect(lambda selected, _old: self._preset_chosen(
+            selected.indexes()[0] if selected.indexes() else QModelIndex()))
         self.selected = QLabel()
         self.selected.setAccessibleName("Selected preset")
         self.selected.setWordWrap(True)
@@ -188,9 +191,9 @@ class ModelPage(PlanPage):
         if index != CONFIG:
             self.state.set_local_error(CONFIG_PATH, None)
         if index == PRESET:
-            current = self.list.currentIndex()
-            if current.isValid():
-                self._preset_chosen(current)
+            picked = self.list.selectionModel().selectedIndexes()
+            if picked:
+                self._preset_chosen(picked[0])
         elif index == CONFIG:
             self._config_text_changed()
         else:
@@ -199,8 +202,8 @@ class ModelPage(PlanPage):
     def _filter_changed(self, text: str) -> None:
         """Filter the list; the model stays the one the user picked.
 
-        Filtering out the current row moves the list's current index to another row, which reads as a pick:
-        typing "q" chose qwen2.5-0.5b. Moves made by the filter are not picks.
+        Filtering out the current row moved the list's current index to another row, which read as a pick:
+        typing "q" chose qwen2.5-0.5b. Only a selected row is a pick, and none the filter or the page makes.
         """
         self._filtering = True
         try:

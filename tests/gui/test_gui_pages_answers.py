@@ -78,6 +78,10 @@ def test_typing_in_the_preset_filter_filters_and_keeps_the_selected_model(qtbot,
     assert page.selected.text() == "Selected: llama-3.1-8b (hidden by the filter “qwen”)"
     settle(qtbot, state)
     assert page.summary.text().startswith("<b>llama-3.1-8b</b>: 8.03B parameters")
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)  # on into the list: looking is not picking
+    qtbot.wait(KEY_WAIT_MS)
+    assert page.list.hasFocus()
+    assert state.get("model") == {"preset": "llama-3.1-8b"}
 
     click_preset(qtbot, page, "qwen2.5-7b")
     settle(qtbot, state)
