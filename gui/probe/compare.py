@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QV
 
 from core.probes.evidence import Check, Scorecard
 from core.probes.store import RunSummary
-from gui.probe.scorecard_view import StatusRowsModel, VerdictBanner
+from gui.probe.scorecard_view import StatusRowsModel, VerdictBanner, verdict_value
 from gui.table_model import Row, make_table
 
 HEADER = ["area", "check", "A status", "A measured", "B status", "B measured", "expected", "difference"]
@@ -89,7 +89,7 @@ class CompareDialog(QDialog):
             banner = VerdictBanner()
             banner.setAccessibleName(f"Verdict {letter}")
             if side.scorecard is not None:
-                banner.show_verdict(str(side.scorecard.verdict.value), side.scorecard.summary)
+                banner.show_verdict(verdict_value(side.scorecard), side.scorecard.summary)
             else:
                 banner.show_verdict(None, f"run {side.summary.id} has no scorecard ({side.summary.status})")
             column.addWidget(banner)

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 from core.planner.models import PlanRequest
 from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
+from core.probes.scorecard import explain_no_verdict
 from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, StoredRun
 from core.probes.transport.base import Transport
 from core.validation import validation_message
@@ -58,7 +59,7 @@ from gui.probe.run_feed import (
     route_point,
     stored_title,
 )
-from gui.probe.scorecard_view import ScorecardView
+from gui.probe.scorecard_view import ScorecardView, verdict_value
 from gui.probe.suite_picker import SuitePicker
 from gui.workers import Executor, Job, ThreadExecutor
 
@@ -435,8 +436,9 @@ class ProbePane(QWidget):
         chart.add(name, x, y, label)
 
     def _run_finished(self, event: RunFinished) -> None:
-        self.run_id, self.evidence, self.scorecard = event.run_id, event.evidence, event.scorecard
         status = event.status
+        card = explain_no_verdict(event.scorecard, self.outcomes, status) if event.scorecard is not None else None
+        self.run_id, self.evidence, self.scorecard = event.run_id, event.evidence, card
         self.scorecard_view.show_scorecard(self.scorecard, f"No verdict: the run ended {status}.")
         self.shown_run = self.run_id
         self._finish_run(status)
@@ -453,7 +455,7 @@ class ProbePane(QWidget):
         self._redraw_points()
         if status == "completed":
             self.progress.setValue(PROGRESS_STEPS)
-        verdict = f" · {self.scorecard.verdict.value}" if self.scorecard is not None else ""
+        verdict = f" · {verdict_value(self.scorecard) or 'no verdict'}" if self.scorecard is not None else ""
         self.eta.setText(f"Run {status}{verdict}")
         self.log.add("info" if status == "completed" else "warning", f"run {status}")
         self._set_status(f"Run {self.run_id if self.run_id is not None else ''} {status}{verdict}".replace("  ", " "))
@@ -526,8 +528,9 @@ class ProbePane(QWidget):
         self._redraw_points()
         for ev in run.events:
             self.log.add(ev.level, ev.message, when=run.summary.started + ev.t)
-        self.evidence, self.scorecard, self.outcomes = run.evidence, run.scorecard, list(run.outcomes)
-        self.scorecard_view.show_scorecard(run.scorecard, f"No verdict: the run ended {run.summary.status}.")
+        card = explain_no_verdict(run.scorecard, run.outcomes, run.summary.status) if run.scorecard else None
+        self.evidence, self.scorecard, self.outcomes = run.evidence, card, list(run.outcomes)
+        self.scorecard_view.show_scorecard(card, f"No verdict: the run ended {run.summary.status}.")
         self.run_id = self.shown_run = run_id
         self.showing.setText(stored_title(run_id, run.summary))
         self.progress.setValue(PROGRESS_STEPS if run.summary.status == "completed" else 0)

@@ -60,6 +60,11 @@ def check_row(check: Check) -> Row:
                             check.source], payload=check, tooltips=tips)
 
 
+def verdict_value(card: Scorecard | None) -> str | None:
+    """'READY', 'NOT READY', …; None for no card or a card without a verdict (nothing was graded)."""
+    return card.verdict.value if card is not None and card.verdict is not None else None
+
+
 class VerdictBanner(QLabel):
     """The verdict in large type on its colour; grey while there is none."""
 
@@ -137,7 +142,7 @@ class ScorecardView(QWidget):
             self.counts.setText("")
             self.apply_button.setEnabled(False)
             return
-        self.banner.show_verdict(str(scorecard.verdict.value), scorecard.summary)
+        self.banner.show_verdict(verdict_value(scorecard), scorecard.summary)
         rows = sorted((check_row(c) for c in scorecard.checks),
                       key=lambda r: STATUS_ORDER.get(r.cells[STATUS_COLUMN], 9))
         self.model.set_rows(rows)
