@@ -142,3 +142,22 @@ def test_probe_measurements_open_in_the_wizard(qtbot, window):
     assert window.stack.currentWidget() is window.wizard
     assert window.wizard.state.get("hardware.intra_node_busbw_gbs") == 232.2
     assert window.wizard.state.get("assumptions.mfu") == 0.31
+
+
+def test_tuneplan_started_without_a_display_says_what_to_do_instead_of_aborting(tmp_path):
+    """An SSH login to a server: no DISPLAY, no WAYLAND_DISPLAY, no QT_QPA_PLATFORM. Qt alone would print its
+    plugin lines and abort; `tuneplan` says where to go instead, in one sentence, and exits 1."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env.update(HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
+    done = subprocess.run([sys.executable, "-m", "gui.launch"], cwd=Path(__file__).parents[2], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == ("tuneplan: there is no display to open the window on (DISPLAY and WAYLAND_DISPLAY are "
+                           "not set); use the command line instead (`tuneplan --help`, e.g. `tuneplan plan --help`), "
+                           "or set QT_QPA_PLATFORM=offscreen to run the window without a screen\n")
