@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -69,8 +70,17 @@ def make_app(argv: Sequence[str] | None = None) -> QApplication:
     return app
 
 
+def quiet_library_logs() -> None:
+    """Keep library logs off the terminal of a window session. The probe runner logs a bug with its traceback from
+    its worker thread, paramiko a failed handshake; with no handler configured Python's last-resort handler prints
+    them on stderr, which the window's user never reads. What they mean already reaches the window (the run's
+    event log, the status bar), so a handler that drops them is enough."""
+    logging.getLogger().addHandler(logging.NullHandler())
+
+
 def run() -> int:
     """The `tuneplan` entry point without arguments: open the window and run the event loop."""
+    quiet_library_logs()
     app = make_app()
     from gui.main_window import MainWindow  # after the app exists: widgets need it
 

@@ -161,3 +161,27 @@ def test_tuneplan_started_without_a_display_says_what_to_do_instead_of_aborting(
     assert done.stderr == ("tuneplan: there is no display to open the window on (DISPLAY and WAYLAND_DISPLAY are "
                            "not set); use the command line instead (`tuneplan --help`, e.g. `tuneplan plan --help`), "
                            "or set QT_QPA_PLATFORM=offscreen to run the window without a screen\n")
+
+
+def test_a_traceback_the_probe_runner_logs_from_its_thread_stays_off_the_window_users_terminal():
+    """The runner logs a bug with its traceback from a worker thread (its event log tells the user); in a window
+    session Python's last-resort handler would print it on stderr. `run()` keeps it there no longer."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import logging, threading, sys\n"
+            "if sys.argv[1] == 'window':\n"
+            "    from gui.app import quiet_library_logs; quiet_library_logs()\n"
+            "def bug():\n"
+            "    try:\n"
+            "        1 / 0\n"
+            "    except ZeroDivisionError:\n"
+            "        logging.getLogger('core.probes.runner').exception('probe run failed')\n"
+            "t = threading.Thread(target=bug); t.start(); t.join()\n")
+    root = Path(__file__).parents[2]
+    bare = subprocess.run([sys.executable, "-c", code, "bare"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert "Traceback" in bare.stderr  # what a window session printed before
+    window = subprocess.run([sys.executable, "-c", code, "window"], cwd=root, capture_output=True, text=True,
+                            timeout=120)
+    assert window.returncode == 0 and window.stderr == ""
