@@ -14,7 +14,7 @@ from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
-from gui.colors import is_dark
+from gui.colors import hint_color, is_dark
 
 APP_NAME = "tuneplan"
 ORG_NAME = "tuneplan"
@@ -40,7 +40,7 @@ def dark_palette() -> QPalette:
         QPalette.ColorRole.Text: "#e6e6e6", QPalette.ColorRole.Button: "#353535",
         QPalette.ColorRole.ButtonText: "#e6e6e6", QPalette.ColorRole.BrightText: "#ff6060",
         QPalette.ColorRole.Highlight: "#3d7bd9", QPalette.ColorRole.HighlightedText: "#ffffff",
-        QPalette.ColorRole.Link: "#6ea8ff", QPalette.ColorRole.PlaceholderText: "#8a8a8a",
+        QPalette.ColorRole.Link: "#6ea8ff", QPalette.ColorRole.PlaceholderText: hint_color(dark=True),
     }
     for role, color in roles.items():
         pal.setColor(role, QColor(color))
@@ -49,10 +49,17 @@ def dark_palette() -> QPalette:
     return pal
 
 
+def light_palette(app: QApplication) -> QPalette:
+    """Fusion's light palette with hint text dark enough to read (its own is 3.9:1 on the window)."""
+    pal = QPalette(app.style().standardPalette())
+    pal.setColor(QPalette.ColorRole.PlaceholderText, QColor(hint_color(dark=False)))
+    return pal
+
+
 def apply_scheme(app: QApplication) -> None:
     """Fusion with the light or dark palette the system asks for; charts follow via gui.charts.theme()."""
     app.setStyle("Fusion")
-    app.setPalette(dark_palette() if prefers_dark(app) else app.style().standardPalette())
+    app.setPalette(dark_palette() if prefers_dark(app) else light_palette(app))
 
 
 def make_app(argv: Sequence[str] | None = None) -> QApplication:

@@ -185,3 +185,26 @@ def test_a_traceback_the_probe_runner_logs_from_its_thread_stays_off_the_window_
     window = subprocess.run([sys.executable, "-c", code, "window"], cwd=root, capture_output=True, text=True,
                             timeout=120)
     assert window.returncode == 0 and window.stderr == ""
+
+
+def test_hint_text_reads_at_least_4_5_to_1_in_the_light_and_the_dark_palette(qtbot, qapp):
+    """WCAG 2 body-text contrast for the grey hint under a field (on the window) and the placeholder in it (on
+    the field), with each palette the window uses, as a hint label actually paints it."""
+    from gui.app import light_palette
+    from gui.colors import contrast_ratio, seen_on
+    from gui.forms import make_hint_label
+
+    before = qapp.palette()
+    try:
+        for name, palette in (("light", light_palette(qapp)), ("dark", dark_palette())):
+            qapp.setPalette(palette)
+            label = make_hint_label("Tokens", "how many tokens the run trains on")
+            qtbot.addWidget(label)
+            hint = label.palette().color(QPalette.ColorRole.WindowText)
+            assert hint == palette.color(QPalette.ColorRole.PlaceholderText)
+            for role in (QPalette.ColorRole.Window, QPalette.ColorRole.Base):
+                background = palette.color(role)
+                ratio = contrast_ratio(seen_on(hint, background), background.name())
+                assert ratio >= 4.5, f"{name} palette: hint {hint.name()} on {background.name()} is {ratio:.2f}:1"
+    finally:
+        qapp.setPalette(before)
