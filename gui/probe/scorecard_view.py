@@ -142,7 +142,7 @@ class ScorecardView(QWidget):
     def show_scorecard(self, scorecard: Scorecard | None, note: str = "") -> None:
         self.scorecard = scorecard
         self.detail.setText("Select a check to read its measured and expected values, source and reason."
-                            if scorecard is not None else "")
+                            if scorecard is not None and scorecard.checks else "")
         if scorecard is None:
             self.banner.show_verdict(None, note or "No verdict: the run ended before the scorecard.")
             self.model.set_rows([])

@@ -97,7 +97,7 @@ def test_a_run_that_measured_nothing_has_no_verdict_and_says_why(qtbot, probe_st
                                   "NVIDIA GPU found (nvidia-smi is not installed on the host)).")
     assert "#6b6b6b" in view.banner.styleSheet()  # grey: neither READY nor NOT READY
     assert "READY" not in view.banner.text()
-    assert view.model.rowCount() == 0 and view.counts.text() == ""
+    assert view.model.rowCount() == 0 and view.counts.text() == "" and view.detail.text() == ""
     assert pane.eta.text() == "Run completed · no verdict"
     assert not view.apply_button.isEnabled()
     assert view.apply_note.text() == ("Nothing to apply to a plan: this run measured no GPU model, GPU matmul or "
