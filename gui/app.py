@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -13,7 +14,7 @@ from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
-from gui.colors import is_dark
+from gui.colors import hint_color, is_dark
 
 APP_NAME = "tuneplan"
 ORG_NAME = "tuneplan"
@@ -39,7 +40,7 @@ def dark_palette() -> QPalette:
         QPalette.ColorRole.Text: "#e6e6e6", QPalette.ColorRole.Button: "#353535",
         QPalette.ColorRole.ButtonText: "#e6e6e6", QPalette.ColorRole.BrightText: "#ff6060",
         QPalette.ColorRole.Highlight: "#3d7bd9", QPalette.ColorRole.HighlightedText: "#ffffff",
-        QPalette.ColorRole.Link: "#6ea8ff", QPalette.ColorRole.PlaceholderText: "#8a8a8a",
+        QPalette.ColorRole.Link: "#6ea8ff", QPalette.ColorRole.PlaceholderText: hint_color(dark=True),
     }
     for role, color in roles.items():
         pal.setColor(role, QColor(color))
@@ -48,10 +49,17 @@ def dark_palette() -> QPalette:
     return pal
 
 
+def light_palette(app: QApplication) -> QPalette:
+    """Fusion's light palette with hint text dark enough to read (its own is 3.9:1 on the window)."""
+    pal = QPalette(app.style().standardPalette())
+    pal.setColor(QPalette.ColorRole.PlaceholderText, QColor(hint_color(dark=False)))
+    return pal
+
+
 def apply_scheme(app: QApplication) -> None:
     """Fusion with the light or dark palette the system asks for; charts follow via gui.charts.theme()."""
     app.setStyle("Fusion")
-    app.setPalette(dark_palette() if prefers_dark(app) else app.style().standardPalette())
+    app.setPalette(dark_palette() if prefers_dark(app) else light_palette(app))
 
 
 def make_app(argv: Sequence[str] | None = None) -> QApplication:
@@ -69,8 +77,17 @@ def make_app(argv: Sequence[str] | None = None) -> QApplication:
     return app
 
 
+def quiet_library_logs() -> None:
+    """Keep library logs off the terminal of a window session. The probe runner logs a bug with its traceback from
+    its worker thread, paramiko a failed handshake; with no handler configured Python's last-resort handler prints
+    them on stderr, which the window's user never reads. What they mean already reaches the window (the run's
+    event log, the status bar), so a handler that drops them is enough."""
+    logging.getLogger().addHandler(logging.NullHandler())
+
+
 def run() -> int:
     """The `tuneplan` entry point without arguments: open the window and run the event loop."""
+    quiet_library_logs()
     app = make_app()
     from gui.main_window import MainWindow  # after the app exists: widgets need it
 

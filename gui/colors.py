@@ -1,5 +1,6 @@
 """The one home of the window's colours: the series sets shared by the on-screen charts and the PDF, the
-PASS/WARN/FAIL and log-level colours, and :func:`is_dark`, read from a palette.
+PASS/WARN/FAIL and log-level colours, the hint and error text colours (at least 4.5:1 on their window, WCAG),
+and :func:`is_dark`, read from a palette.
 
 Series colours are Okabe–Ito (safe for colour-vision deficiencies). The PDF is printed on white, so it always
 uses the light set. On a dark window the two darkest entries (blue and black) would vanish into the background,
@@ -18,6 +19,10 @@ HIGHLIGHT_DARK = "#F07A2A"
 MUTED = "#8c8c8c"
 ERROR = "#c0392b"  # 4.7:1 on the light Fusion window (#efefef)
 ERROR_DARK = "#ff7b72"  # 5.6:1 on the dark window (#2b2b2b)
+# Hint text (the palette's PlaceholderText: hints under fields, placeholders in them). Fusion's own is black at
+# half opacity, 3.9:1 on its window; these reach WCAG's 4.5:1 for body text on the window and on fields.
+HINT = "#5f5f5f"  # 5.6:1 on #efefef, 6.4:1 on #ffffff
+HINT_DARK = "#a3a3a3"  # 5.6:1 on #2b2b2b, 6.5:1 on #1f1f1f
 
 # Status colours chosen to read on both light and dark palettes (text stays the palette's).
 STATUS_COLORS = {
@@ -56,6 +61,18 @@ def highlight_color(dark: bool = False) -> str:
 
 def error_color(dark: bool = False) -> str:
     return ERROR_DARK if dark else ERROR
+
+
+def hint_color(dark: bool = False) -> str:
+    return HINT_DARK if dark else HINT
+
+
+def seen_on(color: QColor, background: QColor) -> str:
+    """The '#rrggbb' a translucent ``color`` shows as on ``background`` (what contrast is measured on)."""
+    a = color.alphaF()
+    front = (color.red(), color.green(), color.blue())
+    back = (background.red(), background.green(), background.blue())
+    return "#" + "".join(f"{round(a * f + (1 - a) * b):02x}" for f, b in zip(front, back, strict=True))
 
 
 def contrast_ratio(a: str, b: str) -> float:

@@ -5,6 +5,7 @@ It lives in gui/ because core must never import Qt or gui; a headless install st
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         report_cli.set_renderer(_render_pdf)
         return cli.main(args)
+    missing = no_display()
+    if missing is not None:
+        print(missing, file=sys.stderr)
+        return 1  # core.cli.main.EXIT_ERROR
     try:
         from gui.app import run
     except ImportError as exc:  # no Qt libraries on this machine
@@ -27,6 +32,22 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 1  # core.cli.main.EXIT_ERROR
     return run()
+
+
+def no_display() -> str | None:
+    """The sentence for a session with nothing to show the window on (an SSH login to a server), else None.
+
+    Without a display Qt prints five lines about platform plugins and aborts the process (a core dump), which
+    says nothing about what to do instead. X11 and Wayland sessions set DISPLAY or WAYLAND_DISPLAY; whoever
+    sets QT_QPA_PLATFORM (offscreen, vnc, …) has chosen where the window goes. macOS and Windows need none.
+    """
+    if sys.platform in ("darwin", "win32", "cygwin"):
+        return None
+    if any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")):
+        return None
+    return ("tuneplan: there is no display to open the window on (DISPLAY and WAYLAND_DISPLAY are not set); use "
+            "the command line instead (`tuneplan --help`, e.g. `tuneplan plan --help`), or set "
+            "QT_QPA_PLATFORM=offscreen to run the window without a screen")
 
 
 def _render_pdf(report: Any, path: Path) -> int:

@@ -64,6 +64,8 @@ class MainWindow(QMainWindow):
         self._make_actions()
         self.sidebar.setCurrentRow(0)
         self.statusBar().showMessage(store.notice or "Ready", 15000)
+        if isinstance(executor, ThreadExecutor):  # a background error nobody handled shows here, not on stderr
+            executor.set_report(lambda text: self.statusBar().showMessage(text, 15000))
         self._restore_geometry()
 
     @classmethod

@@ -4,12 +4,20 @@ Work runs on a private QThreadPool; results come back through a QObject that liv
 callbacks always run there (queued connection) and workers never touch widgets. Results cross threads as
 ``Signal(object)``: PySide6 ``Signal(int)`` is 32-bit and byte counts overflow it.
 
+Errors never end on stderr. A job's exception goes to its ``on_error``; a job without one, and a callback that
+itself raises, would otherwise be lost silently or printed by PySide as a traceback on the terminal, where a
+user of the window never looks. Both become one sentence (:func:`error_message`) handed to the
+:class:`ThreadExecutor`'s ``report`` (the main window shows it in its status bar); until a window sets ``report``
+they are kept in ``unreported``.
+
 Tests inject :class:`InlineExecutor`, which runs each job at once on the calling thread (the idea of Picard's
-``FakeThreadPool``), so a test can assert on the window right after an edit.
+``FakeThreadPool``), so a test can assert on the window right after an edit; it raises what no one handles,
+so a test sees the bug.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
@@ -18,6 +26,23 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 Done = Callable[[Any], None]
 Failed = Callable[[BaseException], None]
+Report = Callable[[str], None]
+log = logging.getLogger(__name__)
+UNREPORTED_KEPT = 20
+
+
+def error_message(exc: BaseException) -> str:
+    """One sentence for the window: the error's own text (the project words its errors as sentences), with
+    its type named when the text alone would not say what happened."""
+    text = " ".join(str(exc).split()).rstrip(".")
+    if isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
+    kind = type(exc).__name__
+    if not text:
+        return f"A background task failed ({kind})."
+    if isinstance(exc, ValueError | LookupError | OSError) or type(exc).__module__.startswith("core."):
+        return f"A background task failed: {text}."
+    return f"A background task failed: {text} ({kind})."
 
 
 class Job:
@@ -56,30 +81,42 @@ class _Relay(QObject):
     failed = Signal(object)
 
     def __init__(self, job: Job, on_item: Done | None, on_done: Done | None, on_error: Failed | None,
-                 forget: Callable[[_Relay], None]) -> None:
+                 forget: Callable[[_Relay], None], unhandled: Failed) -> None:
         super().__init__()
         self.job = job
         self._on_item, self._on_done, self._on_error, self._forget = on_item, on_done, on_error, forget
+        self._unhandled = unhandled
         self.item.connect(self._deliver_item)
         self.done.connect(self._deliver_done)
         self.failed.connect(self._deliver_failed)
 
+    def _call(self, callback: Callable[[Any], None], value: Any) -> None:
+        """Run a callback on the GUI thread; what it raises is reported, never printed by PySide."""
+        try:
+            callback(value)
+        except Exception as exc:  # by design: a broken callback must not reach the terminal as a traceback
+            self._unhandled(exc)
+
     @Slot(object)
     def _deliver_item(self, value: Any) -> None:
         if not self.job.cancelled and self._on_item is not None:
-            self._on_item(value)
+            self._call(self._on_item, value)
 
     @Slot(object)
     def _deliver_done(self, value: Any) -> None:
         self._forget(self)
         if not self.job.cancelled and self._on_done is not None:
-            self._on_done(value)
+            self._call(self._on_done, value)
 
     @Slot(object)
     def _deliver_failed(self, exc: Any) -> None:
         self._forget(self)
-        if not self.job.cancelled and self._on_error is not None:
-            self._on_error(exc)
+        if self.job.cancelled:
+            return
+        if self._on_error is not None:
+            self._call(self._on_error, exc)
+        else:
+            self._unhandled(exc)
 
 
 class _Runnable(QRunnable):
@@ -103,11 +140,34 @@ def _run_stream(gen_fn: Callable[[Job], Iterator[Any]], job: Job, emit_item: Don
 class ThreadExecutor:
     """Runs jobs on its own pool and keeps a registry of live ones so :meth:`stop_all` can end them."""
 
-    def __init__(self, max_threads: int = 2) -> None:
+    def __init__(self, max_threads: int = 2, report: Report | None = None) -> None:
         self._pool = QThreadPool()
         self._pool.setMaxThreadCount(max_threads)
         self._live: set[_Relay] = set()
         self._lock = threading.Lock()
+        self.report = report
+        self.unreported: list[str] = []
+
+    def set_report(self, report: Report | None) -> None:
+        """Where sentences for unhandled errors go from now on; those kept so far are reported at once."""
+        self.report = report
+        kept, self.unreported = self.unreported, []
+        for message in kept:
+            self._report(message)
+
+    def _unhandled(self, exc: BaseException) -> None:
+        """An error no callback handled (GUI thread): one sentence to ``report``, kept until there is one."""
+        log.debug("unhandled error in a background task", exc_info=exc)
+        self._report(error_message(exc))
+
+    def _report(self, message: str) -> None:
+        try:
+            if self.report is not None:
+                self.report(message)
+                return
+        except RuntimeError:  # the window that showed them is gone (its C++ side deleted)
+            self.report = None
+        self.unreported = [*self.unreported[-(UNREPORTED_KEPT - 1):], message]
 
     def _forget(self, relay: _Relay) -> None:
         with self._lock:
@@ -132,12 +192,12 @@ class ThreadExecutor:
         return relay.job
 
     def submit(self, fn: Callable[[], Any], on_done: Done, on_error: Failed | None = None) -> Job:
-        relay = _Relay(Job(), None, on_done, on_error, self._forget)
+        relay = _Relay(Job(), None, on_done, on_error, self._forget, self._unhandled)
         return self._start(relay, fn)
 
     def stream(self, gen_fn: Callable[[Job], Iterator[Any]], on_item: Done, on_done: Done | None = None,
                on_error: Failed | None = None) -> Job:
-        relay = _Relay(Job(), on_item, on_done, on_error, self._forget)
+        relay = _Relay(Job(), on_item, on_done, on_error, self._forget, self._unhandled)
         return self._start(relay, lambda: _run_stream(gen_fn, relay.job, relay.item.emit))
 
     @property
@@ -156,7 +216,8 @@ class ThreadExecutor:
 
 
 class InlineExecutor:
-    """Runs every job at once on the calling thread: for tests and headless rendering."""
+    """Runs every job at once on the calling thread: for tests and headless rendering. An error without an
+    ``on_error`` is raised to the caller."""
 
     def __init__(self) -> None:
         self.submitted = 0

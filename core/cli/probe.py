@@ -2,15 +2,18 @@
 
 Exit codes: 0 the run completed (whatever the verdict); 1 other error; 2 usage; 3 unknown or changed host key;
 4 authentication failed; 5 host unreachable; 6 the connection was lost mid-run (partial results saved);
-130 cancelled (Ctrl-C). Errors are one sentence on stderr; ``--json`` prints only the run JSON on stdout.
+130 cancelled (Ctrl-C). Errors are one sentence on stderr, and nothing else goes there unless asked for
+(``--verbose`` adds the SSH library's and the runner's log); ``--json`` prints only the run JSON on stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import getpass
 import json
+import logging
 import math
 import signal
 import sys
@@ -68,6 +71,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--python", metavar="PATH", help="Python interpreter on the host that has torch")
     p.add_argument("--allow-root", action="store_true", help="allow `sudo -n` to read the kernel log")
     p.add_argument("--db", metavar="FILE", help="probe history file (default: $XDG_DATA_HOME/tuneplan/probes.db)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print the SSH library's and the runner's log on stderr (to debug a connection)")
     p.set_defaults(func=cmd_probe)
 
 
@@ -223,7 +228,11 @@ def render_scorecard(doc: dict[str, Any]) -> str:
     if not card:
         lines.append("no scorecard (the run has no evidence)")
         return "\n".join(lines)
-    lines += [f"verdict: {card['summary']}", ""]  # the summary opens with the verdict
+    if not card["checks"]:
+        lines.append(card["summary"])  # "No verdict: …" and why
+        return "\n".join(lines)
+    # the summary opens with the verdict, or says there is none
+    lines += [f"verdict: {card['summary']}" if card["verdict"] else card["summary"], ""]
     rows = [[c["status"], c["area"], c["name"], c["measured"], c["expected"]] for c in card["checks"]]
     lines.append(table(rows, ["status", "area", "check", "measured", "expected"], align="text", max_cell=48))
     reasons = [f"  {c['name']}: {c['reason']}" for c in card["checks"] if c["status"] in ("FAIL", "WARN")]
@@ -256,7 +265,22 @@ def _sigint_cancels(cancel: threading.Event, say: Callable[[str], None]) -> Iter
         signal.signal(signal.SIGINT, previous)
 
 
+def _logging(verbose: bool) -> None:
+    """Only --verbose shows library logs: without it, a failed SSH handshake or a runner bug logged from a worker
+    thread would reach stderr through Python's last-resort handler as a traceback, next to the one sentence
+    the user gets anyway."""
+    if verbose:
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr,
+                            format="%(asctime)s %(threadName)s %(name)s %(levelname)s: %(message)s")
+    else:
+        for name in ("core", "paramiko"):
+            logger = logging.getLogger(name)
+            if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+                logger.addHandler(logging.NullHandler())
+
+
 def cmd_probe(args: argparse.Namespace) -> int:
+    _logging(args.verbose)
     try:
         return _probe(args)
     except _Exit as exc:
@@ -266,6 +290,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 def _probe(args: argparse.Namespace) -> int:
     from core.probes.runner import run_suite
+    from core.probes.scorecard import explain_no_verdict
 
     if bool(args.local) == bool(args.target):
         raise _Exit(EXIT_USAGE, "probe needs either TARGET ([user@]host[:port]) or --local, not both"
@@ -290,7 +315,10 @@ def _probe(args: argparse.Namespace) -> int:
         transport.close()
     if finished is None:
         raise _Exit(EXIT_ERROR, "the probe run ended without a result")
-    doc = run_json(store.load_run(finished.run_id))
+    run = store.load_run(finished.run_id)
+    if run.scorecard is not None:  # a run with nothing to grade says what became of its probes
+        run = dataclasses.replace(run, scorecard=explain_no_verdict(run.scorecard, run.outcomes, run.summary.status))
+    doc = run_json(run)
     store.close()
     if args.json:
         print(json.dumps(doc, indent=2, default=str))

@@ -156,6 +156,6 @@ class Check(BaseModel):
 
 
 class Scorecard(BaseModel):
-    verdict: Verdict
+    verdict: Verdict | None  # None: nothing was graded (no evidence, or only INFO lines), so there is no verdict
     checks: list[Check]
-    summary: str  # one sentence: the verdict and its main reasons
+    summary: str  # one sentence: the verdict and its main reasons, or why there is no verdict

@@ -24,11 +24,13 @@ from core.probes.samples import CollectiveResult, GpuMetric
 from core.probes.scorecard import (
     busbw_at_largest,
     expected_busbw,
+    explain_no_verdict,
     matmul_reference,
     probed_gpu,
     score,
     size_label,
 )
+from core.probes.scorecard.common import flops_span
 from core.units import fmt_bytes
 from core.validation import validation_message
 
@@ -121,8 +123,9 @@ def record_from_stored(run: StoredRun) -> ProbeRunRecord:
     """A stored run as a report record: its evidence, scorecard, samples and the probes' warnings."""
     warnings = [f"{o.name}: {w}" for o in run.outcomes for w in o.warnings]
     warnings += [f"{o.name}: {o.error}" for o in run.outcomes if o.error]
+    card = explain_no_verdict(run.scorecard, run.outcomes, run.summary.status) if run.scorecard else None
     return ProbeRunRecord(host=run.summary.host, started=run.summary.started,
-                          evidence=run.evidence or ProbeEvidence(), scorecard=run.scorecard,
+                          evidence=run.evidence or ProbeEvidence(), scorecard=card,
                           samples=samples_from_table(run.samples, JSON_SAMPLES_PER_GPU), warnings=warnings)
 
 
@@ -184,15 +187,15 @@ def key_figures(evidence: ProbeEvidence, card: Scorecard, host: str) -> list[Key
     counts = Counter(c.status for c in card.checks)
     tally = " · ".join(f"{counts[s]} {s.value}" for s in (CheckStatus.passed, CheckStatus.warn, CheckStatus.fail,
                                                           CheckStatus.info) if counts[s])
-    figures = [KeyFigure(label="Verdict", value=card.verdict.value), KeyFigure(label="Host", value=host),
+    verdict = card.verdict.value if card.verdict is not None else "no verdict"
+    figures = [KeyFigure(label="Verdict", value=verdict), KeyFigure(label="Host", value=host),
                KeyFigure(label="GPUs", value=_gpu_label(evidence) or "no NVIDIA GPU found"),
                KeyFigure(label="Checks", value=tally or "none")]
     c = evidence.compute
     if c is not None and c.tflops_per_device:
         values = c.tflops_per_device
-        figures.append(KeyFigure(label="Matmul", value=(
-            f"{min(values):,.0f}–{max(values):,.0f} TFLOP/s per device ({c.dtype})" if len(values) > 1
-            else f"{values[0]:,.1f} TFLOP/s ({c.dtype}, {c.device})")))
+        detail = f"({c.dtype})" if len(values) > 1 else f"({c.dtype}, {c.device})"
+        figures.append(KeyFigure(label="Matmul", value=f"{flops_span(values, mean=False)} {detail}"))
     if evidence.collectives is not None:
         found = busbw_at_largest(evidence.collectives)
         if found is not None:
@@ -249,11 +252,13 @@ def matmul_chart(evidence: ProbeEvidence, catalog: Catalog) -> BarChart | None:
         return None
     ref = matmul_reference(c, probed_gpu(evidence, catalog)) if c.device == "cuda" else None
     n = len(c.tflops_per_device)
-    unit = "TFLOP/s"
+    # A CPU's figure reads in GFLOP/s: in TFLOP/s its bar would be labelled 0.0.
+    scale, unit = (1e3, "GFLOP/s") if 0 < max(c.tflops_per_device) < 1 else (1.0, "TFLOP/s")
     return BarChart(title=f"Dense {c.dtype} matmul per device ({c.matrix_size}×{c.matrix_size})", unit=unit,
                     categories=[f"{'GPU' if c.device == 'cuda' else c.device.upper()} {i}" for i in range(n)],
-                    series=[Series(name="measured", values=list(c.tflops_per_device))],
-                    markers=[ref[0]] * n if ref else None, marker_label="healthy GPU reference" if ref else None)
+                    series=[Series(name="measured", values=[v * scale for v in c.tflops_per_device])],
+                    markers=[ref[0] * scale] * n if ref else None,
+                    marker_label="healthy GPU reference" if ref else None)
 
 
 def storage_charts(evidence: ProbeEvidence) -> list[BarChart]:

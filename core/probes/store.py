@@ -396,7 +396,7 @@ class ProbeStore:
                 [status, ended if ended is not None else time.time(),
                  evidence.model_dump_json() if evidence is not None else None,
                  scorecard.model_dump_json() if scorecard is not None else None,
-                 scorecard.verdict.value if scorecard is not None else None, run_id])
+                 scorecard.verdict.value if scorecard is not None and scorecard.verdict else None, run_id])
 
     # ---- reading
 

@@ -1,5 +1,9 @@
 """Two probe runs side by side (same host at two times, or two hosts): scorecard rows aligned by check,
 differences highlighted, so "did the provider fix it?" and "which box is better?" take one glance.
+
+Checks are matched by what they are (``core.probes.scorecard.check_key``): a storage check by its role (data,
+checkpoint, scratch), not by its path, since the scratch directory gets a new random name every run. A data or
+checkpoint path that differs between the runs is named as a difference; the scratch path is not.
 """
 
 from __future__ import annotations
@@ -9,8 +13,9 @@ from dataclasses import dataclass
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from core.probes.evidence import Check, Scorecard
+from core.probes.scorecard import check_key, check_path
 from core.probes.store import RunSummary
-from gui.probe.scorecard_view import StatusRowsModel, VerdictBanner
+from gui.probe.scorecard_view import StatusRowsModel, VerdictBanner, verdict_value
 from gui.table_model import Row, make_table
 
 HEADER = ["area", "check", "A status", "A measured", "B status", "B measured", "expected", "difference"]
@@ -29,10 +34,6 @@ class Side:
         return f"{self.summary.host} · run {self.summary.id}"
 
 
-def _key(check: Check) -> tuple[str, str]:
-    return check.area, check.name
-
-
 def _status(check: Check | None) -> str:
     if check is None:
         return "—"
@@ -41,14 +42,16 @@ def _status(check: Check | None) -> str:
 
 def compare_rows(a: Scorecard | None, b: Scorecard | None) -> list[Row]:
     """Rows in A's order, then checks only B has; cells that differ are highlighted."""
-    checks_a = {_key(c): c for c in (a.checks if a else [])}
-    checks_b = {_key(c): c for c in (b.checks if b else [])}
+    checks_a = {check_key(c): c for c in (a.checks if a else [])}
+    checks_b = {check_key(c): c for c in (b.checks if b else [])}
     keys = list(checks_a) + [k for k in checks_b if k not in checks_a]
     rows = []
     for key in keys:
         ca, cb = checks_a.get(key), checks_b.get(key)
         either = ca if ca is not None else cb
-        cells = [key[0], key[1], _status(ca), ca.measured if ca else "—", _status(cb), cb.measured if cb else "—",
+        same_name = ca is None or cb is None or ca.name == cb.name
+        name = either.name if same_name and either is not None else key[1]
+        cells = [key[0], name, _status(ca), ca.measured if ca else "—", _status(cb), cb.measured if cb else "—",
                  either.expected if either is not None else "", ""]
         highlight: set[int] = set()
         if ca is None or cb is None:
@@ -58,6 +61,9 @@ def compare_rows(a: Scorecard | None, b: Scorecard | None) -> list[Row]:
             diffs = []
             if cells[2] != cells[4]:
                 diffs.append("status")
+            if not same_name and not key[1].endswith("scratch"):
+                diffs.append("path")
+                highlight.add(1)
             if ca.measured != cb.measured:
                 diffs.append("measured")
                 highlight |= {3, 5}
@@ -66,6 +72,8 @@ def compare_rows(a: Scorecard | None, b: Scorecard | None) -> list[Row]:
                 highlight.add(7)
         tips = [*cells[:7], "\n".join(x for x in (f"A: {ca.reason}" if ca else "", f"B: {cb.reason}" if cb else "")
                                       if x)]
+        if not same_name and ca is not None and cb is not None:
+            tips[1] = f"A: {check_path(ca)}\nB: {check_path(cb)}"
         rows.append(Row(cells, highlight=highlight, bold=bool(cells[7]), tooltips=tips))
     return rows
 
@@ -89,7 +97,7 @@ class CompareDialog(QDialog):
             banner = VerdictBanner()
             banner.setAccessibleName(f"Verdict {letter}")
             if side.scorecard is not None:
-                banner.show_verdict(str(side.scorecard.verdict.value), side.scorecard.summary)
+                banner.show_verdict(verdict_value(side.scorecard), side.scorecard.summary)
             else:
                 banner.show_verdict(None, f"run {side.summary.id} has no scorecard ({side.summary.status})")
             column.addWidget(banner)

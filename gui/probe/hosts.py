@@ -29,6 +29,7 @@ from core.probes.store import HostProfile, ProbeStore
 from core.probes.transport.target import split_target
 
 LOCAL_NAME = "This machine"
+MIN_WIDTH = 560  # the placeholders and a two-line error read in full
 LOCAL_TARGET = "local"
 PROFILE_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -42,14 +43,17 @@ def host_label(profile: HostProfile) -> str:
     return profile.name
 
 
-def profile_error(name: str, target: str, local: bool, taken: set[str]) -> str | None:
-    """One sentence on what is wrong with the form, or None."""
+def name_error(name: str, taken: set[str]) -> str | None:
+    """One sentence on what is wrong with the host's name, or None."""
     if not name.strip():
         return "name is empty; give the host a label, e.g. 'lambda-8xh100'"
     if name.strip() in taken:
         return f"name '{name.strip()}' is already used by another saved host"
-    if local:
-        return None
+    return None
+
+
+def target_error(target: str) -> str | None:
+    """One sentence on what is wrong with the target, or None."""
     try:
         split_target(target)
     except ValueError as exc:
@@ -57,8 +61,18 @@ def profile_error(name: str, target: str, local: bool, taken: set[str]) -> str |
     return None
 
 
+def profile_error(name: str, target: str, local: bool, taken: set[str]) -> str | None:
+    """One sentence on what is wrong with the form (the name first), or None."""
+    return name_error(name, taken) or (None if local else target_error(target))
+
+
 class HostDialog(QDialog):
-    """Add or edit one profile. Read :meth:`profile` after it is accepted."""
+    """Add or edit one profile. Read :meth:`profile` after it is accepted.
+
+    A field's error shows once the user has typed in it (or pressed Save), never on a form just opened: an empty
+    form is not a mistake. Save is disabled only while an error is shown. The dialog is wide enough for the
+    placeholders and grows to fit a long error, which wraps instead of being cut off.
+    """
 
     def __init__(self, profile: HostProfile | None, taken: set[str], parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -67,9 +81,12 @@ class HostDialog(QDialog):
         self.setAccessibleName(self.windowTitle())
         self._taken = taken
         self._local = bool(profile and profile.local)
+        self._touched: set[str] = set()
+        self.setMinimumWidth(MIN_WIDTH)
         form = QFormLayout(self)
         self.name = QLineEdit(profile.name if profile else "")
         self.name.setAccessibleName("Host name")
+        self.name.setPlaceholderText("a label for the history, e.g. lambda-8xh100")
         self.name.setReadOnly(self._local)
         self.target = QLineEdit("" if profile is None or self._local else profile.target)
         self.target.setAccessibleName("Target")
@@ -84,7 +101,9 @@ class HostDialog(QDialog):
         key_row = QHBoxLayout()
         self.identity = QLineEdit(profile.identity_file or "" if profile else "")
         self.identity.setAccessibleName("Identity file")
-        self.identity.setPlaceholderText("optional: ~/.ssh/id_ed25519 (agent and ssh config are used anyway)")
+        self.identity.setPlaceholderText("optional, e.g. ~/.ssh/id_ed25519")
+        self.identity.setToolTip("A private key to offer first; keys from the SSH agent and ~/.ssh/config are "
+                                 "offered anyway.")
         self.identity.setEnabled(not self._local)
         browse = QPushButton("Browse…")
         browse.setEnabled(not self._local)
@@ -114,8 +133,13 @@ class HostDialog(QDialog):
         self.buttons.accepted.connect(self._save)
         self.buttons.rejected.connect(self.reject)
         form.addRow(self.buttons)
-        for edit in (self.name, self.target):
+        for key, edit in (("name", self.name), ("target", self.target)):
+            edit.textEdited.connect(lambda _t, k=key: self._touch(k))
             edit.textChanged.connect(lambda _t: self._validate())
+        self._validate()
+
+    def _touch(self, key: str) -> None:
+        self._touched.add(key)
         self._validate()
 
     def _browse(self) -> None:
@@ -124,12 +148,27 @@ class HostDialog(QDialog):
             self.identity.setText(name)
 
     def _validate(self) -> bool:
-        error = profile_error(self.name.text(), self.target.text(), self._local, self._taken)
-        self.error.setText(error or "")
-        self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(error is None)
-        return error is None
+        errors = {"name": name_error(self.name.text(), self._taken),
+                  "target": None if self._local else target_error(self.target.text())}
+        shown = next((e for key, e in errors.items() if e and key in self._touched), None)
+        if shown != (self.error.text() or None):
+            self.error.setText(shown or "")
+            self._fit()
+        self.buttons.button(QDialogButtonBox.StandardButton.Save).setEnabled(shown is None)
+        return not any(errors.values())
+
+    def _fit(self) -> None:
+        """Grow the dialog to the height its wrapped text needs at its width."""
+        layout = self.layout()
+        if layout is None:
+            return
+        layout.activate()
+        need = layout.totalHeightForWidth(self.width()) if layout.hasHeightForWidth() else layout.sizeHint().height()
+        if need > self.height():
+            self.resize(self.width(), need)
 
     def _save(self) -> None:
+        self._touched |= {"name", "target"}  # Save shows what is still missing
         if self._validate():
             self.accept()
 

@@ -37,6 +37,7 @@ from core.probes.samples import GpuMetric
 from gui.colors import gpu_color, palette_colors
 from gui.probe.decimate import peak_decimate
 from gui.probe.gpu_history import CHANNEL, DEFAULT_SHOWN, METRICS, GpuHistory, MetricSpec
+from gui.probe.point_charts import ChartNote
 from gui.probe.ring import FloatArray
 
 MAX_REDRAW_HZ = 20.0
@@ -76,12 +77,16 @@ class MetricPlot(pg.PlotWidget):
         self.spec, self._fg = spec, foreground
         self.setAccessibleName(f"{spec.title} chart")
         self.setMinimumHeight(140)
+        title = f"{spec.title} ({spec.unit})"
+        # the title is drawn inside the plot, where it would be cut off in a narrower chart
+        self.setMinimumWidth(self.fontMetrics().horizontalAdvance(title) + 48)
+        self.note = ChartNote(self, f"{spec.title} chart")  # after super().__init__: the plot item exists
         item = self.getPlotItem()
         for axis in ("left", "bottom"):
             item.getAxis(axis).setPen(pg.mkPen(foreground))
             item.getAxis(axis).setTextPen(pg.mkPen(foreground))
             item.getAxis(axis).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
-        item.setTitle(f"{spec.title} ({spec.unit})", color=foreground, size="9pt")
+        item.setTitle(title, color=foreground, size="9pt")
         item.setLabel("bottom", "s before the newest sample", **{"font-size": "8pt"})
         item.showGrid(x=True, y=True, alpha=0.15)
         item.setMenuEnabled(False)
@@ -248,11 +253,21 @@ class LiveGpuCharts(QWidget):
         self.history.clear()
         for plot in self.plots.values():
             plot.clear_curves()
+            plot.note.say(None)
         self.status.setText("No GPU samples yet")
         self.now.setRowCount(0)
         self._drawn_written.clear()
         self._frame = None
         self._drawn_version = -1
+
+    def say_empty(self, reason: str) -> None:
+        """Why there are no GPU samples ("skipped: no GPU"), on every chart and in the status line; ignored once
+        samples have arrived."""
+        if self.history.samples:
+            return
+        self.status.setText(f"No GPU samples: {reason}")
+        for plot in self.plots.values():
+            plot.note.say(reason)
 
     # ---- painting
 
@@ -367,6 +382,9 @@ class LiveGpuCharts(QWidget):
     def _finish(self, frame: _Frame) -> None:
         history = self.history
         self._frame = None
+        for plot in self.plots.values():  # samples arrived: no reason to give any more
+            if plot.note.isVisible():
+                plot.note.say(None)
         now = time.monotonic()
         if frame.full or now - self._table_at >= TABLE_PERIOD_S:
             self._table_at = now

@@ -33,9 +33,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.catalog import load_catalog
 from core.planner.models import PlanRequest
 from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
+from core.probes.scorecard import explain_no_verdict
 from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, StoredRun
 from core.probes.transport.base import Transport
 from core.validation import validation_message
@@ -46,24 +48,22 @@ from gui.probe.event_log import EventLog
 from gui.probe.exports import RunExports
 from gui.probe.history import HistoryView
 from gui.probe.hosts import HostList, host_label
-from gui.probe.live_charts import LiveGpuCharts
-from gui.probe.point_charts import PointChart
+from gui.probe.run_charts import RunCharts
 from gui.probe.run_feed import (
     PROGRESS_STEPS,
     LogLine,
     RunProgress,
     ThrottleWatch,
     live_title,
+    nothing_to_apply,
     outcome_lines,
-    route_point,
     stored_title,
 )
-from gui.probe.scorecard_view import ScorecardView
+from gui.probe.scorecard_view import NO_RUN_TO_APPLY, ScorecardView, verdict_value
 from gui.probe.suite_picker import SuitePicker
 from gui.workers import Executor, Job, ThreadExecutor
 
 STOP_GRACE_MS = 30_000
-ON_DEMAND_CHARTS = ("compute", "cpu")
 # The plan "Apply to plan" starts from when the window gives none: DESIGN §3.1's example without hardware, so
 # the probed box's GPUs become the plan's hardware.
 DEFAULT_PLAN = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2.0e8, "epochs": 1, "seq_len": 4096},
@@ -111,7 +111,9 @@ class ProbePane(QWidget):
         self.evidence: ProbeEvidence | None = None
         self.scorecard: Scorecard | None = None
         self.outcomes: list[ProbeOutcome] = []
+        self.run_probes: list[str] = []
         self.shown_run: int | None = None
+        self.shown_host: str | None = None  # whose run the tabs show: cleared when another host is selected
         self.compare_dialog: CompareDialog | None = None
         self.throttle = ThrottleWatch()
         self.run_progress = RunProgress()
@@ -210,33 +212,10 @@ class ProbePane(QWidget):
     def _right_panel(self) -> QWidget:
         self.tabs = QTabWidget()
         self.tabs.setAccessibleName("Probe views")
-        live = QWidget()
-        layout = QVBoxLayout(live)
-        layout.setContentsMargins(2, 2, 2, 2)
-        self.showing = QLabel("")
-        self.showing.setAccessibleName("Shown run")
-        layout.addWidget(self.showing)
-        split = QSplitter(Qt.Orientation.Vertical)
-        self.gpu_charts = LiveGpuCharts()
-        split.addWidget(self.gpu_charts)
-        results = QWidget()
-        row = QHBoxLayout(results)
-        row.setContentsMargins(0, 0, 0, 0)
-        self.point_charts = {
-            "busbw": PointChart("NCCL bus bandwidth", "message size", "busbw (GB/s)", log_x=True),
-            "throughput": PointChart("Storage throughput", "time (s)", "MB/s"),
-            "iops": PointChart("Storage IOPS", "time (s)", "IOPS"),
-            "compute": PointChart("Compute", "run time (s)", "TFLOP/s"),
-            "cpu": PointChart("Host CPU", "run time (s)", "% or °C"),
-        }
-        for chart in self.point_charts.values():
-            row.addWidget(chart)
-        for key in ON_DEMAND_CHARTS:  # shown when their first point arrives
-            self.point_charts[key].hide()
-        split.addWidget(results)
-        split.setSizes([600, 240])
-        layout.addWidget(split, 1)
-        self.tabs.addTab(live, "Live")
+        self.run_charts = RunCharts()
+        self.showing, self.gpu_charts = self.run_charts.showing, self.run_charts.gpu_charts
+        self.point_charts = self.run_charts.point_charts
+        self.tabs.addTab(self.run_charts, "Live")
         self.scorecard_view = ScorecardView()
         self.scorecard_view.apply_requested.connect(self.apply_measured)
         score_tab = QWidget()
@@ -286,7 +265,27 @@ class ProbePane(QWidget):
         self.suite.set_choice(self.suite.choice().suite, data_path=profile.data_path or "",
                               checkpoint_path=profile.checkpoint_path or "")
         self.history.show_host(host_label(profile))
+        if not self.running:  # another host's progress, status and verdict say nothing about this one
+            self.progress.setValue(0)
+            self.eta.setText("")
+            self._set_status(self._connection_text(profile))
+            if self.shown_host not in (None, host_label(profile)):
+                self._reset_view()
+                self.scorecard_view.show_scorecard(None, f"No verdict yet for {profile.name}: run a suite or "
+                                                         "reopen a past run.")
+                self.scorecard_view.set_apply_reason(NO_RUN_TO_APPLY)
+                self.showing.setText("")
+                self.shown_run = self.shown_host = None
         self._enable()
+
+    def _connection_text(self, profile: HostProfile) -> str:
+        """The status line for the host just selected: connected to it, to another one, or to none."""
+        connected = self.connected_profile if self.transport is not None else None
+        if connected is None:
+            return "Not connected"
+        if connected.name == profile.name:
+            return "Ready to probe this machine" if connected.local else f"Connected to {connected.name}"
+        return f"Not connected to {profile.name} (still connected to {connected.name})"
 
     # ---- connection
 
@@ -341,7 +340,7 @@ class ProbePane(QWidget):
             return False
         self._reset_view()
         self.running = True
-        self.run_id = None
+        self.run_id, self.shown_host = None, host_label(self.connected_profile)
         self.showing.setText(f"Live: {choice.label} suite on {self.connected_profile.name}")
         cancel = self.cancel_event = threading.Event()
         transport, store, label, run = self.transport, self.store, host_label(self.connected_profile), self.run_suite
@@ -382,14 +381,11 @@ class ProbePane(QWidget):
             self._finish_run("cancelled")
 
     def _reset_view(self) -> None:
-        self.gpu_charts.clear()
-        for chart in self.point_charts.values():
-            chart.clear_points()
-        for key in ON_DEMAND_CHARTS:
-            self.point_charts[key].hide()
+        self.run_charts.clear()
         self.log.clear()
         self.scorecard_view.show_scorecard(None, "Running…")
-        self.evidence, self.scorecard, self.outcomes = None, None, []
+        self.scorecard_view.set_apply_reason("Nothing to apply to a plan until the run ends.")
+        self.evidence, self.scorecard, self.outcomes, self.run_probes = None, None, [], []
         self.throttle.clear()
         self.run_progress.reset()
         self.progress.setValue(0)
@@ -400,9 +396,10 @@ class ProbePane(QWidget):
     def _on_event(self, event: object) -> None:
         match event:
             case RunStarted():
-                self.run_id = event.run_id
+                self.run_id, self.run_probes = event.run_id, list(event.probes)
                 host = self.connected_profile.name if self.connected_profile else "the host"
                 self.showing.setText(live_title(self.run_id, host, event.facts))
+                self._note_empty_charts(event.facts.nvidia if event.facts is not None else None, ended=False)
             case ProbeStarted():
                 self.log.add(*self.run_progress.start(event.name, event.index, event.total, event.eta_s,
                                                       time.monotonic()))
@@ -411,7 +408,7 @@ class ProbePane(QWidget):
                 self.gpu_charts.add_metrics(event.metrics)
                 self._add_lines(self.throttle.lines(event.metrics))
             case SeriesPoint():
-                self.add_point(event.series, event.x, event.y, event.label, event.t)
+                self.run_charts.add_point(event.series, event.x, event.y, event.label, event.t)
             case LogEvent():
                 self.log.add(event.level, event.message)
             case ProbeFinished():
@@ -419,6 +416,7 @@ class ProbePane(QWidget):
                 self.run_progress.finish()
                 self._add_lines(outcome_lines(event.outcome))
                 self._update_progress()
+                self._note_empty_charts(None, ended=False)
             case RunFinished():
                 self._run_finished(event)
 
@@ -426,19 +424,15 @@ class ProbePane(QWidget):
         for level, text in lines:
             self.log.add(level, text)
 
-    def add_point(self, series: str, x: float, y: float, label: str = "", t: float = 0.0) -> None:
-        """Route one runner point to its chart (painted by the redraw timer)."""
-        key, name, x = route_point(series, x, label, t)
-        chart = self.point_charts[key]
-        if chart.isHidden():
-            chart.show()
-        chart.add(name, x, y, label)
-
     def _run_finished(self, event: RunFinished) -> None:
-        self.run_id, self.evidence, self.scorecard = event.run_id, event.evidence, event.scorecard
         status = event.status
+        card = explain_no_verdict(event.scorecard, self.outcomes, status) if event.scorecard is not None else None
+        self.run_id, self.evidence, self.scorecard = event.run_id, event.evidence, card
         self.scorecard_view.show_scorecard(self.scorecard, f"No verdict: the run ended {status}.")
+        self.scorecard_view.set_apply_reason(nothing_to_apply(self.evidence, load_catalog()))
+        self._note_empty_charts(None, ended=True)
         self.shown_run = self.run_id
+        self.shown_host = host_label(self.connected_profile) if self.connected_profile is not None else None
         self._finish_run(status)
         if self.scorecard is not None:
             self.tabs.setCurrentIndex(1)
@@ -453,7 +447,7 @@ class ProbePane(QWidget):
         self._redraw_points()
         if status == "completed":
             self.progress.setValue(PROGRESS_STEPS)
-        verdict = f" · {self.scorecard.verdict.value}" if self.scorecard is not None else ""
+        verdict = f" · {verdict_value(self.scorecard) or 'no verdict'}" if self.scorecard is not None else ""
         self.eta.setText(f"Run {status}{verdict}")
         self.log.add("info" if status == "completed" else "warning", f"run {status}")
         self._set_status(f"Run {self.run_id if self.run_id is not None else ''} {status}{verdict}".replace("  ", " "))
@@ -481,17 +475,19 @@ class ProbePane(QWidget):
             self.eta.setText(text)
 
     def _redraw_points(self) -> None:
-        for chart in self.point_charts.values():
-            chart.redraw()
+        self.run_charts.redraw_points()
+
+    def _note_empty_charts(self, gpus: bool | None, ended: bool) -> None:
+        self.run_charts.note_empty(gpus, self.run_probes, self.outcomes, ended)
 
     # ---- scorecard, history, export
 
     def apply_measured(self) -> PlanRequest | None:
         """Put the measured TFLOP/s and busbw into the plan and emit ``apply_to_plan``."""
-        if self.evidence is None:
-            self._set_status("Nothing to apply: this run has no evidence")
+        reason = nothing_to_apply(self.evidence, load_catalog())
+        if reason is not None or self.evidence is None:
+            self._set_status(reason or "")
             return None
-        from core.catalog import load_catalog
         from core.probes.apply import apply_to_plan
 
         request = self.plan_request_source() if self.plan_request_source is not None else None
@@ -522,13 +518,19 @@ class ProbePane(QWidget):
         self.gpu_charts.history.load_table(run.samples)
         self.gpu_charts.redraw()
         for point in run.series:
-            self.add_point(point.series, point.x, point.y, point.label, point.t)
+            self.run_charts.add_point(point.series, point.x, point.y, point.label, point.t)
         self._redraw_points()
         for ev in run.events:
             self.log.add(ev.level, ev.message, when=run.summary.started + ev.t)
-        self.evidence, self.scorecard, self.outcomes = run.evidence, run.scorecard, list(run.outcomes)
-        self.scorecard_view.show_scorecard(run.scorecard, f"No verdict: the run ended {run.summary.status}.")
+        card = explain_no_verdict(run.scorecard, run.outcomes, run.summary.status) if run.scorecard else None
+        self.evidence, self.scorecard, self.outcomes = run.evidence, card, list(run.outcomes)
+        self.run_probes = list(run.summary.probes)
+        self.scorecard_view.show_scorecard(card, f"No verdict: the run ended {run.summary.status}.")
+        self.scorecard_view.set_apply_reason(nothing_to_apply(run.evidence, load_catalog()))
+        inventory = run.evidence.inventory if run.evidence is not None else None
+        self._note_empty_charts(None if inventory is None else inventory.nvidia is not None, ended=True)
         self.run_id = self.shown_run = run_id
+        self.shown_host = run.summary.host
         self.showing.setText(stored_title(run_id, run.summary))
         self.progress.setValue(PROGRESS_STEPS if run.summary.status == "completed" else 0)
         self.tabs.setCurrentIndex(0)

@@ -1,5 +1,6 @@
 """What the probe pane shows of a run, worked out without widgets: where a runner point is drawn, which log
-lines an outcome or a throttling GPU is worth, the titles above the charts, and how far the run has got.
+lines an outcome or a throttling GPU is worth, the titles above the charts, why a chart stayed empty, whether
+there is anything to apply to a plan, and how far the run has got.
 
 The pane matches each runner event on its type and asks this module what it means on screen; it only puts the
 answers into its widgets. Nothing here touches Qt, so the routing and the progress and ETA arithmetic are
@@ -9,12 +10,16 @@ tested on their own. Times are passed in (``now``, from ``time.monotonic``) for 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from core.catalog import Catalog
 from core.probes.checks.base import HostFacts
-from core.probes.evidence import ProbeOutcome
+from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
 from core.probes.samples import GpuMetric
+from core.probes.scorecard import NO_GPU
+from core.probes.scorecard.expectations import busbw_at_largest, probed_gpu
 from core.probes.store import RunSummary
 
 PROGRESS_STEPS = 1000
@@ -34,6 +39,12 @@ SERIES_ROUTES: dict[str, tuple[str, str | None]] = {
     "compute_tflops": ("compute", "matmul"), "tflops": ("compute", "burn"),
     "cpu_util": ("cpu", "CPU busy %"), "cpu_temp": ("cpu", "CPU °C"),
 }
+
+
+# The probes whose points each result chart shows (the on-demand compute and CPU charts are hidden while empty).
+CHART_PROBES: dict[str, tuple[str, ...]] = {"busbw": ("collectives",), "throughput": ("storage",),
+                                            "iops": ("storage",)}
+NO_GPU_NOTE = "skipped: no GPU"
 
 
 def fmt_time(unix: float | None) -> str:
@@ -73,6 +84,60 @@ def stored_title(run_id: int, summary: RunSummary) -> str:
     """The line above the charts for a reopened run."""
     return (f"Run {run_id} on {summary.host}, {fmt_time(summary.started)} "
             f"({summary.suite}, {summary.status})")
+
+
+def gpu_chart_note(gpus: bool | None) -> str | None:
+    """Why the live GPU charts are empty: the host has no NVIDIA GPU (None: not known yet, or it has GPUs)."""
+    return NO_GPU_NOTE if gpus is False else None
+
+
+def chart_notes(probes: Sequence[str], outcomes: Sequence[ProbeOutcome], ended: bool) -> dict[str, str]:
+    """Why each result chart may be empty, by chart: its probe is not in the suite, ended without figures
+    (skipped or failed: the outcome says why) or never ran. A chart whose probe is still to come gets none."""
+    finished = {o.name: o for o in outcomes}
+    notes: dict[str, str] = {}
+    for chart, feeding in CHART_PROBES.items():
+        mine = [name for name in feeding if name in probes]
+        done = [finished[name] for name in mine if name in finished]
+        if not mine:
+            notes[chart] = f"not measured: {' or '.join(feeding)} is not in this suite"
+        elif not done:
+            if ended:
+                notes[chart] = f"not measured: the run ended before {mine[0]}"
+        else:
+            bad = next((o for o in done if o.status is not ProbeStatus.ok), None)
+            if bad is None:
+                notes[chart] = f"no figures: {done[0].name} reported none"
+            elif (bad.error or "").startswith(NO_GPU):
+                notes[chart] = f"{bad.status.value}: no GPU"
+            else:
+                notes[chart] = f"{bad.status.value}: {first_clause(bad.error or 'no reason given')}"
+    return notes
+
+
+def first_clause(reason: str) -> str:
+    """The gist of a probe's reason, short enough for the middle of a chart (the event log has all of it):
+    "torch is not installed in the host's Python (/usr/bin/python3), so …" → "torch is not installed in the
+    host's Python"."""
+    return re.split(r" \(|, |; |: ", reason, maxsplit=1)[0].rstrip(".")
+
+
+def nothing_to_apply(evidence: ProbeEvidence | None, catalog: Catalog) -> str | None:
+    """Why "Apply to plan" would change nothing, or None when the run has something for a plan: a GPU model
+    the catalog knows (the plan's hardware), a GPU matmul figure (its MFU) or a multi-GPU all-reduce (its
+    network), as ``core.probes.apply`` uses them."""
+    if evidence is None:
+        return "Nothing to apply to a plan: this run has no evidence."
+    c, coll = evidence.compute, evidence.collectives
+    matmul = c is not None and c.device == "cuda" and any(v > 0 for v in c.tflops_per_device)
+    busbw = coll is not None and (coll.nranks or 0) >= 2 and busbw_at_largest(coll) is not None and \
+        (evidence.collective_interconnect or "").lower() != "loopback"
+    if matmul or busbw or probed_gpu(evidence, catalog) is not None:
+        return None
+    inv = evidence.inventory
+    if inv is not None and not (inv.nvidia and inv.nvidia.gpus) and not (evidence.health and evidence.health.gpus):
+        return f"Nothing to apply to a plan: {NO_GPU} on this host."
+    return "Nothing to apply to a plan: this run measured no GPU model, GPU matmul or multi-GPU all-reduce."
 
 
 def outcome_lines(outcome: ProbeOutcome) -> list[LogLine]:

@@ -1,7 +1,8 @@
 """The readiness verdict: a coloured banner with the one-sentence summary, and every check with its reasons.
 
 "Apply to plan" emits the plan request with the measured matmul TFLOP/s and busbw put in; the pane does not
-know the wizard (``gui.wizard`` and ``gui.probe`` never import each other), so the main window routes it.
+know the wizard (``gui.wizard`` and ``gui.probe`` never import each other), so the main window routes it. When the
+run has nothing a plan could use, the button is disabled and the line beside it (and its tooltip) says why.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ STATUS_ORDER = {"FAIL": 0, "WARN": 1, "PASS": 2, "INFO": 3}
 # line); the reason takes the rest, wrapped over up to three lines.
 COLUMN_WIDTHS = {1: 150, 2: 160, 3: 150, 5: 110}
 ROW_LINES = 3
+APPLY_TIP = "Use the measured matmul TFLOP/s (MFU) and busbw (interconnect) in the plan"
+NO_RUN_TO_APPLY = "Nothing to apply to a plan yet: run a suite or reopen a past run."
 
 
 class StatusRowsModel(RowsModel):
@@ -58,6 +61,11 @@ def check_row(check: Check) -> Row:
     tips = [status, f"{check.name} ({check.area})", check.measured, check.expected, check.reason, check.source]
     return Row(cells, sort=[STATUS_ORDER.get(status, 9), check.name, check.measured, check.expected, check.reason,
                             check.source], payload=check, tooltips=tips)
+
+
+def verdict_value(card: Scorecard | None) -> str | None:
+    """'READY', 'NOT READY', …; None for no card or a card without a verdict (nothing was graded)."""
+    return card.verdict.value if card is not None and card.verdict is not None else None
 
 
 class VerdictBanner(QLabel):
@@ -99,12 +107,16 @@ class ScorecardView(QWidget):
         self.counts = QLabel("")
         self.counts.setAccessibleName("Check counts")
         row.addWidget(self.counts, 1)
+        self.apply_note = QLabel("")
+        self.apply_note.setAccessibleName("Apply to plan note")
+        self.apply_note.setWordWrap(True)
+        self.apply_note.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        row.addWidget(self.apply_note, 2)
         self.apply_button = QPushButton("Apply to plan")
         self.apply_button.setAccessibleName("Apply to plan")
-        self.apply_button.setToolTip("Use the measured matmul TFLOP/s (MFU) and busbw (interconnect) in the plan")
-        self.apply_button.setEnabled(False)
         self.apply_button.clicked.connect(lambda _checked=False: self.apply_requested.emit())
         row.addWidget(self.apply_button)
+        self.set_apply_reason(NO_RUN_TO_APPLY)
         layout.addLayout(row)
         self.model = StatusRowsModel(HEADER, STATUS_COLUMN, self)
         self.table = make_table(self.model, "Scorecard checks")
@@ -130,14 +142,13 @@ class ScorecardView(QWidget):
     def show_scorecard(self, scorecard: Scorecard | None, note: str = "") -> None:
         self.scorecard = scorecard
         self.detail.setText("Select a check to read its measured and expected values, source and reason."
-                            if scorecard is not None else "")
+                            if scorecard is not None and scorecard.checks else "")
         if scorecard is None:
             self.banner.show_verdict(None, note or "No verdict: the run ended before the scorecard.")
             self.model.set_rows([])
             self.counts.setText("")
-            self.apply_button.setEnabled(False)
             return
-        self.banner.show_verdict(str(scorecard.verdict.value), scorecard.summary)
+        self.banner.show_verdict(verdict_value(scorecard), scorecard.summary)
         rows = sorted((check_row(c) for c in scorecard.checks),
                       key=lambda r: STATUS_ORDER.get(r.cells[STATUS_COLUMN], 9))
         self.model.set_rows(rows)
@@ -146,10 +157,16 @@ class ScorecardView(QWidget):
             tally[r.cells[STATUS_COLUMN]] = tally.get(r.cells[STATUS_COLUMN], 0) + 1
         self.counts.setText(" · ".join(f"{n} {s}" for s, n in sorted(tally.items(),
                                                                        key=lambda kv: STATUS_ORDER.get(kv[0], 9))))
-        self.apply_button.setEnabled(True)
         if rows:  # the worst check first, explained below the table
             self.table.selectRow(0)
             self._show_detail()
+
+    def set_apply_reason(self, reason: str | None) -> None:
+        """``reason``: why "Apply to plan" has nothing to apply (shown beside the button and as its tooltip);
+        None enables it."""
+        self.apply_button.setEnabled(reason is None)
+        self.apply_button.setToolTip(reason or APPLY_TIP)
+        self.apply_note.setText(reason or "")
 
     def _show_detail(self) -> None:
         index = self.table.currentIndex()

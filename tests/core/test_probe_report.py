@@ -21,6 +21,8 @@ from core.probes.evidence import (
     DistributedResult,
     HostInventory,
     ProbeEvidence,
+    ProbeOutcome,
+    ProbeStatus,
     StorageResult,
 )
 from core.probes.parsers import (
@@ -166,8 +168,27 @@ def test_a_run_without_scorecard_is_graded_and_gpu_less_runs_report_cleanly():
                              compute=ComputeResult(device="cpu", dtype="fp32", matrix_size=1024,
                                                    tflops_per_device=[0.2]))
     report = build_probe_report(ProbeRunRecord(host="ci", evidence=evidence))
-    assert report.conclusion.startswith("READY: ")
-    assert {k.label: k.value for k in report.key_figures}["GPUs"] == "no NVIDIA GPU found"
+    assert report.conclusion == "NOT READY for GPU training: no NVIDIA GPU found."
+    figures = {k.label: k.value for k in report.key_figures}
+    assert figures["Verdict"] == "NOT READY" and figures["GPUs"] == "no NVIDIA GPU found"
+    assert figures["Matmul"] == "200 GFLOP/s (fp32, cpu)"  # 0.2 TFLOP/s of a CPU, in the unit that reads
+    chart = next(b for s in report.sections if s.title == "Compute" for b in s.blocks if isinstance(b, BarChart))
+    assert chart.unit == "GFLOP/s" and chart.series[0].values == [200.0]
+
+
+def test_a_stored_run_that_measured_nothing_reports_no_verdict_and_why():
+    store = ProbeStore(":memory:")
+    run_id = store.start_run("This machine", "collectives", ["collectives"], started=1_772_460_300.0)
+    store.add_outcome(run_id, ProbeOutcome(name="collectives", status=ProbeStatus.skipped, started=1.0, ended=1.0,
+                                           error="torch is not installed in the host's Python (/usr/bin/python3)"))
+    store.finish_run(run_id, "completed", evidence=ProbeEvidence(), scorecard=score(ProbeEvidence()))
+    run = store.load_run(run_id)
+    store.close()
+    assert run.summary.verdict is None
+    report = build_probe_report(run)
+    assert report.conclusion == ("No verdict: no probe produced any evidence to grade (collectives skipped: torch is "
+                                 "not installed in the host's Python (/usr/bin/python3)).")
+    assert {k.label: k.value for k in report.key_figures}["Verdict"] == "no verdict"
 
 
 def test_record_from_json_names_what_is_wrong():

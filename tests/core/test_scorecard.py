@@ -18,6 +18,8 @@ from core.probes.evidence import (
     DistributedResult,
     HostInventory,
     ProbeEvidence,
+    ProbeOutcome,
+    ProbeStatus,
     StorageResult,
     Verdict,
 )
@@ -30,7 +32,18 @@ from core.probes.parsers import (
     parse_nvlink_status,
 )
 from core.probes.samples import GpuInfo, NvidiaSmiReport
-from core.probes.scorecard import NO_GPU, expected_busbw, parse_order, score, summarise
+from core.probes.scorecard import (
+    NO_GPU,
+    check_key,
+    check_path,
+    expected_busbw,
+    explain_no_verdict,
+    fmt_flops,
+    parse_order,
+    score,
+    summarise,
+)
+from core.probes.scorecard.common import flops_span
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
 PASS, WARN, FAIL, INFO = CheckStatus.passed, CheckStatus.warn, CheckStatus.fail, CheckStatus.info
@@ -418,30 +431,108 @@ def test_distributed_sanity():
 # --------------------------------------------------------------------------- GPU-less and missing evidence
 
 
-def test_gpu_less_host_is_not_failed_by_gpu_checks():
+def test_gpu_less_host_is_not_ready_for_gpu_training_and_its_other_checks_are_still_graded():
     ev = ProbeEvidence(
         inventory=HostInventory(hostname="ci", nvidia=None, cuda_available=False),
         compute=ComputeResult(device="cpu", dtype="fp32", matrix_size=2048, tflops_per_device=[0.35]),
         storage=[StorageResult(path="/tmp", role="scratch", tool="fio", filesystem="ext4", rand_read_p99_ms=0.5)],
         distributed=DistributedResult(backend="gloo", world_size=2, all_reduce_ok=True))
     card = score(ev)
-    gpu_checks = [c for c in card.checks if c.measured == NO_GPU or NO_GPU in c.reason]
-    assert len(gpu_checks) >= 6
-    assert all(c.status is INFO for c in gpu_checks)
-    assert card.verdict is Verdict.ready
-    assert by_name(card, "Matmul TFLOP/s").status is INFO
+    assert card.verdict is Verdict.not_ready
+    assert card.summary == "NOT READY for GPU training: no NVIDIA GPU found."
+    count = by_name(card, "GPU count and model")
+    assert (count.status, count.measured, count.reason) == (FAIL, NO_GPU, NO_GPU)
+    # the GPU checks that cannot apply are INFO lines, not more failures
+    for name in ("Whole GPUs (no MIG)", "PCIe link", "Clock-event reasons", "ECC errors", "Xid errors since boot"):
+        assert by_name(card, name).status is INFO
+    # the rest is graded as on any host: p99 0.5 ms < 2 ms passes, gloo all_reduce exact passes
+    assert by_name(card, "Random-read latency, scratch (/tmp)").status is PASS
+    assert {c.status for c in card.checks if c.area == "distributed"} == {PASS}
+    # 0.35 TFLOP/s of fp32 on the CPU is written as the 350 GFLOP/s it is
+    matmul = by_name(card, "Matmul TFLOP/s")
+    assert matmul.status is INFO and matmul.measured == "fp32 350 GFLOP/s"
+
+
+def test_gpu_less_host_with_a_failing_disk_names_both():
+    ev = ProbeEvidence(inventory=HostInventory(hostname="ci"),
+                       storage=[StorageResult(path="/data", role="data", tool="fio", rand_read_p99_ms=25.0)])
+    card = score(ev)
+    assert card.summary == ("NOT READY for GPU training: no NVIDIA GPU found; 4 KiB random-read p99 latency is "
+                            "25.0 ms.")
 
 
 def test_gpu_less_host_fails_when_gpus_were_ordered():
     card = score(ProbeEvidence(inventory=HostInventory(hostname="ci")), expected="8x H100")
-    assert by_name(card, "GPU count and model").status is FAIL
+    check = by_name(card, "GPU count and model")
+    assert check.status is FAIL and check.expected == "8× H100-SXM as ordered"
+    assert card.summary == "NOT READY for GPU training: no NVIDIA GPU found, but H100-SXM GPUs were ordered."
 
 
-def test_missing_probes_leave_checks_out_and_nothing_at_all_warns():
+def test_gpus_that_torch_cannot_use_are_not_called_missing(h100):
+    cpu = ComputeResult(device="cpu", dtype="float32", matrix_size=2048, tflops_per_device=[0.0123])
+    card = score(h100.model_copy(update={"compute": cpu}))
+    matmul = by_name(card, "Matmul TFLOP/s")
+    assert matmul.status is WARN and matmul.measured == "float32 12 GFLOP/s"
+    assert matmul.reason.startswith("the host has 8 NVIDIA GPUs but the matmul ran on the CPU")
+    assert NO_GPU not in matmul.reason
+
+
+def test_missing_probes_leave_checks_out_and_nothing_at_all_has_no_verdict():
     card = score(ProbeEvidence(collectives=nccl(A100_NCCL)))
     assert {c.area for c in card.checks} == {"network"}
     empty = score(ProbeEvidence())
-    assert empty.verdict is Verdict.ready_with_warnings and "no probe produced any evidence" in empty.summary
+    assert empty.verdict is None and empty.checks == []
+    assert empty.summary == "No verdict: no probe produced any evidence to grade."
+
+
+def test_a_run_with_only_info_lines_has_no_verdict():
+    cpu = ComputeResult(device="cpu", dtype="fp32", matrix_size=2048, tflops_per_device=[0.0051])
+    card = score(ProbeEvidence(compute=cpu))
+    assert [c.status for c in card.checks] == [INFO]
+    assert card.checks[0].measured == "fp32 5.1 GFLOP/s"
+    assert card.verdict is None
+    assert card.summary == "No verdict: none of the 1 check could be graded here (not applicable or not measured)."
+
+
+def test_a_run_without_evidence_says_what_became_of_its_probes():
+    now = 1.0
+    skipped = ProbeOutcome(name="collectives", status=ProbeStatus.skipped, started=now, ended=now,
+                           error="torch is not installed in the host's Python (/usr/bin/python3)")
+    failed = ProbeOutcome(name="storage", status=ProbeStatus.failed, started=now, ended=now,
+                          error="fio could not write /data: Permission denied.")
+    card = explain_no_verdict(score(ProbeEvidence()), [skipped, failed], "completed")
+    assert card.verdict is None
+    assert card.summary == ("No verdict: no probe produced any evidence to grade (collectives skipped: torch is not "
+                            "installed in the host's Python (/usr/bin/python3); storage failed: fio could not write "
+                            "/data: Permission denied).")
+    cancelled = explain_no_verdict(score(ProbeEvidence()), [], "cancelled")
+    assert cancelled.summary == ("No verdict: no probe produced any evidence to grade (the run was cancelled before "
+                                 "any probe finished).")
+    # a card with a verdict is left as it is
+    graded = score(ProbeEvidence(collectives=nccl(A100_NCCL)))
+    assert explain_no_verdict(graded, [skipped], "completed") == graded
+
+
+def test_matmul_figures_below_one_tflops_read_in_gflops():
+    assert fmt_flops(794.5) == "794.5 TFLOP/s"
+    assert fmt_flops(1.0) == "1.0 TFLOP/s"
+    assert fmt_flops(0.35) == "350 GFLOP/s"
+    assert fmt_flops(0.0051) == "5.1 GFLOP/s"
+    assert flops_span([0.2, 0.4]) == "200–400 GFLOP/s per device (mean 300)"
+    assert flops_span([700.0, 790.0]) == "700–790 TFLOP/s per device (mean 745)"
+
+
+def test_storage_checks_of_two_runs_line_up_by_role_not_by_scratch_directory():
+    def card(path: str):
+        return score(ProbeEvidence(storage=[StorageResult(path=path, role="scratch", tool="fio",
+                                                          rand_read_p99_ms=0.5)]))
+
+    a, b = card("/tmp/tuneplan.x1y2z3"), card("/tmp/tuneplan.q9w8e7")
+    assert a.checks[0].name == "Random-read latency, scratch (/tmp/tuneplan.x1y2z3)"
+    assert check_key(a.checks[0]) == check_key(b.checks[0]) == ("storage", "Random-read latency, scratch")
+    assert check_path(b.checks[0]) == "/tmp/tuneplan.q9w8e7"
+    data = score(ProbeEvidence(storage=[StorageResult(path="/data", role="data", tool="fio", rand_read_p99_ms=0.5)]))
+    assert check_key(data.checks[0]) != check_key(a.checks[0])
 
 
 def test_summary_is_one_sentence_naming_the_main_failures(h100):
@@ -499,6 +590,7 @@ def test_every_fixture_scores_without_crashing(name):
         pytest.skip(f"{name} is not scorecard input")
     samples = parse_dmon(text(name)).value if name.startswith("nvidia_smi_dmon") else None
     card = score(evidence, samples=samples)
-    assert card.checks and card.summary.startswith(card.verdict.value)
+    # a fixture that gives no graded figure (a fio JSON without the figures the probe derives) has no verdict
+    assert card.summary.startswith(card.verdict.value if card.verdict is not None else "No verdict: ")
     for check in card.checks:
         assert check.measured and check.expected and check.source and check.reason

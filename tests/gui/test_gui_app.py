@@ -142,3 +142,69 @@ def test_probe_measurements_open_in_the_wizard(qtbot, window):
     assert window.stack.currentWidget() is window.wizard
     assert window.wizard.state.get("hardware.intra_node_busbw_gbs") == 232.2
     assert window.wizard.state.get("assumptions.mfu") == 0.31
+
+
+def test_tuneplan_started_without_a_display_says_what_to_do_instead_of_aborting(tmp_path):
+    """An SSH login to a server: no DISPLAY, no WAYLAND_DISPLAY, no QT_QPA_PLATFORM. Qt alone would print its
+    plugin lines and abort; `tuneplan` says where to go instead, in one sentence, and exits 1."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env.update(HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
+    done = subprocess.run([sys.executable, "-m", "gui.launch"], cwd=Path(__file__).parents[2], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == ("tuneplan: there is no display to open the window on (DISPLAY and WAYLAND_DISPLAY are "
+                           "not set); use the command line instead (`tuneplan --help`, e.g. `tuneplan plan --help`), "
+                           "or set QT_QPA_PLATFORM=offscreen to run the window without a screen\n")
+
+
+def test_a_traceback_the_probe_runner_logs_from_its_thread_stays_off_the_window_users_terminal():
+    """The runner logs a bug with its traceback from a worker thread (its event log tells the user); in a window
+    session Python's last-resort handler would print it on stderr. `run()` keeps it there no longer."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import logging, threading, sys\n"
+            "if sys.argv[1] == 'window':\n"
+            "    from gui.app import quiet_library_logs; quiet_library_logs()\n"
+            "def bug():\n"
+            "    try:\n"
+            "        1 / 0\n"
+            "    except ZeroDivisionError:\n"
+            "        logging.getLogger('core.probes.runner').exception('probe run failed')\n"
+            "t = threading.Thread(target=bug); t.start(); t.join()\n")
+    root = Path(__file__).parents[2]
+    bare = subprocess.run([sys.executable, "-c", code, "bare"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert "Traceback" in bare.stderr  # what a window session printed before
+    window = subprocess.run([sys.executable, "-c", code, "window"], cwd=root, capture_output=True, text=True,
+                            timeout=120)
+    assert window.returncode == 0 and window.stderr == ""
+
+
+def test_hint_text_reads_at_least_4_5_to_1_in_the_light_and_the_dark_palette(qtbot, qapp):
+    """WCAG 2 body-text contrast for the grey hint under a field (on the window) and the placeholder in it (on
+    the field), with each palette the window uses, as a hint label actually paints it."""
+    from gui.app import light_palette
+    from gui.colors import contrast_ratio, seen_on
+    from gui.forms import make_hint_label
+
+    before = qapp.palette()
+    try:
+        for name, palette in (("light", light_palette(qapp)), ("dark", dark_palette())):
+            qapp.setPalette(palette)
+            label = make_hint_label("Tokens", "how many tokens the run trains on")
+            qtbot.addWidget(label)
+            hint = label.palette().color(QPalette.ColorRole.WindowText)
+            assert hint == palette.color(QPalette.ColorRole.PlaceholderText)
+            for role in (QPalette.ColorRole.Window, QPalette.ColorRole.Base):
+                background = palette.color(role)
+                ratio = contrast_ratio(seen_on(hint, background), background.name())
+                assert ratio >= 4.5, f"{name} palette: hint {hint.name()} on {background.name()} is {ratio:.2f}:1"
+    finally:
+        qapp.setPalette(before)

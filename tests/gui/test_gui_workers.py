@@ -84,3 +84,39 @@ def test_state_drops_a_result_for_an_older_edit(qtbot):
     qtbot.waitUntil(lambda: state.analysis is not None and not state.busy and not state.pending, timeout=10000)
     assert state.analysis is not None and state.analysis.result.request.data.tokens == 3e8
     assert ex.stop_all(3000)
+
+
+def test_a_background_job_that_raises_shows_one_sentence_in_the_window_and_nothing_on_stderr(qtbot, store, settings,
+                                                                                             capfd):
+    """Work handed to the window's executor fails where no one catches it: the job itself (no error callback),
+    or the callback that receives its result. Either way the window says so in its status bar, in one sentence,
+    and the terminal stays quiet (no PySide traceback, no error lost)."""
+    from gui.main_window import MainWindow
+    from tests.gui.wizard_driver import settle
+
+    ex = ThreadExecutor()
+    window = MainWindow(ex, store, settings, debounce_ms=0)
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        settle(qtbot, window.wizard.state)
+        capfd.readouterr()
+
+        def unreadable() -> None:
+            raise ValueError("the catalog override file ~/.config/tuneplan/gpus.json is not JSON")
+
+        ex.submit(unreadable, lambda _value: None)
+        message = "A background task failed: the catalog override file ~/.config/tuneplan/gpus.json is not JSON."
+        qtbot.waitUntil(lambda: window.statusBar().currentMessage() == message, timeout=3000)
+
+        def show(pages: int) -> None:
+            window.statusBar().showMessage(f"{100 // (pages - 3)} pages")
+
+        ex.submit(lambda: 3, show)
+        message = "A background task failed: integer division or modulo by zero (ZeroDivisionError)."
+        qtbot.waitUntil(lambda: window.statusBar().currentMessage() == message, timeout=3000)
+        qtbot.wait(50)
+        assert capfd.readouterr().err == ""
+    finally:
+        assert ex.stop_all(3000)
+        window.close()

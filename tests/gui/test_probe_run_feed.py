@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from core.catalog import load_catalog
 from core.probes.checks.base import HostFacts
-from core.probes.evidence import ProbeOutcome, ProbeStatus
+from core.probes.evidence import ComputeResult, HostInventory, ProbeEvidence, ProbeOutcome, ProbeStatus
+from core.probes.replay import replay_evidence
 from core.probes.samples import GpuMetric
 from core.probes.store import RunSummary
 from gui.probe.run_feed import (
     PROGRESS_STEPS,
     RunProgress,
     ThrottleWatch,
+    chart_notes,
+    first_clause,
     fmt_duration,
+    gpu_chart_note,
     live_title,
+    nothing_to_apply,
     outcome_lines,
     stored_title,
 )
@@ -64,3 +70,32 @@ def test_titles_name_the_run_host_and_gpus():
     summary = RunSummary(id=3, host="box", suite="quick", started=0.0, status="completed")
     assert stored_title(3, summary) == "Run 3 on box, — (quick, completed)"
     assert fmt_duration(3725.0) == "1:02:05" and fmt_duration(None) == "—"
+
+
+def test_an_empty_chart_is_told_why():
+    torch = "torch is not installed in the host's Python (/usr/bin/python3), so the all_reduce benchmark cannot run"
+    skipped = ProbeOutcome(name="collectives", status=ProbeStatus.skipped, started=0.0, ended=0.0, error=torch)
+    assert chart_notes(["inventory", "collectives"], [skipped], ended=False) == {
+        "busbw": "skipped: torch is not installed in the host's Python",
+        "throughput": "not measured: storage is not in this suite",
+        "iops": "not measured: storage is not in this suite",
+    }
+    # a probe still to come gets no note until the run has ended without it
+    assert "throughput" not in chart_notes(["storage"], [], ended=False)
+    assert chart_notes(["storage"], [], ended=True)["iops"] == "not measured: the run ended before storage"
+    no_gpu = ProbeOutcome(name="storage", status=ProbeStatus.failed, started=0.0, ended=0.0,
+                          error="no NVIDIA GPU found (nvidia-smi is not installed on the host)")
+    assert chart_notes(["storage"], [no_gpu], ended=True)["throughput"] == "failed: no GPU"
+    assert gpu_chart_note(False) == "skipped: no GPU" and gpu_chart_note(True) is None and gpu_chart_note(None) is None
+    assert first_clause("fio could not write /data: Permission denied.") == "fio could not write /data"
+
+
+def test_apply_to_plan_has_nothing_to_apply_without_a_gpu_figure():
+    catalog = load_catalog()
+    assert nothing_to_apply(replay_evidence(), catalog) is None  # an H100 the catalog knows, and a busbw sweep
+    cpu = ComputeResult(device="cpu", dtype="fp32", matrix_size=1024, tflops_per_device=[0.2])
+    gpu_less = ProbeEvidence(inventory=HostInventory(hostname="ci"), compute=cpu)
+    assert nothing_to_apply(gpu_less, catalog) == "Nothing to apply to a plan: no NVIDIA GPU found on this host."
+    assert nothing_to_apply(ProbeEvidence(), catalog) == ("Nothing to apply to a plan: this run measured no GPU model, "
+                                                          "GPU matmul or multi-GPU all-reduce.")
+    assert nothing_to_apply(None, catalog) == "Nothing to apply to a plan: this run has no evidence."

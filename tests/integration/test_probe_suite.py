@@ -155,12 +155,14 @@ def test_quick_suite_over_ssh_on_a_gpu_less_host(ssh_transport: SshTransport, tm
     assert [(r["RANK"], r["WORLD_SIZE"], r["sum"]) for r in distributed.ranks] == [("0", "2", "3.0"),
                                                                                   ("1", "2", "3.0")]
     assert evidence.compute is not None and evidence.compute.device == "cpu"
-    # GPU checks say so instead of failing.
+    # Not a GPU training host: the GPU count fails, the other GPU checks say so as INFO lines.
     outcome = {e.outcome.name: e.outcome for e in events if isinstance(e, ProbeFinished)}
     assert any("no NVIDIA GPU found" in w for w in outcome["inventory"].warnings)
-    if run.scorecard is not None:
-        gpu_checks = [c for c in run.scorecard.checks if "no NVIDIA GPU found" in c.measured]
-        assert gpu_checks and all(c.status.value == "INFO" for c in gpu_checks)
+    assert run.scorecard is not None
+    assert run.scorecard.summary.startswith("NOT READY for GPU training: no NVIDIA GPU found")
+    gpu_checks = {c.name: c.status.value for c in run.scorecard.checks if "no NVIDIA GPU found" in c.measured}
+    assert gpu_checks.pop("GPU count and model") == "FAIL"
+    assert gpu_checks and set(gpu_checks.values()) == {"INFO"}
     # Everything was kept, and the work directory is gone.
     stored = store.load_run(run.run_id)
     assert stored.summary.status == "completed"

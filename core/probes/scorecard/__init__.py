@@ -2,8 +2,11 @@
 
 Every check says what was measured, what was expected and who says so (``core.probes.scorecard.thresholds``), so a user
 can forward the card to the provider. Missing evidence never fails a run: a probe that did not run leaves its
-checks out, and a host without an NVIDIA GPU gets INFO lines instead of GPU failures. Verdict: NOT READY on any
-FAIL, READY WITH WARNINGS on any WARN, READY otherwise.
+checks out. Verdict: NOT READY on any FAIL, READY WITH WARNINGS on any WARN, READY otherwise. Two cases are
+worded apart because the plain rule would mislead: a host without an NVIDIA GPU is "NOT READY for GPU training:
+no NVIDIA GPU found" (its GPU count fails; the GPU checks become INFO lines, every other check is graded as
+usual), and a run with nothing graded (no evidence, or only INFO lines) has no verdict at all (``verdict`` None),
+with a summary that says why: "READY" would vouch for a box that nothing was measured on.
 
 This module runs the questions in card order and words the verdict; each question is a module of its own:
 ``inventory`` (is this the machine ordered?), ``health`` (are the cards and links healthy?), ``network`` (does
@@ -17,10 +20,22 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from core.catalog import Catalog, load_catalog
-from core.probes.evidence import Check, ProbeEvidence, Scorecard, Verdict
+from core.probes.evidence import Check, ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard, Verdict
 from core.probes.samples import GpuMetric
 from core.probes.scorecard import thresholds as T
-from core.probes.scorecard.common import FAIL, NO_GPU, PASS, WARN, Box, check, fmt_num, size_label
+from core.probes.scorecard.common import (
+    FAIL,
+    INFO,
+    NO_GPU,
+    PASS,
+    WARN,
+    Box,
+    check,
+    fmt_flops,
+    fmt_num,
+    plural,
+    size_label,
+)
 from core.probes.scorecard.compute import check_matmul
 from core.probes.scorecard.expectations import (
     BusbwExpectation,
@@ -52,7 +67,10 @@ from core.probes.scorecard.inventory import (
 )
 from core.probes.scorecard.network import check_collectives, check_fabric, check_pcie
 from core.probes.scorecard.stability import check_burn, check_distributed
-from core.probes.scorecard.storage import check_storage
+from core.probes.scorecard.storage import check_key, check_path, check_storage
+
+# What a host without an NVIDIA GPU is, in place of the bare "NOT READY" (which would read as a broken GPU box).
+NO_GPU_VERDICT = f"{Verdict.not_ready.value} for GPU training"
 
 
 def score(evidence: ProbeEvidence, catalog: Catalog | None = None, *, expected: str | None = None,
@@ -65,13 +83,11 @@ def score(evidence: ProbeEvidence, catalog: Catalog | None = None, *, expected: 
     box = Box(evidence, catalog, samples or [])
     checks: list[Check] = []
     if box.no_gpu:
-        if order is not None:
-            checks.append(check("inventory", "GPU count and model", FAIL, NO_GPU, f"{order.gpus or ''}× "
-                                f"{order.gpu_id} as ordered".lstrip("× "), T.INVENTORY_SOURCE,
-                                f"{NO_GPU}, but {order.gpu_id} GPUs were ordered"))
-            checks += [c for c in no_gpu_checks(box) if c.name != "GPU count and model"]
-        else:
-            checks += no_gpu_checks(box)
+        want = (f"{order.gpus or ''}× {order.gpu_id} as ordered".lstrip("× ") if order is not None
+                else "at least one NVIDIA GPU (for GPU training)")
+        reason = f"{NO_GPU}, but {order.gpu_id} GPUs were ordered" if order is not None else NO_GPU
+        checks.append(check("inventory", "GPU count and model", FAIL, NO_GPU, want, T.INVENTORY_SOURCE, reason))
+        checks += [c for c in no_gpu_checks(box) if c.name != "GPU count and model"]
     elif box.measured_gpus:
         checks.append(check_count_and_model(box, order))
         gpu_checks: list[Callable[[Box], Check | None]] = [
@@ -91,14 +107,45 @@ def score(evidence: ProbeEvidence, catalog: Catalog | None = None, *, expected: 
     checks += check_storage(box, read_need_bytes_per_s)
     checks += check_distributed(evidence.distributed, box)
     checks += check_burn(evidence.burn, box)
-    if not checks:
-        checks.append(check("inventory", "Probes run", WARN, "no evidence", "at least one probe result", "—",
-                            "no probe produced any evidence"))
-    return Scorecard(verdict=verdict_of(checks), checks=checks, summary=summarise(checks))
+    summary = summarise(checks, label=NO_GPU_VERDICT if box.no_gpu else None)
+    return Scorecard(verdict=verdict_of(checks), checks=checks, summary=summary)
 
 
-def verdict_of(checks: Sequence[Check]) -> Verdict:
+def no_verdict_summary(why: str = "") -> str:
+    """The sentence a run without evidence gets instead of a verdict; ``why`` is what became of its probes
+    (see :func:`why_no_evidence`), when the caller knows."""
+    return f"No verdict: no probe produced any evidence to grade{f' ({why})' if why else ''}."
+
+
+def why_no_evidence(outcomes: Sequence[ProbeOutcome], status: str | None = None) -> str:
+    """What became of a run's probes, for a run that produced no evidence: 'collectives skipped: torch is not
+    installed …; storage failed: …', or how the run ended before any probe finished."""
+    ended = [f"{o.name} {o.status.value}" + (f": {o.error.rstrip('.')}" if o.error else "") for o in outcomes
+             if o.status is not ProbeStatus.ok]
+    if ended:
+        return "; ".join(ended)
+    if outcomes:
+        names = ", ".join(o.name for o in outcomes)
+        return f"{names} ran but {'gives' if len(outcomes) == 1 else 'give'} no figure the scorecard grades"
+    if status and status != "completed":
+        return f"the run was {status} before any probe finished"
+    return "no probe finished"
+
+
+def explain_no_verdict(card: Scorecard, outcomes: Sequence[ProbeOutcome], status: str | None = None) -> Scorecard:
+    """``card`` with its summary saying what became of the probes when the run gave nothing to grade (the runner
+    grades evidence alone; the window, the CLI and the report know the outcomes); any other card as it is."""
+    if card.verdict is not None or card.checks:
+        return card
+    return card.model_copy(update={"summary": no_verdict_summary(why_no_evidence(outcomes, status))})
+
+
+def verdict_of(checks: Sequence[Check]) -> Verdict | None:
+    """The verdict of a list of checks; None when none of them is graded (nothing measured, or only INFO lines):
+    a box nothing was measured on is not READY."""
     statuses = {c.status for c in checks}
+    if not statuses - {INFO}:
+        return None
     if FAIL in statuses:
         return Verdict.not_ready
     if WARN in statuses:
@@ -106,15 +153,18 @@ def verdict_of(checks: Sequence[Check]) -> Verdict:
     return Verdict.ready
 
 
-def summarise(checks: Sequence[Check], most: int = 3) -> str:
-    """One sentence: the verdict and the main reasons (failures first, else warnings)."""
+def summarise(checks: Sequence[Check], most: int = 3, label: str | None = None) -> str:
+    """One sentence: the verdict (or ``label`` in its place) and the main reasons (failures first, else warnings)."""
     verdict = verdict_of(checks)
+    if verdict is None:
+        if not checks:
+            return no_verdict_summary()
+        return (f"No verdict: none of the {plural(len(checks), 'check')} could be graded here (not applicable "
+                "or not measured).")
     if verdict is Verdict.ready:
         graded = [c for c in checks if c.status is PASS]
         info = len(checks) - len(graded)
         tail = f" ({info} not applicable or not measured)" if info else ""
-        if not graded:
-            return f"READY: nothing failed or warned ({info} checks not applicable or not measured)."
         return f"READY: all {len(graded)} graded checks passed{tail}."
     status = FAIL if verdict is Verdict.not_ready else WARN
     reasons = [c.reason.rstrip(".") for c in checks if c.status is status]
@@ -122,10 +172,11 @@ def summarise(checks: Sequence[Check], most: int = 3) -> str:
     text = "; ".join(reasons[:most])
     if more > 0:
         text += f"; and {more} more {'failure' if status is FAIL else 'warning'}{'s' if more > 1 else ''}"
-    return f"{verdict.value}: {text}."
+    return f"{label or verdict.value}: {text}."
 
 
 __all__ = [
-    "NO_GPU", "BusbwExpectation", "Order", "busbw_at_largest", "expected_busbw", "fmt_num", "matmul_reference",
-    "parse_order", "probed_gpu", "score", "size_label", "summarise", "verdict_of",
+    "NO_GPU", "NO_GPU_VERDICT", "BusbwExpectation", "Order", "busbw_at_largest", "check_key", "check_path",
+    "expected_busbw", "explain_no_verdict", "fmt_flops", "fmt_num", "matmul_reference", "no_verdict_summary",
+    "parse_order", "probed_gpu", "score", "size_label", "summarise", "verdict_of", "why_no_evidence",
 ]

@@ -2,13 +2,15 @@
 
 ``Box`` is the evidence digested once per run (the GPU list and health merged from the inventory and health
 probes, and the catalog GPU they name), so every question module reads the same view of the machine. ``check``,
-``grade``, ``cap`` and ``worst`` are the status arithmetic; ``gpus_text``, ``plural``, ``size_label`` and
-``fmt_num`` the wording, so every line of the card (and the plan notes that quote its figures) reads alike.
+``grade``, ``cap`` and ``worst`` are the status arithmetic; ``gpus_text``, ``plural``, ``size_label``,
+``fmt_num``, ``fmt_flops`` and ``flops_span`` the wording, so every line of the card (and the plan notes that quote
+its figures) reads alike.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Literal
@@ -72,6 +74,25 @@ def fmt_num(x: float) -> str:
     """794.5 → '794.5', 460.0 → '460', 2250 → '2,250': figures as their sources print them."""
     text = f"{x:,.1f}"
     return text[:-2] if text.endswith(".0") else text
+
+
+def fmt_flops(tflops: float, decimals: int = 1) -> str:
+    """Matmul throughput in a unit that keeps it readable: 794.5 → '794.5 TFLOP/s', 0.17 → '170 GFLOP/s'. A CPU's
+    figure in TFLOP/s would print as 0.0 or 0.2, which reads as 'nothing' rather than as a number."""
+    if tflops >= 1 or tflops <= 0:
+        return f"{tflops:,.{decimals}f} TFLOP/s"
+    gflops = tflops * 1e3
+    return f"{gflops:,.0f} GFLOP/s" if gflops >= 10 else f"{gflops:.2g} GFLOP/s"
+
+
+def flops_span(values: Sequence[float], mean: bool = True) -> str:
+    """Per-device matmul figures: one value as :func:`fmt_flops`, several as 'low–high UNIT per device (mean m)',
+    in GFLOP/s when even the fastest is below 1 TFLOP/s."""
+    if len(values) == 1:
+        return fmt_flops(values[0])
+    scale, unit = (1e3, "GFLOP/s") if 0 < max(values) < 1 else (1.0, "TFLOP/s")
+    text = f"{min(values) * scale:,.0f}–{max(values) * scale:,.0f} {unit} per device"
+    return text + f" (mean {statistics.fmean(values) * scale:,.0f})" if mean else text
 
 
 def is_finite(value: float | None) -> bool:

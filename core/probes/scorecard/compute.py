@@ -2,16 +2,27 @@
 
 The reference is the achievable (MAMF) figure from ``expectations.matmul_reference``, the same one
 ``core.probes.apply`` scales the plan's MFU by; the slowest GPU is graded because synchronous data parallelism
-runs at its pace. A CPU-only host gets an INFO line with its throughput for the record.
+runs at its pace. A CPU-only host gets an INFO line with its throughput for the record; a host whose GPUs torch
+cannot use gets a warning, since its figure says nothing about them. Figures below 1 TFLOP/s (a CPU) read in GFLOP/s.
 """
 
 from __future__ import annotations
 
-import statistics
-
 from core.probes.evidence import Check
 from core.probes.scorecard import thresholds as T
-from core.probes.scorecard.common import INFO, NO_GPU, PASS, Box, check, fmt_num, grade, is_finite
+from core.probes.scorecard.common import (
+    INFO,
+    NO_GPU,
+    PASS,
+    WARN,
+    Box,
+    check,
+    flops_span,
+    fmt_num,
+    grade,
+    is_finite,
+    plural,
+)
 from core.probes.scorecard.expectations import matmul_reference
 
 
@@ -23,9 +34,11 @@ def check_matmul(box: Box) -> list[Check]:
     if not values:
         return [check("performance", "Matmul TFLOP/s", INFO, "no result", "—", T.MATMUL_SOURCE,
                       "the matmul probe returned no figure")]
-    span = (f"{min(values):,.0f}–{max(values):,.0f} TFLOP/s per device (mean {statistics.fmean(values):,.0f})"
-            if len(values) > 1 else f"{values[0]:,.1f} TFLOP/s")
-    measured = f"{c.dtype} {span}"
+    measured = f"{c.dtype} {flops_span(values)}"
+    if c.device != "cuda" and box.count:
+        return [check("performance", "Matmul TFLOP/s", WARN, measured, "a bf16 matmul on every GPU",
+                      T.MATMUL_SOURCE, f"the host has {plural(box.count, 'NVIDIA GPU')} but the matmul ran on the "
+                                       "CPU (torch cannot use CUDA there), so GPU compute was not measured")]
     if c.device != "cuda" or box.no_gpu:
         return [check("performance", "Matmul TFLOP/s", INFO, measured, "—", T.MATMUL_SOURCE,
                       f"{NO_GPU}; CPU throughput is shown for the record")]

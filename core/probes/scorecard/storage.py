@@ -2,11 +2,13 @@
 
 Sequential read is graded against the plan's read need per node when one is given, else against a local NVMe
 drive (never failing, since the need is unknown); network and object storage are named as such because
-small-file access on them is the usual slowdown. Capacity is graded because checkpoints need room.
+small-file access on them is the usual slowdown. Capacity is graded because checkpoints need room. Each check is
+named after the role and the path it measured; ``check_key`` drops the path, so runs compare by role.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from core.probes.evidence import Check, StorageResult
@@ -43,6 +45,23 @@ def _fs_size(box: Box, path: str) -> int | None:
             if best is None or len(mount) > best[0]:
                 best = (len(mount), size)
     return best[1] if best else None
+
+
+# A storage check's name ends with the role and the path it measured: 'Sequential read, data (/data)'.
+_ROLE_AND_PATH = re.compile(r"^(?P<name>.*\b(?:data|checkpoint|scratch)) \((?P<path>.*)\)$")
+
+
+def check_key(c: Check) -> tuple[str, str]:
+    """What a check is, whichever run it comes from: (area, name), with a storage check's path left out, so that
+    two runs' checks of the same role line up although the scratch directory has a new random name each run."""
+    match = _ROLE_AND_PATH.match(c.name) if c.area == "storage" else None
+    return c.area, match.group("name") if match else c.name
+
+
+def check_path(c: Check) -> str | None:
+    """The path a storage check measured ('/data' of 'Sequential read, data (/data)'); None for other checks."""
+    match = _ROLE_AND_PATH.match(c.name) if c.area == "storage" else None
+    return match.group("path") if match else None
 
 
 def check_storage(box: Box, need: float | None) -> list[Check]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import getpass
+import logging
 import math
 import os
 import secrets
@@ -59,6 +60,11 @@ _EOF_GRACE_S = 0.5
 _KILL_WAIT_S = 10.0
 _MAX_JUMPS = 8
 _DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_rsa")
+
+# paramiko logs each failed handshake from its own thread with a full traceback, which Python's last-resort handler
+# prints on stderr; the failure already reaches the user as one sentence (``_map_connect_error``). A handler of
+# our own keeps that last resort away; `tuneplan probe --verbose` configures logging and shows paramiko's log.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 def hostport(host: str, port: int) -> str:
@@ -251,8 +257,11 @@ class SshTransport(ChunkedTransport):
             return Unreachable(f"host {where} and this app share no SSH algorithms: {exc}")
         if isinstance(exc, paramiko.AuthenticationException):
             return AuthenticationFailed(f"authentication failed for user {self.user}: {exc}")
+        via = " (through the proxy)" if self.target.proxy_command or self.target.proxy_jump else ""
+        if isinstance(exc, paramiko.SSHException) and "protocol banner" in str(exc):
+            return Unreachable(f"host {where} does not answer as an SSH server{via}: it sent no SSH greeting "
+                               "before closing; check the host and the port")
         if isinstance(exc, paramiko.SSHException | EOFError):
-            via = " (through the proxy)" if self.target.proxy_command or self.target.proxy_jump else ""
             return Unreachable(f"host {where} closed the connection during SSH setup{via}: "
                                f"{exc or type(exc).__name__}")
         if isinstance(exc, OSError):

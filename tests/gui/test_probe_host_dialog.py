@@ -1,0 +1,78 @@
+"""Adding a host in the Probe place, as a person does it: the dialog opens clean, says what is wrong once
+something is typed, and its messages wrap inside it instead of being cut off."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QDialogButtonBox
+
+from core.probes.replay import ReplayRunner
+from core.probes.store import HostProfile, ProbeStore
+from gui.probe.pane import ProbePane
+from gui.workers import InlineExecutor
+from tests.gui.probe_driver import click, click_into, show_pane, type_keys
+
+
+@pytest.fixture
+def probe_store(tmp_path) -> Iterator[ProbeStore]:
+    store = ProbeStore(tmp_path / "probes.db")
+    yield store
+    store.close()
+
+
+def open_add_dialog(qtbot, pane: ProbePane):
+    with qtbot.waitSignal(pane.hosts.editing, timeout=2000) as opened:
+        click(qtbot, pane.hosts.buttons["add"])
+    dialog = opened.args[0]
+    qtbot.waitExposed(dialog)
+    return dialog
+
+
+def test_the_add_host_dialog_shows_no_error_before_anything_is_typed(qtbot, probe_store, tmp_path):
+    pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner())
+    dialog = open_add_dialog(qtbot, pane)
+    save = dialog.buttons.button(QDialogButtonBox.StandardButton.Save)
+    assert dialog.error.text() == "" and save.isEnabled()
+    click_into(qtbot, dialog.name)
+    type_keys(qtbot, "lambda-1")
+    assert dialog.error.text() == ""  # the target has not been typed yet: not an error yet
+    click_into(qtbot, dialog.target)
+    type_keys(qtbot, "ubuntu@10.0.0.5:99999")
+    assert dialog.error.text().startswith("target: port '99999' in target 'ubuntu@10.0.0.5:99999'")
+    assert not save.isEnabled()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    type_keys(qtbot, "ubuntu@10.0.0.5:2222")
+    assert dialog.error.text() == "" and save.isEnabled()
+    click(qtbot, save)
+    assert probe_store.host("lambda-1") == HostProfile(name="lambda-1", target="ubuntu@10.0.0.5:2222")
+
+
+def test_saving_an_empty_host_form_says_what_is_missing(qtbot, probe_store, tmp_path):
+    pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner())
+    dialog = open_add_dialog(qtbot, pane)
+    click(qtbot, dialog.buttons.button(QDialogButtonBox.StandardButton.Save))
+    assert dialog.isVisible()
+    assert dialog.error.text() == "name is empty; give the host a label, e.g. 'lambda-8xh100'"
+    assert probe_store.hosts() == []
+    dialog.reject()
+
+
+def test_a_long_host_error_wraps_inside_the_dialog(qtbot, probe_store, tmp_path):
+    pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner())
+    dialog = open_add_dialog(qtbot, pane)
+    click_into(qtbot, dialog.name)
+    type_keys(qtbot, "box")
+    click_into(qtbot, dialog.target)
+    type_keys(qtbot, "ubuntu@[fe80::1 and then some words that are not an address at all]:22")
+    qtbot.wait(20)
+    error = dialog.error
+    assert error.text().startswith("target: host 'fe80::1 and then some words")
+    assert error.wordWrap() and error.height() >= error.heightForWidth(error.width())  # every line shows
+    assert dialog.rect().contains(error.geometry()) and error.geometry().bottom() < dialog.buttons.geometry().top()
+    # the placeholders read in full at the dialog's width
+    for field in (dialog.name, dialog.target, dialog.identity):
+        assert field.width() > field.fontMetrics().horizontalAdvance(field.placeholderText())
+    dialog.reject()
