@@ -78,7 +78,7 @@ class CostPage(PlanPage):
         self.headline = QLabel()
         self.headline.setAccessibleName("Time and cost headline")
         self.headline.setWordWrap(True)
-        self.body.addWidget(self.headline)
+        self.pin(self.headline)
         catalog = load_catalog()
         providers = [("", "Cheapest in the catalog")]
         providers += [(p, catalog.provider_info[p].name) for p in catalog.providers()]

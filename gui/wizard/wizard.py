@@ -1,6 +1,8 @@
 """The planning wizard, embedded in the main window (not a dialog): seven pages over one PlanState.
 
-The wizard knows which library plan it shows and whether it holds edits not saved yet: the window asks
+Beside the pages, a step list says where the user is ("Step 3 of 7 — Method") and jumps to any step whose
+previous steps are valid, so a plan opened with an error on a late page can be fixed there without Next.
+The wizard also knows which library plan it shows and whether it holds edits not saved yet: the window asks
 before anything replaces them and marks its title.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QWidget, QWizard
+from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget, QWizard
 
 from gui import charts
 from gui.wizard.page_cost import CostPage
@@ -79,7 +81,81 @@ class PlanWizard(QWizard):
                             (QWizard.WizardButton.BackButton, "Previous page"),
                             (QWizard.WizardButton.FinishButton, "Save to library")):
             self.button(which).setAccessibleName(name)
+        self.step_panel = self._make_steps()  # kept here: QWizard takes it over only when it lays out a page
+        self.setSideWidget(self.step_panel)
+        self.currentIdChanged.connect(self._page_changed)
+        self.state.errors_changed.connect(self._refresh_steps)
+        self._page_changed(self.currentId())
         self._saved_raw, self._modified = self.state.raw(), False  # the default plan is nothing to save yet
+
+    # ---- steps
+
+    def _make_steps(self) -> QWidget:
+        side = QWidget()
+        column = QVBoxLayout(side)
+        column.setContentsMargins(0, 0, 6, 0)
+        self.step_label = QLabel()
+        self.step_label.setAccessibleName("Current step")
+        self.step_label.setWordWrap(True)
+        font = self.step_label.font()
+        font.setBold(True)
+        self.step_label.setFont(font)
+        self.steps = QListWidget()
+        self.steps.setAccessibleName("Steps")
+        for i, page in enumerate(self.pages(), start=1):
+            self.steps.addItem(QListWidgetItem(f"{i}. {page.title()}"))
+        self.steps.setFixedWidth(self.steps.sizeHintForColumn(0) + 2 * self.steps.frameWidth() + 12)
+        self.steps.itemClicked.connect(lambda item: self.go_to(self.steps.row(item)))
+        self.steps.itemActivated.connect(lambda item: self.go_to(self.steps.row(item)))
+        column.addWidget(self.step_label)
+        column.addWidget(self.steps, 1)
+        side.setFixedWidth(self.steps.width() + 6)
+        return side
+
+    def blocking_page(self, step: int) -> Any:
+        """The first page before `step` that has errors (the one to fix before `step` can be shown), or None."""
+        return next((page for page in self.pages()[:step] if page.page_errors()), None)
+
+    def go_to(self, step: int) -> bool:
+        """Show step `step` (from 0) when every step before it is valid; True when it is on screen."""
+        if not 0 <= step < len(self.pages()) or self.blocking_page(step) is not None:
+            self._refresh_steps()
+            return False
+        while self.currentId() != step:
+            before = self.currentId()
+            if before > step:
+                self.back()
+            else:
+                self.next()
+            if self.currentId() == before:
+                break
+        self._refresh_steps()
+        return self.currentId() == step
+
+    def _page_changed(self, step: int) -> None:
+        pages = self.pages()
+        if 0 <= step < len(pages):
+            pages[step].scroll_to_top()
+            self.step_label.setText(f"Step {step + 1} of {len(pages)} — {pages[step].title()}")
+        self._refresh_steps()
+
+    def _refresh_steps(self) -> None:
+        """Grey out the steps the user cannot reach yet and say why; select the current one."""
+        blocker = None
+        for step, page in enumerate(self.pages()):
+            item = self.steps.item(step)
+            flags = Qt.ItemFlag.ItemIsSelectable | (Qt.ItemFlag.NoItemFlags if blocker else Qt.ItemFlag.ItemIsEnabled)
+            if item.flags() != flags:
+                item.setFlags(flags)
+            tip = f"Fix the {blocker.title()} page first" if blocker else f"Go to the {page.title()} page"
+            if item.toolTip() != tip:
+                item.setToolTip(tip)
+            if blocker is None and page.page_errors():
+                blocker = page
+        if self.steps.currentRow() != self.currentId():
+            self.steps.blockSignals(True)
+            self.steps.setCurrentRow(self.currentId())
+            self.steps.blockSignals(False)
 
     # ---- the plan being edited
 
