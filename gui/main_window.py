@@ -70,9 +70,11 @@ class MainWindow(QMainWindow):
         self.library.renamed.connect(self._library_renamed)
         self.library.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self._make_actions()
+        self.sidebar.currentRowChanged.connect(self._place_changed)
         self.sidebar.setCurrentRow(0)
         self.statusBar().showMessage(store.notice or "Ready", 15000)
         self._restore_geometry()
+        self._place_changed(self.sidebar.currentRow())  # the saved window state may have shown the toolbar
         self._update_title()
 
     @classmethod
@@ -118,6 +120,10 @@ class MainWindow(QMainWindow):
 
     def show_place(self, name: str) -> None:
         self.sidebar.setCurrentRow(list(self.places).index(name))
+
+    def _place_changed(self, row: int) -> None:
+        """The Plan toolbar (save, export) acts on the wizard's plan: it shows only while the Plan place does."""
+        self.plan_toolbar.setVisible(self.stack.widget(row) is self.wizard)
 
     def _update_title(self) -> None:
         self.setWindowTitle(f"{self.wizard.display_name}[*] — tuneplan")
@@ -165,6 +171,7 @@ class MainWindow(QMainWindow):
         toolbar.setObjectName("plan-toolbar")
         toolbar.setAccessibleName("Plan toolbar")
         toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        toolbar.toggleViewAction().setVisible(False)  # it follows the place shown, not a menu
         for key in ("new", "open", "save", "save_as", "pdf"):
             toolbar.addAction(self.actions_by_name[key])
         self.plan_toolbar = toolbar

@@ -1,5 +1,6 @@
 """Answers in sight: the step list says where the user is and jumps to a step; each page's answer stays on
-screen while its page scrolls; no table is squeezed to its header; a page shown again starts at its top."""
+screen while its page scrolls; no table is squeezed to its header; a page shown again starts at its top; the
+Plan toolbar shows only in the Plan place."""
 
 from __future__ import annotations
 
@@ -186,3 +187,20 @@ def test_no_table_is_squeezed_to_its_header(qtbot, window):
     assert {"Model presets", "Fit on each GPU", "Hardware candidates", "Prices by provider", "Cost items",
             "Warnings", "Assumptions"} <= set(seen)
 
+
+def test_the_plan_toolbar_shows_only_in_the_plan_place(qtbot, window):
+    toolbar = window.plan_toolbar
+    sidebar = window.sidebar
+
+    def click_place(name: str) -> None:
+        item = sidebar.findItems(name, Qt.MatchFlag.MatchExactly)[0]
+        qtbot.mouseClick(sidebar.viewport(), Qt.MouseButton.LeftButton, pos=sidebar.visualItemRect(item).center())
+
+    assert toolbar.isVisible()
+    texts = [toolbar.widgetForAction(a).text() for a in toolbar.actions()]
+    assert texts == ["New plan", "Open request", "Save to library", "Save as new", "Export PDF"]
+    click_place("Library")
+    assert window.stack.currentWidget() is window.library
+    assert not toolbar.isVisible()
+    click_place("Plan")
+    assert toolbar.isVisible()
