@@ -1,11 +1,17 @@
 """The main window: places (Plan, Library, and later Probe) in a sidebar, with menus, toolbar and shortcuts.
 
 Window geometry is UI state, kept in QSettings; preferences live elsewhere. ``closeEvent`` stops every
-worker (bounded wait) so no thread outlives the window.
+worker (bounded wait) and the wizard's timers, so no thread or plan outlives the window.
+
+Saving never loses work: Save updates the library plan the wizard shows, under the name it has in the library
+now; a plan not in the library yet, and "Save as new…", ask for a name, and a name another plan has is only
+reused when the user says to replace that plan. New plan, Open and Quit ask before unsaved edits go. The title
+shows the plan's name and, while it has unsaved edits, Qt's ``[*]`` mark.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +20,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
+    QInputDialog,
     QListWidget,
     QMainWindow,
     QMessageBox,
@@ -37,8 +44,8 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.executor, self.store = executor, store
         self.settings = settings or QSettings()
-        self.setWindowTitle("tuneplan")
         self.setAccessibleName("tuneplan main window")
+        self._closed = False
         central = QWidget()
         row = QHBoxLayout(central)
         row.setContentsMargins(0, 0, 0, 0)
@@ -59,14 +66,19 @@ class MainWindow(QMainWindow):
         self.wizard.save_requested.connect(self.save_plan)
         self.wizard.export_pdf_requested.connect(self.export_pdf)
         self.wizard.export_json_requested.connect(self.export_json)
+        self.wizard.document_changed.connect(self._update_title)
         self.library.open_requested.connect(self.open_record)
+        self.library.renamed.connect(self._library_renamed)
         self.library.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self._make_actions()
+        self.sidebar.currentRowChanged.connect(self._place_changed)
         self.sidebar.setCurrentRow(0)
         self.statusBar().showMessage(store.notice or "Ready", 15000)
         if isinstance(executor, ThreadExecutor):  # a background error nobody handled shows here, not on stderr
             executor.set_report(lambda text: self.statusBar().showMessage(text, 15000))
         self._restore_geometry()
+        self._place_changed(self.sidebar.currentRow())  # the saved window state may have shown the toolbar
+        self._update_title()
 
     @classmethod
     def create_default(cls) -> MainWindow:
@@ -86,8 +98,10 @@ class MainWindow(QMainWindow):
         return window
 
     def apply_probe_request(self, request: Any) -> None:
-        """A plan request carrying a probe's measured MFU and bandwidth: open it in the wizard."""
-        self.wizard.load_request(request_to_dict(request), name="with probe measurements")
+        """A plan request carrying a probe's measured MFU and bandwidth: open it in the wizard, unsaved."""
+        if not self._may_replace_plan():
+            return
+        self.wizard.load_request(request_to_dict(request), name="with probe measurements", saved=False)
         self.show_place("Plan")
         self.statusBar().showMessage("Plan updated with the probe's measured figures", 8000)
 
@@ -110,6 +124,18 @@ class MainWindow(QMainWindow):
     def show_place(self, name: str) -> None:
         self.sidebar.setCurrentRow(list(self.places).index(name))
 
+    def _place_changed(self, row: int) -> None:
+        """The Plan toolbar (save, export) acts on the wizard's plan: it shows only while the Plan place does."""
+        self.plan_toolbar.setVisible(self.stack.widget(row) is self.wizard)
+
+    def _update_title(self) -> None:
+        self.setWindowTitle(f"{self.wizard.display_name}[*] — tuneplan")
+        self.setWindowModified(self.wizard.is_modified())
+
+    def _library_renamed(self, plan_id: int, name: str) -> None:
+        if plan_id == self.wizard.plan_id:
+            self.wizard.rename(name)
+
     # ---- menus and toolbar
 
     def _action(self, text: str, shortcut: QKeySequence | QKeySequence.StandardKey | str, slot: Any,
@@ -125,13 +151,16 @@ class MainWindow(QMainWindow):
         self.actions_by_name = {
             "new": self._action("&New plan", "Ctrl+N", self.new_plan, "Start a new plan"),
             "open": self._action("&Open request…", "Ctrl+O", self.open_request, "Open a plan request JSON file"),
-            "save": self._action("&Save to library", "Ctrl+S", self.save_plan, "Save this plan to the library"),
+            "save": self._action("&Save to library", "Ctrl+S", self.save_plan,
+                                 "Save this plan to the library, updating the plan it was opened from"),
+            "save_as": self._action("Save as &new…", "Ctrl+Shift+S", self.save_as_new,
+                                    "Save this plan to the library as a new plan, under a name you choose"),
             "pdf": self._action("Export &PDF…", "Ctrl+E", self.export_pdf, "Export the plan as a PDF report"),
             "json": self._action("Export &JSON…", "Ctrl+Shift+E", self.export_json, "Export the plan result JSON"),
             "quit": self._action("&Quit", "Ctrl+Q", self.close, "Quit tuneplan"),
         }
         file_menu = self.menuBar().addMenu("&File")
-        for key in ("new", "open", "save", "pdf", "json"):
+        for key in ("new", "open", "save", "save_as", "pdf", "json"):
             file_menu.addAction(self.actions_by_name[key])
         file_menu.addSeparator()
         file_menu.addAction(self.actions_by_name["quit"])
@@ -141,12 +170,14 @@ class MainWindow(QMainWindow):
                 self.view_menu.addAction(action)
         help_menu = self.menuBar().addMenu("&Help")
         help_menu.addAction(self._action("&About", "F1", self._about, "About tuneplan"))
-        toolbar = self.addToolBar("Main")
-        toolbar.setObjectName("main-toolbar")
-        toolbar.setAccessibleName("Main toolbar")
+        toolbar = self.addToolBar("Plan")
+        toolbar.setObjectName("plan-toolbar")
+        toolbar.setAccessibleName("Plan toolbar")
         toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        for key in ("new", "open", "save", "pdf"):
+        toolbar.toggleViewAction().setVisible(False)  # it follows the place shown, not a menu
+        for key in ("new", "open", "save", "save_as", "pdf"):
             toolbar.addAction(self.actions_by_name[key])
+        self.plan_toolbar = toolbar
 
     def _about(self) -> None:
         QMessageBox.about(self, "tuneplan", "tuneplan plans what an LLM fine-tune needs and costs.\n"
@@ -154,7 +185,32 @@ class MainWindow(QMainWindow):
 
     # ---- plan actions
 
+    def _say(self, text: str, ms: int = 8000) -> None:
+        self.statusBar().showMessage(text, ms)
+
+    def _may_replace_plan(self) -> bool:
+        """Before the wizard's plan is replaced or the window closes: True unless that would lose unsaved edits.
+
+        With unsaved edits the user chooses: Save (the edits go to the library first; a save that does not
+        happen keeps everything), Discard, or Cancel (everything stays as it is).
+        """
+        if not self.wizard.is_modified():
+            return True
+        buttons = (QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                   | QMessageBox.StandardButton.Cancel)
+        box = QMessageBox(QMessageBox.Icon.Warning, "Unsaved changes",
+                          f"Discard unsaved changes to “{self.wizard.display_name}”?", buttons, self)
+        box.setInformativeText("Save keeps them in the library; Cancel goes back to the plan.")
+        box.setDefaultButton(QMessageBox.StandardButton.Save)
+        box.exec()
+        answer = box.standardButton(box.clickedButton())
+        if answer == QMessageBox.StandardButton.Save:
+            return self.save_plan() is not None
+        return answer == QMessageBox.StandardButton.Discard
+
     def new_plan(self) -> None:
+        if not self._may_replace_plan():
+            return
         self.wizard.new_plan()
         self.show_place("Plan")
 
@@ -170,38 +226,122 @@ class MainWindow(QMainWindow):
         except RequestFileError as exc:
             show_problem(self, "Cannot open plan request", str(exc))
             return False
+        if not self._may_replace_plan():
+            return False
         self.wizard.load_request(raw, name=path.stem)
         self.show_place("Plan")
         return True
 
     def open_record(self, record: PlanRecord) -> None:
+        if not self._may_replace_plan():
+            return
         self.wizard.load_request(record.request, plan_id=record.id, name=record.name)
         self.show_place("Plan")
-        self.statusBar().showMessage(f"Opened “{record.name}”", 5000)
+        self._say(f"Opened “{record.name}”", 5000)
 
-    def _ready(self) -> bool:
-        if self.wizard.state.analysis is None or self.wizard.state.request is None:
-            self.statusBar().showMessage("Nothing to save yet: the plan has errors or is still computing", 8000)
-            return False
-        return True
+    def _ready(self, done: str) -> bool:
+        """Whether the plan can be saved or exported now; if not, the status bar says why in one sentence."""
+        state = self.wizard.state
+        if state.request is None:
+            self._say(f"Not {done}: the plan has errors, shown in red on its pages; fix them first")
+        elif state.busy or state.analysis is None:
+            self._say(f"Not {done} yet: the plan is still being computed; try again in a moment")
+        else:
+            return True
+        return False
 
     def save_plan(self) -> int | None:
-        """Save to the library (updating the plan it was opened from); returns the id."""
-        if not self._ready():
+        """Save to the library and return the plan's id (None: not saved, and the status bar says why).
+
+        A plan opened from the library is updated under the name it has there now, so a rename made in the
+        library meanwhile stays; a plan not in the library (new, from a file, deleted since) is saved as new.
+        """
+        if not self._ready("saved"):
             return None
-        state, wizard = self.wizard.state, self.wizard
+        plan_id = self.wizard.plan_id
+        try:
+            name = self.store.get(plan_id).name if plan_id is not None else None
+        except KeyError:
+            name = None
+        if plan_id is None or name is None:
+            return self.save_as_new()
+        return self._write(name, plan_id)
+
+    def save_as_new(self, name: str | None = None) -> int | None:
+        """Save as a new library plan under a name the user types (``name``: the first answer, no dialog).
+
+        The name proposed comes from the model, the method and the GPUs; a name another plan has replaces that
+        plan only when the user says so.
+        """
+        if not self._ready("saved"):
+            return None
+        chosen = self._choose_name(name)
+        if chosen is None:
+            self._say("Not saved: no name was chosen")
+            return None
+        return self._write(*chosen)
+
+    def _proposed_name(self) -> str:
+        """'llama-3.1-8b lora on 8× H100-SXM', with ' (2)' and up when the library already has that name."""
+        analysis = self.wizard.state.analysis
+        assert analysis is not None
+        r = analysis.result
+        base = f"{r.model_name} {r.request.training.method.value} on {hardware_label(r.hardware)}"
+        taken = {record.name for record in self.store.list()}
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base} ({n})"
+        return name
+
+    def _plan_named(self, name: str) -> int | None:
+        return next((record.id for record in self.store.list() if record.name == name), None)
+
+    def _choose_name(self, typed: str | None) -> tuple[str, int | None] | None:
+        """A name for the plan, and the id of the plan of that name it replaces (None: it is a new one); None
+        when the user cancelled. Asks again after an empty name or a name taken and not to be replaced."""
+        label, proposal = "Name of the new plan in the library:", self._proposed_name()
+        while True:
+            if typed is None:
+                text, ok = QInputDialog.getText(self, "Save as new plan", label, text=proposal)
+                if not ok:
+                    return None
+                typed = text
+            name, typed = typed.strip(), None
+            if not name:
+                label = "The plan name is empty: type at least one character."
+                continue
+            other = self._plan_named(name)
+            if other is None or self._confirm_replace(name):
+                return name, other
+            label, proposal = f"“{name}” is the name of another plan; type a different name:", name
+
+    def _confirm_replace(self, name: str) -> bool:
+        box = QMessageBox(QMessageBox.Icon.Question, "Save as new plan",
+                          f"A plan named “{name}” is already in the library.", parent=self)
+        box.setInformativeText("Replace it with this plan, or choose another name?")
+        replace = box.addButton("Replace", QMessageBox.ButtonRole.DestructiveRole)
+        other = box.addButton("Choose another name", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(other)
+        box.exec()
+        return box.clickedButton() is replace
+
+    def _write(self, name: str, plan_id: int | None) -> int | None:
+        state = self.wizard.state
         analysis, request = state.analysis, state.request
         assert analysis is not None and request is not None
-        r = analysis.result
-        name = wizard.plan_name or f"{r.model_name} {r.request.training.method.value} {hardware_label(r.hardware)}"
-        wizard.plan_id = self.store.save(name, request_to_dict(request), r, plan_id=wizard.plan_id)
-        wizard.plan_name = name
+        try:
+            saved = self.store.save(name, request_to_dict(request), analysis.result, plan_id=plan_id)
+        except sqlite3.Error as exc:
+            self._say(f"Not saved: the library could not be written ({exc})", 15000)
+            return None
+        self.wizard.mark_saved(saved, name)
         self.library.refresh()
-        self.statusBar().showMessage(f"Saved “{name}” to the library", 8000)
-        return wizard.plan_id
+        self._say(f"Saved “{name}” to the library")
+        return saved
 
     def export_json(self, path: Path | None = None) -> Path | None:
-        if not self._ready():
+        if not self._ready("exported"):
             return None
         analysis = self.wizard.state.analysis
         assert analysis is not None
@@ -220,7 +360,7 @@ class MainWindow(QMainWindow):
 
     def export_pdf(self, path: Path | None = None) -> None:
         """Render the report on a worker (painting on a QPdfWriter is allowed off the GUI thread)."""
-        if not self._ready():
+        if not self._ready("exported"):
             return
         analysis = self.wizard.state.analysis
         assert analysis is not None
@@ -251,9 +391,16 @@ class MainWindow(QMainWindow):
             self.restoreState(state)
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        self.settings.setValue("window/geometry", self.saveGeometry())
-        self.settings.setValue("window/state", self.saveState())
-        self.settings.sync()
-        self.executor.stop_all(2000)
-        self.store.close()
+        """Quit: ask about unsaved edits (Cancel keeps the window), then stop timers and workers, once."""
+        if not self._closed:
+            if not self._may_replace_plan():
+                event.ignore()
+                return
+            self._closed = True
+            self.settings.setValue("window/geometry", self.saveGeometry())
+            self.settings.setValue("window/state", self.saveState())
+            self.settings.sync()
+            self.wizard.shutdown()
+            self.executor.stop_all(2000)
+            self.store.close()
         super().closeEvent(event)

@@ -89,7 +89,7 @@ def main(out: Path) -> int:
         if i + 1 < len(PAGE_NAMES):
             wizard.next()
             settle(state)
-    window.save_plan()
+    window.save_as_new(wizard.display_name)
     dark_pages(app, window, out)
     wizard.restart()
     model_page = wizard.model_page
@@ -101,7 +101,7 @@ def main(out: Path) -> int:
              "hardware": {"gpu": "L40S", "gpus_per_node": 4, "nodes": 1}}
     wizard.load_request(qlora, name="Llama 3.1 8B QLoRA on 4× L40S")
     settle(state)
-    window.save_plan()
+    window.save_as_new(wizard.display_name)
     window.show_place("Library")
     save(window, out / "library.png")
     ids = [r.id for r in window.store.list()]

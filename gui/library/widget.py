@@ -57,9 +57,12 @@ class _DeleteCommand(QUndoCommand):
 
 
 class LibraryWidget(QWidget):
-    """Signals: ``open_requested(object)`` a PlanRecord to show in the wizard; ``message(str)`` for the status bar."""
+    """Signals: ``open_requested(object)`` a PlanRecord to show in the wizard (the window asks first when that
+    would discard unsaved edits); ``renamed(int, str)`` a plan's id and new name, so a window showing that plan
+    follows; ``message(str)`` for the status bar."""
 
     open_requested = Signal(object)
+    renamed = Signal(int, str)
     message = Signal(str)
 
     def __init__(self, store: PlanStore, executor: Executor, parent: QWidget | None = None) -> None:
@@ -189,6 +192,7 @@ class LibraryWidget(QWidget):
             return
         self._say(f"Renamed to “{name.strip()}”.")
         self.refresh()
+        self.renamed.emit(plan_id, name.strip())
 
     def duplicate_selected(self) -> None:
         plan_id = self._one()

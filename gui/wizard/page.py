@@ -1,4 +1,9 @@
-"""The base of every wizard page: a scrollable body, a page-level error line and isComplete from the state.
+"""The base of every wizard page: the page's answer pinned on top, a scrollable body, a page-level error line
+and isComplete from the state.
+
+The answer a page gives (fits? on what? how long? how much?) sits above the scrolled area, so scrolling down
+to a table never hides it. The page scrolls as a whole; a table or list inside it keeps room for a few rows,
+or the layout would squeeze it to its header and leave the user two scroll bars to work.
 
 A new plan arrives after every edit, but only the page on screen draws it at once; the others draw it when
 they are shown. Redrawing seven pages of tables and charts per keystroke would stall the UI thread for
@@ -10,7 +15,16 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from PySide6.QtGui import QShowEvent
-from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget, QWizardPage
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QScrollArea,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+    QWizardPage,
+)
 
 from core.planner.analysis import Analysis
 from gui.forms import make_error_label
@@ -18,6 +32,7 @@ from gui.wizard.fields import FieldBox
 from gui.wizard.state import PLAN_PATH, PlanState
 
 F = TypeVar("F", bound=FieldBox)
+VISIBLE_ROWS = 6  # the least a table in a page shows before its own scroll bar takes over
 
 
 class PlanPage(QWizardPage):
@@ -43,18 +58,46 @@ class PlanPage(QWizardPage):
         self.status = QLabel()
         self.status.setAccessibleName(f"{title} status")
         self.status.setWordWrap(True)
+        if self.needs_analysis:  # "Planning…" comes and goes with each edit: its line is kept, the page stays put
+            self.status.setMinimumHeight(self.status.fontMetrics().height())
         outer.addWidget(self.page_error)
         outer.addWidget(self.status)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setAccessibleName(f"{title} content")
+        self.pinned = QVBoxLayout()
+        outer.addLayout(self.pinned)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setAccessibleName(f"{title} content")
         self.body_widget = QWidget()
         self.body = QVBoxLayout(self.body_widget)
-        scroll.setWidget(self.body_widget)
-        outer.addWidget(scroll)
+        self.scroll_area.setWidget(self.body_widget)
+        outer.addWidget(self.scroll_area, 1)
+        self._views_sized = False
         state.errors_changed.connect(self._errors_changed)
         state.analysis_changed.connect(self._analysis_changed)
         state.busy_changed.connect(self._busy_changed)
+
+    def pin(self, widget: QWidget) -> None:
+        """Show `widget` (the page's answer) above the scrolled body, always in sight."""
+        self.pinned.addWidget(widget)
+
+    def scroll_to_top(self) -> None:
+        """Coming back to a page starts at its top, where its first fields are."""
+        self.scroll_area.verticalScrollBar().setValue(0)
+
+    def _size_views(self) -> None:
+        """Give every table and list in the body room for VISIBLE_ROWS rows (fewer where its maximum says so)."""
+        for view in self.body_widget.findChildren(QAbstractItemView):
+            if isinstance(view, QHeaderView) or view.window() is not self.window():  # a table's header, a popup list
+                continue
+            if isinstance(view, QTableView):
+                row = view.verticalHeader().defaultSectionSize()
+                header = 0 if view.horizontalHeader().isHidden() else view.horizontalHeader().sizeHint().height()
+            else:
+                row, header = view.fontMetrics().height() + 6, 0  # a list row: one line of text and its margins
+            frame = 2 * view.frameWidth() + view.horizontalScrollBar().sizeHint().height()
+            height = min(VISIBLE_ROWS * row + header + frame, view.maximumHeight())
+            if view.minimumHeight() < height:
+                view.setMinimumHeight(height)
 
     def add_field(self, field: F) -> F:
         self.fields.append(field)
@@ -122,6 +165,9 @@ class PlanPage(QWizardPage):
             self.clear_analysis()
 
     def showEvent(self, event: QShowEvent) -> None:
+        if not self._views_sized:  # once the subclass has built its body
+            self._views_sized = True
+            self._size_views()
         super().showEvent(event)
         self._show_page_errors()
         self._show_busy(self.state.busy)

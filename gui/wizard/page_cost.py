@@ -86,12 +86,12 @@ class CostPage(PlanPage):
         self.headline = QLabel()
         self.headline.setAccessibleName("Time and cost headline")
         self.headline.setWordWrap(True)
-        self.body.addWidget(self.headline)
+        self.pin(self.headline)
         self.priced_elsewhere = QLabel()
         self.priced_elsewhere.setAccessibleName("Best options with a spot or reserved price")
         self.priced_elsewhere.setWordWrap(True)
         self.priced_elsewhere.hide()
-        self.body.addWidget(self.priced_elsewhere)
+        self.pin(self.priced_elsewhere)
         catalog = load_catalog()
         providers = [("", "Cheapest in the catalog")]
         providers += [(p, catalog.provider_info[p].name) for p in catalog.providers()]

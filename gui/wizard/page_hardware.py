@@ -114,7 +114,7 @@ class HardwarePage(PlanPage):
         self.chosen = QLabel()
         self.chosen.setAccessibleName("Planned hardware")
         self.chosen.setWordWrap(True)
-        self.body.addWidget(self.chosen)
+        self.pin(self.chosen)
         manual = QGridLayout()
         self.gpu = self.add_field(GpuChoice(state))
         self.per_node = self.add_field(TextField(state, "hardware.gpus_per_node"))

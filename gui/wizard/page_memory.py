@@ -40,7 +40,7 @@ class MemoryPage(PlanPage):
         self.headline = QLabel()
         self.headline.setAccessibleName("Memory verdict")
         self.headline.setWordWrap(True)
-        self.body.addWidget(self.headline)
+        self.pin(self.headline)
         split = QSplitter(Qt.Orientation.Horizontal)
         self.chart = ChartView("Memory per GPU chart")
         self.chart.setMinimumHeight(520)

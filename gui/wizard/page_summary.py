@@ -29,7 +29,7 @@ class SummaryPage(PlanPage):
         font.setPointSizeF(font.pointSizeF() * 1.3)
         font.setBold(True)
         self.headline.setFont(font)
-        self.body.addWidget(self.headline)
+        self.pin(self.headline)
         self.conclusion = QLabel()
         self.conclusion.setAccessibleName("Plan conclusion")
         self.conclusion.setWordWrap(True)

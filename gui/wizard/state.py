@@ -59,6 +59,7 @@ class PlanState(QObject):
         self._generation = 0
         self._running = False  # a plan is on the executor
         self._again = False  # an edit arrived while it ran
+        self._stopped = False  # the window closed: nothing plans any more
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(debounce_ms)
@@ -171,7 +172,7 @@ class PlanState(QObject):
 
     def _schedule(self) -> None:
         self._generation += 1
-        if self.request is None:
+        if self.request is None or self._stopped:
             self._timer.stop()
             self._set_busy(False)
             return
@@ -190,7 +191,7 @@ class PlanState(QObject):
         Two plans in parallel would only compete with each other, and with the UI thread, for the GIL.
         """
         self._timer.stop()
-        if self.request is None:
+        if self.request is None or self._stopped:
             return
         self._set_busy(True)
         if self._running:
@@ -231,6 +232,14 @@ class PlanState(QObject):
         self._validate()
         self._set_busy(False)
         self.analysis_changed.emit(None)
+
+    def stop(self) -> None:
+        """The window is closing: stop the debounce timer, and start no plan from now on (a late edit or a
+        plan that finishes after this one would otherwise queue another behind a closed window)."""
+        self._stopped = True
+        self._timer.stop()
+        self._generation += 1  # a result still on its way is for an edit no one will see
+        self._set_busy(False)
 
     @property
     def pending(self) -> bool:

@@ -16,6 +16,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 
 from core.planner.store import PlanStore
 from gui.workers import InlineExecutor
+from tests.gui.dialogs import answering
 from tests.gui.qt_leaks import LeakWatch
 from tests.gui.wizard_driver import settle
 
@@ -30,6 +31,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.gui)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    """A test that leaves unsaved edits in a window ends as a person quitting would: pressing Discard.
+
+    pytest-qt closes the test's widgets next, and a window with unsaved edits asks first; unanswered, the
+    question would wait for ever.
+    """
+    from PySide6.QtWidgets import QApplication
+
+    from gui.main_window import MainWindow
+
+    for widget in QApplication.topLevelWidgets():
+        if isinstance(widget, MainWindow) and widget.isVisible() and widget.isWindowModified():
+            with answering(("Discard", None)):
+                widget.close()
+    return (yield)
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ def test_run_opens_the_main_window_and_returns(qapp, user_dirs, monkeypatch):
         """Stand-in for exec(): a real exec() ends the shared test application's event loop for good."""
         qapp.processEvents()
         windows = [w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()]
-        titles.extend(w.windowTitle() for w in windows)
+        titles.extend(w.windowHandle().title() for w in windows)  # the title as the window system shows it
         for w in windows:
             w.close()
             w.deleteLater()
@@ -33,7 +33,7 @@ def test_run_opens_the_main_window_and_returns(qapp, user_dirs, monkeypatch):
 
     monkeypatch.setattr(qapp, "exec", one_turn)
     assert run() == 0
-    assert titles == ["tuneplan"]
+    assert titles == ["New plan — tuneplan"]
     # The library went to the user data folder (XDG_DATA_HOME), not the working directory.
     assert (user_dirs / "data" / "tuneplan" / "tuneplan.db").is_file()
 

@@ -20,7 +20,7 @@ def save_variant(qtbot, window, tokens: str, method: str) -> int:
     state.set("data.tokens", tokens)
     state.set("training.method", method)
     settle(qtbot, state)
-    plan_id = window.save_plan()
+    plan_id = window.save_as_new(f"{tokens} tokens {method}")
     assert plan_id is not None
     return plan_id
 

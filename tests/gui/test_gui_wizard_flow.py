@@ -18,6 +18,7 @@ from core.planner.plan import plan
 from core.planner.report import memory_chart, memory_label
 from core.planner.storage import tier_figures
 from core.units import fmt_bytes, fmt_hours, fmt_usd
+from tests.gui.dialogs import answering
 from tests.gui.wizard_driver import choose, click, settle, type_into
 
 
@@ -188,7 +189,8 @@ def test_lora_plan_end_to_end(qtbot, window, tmp_path, monkeypatch):
     summary = wizard.summary_page
     assert chosen.gpu in summary.headline.text()
     assert summary.assumptions.rowCount() == len(result.assumptions)
-    click(qtbot, summary.save_button)
+    with answering(("OK", None)):  # a new plan: Save asks for its name, the proposed one will do
+        click(qtbot, summary.save_button)
     records = window.store.list()
     assert len(records) == 1 and records[0].method == "lora"
     assert records[0].cost_usd == result.cost.total_usd
@@ -216,7 +218,7 @@ def test_lora_plan_end_to_end(qtbot, window, tmp_path, monkeypatch):
 
 def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, window):
     wizard, state = window.wizard, window.wizard.state
-    window.save_plan()  # the default LoRA plan, to compare with later; then File ▸ New plan from the toolbar
+    window.save_as_new("default")  # the default LoRA plan, to compare with later; then New plan from the toolbar
     toolbar = window.findChild(QToolBar)
     click(qtbot, toolbar.widgetForAction(window.actions_by_name["new"]))
     settle(qtbot, state)
@@ -274,7 +276,8 @@ def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, window):
         next_by_mouse(qtbot, wizard)
     summary = wizard.summary_page
     assert "2 nodes × 8 H100-SXM (16 GPUs)" in summary.headline.text()
-    click(qtbot, summary.save_button)
+    with answering(("OK", None)):
+        click(qtbot, summary.save_button)
 
     # ---- Library: select both plans with Ctrl+click, compare them.
     window.show_place("Library")
