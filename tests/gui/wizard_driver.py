@@ -36,16 +36,6 @@ def click(qtbot: QtBot, widget: QWidget) -> None:
     qtbot.mouseClick(widget, Qt.MouseButton.LeftButton)
 
 
-def type_into(qtbot: QtBot, edit: QLineEdit, text: str) -> None:
-    """Select all and type, as a user replacing a value would."""
-    edit.setFocus()
-    qtbot.keyClick(edit, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
-    if text:
-        qtbot.keyClicks(edit, text)
-    else:
-        qtbot.keyClick(edit, Qt.Key.Key_Delete)
-
-
 def next_page(qtbot: QtBot, wizard: PlanWizard) -> None:
     button = wizard.button(QWizard.WizardButton.NextButton)
     assert button.isEnabled(), f"Next is disabled on {wizard.currentPage().title()}"
@@ -104,7 +94,8 @@ def _click_target(field: QWidget) -> QWidget:
 
 
 def type_like_a_person(qtbot: QtBot, field: QWidget, text: str, pause_ms: int = KEY_PAUSE_MS) -> None:
-    """Click into the field, select all (Ctrl+A), type ``text`` one key at a time, and check the field shows it.
+    """Click into the field, select all (Ctrl+A), type ``text`` one key at a time (Backspace for an empty
+    ``text``), and check the field shows it.
 
     Every key goes to whatever has the keyboard focus at that moment (``QApplication.focusWidget()``), never to
     the field itself: if the window moves the focus away, the next keys land where a person's would, and the
@@ -119,6 +110,9 @@ def type_like_a_person(qtbot: QtBot, field: QWidget, text: str, pause_ms: int = 
     focus = QApplication.focusWidget()
     assert _holds_focus(field, focus), f"{name}: clicking it put the focus on {describe(focus)}"
     qtbot.keyClick(focus, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    if not text:  # emptying the field: Backspace on the selection
+        qtbot.keyClick(focus, Qt.Key.Key_Backspace)
+        qtbot.wait(pause_ms)
     elsewhere: list[tuple[str, str]] = []  # (the widget that got them, the keys), in the order typed
     for char in text:
         focus = QApplication.focusWidget()
