@@ -24,7 +24,8 @@ fi
 .venv/bin/python -m pip install -q "torch==2.13.0" || { [ "${CI:-}" = true ] && exit 1; \
   echo "tuneplan: torch not installed; collective tests will be skipped" >&2; }
 
-export QT_QPA_PLATFORM=offscreen
+# No QT_QPA_PLATFORM here: the GUI tests start their own Xvfb (tests/gui/xvfb.py) and click and type in a real
+# window; a test that needs Qt headless (the `tuneplan report` subprocess) sets offscreen itself.
 .venv/bin/ruff check .
 .venv/bin/lint-imports
 .venv/bin/python -m pytest "$@"

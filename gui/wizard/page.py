@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -39,8 +40,13 @@ class PlanPage(QWizardPage):
     """Blocks Next while any error under ``prefixes`` exists; ``needs_analysis`` pages also wait for a plan.
 
     Errors that no field on the page shows (cross-field rules, planner errors) go to the page's error line.
+
+    Signals: ``readiness_changed()`` isComplete() may have changed on the current page. The wizard enables Next
+    from it; QWizard's own ``completeChanged`` is never emitted, because QWizard answers it by hiding the pages
+    while it updates its buttons, which takes the keyboard focus out of the field being typed in.
     """
 
+    readiness_changed = Signal()
     prefixes: tuple[str, ...] = ()
     needs_analysis = False
 
@@ -123,8 +129,8 @@ class PlanPage(QWizardPage):
     def _errors_changed(self) -> None:
         if self.isVisible():
             self._show_page_errors()
-        if self._is_current():  # QWizard asks the others' isComplete() when it shows them
-            self.completeChanged.emit()
+        if self._is_current():  # the wizard asks the others' isComplete() when it shows them
+            self.readiness_changed.emit()
 
     def _show_page_errors(self) -> None:
         """The errors no field on the page shows; filled when the page is shown, and on every change after."""
@@ -140,7 +146,7 @@ class PlanPage(QWizardPage):
         if self.isVisible():
             self._show_busy(busy)
         if self._is_current():
-            self.completeChanged.emit()
+            self.readiness_changed.emit()
 
     def _show_busy(self, busy: bool) -> None:
         text = "Planning…" if busy and self.needs_analysis else ""
@@ -151,7 +157,7 @@ class PlanPage(QWizardPage):
         if self.isVisible():
             self.refresh_figures()
         if self._is_current():
-            self.completeChanged.emit()
+            self.readiness_changed.emit()
 
     def refresh_figures(self) -> None:
         """Draw the state's latest analysis unless the figures already show it."""
@@ -171,7 +177,7 @@ class PlanPage(QWizardPage):
         super().showEvent(event)
         self._show_page_errors()
         self._show_busy(self.state.busy)
-        self.refresh_figures()  # no completeChanged here: QWizard would show the page again, and again
+        self.refresh_figures()  # no readiness here: QWizard set the buttons when it showed the page
 
     def show_analysis(self, analysis: Analysis) -> None:
         """Update the page's figures; called on the GUI thread with a finished analysis."""

@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget, QWizard
 
 from gui import charts
+from gui.wizard.fields import set_enabled
 from gui.wizard.page_cost import CostPage
 from gui.wizard.page_data import DataPage
 from gui.wizard.page_hardware import HardwarePage
@@ -73,6 +74,7 @@ class PlanWizard(QWizard):
         self.summary_page = SummaryPage(self.state)
         for page in self.pages():
             self.addPage(page)
+            page.readiness_changed.connect(self._update_buttons)
         self.summary_page.save_requested.connect(self.save_requested)
         self.summary_page.export_pdf_requested.connect(self.export_pdf_requested)
         self.summary_page.export_json_requested.connect(self.export_json_requested)
@@ -194,6 +196,20 @@ class PlanWizard(QWizard):
     def _restart_quiet(self, *_args: object) -> None:
         if not self._charts_preloaded:
             self._quiet.start()
+
+    def _update_buttons(self) -> None:
+        """Next (Finish on the last page) follows the current page's isComplete(), set here, not by QWizard.
+
+        QWizard's answer to ``completeChanged`` hides the container of the pages while it updates its buttons,
+        and a hidden container hands the keyboard focus to the next widget outside it (the Places list). Plans
+        start and arrive, and errors come and go, as the user types: each time the rest of what they typed went
+        to the sidebar. Enabling the two buttons hides nothing.
+        """
+        page = self.currentPage()
+        complete = page is not None and page.isComplete()
+        last = self.nextId() == -1
+        set_enabled(self.button(QWizard.WizardButton.NextButton), complete and not last)
+        set_enabled(self.button(QWizard.WizardButton.FinishButton), complete and last)
 
     def _preload_charts(self) -> None:
         if not self._charts_preloaded:

@@ -1,10 +1,10 @@
-"""GUI test setup: offscreen Qt, isolated user folders, an inline executor, and leak checks (qt_leaks.py)."""
+"""GUI test setup: a real X server (Xvfb, see xvfb.py), isolated user folders, an inline executor or the real
+one, and leak checks (qt_leaks.py)."""
 
 from __future__ import annotations
 
 import os
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 from collections.abc import Iterator
@@ -15,15 +15,35 @@ import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 
 from core.planner.store import PlanStore
-from gui.workers import InlineExecutor
+from gui.workers import InlineExecutor, ThreadExecutor
 from tests.gui.dialogs import answering
 from tests.gui.qt_leaks import LeakWatch
 from tests.gui.wizard_driver import settle
+from tests.gui.xvfb import choose_display
 
 if TYPE_CHECKING:
     from pytestqt.qtbot import QtBot
 
     from gui.main_window import MainWindow
+
+# Before any QApplication exists: pytest-qt makes it at the first test that asks for it, after this import.
+DISPLAY = choose_display()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "real_window: needs a real X display (Xvfb); skipped without one, "
+                            "failed without one under CI=true")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    DISPLAY.stop()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if DISPLAY.real:
+        return f"GUI tests: X display {os.environ.get('DISPLAY')}" + (" (Xvfb started for this run)"
+                                                                       if DISPLAY.server else "")
+    return f"GUI tests: offscreen Qt; {DISPLAY.reason}"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -49,6 +69,16 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
             with answering(("Discard", None)):
                 widget.close()
     return (yield)
+
+
+@pytest.fixture(autouse=True)
+def real_window_or_skip(request: pytest.FixtureRequest) -> None:
+    """A test marked real_window skips on the offscreen fallback, and fails there in CI, where Xvfb must exist."""
+    if DISPLAY.real or request.node.get_closest_marker("real_window") is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI needs a real X display for this test: {DISPLAY.reason}", pytrace=False)
+    pytest.skip(DISPLAY.reason)
 
 
 @pytest.fixture(autouse=True)
@@ -92,13 +122,30 @@ def settings(tmp_path: Path) -> QSettings:
     return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
 
 
-@pytest.fixture
-def window(qtbot: QtBot, executor: InlineExecutor, store: PlanStore, settings: QSettings) -> MainWindow:
+def open_window(qtbot: QtBot, executor: InlineExecutor | ThreadExecutor, store: PlanStore, settings: QSettings,
+                debounce_ms: int) -> MainWindow:
+    """The main window, shown, active (it has the keyboard) and with its first plan on screen."""
     from gui.main_window import MainWindow
 
-    w = MainWindow(executor, store, settings, debounce_ms=0)
+    w = MainWindow(executor, store, settings, debounce_ms=debounce_ms)
     qtbot.addWidget(w)
     w.resize(1280, 900)
-    w.show()
+    with qtbot.waitExposed(w):
+        w.show()
+    with qtbot.waitActive(w):
+        w.activateWindow()
     settle(qtbot, w.wizard.state)
     return w
+
+
+@pytest.fixture
+def window(qtbot: QtBot, executor: InlineExecutor, store: PlanStore, settings: QSettings) -> MainWindow:
+    """Plans at once, inline, on every edit: a test can assert right after it."""
+    return open_window(qtbot, executor, store, settings, debounce_ms=0)
+
+
+@pytest.fixture
+def live_window(qtbot: QtBot, store: PlanStore, settings: QSettings) -> MainWindow:
+    """The window as `tuneplan` runs it: plans on a worker thread after the 150 ms debounce. Closing it (pytest-qt
+    does at teardown) stops the worker."""
+    return open_window(qtbot, ThreadExecutor(), store, settings, debounce_ms=150)

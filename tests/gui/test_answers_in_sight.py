@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from gui.main_window import MainWindow
-from tests.gui.wizard_driver import click, settle, type_into
+from tests.gui.wizard_driver import click, settle, type_like_a_person
 
 STEPS = ["1. Model", "2. Data", "3. Method", "4. Memory", "5. Hardware", "6. Time & cost", "7. Summary"]
 
@@ -93,7 +93,7 @@ def test_clicking_a_step_jumps_there(qtbot, window):
 def test_steps_after_a_page_with_errors_cannot_be_chosen(qtbot, window):
     wizard = window.wizard
     click_step(qtbot, window, "2. Data")
-    type_into(qtbot, field(wizard.data_page, "data.tokens").edit, "lots")
+    type_like_a_person(qtbot, field(wizard.data_page, "data.tokens").edit, "lots")
     settle(qtbot, wizard.state)
     assert step_enabled(window, "1. Model") and step_enabled(window, "2. Data")
     for text in STEPS[2:]:
@@ -102,7 +102,7 @@ def test_steps_after_a_page_with_errors_cannot_be_chosen(qtbot, window):
     click_step(qtbot, window, "7. Summary")
     assert wizard.currentPage() is wizard.data_page
     assert field(wizard.data_page, "data.tokens").edit.text() == "lots"
-    type_into(qtbot, field(wizard.data_page, "data.tokens").edit, "3e8")
+    type_like_a_person(qtbot, field(wizard.data_page, "data.tokens").edit, "3e8")
     settle(qtbot, wizard.state)
     assert all(step_enabled(window, text) for text in STEPS)
     click_step(qtbot, window, "7. Summary")
@@ -124,7 +124,7 @@ def test_an_error_on_a_late_page_can_be_reached_and_fixed_there(qtbot, window, t
     assert wizard.currentPage() is wizard.cost_page
     discount = field(wizard.cost_page, "pricing.discount")
     assert discount.error.isVisible() and discount.error.text()
-    type_into(qtbot, discount.edit, "0.1")
+    type_like_a_person(qtbot, discount.edit, "0.1")
     settle(qtbot, wizard.state)
     assert not discount.error.isVisible()
     assert "total" in wizard.cost_page.headline.text()

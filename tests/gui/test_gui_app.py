@@ -58,7 +58,7 @@ def _image_colors(widget) -> Counter[int]:
 def test_switching_to_the_dark_palette_recolours_charts_hints_and_errors(qtbot, qapp, window):
     """The system switching to dark while the window is open: charts, hint and error text follow (WCAG 4.5:1)."""
     from gui.colors import contrast_ratio, error_color
-    from tests.gui.wizard_driver import next_page, settle, type_into
+    from tests.gui.wizard_driver import next_page, settle, type_like_a_person
 
     wizard, state = window.wizard, window.wizard.state
     for _ in range(3):
@@ -78,7 +78,7 @@ def test_switching_to_the_dark_palette_recolours_charts_hints_and_errors(qtbot, 
         wizard.back()
         wizard.back()
         tokens = next(f for f in wizard.data_page.fields if f.path == "data.tokens")
-        type_into(qtbot, tokens.edit, "lots")
+        type_like_a_person(qtbot, tokens.edit, "lots")
         settle(qtbot, state)
         red = tokens.error.palette().color(QPalette.ColorRole.WindowText).name()
         assert red == error_color(dark=True)

@@ -8,7 +8,7 @@ from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QWizard
 
-from tests.gui.wizard_driver import choose, click, next_page, settle, type_into
+from tests.gui.wizard_driver import choose, click, next_page, settle, type_like_a_person
 
 
 def next_enabled(wizard) -> bool:
@@ -28,17 +28,16 @@ def field(page, path):
     return next(f for f in page.fields if f.path == path)
 
 
-def test_malformed_config_json_is_explained_under_the_box(qtbot, window):
-    wizard, state = window.wizard, window.wizard.state
+def test_malformed_config_json_is_explained_under_the_box(qtbot, live_window):
+    wizard, state = live_window.wizard, live_window.wizard.state
     next_page(qtbot, wizard)
-    type_into(qtbot, field(wizard.data_page, "data.tokens").edit, "3e8")
+    type_like_a_person(qtbot, field(wizard.data_page, "data.tokens").edit, "3e8")
     next_page(qtbot, wizard)
-    type_into(qtbot, wizard.method_page.rank.edit, "64")
+    type_like_a_person(qtbot, wizard.method_page.rank.edit, "64")
     settle(qtbot, state)
     wizard.restart()
     page = config_tab(qtbot, wizard)
-    page.config_edit.setFocus()
-    qtbot.keyClicks(page.config_edit, '{"hidden_size": 4096, "num_hidden_layers": 32,')
+    type_like_a_person(qtbot, page.config_edit, '{"hidden_size": 4096, "num_hidden_layers": 32,')
     settle(qtbot, state)
     assert page.config_error.isVisible()
     assert page.config_error.text().startswith("config.json is not valid JSON")
@@ -49,9 +48,13 @@ def test_malformed_config_json_is_explained_under_the_box(qtbot, window):
     # What was typed stays, and the rest of the request is untouched.
     assert page.config_edit.toPlainText().endswith('"num_hidden_layers": 32,')
     assert state.get("data.tokens") == "3e8" and state.get("training.lora_rank") == "64"
-    # Finish the JSON: the message goes and the model is the one typed (32 layers, hidden 4096), not the preset.
-    qtbot.keyClicks(page.config_edit, ' "num_attention_heads": 14, "num_key_value_heads": 2, '
-                    '"intermediate_size": 4864, "vocab_size": 151936, "tie_word_embeddings": true}')
+    # Paste the rest of the JSON at its end: the message goes and the model is the one typed (32 layers, hidden
+    # 4096), not the preset.
+    assert QApplication.focusWidget() is page.config_edit
+    QApplication.clipboard().setText(' "num_attention_heads": 14, "num_key_value_heads": 2, '
+                                     '"intermediate_size": 4864, "vocab_size": 151936, "tie_word_embeddings": true}')
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_End, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
     settle(qtbot, state)
     assert not page.config_error.isVisible()
     assert next_enabled(wizard)
@@ -93,12 +96,12 @@ def test_config_json_from_a_dropped_file(qtbot, window, tmp_path: Path):
     assert next_enabled(window.wizard)
 
 
-def test_out_of_range_sequence_length_is_shown_under_its_field(qtbot, window):
-    wizard, state = window.wizard, window.wizard.state
+def test_out_of_range_sequence_length_is_shown_under_its_field(qtbot, live_window):
+    wizard, state = live_window.wizard, live_window.wizard.state
     next_page(qtbot, wizard)
     fields = {f.path: f for f in wizard.data_page.fields}
-    type_into(qtbot, fields["data.tokens"].edit, "1.5B")
-    type_into(qtbot, fields["data.seq_len"].edit, "8")
+    type_like_a_person(qtbot, fields["data.tokens"].edit, "1.5B")
+    type_like_a_person(qtbot, fields["data.seq_len"].edit, "8")
     settle(qtbot, state)
     seq = fields["data.seq_len"]
     assert seq.error.isVisible()
@@ -106,49 +109,49 @@ def test_out_of_range_sequence_length_is_shown_under_its_field(qtbot, window):
     assert not fields["data.tokens"].error.isVisible()
     assert not next_enabled(wizard)
     assert seq.edit.text() == "8" and fields["data.tokens"].edit.text() == "1.5B"
-    type_into(qtbot, seq.edit, "2048")
+    type_like_a_person(qtbot, seq.edit, "2048")
     settle(qtbot, state)
     assert not seq.error.isVisible()
     assert next_enabled(wizard)
 
 
-def test_garbage_token_count_names_the_accepted_forms(qtbot, window):
-    wizard, state = window.wizard, window.wizard.state
+def test_garbage_token_count_names_the_accepted_forms(qtbot, live_window):
+    wizard, state = live_window.wizard, live_window.wizard.state
     next_page(qtbot, wizard)
     tokens = next(f for f in wizard.data_page.fields if f.path == "data.tokens")
-    type_into(qtbot, tokens.edit, "lots")
+    type_like_a_person(qtbot, tokens.edit, "lots")
     settle(qtbot, state)
     assert "2e8, 200M, 1.5B" in tokens.error.text()
     assert not next_enabled(wizard)
 
 
-def test_sequence_longer_than_the_model_context_is_a_planner_error_at_the_field(qtbot, window):
-    wizard, state = window.wizard, window.wizard.state
+def test_sequence_longer_than_the_model_context_is_a_planner_error_at_the_field(qtbot, live_window):
+    wizard, state = live_window.wizard, live_window.wizard.state
     next_page(qtbot, wizard)
     seq = next(f for f in wizard.data_page.fields if f.path == "data.seq_len")
     # Llama 3.1 8B: max_position_embeddings 131072 (its config.json).
-    type_into(qtbot, seq.edit, "200000")
+    type_like_a_person(qtbot, seq.edit, "200000")
     settle(qtbot, state)
     assert "131072" in seq.error.text()
     assert not next_enabled(wizard)
     assert state.analysis is None
 
 
-def test_impossible_plan_is_explained_on_the_memory_page(qtbot, window):
+def test_impossible_plan_is_explained_on_the_memory_page(qtbot, live_window):
     """Llama 3.1 405B, full fine-tune, at most 8 GPUs: 405B × 16 bytes of model state = 6.5 TB, more than eight
     of the largest cards in the catalog hold (8 × 192 GB = 1.5 TB)."""
-    wizard, state = window.wizard, window.wizard.state
+    wizard, state = live_window.wizard, live_window.wizard.state
     for _ in range(4):
         next_page(qtbot, wizard)
-    type_into(qtbot, wizard.hardware_page.max_gpus.edit, "8")
+    type_like_a_person(qtbot, wizard.hardware_page.max_gpus.edit, "8")
     settle(qtbot, state)
     wizard.restart()
     page = wizard.model_page
-    type_into(qtbot, page.filter, "405b")
+    type_like_a_person(qtbot, page.filter, "405b")
     index = page.proxy.index(0, 0)
     qtbot.mouseClick(page.list.viewport(), Qt.MouseButton.LeftButton, pos=page.list.visualRect(index).center())
     next_page(qtbot, wizard)
-    type_into(qtbot, field(wizard.data_page, "data.tokens").edit, "1.5B")
+    type_like_a_person(qtbot, field(wizard.data_page, "data.tokens").edit, "1.5B")
     next_page(qtbot, wizard)
     choose(qtbot, wizard.method_page.method.combo, "full")
     settle(qtbot, state)
@@ -176,15 +179,15 @@ def test_impossible_plan_is_explained_on_the_memory_page(qtbot, window):
     assert next_enabled(wizard)
 
 
-def test_new_fields_are_validated_where_they_are(qtbot, window):
-    wizard, state = window.wizard, window.wizard.state
+def test_new_fields_are_validated_where_they_are(qtbot, live_window):
+    wizard, state = live_window.wizard, live_window.wizard.state
     next_page(qtbot, wizard)
     files = field(wizard.data_page, "data.file_count")
-    type_into(qtbot, files.edit, "0")
+    type_like_a_person(qtbot, files.edit, "0")
     settle(qtbot, state)
     assert files.error.isVisible() and "greater than or equal to 1" in files.error.text()
     assert not next_enabled(wizard)
-    type_into(qtbot, files.edit, "")
+    type_like_a_person(qtbot, files.edit, "")
     settle(qtbot, state)
     assert not files.error.isVisible() and state.get("data.file_count") is None
     state.update_many({}, {"hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 2}})
@@ -193,17 +196,17 @@ def test_new_fields_are_validated_where_they_are(qtbot, window):
         next_page(qtbot, wizard)
     hardware = wizard.hardware_page
     assert wizard.currentPage() is hardware
-    type_into(qtbot, hardware.bandwidth.edit, "-5")
+    type_like_a_person(qtbot, hardware.bandwidth.edit, "-5")
     settle(qtbot, state)
     assert hardware.bandwidth.error.isVisible() and "greater than 0" in hardware.bandwidth.error.text()
     assert not next_enabled(wizard)
     assert hardware.bandwidth.edit.text() == "-5"
-    type_into(qtbot, hardware.bandwidth.edit, "1600")
+    type_like_a_person(qtbot, hardware.bandwidth.edit, "1600")
     settle(qtbot, state)
     assert next_enabled(wizard)
     next_page(qtbot, wizard)
     mtbf = field(wizard.cost_page, "assumptions.gpu_mtbf_hours")
-    type_into(qtbot, mtbf.edit, "0")
+    type_like_a_person(qtbot, mtbf.edit, "0")
     settle(qtbot, state)
     assert mtbf.error.isVisible() and "greater than 0" in mtbf.error.text()
     assert not next_enabled(wizard)
@@ -221,8 +224,8 @@ def test_offload_without_sharding_is_a_page_message_on_method(qtbot, window):
     assert not next_enabled(wizard)
 
 
-def test_remembered_price_and_discount_go_to_the_user_overrides(qtbot, window, user_dirs: Path):
-    wizard, state = window.wizard, window.wizard.state
+def test_remembered_price_and_discount_go_to_the_user_overrides(qtbot, live_window, user_dirs: Path):
+    wizard, state = live_window.wizard, live_window.wizard.state
     state.update_many({}, {"hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}})
     state.set("pricing.provider", "aws")
     settle(qtbot, state)
@@ -230,13 +233,13 @@ def test_remembered_price_and_discount_go_to_the_user_overrides(qtbot, window, u
         next_page(qtbot, wizard)
     page = wizard.cost_page
     override = page.override.edit
-    type_into(qtbot, override, "1.99")
+    type_like_a_person(qtbot, override, "1.99")
     settle(qtbot, state)
     click(qtbot, page.keep_price)
     prices = (user_dirs / "config" / "tuneplan" / "prices.json").read_text()
     assert '"on_demand": 1.99' in prices and '"gpu": "H100-SXM"' in prices
     assert "Kept $1.99/GPU-h" in page.keep_message.text()
-    type_into(qtbot, page.discount.edit, "0.2")
+    type_like_a_person(qtbot, page.discount.edit, "0.2")
     settle(qtbot, state)
     click(qtbot, page.keep_discount)
     discounts = (user_dirs / "config" / "tuneplan" / "discounts.json").read_text()

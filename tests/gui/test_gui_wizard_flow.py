@@ -19,7 +19,7 @@ from core.planner.report import memory_chart, memory_label
 from core.planner.storage import tier_figures
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 from tests.gui.dialogs import answering
-from tests.gui.wizard_driver import choose, click, settle, type_into
+from tests.gui.wizard_driver import choose, click, settle, type_like_a_person
 
 
 def planned(state):
@@ -53,7 +53,7 @@ def back_by_keyboard(qtbot, wizard) -> None:
 
 
 def pick_preset(qtbot, page, preset: str) -> None:
-    type_into(qtbot, page.filter, preset)
+    type_like_a_person(qtbot, page.filter, preset)
     for row in range(page.proxy.rowCount()):
         index = page.proxy.index(row, 0)
         if index.data(Qt.ItemDataRole.UserRole) == preset:
@@ -81,8 +81,8 @@ def save_dialog_returns(monkeypatch, path: Path) -> None:
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(path), ""))
 
 
-def test_lora_plan_end_to_end(qtbot, window, tmp_path, monkeypatch):
-    wizard, state = window.wizard, window.wizard.state
+def test_lora_plan_end_to_end(qtbot, live_window, tmp_path, monkeypatch):
+    wizard, state = live_window.wizard, live_window.wizard.state
 
     # ---- Model: filter the presets by typing, click one.
     model = wizard.model_page
@@ -96,10 +96,10 @@ def test_lora_plan_end_to_end(qtbot, window, tmp_path, monkeypatch):
 
     # ---- Data: typed counts with units; sizes and request counts from core.
     data = wizard.data_page
-    type_into(qtbot, field(data, "data.tokens").edit, "200M")
-    type_into(qtbot, field(data, "data.epochs").edit, "2")
-    type_into(qtbot, field(data, "data.seq_len").edit, "4096")
-    type_into(qtbot, field(data, "data.file_count").edit, "250000")
+    type_like_a_person(qtbot, field(data, "data.tokens").edit, "200M")
+    type_like_a_person(qtbot, field(data, "data.epochs").edit, "2")
+    type_like_a_person(qtbot, field(data, "data.seq_len").edit, "4096")
+    type_like_a_person(qtbot, field(data, "data.file_count").edit, "250000")
     settle(qtbot, state)
     assert state.request is not None and state.request.data.file_count == 250_000
     # 200M tokens × 4 raw bytes per token (the default) = 800 MB of text; token ids of a 128k vocabulary take 4 bytes.
@@ -120,7 +120,7 @@ def test_lora_plan_end_to_end(qtbot, window, tmp_path, monkeypatch):
     assert precision.combo.currentText() == "AMP bf16 (fp32 master)"
     assert precision.combo.currentData() == "amp_bf16"
     assert method.method.combo.currentText() == "LoRA"
-    type_into(qtbot, method.rank.edit, "32")
+    type_like_a_person(qtbot, method.rank.edit, "32")
     choose(qtbot, field(method, "training.optimizer").combo, "adamw_8bit")
     settle(qtbot, state)
     assert field(method, "training.optimizer").combo.currentText() == "AdamW 8-bit"
@@ -172,7 +172,7 @@ def test_lora_plan_end_to_end(qtbot, window, tmp_path, monkeypatch):
 
     # ---- Time & cost: reliability and storage fields change the plan as core says.
     cost = wizard.cost_page
-    type_into(qtbot, field(cost, "assumptions.gpu_mtbf_hours").edit, "2000")
+    type_like_a_person(qtbot, field(cost, "assumptions.gpu_mtbf_hours").edit, "2000")
     choose(qtbot, field(cost, "assumptions.checkpoint_tier").combo, "object")
     settle(qtbot, state)
     assert field(cost, "assumptions.checkpoint_tier").combo.currentText() == tier_figures("object").title
@@ -191,7 +191,7 @@ def test_lora_plan_end_to_end(qtbot, window, tmp_path, monkeypatch):
     assert summary.assumptions.rowCount() == len(result.assumptions)
     with answering(("OK", None)):  # a new plan: Save asks for its name, the proposed one will do
         click(qtbot, summary.save_button)
-    records = window.store.list()
+    records = live_window.store.list()
     assert len(records) == 1 and records[0].method == "lora"
     assert records[0].cost_usd == result.cost.total_usd
     save_dialog_returns(monkeypatch, tmp_path / "plan.json")
@@ -201,26 +201,28 @@ def test_lora_plan_end_to_end(qtbot, window, tmp_path, monkeypatch):
     assert exported["cost"]["total_usd"] == result.cost.total_usd
     assert exported["request"]["training"]["optimizer"] == "adamw_8bit"
     save_dialog_returns(monkeypatch, tmp_path / "plan.pdf")
-    click(qtbot, summary.pdf_button)
+    click(qtbot, summary.pdf_button)  # drawn on a worker; the status line says when the file is there
+    qtbot.waitUntil(lambda: live_window.statusBar().currentMessage().startswith(f"Exported {tmp_path / 'plan.pdf'}"),
+                    timeout=10000)
     text = pdf_text(tmp_path / "plan.pdf")
     assert fmt_hours(result.time.hours) in text and fmt_usd(result.cost.total_usd) in text
 
     # ---- Library: reopen by double-click; the request comes back whole.
-    window.show_place("Library")
-    library = window.library
+    live_window.show_place("Library")
+    library = live_window.library
     click_row(qtbot, library.table, 0, double=True)
     settle(qtbot, state)
-    assert window.stack.currentWidget() is wizard and wizard.currentId() == 0
+    assert live_window.stack.currentWidget() is wizard and wizard.currentId() == 0
     assert wizard.plan_id == records[0].id
     assert state.request == PlanRequest.model_validate(records[0].request)
     assert state.request.assumptions.gpu_mtbf_hours == 2000 and state.request.data.file_count == 250_000
 
 
-def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, window):
-    wizard, state = window.wizard, window.wizard.state
-    window.save_as_new("default")  # the default LoRA plan, to compare with later; then New plan from the toolbar
-    toolbar = window.findChild(QToolBar)
-    click(qtbot, toolbar.widgetForAction(window.actions_by_name["new"]))
+def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, live_window):
+    wizard, state = live_window.wizard, live_window.wizard.state
+    live_window.save_as_new("default")  # the default LoRA plan, to compare with later; then New plan from the toolbar
+    toolbar = live_window.findChild(QToolBar)
+    click(qtbot, toolbar.widgetForAction(live_window.actions_by_name["new"]))
     settle(qtbot, state)
     assert wizard.plan_id is None
     next_by_mouse(qtbot, wizard)
@@ -241,8 +243,8 @@ def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, window):
 
     hardware = wizard.hardware_page
     choose(qtbot, hardware.gpu.combo, "H100-SXM")
-    type_into(qtbot, hardware.per_node.edit, "8")
-    type_into(qtbot, hardware.nodes.edit, "2")
+    type_like_a_person(qtbot, hardware.per_node.edit, "8")
+    type_like_a_person(qtbot, hardware.nodes.edit, "2")
     settle(qtbot, state)
     # No network named: the typical H100 node (one 400G rail per GPU) is assumed, and the hint says so.
     assert "400 Gbit/s per GPU" in hardware.network.hint.text()
@@ -255,7 +257,7 @@ def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, window):
     assert state.analysis.result.compute == result.compute
     # Plain Ethernet is far slower than the typical 400G rails: more communication time per step.
     assert result.compute.comm_time_s > typical.compute.comm_time_s
-    type_into(qtbot, hardware.bandwidth.edit, "3200")
+    type_like_a_person(qtbot, hardware.bandwidth.edit, "3200")
     settle(qtbot, state)
     assert state.request.hardware.inter_node_gbps == 3200
     assert state.analysis.result.compute == planned(state).compute
@@ -280,8 +282,8 @@ def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, window):
         click(qtbot, summary.save_button)
 
     # ---- Library: select both plans with Ctrl+click, compare them.
-    window.show_place("Library")
-    library = window.library
+    live_window.show_place("Library")
+    library = live_window.library
     assert library.model.rowCount() == 2
     click_row(qtbot, library.table, 0)
     click_row(qtbot, library.table, 1, Qt.KeyboardModifier.ControlModifier)
@@ -297,14 +299,14 @@ def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, window):
     assert rows["request: data.tokens"].cells[1] == "200,000,000"  # whole numbers shown whole
 
 
-def test_pages_off_screen_draw_the_plan_when_shown(qtbot, window):
+def test_pages_off_screen_draw_the_plan_when_shown(qtbot, live_window):
     """Typing on the Data page redraws only the Data page; the Memory page catches up when it is shown."""
-    wizard, state = window.wizard, window.wizard.state
+    wizard, state = live_window.wizard, live_window.wizard.state
     next_by_mouse(qtbot, wizard)
     data = wizard.data_page
     memory = wizard.memory_page
     before = memory.headline.text()
-    type_into(qtbot, field(data, "data.seq_len").edit, "8192")
+    type_like_a_person(qtbot, field(data, "data.seq_len").edit, "8192")
     settle(qtbot, state)
     assert memory.headline.text() == before  # not on screen: not redrawn yet
     for _ in range(2):

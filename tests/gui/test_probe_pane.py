@@ -445,7 +445,9 @@ def test_main_window_builds_the_probe_place_when_first_shown(qtbot):
     place = window.places["Probe"]
     assert isinstance(place, ProbePlace) and place.pane is None  # nothing imported or opened at start
     window.show_place("Probe")
-    assert place.pane is not None and place.pane.isVisible()
+    assert place.status.isVisible() and place.status.text().startswith("Loading the probe tools")
+    qtbot.waitUntil(lambda: place.pane is not None and place.pane.isVisible(), timeout=10000)
+    assert place.pane is not None and not place.status.isVisible()
     assert place.pane.executor is window.executor
     assert [p.name for p in place.pane.hosts.profiles()] == [LOCAL_NAME]
     store = place.pane.store

@@ -11,7 +11,7 @@ from gui.main_window import MainWindow
 from gui.wizard.fields import TextField
 from gui.workers import InlineExecutor
 from tests.gui.dialogs import answering
-from tests.gui.wizard_driver import click, settle, type_into
+from tests.gui.wizard_driver import click, settle, type_like_a_person
 
 PROPOSED = "llama-3.1-8b lora on 1× MI300X"  # the default plan: Llama 3.1 8B, LoRA, on the cheapest GPU that fits
 DISCARD_QUESTION = "Discard unsaved changes to “{}”?\nSave keeps them in the library; Cancel goes back to the plan."
@@ -47,7 +47,7 @@ def type_tokens(qtbot, window: MainWindow, text: str) -> None:
                                    else QWizard.WizardButton.NextButton))
     edit = tokens_field(window)
     click(qtbot, edit)
-    type_into(qtbot, edit, text)  # the wizard driver's typing, the one every wizard test shares
+    type_like_a_person(qtbot, edit, text)  # the typing every wizard test shares: each key to the focus widget
     settle(qtbot, wizard.state)
     assert edit.text() == text
 
