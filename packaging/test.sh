@@ -28,4 +28,5 @@ fi
 # window; a test that needs Qt headless (the `tuneplan report` subprocess) sets offscreen itself.
 .venv/bin/ruff check .
 .venv/bin/lint-imports
+.venv/bin/mypy
 .venv/bin/python -m pytest "$@"
