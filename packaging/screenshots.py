@@ -1,7 +1,8 @@
-"""Render the window offscreen to docs/screenshots/*.png: every wizard page (a page taller than the window
+"""Render the window to docs/screenshots/*.png: every wizard page (a page taller than the window
 also scrolled, as ``-2``, ``-3`` …), a config.json error, the library, a comparison, the chart pages again with
 the dark palette (``dark-*``), and the PDF report's pages (through pdftoppm).
-Run: ``.venv/bin/python packaging/screenshots.py [OUT_DIR]``.
+Run it in a real window: ``xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/python packaging/screenshots.py [OUT_DIR]``
+(without a display it falls back to Qt's offscreen platform).
 
 It plans real requests from the shipped catalog in a throwaway user folder, so the user's own library and
 price overrides are never read or written. Files it writes are replaced; ``probe*`` files belong to the Probe
@@ -19,7 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# A real window where there is a display (docs are made under `xvfb-run`), else offscreen.
+os.environ.setdefault("QT_QPA_PLATFORM", "xcb" if os.environ.get("DISPLAY") else "offscreen")
 os.environ["PYQTGRAPH_QT_LIB"] = "PySide6"
 
 from PySide6.QtCore import QCoreApplication, QSettings  # noqa: E402

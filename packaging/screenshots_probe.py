@@ -1,5 +1,7 @@
-"""Render the Probe place offscreen to docs/screenshots/probe-*.png: the pane in the middle of a run, then its
-scorecard once the run ends. Run: ``.venv/bin/python packaging/screenshots_probe.py [OUT_DIR]``.
+"""Render the Probe place to docs/screenshots/probe-*.png: the pane in the middle of a replayed run, its scorecard
+once the run ends, and a real run on this GPU-less machine (``probe-*-no-gpu.png``). Run it in a real window:
+``xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/python packaging/screenshots_probe.py [OUT_DIR]``
+(without a display it falls back to Qt's offscreen platform).
 
 There is no GPU on the machines that build the docs, so the run is a replay of real captures from
 ``resources/samples/probe_run`` (see its SOURCES.md) through the project's parsers: `nvidia-smi --query-gpu` and
@@ -23,7 +25,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# A real window where there is a display (docs are made under `xvfb-run`), else offscreen.
+os.environ.setdefault("QT_QPA_PLATFORM", "xcb" if os.environ.get("DISPLAY") else "offscreen")
 os.environ["PYQTGRAPH_QT_LIB"] = "PySide6"
 
 from PySide6.QtCore import QCoreApplication  # noqa: E402
@@ -136,6 +139,27 @@ def save(widget: QWidget, path: Path) -> None:
     print(path)
 
 
+def gpu_less_run(executor: Any, store: Any, scratch: Path, out: Path) -> None:
+    """A real run on the machine the docs are built on, which has no GPU: its scorecard and empty charts."""
+    from gui.probe.pane import ProbePane
+
+    pane = ProbePane(executor, store, known_hosts_file=scratch / "known_hosts")
+    pane.resize(*SIZE)
+    pane.show()
+    pane.hosts.select("This machine")
+    pane.connect_button.click()
+    wait(pane.start_button.isEnabled)
+    pane.suite.set_choice(("inventory", "health", "compute"))
+    pane.start()
+    wait(lambda: not pane.running, seconds=180)
+    pane.tabs.setCurrentIndex(1)
+    save(pane, out / "probe-scorecard-no-gpu.png")
+    pane.tabs.setCurrentIndex(0)
+    save(pane, out / "probe-live-no-gpu.png")
+    pane.shutdown()
+    pane.close()
+
+
 def main(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="tuneplan-probe-shots-"))
@@ -171,6 +195,7 @@ def main(out: Path) -> int:
     pane.tabs.setCurrentIndex(1)
     save(pane, out / "probe-scorecard.png")
     pane.shutdown()
+    gpu_less_run(executor, store, scratch, out)
     executor.stop_all(5000)
     store.close()
     pane.close()
