@@ -89,13 +89,17 @@ class MainWindow(QMainWindow):
             QMessageBox.critical(None, "tuneplan", str(exc))
             raise SystemExit(1) from exc
         window = cls(ThreadExecutor(), store)
-        from gui.probe import ProbePlace  # builds the probe pane (paramiko, pyqtgraph) when first shown
-
-        probe = ProbePlace(window.executor, plan_request_source=lambda: window.wizard.state.request)
-        probe.apply_to_plan.connect(window.apply_probe_request)
-        probe.message.connect(lambda text: window.statusBar().showMessage(text, 8000))
-        window.add_place("Probe", probe)
+        window.add_probe_place()
         return window
+
+    def add_probe_place(self) -> None:
+        """The Probe place in the sidebar; its pane (paramiko, pyqtgraph) is built when it is first shown."""
+        from gui.probe import ProbePlace
+
+        probe = ProbePlace(self.executor, plan_request_source=lambda: self.wizard.state.request)
+        probe.apply_to_plan.connect(self.apply_probe_request)
+        probe.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        self.add_place("Probe", probe)
 
     def apply_probe_request(self, request: Any) -> None:
         """A plan request carrying a probe's measured MFU and bandwidth: open it in the wizard, unsaved."""

@@ -78,6 +78,7 @@ def main(out: Path) -> int:
     app = make_app(["screenshots"])
     window = MainWindow(InlineExecutor(), PlanStore(scratch / "library.db"),
                         QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat), debounce_ms=0)
+    window.add_probe_place()  # in the sidebar as `tuneplan` shows it; these pictures do not open it
     window.resize(*SIZE)
     window.show()
     wizard, state = window.wizard, window.wizard.state
