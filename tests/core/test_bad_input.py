@@ -104,22 +104,20 @@ def test_gpu_hours_of_an_endless_run_read_in_words() -> None:
     assert fmt_amount(3.557e11) == "about 355.7 billion"
 
 
-def test_a_request_file_that_is_not_json_is_refused_in_one_sentence(tmp_path: Path) -> None:
-    path = tmp_path / "notes.json"
-    path.write_text("{nope")
+@pytest.mark.parametrize(("name", "content", "sentence"), [
+    ("notes.json", "{nope",  # not JSON
+     "notes.json is not valid JSON: Expecting property name enclosed in double quotes at line 1, column 2"),
+    ("colleague.json", json.dumps({"model": {"preset": "llama-4-400b"}, "data": {"tokens": "2e8"}}),  # no preset
+     "colleague.json names an unknown model preset 'llama-4-400b'; did you mean llama-2-70b, llama-3.1-405b, "
+     "llama-2-7b? (tuneplan catalog models lists all)"),
+])
+def test_a_request_file_that_cannot_be_one_is_refused_in_one_sentence(tmp_path: Path, name: str, content: str,
+                                                                       sentence: str) -> None:
+    path = tmp_path / name
+    path.write_text(content)
     with pytest.raises(RequestFileError) as caught:
         read_request_file(path)
-    assert str(caught.value) == ("notes.json is not valid JSON: Expecting property name enclosed in double quotes at "
-                                 "line 1, column 2")
-
-
-def test_a_request_file_naming_an_unknown_preset_says_which_and_what_is_near(tmp_path: Path) -> None:
-    path = tmp_path / "colleague.json"
-    path.write_text(json.dumps({"model": {"preset": "llama-4-400b"}, "data": {"tokens": "2e8"}}))
-    with pytest.raises(RequestFileError) as caught:
-        read_request_file(path)
-    assert str(caught.value) == ("colleague.json names an unknown model preset 'llama-4-400b'; did you mean "
-                                 "llama-2-70b, llama-3.1-405b, llama-2-7b? (tuneplan catalog models lists all)")
+    assert str(caught.value) == sentence
 
 
 def test_a_request_file_with_field_errors_is_left_to_the_fields(tmp_path: Path) -> None:

@@ -97,22 +97,19 @@ def test_typing_a_filter_a_parameter_count_and_a_config_on_the_model_page_keeps_
                                           "config.json text": lambda: click_tab(qtbot, page.tabs, "config.json")})
 
 
-def test_typing_every_data_field_keeps_every_key_while_the_plan_recomputes(qtbot, live_window):
+@pytest.mark.parametrize(("title", "fields", "kept"), [
+    ("Data", DATA, {"data.tokens": "2B", "data.seq_len": "123"}),
+    ("Method", METHOD, {"training.lora_rank": "32"}),
+    ("Time & cost", COST, {"pricing.usd_per_gpu_hour": "2.49"}),
+])
+def test_typing_every_field_of_a_page_keeps_every_key_while_the_plan_recomputes(qtbot, live_window, title, fields,
+                                                                                 kept):
     wizard = live_window.wizard
-    page = go_to(qtbot, wizard, "Data")
-    assert sorted(text_fields(page)) == names(DATA)
-    type_each(qtbot, page, DATA)
+    page = go_to(qtbot, wizard, title)
+    assert sorted(text_fields(page)) == names(fields)
+    type_each(qtbot, page, fields)
     settle(qtbot, wizard.state)
-    assert wizard.state.get("data.tokens") == "2B" and wizard.state.get("data.seq_len") == "123"
-
-
-def test_typing_every_method_field_keeps_every_key_while_the_plan_recomputes(qtbot, live_window):
-    wizard = live_window.wizard
-    page = go_to(qtbot, wizard, "Method")
-    assert sorted(text_fields(page)) == names(METHOD)
-    type_each(qtbot, page, METHOD)
-    settle(qtbot, wizard.state)
-    assert wizard.state.get("training.lora_rank") == "32"
+    assert {path: wizard.state.get(path) for path in kept} == kept
 
 
 def test_typing_every_hardware_field_of_a_chosen_gpu_keeps_every_key(qtbot, live_window):
@@ -127,15 +124,6 @@ def test_typing_every_hardware_field_of_a_chosen_gpu_keeps_every_key(qtbot, live
     settle(qtbot, wizard.state)
     assert wizard.state.get("hardware") == {"gpu": "H100-SXM", "gpus_per_node": "8", "nodes": "16",
                                             "inter_node_gbps": "3200", "intra_node_busbw_gbs": "232.5"}
-
-
-def test_typing_every_price_and_reliability_field_keeps_every_key(qtbot, live_window):
-    wizard = live_window.wizard
-    page = go_to(qtbot, wizard, "Time & cost")
-    assert sorted(text_fields(page)) == names(COST)
-    type_each(qtbot, page, COST)
-    settle(qtbot, wizard.state)
-    assert wizard.state.get("pricing.usd_per_gpu_hour") == "2.49"
 
 
 def test_the_memory_and_summary_pages_have_nothing_to_type(qtbot, live_window):
