@@ -8,11 +8,12 @@ never import one another.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Literal
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QHBoxLayout, QLabel, QMessageBox, QPushButton, QWidget
+from PySide6.QtWidgets import QApplication, QFileDialog, QHBoxLayout, QLabel, QMessageBox, QPushButton, QWidget
 
 from gui.colors import error_color, is_dark
 
@@ -95,3 +96,14 @@ def show_problem(parent: QWidget, title: str, text: str) -> QMessageBox:
     box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     box.open()
     return box
+
+
+def chosen_path(parent: QWidget, path: Path | None, title: str, suggested: str, file_filter: str,
+                save: bool) -> Path | None:
+    """``path`` when the caller has one (tests, scripts), else the file the person picks in the dialog; None when
+    they cancel. One place for it, so every open and export behaves alike."""
+    if path is not None:
+        return path
+    ask = QFileDialog.getSaveFileName if save else QFileDialog.getOpenFileName
+    name, _ = ask(parent, title, suggested, file_filter)
+    return Path(name) if name else None

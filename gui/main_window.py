@@ -18,7 +18,6 @@ from typing import Any
 from PySide6.QtCore import QByteArray, QSettings, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog,
     QHBoxLayout,
     QInputDialog,
     QListWidget,
@@ -32,7 +31,7 @@ from core.planner.analysis import hardware_label
 from core.planner.report import build_report
 from core.planner.request_file import RequestFileError, read_request_file
 from core.planner.store import PlanRecord, PlanStore, StoreError, request_to_dict
-from gui.forms import show_problem
+from gui.forms import chosen_path, show_problem
 from gui.library.widget import LibraryWidget
 from gui.wizard.wizard import PlanWizard
 from gui.workers import Executor, ThreadExecutor
@@ -220,11 +219,9 @@ class MainWindow(QMainWindow):
 
     def open_request(self, path: Path | None = None) -> bool:
         """Load a plan request JSON into the wizard; a file that cannot be one is refused with a dialog saying why."""
+        path = chosen_path(self, path, "Open plan request", "", "JSON (*.json)", save=False)
         if path is None:
-            name, _ = QFileDialog.getOpenFileName(self, "Open plan request", "", "JSON (*.json)")
-            if not name:
-                return False
-            path = Path(name)
+            return False
         try:
             raw = read_request_file(path)
         except RequestFileError as exc:
@@ -349,11 +346,9 @@ class MainWindow(QMainWindow):
             return None
         analysis = self.wizard.state.analysis
         assert analysis is not None
+        path = chosen_path(self, path, "Export plan JSON", "plan.json", "JSON (*.json)", save=True)
         if path is None:
-            name, _ = QFileDialog.getSaveFileName(self, "Export plan JSON", "plan.json", "JSON (*.json)")
-            if not name:
-                return None
-            path = Path(name)
+            return None
         try:
             path.write_text(analysis.result.model_dump_json(indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
@@ -368,11 +363,9 @@ class MainWindow(QMainWindow):
             return
         analysis = self.wizard.state.analysis
         assert analysis is not None
+        path = chosen_path(self, path, "Export PDF", "plan.pdf", "PDF (*.pdf)", save=True)
         if path is None:
-            name, _ = QFileDialog.getSaveFileName(self, "Export PDF", "plan.pdf", "PDF (*.pdf)")
-            if not name:
-                return
-            path = Path(name)
+            return
         from gui.pdf import render_report
 
         report = build_report(analysis)

@@ -15,7 +15,6 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QInputDialog,
@@ -31,7 +30,7 @@ from core.planner.request_file import RequestFileError, read_request_file
 from core.planner.store import PlanRecord, PlanStore, request_to_dict
 from core.units import fmt_hours, fmt_usd
 from core.validation import validation_message
-from gui.forms import button_row, make_error_label, show_problem
+from gui.forms import button_row, chosen_path, make_error_label, show_problem
 from gui.library.compare import CompareDialog
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 from gui.workers import Executor
@@ -238,11 +237,9 @@ class LibraryWidget(QWidget):
         if plan_id is None:
             return None
         record = self.store.get(plan_id)
+        path = chosen_path(self, path, "Export plan request", f"{record.name}.json", "JSON (*.json)", save=True)
         if path is None:
-            name, _ = QFileDialog.getSaveFileName(self, "Export plan request", f"{record.name}.json", "JSON (*.json)")
-            if not name:
-                return None
-            path = Path(name)
+            return None
         try:
             request = request_to_dict(PlanRequest.model_validate(record.request))
         except ValidationError:
@@ -257,11 +254,9 @@ class LibraryWidget(QWidget):
 
     def import_json(self, path: Path | None = None) -> None:
         """Read a plan request, plan it on the executor, and save it under the file's name."""
+        path = chosen_path(self, path, "Import plan request", "", "JSON (*.json)", save=False)
         if path is None:
-            name, _ = QFileDialog.getOpenFileName(self, "Import plan request", "", "JSON (*.json)")
-            if not name:
-                return
-            path = Path(name)
+            return
         try:
             raw = read_request_file(path)
             request = PlanRequest.model_validate(raw)

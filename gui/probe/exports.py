@@ -11,9 +11,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtWidgets import QFileDialog, QWidget
+from PySide6.QtWidgets import QWidget
 
 from core.probes.store import ProbeStore
+from gui.forms import chosen_path
 from gui.workers import Executor
 
 
@@ -28,12 +29,10 @@ class RunExports:
         if run_id is None:
             self._set_status("No run to export: run a suite or reopen one")
             return None
+        path = chosen_path(self.parent, path, title, f"probe-run-{run_id}.{suffix}", f"{suffix.upper()} (*.{suffix})",
+                           save=True)
         if path is None:
-            name, _ = QFileDialog.getSaveFileName(self.parent, title, f"probe-run-{run_id}.{suffix}",
-                                                  f"{suffix.upper()} (*.{suffix})")
-            if not name:
-                return None
-            path = Path(name)
+            return None
         return run_id, path
 
     def export_json(self, run_id: int | None, path: Path | None = None) -> Path | None:
