@@ -242,18 +242,25 @@ def drop_during_storage(drop: Callable[[], Any]) -> Callable[[RunEvent], None]:
     return hook
 
 
+def run_with_a_drop_during_storage(target: SshTarget, known_hosts: Path, tmp_path: Path,
+                                   drop: Callable[[], Any]) -> tuple[ProbeStore, list[RunEvent]]:
+    """Inventory, storage and health over SSH on the fake GPU node, with ``drop`` done while fio runs."""
+    transport = fake_gpu_transport(target, known_hosts, tmp_path)
+    store = ProbeStore(tmp_path / "probes.db")
+    options = small_options(suite=["inventory", "storage", "health"], fio_runtime_s=5.0)
+    try:
+        events = collect(run_suite(transport, options, store, threading.Event(), "sshd"), drop_during_storage(drop))
+    finally:
+        transport.close()
+    return store, events
+
+
 @pytest.mark.slow
 def test_connection_drop_keeps_samples_and_the_run_resumes(sshd: SshdServer, ssh_target: SshTarget,
                                                            ssh_trusted_known_hosts: Path, tmp_path: Path,
                                                            need_fio: None) -> None:
-    transport = fake_gpu_transport(ssh_target, ssh_trusted_known_hosts, tmp_path)
-    store = ProbeStore(tmp_path / "probes.db")
-    options = small_options(suite=["inventory", "storage", "health"], fio_runtime_s=5.0)
-    try:
-        events = collect(run_suite(transport, options, store, threading.Event(), "sshd"),
-                         drop_during_storage(lambda: sshd.kill_connections(kill_commands=True)))
-    finally:
-        transport.close()
+    store, events = run_with_a_drop_during_storage(ssh_target, ssh_trusted_known_hosts, tmp_path,
+                                                   lambda: sshd.kill_connections(kill_commands=True))
     run = finished(events)
     assert statuses(events) == {"inventory": ProbeStatus.ok, "storage": ProbeStatus.interrupted,
                                 "health": ProbeStatus.ok, "gpu_metrics": ProbeStatus.ok}
@@ -277,14 +284,7 @@ def test_connection_drop_keeps_samples_and_the_run_resumes(sshd: SshdServer, ssh
 def test_connection_lost_for_good_ends_the_run_interrupted(sshd: SshdServer, ssh_target: SshTarget,
                                                            ssh_trusted_known_hosts: Path, tmp_path: Path,
                                                            need_fio: None) -> None:
-    transport = fake_gpu_transport(ssh_target, ssh_trusted_known_hosts, tmp_path)
-    store = ProbeStore(tmp_path / "probes.db")
-    options = small_options(suite=["inventory", "storage", "health"], fio_runtime_s=5.0)
-    try:
-        events = collect(run_suite(transport, options, store, threading.Event(), "sshd"),
-                         drop_during_storage(sshd.stop))
-    finally:
-        transport.close()
+    store, events = run_with_a_drop_during_storage(ssh_target, ssh_trusted_known_hosts, tmp_path, sshd.stop)
     run = finished(events)
     assert run.status == "interrupted"
     assert statuses(events) == {"inventory": ProbeStatus.ok, "storage": ProbeStatus.interrupted,
