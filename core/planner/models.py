@@ -8,7 +8,7 @@ Every field carries a description; the GUI builds its forms and error messages f
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -366,12 +366,28 @@ class StorageResult(BaseModel):
     packed_request_usd: float | None
 
 
+class Cited(Protocol):
+    """Anything priced from a dated, sourced figure (a catalog price row)."""
+
+    @property
+    def source(self) -> str | None: ...
+
+    @property
+    def date(self) -> str | None: ...
+
+
 class CostLine(BaseModel):
     item: str
     usd: float | None
     detail: str
     source: str | None = None
     date: str | None = None
+
+    @classmethod
+    def cited(cls, item: str, usd: float | None, detail: str, row: Cited | None) -> CostLine:
+        """A line that cites the figure it was priced from (no source when no row had a price)."""
+        return cls(item=item, usd=usd, detail=detail, source=row.source if row else None,
+                   date=row.date if row else None)
 
 
 class ComputeCost(BaseModel):

@@ -14,9 +14,7 @@ from core.catalog import (
     PRICING_MODES,
     Catalog,
     CatalogError,
-    EgressPrice,
     Price,
-    StoragePrice,
     load_catalog,
     network,
 )
@@ -185,12 +183,6 @@ def _price_for(catalog: Catalog, gpu: GPU, request: PlanRequest, mode: str) -> P
         return None
 
 
-def _priced_line(item: str, usd: float | None, detail: str, row: Price | StoragePrice | EgressPrice | None) -> CostLine:
-    """A cost line that cites the catalog row it was priced from (none when no row had a price)."""
-    return CostLine(item=item, usd=usd, detail=detail, source=row.source if row else None,
-                    date=row.date if row else None)
-
-
 def _cost(
     request: PlanRequest,
     catalog: Catalog,
@@ -258,7 +250,7 @@ def _cost(
     storage_usd = sum(line.usd or 0.0 for line in storage_lines)
     chosen = getattr(compute_usd, pricing.mode.value)
     items = [
-        _priced_line(
+        CostLine.cited(
             f"compute ({pricing.mode.value.replace('_', '-')})",
             chosen,
             f"{gpu_hours:,.0f} GPU-h × ${per_hour[pricing.mode.value] or 0:.2f}"
@@ -268,8 +260,8 @@ def _cost(
             ref,
         ),
         *storage_lines,
-        _priced_line("idle disks", idle, f"{a.idle_hours:g} h stopped with {disk_bytes / 1e9:,.0f} GB", block),
-        _priced_line("egress", egress, f"{a.egress_gb:g} GB out", egress_row),
+        CostLine.cited("idle disks", idle, f"{a.idle_hours:g} h stopped with {disk_bytes / 1e9:,.0f} GB", block),
+        CostLine.cited("egress", egress, f"{a.egress_gb:g} GB out", egress_row),
     ]
     total = None if chosen is None else chosen + storage_usd + idle + egress
     if chosen is None:

@@ -338,23 +338,13 @@ def _stored_line(item: str, size_bytes: float, tier: StorageTier, price: PriceIn
     priced = _price(price)
     usd_gb = priced.usd_per_gb_month
     if usd_gb is None:
-        return CostLine(
-            item=item,
-            usd=None,
-            detail=f"{fmt_bytes(size_bytes)} on {spec.title}: no price known (set one to include it)",
-            source=priced.source,
-            date=priced.date,
-        )
+        return CostLine.cited(item, None, f"{fmt_bytes(size_bytes)} on {spec.title}: no price known (set one to "
+                              "include it)", priced)
     if usd_gb < 0:
         raise ValueError(f"usd_per_gb_month for {tier.value} must be 0 or more (got {usd_gb})")
     usd = size_bytes / GB * usd_gb * months
-    return CostLine(
-        item=item,
-        usd=usd,
-        detail=f"{fmt_bytes(size_bytes)} on {spec.title} x ${usd_gb:g}/GB-month x {_months(months)}",
-        source=priced.source,
-        date=priced.date,
-    )
+    return CostLine.cited(item, usd, f"{fmt_bytes(size_bytes)} on {spec.title} x ${usd_gb:g}/GB-month x "
+                          f"{_months(months)}", priced)
 
 
 def storage_cost(
