@@ -94,18 +94,6 @@ def report_outputs() -> Iterator[tuple[str, Callable[[], str]]]:
         yield f"report/{name}.json", partial(report_document, name)
 
 
-_VOLATILE: set[str] = set()
-
-
-def scrub(value: Any) -> Any:
-    """Replace wall-clock times and database ids by placeholders: they differ on every run by design."""
-    if isinstance(value, dict):
-        return {k: ("<volatile>" if k in _VOLATILE and v is not None else scrub(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v) for v in value]
-    return value
-
-
 def replayed_run(db: Path) -> tuple[Any, int]:
     """A probe run of the recorded H100 box (real nvidia-smi, nccl-tests and fio outputs), stored."""
     from core.probes.evidence import ProbeOutcome, ProbeStatus
@@ -137,7 +125,7 @@ def probe_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
         store, run_id = replayed_run(workdir / "probe_doc.db")
         doc = run_json(store.load_run(run_id))
         store.close()
-        return (json.dumps(scrub(doc), indent=1, sort_keys=True) + "\n--- scorecard text\n"
+        return (json.dumps(doc, indent=1, sort_keys=True) + "\n--- scorecard text\n"
                 + re.sub(r"^run \d+ ", "run N ", render_scorecard(doc)) + "\n")
 
     def report() -> str:
@@ -149,8 +137,8 @@ def probe_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
         store.close()
         with frozen_today():
             doc = build_probe_report(run).model_dump(mode="json")
-        return (json.dumps(scrub(doc), indent=1, sort_keys=True) + "\n--- run json\n"
-                + json.dumps(scrub(run_json(run, samples=True)), indent=1, sort_keys=True) + "\n")
+        return (json.dumps(doc, indent=1, sort_keys=True) + "\n--- run json\n"
+                + json.dumps(run_json(run, samples=True), indent=1, sort_keys=True) + "\n")
 
     yield "probe/run_document.txt", run_document
     yield "probe/report_and_run_json.txt", report
