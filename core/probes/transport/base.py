@@ -5,8 +5,10 @@ the command's whole process group (children included), because probes start chil
 workers, ``nvidia-smi -lms``) that would otherwise outlive the run. The implementations are
 `core.probes.transport.local` (this machine) and `core.probes.transport.ssh` (a remote box).
 
-Threading: a transport is used by one thread at a time (the worker that owns it); only the ``cancel`` event
-may be set from another thread.
+Threading: a transport belongs to the run's worker thread, which connects, reconnects and closes it. Each
+command runs in a process (or SSH channel) of its own, so one other thread may run commands on it at the same
+time: the metrics sampler streams ``nvidia-smi`` over the worker's transport while the checks run theirs
+(``core.probes.runner`` says why). The ``cancel`` events may be set from any thread.
 """
 
 from __future__ import annotations

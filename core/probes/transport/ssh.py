@@ -7,9 +7,11 @@ timeout then kill that group (TERM, then KILL) over a second channel. When a tim
 forever. The wrapper and kill scripts are in `core.probes.transport.remote_process_group`; a ProxyCommand
 runs through `core.probes.transport.proxy`.
 
-Threading: paramiko's client is not meant to be shared between worker threads. One `SshTransport` (one client)
-belongs to one thread; only the ``cancel`` event may be set from elsewhere. Make another transport for another
-thread. Passwords and passphrases are asked through the callbacks when needed and never stored.
+Threading: one `SshTransport` (one paramiko client) belongs to the run's worker, which connects, reconnects and
+closes it. paramiko opens a channel per command and its transport multiplexes channels across threads, so the
+metrics sampler's stream runs on a channel of its own beside the worker's commands (see
+`core.probes.transport.base`); the ``cancel`` events may be set from anywhere. Passwords and passphrases are
+asked through the callbacks when needed and never stored.
 """
 
 from __future__ import annotations
