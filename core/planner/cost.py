@@ -14,13 +14,13 @@ from numpy.typing import NDArray
 
 from core.planner.models import BuySpec, BuyVsRent, ComputeCost
 from core.planner.reliability import SECONDS_PER_HOUR, expected_wall_hours_at_optimum, job_mtbf_hours
+from core.units import HOURS_PER_YEAR  # 365.25 days, as the buy-vs-rent formula in REFERENCES.md uses
 
 FloatArray = NDArray[np.float64]
 Num = float | FloatArray
 
 GB = 1e9
 HOURS_PER_MONTH = 730.0  # cloud GB-month billing convention (8,760 h / 12)
-HOURS_PER_YEAR = 8766.0  # 365.25 days, as the buy-vs-rent formula in REFERENCES.md uses
 MONTHS_PER_YEAR = 12.0
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from core.catalog.records import Interconnect, PricingMode, StorageTier  # the one definition, shared with the catalog
-from core.units import parse_count
+from core.units import HOURS_PER_YEAR, parse_count
 
 
 def _count(value: Any) -> Any:
@@ -22,7 +22,7 @@ def _count(value: Any) -> Any:
 
 
 TokenCount = Annotated[float, BeforeValidator(_count)]
-TEN_YEARS_HOURS = 87_660.0
+TEN_YEARS_HOURS = 10 * HOURS_PER_YEAR
 
 
 def within(low: float, high: float, allowed: str, low_open: bool = False) -> AfterValidator:
