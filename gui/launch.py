@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.cli.common import EXIT_ERROR
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line is imported only when there are arguments: the window should not pay for it."""
@@ -24,13 +26,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     missing = no_display()
     if missing is not None:
         print(missing, file=sys.stderr)
-        return 1  # core.cli.main.EXIT_ERROR
+        return EXIT_ERROR
     try:
         from gui.app import run
     except ImportError as exc:  # no Qt libraries on this machine
         print(f"tuneplan: the window needs PySide6 and its libraries ({exc}); try `tuneplan plan --help`",
               file=sys.stderr)
-        return 1  # core.cli.main.EXIT_ERROR
+        return EXIT_ERROR
     return run()
 
 

@@ -10,6 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+EXIT_ERROR = 1  # a user error, said in one sentence on stderr
+EXIT_USAGE = 2  # the command line itself is wrong (argparse's code too)
+
 
 class CliError(Exception):
     """A user error: printed as one sentence, exit code 1."""

@@ -13,10 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from core.cli import catalog, plan, probe, probe_report, report
-from core.cli.common import CliError
-
-EXIT_USAGE = 2
-EXIT_ERROR = 1
+from core.cli.common import EXIT_ERROR, EXIT_USAGE, CliError
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,14 +25,13 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from core.cli.common import EXIT_ERROR, EXIT_USAGE
 from core.cli.table import table
 from core.probes.run_json import run_json
 from core.probes.store import ProbeStore, ProbeStoreError
 from core.validation import validation_message
 
 EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
 EXIT_HOST_KEY = 3
 EXIT_AUTH = 4
 EXIT_UNREACHABLE = 5
