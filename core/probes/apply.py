@@ -18,12 +18,41 @@ from core.catalog import GPU, Catalog, CatalogError, load_catalog, network
 from core.planner import comms
 from core.planner.models import HardwareSpec, PlanRequest
 from core.planner.plan import PlanError, plan
-from core.probes.evidence import ProbeEvidence
+from core.probes.evidence import ComputeResult, ProbeEvidence
 from core.probes.samples import GpuInfo
+from core.probes.scorecard import NO_GPU
 from core.probes.scorecard.common import fmt_num, size_label
 from core.probes.scorecard.expectations import busbw_at_largest, matmul_reference, probed_gpu
 
 MIN_MFU = 0.01
+
+
+def gpu_matmul(compute: ComputeResult | None) -> list[float]:
+    """The matmul TFLOP/s a GPU reached, per device; empty when the probe did not measure a GPU."""
+    if compute is None or compute.device != "cuda":
+        return []
+    return [v for v in compute.tflops_per_device if v > 0]
+
+
+def multi_gpu_busbw(evidence: ProbeEvidence) -> tuple[float, int] | None:
+    """(busbw, message size) of an all-reduce over two or more GPUs on a real link, else None."""
+    coll = evidence.collectives
+    if coll is None or (coll.nranks or 0) < 2 or (evidence.collective_interconnect or "").lower() == "loopback":
+        return None
+    return busbw_at_largest(coll)
+
+
+def nothing_to_apply(evidence: ProbeEvidence | None, catalog: Catalog) -> str | None:
+    """Why applying this run would change nothing, or None when it has something for a plan: a GPU model the
+    catalog knows (the plan's hardware), a GPU matmul figure (its MFU) or a multi-GPU all-reduce (its network)."""
+    if evidence is None:
+        return "Nothing to apply to a plan: this run has no evidence."
+    if gpu_matmul(evidence.compute) or multi_gpu_busbw(evidence) is not None or probed_gpu(evidence, catalog):
+        return None
+    inv = evidence.inventory
+    if inv is not None and not (inv.nvidia and inv.nvidia.gpus) and not (evidence.health and evidence.health.gpus):
+        return f"Nothing to apply to a plan: {NO_GPU} on this host."
+    return "Nothing to apply to a plan: this run measured no GPU model, GPU matmul or multi-GPU all-reduce."
 
 
 def _probed_gpu(evidence: ProbeEvidence, catalog: Catalog) -> tuple[GPU | None, int]:
@@ -72,8 +101,8 @@ def _apply_mfu(request: PlanRequest, evidence: ProbeEvidence, gpu: GPU | None, c
     c = evidence.compute
     if c is None:
         return request
-    values = [v for v in c.tflops_per_device if v > 0]
-    if c.device != "cuda" or not values:
+    values = gpu_matmul(c)
+    if not values:
         notes.append("MFU unchanged: the matmul probe did not measure a GPU.")
         return request
     ref = matmul_reference(c, gpu)
@@ -105,8 +134,8 @@ def _apply_busbw(request: PlanRequest, evidence: ProbeEvidence, catalog: Catalog
         notes.append("Network bandwidth unchanged: the all-reduce run reported errors.")
         return request
     ic = (evidence.collective_interconnect or "").lower()
-    found = busbw_at_largest(coll)
-    if found is None or ic == "loopback" or (coll.nranks or 0) < 2 or found[0] <= 0:
+    found = multi_gpu_busbw(evidence)
+    if found is None or found[0] <= 0:
         notes.append("Network bandwidth unchanged: no multi-GPU all-reduce figure to apply.")
         return request
     busbw, size = found

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from core.catalog import load_catalog
 from core.planner.models import PlanRequest
+from core.probes.apply import nothing_to_apply
 from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.scorecard import explain_no_verdict
@@ -55,7 +56,6 @@ from gui.probe.run_feed import (
     RunProgress,
     ThrottleWatch,
     live_title,
-    nothing_to_apply,
     outcome_lines,
     stored_title,
 )

@@ -1,6 +1,7 @@
 """What the probe pane shows of a run, worked out without widgets: where a runner point is drawn, which log
-lines an outcome or a throttling GPU is worth, the titles above the charts, why a chart stayed empty, whether
-there is anything to apply to a plan, and how far the run has got.
+lines an outcome or a throttling GPU is worth, the titles above the charts, why a chart stayed empty, and how
+far the run has got. (Whether a run has anything for a plan is ``core.probes.apply.nothing_to_apply``, beside
+the rules that apply it.)
 
 The pane matches each runner event on its type and asks this module what it means on screen; it only puts the
 answers into its widgets. Nothing here touches Qt, so the routing and the progress and ETA arithmetic are
@@ -14,12 +15,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from core.catalog import Catalog
 from core.probes.checks.base import HostFacts
-from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
+from core.probes.evidence import ProbeOutcome, ProbeStatus
 from core.probes.samples import GpuMetric
 from core.probes.scorecard import NO_GPU
-from core.probes.scorecard.expectations import busbw_at_largest, probed_gpu
 from core.probes.store import RunSummary
 
 PROGRESS_STEPS = 1000
@@ -120,24 +119,6 @@ def first_clause(reason: str) -> str:
     "torch is not installed in the host's Python (/usr/bin/python3), so …" → "torch is not installed in the
     host's Python"."""
     return re.split(r" \(|, |; |: ", reason, maxsplit=1)[0].rstrip(".")
-
-
-def nothing_to_apply(evidence: ProbeEvidence | None, catalog: Catalog) -> str | None:
-    """Why "Apply to plan" would change nothing, or None when the run has something for a plan: a GPU model
-    the catalog knows (the plan's hardware), a GPU matmul figure (its MFU) or a multi-GPU all-reduce (its
-    network), as ``core.probes.apply`` uses them."""
-    if evidence is None:
-        return "Nothing to apply to a plan: this run has no evidence."
-    c, coll = evidence.compute, evidence.collectives
-    matmul = c is not None and c.device == "cuda" and any(v > 0 for v in c.tflops_per_device)
-    busbw = coll is not None and (coll.nranks or 0) >= 2 and busbw_at_largest(coll) is not None and \
-        (evidence.collective_interconnect or "").lower() != "loopback"
-    if matmul or busbw or probed_gpu(evidence, catalog) is not None:
-        return None
-    inv = evidence.inventory
-    if inv is not None and not (inv.nvidia and inv.nvidia.gpus) and not (evidence.health and evidence.health.gpus):
-        return f"Nothing to apply to a plan: {NO_GPU} on this host."
-    return "Nothing to apply to a plan: this run measured no GPU model, GPU matmul or multi-GPU all-reduce."
 
 
 def outcome_lines(outcome: ProbeOutcome) -> list[LogLine]:

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from core.catalog import load_catalog
 from core.planner.models import PlanRequest
 from core.planner.plan import plan
-from core.probes.apply import apply_to_plan
+from core.probes.apply import apply_to_plan, nothing_to_apply
 from core.probes.evidence import ComputeResult, HostInventory, ProbeEvidence
 from core.probes.parsers import parse_nccl_tests, parse_nvidia_smi_q
+from core.probes.replay import replay_evidence
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
 
@@ -127,3 +129,14 @@ def test_multi_node_busbw_reproduces_the_measured_figure_with_eight_gpus_per_nod
     busbw = float(comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, hw.nodes))
     # fixture: in-place busbw 15.00 GB/s at the largest size (25 GiB)
     assert busbw / 1e9 == pytest.approx(15.0, rel=0.01)
+
+
+def test_apply_to_plan_has_nothing_to_apply_without_a_gpu_figure():
+    catalog = load_catalog()
+    assert nothing_to_apply(replay_evidence(), catalog) is None  # an H100 the catalog knows, and a busbw sweep
+    cpu = ComputeResult(device="cpu", dtype="fp32", matrix_size=1024, tflops_per_device=[0.2])
+    gpu_less = ProbeEvidence(inventory=HostInventory(hostname="ci"), compute=cpu)
+    assert nothing_to_apply(gpu_less, catalog) == "Nothing to apply to a plan: no NVIDIA GPU found on this host."
+    assert nothing_to_apply(ProbeEvidence(), catalog) == ("Nothing to apply to a plan: this run measured no GPU model, "
+                                                          "GPU matmul or multi-GPU all-reduce.")
+    assert nothing_to_apply(None, catalog) == "Nothing to apply to a plan: this run has no evidence."

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from core.catalog import load_catalog
 from core.probes.checks.base import HostFacts
-from core.probes.evidence import ComputeResult, HostInventory, ProbeEvidence, ProbeOutcome, ProbeStatus
-from core.probes.replay import replay_evidence
+from core.probes.evidence import ProbeOutcome, ProbeStatus
 from core.probes.samples import GpuMetric
 from core.probes.store import RunSummary
 from gui.probe.run_feed import (
@@ -17,7 +15,6 @@ from gui.probe.run_feed import (
     fmt_duration,
     gpu_chart_note,
     live_title,
-    nothing_to_apply,
     outcome_lines,
     stored_title,
 )
@@ -88,14 +85,3 @@ def test_an_empty_chart_is_told_why():
     assert chart_notes(["storage"], [no_gpu], ended=True)["throughput"] == "failed: no GPU"
     assert gpu_chart_note(False) == "skipped: no GPU" and gpu_chart_note(True) is None and gpu_chart_note(None) is None
     assert first_clause("fio could not write /data: Permission denied.") == "fio could not write /data"
-
-
-def test_apply_to_plan_has_nothing_to_apply_without_a_gpu_figure():
-    catalog = load_catalog()
-    assert nothing_to_apply(replay_evidence(), catalog) is None  # an H100 the catalog knows, and a busbw sweep
-    cpu = ComputeResult(device="cpu", dtype="fp32", matrix_size=1024, tflops_per_device=[0.2])
-    gpu_less = ProbeEvidence(inventory=HostInventory(hostname="ci"), compute=cpu)
-    assert nothing_to_apply(gpu_less, catalog) == "Nothing to apply to a plan: no NVIDIA GPU found on this host."
-    assert nothing_to_apply(ProbeEvidence(), catalog) == ("Nothing to apply to a plan: this run measured no GPU model, "
-                                                          "GPU matmul or multi-GPU all-reduce.")
-    assert nothing_to_apply(None, catalog) == "Nothing to apply to a plan: this run has no evidence."
