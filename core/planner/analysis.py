@@ -34,7 +34,7 @@ from core.planner.models import (
     Sharding,
 )
 from core.planner.params import Architecture
-from core.planner.plan import PlanError, gpu_hardware, plan, resolve_model
+from core.planner.plan import PlanError, gpu_hardware, on_candidate, plan, resolve_model
 from core.units import fmt_amount, fmt_bytes, fmt_hours, fmt_usd
 
 MODES = PRICING_MODES
@@ -201,11 +201,7 @@ def _other_gpu_row(arch: Architecture, planned: PlanRequest, result: PlanResult,
     choice = _search_choice(arch, planned, gpu.id, catalog)
     try:
         if choice is not None:
-            spec = HardwareSpec(gpu=gpu.id, gpus_per_node=choice.gpus_per_node, nodes=choice.nodes)
-            training = planned.training.model_copy(update={
-                "sharding": choice.sharding, "micro_batch_size": choice.micro_batch_size,
-                "gradient_checkpointing": choice.gradient_checkpointing})
-            r = plan(planned.model_copy(update={"hardware": spec, "training": training}), catalog, today)
+            r = plan(on_candidate(planned, choice), catalog, today)
             return _memory_row(gpu.id, r, "search")
         spec = result.hardware.model_copy(update={"gpu": gpu.id})
         r = plan(planned.model_copy(update={"hardware": spec}), catalog, today)
@@ -434,11 +430,7 @@ def priced_alternatives(request: PlanRequest, result: PlanResult, catalog: Catal
             best = _cheapest_in(mode, priced, catalog)
             if best is None:
                 continue
-            spec = HardwareSpec(gpu=best.gpu, gpus_per_node=best.gpus_per_node, nodes=best.nodes)
-            training = priced.training.model_copy(update={
-                "sharding": best.sharding, "micro_batch_size": best.micro_batch_size,
-                "gradient_checkpointing": best.gradient_checkpointing})
-            r = plan(priced.model_copy(update={"hardware": spec, "training": training}), catalog, today)
+            r = plan(on_candidate(priced, best), catalog, today)
         except (PlanError, CatalogError, ValueError):
             continue
         usd = getattr(r.cost.compute_usd, mode)

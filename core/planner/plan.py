@@ -23,6 +23,7 @@ from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
 from core.planner.models import (
     TEN_YEARS_HOURS,
     Assumption,
+    Candidate,
     CheckpointResult,
     ComputeCost,
     ComputeResult,
@@ -303,6 +304,16 @@ def checkpoint_bytes(arch: Architecture, training: TrainingSpec, trainable: floa
     return trainable * (weights + master + states)
 
 
+def on_candidate(request: PlanRequest, c: Candidate) -> PlanRequest:
+    """The request set to a search candidate: its hardware and the training settings the search chose for it."""
+    return request.model_copy(update={
+        "hardware": HardwareSpec(gpu=c.gpu, gpus_per_node=c.gpus_per_node, nodes=c.nodes),
+        "training": request.training.model_copy(update={
+            "sharding": c.sharding, "gradient_checkpointing": c.gradient_checkpointing,
+            "micro_batch_size": c.micro_batch_size}),
+    })
+
+
 def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | None = None) -> PlanResult:
     """Plan one request. Without `hardware`, search the catalog and plan the recommended configuration."""
     catalog = catalog or load_catalog()
@@ -319,19 +330,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
                 or "nothing fits: no GPU, count and sharding in the catalog can hold "
                 "this model; try method qlora or a shorter data.seq_len"
             )
-        best = found.best
-        request = request.model_copy(
-            update={
-                "hardware": HardwareSpec(gpu=best.gpu, gpus_per_node=best.gpus_per_node, nodes=best.nodes),
-                "training": request.training.model_copy(
-                    update={
-                        "sharding": best.sharding,
-                        "gradient_checkpointing": best.gradient_checkpointing,
-                        "micro_batch_size": best.micro_batch_size,
-                    }
-                ),
-            }
-        )
+        request = on_candidate(request, found.best)
     hw_spec = request.hardware
     assert hw_spec is not None
     try:
