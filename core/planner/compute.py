@@ -51,7 +51,7 @@ def flops_per_token(arch: Architecture, training: TrainingSpec, seq_len: Num, tr
     else:
         per_token = 4.0 * n + 6.0 * trainable + attention
         recompute = 2.0 * n + attention / 3.0
-    return per_token + recompute * training.gradient_checkpointing
+    return per_token + recompute * (training.checkpointing != "none")
 
 
 def base_mfu(architecture: str) -> float:

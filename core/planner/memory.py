@@ -58,9 +58,9 @@ _ALIASES = {
 _MLA_NAMES = {"q_a": "q", "kv_a": "k", "kv": "v"}
 
 
-def lora_target_set(targets: str) -> frozenset[str]:
+def lora_target_set(targets: str | list[str]) -> frozenset[str]:
     """'all-linear', 'attention', 'qv' or 'q,v,down' (HF names like q_proj accepted) → matrix kinds."""
-    key = targets.strip().lower()
+    key = ",".join(targets).lower() if isinstance(targets, list) else targets.strip().lower()
     if key in LORA_TARGETS:
         return frozenset(LORA_TARGETS[key])
     names = set()
@@ -80,7 +80,7 @@ def lora_target_set(targets: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def lora_params(arch: Architecture, rank: int, targets: str) -> int:
+def lora_params(arch: Architecture, rank: int, targets: str | list[str]) -> int:
     """r·(d_in + d_out) per adapted matrix; for MoE every expert's matrix gets its own adapter."""
     wanted = lora_target_set(targets)
     total = 0.0

@@ -90,6 +90,26 @@ class Attention(StrEnum):
     eager = "eager"
 
 
+class CrossEntropy(StrEnum):
+    standard = "standard"  # logits materialised whole, upcast to fp32 for the loss (transformers' default)
+    chunked = "chunked"  # 16-bit logits kept, the fp32 loss computed one chunk at a time
+    fused = "fused"  # fused linear cross-entropy kernels (Liger, Apple CCE): logits never materialised whole
+
+
+class Framework(StrEnum):
+    hf_trainer = "hf_trainer"
+    torchtune = "torchtune"
+    unsloth = "unsloth"
+    axolotl = "axolotl"
+    litgpt = "litgpt"
+    torchtitan = "torchtitan"
+    megatron = "megatron"
+    deepspeed = "deepspeed"
+
+
+Checkpointing = Literal["none", "selective", "full"]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_enum_values=False)
 
@@ -160,16 +180,22 @@ class TrainingSpec(_Strict):
     lora_dropout: float = Field(
         0.0, ge=0, lt=1, title="LoRA dropout", description="dropout on adapter inputs (keeps a mask and a copy)"
     )
-    lora_targets: str = Field(
+    lora_targets: str | list[str] = Field(
         "all-linear",
         title="LoRA targets",
-        description="all-linear, attention, or a comma list of q,k,v,o,gate,up,down",
+        description="all-linear, attention, a comma list of q,k,v,o,gate,up,down, or PEFT target_modules names "
+        "such as [\"q_proj\", \"v_proj\"]",
     )
     precision: Precision = Field(Precision.amp_bf16, title="Precision")
     optimizer: Optimizer = Field(Optimizer.adamw, title="Optimizer")
     sharding: Sharding = Field(Sharding.none, title="Sharding")
     offload: Offload = Field(Offload.none, title="Offload")
-    gradient_checkpointing: bool = Field(True, title="Gradient checkpointing")
+    gradient_checkpointing: bool | Literal["selective"] = Field(
+        True,
+        title="Gradient checkpointing",
+        description="true (every layer's input kept, the layer recomputed), selective (only the attention core "
+        "recomputed, Korthikanti et al. 2022) or false",
+    )
     attention: Attention = Field(Attention.flash, title="Attention")
     micro_batch_size: int = Field(1, ge=1, le=4096, title="Micro-batch")
     global_batch_size: int | None = Field(
@@ -177,6 +203,38 @@ class TrainingSpec(_Strict):
     )
     optimizer_in_backward: bool = Field(False, title="Optimizer in backward")
     double_quant: bool = Field(True, title="Double quantization (QLoRA)")
+    cross_entropy: CrossEntropy = Field(
+        CrossEntropy.standard, title="Cross-entropy", description="standard, chunked or fused (logits never whole)"
+    )
+    activation_offload: bool = Field(
+        False, title="Activation offload", description="keep checkpointed layer inputs in host memory"
+    )
+    compile: bool = Field(False, title="torch.compile", description="fuse elementwise kernels (fewer launches)")
+    framework: Framework = Field(
+        Framework.hf_trainer, title="Framework", description="sets the framework's documented defaults"
+    )
+    tensor_parallel: int = Field(1, ge=1, le=64, title="Tensor parallel", description="GPUs sharing each layer")
+    pipeline_parallel: int = Field(1, ge=1, le=512, title="Pipeline parallel", description="pipeline stages")
+    pipeline_virtual_stages: int = Field(
+        1, ge=1, le=64, title="Virtual stages", description="interleaved model chunks per pipeline GPU"
+    )
+    context_parallel: int = Field(1, ge=1, le=512, title="Context parallel", description="GPUs sharing a sequence")
+    sequence_parallel: bool = Field(
+        False, title="Sequence parallel", description="shard norms and dropout along the sequence (needs tp > 1)"
+    )
+    expert_parallel: int = Field(1, ge=1, le=1024, title="Expert parallel", description="GPUs sharing the experts")
+
+    @property
+    def checkpointing(self) -> Checkpointing:
+        """The recomputation regime: 'none', 'selective' (attention core only) or 'full' (every layer)."""
+        if self.gradient_checkpointing == "selective":
+            return "selective"
+        return "full" if self.gradient_checkpointing else "none"
+
+    @property
+    def model_parallel(self) -> int:
+        """GPUs one model replica spans: tensor × pipeline × context parallel (dp = GPUs ÷ this)."""
+        return self.tensor_parallel * self.pipeline_parallel * self.context_parallel
 
     @model_validator(mode="after")
     def _coherent(self) -> TrainingSpec:
@@ -190,6 +248,12 @@ class TrainingSpec(_Strict):
             raise ValueError("training.offload optimizer_and_params needs sharding zero3, fsdp or hsdp")
         if self.global_batch_size is not None and self.global_batch_size < self.micro_batch_size:
             raise ValueError("training.global_batch_size must be at least training.micro_batch_size")
+        if isinstance(self.lora_targets, list) and not self.lora_targets:
+            raise ValueError("training.lora_targets is an empty list; name modules such as [\"q_proj\", \"v_proj\"]")
+        if self.sequence_parallel and self.tensor_parallel == 1:
+            raise ValueError("training.sequence_parallel needs training.tensor_parallel of 2 or more")
+        if self.pipeline_virtual_stages > 1 and self.pipeline_parallel == 1:
+            raise ValueError("training.pipeline_virtual_stages needs training.pipeline_parallel of 2 or more")
         return self
 
 
@@ -207,6 +271,11 @@ class HardwareSpec(_Strict):
     intra_node_busbw_gbs: Annotated[float | None, within(0, 10_000, "more than 0 and at most 10,000 GB/s",
                                                          low_open=True)] = Field(
         None, gt=0, title="Measured intra-node busbw", description="GB/s, e.g. from an NCCL all-reduce probe"
+    )
+    matmul_tflops: Annotated[float | None, within(0, 100_000, "more than 0 and at most 100,000 TFLOP/s",
+                                                  low_open=True)] = Field(
+        None, gt=0, title="Measured matmul TFLOP/s",
+        description="achievable dense matmul TFLOP/s per GPU, e.g. from the probe's GPU matmul",
     )
 
     @property
@@ -230,6 +299,11 @@ class SearchSpec(_Strict):
         None, gt=0, title="Deadline (hours)"
     )
     max_gpus: int = Field(512, ge=1, le=65536, title="Most GPUs")
+    longest_hours: Annotated[float | None, within(0, TEN_YEARS_HOURS, "more than 0 and at most 87,660 hours "
+                                                  "(10 years)", low_open=True)] = Field(
+        720.0, title="Longest run (hours)",
+        description="plans longer than this are ranked only when nothing shorter fits (default 30 days)",
+    )
     gpus: list[str] | None = Field(None, title="GPUs to consider (default: all with a price)")
 
 
@@ -324,20 +398,35 @@ class MemoryResult(BaseModel):
     suggestions: list[str] = Field(default_factory=list)
 
 
+class StepBreakdown(BaseModel):
+    """Seconds of one optimizer step by kind of work, per GPU; they add up to `step_time_s`."""
+
+    gemm: float = 0.0
+    attention: float = 0.0
+    memory_bound: float = 0.0
+    optimizer: float = 0.0
+    host_transfer: float = 0.0
+    exposed_comm: float = 0.0
+    bubble: float = 0.0
+
+
 class ComputeResult(BaseModel):
     params_total: int
     params_active: int
     params_trainable: int
-    flops_per_token: float
+    flops_per_token: float = Field(..., description="hardware FLOPs per trained token, including recomputation")
+    model_flops_per_token: float = Field(0.0, description="6N + causal attention (PaLM), no recomputation")
     total_flops: float
     tokens_per_second: float
-    mfu: float
-    achieved_tflops_per_gpu: float
+    mfu: float = Field(..., description="achieved model-FLOPs utilisation after every cost of the step")
+    hfu: float = Field(0.0, description="achieved hardware-FLOPs utilisation (recomputation counted)")
+    achieved_tflops_per_gpu: float = Field(..., description="hardware FLOP/s per GPU over the whole step")
     step_time_s: float
     comm_time_s: float
     scaling_efficiency: float
     steps: int
     tokens_per_step: int
+    step_breakdown_s: StepBreakdown = Field(default_factory=StepBreakdown)
 
 
 class TimeResult(BaseModel):
