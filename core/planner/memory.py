@@ -331,6 +331,8 @@ class MemoryEstimate:
     allocated: Num
     total: Num  # reserved, as nvidia-smi shows (plus context)
     cpu_ram: Num
+    paged: Num = 0.0  # paged optimizer states (unified memory): bytes that may spill to host under pressure
+    host_bytes_per_step: Num = 0.0  # bytes each GPU moves over its host link per optimizer step (offload)
 
 
 def estimate(
