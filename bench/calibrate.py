@@ -23,6 +23,7 @@ import json
 import math
 import statistics
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -241,7 +242,10 @@ def _attribute(name: str) -> tuple[Any, str]:
     module_name, _, attr = name.rpartition(".")
     if not module_name:
         raise ValueError(f"constant {name!r} must be written module.ATTRIBUTE, e.g. core.planner.memory.X")
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"constant {name!r}: there is no module {module_name}") from exc
     if not hasattr(module, attr):
         raise ValueError(f"{module_name} has no attribute {attr}")
     return module, attr
@@ -293,9 +297,14 @@ def fit(
     Only half A is used, whatever `cases` holds; half B is reported with the constant as shipped.
     """
     catalog = catalog or load_catalog()
+    shipped = math.nan
+    try:
+        module, attr = _attribute(constant_name)
+        shipped = float(getattr(module, attr))
+    except (ValueError, TypeError):
+        if setter is None:  # nothing to patch by name; a custom setter may name anything
+            raise
     setter = setter or (lambda value: patched(constant_name, value))
-    module, attr = _attribute(constant_name) if "." in constant_name else (None, "")
-    shipped = float(getattr(module, attr)) if module is not None else math.nan
     if values is None:
         if not (math.isfinite(shipped) and shipped > 0):
             raise ValueError(f"{constant_name} is not a positive number; give the values to scan")
@@ -379,19 +388,18 @@ def as_json(rows: Sequence[Row]) -> dict[str, Any]:
 
 def doc_section(rows: Sequence[Row], today: dt.date) -> str:
     """The docs/formulas.md section, between its markers."""
-    return "\n".join([
-        BEGIN,
-        "### Throughput and memory from published runs (split by source)",
-        "",
+    method = textwrap.fill(
         f"Produced on {today.isoformat()} by `python -m bench.calibrate --write-docs` from "
         "`tests/fixtures/planner/throughput_cases.json` (77 published runs, each with its source URL and the "
         "quoted row; `tests/fixtures/planner/THROUGHPUT.md` gives the units and caveats). Method: each case "
         "becomes the plan request it describes (`bench/calibrate_cases.py`: model from its config values, GPU, "
         "GPUs per node = min(8, n), sharding, tp/pp/cp, checkpointing, micro-batch and global batch, LoRA rank "
         "and targets, framework, torch.compile), planned with that hardware, and the plan's figure is taken in "
-        "the source's unit: tokens/s per GPU, model TFLOP/s per GPU, wall time for the stated token count, and "
+        "the source's unit: tokens/s per GPU, TFLOP/s per GPU (model FLOPs, as Megatron counts them, once the "
+        "engine states `compute.model_flops_per_token`), wall time (the stated token count ÷ tokens/s), and "
         "memory as the source measured it (litgpt `max_memory_allocated` → `memory.allocated_peak`; "
-        "torchtitan's logged `max_reserved` and `memory_reserved` → `per_gpu.total` less the CUDA context; "
+        "torchtitan's logged `max_reserved` and LLMs-from-scratch's `memory_reserved` → `per_gpu.total` less the "
+        "CUDA context; "
         "nvidia-smi → `per_gpu.total`). The cases are split by the repository that published them "
         "(`bench/calibrate.py: HALVES`, with the reasoning): half A may be used to estimate one planner "
         "constant (`bench.calibrate.fit`: the value with the least median absolute log error of the "
@@ -399,7 +407,12 @@ def doc_section(rows: Sequence[Row], today: dt.date) -> str:
         "been fitted yet: both tables show the engine as shipped. Goals: memory within ±10% on at least 90% of "
         "the measured cases, throughput within ±20% on at least 80%. A case the planner cannot express is "
         "listed as not planned, with the reason; settings taken from a framework default are named in "
-        "`--json` (`assumed`).",
+        "`--json` (`assumed`).", width=112, break_on_hyphens=False, break_long_words=False)
+    return "\n".join([
+        BEGIN,
+        "### Throughput and memory from published runs (split by source)",
+        "",
+        method,
         "",
         markdown(rows).rstrip("\n"),
         END,
