@@ -51,7 +51,8 @@ DESIGN_REQUEST: dict[str, Any] = {
     "assumptions": {"mfu": None},
 }
 
-# A search where memory decides: a full fine-tune of a 70B model needs sharding over many GPUs.
+# A search where memory decides: a full fine-tune of a 70B model needs sharding over many GPUs, and it is the
+# search in which tensor and pipeline parallelism are worth choosing (no hardware given, tp/pp left to it).
 FULL_70B_REQUEST: dict[str, Any] = {
     "model": {"preset": "llama-3.1-70b"},
     "data": {"tokens": 2.0e8, "epochs": 1, "seq_len": 4096},
@@ -238,12 +239,17 @@ def _run(empty: str, repeat: int, warmup: int, profile_all: bool) -> dict[str, A
     for key, arch, request in (("search_8b", arch8, searched), ("search_70b", arch70, full70)):
         found = planner_search.search(arch, request, catalog)
         best = found.best
+        parallel = ""
+        if best is not None:  # the model-parallel degrees the search chose, where it searches them
+            tp, pp = getattr(best, "tensor_parallel", None), getattr(best, "pipeline_parallel", None)
+            if tp is not None or pp is not None:
+                parallel = f", tp {tp or 1} × pp {pp or 1}"
         searches[key] = {
             "evaluated": found.evaluated,
             "kept": len(found.candidates),
             "best": (f"{best.gpus_per_node}×{best.gpu} × {best.nodes} node(s), {best.sharding.value}, "
                      f"micro-batch {best.micro_batch_size}, "
-                     f"checkpointing {'on' if best.gradient_checkpointing else 'off'}"
+                     f"checkpointing {'on' if best.gradient_checkpointing else 'off'}{parallel}"
                      if best else f"none ({found.reason})"),
         }
     profiles = {o.case.key: hot_spots(o.case.call) for o in outcomes
