@@ -290,7 +290,8 @@ def fit(
     values: Sequence[float] | None = None,
     catalog: Catalog | None = None,
 ) -> FitResult:
-    """Scan one constant on half A's throughput figures; the value with the least median |log error| wins.
+    """Scan one constant on half A's throughput figures; the value with the least median |log error| wins
+    (on a tie, the one nearest the shipped value).
 
     `setter(value)` is a context manager that puts the value in place and takes it out again (default: patch
     the module attribute `constant_name`). `values` default to the shipped value × 0.25 … 4 on a log grid of 33.
@@ -317,7 +318,10 @@ def fit(
     for value in values:
         with setter(value):
             scan.append((float(value), median_log_error([compare(b, catalog) for b in built])))
-    best, best_error = min(scan, key=lambda vs: vs[1])
+    def distance(value: float) -> float:  # ties go to the value nearest the shipped one: no move without evidence
+        return abs(math.log(value / shipped)) if shipped > 0 and value > 0 else abs(value - shipped)
+
+    best, best_error = min(scan, key=lambda vs: (vs[1], distance(vs[0]) if math.isfinite(shipped) else 0.0))
     shipped_error = median_log_error([compare(b, catalog) for b in built])
     return FitResult(constant_name, shipped, best, shipped_error, best_error, len(built), scan)
 
