@@ -206,9 +206,12 @@ class HardwarePage(PlanPage):
         measured = ("intra_node_busbw_gbs", "matmul_tflops")  # figures of that GPU's box, meaningless on another
         kept = ("interconnect", "inter_node_gbps") + (measured if before.get("gpu") == c.gpu else ())
         hardware.update({k: before[k] for k in kept if k in before})  # the cluster's network, as typed
+        recompute: bool | str = c.gradient_checkpointing
+        if recompute and self.state.get("training.gradient_checkpointing") == "selective":
+            recompute = "selective"  # a candidate says only on or off: on keeps the person's selective recompute
         self.state.update_many(
             {"training.sharding": c.sharding.value, "training.micro_batch_size": c.micro_batch_size,
-             "training.gradient_checkpointing": c.gradient_checkpointing},
+             "training.gradient_checkpointing": recompute},
             {"hardware": hardware})
 
     def show_analysis(self, analysis: Analysis) -> None:

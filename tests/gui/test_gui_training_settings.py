@@ -14,7 +14,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QWizard
 
 from core.planner.analysis import Analysis
-from core.planner.models import PlanResult, StepBreakdown
+from core.planner.models import Candidate, PlanResult, StepBreakdown
 from tests.gui.wizard_driver import choose, click, next_page, settle, type_like_a_person
 
 LLAMA_8B_ON_8 = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8", "seq_len": 4096},
@@ -115,6 +115,27 @@ def test_choosing_selective_checkpointing_from_the_combo_puts_selective_in_the_r
     settle(qtbot, state)
     assert state.get("training.gradient_checkpointing") is False
     assert checkpointing.combo.currentText() == "Off"
+
+
+def candidate(recompute: bool) -> Candidate:
+    return Candidate(gpu="H100-SXM", gpus_per_node=8, nodes=1, sharding="zero2", method="lora",
+                     gradient_checkpointing=recompute, micro_batch_size=2, fits=True, memory_per_gpu=40_000_000_000,
+                     hours=3.0, cost_usd=100.0, provider="aws", pareto=True, why="built by hand")
+
+
+def test_using_a_candidate_with_recompute_keeps_selective_checkpointing(qtbot, window, tmp_path):
+    """A candidate says recompute on or off; "on" must not turn the person's selective recompute into full."""
+    state = window.wizard.state
+    open_request(qtbot, window, tmp_path, LLAMA_8B_ON_8)
+    state.set("training.gradient_checkpointing", "selective")
+    hardware = window.wizard.hardware_page
+    hardware.use_candidate(candidate(True))
+    assert state.get("training.gradient_checkpointing") == "selective"
+    assert state.get("training.micro_batch_size") == 2
+    hardware.use_candidate(candidate(False))
+    assert state.get("training.gradient_checkpointing") is False
+    hardware.use_candidate(candidate(True))
+    assert state.get("training.gradient_checkpointing") is True
 
 
 def test_the_new_method_settings_go_into_the_request(qtbot, window):
