@@ -9,7 +9,19 @@ from __future__ import annotations
 
 import datetime as dt
 
-from core.document import BarChart, Block, Bullets, LineChart, Point, Report, ScatterChart, Section, Series, Table
+from core.document import (
+    BarChart,
+    Block,
+    Bullets,
+    LineChart,
+    Paragraph,
+    Point,
+    Report,
+    ScatterChart,
+    Section,
+    Series,
+    Table,
+)
 from core.planner.analysis import (
     MODES,
     Analysis,
@@ -21,11 +33,16 @@ from core.planner.analysis import (
     cost_range_text,
     key_figures,
 )
-from core.planner.models import Candidate, PlanResult
+from core.planner.models import Candidate, ComputeResult, PlanResult
 from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
 
+# The kinds of work in ComputeResult.step_breakdown_s, in the order a step runs them, as a reader names them.
+STEP_PARTS = (("gemm", "matmuls (GEMM)"), ("attention", "attention"), ("memory_bound", "memory-bound kernels"),
+              ("optimizer", "optimizer step"), ("host_transfer", "host transfer"),
+              ("exposed_comm", "exposed communication"), ("bubble", "pipeline bubble"))
+STEP_HEADER = ["part of the step", "seconds", "share of the step"]
 
 MEMORY_CAPTION = (
     "Each GPU type at the configuration the hardware search picks for it (GPUs per node × nodes, sharding, "
@@ -94,6 +111,49 @@ def break_even_chart(be: BreakEven) -> LineChart:
                      vline=be.break_even_utilisation, vline_label="break-even", y_max=3 * floor or None,
                      caption=f"Owning a GPU (${be.capex_usd_per_gpu:,.0f} each) costs less per "
                              "used hour the more it is used; above the break-even utilisation it beats renting.")
+
+
+def step_rows(compute: ComputeResult) -> list[tuple[str, float, float]]:
+    """(name, seconds, share of the step) for each kind of work that takes any time; a zero row says nothing.
+
+    The share is of the step time the plan reports (the parts add up to it); when that is 0 the parts' own sum
+    is used, so a share never divides by zero.
+    """
+    parts = [(name, float(getattr(compute.step_breakdown_s, key))) for key, name in STEP_PARTS]
+    total = compute.step_time_s if compute.step_time_s > 0 else sum(v for _n, v in parts)
+    return [(name, v, v / total if total > 0 else 0.0) for name, v in parts if v > 0]
+
+
+def step_seconds(value: float) -> str:
+    """'0.0123 s', '1.25 s', '312 s': three significant figures, a long step in whole seconds."""
+    return f"{value:,.0f} s" if value >= 100 else f"{value:.3g} s"
+
+
+def share_text(share: float) -> str:
+    """'42%', and '<1%' for a part too small to round to one percent but not nothing."""
+    return "<1%" if 0 < share < 0.005 else f"{share:.0%}"
+
+
+def step_table_rows(compute: ComputeResult) -> list[list[str]]:
+    return [[name, step_seconds(v), share_text(share)] for name, v, share in step_rows(compute)]
+
+
+def utilisation_text(compute: ComputeResult) -> str:
+    """'achieved model-FLOPs utilisation (MFU) 32%', with the hardware-FLOPs figure when the plan has one."""
+    text = f"achieved model-FLOPs utilisation (MFU) {compute.mfu:.0%}"
+    return text + (f", hardware-FLOPs utilisation (HFU) {compute.hfu:.0%}" if compute.hfu > 0 else "")
+
+
+def time_section(result: PlanResult) -> Section:
+    """One optimizer step: how long, how fast, and where its time goes (the zero parts left out)."""
+    c = result.compute
+    blocks: list[Block] = [Paragraph(text=(
+        f"One optimizer step of {c.tokens_per_step:,} tokens takes {step_seconds(c.step_time_s)}; "
+        f"{c.tokens_per_second:,.0f} tokens/s over the job; {utilisation_text(c)}."))]
+    rows = step_table_rows(c)
+    if rows:
+        blocks.append(Table(header=STEP_HEADER, rows=rows, widths=[2, 1, 1]))
+    return Section(title="Time", blocks=blocks)
 
 
 def candidate_label(c: Candidate) -> str:
@@ -171,7 +231,7 @@ def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
         f"({'fits' if m.fits else 'does not fit'}); largest micro-batch {m.max_micro_batch}, longest sequence "
         f"{m.max_seq_len:,}.",
         f"Time: {fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.1f} GPU-hours at "
-        f"{r.compute.tokens_per_second:,.0f} tokens/s (MFU {r.compute.mfu:.0%}, scaling "
+        f"{r.compute.tokens_per_second:,.0f} tokens/s (achieved MFU {r.compute.mfu:.0%}, scaling "
         f"{r.compute.scaling_efficiency:.0%}).",
         f"Cost: {cost_range_text(r)} across pricing modes; {fmt_usd(r.cost.total_usd)} "
         f"{r.request.pricing.mode.value.replace('_', '-')} at {r.cost.provider or 'no provider'}.",
@@ -183,6 +243,7 @@ def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
         Section(title="Memory", blocks=[
             Table(header=["component", "per GPU"], rows=memory_rows, widths=[2, 1]), memory_chart(f),
             *([Bullets(items=m.suggestions)] if m.suggestions else [])]),
+        time_section(r),
         Section(title="Cost", blocks=[
             Table(header=["item", "USD", "detail", "price date"], rows=cost_rows, widths=[2, 1, 4, 1.3]),
             *([provider_chart(f)] if f.providers else []),

@@ -55,7 +55,7 @@ def _figures(record: PlanRecord, result: PlanResult | None) -> dict[str, str]:
         "memory per GPU": f"{fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)}",
         "fits": "yes" if m.fits else "no",
         "tokens/s": f"{result.compute.tokens_per_second:,.0f}",
-        "MFU": f"{result.compute.mfu:.0%}",
+        "achieved MFU": f"{result.compute.mfu:.0%}",
     }
 
 

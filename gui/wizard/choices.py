@@ -36,6 +36,11 @@ SHARDING = {
 }
 OFFLOAD = {"none": "None", "optimizer": "Optimizer to CPU", "optimizer_and_params": "Optimizer and weights to CPU"}
 ATTENTION = {"flash": "FlashAttention", "sdpa": "PyTorch SDPA", "eager": "Eager (plain)"}
+CHECKPOINTING = {"false": "Off", "selective": "Selective (attention core)", "true": "Full (every layer)"}
+CROSS_ENTROPY = {"standard": "Standard (fp32 logits)", "chunked": "Chunked", "fused": "Fused (Liger / CCE)"}
+FRAMEWORK = {"hf_trainer": "Hugging Face Trainer", "torchtune": "torchtune", "unsloth": "Unsloth",
+             "axolotl": "Axolotl", "litgpt": "LitGPT", "torchtitan": "TorchTitan", "megatron": "Megatron-LM",
+             "deepspeed": "DeepSpeed"}
 PRICING_MODE = {"on_demand": "On-demand", "spot": "Spot (preemptible)", "reserved": "Reserved (committed)"}
 INTERCONNECT = {"infiniband": "InfiniBand", "roce": "RoCE (RDMA over Ethernet)", "efa": "AWS EFA",
                 "ethernet": "Plain Ethernet (TCP)"}

@@ -49,8 +49,12 @@ def _default_text(info: FieldInfo | None) -> str:
 
 
 def display(value: Any) -> str:
+    """The text a field shows for a request value; a list (PEFT target modules) as the comma list the engine
+    also accepts, so a request loaded with ["q_proj", "v_proj"] reads "q_proj, v_proj"."""
     if value is None:
         return ""
+    if isinstance(value, list):
+        return ", ".join(display(v) for v in value)
     if isinstance(value, StrEnum):
         return value.value
     if isinstance(value, float):

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from core.planner.analysis import Analysis
 from gui.forms import make_error_label
 from gui.wizard.fields import FieldBox
-from gui.wizard.state import PLAN_PATH, PlanState
+from gui.wizard.state import PLAN_PATH, PlanState, owner_path, under
 
 F = TypeVar("F", bound=FieldBox)
 VISIBLE_ROWS = 6  # the least a table in a page shows before its own scroll bar takes over
@@ -48,6 +48,7 @@ class PlanPage(QWizardPage):
 
     readiness_changed = Signal()
     prefixes: tuple[str, ...] = ()
+    elsewhere: tuple[str, ...] = ()  # paths under the prefixes that a later page shows and judges
     needs_analysis = False
 
     def __init__(self, state: PlanState, title: str, subtitle: str) -> None:
@@ -113,8 +114,12 @@ class PlanPage(QWizardPage):
         return {p for f in self.fields for p in f.error_paths}
 
     def page_errors(self) -> dict[str, str]:
+        """The errors this page answers for. A path in ``elsewhere`` belongs to the page that shows its field
+        (tensor parallel sits on the Hardware page, though under "training"): counting it here would block this
+        page's Next on an error the person cannot see or fix here."""
         prefixes = self.prefixes + ((PLAN_PATH,) if self.needs_analysis else ())
-        return self.state.errors_under(prefixes)
+        return {p: m for p, m in self.state.errors.items()
+                if under(owner_path(p, m), prefixes) and not under(owner_path(p, m), self.elsewhere)}
 
     def isComplete(self) -> bool:
         if self.page_errors():
@@ -135,7 +140,7 @@ class PlanPage(QWizardPage):
     def _show_page_errors(self) -> None:
         """The errors no field on the page shows; filled when the page is shown, and on every change after."""
         shown = self.field_paths()
-        rest = [m if p in (PLAN_PATH, *self.prefixes) else f"{p}: {m}"
+        rest = [m if p in (PLAN_PATH, *self.prefixes) or m.startswith(p + ".") else f"{p}: {m}"
                 for p, m in self.page_errors().items() if p not in shown]
         text = "\n".join(rest)
         if text != self.page_error.text():

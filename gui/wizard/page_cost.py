@@ -26,6 +26,7 @@ from gui.wizard import choices
 from gui.wizard.fields import CheckField, ComboField, FieldBox, TextField
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
+from gui.wizard.step_view import StepBreakdownView
 
 MODES = PRICING_MODES
 TIER_HINTS = {
@@ -92,6 +93,8 @@ class CostPage(PlanPage):
         self.priced_elsewhere.setWordWrap(True)
         self.priced_elsewhere.hide()
         self.pin(self.priced_elsewhere)
+        self.step = StepBreakdownView()
+        self.body.addWidget(self.step)
         catalog = load_catalog()
         providers = [("", "Cheapest in the catalog")]
         providers += [(p, catalog.provider_info[p].name) for p in catalog.providers()]
@@ -244,6 +247,7 @@ class CostPage(PlanPage):
         lines = [priced_option_text(o, r.hardware.gpu) for o in f.priced_alternatives]
         self.priced_elsewhere.setText("\n".join(lines))
         self.priced_elsewhere.setVisible(bool(lines))
+        self.step.show_compute(r.compute)
         self.providers.set_rows([provider_row(p, c.provider) for p in f.providers])
         if f.providers:
             self.provider_chart.show_bar(provider_chart(f))
@@ -278,6 +282,7 @@ class CostPage(PlanPage):
         self.headline.setText("")
         self.priced_elsewhere.setText("")
         self.priced_elsewhere.hide()
+        self.step.clear()
         self.providers.set_rows([])
         self.items.set_rows([])
         self.spot.setText("")

@@ -19,6 +19,7 @@ from gui.table_model import Row, RowsModel, make_table, selected_payload
 from gui.wizard import choices
 from gui.wizard.fields import ComboField, FieldBox, TextField, set_enabled
 from gui.wizard.page import PlanPage
+from gui.wizard.parallelism import PARALLELISM_PATHS, ParallelismGroup
 from gui.wizard.state import PlanState
 
 AUTO = ""
@@ -105,7 +106,7 @@ class NetworkChoice(ComboField):
 
 
 class HardwarePage(PlanPage):
-    prefixes = ("hardware", "search")
+    prefixes = ("hardware", "search", *PARALLELISM_PATHS)
     needs_analysis = True
 
     def __init__(self, state: PlanState) -> None:
@@ -127,6 +128,9 @@ class HardwarePage(PlanPage):
                                               "busbw (GB/s)", hint="from an NCCL all-reduce on this box (the Probe "
                                               "place measures it); replaces the NVLink/PCIe figure",
                                               placeholder="catalog link figure"))
+        self.matmul = self.add_field(TextField(state, "hardware.matmul_tflops", title="Measured matmul TFLOP/s",
+                                               hint="from a probe's GPU matmul; empty: the published achievable "
+                                               "matmul efficiency", placeholder="published efficiency"))
         self.objective = self.add_field(ComboField(state, "search.objective", choices.literal_options(
             choices.OBJECTIVE), {"cost": "the cheapest configuration that fits", "time": "the fastest one, "
                                  "whatever it costs", "cost_under_deadline": "the cheapest one that finishes "
@@ -136,9 +140,13 @@ class HardwarePage(PlanPage):
         self.max_gpus = self.add_field(TextField(state, "search.max_gpus", hint="the search never uses more GPUs "
                                                  "than this"))
         for i, field in enumerate((self.gpu, self.per_node, self.nodes, self.network, self.bandwidth, self.busbw,
-                                   self.objective, self.deadline, self.max_gpus)):
+                                   self.matmul, self.objective, self.deadline, self.max_gpus)):
             manual.addWidget(field, i // 3, i % 3)
+        for column in range(3):
+            manual.setColumnStretch(column, 1)
         self.body.addLayout(manual)
+        self.parallelism = ParallelismGroup(state, self.add_field)
+        self.body.addWidget(self.parallelism)
         self.groups = QLabel()
         self.groups.setAccessibleName("Hardware candidates summary")
         self.groups.setWordWrap(True)
@@ -174,7 +182,7 @@ class HardwarePage(PlanPage):
     def _enable_counts(self) -> None:
         """Counts and network belong to a chosen GPU; with Automatic the search picks them (text is kept)."""
         manual = self.state.get("hardware") is not None
-        for field in (self.per_node, self.nodes, self.network, self.bandwidth, self.busbw):
+        for field in (self.per_node, self.nodes, self.network, self.bandwidth, self.busbw, self.matmul):
             set_enabled(field.editor, manual)
         set_enabled(self.deadline.editor, self.state.get("search.objective") == "cost_under_deadline")
         self.network.set_hint(self.network.hint_for(self.network.value() or ""))
@@ -195,11 +203,15 @@ class HardwarePage(PlanPage):
     def use_candidate(self, c: Candidate) -> None:
         hardware: dict[str, Any] = {"gpu": c.gpu, "gpus_per_node": c.gpus_per_node, "nodes": c.nodes}
         before = self.state.get("hardware") or {}
-        kept = ("interconnect", "inter_node_gbps") + (("intra_node_busbw_gbs",) if before.get("gpu") == c.gpu else ())
+        measured = ("intra_node_busbw_gbs", "matmul_tflops")  # figures of that GPU's box, meaningless on another
+        kept = ("interconnect", "inter_node_gbps") + (measured if before.get("gpu") == c.gpu else ())
         hardware.update({k: before[k] for k in kept if k in before})  # the cluster's network, as typed
+        recompute: bool | str = c.gradient_checkpointing
+        if recompute and self.state.get("training.gradient_checkpointing") == "selective":
+            recompute = "selective"  # a candidate says only on or off: on keeps the person's selective recompute
         self.state.update_many(
             {"training.sharding": c.sharding.value, "training.micro_batch_size": c.micro_batch_size,
-             "training.gradient_checkpointing": c.gradient_checkpointing},
+             "training.gradient_checkpointing": recompute},
             {"hardware": hardware})
 
     def show_analysis(self, analysis: Analysis) -> None:

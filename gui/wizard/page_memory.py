@@ -11,6 +11,7 @@ from core.units import fmt_bytes
 from gui.charts import ChartView
 from gui.table_model import Row, RowsModel, make_table
 from gui.wizard.page import PlanPage
+from gui.wizard.parallelism import PARALLELISM_PATHS
 from gui.wizard.state import PlanState
 
 PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead", "total")
@@ -32,6 +33,7 @@ def gpu_row(g: GpuMemory, planned: bool) -> Row:
 
 class MemoryPage(PlanPage):
     prefixes = ("data", "training", "model")
+    elsewhere = PARALLELISM_PATHS  # set and judged on the Hardware page, the step after this one
     needs_analysis = True
 
     def __init__(self, state: PlanState) -> None:

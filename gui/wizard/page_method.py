@@ -5,10 +5,11 @@ from __future__ import annotations
 from PySide6.QtWidgets import QBoxLayout, QGridLayout, QLabel
 
 from core.planner.analysis import OVERRIDABLE, Analysis
-from core.planner.models import Attention, Method, Offload, Optimizer, Precision, Sharding
+from core.planner.models import Attention, CrossEntropy, Framework, Method, Offload, Optimizer, Precision, Sharding
 from gui.wizard import choices
 from gui.wizard.fields import CheckField, ComboField, FieldBox, TextField, enum_options, set_enabled
 from gui.wizard.page import PlanPage
+from gui.wizard.parallelism import PARALLELISM_PATHS
 from gui.wizard.state import PlanState
 
 METHOD_HINTS = {
@@ -56,9 +57,64 @@ ATTENTION_HINTS = {
     "eager": "plain attention: keeps the sequence² scores, only for debugging or unsupported models",
 }
 
+CHECKPOINTING_HINTS = {
+    "false": "every activation kept for the backward pass: the fastest step, the most memory",
+    "selective": "only the attention core is recomputed (Korthikanti et al. 2022): most of the saving, a few "
+                 "percent more compute",
+    "true": "only each layer's input kept, the layer recomputed in backward: the least memory, about a third more "
+            "compute",
+}
+CROSS_ENTROPY_HINTS = {
+    "standard": "the whole logits tensor, upcast to fp32 for the loss (transformers' default): large at big "
+                "vocabularies",
+    "chunked": "16-bit logits kept, the fp32 loss computed a chunk at a time: no fp32 copy of the logits",
+    "fused": "fused linear cross-entropy (Liger, Apple CCE): the logits are never materialised whole",
+}
+CHECKPOINTING_VALUES: dict[str, bool | str] = {"false": False, "selective": "selective", "true": True}
+FRAMEWORK_HINT = "sets the framework's documented defaults; fields you set win"
+
+
+def checkpointing_choice(value: object) -> str | None:
+    """The combo entry for a request value: true/false (or what pydantic reads as one) or "selective"."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value).strip().lower()
+    if text == "selective":
+        return "selective"
+    if text in ("true", "1", "yes", "on", "t", "y"):
+        return "true"
+    if text in ("false", "0", "no", "off", "f", "n"):
+        return "false"
+    return None
+
+
+class CheckpointingChoice(ComboField):
+    """Gradient checkpointing as off / selective / full, written as false / "selective" / true: the request's
+    values, so a file saved here reads the same in the CLI."""
+
+    def __init__(self, state: PlanState) -> None:
+        super().__init__(state, "training.gradient_checkpointing", list(choices.CHECKPOINTING.items()),
+                         CHECKPOINTING_HINTS, default="true")
+
+    def _chosen(self, index: int) -> None:
+        value = str(self.combo.itemData(index))
+        self.state.set(self.path, CHECKPOINTING_VALUES[value])
+        self.set_hint(self.hint_for(value))
+
+    def refresh(self) -> None:
+        raw = self.state.get(self.path)
+        value = self._default if raw is None else checkpointing_choice(raw)
+        if value is None:  # a value pydantic rejects: the error under the field says so, the combo stays
+            return
+        i = self.combo.findData(value)
+        if i >= 0 and i != self.combo.currentIndex():
+            self.combo.setCurrentIndex(i)
+        self.set_hint(self.hint_for(value))
+
 
 class MethodPage(PlanPage):
     prefixes = ("training", "assumptions.zero_accounting")
+    elsewhere = PARALLELISM_PATHS  # training settings the Hardware page shows and judges
 
     def __init__(self, state: PlanState) -> None:
         super().__init__(state, "Method", "How the model is trained; each choice shows what it trades.")
@@ -68,18 +124,26 @@ class MethodPage(PlanPage):
         self.targets = TextField(state, "training.lora_targets", hint="all-linear adapts every matrix (better, "
                                  "larger); attention adapts q,k,v,o only")
         fields = [
-            self.method, self.rank, self.targets,
+            self.method,
+            ComboField(state, "training.framework", enum_options(Framework, choices.FRAMEWORK),
+                       dict.fromkeys((f.value for f in Framework), FRAMEWORK_HINT)),
+            self.rank, self.targets,
             ComboField(state, "training.precision", enum_options(Precision, choices.PRECISION), PRECISION_HINTS),
             ComboField(state, "training.optimizer", enum_options(Optimizer, choices.OPTIMIZER), OPTIMIZER_HINTS),
             ComboField(state, "training.sharding", enum_options(Sharding, choices.SHARDING), SHARDING_HINTS),
             ComboField(state, "training.offload", enum_options(Offload, choices.OFFLOAD), OFFLOAD_HINTS),
             ComboField(state, "training.attention", enum_options(Attention, choices.ATTENTION), ATTENTION_HINTS),
-            CheckField(state, "training.gradient_checkpointing", hint="recompute activations in the backward "
-                       "pass: far less memory for about a third more compute"),
+            ComboField(state, "training.cross_entropy", enum_options(CrossEntropy, choices.CROSS_ENTROPY),
+                       CROSS_ENTROPY_HINTS),
+            CheckpointingChoice(state),
+            CheckField(state, "training.activation_offload", hint="checkpointed layer inputs wait in host memory: "
+                       "less GPU memory, each step moves them over PCIe and back"),
             TextField(state, "training.micro_batch_size", hint="sequences per GPU per forward pass: larger is "
                       "faster until memory runs out"),
             TextField(state, "training.global_batch_size", hint="sequences per optimizer step; the rest is "
                       "gradient accumulation", placeholder="about 256k tokens"),
+            CheckField(state, "training.compile", hint="fuses elementwise kernels: fewer launches and fewer "
+                       "memory-bound passes"),
             CheckField(state, "training.optimizer_in_backward", hint="step each parameter during backward and "
                        "free its gradient: no full gradient buffer (single-GPU style)"),
             ComboField(state, "assumptions.zero_accounting", choices.literal_options(choices.ZERO_ACCOUNTING),

@@ -10,6 +10,9 @@ from gui.table_model import Row, RowsModel, make_table
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 
+# The window's words for a key figure where they say more than the report's short label.
+LABELS = {"MFU": "Achieved MFU (model-FLOPs utilisation)"}
+
 
 class SummaryPage(PlanPage):
     """Signals: ``save_requested()``, ``export_pdf_requested()``, ``export_json_requested()``."""
@@ -71,8 +74,8 @@ class SummaryPage(PlanPage):
             self.figures.removeRow(0)
         for label, value in figures.items():
             shown = QLabel(value)
-            shown.setAccessibleName(label)
-            self.figures.addRow(label, shown)
+            shown.setAccessibleName(LABELS.get(label, label))
+            self.figures.addRow(LABELS.get(label, label), shown)
         self.warnings.clear()
         self.warnings.addItems(r.warnings or ["none"])
         self.assumptions.set_rows([Row([a.name, a.value, a.source, a.date or "—"]) for a in r.assumptions])

@@ -35,6 +35,17 @@ def plan_error_path(message: str) -> str:
     return PLAN_PATH
 
 
+def owner_path(path: str, message: str) -> str:
+    """The field an error is about: a section's cross-field rule that names a field of it first ('training':
+    'training.sequence_parallel needs ...') belongs to that field, anything else to its own path."""
+    named = plan_error_path(message)
+    return named if named.startswith(path + ".") else path
+
+
+def under(path: str, prefixes: tuple[str, ...]) -> bool:
+    return any(path == pre or path.startswith(pre + ".") for pre in prefixes)
+
+
 class PlanState(QObject):
     """Signals: ``edited()`` a field changed the request; ``replaced()`` the request was replaced from outside
     (load, a chosen candidate) so fields re-read it; ``errors_changed()``; ``analysis_changed(object)`` an
@@ -136,10 +147,6 @@ class PlanState(QObject):
         self._changed()
 
     # ---- errors
-
-    def errors_under(self, prefixes: tuple[str, ...]) -> dict[str, str]:
-        return {p: m for p, m in self.errors.items()
-                if any(p == pre or p.startswith(pre + ".") for pre in prefixes)}
 
     def _changed(self, replaced: bool = False) -> None:
         self._plan_error = None

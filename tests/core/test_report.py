@@ -125,7 +125,7 @@ def test_providers_are_priced_with_their_dates(analysis):
 def test_report_sections_in_reading_order(analysis):
     report = build_report(analysis, dt.date(2026, 1, 2))
     assert report.date == "2026-01-02"
-    assert [s.title for s in report.sections][:3] == ["Executive summary", "Memory", "Cost"]
+    assert [s.title for s in report.sections][:4] == ["Executive summary", "Memory", "Time", "Cost"]
     assert [s.title for s in report.sections][-2:] == ["Assumptions", "Appendix: formulas"]
     labels = [k.label for k in report.key_figures]
     assert labels[:4] == ["Hardware", "Wall time", "GPU-hours", "Cost range"]
@@ -183,3 +183,22 @@ def test_network_the_plan_assumes_is_said_in_words():
         "Plain Ethernet: 12.5 Gbit/s per GPU assumed (100 per node)")
     assert network_text(None, "no-such-gpu", 8, cat) == ""
     assert network_node_gbps("token-ring", "H100-SXM", 8, cat) is None
+
+
+def test_step_rows_leave_out_the_zero_parts_and_share_the_reported_step(analysis):
+    """Hand arithmetic on a breakdown set by hand: of a 4 s step, 3 s is 75%, 0.8 s is 20%, 0.16 s is 4%, and
+    0.001 s is 0.025%, shown as "<1%" rather than "0%"; the zero parts are not rows."""
+    from core.planner.models import StepBreakdown
+    from core.planner.report import step_rows, step_table_rows, time_section
+
+    compute = analysis.result.compute.model_copy(update={
+        "step_time_s": 4.0, "step_breakdown_s": StepBreakdown(gemm=3.0, attention=0.8, bubble=0.16,
+                                                              host_transfer=0.001)})
+    assert [(name, v) for name, v, _share in step_rows(compute)] == [
+        ("matmuls (GEMM)", 3.0), ("attention", 0.8), ("host transfer", 0.001), ("pipeline bubble", 0.16)]
+    assert step_table_rows(compute) == [["matmuls (GEMM)", "3 s", "75%"], ["attention", "0.8 s", "20%"],
+                                        ["host transfer", "0.001 s", "<1%"], ["pipeline bubble", "0.16 s", "4%"]]
+    zero = compute.model_copy(update={"step_time_s": 0.0, "step_breakdown_s": StepBreakdown()})
+    assert step_rows(zero) == []
+    section = time_section(analysis.result.model_copy(update={"compute": zero}))
+    assert [b.kind for b in section.blocks] == ["paragraph"]  # no table of nothing

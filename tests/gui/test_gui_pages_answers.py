@@ -147,16 +147,16 @@ def test_a_setting_the_search_changed_says_so_beside_it(qtbot, window, tmp_path:
     go_to(qtbot, wizard, method)
     checkpointing = next(f for f in method.fields if f.path == "training.gradient_checkpointing")
     note = method.search_notes["training.gradient_checkpointing"]
-    assert not checkpointing.check.isChecked()
+    assert checkpointing.combo.currentData() == "false"
     assert note.isVisible()
     assert note.text() == "the search turned gradient checkpointing on: without it this does not fit"
     for path in ("training.micro_batch_size", "training.sharding"):
         assert not method.search_notes[path].isVisible()
 
-    tick(qtbot, checkpointing.check)  # the user turns it on: nothing is overridden any more
+    choose(qtbot, checkpointing.combo, "true")  # the user turns it on: nothing is overridden any more
     settle(qtbot, state)
-    assert checkpointing.check.isChecked() and not note.isVisible()
-    tick(qtbot, checkpointing.check)
+    assert state.get("training.gradient_checkpointing") is True and not note.isVisible()
+    choose(qtbot, checkpointing.combo, "false")
     settle(qtbot, state)
     assert note.isVisible() and "without it this does not fit" in note.text()
 

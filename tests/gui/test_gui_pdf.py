@@ -203,3 +203,32 @@ def test_report_command_errors_are_one_sentence(tmp_path: Path, capsys):
     assert main(["report", str(req), "-o", str(tmp_path / "no" / "such" / "x.pdf")]) == 1
     err = capsys.readouterr().err
     assert "does not exist" in err and err.count("\n") == 1
+
+
+def test_the_time_section_prints_the_step_breakdown_without_its_zero_rows(qapp, tmp_path: Path):
+    """A plan with a step breakdown set by hand, drawn and read back: the shares are each part over the 8 s step
+    (5/8 = 62.5% → 62%, 1.5/8 = 18.75% → 19%, 1/8 = 12.5% → 12%, 0.5/8 = 6.25% → 6%; Python rounds exact
+    halves to even), the parts that are 0
+    (memory-bound, host transfer, bubble) are left out, and MFU is named as the achieved model-FLOPs utilisation."""
+    from core.planner.analysis import analyse
+    from core.planner.models import PlanRequest, StepBreakdown
+    from core.planner.report import build_report
+    from gui.pdf import render_report
+
+    analysis = analyse(PlanRequest.model_validate(REQUEST))
+    compute = analysis.result.compute.model_copy(update={
+        "step_time_s": 8.0, "mfu": 0.38, "hfu": 0.0,
+        "step_breakdown_s": StepBreakdown(gemm=5.0, attention=1.5, optimizer=1.0, exposed_comm=0.5)})
+    analysis = analysis.model_copy(update={"result": analysis.result.model_copy(update={"compute": compute})})
+    pdf = tmp_path / "step.pdf"
+    render_report(build_report(analysis), pdf)
+    text = text_of(pdf)
+    time = " ".join(text[text.index("\nTime\n"):text.index("\nCost\n")].split())  # one cell a line in pypdf
+    assert "part of the step seconds share of the step" in time
+    for row in ("matmuls (GEMM) 5 s 62%", "attention 1.5 s 19%", "optimizer step 1 s 12%",
+                "exposed communication 0.5 s 6%"):
+        assert row in time, row
+    for absent in ("memory-bound", "host transfer", "pipeline bubble"):
+        assert absent not in time
+    assert "takes 8 s" in time
+    assert "achievedmodel-FLOPsutilisation(MFU)38%" in time.replace(" ", "")  # wrapped after "model-"

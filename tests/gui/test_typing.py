@@ -77,7 +77,9 @@ DATA = [("Dataset tokens", "2B"), ("Epochs", "2.5"), ("Sequence length", "123"),
         ("Raw bytes per token", "3.5"), ("Files", "250000")]
 METHOD = [("LoRA rank", "32"), ("LoRA targets", "attention"), ("Micro-batch", "16"), ("Global batch", "256")]
 HARDWARE = [("GPUs per node", "8"), ("Nodes", "16"), ("Inter-node bandwidth (Gbit/s per node)", "3200"),
-            ("Measured intra-node busbw (GB/s)", "232.5"), ("Deadline (hours)", "48"), ("Most GPUs", "128")]
+            ("Measured intra-node busbw (GB/s)", "232.5"), ("Measured matmul TFLOP/s", "610.5"),
+            ("Deadline (hours)", "48"), ("Most GPUs", "128"), ("Tensor parallel", "2"), ("Pipeline parallel", "1"),
+            ("Context parallel", "1")]
 COST = [("Price override", "2.49"), ("Discount", "0.15"), ("GPU MTBF (h)", "2000"),
         ("Spot preemptions per hour", "0.05"), ("Restart time (min)", "15"), ("Hot checkpoints kept", "3"),
         ("Months of storage billed", "2"), ("Idle hours (stopped instances, disks kept)", "24"),
@@ -120,10 +122,15 @@ def test_typing_every_hardware_field_of_a_chosen_gpu_keeps_every_key(qtbot, live
     choose(qtbot, page.gpu.combo, "H100-SXM")
     choose(qtbot, page.objective.combo, "cost_under_deadline")
     settle(qtbot, wizard.state)
-    type_each(qtbot, page, HARDWARE)
+    assert not page.parallelism.is_expanded()  # collapsed until a person opens it
+    type_each(qtbot, page, HARDWARE, first={"Tensor parallel": lambda: click(qtbot, page.parallelism.toggle)})
     settle(qtbot, wizard.state)
     assert wizard.state.get("hardware") == {"gpu": "H100-SXM", "gpus_per_node": "8", "nodes": "16",
-                                            "inter_node_gbps": "3200", "intra_node_busbw_gbs": "232.5"}
+                                            "inter_node_gbps": "3200", "intra_node_busbw_gbs": "232.5",
+                                            "matmul_tflops": "610.5"}
+    assert {k: wizard.state.get(f"training.{k}") for k in ("tensor_parallel", "pipeline_parallel",
+                                                            "context_parallel")} == {
+        "tensor_parallel": "2", "pipeline_parallel": "1", "context_parallel": "1"}
 
 
 def test_the_memory_and_summary_pages_have_nothing_to_type(qtbot, live_window):
