@@ -252,6 +252,11 @@ class TrainingSpec(_Strict):
             raise ValueError("training.lora_targets is an empty list; name modules such as [\"q_proj\", \"v_proj\"]")
         if self.sequence_parallel and self.tensor_parallel == 1:
             raise ValueError("training.sequence_parallel needs training.tensor_parallel of 2 or more")
+        if self.activation_offload and self.checkpointing != "full":
+            raise ValueError(
+                "training.activation_offload needs gradient_checkpointing true: it moves the checkpointed layer "
+                f"inputs to host memory (gradient_checkpointing is {str(self.gradient_checkpointing).lower()})"
+            )
         if self.pipeline_virtual_stages > 1 and self.pipeline_parallel == 1:
             raise ValueError("training.pipeline_virtual_stages needs training.pipeline_parallel of 2 or more")
         return self
