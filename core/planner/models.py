@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from core.catalog.records import Interconnect, PricingMode, StorageTier  # the one definition, shared with the catalog
+from core.planner.lora import target_set
 from core.units import HOURS_PER_YEAR, parse_count
 
 
@@ -250,6 +251,8 @@ class TrainingSpec(_Strict):
             raise ValueError("training.global_batch_size must be at least training.micro_batch_size")
         if isinstance(self.lora_targets, list) and not self.lora_targets:
             raise ValueError("training.lora_targets is an empty list; name modules such as [\"q_proj\", \"v_proj\"]")
+        if self.method is not Method.full:
+            target_set(self.lora_targets)  # one sentence naming the unknown module and what is allowed
         if self.sequence_parallel and self.tensor_parallel == 1:
             raise ValueError("training.sequence_parallel needs training.tensor_parallel of 2 or more")
         if self.activation_offload and self.checkpointing != "full":

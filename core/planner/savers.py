@@ -33,7 +33,8 @@ def logits_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Num, s
       logits (litgpt): 2 + 2 + 2 = 6 B.
     chunked: torchtune's CEWithChunkedOutputLoss upcasts one chunk of n = 8 at a time, but autograd still keeps
       every chunk's fp32 log-softmax output for backward (log_softmax saves its result): 16-bit logits 2 (the
-      recipe frees them after the loss) + 4 + one chunk's fp32 upcast 4/n = 6.5 B per logit.
+      recipe frees them after the loss) + 4 + one chunk's fp32 upcast 4/n = 6.5 B per logit; compiled
+      (torchtune `compile: True` compiles the loss) the fp32 log-softmax is not saved: 2 + 4/n = 2.5 B.
     fused: fused linear cross-entropy (Liger `LigerFusedLinearCrossEntropyLoss`, Apple Cut Cross-Entropy) never
       holds the whole logits: one chunk of chunk × V logits, the hidden states' gradient (tokens × h) computed
       in the forward, and an fp32 loss per token.
@@ -44,6 +45,10 @@ def logits_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Num, s
         chunk = fused_ce_chunk_tokens(tokens, arch.vocab, arch.hidden)
         return chunk * arch.vocab * elem + tokens * arch.hidden * elem + tokens * 4.0
     if training.cross_entropy is CrossEntropy.chunked:
+        if training.compile:
+            # torchtune compiles the loss (training.compile_loss); AOTAutograd's min-cut partitioner saves the
+            # 16-bit chunk and its log-sum-exp instead of the fp32 log-softmax, recomputing it pointwise.
+            return tokens * arch.vocab * (elem + 4.0 / CE_CHUNKS)
         return tokens * arch.vocab * (elem + 4.0 + 4.0 / CE_CHUNKS)
     per_logit = 6.0 if training.precision is Precision.pure_bf16 else 12.0
     return tokens * arch.vocab * per_logit
