@@ -25,13 +25,10 @@ PROFILES: dict[Framework, dict[str, Any]] = {
         "cross_entropy": CrossEntropy.chunked,
         "compile": False,
     },
-    # Unsloth: use_gradient_checkpointing="unsloth" offloads the checkpointed activations to system RAM;
-    # its loss is a fused (chunked, in-place) cross-entropy kernel.
-    Framework.unsloth: {
-        "gradient_checkpointing": True,
-        "activation_offload": True,
-        "cross_entropy": CrossEntropy.fused,
-    },
+    # Unsloth: use_gradient_checkpointing="unsloth" offloads the checkpointed activations to system RAM. Its
+    # Triton cross-entropy keeps the 16-bit logits and works in place, which none of the three kinds matches:
+    # left unset (docs/formulas.md, "Framework profiles").
+    Framework.unsloth: {"gradient_checkpointing": True, "activation_offload": True},
     # axolotl's example configs (examples/llama-3/lora-8b.yml) set gradient_checkpointing: true; everything else
     # it leaves at transformers' defaults.
     Framework.axolotl: {"gradient_checkpointing": True},
