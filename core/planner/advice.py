@@ -74,13 +74,13 @@ def _loss_kernels(request: PlanRequest, arch: Architecture, logits: float, total
         return []
     out = []
     for kind, how in (
-        (CrossEntropy.fused, "fused linear cross-entropy (Liger, Cut Cross-Entropy): the logits are never whole"),
-        (CrossEntropy.chunked, "chunked cross-entropy (torchtune's CEWithChunkedOutputLoss)"),
+        (CrossEntropy.fused, "fused linear cross-entropy (Liger, Cut Cross-Entropy"),
+        (CrossEntropy.chunked, "chunked cross-entropy (torchtune's CEWithChunkedOutputLoss"),
     ):
         if kind is t.cross_entropy:
             break
         other = t.model_copy(update={"cross_entropy": kind})
         saved = logits - float(savers.logits_bytes(arch, other, t.micro_batch_size, request.data.seq_len))
         if saved > 0.05 * total:
-            out.append(f"use {how} (training.cross_entropy {kind.value}): saves {saved / GB:.1f} GB of logits")
+            out.append(f"use {how}; training.cross_entropy {kind.value}): saves {saved / GB:.1f} GB of logits")
     return out
