@@ -247,3 +247,15 @@ def test_plan_applies_the_profile() -> None:
     assert result.request.training.cross_entropy.value == "chunked"
     # pure bf16 chunked loss: 4,096 tokens × 128,256 × (2 + 4 + 4/8) B
     assert result.memory.per_gpu.logits == TOKENS * V * 6.5
+
+
+def test_a_plan_that_does_not_fit_suggests_the_loss_kernels_with_their_saving() -> None:
+    """Llama 3.1 8B LoRA, 2 × 2048 on a 24 GB card: fused saves 6,304,038,912 − 66,404,352 B = 6.2 GB of logits,
+    chunked 6,304,038,912 − 3,414,687,744 B = 2.9 GB."""
+    request = PlanRequest.model_validate({
+        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 1e7, "seq_len": 2048},
+        "training": {"micro_batch_size": 2}, "hardware": {"gpu": "RTX-4090"},
+    })
+    advice = plan(request).memory.suggestions
+    assert any("training.cross_entropy fused" in a and "saves 6.2 GB" in a for a in advice)
+    assert any("training.cross_entropy chunked" in a and "saves 2.9 GB" in a for a in advice)
