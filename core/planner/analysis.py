@@ -77,7 +77,7 @@ class GpuMemory(BaseModel):
     nodes: int = 0
     sharding: Sharding | None = None
     micro_batch_size: int = 0
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool | Literal["selective"] = False
     weights: int = 0
     gradients: int = 0
     optimizer: int = 0
@@ -97,7 +97,8 @@ class GpuMemory(BaseModel):
         if self.error is not None or self.sharding is None:
             return ""
         gpus = f"{self.gpus_per_node}×" if self.nodes == 1 else f"{self.nodes}×{self.gpus_per_node}"
-        return f"{gpus} {self.sharding.value}" + (", recompute" if self.gradient_checkpointing else "")
+        recompute = {True: ", recompute", "selective": ", selective recompute"}.get(self.gradient_checkpointing, "")
+        return f"{gpus} {self.sharding.value}" + recompute
 
 
 class ProviderCost(BaseModel):

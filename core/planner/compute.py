@@ -51,6 +51,8 @@ def flops_per_token(arch: Architecture, training: TrainingSpec, seq_len: Num, tr
     else:
         per_token = 4.0 * n + 6.0 * trainable + attention
         recompute = 2.0 * n + attention / 3.0
+    if training.checkpointing == "selective":
+        recompute = attention / 3.0  # only the attention core's forward is repeated (Korthikanti et al. 2022 §5)
     return per_token + recompute * (training.checkpointing != "none")
 
 

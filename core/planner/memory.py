@@ -23,8 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from core.planner import savers
+from core.planner.lora import largest_trainable_matrix, lora_params, target_set
 from core.planner.models import Attention, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
+from core.planner.savers import logits_bytes
 
 Num = Any  # a float or a NumPy array, broadcast together
 
@@ -34,61 +37,13 @@ ALLOCATOR_RESERVE = 0.10  # reserved exceeds allocated by 10–25% in published 
 COMM_BUCKET_BYTES = 25 * 2**20 * 2  # PyTorch DDP bucket_cap_mb=25, double-buffered
 NF4_BITS = 4.0
 NF4_CONSTANT_BITS = {True: 8 / 64 + 32 / (64 * 256), False: 32 / 64}  # QLoRA §3, double quantization or not
-
-LORA_TARGETS = {
-    "all-linear": ("q", "k", "v", "o", "gate", "up", "down"),
-    "attention": ("q", "k", "v", "o"),
-    "qv": ("q", "v"),
-}
-_ALIASES = {
-    "lm_head": "head",
-    "q_proj": "q",
-    "k_proj": "k",
-    "v_proj": "v",
-    "o_proj": "o",
-    "gate_proj": "gate",
-    "up_proj": "up",
-    "down_proj": "down",
-    "query": "q",
-    "key": "k",
-    "value": "v",
-    "proj": "o",
-    "mlp": "mlp",
-}
-_MLA_NAMES = {"q_a": "q", "kv_a": "k", "kv": "v"}
+PAGED_OPTIMIZERS = (Optimizer.paged_adamw_8bit, Optimizer.paged_adamw_32bit)
+DEEPSPEED_PINNED_FACTOR = 1.5  # DeepSpeed's additional_buffer_factor for pinned CPU-offload buffers
 
 
 def lora_target_set(targets: str | list[str]) -> frozenset[str]:
-    """'all-linear', 'attention', 'qv' or 'q,v,down' (HF names like q_proj accepted) → matrix kinds."""
-    key = ",".join(targets).lower() if isinstance(targets, list) else targets.strip().lower()
-    if key in LORA_TARGETS:
-        return frozenset(LORA_TARGETS[key])
-    names = set()
-    for raw in key.replace(" ", "").split(","):
-        name = _ALIASES.get(raw, raw)
-        if name == "mlp":
-            names.update({"gate", "up", "down"})
-        elif name in {"q", "k", "v", "o", "gate", "up", "down", "head"}:
-            names.add(name)
-        else:
-            raise ValueError(
-                f"training.lora_targets has unknown target '{raw}'; use all-linear, attention, qv or a comma list "
-                "of q,k,v,o,gate,up,down,head"
-            )
-    if not names:
-        raise ValueError("training.lora_targets is empty; use all-linear, attention or a list such as q,v")
-    return frozenset(names)
-
-
-def lora_params(arch: Architecture, rank: int, targets: str | list[str]) -> int:
-    """r·(d_in + d_out) per adapted matrix; for MoE every expert's matrix gets its own adapter."""
-    wanted = lora_target_set(targets)
-    total = 0.0
-    for lin in arch.linears():
-        if _MLA_NAMES.get(lin.name, lin.name) in wanted:
-            total += rank * (lin.d_in + lin.d_out) * lin.count_total
-    head = rank * (arch.hidden + arch.vocab) if "head" in wanted else 0
-    return int(total * arch.layers + head)
+    """The matrix kinds LoRA adapts (see `lora.target_set`)."""
+    return target_set(targets)
 
 
 # ----------------------------------------------------------------------------- bytes per parameter
@@ -125,10 +80,13 @@ def optimizer_state_bytes(optimizer: Optimizer, precision: Precision) -> float:
 class ModelStates:
     weights: Num
     gradients: Num
-    optimizer: Num
+    optimizer: Num  # on the GPU through the caching allocator (paged states excluded)
     gathered: Num  # ZeRO-3/FSDP all-gathered parameters in flight (counted in overhead)
     cpu_offloaded: Num  # bytes per GPU held in host RAM instead
     step_workspace: Num = 0.0  # temporaries of the optimizer step, alive once activations are gone
+    paged: Num = 0.0  # paged optimizer states (unified memory, outside the allocator)
+    host_step_bytes: Num = 0.0  # CPU offload: bytes over the host link once per optimizer step
+    host_micro_bytes: Num = 0.0  # CPU offload of parameters: bytes over the host link per micro-batch
 
 
 def shard_degree(sharding: Sharding, dp: Num, gpus_per_node: Num) -> Num:
@@ -194,46 +152,70 @@ def model_states(
         grads = trainable * 4.0 / n
         opt = trainable * optimizer_state_bytes(training.optimizer, precision)
     optimizer = opt / (n if stage >= 1 else 1)
-    gathered = 2 * largest * wb * (stage >= 3)
+    gathered = gathered_bytes(arch, training, largest, wb)
     if training.optimizer_in_backward:
         # Each gradient is stepped and freed as soon as it is produced: one matrix's gradient at a time.
         one = largest_trainable_matrix(arch, training) * wb
         grads = np.minimum(grads, one / (n if stage >= 2 else 1))
 
+    n_opt = n if stage >= 1 else 1
     offloaded = 0.0 * weights
+    paged = 0.0 * optimizer
+    host_step = 0.0 * weights
+    host_micro = 0.0 * weights
     if training.offload is not Offload.none:
+        # ZeRO-Offload (arXiv:2101.06840 §4.1): each step moves this GPU's 16-bit gradient partition to the
+        # host and the updated 16-bit parameters back (2 + 2 bytes per parameter of the partition).
+        host_step = 2 * trainable * wb / n_opt
         offloaded = optimizer + grads
         optimizer, grads = 0.0 * optimizer, 0.0 * grads
         if training.offload is Offload.optimizer_and_params:
+            # Offloaded parameters are fetched to the GPU for the forward and again for the backward.
+            host_micro = 2 * weights
             offloaded = offloaded + weights
             weights = 0.0 * weights
-    if training.optimizer in (Optimizer.paged_adamw_8bit, Optimizer.paged_adamw_32bit):
-        pass  # paged states live in unified memory: counted on the GPU, spill to host only under pressure
+    elif training.optimizer in PAGED_OPTIMIZERS:
+        # bitsandbytes pages its optimizer states (cudaMallocManaged): outside PyTorch's caching allocator,
+        # evicted to host RAM under pressure. The fp32 master copy, where there is one, is an ordinary tensor.
+        paged = trainable * optimizer_state_bytes(training.optimizer, precision) / n_opt
+        optimizer = optimizer - paged
     workspace = 0.0 * optimizer
     torch_adamw = training.optimizer is Optimizer.adamw and not deepspeed and not training.optimizer_in_backward
     if torch_adamw and training.offload is Offload.none:
         # PyTorch's multi-tensor AdamW (the default on GPUs) materialises sqrt(v) for every weight it steps
         # at once: one state's worth. DeepSpeed's fused Adam and a per-weight step in backward work in place.
-        workspace = trainable * (2.0 if precision is Precision.pure_bf16 else 4.0) / (n if stage >= 1 else 1)
-    return ModelStates(weights, grads, optimizer, gathered, offloaded, workspace)
+        workspace = trainable * (2.0 if precision is Precision.pure_bf16 else 4.0) / n_opt
+    return ModelStates(weights, grads, optimizer, gathered, offloaded, workspace, paged, host_step, host_micro)
 
 
-def largest_trainable_matrix(arch: Architecture, training: TrainingSpec) -> int:
-    """Elements of the biggest gradient a step produces at once: a weight matrix, the embedding, or an adapter."""
-    if training.method is Method.full:
-        return max(arch.largest_matrix_params, arch.vocab * arch.hidden)
-    rank, wanted = training.lora_rank or 16, lora_target_set(training.lora_targets)
-    widths = [max(lin.d_in, lin.d_out) for lin in arch.linears() if _MLA_NAMES.get(lin.name, lin.name) in wanted]
-    if "head" in wanted:
-        widths.append(max(arch.vocab, arch.hidden))
-    return rank * max(widths, default=0)
+def gathered_bytes(arch: Architecture, training: TrainingSpec, largest: float, wb: float) -> float:
+    """Parameters ZeRO-3/FSDP holds gathered at once: two units (the current one and the prefetched next).
+
+    QLoRA under FSDP gathers the packed NF4 blocks, not 16-bit weights: bitsandbytes' Params4bit stored with
+    quant_storage=bfloat16 lets FSDP shard and all-gather the 4-bit data and its constants (Answer.AI
+    fsdp_qlora; Hugging Face PEFT "FSDP+QLoRA"). The embedding and LM head stay 16-bit and may be the larger unit.
+    """
+    if training.sharding not in (Sharding.zero3, Sharding.fsdp, Sharding.hsdp):
+        return 0.0
+    if training.method is not Method.qlora:
+        return 2 * largest * wb
+    nf4 = (NF4_BITS + NF4_CONSTANT_BITS[training.double_quant]) / 8
+    block_q = arch.quantizable_params / arch.layers
+    block = block_q * nf4 + (arch.block_params - block_q) * wb
+    return 2 * max(block, arch.vocab * arch.hidden * wb)
 
 
 # ----------------------------------------------------------------------------- activations
 
 
-def activation_elements_per_token_layer(arch: Architecture, training: TrainingSpec, seq_len: Num) -> Num:
+def activation_elements_per_token_layer(
+    arch: Architecture, training: TrainingSpec, seq_len: Num, attention_core: bool = True
+) -> Num:
     """16-bit elements autograd keeps per token per transformer layer (no recompute).
+
+    ``attention_core=False`` leaves out what selective recomputation rebuilds in backward (Korthikanti et al.
+    2022 §5: the softmax scores, probabilities and their dropout, the 5as/h term of sbh(34 + 5as/h)); with
+    flash/SDPA attention nothing of it is kept in the first place.
 
     Following Korthikanti et al. 2022 per-op accounting, adapted to blocks without dropout in the model:
     RMSNorm (unfused) saves an fp32 copy of its input (2 elements·h) and, when its weight trains, the
@@ -256,14 +238,20 @@ def activation_elements_per_token_layer(arch: Architecture, training: TrainingSp
     norm = h if arch.layer_norm else 2 * h + h * full
     qkv_in = _linear_inputs(arch, training, ("q", "k", "v"), h, fused=arch.fused_qkv)
     mlp_in = _linear_inputs(arch, training, ("gate", "up") if arch.gated_mlp else ("up",), h)
+    down_width = mlp_width
+    if arch.experts_fused and not full:
+        # Fused experts carry no adapter (see lora.py): only dense layers and shared experts keep MLP inputs.
+        mlp_in = mlp_in * ((1 - moe_frac) + moe_frac * (arch.shared_intermediate > 0))
+        down_width = arch.intermediate * (1 - moe_frac) + arch.shared_intermediate * moe_frac
     if arch.parallel_block and qkv_in == h and mlp_in == h:
         mlp_in = 0  # one shared norm output feeds both
     attn = q_w + 2 * kv_w + q_w  # q, k, v and the output (also the o-projection's raw input)
-    if training.attention is Attention.eager:
+    if training.attention is Attention.eager and attention_core:
         attn = attn + 2 * arch.heads * seq_len
     o_in = _linear_inputs(arch, training, ("o",), q_w)
     attn = attn + (o_in if o_in != q_w else 0)
-    mlp = (3 if arch.gated_mlp else 1) * mlp_width + _linear_inputs(arch, training, ("down",), mlp_width)
+    mlp = (3 if arch.gated_mlp else 1) * mlp_width + (_linear_inputs(arch, training, ("down",), down_width)
+                                                       if down_width else 0)
     router = arch.experts * 2 * moe_frac  # fp32 router logits
     norms = norm if arch.parallel_block else 2 * norm
     return norms + qkv_in + attn + mlp_in + mlp + router
@@ -280,7 +268,7 @@ def _linear_inputs(
     """
     if training.method is Method.full:
         return width
-    adapted = [k for k in kinds if k in lora_target_set(training.lora_targets)]
+    adapted = [k for k in kinds if k in target_set(training.lora_targets)]
     if not adapted:
         return 0
     if training.lora_dropout <= 0:
@@ -289,32 +277,25 @@ def _linear_inputs(
 
 
 def activation_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Num, seq_len: Num) -> Num:
-    """Saved activations for one micro-batch, with or without full (per-layer) recomputation.
+    """Saved activations on the GPU for one micro-batch, by recomputation regime.
 
-    With gradient checkpointing each layer keeps only its input (h per token) and one layer is
-    recomputed at a time during backward; a layer's worth of transient gradients is always added.
+    none: every layer's saved tensors. full: each layer keeps only its input (h per token; with activation
+    offload only the few in flight, `savers.inputs_kept_on_gpu`) and one layer is recomputed at a time during
+    backward. selective: every layer's tensors except the attention core, which is recomputed. A layer's worth
+    of transient gradient tensors is always added.
     """
     elem = 4.0 if training.precision is Precision.fp32 else 2.0
     tokens = micro_batch * seq_len
     per_layer = activation_elements_per_token_layer(arch, training, seq_len) * elem * tokens
-    if training.gradient_checkpointing:
-        stored = arch.layers * arch.hidden * elem * tokens + per_layer
+    if training.checkpointing == "full":
+        stored = savers.inputs_kept_on_gpu(arch, training, micro_batch, seq_len) + per_layer
+    elif training.checkpointing == "selective":
+        kept = activation_elements_per_token_layer(arch, training, seq_len, attention_core=False) * elem * tokens
+        stored = arch.layers * kept
     else:
         stored = arch.layers * per_layer
     final_norm = 3 * arch.hidden * elem * tokens
     return stored + final_norm + per_layer  # + one layer of transient gradient tensors
-
-
-def logits_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Num, seq_len: Num) -> Num:
-    """Logits and loss buffers per micro-batch: 16-bit logits, the log-softmax kept for backward and its gradient.
-
-    Mixed precision upcasts to fp32 for the loss (transformers' ForCausalLMLoss): 2 + 4 + 4 + 2 bytes per
-    logit; pure bf16 (litgpt, torchtune) computes the loss on bf16 logits: 2 + 2 + 2.
-    """
-    per_logit = 6.0 if training.precision is Precision.pure_bf16 else 12.0
-    if training.precision is Precision.fp32:
-        per_logit = 12.0
-    return micro_batch * seq_len * arch.vocab * per_logit
 
 
 # ----------------------------------------------------------------------------- the whole GPU
@@ -344,13 +325,18 @@ def estimate(
     micro_batch: Num,
     seq_len: Num,
     zero_accounting: str = "deepspeed",
+    accumulation: Num = 1,
+    gpu_memory: Num | None = None,
 ) -> MemoryEstimate:
     """Peak memory per GPU.
 
     Peak = weights + optimizer + gradients + max(activations + logits, optimizer-step workspace) + working
     buffers: with gradient accumulation the gradients persist while the next micro-batch's activations are
     alive, so they add.
-    Reserved = allocated × (1 + allocator reserve) + CUDA context.
+    Reserved = allocated × (1 + allocator reserve) + CUDA context, plus the paged optimizer states that stay
+    resident: they live outside the allocator and fill what `gpu_memory` leaves free (all of them when it is
+    not given); the rest spills to host RAM. `accumulation` (micro-batches per optimizer step) scales the host
+    traffic of activation offload and parameter offload.
     """
     states = model_states(arch, training, dp, gpus_per_node, zero_accounting)
     act = activation_bytes(arch, training, micro_batch, seq_len)
@@ -362,9 +348,17 @@ def estimate(
     step_excess = np.maximum(states.step_workspace - act - logits, 0.0)
     allocated = states.weights + states.gradients + states.optimizer + act + logits + working + step_excess
     reserve = allocated * ALLOCATOR_RESERVE
+    fixed = allocated + reserve + CUDA_CONTEXT_BYTES
+    resident = savers.paged_resident(states.paged, fixed, gpu_memory)
+    spilled = states.paged - resident
     overhead = working + step_excess + reserve + CUDA_CONTEXT_BYTES
-    total = allocated + reserve + CUDA_CONTEXT_BYTES
-    cpu = states.cpu_offloaded * 1.5 * gpus_per_node  # DeepSpeed's 1.5× pinned-buffer factor, per node
+    offloaded_act = savers.offloaded_activation_bytes(arch, training, micro_batch, seq_len)
+    # Host RAM per node: DeepSpeed's pinned offload buffers, the spilled paged pages, the offloaded activations.
+    cpu = (states.cpu_offloaded * DEEPSPEED_PINNED_FACTOR + spilled + offloaded_act) * gpus_per_node
+    # Host link per optimizer step: offload traffic, the spilled pages read and written back once by the step,
+    # and each micro-batch's offloaded activations copied out in forward and back in backward.
+    host = states.host_step_bytes + (states.host_micro_bytes + 2 * offloaded_act) * accumulation + 2 * spilled
     return MemoryEstimate(
-        states.weights, states.gradients, states.optimizer, act, logits, overhead, allocated, total, cpu
+        states.weights, states.gradients, states.optimizer + resident, act, logits, overhead, allocated,
+        fixed + resident, cpu, states.paged, host,
     )

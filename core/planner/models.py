@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from core.catalog.records import Interconnect, PricingMode, StorageTier  # the one definition, shared with the catalog
+from core.planner.lora import target_set
 from core.units import HOURS_PER_YEAR, parse_count
 
 
@@ -250,8 +251,15 @@ class TrainingSpec(_Strict):
             raise ValueError("training.global_batch_size must be at least training.micro_batch_size")
         if isinstance(self.lora_targets, list) and not self.lora_targets:
             raise ValueError("training.lora_targets is an empty list; name modules such as [\"q_proj\", \"v_proj\"]")
+        if self.method is not Method.full:
+            target_set(self.lora_targets)  # one sentence naming the unknown module and what is allowed
         if self.sequence_parallel and self.tensor_parallel == 1:
             raise ValueError("training.sequence_parallel needs training.tensor_parallel of 2 or more")
+        if self.activation_offload and self.checkpointing != "full":
+            raise ValueError(
+                "training.activation_offload needs gradient_checkpointing true: it moves the checkpointed layer "
+                f"inputs to host memory (gradient_checkpointing is {str(self.gradient_checkpointing).lower()})"
+            )
         if self.pipeline_virtual_stages > 1 and self.pipeline_parallel == 1:
             raise ValueError("training.pipeline_virtual_stages needs training.pipeline_parallel of 2 or more")
         return self

@@ -19,6 +19,10 @@ _GATED_ACTS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu", "gelu_new_gated"}
 _LAYER_NORM_TYPES = {"falcon", "gpt2", "gpt_neox", "opt", "bloom", "phi", "gptj", "starcoder2", "gpt_bigcode", "mpt"}
 # Families whose q, k and v are one linear module (one LoRA adapter and one dropout for all three).
 _FUSED_QKV_TYPES = {"falcon", "gpt_neox", "bloom", "phi3", "gpt_bigcode", "mpt", "dbrx", "chatglm"}
+# Families whose routed experts are 3-D nn.Parameter tensors, not nn.Linear modules: transformers'
+# GptOssExperts (models/gpt_oss/modeling_gpt_oss.py) holds gate_up_proj and down_proj as parameters, so PEFT's
+# LoRA and bitsandbytes' Linear4bit replacement (both look for nn.Linear) leave them alone.
+_FUSED_EXPERT_TYPES = {"gpt_oss"}
 
 
 class ConfigError(ValueError):
@@ -34,6 +38,7 @@ class Linear:
     d_out: int
     count_total: float = 1.0
     count_active: float = 1.0
+    expert: bool = False  # a routed expert's matrix (MoE)
 
     @property
     def params(self) -> int:
@@ -69,6 +74,7 @@ class Architecture:
     parallel_block: bool = False  # attention and MLP read one shared norm (Falcon, Phi-2, GPT-NeoX)
     layer_norm: bool = False  # LayerNorm instead of RMSNorm
     fused_qkv: bool = False  # q, k, v computed by one linear module
+    experts_fused: bool = False  # routed experts stored as 3-D parameters: no LoRA adapter, no NF4 quantization
     sliding_window: int | None = None
     inferred: bool = False
     notes: tuple[str, ...] = field(default=())
@@ -150,6 +156,7 @@ class Architecture:
             and bool(cfg.get("parallel_attn", cfg.get("use_parallel_residual", True))),
             layer_norm=model_type in _LAYER_NORM_TYPES or ("layer_norm_eps" in cfg and "rms_norm_eps" not in cfg),
             fused_qkv=model_type in _FUSED_QKV_TYPES,
+            experts_fused=model_type in _FUSED_EXPERT_TYPES and experts > 0,
             attention_bias=bool(cfg.get("attention_bias") or cfg.get("qkv_bias") or model_type == "qwen2"),
             sliding_window=opt("sliding_window") if cfg.get("use_sliding_window", True) else None,
         )
@@ -246,18 +253,18 @@ class Architecture:
         names = ("gate", "up", "down") if self.gated_mlp else ("up", "down")
         out: list[Linear] = []
 
-        def add(width: int, total: float, active: float) -> None:
+        def add(width: int, total: float, active: float, expert: bool = False) -> None:
             if width and total:
                 for n in names:
                     d_in, d_out = (width, h) if n == "down" else (h, width)
-                    out.append(Linear(n, d_in, d_out, total, active))
+                    out.append(Linear(n, d_in, d_out, total, active, expert))
 
         if not self.is_moe:
             add(self.intermediate, 1, 1)
             return out
         moe_frac = self.moe_layers / self.layers
         add(self.intermediate, 1 - moe_frac, 1 - moe_frac)
-        add(self.expert_intermediate, self.experts * moe_frac, self.experts_per_token * moe_frac)
+        add(self.expert_intermediate, self.experts * moe_frac, self.experts_per_token * moe_frac, expert=True)
         add(self.shared_intermediate, moe_frac, moe_frac)
         return out
 
@@ -298,14 +305,23 @@ class Architecture:
 
     @cached_property
     def quantizable_params(self) -> int:
-        """Parameters in the transformer blocks' linear layers: what NF4 quantizes (embeddings stay 16-bit)."""
-        return int(self._linear_params(False))
+        """Parameters in the transformer blocks' linear layers: what NF4 quantizes (embeddings stay 16-bit).
+
+        Fused experts (`experts_fused`) are parameters, not nn.Linear modules: bitsandbytes leaves them 16-bit.
+        """
+        experts = [lin for lin in self.mlp_linears() if lin.expert and self.experts_fused]
+        fused = sum(lin.params * lin.count_total for lin in experts)
+        return int(self._linear_params(False) - fused * self.layers)
+
+    @cached_property
+    def block_params(self) -> int:
+        """Parameters of one (average) transformer block's matrices and router: one ZeRO-3/FSDP unit."""
+        return int((self._linear_params(False) + self.router_params) / self.layers)
 
     @cached_property
     def largest_layer_params(self) -> int:
         """The biggest single module ZeRO-3/FSDP gathers at once: one block, or the (un)embedding."""
-        block = (self._linear_params(False) + self.router_params) / self.layers
-        return int(max(block, self.vocab * self.hidden))
+        return int(max(self.block_params, self.vocab * self.hidden))
 
     @cached_property
     def largest_matrix_params(self) -> int:

@@ -19,6 +19,8 @@ from core.catalog import (
     network,
 )
 from core.planner import compute, cost, memory, reliability, search, storage
+from core.planner.advice import suggestions
+from core.planner.frameworks import effective_training
 from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
 from core.planner.models import (
     TEN_YEARS_HOURS,
@@ -34,7 +36,6 @@ from core.planner.models import (
     MemoryResult,
     Method,
     ModelSpec,
-    Offload,
     PlanRequest,
     PlanResult,
     Precision,
@@ -131,6 +132,7 @@ def _largest_fitting(arch: Architecture, request: PlanRequest, hw: Hardware, *, 
             micro_batch=micro,
             seq_len=seqs,
             zero_accounting=request.assumptions.zero_accounting,
+            gpu_memory=hw.memory_bytes,
         )
         fits = np.broadcast_to(est.total <= hw.memory_bytes, values.shape)
         return int(values[fits].max()) if fits.any() else 0
@@ -141,38 +143,6 @@ def _largest_fitting(arch: Architecture, request: PlanRequest, hw: Hardware, *, 
         return low
     high = int(coarse[np.searchsorted(coarse, low) + 1])
     return largest(np.arange(low, high, dtype=np.int64))
-
-
-def suggestions(request: PlanRequest, est: StepEstimate, gpu: GPU) -> list[str]:
-    """What to change when the plan does not fit, most effective first."""
-    if bool(est.fits):
-        return []
-    t, out = request.training, []
-    mem = est.memory
-    if not t.gradient_checkpointing and mem.activations > 0.2 * mem.total:
-        out.append("turn on gradient checkpointing (activations are the largest part)")
-    if t.micro_batch_size > 1:
-        out.append("lower the micro-batch and raise gradient accumulation (global batch stays the same)")
-    if t.method is Method.full:
-        out.append("use LoRA or QLoRA: the frozen base needs no gradients or optimizer states")
-    elif t.method is Method.lora:
-        out.append("use QLoRA: NF4 weights take about a quarter of the 16-bit size")
-    if t.sharding in (Sharding.none, Sharding.zero1, Sharding.zero2) and (
-        request.hardware and request.hardware.gpus > 1
-    ):
-        out.append("shard parameters too (zero3 or fsdp)")
-    elif request.hardware and request.hardware.gpus == 1:
-        out.append("add GPUs and shard with zero3/fsdp")
-    if t.offload is Offload.none and t.sharding is not Sharding.none:
-        out.append("offload the optimizer to CPU RAM (slower steps)")
-    if t.optimizer.value == "adamw":
-        out.append("use an 8-bit optimizer (adamw_8bit) to shrink optimizer states 4×")
-    if t.precision is Precision.amp_bf16 and t.method is Method.full:
-        out.append("pure bf16 weights and states (8 instead of 16 bytes per parameter)")
-    if mem.logits > 0.15 * mem.total:
-        out.append("use a chunked/fused cross-entropy: the logits buffer is large for this vocabulary")
-    out.append(f"pick a GPU with more than {gpu.memory_bytes / 1e9:.0f} GB")
-    return out
 
 
 def _price_for(catalog: Catalog, gpu: GPU, request: PlanRequest, mode: str) -> Price | None:
@@ -318,6 +288,10 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     """Plan one request. Without `hardware`, search the catalog and plan the recommended configuration."""
     catalog = catalog or load_catalog()
     today = today or dt.date.today()
+    try:
+        request = request.model_copy(update={"training": effective_training(request.training)})
+    except ValueError as exc:
+        raise PlanError(str(exc)) from exc
     arch, warnings = resolve_model(request.model, catalog)
     _check_request(request, arch)
     candidates: list[Any] = []
@@ -427,7 +401,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         allocated_peak=int(mem.allocated),
         max_micro_batch=_largest_fitting(arch, request, hw, vary="micro"),
         max_seq_len=_largest_fitting(arch, request, hw, vary="seq"),
-        suggestions=suggestions(request, est, gpu),
+        suggestions=suggestions(request, est, gpu, arch),
     )
     compute_result = ComputeResult(
         params_total=arch.total_params,

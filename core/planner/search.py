@@ -20,6 +20,7 @@ import numpy as np
 
 from core.catalog import network
 from core.planner import compute
+from core.planner.frameworks import effective_training
 from core.planner.models import Candidate, Method, PlanRequest, Sharding
 from core.planner.params import Architecture
 from core.planner.step import Hardware, evaluate, global_batch
@@ -112,6 +113,7 @@ def search(
     """Rank every configuration that fits. ``keep`` names training settings (sharding, gradient_checkpointing,
     micro_batch_size) held at the request's value instead of searched: what the best plan would be without
     overriding them, so the window can say why the search did."""
+    request = request.model_copy(update={"training": effective_training(request.training)})
     table = _gpu_table(request, catalog)
     if not table.ids:
         return SearchOutcome(

@@ -83,6 +83,7 @@ def evaluate(
     mb = training.micro_batch_size if micro_batch is None else micro_batch
     seq = data.seq_len
     dp = hw.gpus
+    accumulation = np.maximum(np.ceil(global_batch(training, seq) / (mb * dp)), 1)
     mem = memory.estimate(
         arch,
         training,
@@ -91,6 +92,8 @@ def evaluate(
         micro_batch=mb,
         seq_len=seq,
         zero_accounting=assumptions.zero_accounting,
+        accumulation=accumulation,
+        gpu_memory=hw.memory_bytes,
     )
     fits = mem.total <= hw.memory_bytes
     trainable = (
@@ -99,7 +102,6 @@ def evaluate(
         else float(memory.lora_params(arch, training.lora_rank or 16, training.lora_targets))
     )
 
-    accumulation = np.maximum(np.ceil(global_batch(training, seq) / (mb * dp)), 1)
     tokens_per_step = mb * seq * dp * accumulation
     tokens = trained_tokens(data)
     steps = np.ceil(tokens / tokens_per_step)

@@ -272,5 +272,8 @@ def test_qlora_paper_65b_fits_one_48gb_gpu() -> None:
         precision="pure_bf16",
         micro_batch_size=4,
     )
-    est = memory.estimate(arch, training, dp=1, gpus_per_node=1, micro_batch=4, seq_len=528)
-    assert float(est.allocated - est.optimizer) < CASES["qlora-paper-65b-qlora"]["value"] * 1e9
+    gpu = CASES["qlora-paper-65b-qlora"]["value"] * 1e9
+    est = memory.estimate(arch, training, dp=1, gpus_per_node=1, micro_batch=4, seq_len=528, gpu_memory=gpu)
+    # The paged states are outside the allocator: what it holds fits, and the states spill where it is full.
+    assert float(est.allocated) < gpu
+    assert float(est.paged) > 0 and float(est.cpu_ram) > 0
