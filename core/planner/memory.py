@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from core.planner import parallel
 from core.planner.models import Attention, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
 
@@ -215,7 +216,26 @@ def model_states(
         # PyTorch's multi-tensor AdamW (the default on GPUs) materialises sqrt(v) for every weight it steps
         # at once: one state's worth. DeepSpeed's fused Adam and a per-weight step in backward work in place.
         workspace = trainable * (2.0 if precision is Precision.pure_bf16 else 4.0) / (n if stage >= 1 else 1)
-    return ModelStates(weights, grads, optimizer, gathered, offloaded, workspace)
+    return parallel_split(ModelStates(weights, grads, optimizer, gathered, offloaded, workspace), arch, training)
+
+
+def parallel_split(states: ModelStates, arch: Architecture, training: TrainingSpec) -> ModelStates:
+    """Tensor, pipeline and expert parallelism split the model before ZeRO/FSDP shards it over dp.
+
+    Every state scales by the busiest GPU's share of the parameters (`parallel.state_share`: the first stage's
+    embedding + layers/pp, ÷ tp, experts ÷ ep); ZeRO-3/FSDP gather one layer's tensor-parallel shard (÷ tp).
+    """
+    share = parallel.state_share(arch, training)
+    if share == 1.0:
+        return states
+    return ModelStates(
+        weights=states.weights * share,
+        gradients=states.gradients * share,
+        optimizer=states.optimizer * share,
+        gathered=states.gathered / training.tensor_parallel,
+        cpu_offloaded=states.cpu_offloaded * share,
+        step_workspace=states.step_workspace * share,
+    )
 
 
 def largest_trainable_matrix(arch: Architecture, training: TrainingSpec) -> int:
@@ -233,7 +253,24 @@ def largest_trainable_matrix(arch: Architecture, training: TrainingSpec) -> int:
 
 
 def activation_elements_per_token_layer(arch: Architecture, training: TrainingSpec, seq_len: Num) -> Num:
-    """16-bit elements autograd keeps per token per transformer layer (no recompute).
+    """16-bit elements autograd keeps per token per transformer layer (no recompute, one GPU)."""
+    rest, split, kv = activation_parts(arch, training, seq_len)
+    return rest + split + kv
+
+
+def parallel_elements_per_token_layer(arch: Architecture, training: TrainingSpec, seq_len: Num) -> Num:
+    """The same per GPU under tensor parallelism (Korthikanti et al. 2022, Table 2).
+
+    What tp shards (attention and MLP interior) ÷ tp; grouped-query K and V ÷ min(tp, kv_heads) (replicated
+    beyond); norms and the linears' shared inputs ÷ tp only with sequence parallelism.
+    """
+    rest, split, kv = activation_parts(arch, training, seq_len)
+    by = parallel.activation_split(arch, training)
+    return rest / by.rest + split / by.split + kv / by.kv
+
+
+def activation_parts(arch: Architecture, training: TrainingSpec, seq_len: Num) -> tuple[Num, Num, Num]:
+    """16-bit elements per token per layer as (replicated by tp, sharded by tp, key/value): their sum is the layer.
 
     Following Korthikanti et al. 2022 per-op accounting, adapted to blocks without dropout in the model:
     RMSNorm (unfused) saves an fp32 copy of its input (2 elements·h) and, when its weight trains, the
@@ -258,7 +295,8 @@ def activation_elements_per_token_layer(arch: Architecture, training: TrainingSp
     mlp_in = _linear_inputs(arch, training, ("gate", "up") if arch.gated_mlp else ("up",), h)
     if arch.parallel_block and qkv_in == h and mlp_in == h:
         mlp_in = 0  # one shared norm output feeds both
-    attn = q_w + 2 * kv_w + q_w  # q, k, v and the output (also the o-projection's raw input)
+    attn = q_w + q_w  # q and the output (also the o-projection's raw input); k and v below
+    kv = 2 * kv_w
     if training.attention is Attention.eager:
         attn = attn + 2 * arch.heads * seq_len
     o_in = _linear_inputs(arch, training, ("o",), q_w)
@@ -266,7 +304,9 @@ def activation_elements_per_token_layer(arch: Architecture, training: TrainingSp
     mlp = (3 if arch.gated_mlp else 1) * mlp_width + _linear_inputs(arch, training, ("down",), mlp_width)
     router = arch.experts * 2 * moe_frac  # fp32 router logits
     norms = norm if arch.parallel_block else 2 * norm
-    return norms + qkv_in + attn + mlp_in + mlp + router
+    # Tensor parallelism shards attention and the MLP interior; the norms, the column-parallel linears' shared
+    # inputs and the router (it reads the replicated hidden state) stay whole on every tp rank.
+    return norms + qkv_in + mlp_in + router, attn + mlp, kv
 
 
 def _linear_inputs(
@@ -295,13 +335,16 @@ def activation_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Nu
     recomputed at a time during backward; a layer's worth of transient gradients is always added.
     """
     elem = 4.0 if training.precision is Precision.fp32 else 2.0
-    tokens = micro_batch * seq_len
-    per_layer = activation_elements_per_token_layer(arch, training, seq_len) * elem * tokens
+    by = parallel.activation_split(arch, training)
+    tokens = micro_batch * seq_len / by.tokens  # context parallelism: each GPU holds 1/cp of the sequence
+    per_layer = parallel_elements_per_token_layer(arch, training, seq_len) * elem * tokens
+    # Pipeline: the first stage's L/pp layers, for every micro-batch 1F1B keeps in flight there.
+    layers = parallel.stage_layers(arch, training) * parallel.in_flight_factor(training)
     if training.gradient_checkpointing:
-        stored = arch.layers * arch.hidden * elem * tokens + per_layer
+        stored = layers * arch.hidden / by.rest * elem * tokens + per_layer
     else:
-        stored = arch.layers * per_layer
-    final_norm = 3 * arch.hidden * elem * tokens
+        stored = layers * per_layer
+    final_norm = 3 * arch.hidden / by.rest * elem * tokens
     return stored + final_norm + per_layer  # + one layer of transient gradient tensors
 
 
@@ -354,7 +397,9 @@ def estimate(
     """
     states = model_states(arch, training, dp, gpus_per_node, zero_accounting)
     act = activation_bytes(arch, training, micro_batch, seq_len)
-    logits = logits_bytes(arch, training, micro_batch, seq_len)
+    # Vocab-parallel cross-entropy (Megatron, torchtitan loss_parallel) splits the logits over tp; cp splits the
+    # tokens. Counted on the peak GPU even when the last pipeline stage holds them: an upper bound for pp > 1.
+    logits = logits_bytes(arch, training, micro_batch, seq_len) / (training.tensor_parallel * training.context_parallel)
     working = states.gathered + COMM_BUCKET_BYTES * (np.asarray(dp) > 1)
     if training.method is Method.qlora:
         working = working + 2 * arch.largest_matrix_params * 2  # dequantized bf16 weight, forward and backward

@@ -514,6 +514,8 @@ class Candidate(BaseModel):
     method: Method
     gradient_checkpointing: bool
     micro_batch_size: int
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
     fits: bool
     memory_per_gpu: int
     hours: float

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from core.catalog import load_catalog
 from core.planner import memory
-from core.planner.models import HardwareSpec, PlanRequest, TrainingSpec
+from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.params import Architecture
-from core.planner.plan import plan
+from core.planner.plan import on_candidate, plan
 from core.planner.search import pareto_mask
 
 CATALOG = load_catalog()
@@ -155,20 +155,7 @@ def test_search_results_are_feasible_and_pareto_optimal(preset: str, method: str
     assert result.memory.fits
     # Re-plan a listed candidate with fixed hardware: the engine agrees that it fits.
     c = cands[min(2, len(cands) - 1)]
-    again = plan(
-        result.request.model_copy(
-            update={
-                "hardware": HardwareSpec(gpu=c.gpu, gpus_per_node=c.gpus_per_node, nodes=c.nodes),
-                "training": result.request.training.model_copy(
-                    update={
-                        "sharding": c.sharding,
-                        "gradient_checkpointing": c.gradient_checkpointing,
-                        "micro_batch_size": c.micro_batch_size,
-                    }
-                ),
-            }
-        )
-    )
+    again = plan(on_candidate(result.request, c))  # its hardware, sharding, recompute, micro-batch and tp × pp
     assert again.memory.fits
 
 
