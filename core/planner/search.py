@@ -15,7 +15,6 @@ rows the request's own training settings win, so the search changes a setting th
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -115,9 +114,10 @@ def pareto_mask(hours: np.ndarray, cost: np.ndarray) -> np.ndarray:
     return mask
 
 
-def needs_model_parallel(arch: Architecture, training: TrainingSpec, largest_gpu_bytes: float) -> bool:
-    """True when no GPU of the search holds the model's unsharded weights, gradients and optimizer states."""
-    whole = training.model_copy(update={"sharding": Sharding.none, "offload": Offload.none, "tensor_parallel": 1,
+def needs_model_parallel(arch: Architecture, training: TrainingSpec, largest_gpu_bytes: float, tp: int = 1) -> bool:
+    """True when no GPU of the search holds the model's unsharded weights, gradients and optimizer states
+    (split over `tp` tensor-parallel GPUs)."""
+    whole = training.model_copy(update={"sharding": Sharding.none, "offload": Offload.none, "tensor_parallel": tp,
                                         "pipeline_parallel": 1, "pipeline_virtual_stages": 1,
                                         "sequence_parallel": False, "expert_parallel": 1})
     states = memory.model_states(arch, whole, dp=1)
@@ -127,19 +127,44 @@ def needs_model_parallel(arch: Architecture, training: TrainingSpec, largest_gpu
 def layouts(arch: Architecture, request: PlanRequest, largest_gpu_bytes: float,
             keep: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
     """(tp, pp) pairs to try: the request's when it set one (or keeps it), else 1 × 1 plus, where the model
-    needs them, every pair the model's heads and layers allow (parallel.model_problem)."""
+    needs them, the pairs the model's heads and layers allow (parallel.model_problem).
+
+    Pipelines only where tensor parallel 8 alone still leaves the states too big for the largest GPU, and then
+    with tp 4 or 8: Narayanan et al. 2021 (arXiv:2104.04473 §3.3, takeaway #1) use tensor parallelism up to
+    the GPUs of a node and pipeline parallelism beyond it. This keeps a full-catalog search under 100 ms.
+    """
     t = request.training
     if "parallel" in keep or t.tensor_parallel > 1 or t.pipeline_parallel > 1:
         return [(t.tensor_parallel, t.pipeline_parallel)]
     if not needs_model_parallel(arch, t, largest_gpu_bytes):
         return [(1, 1)]
     out = []
-    for tp, pp in itertools.product(TENSOR_PARALLEL, PIPELINE_PARALLEL):
+    deep = needs_model_parallel(arch, t, largest_gpu_bytes, tp=max(TENSOR_PARALLEL))
+    pairs = [(tp, 1) for tp in TENSOR_PARALLEL]
+    if deep:
+        pairs += [(tp, pp) for tp in (4, 8) for pp in _pipeline_choices(arch) if pp > 1]
+    for tp, pp in pairs:
         trial = t.model_copy(update={"tensor_parallel": tp, "pipeline_parallel": pp, "sharding": Sharding.none,
                                      "pipeline_virtual_stages": 1, "sequence_parallel": False})
         if parallel.model_problem(arch, trial, request.data.seq_len) is None:
             out.append((tp, pp))
     return out
+
+
+def _odd_part(n: int) -> int:
+    """n without its factors of two: 15 for 120, 1 for 64."""
+    while n % 2 == 0:
+        n //= 2
+    return n
+
+
+def _pipeline_choices(arch: Architecture) -> tuple[int, ...]:
+    """Powers of two, and where none of them divides the layers (105 in MT-NLG), the layer count's divisors up
+    to 16: Megatron needs layers % pp == 0, and MT-NLG itself ran 35 stages of 3 layers."""
+    powers = tuple(p for p in PIPELINE_PARALLEL if arch.layers % p == 0)
+    if len(powers) > 1:
+        return powers
+    return tuple(d for d in range(1, 17) if arch.layers % d == 0)
 
 
 def _with_checkpoints(arch: Architecture, request: PlanRequest, solve_hours: np.ndarray, gpus: np.ndarray,
@@ -218,11 +243,18 @@ def search(
             "sequence_parallel": t.sequence_parallel and tp > 1})
         if training.offload.value != "none" and sharding is Sharding.none:
             continue
-        est = evaluate(arch, training, request.data, hw, request.assumptions, micro_batch=mb)
         mp = training.model_parallel
+        # An odd factor in tp·pp·cp (pp = 3, 5, 7, 15 for a 105-layer model) never divides a power-of-two GPU
+        # count: such a layout gets node counts that are multiples of it (1, 2, 4 … × the odd factor).
+        odd = _odd_part(mp)
+        layout_nodes = np.array(NODES, float) * odd
+        nodes = layout_nodes.reshape(1, 1, -1, 1)
+        layout_hw = replace(hw, nodes=nodes) if odd > 1 else hw
+        layout_ok = np.broadcast_to((gpn * nodes) <= request.search.max_gpus, shape) if odd > 1 else base_ok
+        est = evaluate(arch, training, request.data, layout_hw, request.assumptions, micro_batch=mb)
         gpus = gpn * nodes
         dp = parallel.data_parallel(gpus, training)
-        ok = base_ok & np.broadcast_to(est.fits, shape)
+        ok = layout_ok & np.broadcast_to(est.fits, shape)
         ok &= (np.broadcast_to(nodes, shape) > 1) if sharding is Sharding.hsdp else True
         # The layout on this hardware (parallel.hardware_problem, vectorised): tp inside a node, whole replicas,
         # and a full micro-batch for every replica.
@@ -230,7 +262,7 @@ def search(
         ok &= np.broadcast_to(parallel.batch_fits(dp, mb, batch), shape)
         if sharding is not Sharding.none:
             ok &= np.broadcast_to(dp, shape) > 1
-        evaluated += int(base_ok.sum())
+        evaluated += int(layout_ok.sum())
         idx = np.nonzero(ok)
         if not idx[0].size:
             continue
@@ -243,7 +275,7 @@ def search(
             (
                 idx[0],
                 np.array(GPUS_PER_NODE)[idx[1]],
-                np.array(NODES)[idx[2]],
+                layout_nodes.astype(int)[idx[2]],
                 np.array(micro_batches)[idx[3]],
                 np.full(idx[0].size, all_shardings.index(sharding)),
                 np.full(idx[0].size, ckpt),
