@@ -100,9 +100,11 @@ def render_plan(result: Any) -> str:
     """The human summary: headline, memory table, time, cost, candidates, warnings."""
     r = result
     hw, m, c, t = r.hardware, r.memory, r.compute, r.training if hasattr(r, "training") else r.request.training
+    split = t.tensor_parallel * t.pipeline_parallel > 1
+    layout = f", tp {t.tensor_parallel} × pp {t.pipeline_parallel}" if split else ""
     out = [
         f"{r.model_name}  ·  {t.method.value}  ·  {hw.gpus_per_node * hw.nodes}× {hw.gpu} "
-        f"({hw.nodes} node{'s' if hw.nodes > 1 else ''}, {t.sharding.value})",
+        f"({hw.nodes} node{'s' if hw.nodes > 1 else ''}, {t.sharding.value}{layout})",
         "",
         "Memory per GPU (reserved, as nvidia-smi shows)",
         table(
@@ -139,22 +141,34 @@ def render_plan(result: Any) -> str:
         f"Prices: {r.cost.provider or 'none'}, seen {r.cost.price_date or 'undated'} ({r.cost.price_source or '—'})",
     ]
     if r.candidates:
+        from core.planner.search import shown_candidates  # the planner loads only when a plan is printed
+
+        fastest = min(k.hours for k in r.candidates)
+        priced = [k.cost_usd for k in r.candidates if k.cost_usd is not None]
+        cheapest = min(priced) if priced else None
+
+        def mark(k: Any) -> str:
+            """→ the chosen row; ⚡ the fastest, $ the cheapest, * the Pareto front."""
+            return ("→" if k is r.candidates[0] else "") + ("⚡" if k.hours == fastest else "") + (
+                "$" if cheapest is not None and k.cost_usd == cheapest else "") + ("*" if k.pareto else "")
+
         out += [
             "",
-            "Candidates (search)",
+            "Candidates (search; → chosen, with checkpoints and restarts; the others failure-free)",
             table(
                 [
                     (
                         f"{k.nodes}×{k.gpus_per_node} {k.gpu}" if k.nodes > 1 else f"{k.gpus_per_node}× {k.gpu}",
                         k.sharding.value,
+                        f"{k.tensor_parallel}×{k.pipeline_parallel}",
                         str(k.micro_batch_size),
                         fmt_hours(k.hours),
                         fmt_usd(k.cost_usd),
-                        ("*" if k.pareto else "") + k.why,
+                        mark(k) + k.why,
                     )
-                    for k in r.candidates[:12]
+                    for k in shown_candidates(r.candidates, 12)
                 ],
-                header=("config", "sharding", "mb", "time", "cost", "why"),
+                header=("config", "sharding", "tp×pp", "mb", "time", "cost", "why"),
             ),
         ]
     if r.warnings:

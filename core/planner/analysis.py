@@ -78,6 +78,8 @@ class GpuMemory(BaseModel):
     sharding: Sharding | None = None
     micro_batch_size: int = 0
     gradient_checkpointing: bool | Literal["selective"] = False
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
     weights: int = 0
     gradients: int = 0
     optimizer: int = 0
@@ -98,7 +100,9 @@ class GpuMemory(BaseModel):
             return ""
         gpus = f"{self.gpus_per_node}×" if self.nodes == 1 else f"{self.nodes}×{self.gpus_per_node}"
         recompute = {True: ", recompute", "selective": ", selective recompute"}.get(self.gradient_checkpointing, "")
-        return f"{gpus} {self.sharding.value}" + recompute
+        layout = f", tp {self.tensor_parallel} × pp {self.pipeline_parallel}" if self.tensor_parallel * \
+            self.pipeline_parallel > 1 else ""
+        return f"{gpus} {self.sharding.value}" + layout + recompute
 
 
 class ProviderCost(BaseModel):
@@ -120,6 +124,8 @@ class ScalingCurve(BaseModel):
     efficiency: list[float]
     hours: list[float]
     fits: list[bool]
+    global_batch: int = 0
+    dropped_nodes: list[float] = Field(default_factory=list)  # more replicas than the global batch can feed
 
 
 class BreakEven(BaseModel):
@@ -176,7 +182,8 @@ def _memory_row(gpu: str, result: PlanResult, basis: Literal["plan", "search", "
     m, hw, t = result.memory, result.hardware, result.request.training
     return GpuMemory(gpu=gpu, capacity=m.gpu_memory, basis=basis, gpus_per_node=hw.gpus_per_node, nodes=hw.nodes,
                      sharding=t.sharding, micro_batch_size=t.micro_batch_size,
-                     gradient_checkpointing=t.gradient_checkpointing, fits=m.fits, max_micro_batch=m.max_micro_batch,
+                     gradient_checkpointing=t.gradient_checkpointing, tensor_parallel=t.tensor_parallel,
+                     pipeline_parallel=t.pipeline_parallel, fits=m.fits, max_micro_batch=m.max_micro_batch,
                      max_seq_len=m.max_seq_len, note=note, **m.per_gpu.model_dump())
 
 
@@ -290,7 +297,8 @@ def scaling(request: PlanRequest, catalog: Catalog) -> ScalingCurve:
     curve = search.scaling_curve(arch, request, gpu_hardware(gpu, hw, request.training.precision))
     return ScalingCurve(gpu=gpu.id, gpus_per_node=hw.gpus_per_node, nodes=curve["nodes"],
                         tokens_per_s=curve["tokens_per_s"], efficiency=curve["efficiency"], hours=curve["hours"],
-                        fits=[bool(f) for f in curve["fits"]])
+                        fits=[bool(f) for f in curve["fits"]], global_batch=curve["global_batch"],
+                        dropped_nodes=curve["dropped_nodes"])
 
 
 def break_even(result: PlanResult, catalog: Catalog) -> BreakEven | None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from core.planner import savers
+from core.planner import parallel, savers
 from core.planner.lora import largest_trainable_matrix, lora_params, target_set
 from core.planner.models import Attention, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
@@ -185,7 +185,30 @@ def model_states(
         # PyTorch's multi-tensor AdamW (the default on GPUs) materialises sqrt(v) for every weight it steps
         # at once: one state's worth. DeepSpeed's fused Adam and a per-weight step in backward work in place.
         workspace = trainable * (2.0 if precision is Precision.pure_bf16 else 4.0) / n_opt
-    return ModelStates(weights, grads, optimizer, gathered, offloaded, workspace, paged, host_step, host_micro)
+    states = ModelStates(weights, grads, optimizer, gathered, offloaded, workspace, paged, host_step, host_micro)
+    return parallel_split(states, arch, training)
+
+
+def parallel_split(states: ModelStates, arch: Architecture, training: TrainingSpec) -> ModelStates:
+    """Tensor, pipeline and expert parallelism split the model before ZeRO/FSDP shards it over dp.
+
+    Every state scales by the busiest GPU's share of the parameters (`parallel.state_share`: the first stage's
+    embedding + layers/pp, ÷ tp, experts ÷ ep); ZeRO-3/FSDP gather one layer's tensor-parallel shard (÷ tp).
+    """
+    share = parallel.state_share(arch, training)
+    if share == 1.0:
+        return states
+    return ModelStates(
+        weights=states.weights * share,
+        gradients=states.gradients * share,
+        optimizer=states.optimizer * share,
+        gathered=states.gathered / training.tensor_parallel,
+        cpu_offloaded=states.cpu_offloaded * share,
+        step_workspace=states.step_workspace * share,
+        paged=states.paged * share,
+        host_step_bytes=states.host_step_bytes * share,
+        host_micro_bytes=states.host_micro_bytes * share,
+    )
 
 
 def gathered_bytes(arch: Architecture, training: TrainingSpec, largest: float, wb: float) -> float:
@@ -211,7 +234,29 @@ def gathered_bytes(arch: Architecture, training: TrainingSpec, largest: float, w
 def activation_elements_per_token_layer(
     arch: Architecture, training: TrainingSpec, seq_len: Num, attention_core: bool = True
 ) -> Num:
-    """16-bit elements autograd keeps per token per transformer layer (no recompute).
+    """16-bit elements autograd keeps per token per transformer layer (no recompute, one GPU);
+    `attention_core=False` leaves out what selective recomputation recomputes."""
+    rest, split, kv = activation_parts(arch, training, seq_len, attention_core)
+    return rest + split + kv
+
+
+def parallel_elements_per_token_layer(
+    arch: Architecture, training: TrainingSpec, seq_len: Num, attention_core: bool = True
+) -> Num:
+    """The same per GPU under tensor parallelism (Korthikanti et al. 2022, Table 2).
+
+    What tp shards (attention and MLP interior) ÷ tp; grouped-query K and V ÷ min(tp, kv_heads) (replicated
+    beyond); norms and the linears' shared inputs ÷ tp only with sequence parallelism.
+    """
+    rest, split, kv = activation_parts(arch, training, seq_len, attention_core)
+    by = parallel.activation_split(arch, training)
+    return rest / by.rest + split / by.split + kv / by.kv
+
+
+def activation_parts(
+    arch: Architecture, training: TrainingSpec, seq_len: Num, attention_core: bool = True
+) -> tuple[Num, Num, Num]:
+    """16-bit elements per token per layer as (replicated by tp, sharded by tp, key/value): their sum is the layer.
 
     ``attention_core=False`` leaves out what selective recomputation rebuilds in backward (Korthikanti et al.
     2022 §5: the softmax scores, probabilities and their dropout, the 5as/h term of sbh(34 + 5as/h)); with
@@ -245,7 +290,8 @@ def activation_elements_per_token_layer(
         down_width = arch.intermediate * (1 - moe_frac) + arch.shared_intermediate * moe_frac
     if arch.parallel_block and qkv_in == h and mlp_in == h:
         mlp_in = 0  # one shared norm output feeds both
-    attn = q_w + 2 * kv_w + q_w  # q, k, v and the output (also the o-projection's raw input)
+    attn = q_w + q_w  # q and the output (also the o-projection's raw input); k and v below
+    kv = 2 * kv_w
     if training.attention is Attention.eager and attention_core:
         attn = attn + 2 * arch.heads * seq_len
     o_in = _linear_inputs(arch, training, ("o",), q_w)
@@ -254,7 +300,9 @@ def activation_elements_per_token_layer(
                                                        if down_width else 0)
     router = arch.experts * 2 * moe_frac  # fp32 router logits
     norms = norm if arch.parallel_block else 2 * norm
-    return norms + qkv_in + attn + mlp_in + mlp + router
+    # Tensor parallelism shards attention and the MLP interior; the norms, the column-parallel linears' shared
+    # inputs and the router (it reads the replicated hidden state) stay whole on every tp rank.
+    return norms + qkv_in + mlp_in + router, attn + mlp, kv
 
 
 def _linear_inputs(
@@ -285,16 +333,21 @@ def activation_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Nu
     of transient gradient tensors is always added.
     """
     elem = 4.0 if training.precision is Precision.fp32 else 2.0
-    tokens = micro_batch * seq_len
-    per_layer = activation_elements_per_token_layer(arch, training, seq_len) * elem * tokens
+    by = parallel.activation_split(arch, training)
+    tokens = micro_batch * seq_len / by.tokens  # context parallelism: each GPU holds 1/cp of the sequence
+    per_layer = parallel_elements_per_token_layer(arch, training, seq_len) * elem * tokens
+    # Pipeline: the first stage's L/pp layers, for every micro-batch 1F1B keeps in flight there.
+    layers = parallel.stage_layers(arch, training) * parallel.in_flight_factor(training)
     if training.checkpointing == "full":
-        stored = savers.inputs_kept_on_gpu(arch, training, micro_batch, seq_len) + per_layer
+        # The layer inputs of all L layers (or the few in flight when offloaded), scaled to this GPU's share.
+        inputs = savers.inputs_kept_on_gpu(arch, training, micro_batch, seq_len)
+        stored = inputs * layers / arch.layers / (by.rest * by.tokens) + per_layer
     elif training.checkpointing == "selective":
-        kept = activation_elements_per_token_layer(arch, training, seq_len, attention_core=False) * elem * tokens
-        stored = arch.layers * kept
+        kept = parallel_elements_per_token_layer(arch, training, seq_len, attention_core=False) * elem * tokens
+        stored = layers * kept
     else:
-        stored = arch.layers * per_layer
-    final_norm = 3 * arch.hidden * elem * tokens
+        stored = layers * per_layer
+    final_norm = 3 * arch.hidden / by.rest * elem * tokens
     return stored + final_norm + per_layer  # + one layer of transient gradient tensors
 
 
@@ -340,7 +393,9 @@ def estimate(
     """
     states = model_states(arch, training, dp, gpus_per_node, zero_accounting)
     act = activation_bytes(arch, training, micro_batch, seq_len)
-    logits = logits_bytes(arch, training, micro_batch, seq_len)
+    # Vocab-parallel cross-entropy (Megatron, torchtitan loss_parallel) splits the logits over tp; cp splits the
+    # tokens. Counted on the peak GPU even when the last pipeline stage holds them: an upper bound for pp > 1.
+    logits = logits_bytes(arch, training, micro_batch, seq_len) / (training.tensor_parallel * training.context_parallel)
     working = states.gathered + COMM_BUCKET_BYTES * (np.asarray(dp) > 1)
     if training.method is Method.qlora:
         working = working + 2 * arch.largest_matrix_params * 2  # dequantized bf16 weight, forward and backward

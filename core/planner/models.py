@@ -520,8 +520,10 @@ class Candidate(BaseModel):
     nodes: int
     sharding: Sharding
     method: Method
-    gradient_checkpointing: bool
+    gradient_checkpointing: bool | Literal["selective"]
     micro_batch_size: int
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
     fits: bool
     memory_per_gpu: int
     hours: float

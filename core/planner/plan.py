@@ -18,7 +18,7 @@ from core.catalog import (
     load_catalog,
     network,
 )
-from core.planner import compute, cost, memory, reliability, search, storage
+from core.planner import compute, cost, memory, parallel, reliability, search, storage
 from core.planner.advice import suggestions
 from core.planner.frameworks import effective_training
 from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
@@ -110,6 +110,12 @@ def _check_request(request: PlanRequest, arch: Architecture) -> None:
     hw = request.hardware
     if hw and request.training.sharding is Sharding.hsdp and hw.nodes < 2:
         raise PlanError("training.sharding hsdp needs hardware.nodes ≥ 2 (it replicates across nodes)")
+    problem = parallel.model_problem(arch, request.training, seq)
+    if problem is None and hw:
+        problem = parallel.hardware_problem(request.training, hw.gpus_per_node, hw.gpus,
+                                            request.training.micro_batch_size, global_batch(request.training, seq))
+    if problem:
+        raise PlanError(problem)
 
 
 def _largest_fitting(arch: Architecture, request: PlanRequest, hw: Hardware, *, vary: str) -> int:
@@ -127,7 +133,7 @@ def _largest_fitting(arch: Architecture, request: PlanRequest, hw: Hardware, *, 
         est = memory.estimate(
             arch,
             training,
-            dp=hw.gpus,
+            dp=parallel.data_parallel(hw.gpus, training),
             gpus_per_node=hw.gpus_per_node,
             micro_batch=micro,
             seq_len=seqs,
@@ -280,7 +286,11 @@ def on_candidate(request: PlanRequest, c: Candidate) -> PlanRequest:
         "hardware": HardwareSpec(gpu=c.gpu, gpus_per_node=c.gpus_per_node, nodes=c.nodes),
         "training": request.training.model_copy(update={
             "sharding": c.sharding, "gradient_checkpointing": c.gradient_checkpointing,
-            "micro_batch_size": c.micro_batch_size}),
+            "micro_batch_size": c.micro_batch_size, "tensor_parallel": c.tensor_parallel,
+            "pipeline_parallel": c.pipeline_parallel,
+            # Virtual stages and sequence parallel need pp > 1 and tp > 1: keep them only where they still apply.
+            "pipeline_virtual_stages": request.training.pipeline_virtual_stages if c.pipeline_parallel > 1 else 1,
+            "sequence_parallel": request.training.sequence_parallel and c.tensor_parallel > 1}),
     })
 
 
@@ -298,6 +308,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     if request.hardware is None:
         found = search.search(arch, request, catalog)
         candidates = found.candidates
+        warnings += found.warnings
         if not found.best:
             raise PlanError(
                 found.reason
@@ -370,17 +381,13 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
             f"communication-bound: scaling efficiency {float(est.scaling_efficiency):.0%}; fewer "
             "nodes or a faster interconnect may finish cheaper"
         )
-    batch = global_batch(request.training, request.data.seq_len)
-    if request.training.micro_batch_size * hw_spec.gpus > batch:
-        warnings.append(
-            f"global batch {batch} is smaller than micro-batch × GPUs "
-            f"({request.training.micro_batch_size * hw_spec.gpus}); each step trains more sequences"
-        )
+    # Data-parallel replicas; _check_request already refused more replicas × micro-batch than the global batch.
+    replicas = hw_spec.gpus // request.training.model_parallel
     if request.training.optimizer_in_backward and float(est.accumulation) > 1:
         warnings.append(
             f"optimizer_in_backward steps each weight as its gradient arrives, so it cannot accumulate "
             f"{int(est.accumulation)} micro-batches per step (torchtune refuses it): raise the micro-batch or GPUs, "
-            f"lower global_batch_size to {request.training.micro_batch_size * hw_spec.gpus}, or turn it off"
+            f"lower global_batch_size to {request.training.micro_batch_size * replicas}, or turn it off"
         )
     if request.training.method is Method.full and request.training.lora_rank is not None:
         warnings.append("lora_rank ignored for a full fine-tune")
@@ -424,6 +431,11 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
             f"the run would take {fmt_hours(hours)}, more than 10 years: no one can run this; check data.tokens "
             "and data.epochs, or give it more GPUs"
         )
+    if candidates:
+        # The chosen row shows the plan's own figures (checkpoint writes and restarts included), so the headline
+        # and the table agree figure for figure; the other rows stay failure-free estimates.
+        candidates[0] = candidates[0].model_copy(update={
+            "hours": hours, "cost_usd": getattr(cost_result.compute_usd, request.pricing.mode.value)})
     return PlanResult(
         request=request,
         model_name=arch.name,

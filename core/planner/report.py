@@ -22,6 +22,7 @@ from core.document import (
     Series,
     Table,
 )
+from core.planner import search
 from core.planner.analysis import (
     MODES,
     Analysis,
@@ -94,11 +95,20 @@ def scaling_chart(curve: ScalingCurve) -> LineChart:
     return LineChart(
         title=f"Throughput vs GPUs ({curve.gpu}, {curve.gpus_per_node} per node)", x_label="GPUs",
         y_label="tokens/s", x=gpus,
-        caption=f"Adding nodes of {curve.gpus_per_node} {curve.gpu} with this job's sharding and network; the gap to "
-                f"perfect scaling is time lost to communication ({eff:.0%} efficiency at {gpus[-1]:g} GPUs)."
-        if gpus else None,
+        caption=(f"Adding nodes of {curve.gpus_per_node} {curve.gpu} with this job's sharding and network; the gap to "
+                 f"perfect scaling is time lost to communication ({eff:.0%} efficiency at {gpus[-1]:g} GPUs)."
+                 if gpus else "No node count of this GPU can run the job.") + _batch_limit(curve),
         series=[Series(name="planned", values=curve.tokens_per_s),
                 Series(name="perfect scaling", values=[base * g for g in gpus], style="dashed")])
+
+
+def _batch_limit(curve: ScalingCurve) -> str:
+    """Why the curve stops: past it, data-parallel replicas would outnumber the sequences of one step."""
+    if not curve.dropped_nodes:
+        return ""
+    first = min(curve.dropped_nodes) * curve.gpus_per_node
+    return (f" Not drawn from {first:g} GPUs on: more data-parallel replicas × micro-batch than the global batch of "
+            f"{curve.global_batch} sequences, so the extra GPUs would have nothing to train.")
 
 
 def break_even_chart(be: BreakEven) -> LineChart:
@@ -157,9 +167,12 @@ def time_section(result: PlanResult) -> Section:
 
 
 def candidate_label(c: Candidate) -> str:
-    """'8× H100-SXM zero3' on one node, '4 nodes × 8 H100-SXM fsdp' on several."""
+    """'8× H100-SXM zero3' on one node, '4 nodes × 8 H100-SXM fsdp' on several, '… tp 8 × pp 4' with model
+    parallelism."""
     gpus = f"{c.nodes} nodes × {c.gpus_per_node} {c.gpu}" if c.nodes > 1 else f"{c.gpus_per_node}× {c.gpu}"
-    return f"{gpus} {c.sharding.value}"
+    split = c.tensor_parallel * c.pipeline_parallel > 1
+    layout = f" tp {c.tensor_parallel} × pp {c.pipeline_parallel}" if split else ""
+    return f"{gpus} {c.sharding.value}{layout}"
 
 
 def seconds(value: float) -> str:
@@ -253,7 +266,8 @@ def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
     if f.candidates:
         hw_blocks.append(pareto_chart(f))
         hw_blocks.append(Table(header=["configuration", "time", "cost", "why"], widths=[2, 1, 1, 4], rows=[
-            [candidate_label(c), fmt_hours(c.hours), fmt_usd(c.cost_usd), c.why] for c in f.candidates[:10]]))
+            [candidate_label(c), fmt_hours(c.hours), fmt_usd(c.cost_usd), c.why]
+            for c in search.shown_candidates(f.candidates, 10)]))
     if f.scaling:
         hw_blocks.append(scaling_chart(f.scaling))
     if hw_blocks:

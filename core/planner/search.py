@@ -1,10 +1,13 @@
-"""Hardware search: every GPU × GPUs per node × nodes × sharding × checkpointing × micro-batch at once.
+"""Hardware search: every GPU × GPUs per node × nodes × layout × sharding × checkpointing × micro-batch at once.
 
 The numeric axes are NumPy arrays evaluated by the same formulas as a single plan (step.evaluate); only the
-few categorical choices (sharding, checkpointing) loop in Python. Ranking uses failure-free GPU-hours × the
+few categorical choices (tensor × pipeline parallel layout, sharding, checkpointing) loop in Python. Layouts the
+frameworks refuse are dropped (core/planner/parallel.py), and tp · pp > 1 is tried only when no GPU of the
+search holds the model's unsharded states: a model that fits needs no model parallelism, and the search stays
+within its 100 ms budget. Ranking uses failure-free GPU-hours × the
 catalog price; the chosen plan then adds checkpoint writes, spot losses and storage.
 
-The list keeps one row per GPU, GPUs per node, nodes and sharding: the best micro-batch and recomputation of
+The list keeps one row per GPU, GPUs per node, nodes, layout and sharding: the best micro-batch and recomputation of
 that configuration. Within such a group the price per GPU-hour and the GPU count are the same, so the cheapest
 row is also the fastest, and the rest were a dozen rows that differed only by micro-batch. Between equally good
 rows the request's own training settings win, so the search changes a setting the user chose only for a gain.
@@ -12,16 +15,15 @@ rows the request's own training settings win, so the search changes a setting th
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from core.catalog import network
-from core.planner import compute
+from core.planner import compute, memory, parallel, reliability, storage
 from core.planner.frameworks import effective_training
-from core.planner.models import Candidate, Method, PlanRequest, Sharding
+from core.planner.models import Candidate, Method, Offload, PlanRequest, Sharding, TrainingSpec
 from core.planner.params import Architecture
 from core.planner.step import Hardware, evaluate, global_batch
 
@@ -32,6 +34,11 @@ GPUS_PER_NODE = (1, 2, 4, 8)
 NODES = (1, 2, 4, 8, 16, 32, 64)
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 SHARDINGS = (Sharding.none, Sharding.zero2, Sharding.zero3, Sharding.fsdp, Sharding.hsdp)
+TENSOR_PARALLEL = (1, 2, 4, 8)  # inside an NVLink node of at most 8 GPUs (parallel.hardware_problem)
+PIPELINE_PARALLEL = (1, 2, 4, 8, 16)
+# With tp · pp > 1: plain data parallel, Megatron's distributed optimizer / DeepSpeed ZeRO-1 (the one ZeRO stage
+# pipelines allow) and torchtitan's FSDP2 + TP + PP.
+MODEL_PARALLEL_SHARDINGS = (Sharding.none, Sharding.zero1, Sharding.fsdp)
 SHOWN = 25
 
 
@@ -41,6 +48,7 @@ class SearchOutcome:
     best: Candidate | None = None
     reason: str | None = None
     evaluated: int = 0
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,80 @@ def pareto_mask(hours: np.ndarray, cost: np.ndarray) -> np.ndarray:
     return mask
 
 
+def needs_model_parallel(arch: Architecture, training: TrainingSpec, largest_gpu_bytes: float, tp: int = 1) -> bool:
+    """True when no GPU of the search holds the model's unsharded weights, gradients and optimizer states
+    (split over `tp` tensor-parallel GPUs)."""
+    whole = training.model_copy(update={"sharding": Sharding.none, "offload": Offload.none, "tensor_parallel": tp,
+                                        "pipeline_parallel": 1, "pipeline_virtual_stages": 1,
+                                        "sequence_parallel": False, "expert_parallel": 1})
+    states = memory.model_states(arch, whole, dp=1)
+    return float(states.weights + states.gradients + states.optimizer) > largest_gpu_bytes
+
+
+def layouts(arch: Architecture, request: PlanRequest, largest_gpu_bytes: float,
+            keep: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
+    """(tp, pp) pairs to try: the request's when it set one (or keeps it), else 1 × 1 plus, where the model
+    needs them, the pairs the model's heads and layers allow (parallel.model_problem).
+
+    Pipelines only where tensor parallel 8 alone still leaves the states too big for the largest GPU, and then
+    with tp 4 or 8: Narayanan et al. 2021 (arXiv:2104.04473 §3.3, takeaway #1) use tensor parallelism up to
+    the GPUs of a node and pipeline parallelism beyond it. This keeps a full-catalog search under 100 ms.
+    """
+    t = request.training
+    if "parallel" in keep or t.tensor_parallel > 1 or t.pipeline_parallel > 1:
+        return [(t.tensor_parallel, t.pipeline_parallel)]
+    if not needs_model_parallel(arch, t, largest_gpu_bytes):
+        return [(1, 1)]
+    out = []
+    deep = needs_model_parallel(arch, t, largest_gpu_bytes, tp=max(TENSOR_PARALLEL))
+    pairs = [(tp, 1) for tp in TENSOR_PARALLEL]
+    if deep:
+        pairs += [(tp, pp) for tp in (4, 8) for pp in _pipeline_choices(arch) if pp > 1]
+    for tp, pp in pairs:
+        trial = t.model_copy(update={"tensor_parallel": tp, "pipeline_parallel": pp, "sharding": Sharding.none,
+                                     "pipeline_virtual_stages": 1, "sequence_parallel": False})
+        if parallel.model_problem(arch, trial, request.data.seq_len) is None:
+            out.append((tp, pp))
+    return out
+
+
+def _odd_part(n: int) -> int:
+    """n without its factors of two: 15 for 120, 1 for 64."""
+    while n % 2 == 0:
+        n //= 2
+    return n
+
+
+def _pipeline_choices(arch: Architecture) -> tuple[int, ...]:
+    """Powers of two, and where none of them divides the layers (105 in MT-NLG), the layer count's divisors up
+    to 16: Megatron needs layers % pp == 0, and MT-NLG itself ran 35 stages of 3 layers."""
+    powers = tuple(p for p in PIPELINE_PARALLEL if arch.layers % p == 0)
+    if len(powers) > 1:
+        return powers
+    return tuple(d for d in range(1, 17) if arch.layers % d == 0)
+
+
+def _with_checkpoints(arch: Architecture, request: PlanRequest, solve_hours: np.ndarray, gpus: np.ndarray,
+                      writers: np.ndarray) -> np.ndarray:
+    """Expected wall hours of each row (Daly 2006), as plan() computes them for the chosen configuration."""
+    from core.planner.plan import checkpoint_bytes  # plan imports this module; the function is pure
+
+    a, t = request.assumptions, request.training
+    trainable = float(arch.total_params) if t.method is Method.full else float(
+        memory.lora_params(arch, t.lora_rank or 16, t.lora_targets))
+    write_s = storage.checkpoint_write_seconds(checkpoint_bytes(arch, t, trainable), a.checkpoint_tier, writers)
+    m_s = reliability.job_mtbf_hours(a.gpu_mtbf_hours, gpus) * reliability.SECONDS_PER_HOUR
+    tau = reliability.optimal_interval_s(write_s, m_s, solve_hours)
+    return reliability.expected_wall_hours(solve_hours, tau, write_s, a.restart_minutes * 60, m_s)
+
+
+def _shardings(base: tuple[Sharding, ...], tp: int, pp: int, keep: frozenset[str]) -> tuple[Sharding, ...]:
+    """Sharding choices for one layout: the searched set at 1 × 1, the model-parallel set otherwise."""
+    if tp * pp > 1 and "sharding" not in keep:
+        base = MODEL_PARALLEL_SHARDINGS
+    return tuple(s for s in base if pp == 1 or s not in parallel.PIPELINE_INCOMPATIBLE)
+
+
 def search(
     arch: Architecture, request: PlanRequest, catalog: Catalog, keep: frozenset[str] = frozenset()
 ) -> SearchOutcome:
@@ -124,7 +206,13 @@ def search(
     t = request.training
     micro_batches = (t.micro_batch_size,) if "micro_batch_size" in keep else MICRO_BATCHES
     shardings = (t.sharding,) if "sharding" in keep else SHARDINGS
-    checkpointing = (t.gradient_checkpointing,) if "gradient_checkpointing" in keep else (False, True)
+    all_shardings = tuple(dict.fromkeys([*shardings, *MODEL_PARALLEL_SHARDINGS]))  # index space of the rows
+    # Off and full recompute are always tried; selective too when the request asks for it.
+    checkpointing = (
+        (t.gradient_checkpointing,)
+        if "gradient_checkpointing" in keep
+        else tuple(dict.fromkeys((False, t.gradient_checkpointing, True)))
+    )
     g = len(table.ids)
     gpn = np.array(GPUS_PER_NODE, float).reshape(1, -1, 1, 1)
     nodes = np.array(NODES, float).reshape(1, 1, -1, 1)
@@ -149,17 +237,39 @@ def search(
     batch = global_batch(request.training, request.data.seq_len)
     rows: list[tuple[np.ndarray, ...]] = []
     evaluated = 0
-    for sharding, ckpt in itertools.product(shardings, checkpointing):
-        training = request.training.model_copy(update={"sharding": sharding, "gradient_checkpointing": ckpt})
+    grid = [
+        (tp, pp, sharding, ckpt)
+        for tp, pp in layouts(arch, request, float(table.memory.max()), keep)
+        for sharding in _shardings(shardings, tp, pp, keep)
+        for ckpt in checkpointing
+    ]
+    for tp, pp, sharding, ckpt in grid:
+        training = request.training.model_copy(update={
+            "sharding": sharding, "gradient_checkpointing": ckpt, "tensor_parallel": tp, "pipeline_parallel": pp,
+            "pipeline_virtual_stages": t.pipeline_virtual_stages if pp > 1 else 1,
+            "sequence_parallel": t.sequence_parallel and tp > 1})
         if training.offload.value != "none" and sharding is Sharding.none:
             continue
-        est = evaluate(arch, training, request.data, hw, request.assumptions, micro_batch=mb)
-        ok = base_ok & np.broadcast_to(est.fits, shape)
+        mp = training.model_parallel
+        # An odd factor in tp·pp·cp (pp = 3, 5, 7, 15 for a 105-layer model) never divides a power-of-two GPU
+        # count: such a layout gets node counts that are multiples of it (1, 2, 4 … × the odd factor).
+        odd = _odd_part(mp)
+        layout_nodes = np.array(NODES, float) * odd
+        nodes = layout_nodes.reshape(1, 1, -1, 1)
+        layout_hw = replace(hw, nodes=nodes) if odd > 1 else hw
+        layout_ok = np.broadcast_to((gpn * nodes) <= request.search.max_gpus, shape) if odd > 1 else base_ok
+        est = evaluate(arch, training, request.data, layout_hw, request.assumptions, micro_batch=mb)
+        gpus = gpn * nodes
+        dp = parallel.data_parallel(gpus, training)
+        ok = layout_ok & np.broadcast_to(est.fits, shape)
         ok &= (np.broadcast_to(nodes, shape) > 1) if sharding is Sharding.hsdp else True
-        ok &= np.broadcast_to(mb * gpn * nodes, shape) <= batch  # every GPU needs a full micro-batch
+        # The layout on this hardware (parallel.hardware_problem, vectorised): tp inside a node, whole replicas,
+        # and a full micro-batch for every replica.
+        ok &= np.broadcast_to((gpn >= tp) & (gpn % tp == 0) & (gpus % mp == 0), shape)
+        ok &= np.broadcast_to(parallel.batch_fits(dp, mb, batch), shape)
         if sharding is not Sharding.none:
-            ok &= np.broadcast_to(gpn * nodes, shape) > 1
-        evaluated += int(base_ok.sum())
+            ok &= np.broadcast_to(dp, shape) > 1
+        evaluated += int(layout_ok.sum())
         idx = np.nonzero(ok)
         if not idx[0].size:
             continue
@@ -172,10 +282,12 @@ def search(
             (
                 idx[0],
                 np.array(GPUS_PER_NODE)[idx[1]],
-                np.array(NODES)[idx[2]],
+                layout_nodes.astype(int)[idx[2]],
                 np.array(micro_batches)[idx[3]],
-                np.full(idx[0].size, shardings.index(sharding)),
-                np.full(idx[0].size, ckpt),
+                np.full(idx[0].size, all_shardings.index(sharding)),
+                np.full(idx[0].size, checkpointing.index(ckpt)),
+                np.full(idx[0].size, tp),
+                np.full(idx[0].size, pp),
                 hours,
                 cost,
                 mem,
@@ -187,12 +299,18 @@ def search(
         return SearchOutcome(
             evaluated=evaluated,
             reason=(
-                f"nothing fits: {which}, up to {request.search.max_gpus} GPUs with any sharding, holds "
+                f"nothing fits: {which}, up to {request.search.max_gpus} GPUs with any sharding and tensor × "
+                f"pipeline layout, holds "
                 f"{arch.name} for method {request.training.method.value} at seq_len {request.data.seq_len}; "
                 "try method qlora, a shorter data.seq_len or a larger search.max_gpus"
             ),
         )
-    gi, gp, nd, m, sh, ck, hours, cost, mem, eff = (np.concatenate(c) for c in zip(*rows, strict=True))
+    gi, gp, nd, m, sh, ck, tps, pps, hours, cost, mem, eff = (np.concatenate(c) for c in zip(*rows, strict=True))
+    # Rank on what the plan will report: checkpoint writes, lost work and restarts included, so the chosen row
+    # and the plan agree and no row is compared on a different basis.
+    wall = _with_checkpoints(arch, request, hours, gp * nd, np.where(np.array(
+        [s is not Sharding.none for s in all_shardings])[sh], nd, 1))
+    cost, hours = cost * wall / hours, wall
     priced = ~np.isnan(cost)
     ranking_cost = np.where(priced, cost, np.inf)
     objective = request.search.objective
@@ -212,11 +330,26 @@ def search(
         key = np.where(late, np.inf, ranking_cost)
     else:
         key = np.where(priced, ranking_cost, np.inf)
+    warnings: list[str] = []
+    longest = request.search.longest_hours
+    if longest and not (objective == "cost_under_deadline" and deadline):
+        # Rank honestly: a plan longer than the longest run asked for is no answer while a shorter one fits.
+        too_long = hours > longest
+        if too_long.all():
+            warnings.append(
+                f"no configuration finishes within {longest / 24:g} days (search.longest_hours {longest:g}); "
+                f"showing the {'fastest' if objective == 'time' else 'cheapest'} that fits")
+        else:
+            key = np.where(too_long, np.inf, key)
     # Tie-break on fewer GPUs, then fewer nodes: same cost and time, simpler job; then on the request's settings.
-    unlike_request = (m != t.micro_batch_size).astype(int) + (ck != t.gradient_checkpointing)
-    unlike_request += np.array([s is not t.sharding for s in shardings])[sh]
-    order = np.lexsort((unlike_request, gp * nd, hours, key))
-    groups = np.stack([gi, gp, nd, sh], axis=1)[order]
+    unlike_checkpointing = np.array([c != t.gradient_checkpointing for c in checkpointing])
+    unlike_request = (m != t.micro_batch_size).astype(int) + unlike_checkpointing[ck]
+    unlike_request += np.array([s is not t.sharding for s in all_shardings])[sh]
+    unlike_request += (tps != t.tensor_parallel).astype(int) + (pps != t.pipeline_parallel)
+    # Between equal layouts, fewer pipeline stages first: Narayanan et al. 2021 (arXiv:2104.04473 §3.3, takeaway
+    # #1) use tensor parallelism up to the GPUs of a node and pipeline parallelism only beyond it.
+    order = np.lexsort((unlike_request, tps * pps, pps, gp * nd, hours, key))
+    groups = np.stack([gi, gp, nd, sh, tps, pps], axis=1)[order]
     _, first = np.unique(groups, axis=0, return_index=True)
     kept = order[np.sort(first)]  # the best row of each GPU × count × nodes × sharding, still in rank order
     front = np.zeros(len(hours), dtype=bool)
@@ -242,11 +375,15 @@ def search(
             )
         else:
             parts.append("fits")
+        if tps[i] * pps[i] > 1:
+            parts.append(f"tensor {tps[i]} × pipeline {pps[i]}")
         cap = table.memory[gi[i]]
         parts.append(f"{mem[i] / 1e9:.0f} of {cap / 1e9:.0f} GB")
         if gp[i] * nd[i] > 1:
             parts.append(f"{eff[i]:.0%} scaling")
-        if ck[i]:
+        if checkpointing[ck[i]] == "selective":
+            parts.append("recomputes the attention core")
+        elif checkpointing[ck[i]]:
             parts.append("recomputes activations")
         return "; ".join(parts)
 
@@ -255,10 +392,12 @@ def search(
             gpu=table.ids[gi[i]],
             gpus_per_node=int(gp[i]),
             nodes=int(nd[i]),
-            sharding=shardings[sh[i]],
+            sharding=all_shardings[sh[i]],
             method=request.training.method,
-            gradient_checkpointing=bool(ck[i]),
+            gradient_checkpointing=checkpointing[ck[i]],
             micro_batch_size=int(m[i]),
+            tensor_parallel=int(tps[i]),
+            pipeline_parallel=int(pps[i]),
             fits=True,
             memory_per_gpu=int(mem[i]),
             hours=float(hours[i]),
@@ -273,19 +412,47 @@ def search(
         candidates=candidates,
         best=candidates[0] if np.isfinite(key[best_i]) else None,
         evaluated=evaluated,
+        warnings=warnings,
         reason=None
         if np.isfinite(key[best_i])
         else "no configuration that fits has a price; set pricing.usd_per_gpu_hour",
     )
 
 
+def shown_candidates(candidates: list[Candidate], limit: int) -> list[Candidate]:
+    """The first `limit` rows, plus the fastest and the cheapest wherever they rank: a table that drops either
+    hides the trade-off the ranking made."""
+    if not candidates:
+        return []
+    fastest = min(range(len(candidates)), key=lambda i: candidates[i].hours)
+    priced = [i for i, c in enumerate(candidates) if c.cost_usd is not None]
+    cheapest = [min(priced, key=lambda i: candidates[i].cost_usd or 0.0)] if priced else []
+    keep = sorted({*range(min(limit, len(candidates))), fastest, *cheapest})
+    return [candidates[i] for i in keep]
+
+
 def scaling_curve(
     arch: Architecture, request: PlanRequest, hw: Hardware, nodes: tuple[int, ...] = NODES
-) -> dict[str, list[float]]:
-    """Throughput and efficiency vs node count for one GPU and interconnect: where more GPUs stop paying."""
-    n = np.array(nodes, float)
+) -> dict[str, Any]:
+    """Throughput and efficiency vs node count for one GPU and interconnect: where more GPUs stop paying.
+
+    Node counts whose data-parallel replicas (GPUs ÷ tp·pp·cp) would outnumber what the global batch can feed
+    (dp × micro-batch > global batch), or that are not whole replicas, are dropped: such a job cannot run one
+    optimizer step at that size, so drawing it at ideal efficiency would promise speed that does not exist.
+    `dropped_nodes` names them and `global_batch` says why; the chart's caption says it.
+    """
+    t = request.training
+    batch = global_batch(t, request.data.seq_len)
+    gpus = hw.gpus_per_node * np.array(nodes, float)
+    possible = parallel.batch_fits(parallel.data_parallel(gpus, t), t.micro_batch_size, batch)
+    possible &= gpus % t.model_parallel == 0
+    n = np.array(nodes, float)[possible]
+    dropped = [float(x) for x in np.array(nodes, float)[~possible]]
+    if not n.size:
+        return {"nodes": [], "tokens_per_s": [], "efficiency": [], "hours": [], "fits": [],
+                "global_batch": batch, "dropped_nodes": dropped}
     scaled = replace(hw, nodes=n)
-    est = evaluate(arch, request.training, request.data, scaled, request.assumptions)
+    est = evaluate(arch, t, request.data, scaled, request.assumptions)
     tps = np.broadcast_to(est.tokens_per_s, n.shape)
     single = tps[0] / (hw.gpus_per_node * n[0])
     efficiency = tps / (single * hw.gpus_per_node * n)
@@ -295,7 +462,9 @@ def scaling_curve(
         "efficiency": efficiency.tolist(),
         "hours": np.broadcast_to(est.hours, n.shape).tolist(),
         "fits": np.broadcast_to(est.fits, n.shape).tolist(),
+        "global_batch": batch,
+        "dropped_nodes": dropped,
     }
 
 
-__all__ = ["Method", "SearchOutcome", "pareto_mask", "scaling_curve", "search"]
+__all__ = ["Method", "SearchOutcome", "layouts", "pareto_mask", "scaling_curve", "search", "shown_candidates"]

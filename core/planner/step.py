@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from core.planner import comms, compute, memory
+from core.planner import comms, compute, memory, parallel
 from core.planner.models import Assumptions, DataSpec, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
 
@@ -82,7 +82,7 @@ def evaluate(
 ) -> StepEstimate:
     mb = training.micro_batch_size if micro_batch is None else micro_batch
     seq = data.seq_len
-    dp = hw.gpus
+    dp = parallel.data_parallel(hw.gpus, training)  # replicas: GPUs ÷ (tp·pp·cp); the FLOPs use every GPU
     accumulation = np.maximum(np.ceil(global_batch(training, seq) / (mb * dp)), 1)
     mem = memory.estimate(
         arch,
@@ -115,11 +115,12 @@ def evaluate(
             * compute.METHOD_MFU_FACTOR[training.method]
             * np.minimum(1.0, (np.asarray(mb * seq, dtype=float) / compute.FULL_EFFICIENCY_TOKENS) ** 0.25)
         )
-    compute_s = compute.compute_seconds(tokens_per_step, fpt, dp, hw.peak_tflops, mfu)
+    compute_s = compute.compute_seconds(tokens_per_step, fpt, hw.gpus, hw.peak_tflops, mfu)
 
     wbytes = 4.0 if training.precision is Precision.fp32 else 2.0
-    grad_bytes = trainable * wbytes
-    param_bytes = arch.total_params * wbytes  # parameters are gathered in the 16-bit compute dtype
+    share = parallel.state_share(arch, training)  # each GPU syncs only its tensor/pipeline shard over dp
+    grad_bytes = trainable * wbytes * share
+    param_bytes = arch.total_params * wbytes * share  # parameters are gathered in the 16-bit compute dtype
     busbw = comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, hw.nodes, hw.measured_intra_busbw_gbs)
     if training.sharding is Sharding.hsdp:
         intra_bw = comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, 1, hw.measured_intra_busbw_gbs)
@@ -146,7 +147,7 @@ def evaluate(
         tokens_per_step=tokens_per_step,
         accumulation=accumulation,
         hours=hours,
-        gpu_hours=hours * dp,
+        gpu_hours=hours * hw.gpus,
         tokens_per_s=tokens_per_step / step_s,
         scaling_efficiency=compute_s / step_s,
     )

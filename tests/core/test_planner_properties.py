@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from core.catalog import load_catalog
 from core.planner import memory
-from core.planner.models import HardwareSpec, PlanRequest, TrainingSpec
+from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.params import Architecture
-from core.planner.plan import plan
+from core.planner.plan import on_candidate, plan
 from core.planner.search import pareto_mask
 
 CATALOG = load_catalog()
@@ -155,20 +155,7 @@ def test_search_results_are_feasible_and_pareto_optimal(preset: str, method: str
     assert result.memory.fits
     # Re-plan a listed candidate with fixed hardware: the engine agrees that it fits.
     c = cands[min(2, len(cands) - 1)]
-    again = plan(
-        result.request.model_copy(
-            update={
-                "hardware": HardwareSpec(gpu=c.gpu, gpus_per_node=c.gpus_per_node, nodes=c.nodes),
-                "training": result.request.training.model_copy(
-                    update={
-                        "sharding": c.sharding,
-                        "gradient_checkpointing": c.gradient_checkpointing,
-                        "micro_batch_size": c.micro_batch_size,
-                    }
-                ),
-            }
-        )
-    )
+    again = plan(on_candidate(result.request, c))  # its hardware, sharding, recompute, micro-batch and tp × pp
     assert again.memory.fits
 
 
@@ -177,3 +164,54 @@ def test_pareto_mask_on_a_hand_made_front() -> None:
     cost = np.array([10.0, 5.0, 1.0, 6.0, 10.0])
     # (2, 6) is dominated by (2, 5); (1.5, 10) by (1, 10).
     assert pareto_mask(hours, cost).tolist() == [True, True, True, False, False]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    preset=st.sampled_from(PRESETS),
+    method=methods,
+    sharding=st.sampled_from(["none", "zero1", "fsdp"]),
+    tp=st.sampled_from([1, 2, 4, 8]),
+    pp=st.sampled_from([1, 2, 4]),
+    n=st.integers(1, 64),
+    extra=st.integers(1, 64),
+)
+def test_more_replicas_never_raise_model_states_under_model_parallelism(
+    preset: str, method: str, sharding: str, tp: int, pp: int, n: int, extra: int
+) -> None:
+    arch = Architecture.from_hf_config(CATALOG.model(preset).config)
+    training = TrainingSpec(method=method, sharding=sharding, tensor_parallel=tp, pipeline_parallel=pp)
+
+    def states(dp: int) -> float:
+        s = memory.model_states(arch, training, dp=dp, gpus_per_node=8)
+        return float(s.weights + s.gradients + s.optimizer + s.gathered)
+
+    assert states(n + extra) <= states(n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(preset=st.sampled_from(PRESETS), method=methods, pp=st.sampled_from([1, 2, 4, 8]),
+       sharding=st.sampled_from(["none", "zero1", "fsdp"]))
+def test_more_tensor_parallel_never_raises_weights_per_gpu(preset: str, method: str, pp: int, sharding: str) -> None:
+    arch = Architecture.from_hf_config(CATALOG.model(preset).config)
+    weights = [
+        float(memory.model_states(arch, TrainingSpec(method=method, sharding=sharding, tensor_parallel=tp,
+                                                     pipeline_parallel=pp), dp=4).weights)
+        for tp in (1, 2, 4, 8)
+    ]
+    assert weights == sorted(weights, reverse=True)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    preset=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b"]),
+    method=methods,
+    batch=st.sampled_from([8, 16, 32, 64]),
+)
+def test_no_search_candidate_has_more_replicas_than_the_global_batch(preset: str, method: str, batch: int) -> None:
+    result = plan(PlanRequest.model_validate({
+        "model": {"preset": preset}, "data": {"tokens": 1e9, "seq_len": 4096},
+        "training": {"method": method, "global_batch_size": batch}}))
+    for c in result.candidates:
+        replicas = c.gpus_per_node * c.nodes // (c.tensor_parallel * c.pipeline_parallel)
+        assert replicas * c.micro_batch_size <= batch, c

@@ -1,0 +1,212 @@
+"""3-D parallelism: which tensor / pipeline / context / expert layouts are possible, and what each divides.
+
+A layout the frameworks refuse must not be planned: Megatron-LM asserts that tensor parallelism divides the
+attention heads and pipeline parallelism the layers, DeepSpeed's pipeline engine refuses ZeRO-2/3. The
+rules live here once, for `plan.py:_check_request` (one sentence naming the field) and for the search
+(which drops the layouts, vectorised over the hardware grid where the rule depends on it).
+
+The memory side (`memory.py`) asks this module what share of the model one GPU holds
+(`state_share`), how the per-layer activations divide (`ParallelSplit`) and how many micro-batches the first
+pipeline stage keeps in flight (`in_flight_factor`). Sources and the peak-stage assumption: docs/formulas.md,
+"Parallelism".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from core.planner.models import Sharding, TrainingSpec
+from core.planner.params import Architecture
+
+Num = Any
+
+# Pipeline parallelism is compatible with ZeRO stage 1 only: DeepSpeed's PipelineEngine asserts
+# `zero_optimization_stage() < 2` ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism",
+# deepspeed/runtime/pipe/engine.py). Megatron's distributed optimizer (its ZeRO-1) runs with pp, and
+# torchtitan composes FSDP2 with pipeline stages (docs/composability.md: "FSDP2 + TP + PP"), so fsdp and
+# hsdp stay allowed with pp > 1.
+PIPELINE_INCOMPATIBLE = (Sharding.zero2, Sharding.zero3)
+
+
+def _allowed(values: list[int]) -> str:
+    """'1, 2, 4 or 8': the values a field may take, said the way the sentences end."""
+    words = [str(v) for v in values]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _divisors(n: int, limit: int = 64) -> list[int]:
+    return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
+
+
+def data_parallel(gpus: Num, training: TrainingSpec) -> Num:
+    """Data-parallel replicas: GPUs ÷ (tp · pp · cp). Whole only for a valid layout (`hardware_problem`)."""
+    return gpus / training.model_parallel
+
+
+def batch_fits(dp: Num, micro_batch: Num, global_batch: int) -> Num:
+    """Each replica needs a whole micro-batch per step: dp × micro-batch ≤ global batch (vectorised)."""
+    return dp * micro_batch <= global_batch
+
+
+def model_problem(arch: Architecture, training: TrainingSpec, seq_len: int) -> str | None:
+    """The first rule the layout breaks that depends only on the model and the sequence, as one sentence."""
+    t = training
+    tp, pp, v, cp, ep = (t.tensor_parallel, t.pipeline_parallel, t.pipeline_virtual_stages,
+                         t.context_parallel, t.expert_parallel)
+    name = arch.name
+    if tp > 1:
+        # Megatron-LM: heads % tp == 0; grouped-query KV heads split (kv % tp == 0) or replicate (tp % kv == 0).
+        if arch.heads % tp:
+            ok = [d for d in _divisors(arch.heads) if d <= 64 and (arch.kv_heads % d == 0 or d % arch.kv_heads == 0)]
+            return (f"training.tensor_parallel {tp} must divide the {arch.heads} attention heads of {name}; "
+                    f"use {_allowed(ok)}")
+        if arch.kv_heads % tp and tp % arch.kv_heads:
+            ok = [d for d in _divisors(arch.heads) if arch.kv_heads % d == 0 or d % arch.kv_heads == 0]
+            return (f"training.tensor_parallel {tp} must divide the {arch.kv_heads} key/value heads of {name} or be "
+                    f"a multiple of them (replicated KV); use {_allowed(ok)}")
+    if pp > 1:
+        if pp > arch.layers:
+            return f"training.pipeline_parallel {pp} is more stages than the {arch.layers} layers of {name}"
+        if arch.layers % (pp * v):
+            # Megatron-LM asserts num_layers % pipeline_model_parallel_size == 0 (and per virtual stage).
+            ok = [d for d in _divisors(arch.layers, 512) if d > 1 and arch.layers % (d * v) == 0] or [1]
+            what = f"{pp} × {v} virtual stages" if v > 1 else str(pp)
+            return (f"training.pipeline_parallel {what} must divide the {arch.layers} layers of {name} (Megatron "
+                    f"needs layers % (pp × virtual stages) == 0); use {_allowed(ok[:8])}")
+        if t.sharding in PIPELINE_INCOMPATIBLE:
+            return (f"training.sharding {t.sharding.value} cannot run with training.pipeline_parallel {pp} (DeepSpeed "
+                    "pipelines allow ZeRO-1 only); use zero1, fsdp or hsdp, or pipeline_parallel 1")
+    if cp > 1 and seq_len % (2 * cp):
+        # Load-balanced causal context parallelism cuts each sequence into 2·cp chunks (Megatron-Core CP).
+        return (f"training.context_parallel {cp} needs data.seq_len divisible by 2 × {cp} = {2 * cp} (each GPU takes "
+                f"two of 2·cp chunks); data.seq_len is {seq_len}")
+    if ep > 1:
+        if not arch.is_moe:
+            return f"training.expert_parallel {ep} needs a mixture-of-experts model; {name} is dense: use 1"
+        if arch.experts % ep:
+            return (f"training.expert_parallel {ep} must divide the {arch.experts} experts of {name}; "
+                    f"use {_allowed(_divisors(arch.experts, 1024)[:8])}")
+    return None
+
+
+def hardware_problem(training: TrainingSpec, gpus_per_node: int, gpus: int, micro_batch: int,
+                     global_batch: int) -> str | None:
+    """The first rule the layout breaks on this hardware and batch, as one sentence (None: it runs)."""
+    tp, mp = training.tensor_parallel, training.model_parallel
+    if tp > 1 and (gpus_per_node < tp or gpus_per_node % tp):
+        # Tensor parallelism all-reduces inside every layer: it stays inside a node, on NVLink.
+        return (f"training.tensor_parallel {tp} must divide hardware.gpus_per_node {gpus_per_node} (tensor parallel "
+                f"stays inside a node); use {_allowed(_divisors(gpus_per_node))}")
+    if gpus % mp:
+        return (f"hardware GPUs {gpus} are not a whole number of model replicas of tensor × pipeline × context "
+                f"parallel = {mp} GPUs; use a GPU count that is a multiple of {mp}")
+    dp = gpus // mp
+    if training.expert_parallel > 1 and (dp * training.context_parallel) % training.expert_parallel:
+        # Megatron-Core forms expert-parallel groups inside the data × context parallel ranks.
+        return (f"training.expert_parallel {training.expert_parallel} must divide data × context parallel "
+                f"{dp * training.context_parallel}")
+    if not batch_fits(dp, micro_batch, global_batch):
+        given = "" if training.global_batch_size else " (the default, about 262,144 tokens per step)"
+        return (f"training.global_batch_size {global_batch}{given} is smaller than {dp} data-parallel replicas × "
+                f"micro-batch {micro_batch}: each replica needs a micro-batch; use a global batch of at least "
+                f"{dp * micro_batch}, or fewer GPUs")
+    return None
+
+
+def check(arch: Architecture, training: TrainingSpec, *, seq_len: int, gpus_per_node: int, gpus: int,
+          global_batch: int) -> None:
+    """Raise ValueError with one sentence when the layout cannot run (plan.py turns it into a PlanError)."""
+    problem = model_problem(arch, training, seq_len) or hardware_problem(
+        training, gpus_per_node, gpus, training.micro_batch_size, global_batch)
+    if problem:
+        raise ValueError(problem)
+
+
+# ----------------------------------------------------------------------------- what each GPU holds
+
+
+def routed_expert_params(arch: Architecture) -> float:
+    """Parameters of the routed experts (what expert parallelism spreads); 0 for a dense model."""
+    if not arch.is_moe:
+        return 0.0
+    matrices = 3 if arch.gated_mlp else 2
+    return float(matrices * arch.hidden * arch.expert_intermediate * arch.experts * arch.moe_layers)
+
+
+def state_share(arch: Architecture, training: TrainingSpec) -> float:
+    """Fraction of the model's parameters on the busiest GPU before ZeRO/FSDP shards them over dp.
+
+    Peak stage = the first: the input embedding plus layers/pp blocks (Megatron puts the embedding on the first
+    stage and the output layer on the last; with pp = 1 one stage holds everything). Tensor parallelism splits
+    every matrix, the embedding too (Megatron's vocab-parallel embedding), norms included for simplicity;
+    routed experts are split over ep as well (experts live on their expert-parallel rank).
+    """
+    tp, pp, ep = training.tensor_parallel, training.pipeline_parallel, training.expert_parallel
+    total = float(arch.total_params)
+    if tp * pp * ep == 1:
+        return 1.0
+    embed_in = float(arch.vocab * arch.hidden)
+    experts = routed_expert_params(arch)
+    blocks = total - float(arch.embedding_params) - float(arch.hidden)  # layers (the final norm is one h)
+    dense_blocks = blocks - experts
+    # One stage: everything; else the first stage's input embedding and its layers/pp.
+    stage = total - experts + experts / ep if pp == 1 else embed_in + (dense_blocks + experts / ep) / pp
+    return stage / tp / total
+
+
+@dataclass(frozen=True)
+class ParallelSplit:
+    """How one GPU's share of a layer's activations divides (Korthikanti et al. 2022, Table 2).
+
+    `split` divides what tensor parallelism shards (attention and MLP interior), `rest` what it replicates
+    (norms, the inputs of the column-parallel linears, the layer input kept under recompute): ÷ tp only with
+    sequence parallelism. `tokens` divides the sequence over cp.
+    """
+
+    split: float
+    rest: float
+    tokens: float
+    kv: float  # GQA key/value heads split over min(tp, kv_heads): beyond that they are replicated
+
+
+def activation_split(arch: Architecture, training: TrainingSpec) -> ParallelSplit:
+    tp = float(training.tensor_parallel)
+    return ParallelSplit(split=tp, rest=tp if training.sequence_parallel else 1.0,
+                         tokens=float(training.context_parallel), kv=float(min(tp, max(arch.kv_heads, 1))))
+
+
+def in_flight_factor(training: TrainingSpec) -> float:
+    """Layers' worth of activations the first stage holds, as a multiple of its L/pp layers for one micro-batch.
+
+    1F1B (Narayanan et al. 2021, arXiv:2104.04473 §2.2): the first stage keeps up to pp micro-batches in
+    flight, so pp × L/pp = L layers' worth. Interleaved with v chunks: × (1 + (pp − 1)/(pp · v)) (Megatron-LM
+    theoretical_memory_usage.py, `interleaved_schedule_memory_penalty`). An upper bound when there are fewer
+    micro-batches per step than stages.
+    """
+    pp, v = training.pipeline_parallel, training.pipeline_virtual_stages
+    if pp == 1:
+        return 1.0
+    penalty = 1.0 + (pp - 1) / (pp * v) if v > 1 else 1.0
+    return pp * penalty
+
+
+def stage_layers(arch: Architecture, training: TrainingSpec) -> float:
+    """Transformer layers on one pipeline GPU."""
+    return arch.layers / training.pipeline_parallel
+
+
+__all__ = [
+    "ParallelSplit",
+    "activation_split",
+    "batch_fits",
+    "check",
+    "data_parallel",
+    "hardware_problem",
+    "in_flight_factor",
+    "model_problem",
+    "routed_expert_params",
+    "stage_layers",
+    "state_share",
+]
+
