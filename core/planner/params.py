@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-_PLAIN_MLP_TYPES = {"falcon", "gpt2", "gpt_neox", "opt", "bloom", "phi", "stablelm_alpha", "gptj", "starcoder2"}
+_PLAIN_MLP_TYPES = {
+    "falcon", "gpt2", "gpt_neox", "opt", "bloom", "phi", "stablelm_alpha", "gptj", "starcoder2", "mpt",
+}
 _GATED_ACTS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu", "gelu_new_gated"}
 # Families whose HF modules use LayerNorm (saves its 16-bit input) rather than RMSNorm (saves an fp32 copy).
 _LAYER_NORM_TYPES = {"falcon", "gpt2", "gpt_neox", "opt", "bloom", "phi", "gptj", "starcoder2", "gpt_bigcode", "mpt"}
@@ -108,8 +110,8 @@ class Architecture:
             return None
 
         hidden = need("hidden_size", "n_embd", "d_model")
-        layers = need("num_hidden_layers", "n_layer", "num_layers")
-        heads = need("num_attention_heads", "n_head", "num_heads")
+        layers = need("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+        heads = need("num_attention_heads", "n_head", "num_heads", "n_heads")
         kv_heads = opt("num_key_value_heads", "n_head_kv", "num_kv_heads") or (1 if cfg.get("multi_query") else heads)
         if heads % kv_heads:
             raise ConfigError(
@@ -120,14 +122,17 @@ class Architecture:
         model_type = str(cfg.get("model_type", "")).lower()
         act = str(cfg.get("hidden_act") or cfg.get("hidden_activation") or "").lower()
         gated = model_type not in _PLAIN_MLP_TYPES and (act in _GATED_ACTS or not act or model_type != "")
-        intermediate = opt("intermediate_size", "ffn_hidden_size", "n_inner") or 4 * hidden
+        # MPT states its MLP as expansion_ratio × d_model (mosaicml/llm-foundry MPTConfig, default 4).
+        ratio = cfg.get("expansion_ratio")
+        expanded = int(ratio * hidden) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else None
+        intermediate = opt("intermediate_size", "ffn_hidden_size", "n_inner") or expanded or 4 * hidden
         experts = opt("num_local_experts", "num_experts", "n_routed_experts") or 0
         expert_inter = opt("moe_intermediate_size") or (intermediate if experts else 0)
         shared = opt("n_shared_experts") or 0
         shared_inter = opt("shared_expert_intermediate_size") or (expert_inter * shared if shared else 0)
         tied = cfg.get("tie_word_embeddings")
         if tied is None:
-            tied = model_type in {"gemma", "gemma2", "gemma3", "gemma3_text", "falcon"}
+            tied = model_type in {"gemma", "gemma2", "gemma3", "gemma3_text", "falcon", "mpt"}
         return cls(
             name=name,
             hidden=hidden,

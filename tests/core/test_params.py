@@ -120,3 +120,16 @@ def test_phi2_config_reads_as_layer_norm() -> None:
     cfg = {"model_type": "phi", "hidden_size": 2560, "num_hidden_layers": 32, "num_attention_heads": 32,
            "vocab_size": 51200, "intermediate_size": 10240, "layer_norm_eps": 1e-5}
     assert Architecture.from_hf_config(cfg).layer_norm
+
+
+def test_mpt_config_reads_its_own_keys() -> None:
+    """MPT's config.json says d_model, n_heads, n_layers and expansion_ratio; its MLP is a plain GELU 4× one and
+    its embedding is tied. llm-foundry's benchmark table (scripts/train/benchmarking/README.md, MPT-7b at
+    seq 2048) prints NumParams 6,658,859,008, which includes a learned position table of 2048 × 4096 that the
+    planner does not count: 6,658,859,008 − 8,388,608 = 6,650,470,400."""
+    cfg = {"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32, "expansion_ratio": 4,
+           "vocab_size": 50432, "max_seq_len": 2048}
+    arch = Architecture.from_hf_config(cfg, "mpt-7b")
+    assert not arch.gated_mlp and arch.tied_embeddings and arch.layer_norm
+    assert arch.intermediate == 4 * 4096
+    assert arch.total_params == pytest.approx(6_650_470_400, rel=1e-3)
