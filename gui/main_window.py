@@ -101,7 +101,7 @@ class MainWindow(QMainWindow):
         self.add_place("Probe", probe)
 
     def apply_probe_request(self, request: Any) -> None:
-        """A plan request carrying a probe's measured MFU and bandwidth: open it in the wizard, unsaved."""
+        """A plan request carrying a probe's measured matmul TFLOP/s and bandwidth: open it in the wizard, unsaved."""
         if not self._may_replace_plan():
             return
         self.wizard.load_request(request_to_dict(request), name="with probe measurements", saved=False)
