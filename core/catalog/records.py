@@ -83,6 +83,10 @@ class GPU(_Record):
     fp8_tflops: float | None = Field(None, gt=0)
     tf32_tflops: float | None = Field(None, gt=0)
     fp32_tflops: float | None = Field(None, gt=0)
+    matmul_efficiency_bf16: float | None = Field(
+        None, gt=0, le=1, description="maximum achievable matmul TFLOP/s (MAMF) / dense bf16 peak, measured"
+    )
+    matmul_efficiency_fp8: float | None = Field(None, gt=0, le=1, description="MAMF / dense fp8 peak, measured")
     interconnect: str | None = None
     interconnect_bw_gbs: float | None = Field(None, gt=0)
     intra_node_link: IntraNodeLink

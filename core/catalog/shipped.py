@@ -25,6 +25,8 @@ _GPU_FIGURES = {
     "fp8_dense_tflops": "fp8_tflops",
     "tf32_dense_tflops": "tf32_tflops",
     "fp32_tflops": "fp32_tflops",
+    "matmul_efficiency_bf16": "matmul_efficiency_bf16",
+    "matmul_efficiency_fp8": "matmul_efficiency_fp8",
     "interconnect_bw_gbs": "interconnect_bw_gbs",
     "intra_node_gbs": "intra_node_gbs",
     "nvlink_pair_gbs": "nvlink_pair_gbs",

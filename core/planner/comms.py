@@ -1,10 +1,15 @@
-"""Communication per step and how it limits scaling.
+"""Communication per step: data-parallel collectives, tensor/pipeline/context/expert parallel traffic.
 
-Ring all-reduce moves 2(n−1)/n × bytes per GPU; reduce-scatter and all-gather (n−1)/n each (nccl-tests
-PERFORMANCE.md). DDP all-reduces the gradients once per optimizer step; ZeRO-1/2 reduce-scatter gradients and
-all-gather parameters (the same volume); ZeRO-3/FSDP gather parameters in forward and backward of every
-micro-batch and reduce-scatter gradients (1.5× DDP). Inside a node the GPU's NVLink/PCIe bus bandwidth applies;
-across nodes the per-GPU share of the node's network. See docs/formulas.md, "Communication".
+Bandwidth terms follow nccl-tests PERFORMANCE.md: an all-reduce moves 2(n−1)/n × bytes per GPU, reduce-scatter
+and all-gather (n−1)/n each, at the bus bandwidth (busbw). Latency follows what NCCL does: a ring inside the node
+(2(g−1) hops) and, across nodes, the cheaper of a ring (2(N−1) hops) and a tree (2·log2 N hops) — NCCL switches
+to trees at scale, which is why a flat-ring latency of 2(n−1) hops at 2,048 GPUs (0.25 s) is wrong. Inside a node
+the GPU's NVLink/PCIe busbw applies (or the measured one), across nodes each GPU's share of the node's network.
+DDP all-reduces gradients once per optimizer step; ZeRO-1/2 reduce-scatter + all-gather (the same volume);
+ZeRO-3/FSDP all-gather the parameters in forward and backward of every micro-batch. Tensor parallelism
+(Megatron-LM, arXiv:1909.08053) all-reduces activations twice forward and twice backward per layer; sequence
+parallelism (arXiv:2205.05198) replaces each by a reduce-scatter + all-gather of the same volume. Pipelines
+idle for (p−1)/(m·v) of the compute (Narayanan et al. 2021, arXiv:2104.04473). See docs/formulas.md.
 """
 
 from __future__ import annotations
@@ -20,33 +25,102 @@ Num = Any
 # NCCL reaches ~80% of link bandwidth as busbw at large sizes (PROBES.md §2.1: 8×H100 NVSwitch ≈ 360–480 of
 # 450 GB/s; 400G IB ≈ 45–48 of 50 GB/s per rail).
 BUSBW_EFFICIENCY = 0.80
-LATENCY_S = {"intra": 20e-6, "inter": 60e-6}
+LATENCY_S = {"intra": 20e-6, "inter": 60e-6}  # per hop, heuristic (docs/formulas.md, Communication)
+DDP_BUCKET_BYTES = 25 * 2**20  # PyTorch DistributedDataParallel bucket_cap_mb = 25: one all-reduce per bucket
+
+
+def intra_bytes_per_s(intra_gbs: Num, measured_intra_gbs: float | None = None) -> Num:
+    """busbw inside a node: the measured all-reduce figure, else the catalog link × 0.8."""
+    return (measured_intra_gbs * 1e9) if measured_intra_gbs else intra_gbs * 1e9 * BUSBW_EFFICIENCY
+
+
+def inter_bytes_per_s(gpu_net_gbps: Num) -> Num:
+    """busbw across nodes: each GPU's share of the node's network (Gbit/s) × 0.8."""
+    return gpu_net_gbps * 1e9 / 8 * BUSBW_EFFICIENCY
 
 
 def busbw_bytes_per_s(intra_gbs: Num, gpu_net_gbps: Num, nodes: Num, measured_intra_gbs: float | None = None) -> Num:
-    """The bus bandwidth a ring of all GPUs sees: intra-node link inside one node, else each GPU's network share."""
-    intra = (measured_intra_gbs * 1e9) if measured_intra_gbs else intra_gbs * 1e9 * BUSBW_EFFICIENCY
-    inter = gpu_net_gbps * 1e9 / 8 * BUSBW_EFFICIENCY
+    """The bus bandwidth a collective over all GPUs sees: the intra-node link on one node, else the slower of it
+    and each GPU's network share (a hierarchical collective is limited by its slowest stage)."""
+    intra = intra_bytes_per_s(intra_gbs, measured_intra_gbs)
+    inter = inter_bytes_per_s(gpu_net_gbps)
     return np.where(np.asarray(nodes) > 1, np.minimum(intra, inter), intra)
+
+
+def latency_seconds(gpus_per_node: Num, nodes: Num) -> Num:
+    """Latency of one all-reduce: a ring inside the node, NCCL's cheaper of ring and tree across nodes."""
+    g = np.maximum(np.asarray(gpus_per_node, dtype=float), 1.0)
+    n = np.maximum(np.asarray(nodes, dtype=float), 1.0)
+    inside = 2 * (g - 1) * LATENCY_S["intra"]
+    across = np.minimum(2 * (n - 1), 2 * np.log2(n)) * LATENCY_S["inter"]
+    return inside + across
+
+
+def allreduce_seconds(payload: Num, gpus_per_node: Num, nodes: Num, busbw: Num, collectives: Num = 1.0) -> Num:
+    """All-reduce of `payload` bytes per GPU over gpus_per_node × nodes GPUs, in `collectives` calls."""
+    n = np.maximum(np.asarray(gpus_per_node * nodes, dtype=float), 1.0)
+    ring = 2 * (n - 1) / n * payload / busbw
+    return np.where(n > 1, ring + collectives * latency_seconds(gpus_per_node, nodes), 0.0)
 
 
 def step_comm_bytes(sharding: Sharding, grad_bytes: Num, param_bytes: Num, accumulation: Num) -> Num:
     """Bytes each GPU must move per optimizer step, expressed as all-reduce-equivalent payload."""
-    if sharding is Sharding.none:
-        return grad_bytes
-    if sharding in (Sharding.zero1, Sharding.zero2):
-        return grad_bytes  # reduce-scatter + all-gather = one all-reduce volume
+    if sharding in (Sharding.none, Sharding.zero1, Sharding.zero2):
+        return grad_bytes  # all-reduce, or reduce-scatter + all-gather = one all-reduce volume
     # ZeRO-3 / FSDP / HSDP: two all-gathers of the parameters every micro-batch, one reduce-scatter.
     return 0.5 * (2 * param_bytes * accumulation) + 0.5 * grad_bytes
 
 
-def comm_seconds(payload_bytes: Num, gpus: Num, busbw: Num, link: str = "intra") -> Num:
-    """Ring all-reduce time for `payload_bytes` over `gpus` at bus bandwidth `busbw` (B/s), plus hop latency."""
-    n = np.maximum(np.asarray(gpus, dtype=float), 1.0)
-    ring = 2 * (n - 1) / n * payload_bytes / busbw
-    return np.where(n > 1, ring + 2 * (n - 1) * LATENCY_S[link], 0.0)
+def collectives_per_step(sharding: Sharding, grad_bytes: Num, layers_per_gpu: float, accumulation: Num) -> Num:
+    """How many collective calls pay latency per step: DDP buckets, or per-layer gathers under ZeRO-3/FSDP."""
+    buckets = np.maximum(np.ceil(grad_bytes / DDP_BUCKET_BYTES), 1.0)
+    if sharding in (Sharding.none, Sharding.zero1, Sharding.zero2):
+        return buckets * (1 if sharding is Sharding.none else 2)
+    return 2 * layers_per_gpu * accumulation + layers_per_gpu  # gathers forward + backward, one reduce-scatter
 
 
 def exposed_comm(comm_s: Num, compute_s: Num, overlap: float) -> Num:
     """Communication not hidden behind compute: only `overlap` of the compute time can hide transfers."""
     return np.maximum(comm_s - overlap * compute_s, 0.0)
+
+
+# ----------------------------------------------------------------------------- model parallelism
+
+
+def tensor_parallel_seconds(activation_bytes: Num, tp: int, layers: float, forward_runs: float, busbw: Num) -> Num:
+    """Megatron TP per micro-batch: 2 all-reduces of the (tokens × h) activations per layer forward (after the
+    attention and MLP row-parallel linears) and 2 backward; a recomputed forward repeats its 2. Sequence
+    parallelism swaps each for a reduce-scatter + all-gather of the same volume, so the time is the same."""
+    if tp <= 1:
+        return 0.0
+    per = 2 * (tp - 1) / tp * activation_bytes / busbw + 2 * (tp - 1) * LATENCY_S["intra"]
+    return layers * (2 * forward_runs + 2) * per
+
+
+def bubble_fraction(pp: int, micro_batches: Num, virtual_stages: int = 1) -> Num:
+    """Idle share of a pipeline step relative to its compute: (p − 1)/(m·v) (Narayanan et al. 2021, §2.2)."""
+    return (pp - 1) / (np.asarray(micro_batches, dtype=float) * virtual_stages)
+
+
+def pipeline_send_seconds(activation_bytes: Num, pp: int, virtual_stages: int, bandwidth: Num) -> Num:
+    """Point-to-point sends per micro-batch on one GPU: an activation forward and its gradient backward per
+    stage boundary it owns (v chunks per GPU under interleaving)."""
+    if pp <= 1:
+        return 0.0
+    return 2 * virtual_stages * (activation_bytes / bandwidth + LATENCY_S["inter"])
+
+
+def context_parallel_seconds(kv_bytes_per_layer: Num, cp: int, layers: float, busbw: Num) -> Num:
+    """Ring attention: each layer passes (cp−1)/cp of the K,V block around the ring forward, and K,V plus their
+    gradients backward (3× the forward volume)."""
+    if cp <= 1:
+        return 0.0
+    return layers * 4 * (cp - 1) / cp * kv_bytes_per_layer / busbw
+
+
+def expert_parallel_seconds(token_bytes: Num, ep: int, moe_layers: float, busbw: Num) -> Num:
+    """MoE all-to-all: tokens·h·2·k bytes dispatched and combined forward, and both again backward, per MoE layer;
+    (ep−1)/ep of it leaves the GPU."""
+    if ep <= 1:
+        return 0.0
+    return moe_layers * 4 * (ep - 1) / ep * token_bytes / busbw

@@ -18,7 +18,7 @@ from core.catalog import (
     load_catalog,
     network,
 )
-from core.planner import compute, cost, memory, parallel, reliability, search, storage
+from core.planner import cost, gpu_rates, memory, parallel, reliability, search, storage
 from core.planner.advice import suggestions
 from core.planner.frameworks import effective_training
 from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
@@ -40,6 +40,7 @@ from core.planner.models import (
     PlanResult,
     Precision,
     Sharding,
+    StepBreakdown,
     StorageResult,
     StorageTier,
     TimeResult,
@@ -82,11 +83,15 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> tuple[Architecture, list
 
 
 def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision) -> Hardware:
+    r = gpu_rates.rates(gpu, precision, spec.matmul_tflops)
     return Hardware(
         memory_bytes=gpu.memory_bytes,
         peak_tflops=gpu.peak_tflops(precision.value),
         intra_gbs=gpu.intra_node_gbs if spec.gpus_per_node > 1 else 1e6,
-        base_mfu=compute.base_mfu(gpu.architecture),
+        hbm_gbs=r.hbm_gbs,
+        matmul_efficiency=r.matmul_efficiency,
+        attention_efficiency=r.attention_efficiency,
+        pcie_gbs=r.pcie_gbs,
         gpus_per_node=spec.gpus_per_node,
         nodes=spec.nodes,
         gpu_net_gbps=(
@@ -415,15 +420,18 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         params_active=arch.active_params,
         params_trainable=int(est.trainable_params),
         flops_per_token=float(est.flops_per_token),
+        model_flops_per_token=float(est.model_flops_per_token),
         total_flops=float(est.total_flops),
         tokens_per_second=float(est.tokens_per_s),
         mfu=float(est.mfu),
-        achieved_tflops_per_gpu=float(est.mfu) * hw.peak_tflops,
+        hfu=float(est.hfu),
+        achieved_tflops_per_gpu=float(est.achieved_tflops),
         step_time_s=float(est.step_s),
         comm_time_s=float(est.comm_s),
         scaling_efficiency=float(est.scaling_efficiency),
         steps=int(est.steps),
         tokens_per_step=int(est.tokens_per_step),
+        step_breakdown_s=StepBreakdown(**{k: float(v) for k, v in est.breakdown.items()}),
     )
     hours = float(est.hours) * (1 + ckpt.overhead_fraction)
     if not hours <= TEN_YEARS_HOURS:  # NaN too
@@ -467,9 +475,6 @@ PEAK_SOURCE_KEY = {"fp8": "fp8_tflops", "amp_fp16": "fp16_tflops", "fp32": "tf32
 def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:
     a, t = request.assumptions, request.training
     src = gpu.sources
-    mfu_source = (
-        "user override" if a.mfu is not None else compute.BASE_MFU_SOURCE + "; tuneplan method/occupancy factors"
-    )
     return [
         Assumption(
             name="model",
@@ -487,7 +492,7 @@ def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEs
             value=f"{gpu.peak_tflops(t.precision.value):.0f} TFLOP/s",
             source=src.get(PEAK_SOURCE_KEY.get(t.precision.value, "bf16_tflops"), gpu.id),
         ),
-        Assumption(name="MFU", value=f"{float(est.mfu):.0%}", source=mfu_source),
+        *gpu_rates.time_assumptions(request, gpu, est),
         Assumption(
             name="GPU failures",
             value=f"one per {a.gpu_mtbf_hours:,.0f} GPU-hours",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.catalog import network
-from core.planner import compute, memory, parallel, reliability, storage
+from core.planner import gpu_rates, memory, parallel, reliability, storage
 from core.planner.frameworks import effective_training
 from core.planner.models import Candidate, Method, Offload, PlanRequest, Sharding, TrainingSpec
 from core.planner.params import Architecture
@@ -57,7 +57,10 @@ class _GpuTable:
     memory: np.ndarray
     peak: np.ndarray
     intra: np.ndarray
-    mfu: np.ndarray
+    hbm: np.ndarray
+    matmul: np.ndarray  # E_mm per GPU (MAMF table or heuristic)
+    attention: np.ndarray
+    pcie: np.ndarray
     price: np.ndarray  # USD per GPU-hour, NaN where none
     provider: list[str | None]
     links: list[str]
@@ -68,7 +71,8 @@ def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
     mode, provider = request.pricing.mode.value, request.pricing.provider
     wanted = request.search.gpus
     gpus = [catalog.gpu(g) for g in wanted] if wanted else list(catalog.gpus.values())
-    ids, mem, peak, intra, mfu, price, prov, links, archs = [], [], [], [], [], [], [], [], []
+    ids, mem, peak, intra, price, prov, links, archs = [], [], [], [], [], [], [], []
+    hbm, matmul, attention, pcie = [], [], [], []
     for gpu in gpus:
         if not gpu.supports(request.training.precision.value):
             continue  # no published peak for this precision: cannot be timed honestly
@@ -80,7 +84,11 @@ def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
         mem.append(gpu.memory_bytes)
         peak.append(gpu.peak_tflops(request.training.precision.value))
         intra.append(gpu.intra_node_gbs)
-        mfu.append(compute.base_mfu(gpu.architecture))
+        r = gpu_rates.rates(gpu, request.training.precision)
+        hbm.append(r.hbm_gbs)
+        matmul.append(r.matmul_efficiency)
+        attention.append(r.attention_efficiency)
+        pcie.append(r.pcie_gbs)
         price.append(np.nan if usd is None else usd * (1 - request.pricing.discount))
         prov.append(row.provider_name if row else None)
         links.append(str(gpu.intra_node_link))
@@ -90,7 +98,10 @@ def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
         np.array(mem, float),
         np.array(peak, float),
         np.array(intra, float),
-        np.array(mfu, float),
+        np.array(hbm, float),
+        np.array(matmul, float),
+        np.array(attention, float),
+        np.array(pcie, float),
         np.array(price, float),
         prov,
         links,
@@ -223,7 +234,10 @@ def search(
         memory_bytes=_column(table.memory),
         peak_tflops=_column(table.peak),
         intra_gbs=_column(table.intra),
-        base_mfu=_column(table.mfu),
+        hbm_gbs=_column(table.hbm),
+        matmul_efficiency=_column(table.matmul),
+        attention_efficiency=_column(table.attention),
+        pcie_gbs=_column(table.pcie),
         gpus_per_node=gpn,
         nodes=nodes,
         gpu_net_gbps=np.stack(

@@ -1,4 +1,4 @@
-"""One training configuration, end to end: memory, FLOPs, communication and time — vectorised.
+"""One training configuration, end to end: memory, FLOPs and the step's time — vectorised.
 
 `evaluate` takes scalars for a single plan or NumPy arrays (GPU type × GPUs per node × nodes × micro-batch)
 for the hardware search, so both run the same formulas.
@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from core.planner import comms, compute, memory, parallel
-from core.planner.models import Assumptions, DataSpec, Precision, Sharding, TrainingSpec
+from core.planner import compute, memory, parallel, step_time
+from core.planner.models import Assumptions, DataSpec, TrainingSpec
 from core.planner.params import Architecture
 
 Num = Any
@@ -23,12 +23,15 @@ class Hardware:
     """GPU properties and topology, as scalars or broadcastable arrays."""
 
     memory_bytes: Num
-    peak_tflops: Num
+    peak_tflops: Num  # dense peak for the training precision
     intra_gbs: Num
-    base_mfu: Num  # default MFU of the GPU generation before method and occupancy factors
     gpus_per_node: Num
     nodes: Num
     gpu_net_gbps: Num  # inter-node network per GPU, Gbit/s
+    hbm_gbs: Num  # memory bandwidth, GB/s
+    matmul_efficiency: Num  # E_mm: achievable matmul ÷ peak (MAMF table, measured, or the heuristic)
+    attention_efficiency: Num  # flash/SDPA forward + backward ÷ peak (kernels.attention_efficiency)
+    pcie_gbs: Num  # host link per direction, GB/s
     measured_intra_busbw_gbs: float | None = None
 
     @property
@@ -41,9 +44,12 @@ class StepEstimate:
     memory: memory.MemoryEstimate
     fits: Num
     trainable_params: float
-    flops_per_token: Num
+    flops_per_token: Num  # hardware FLOPs, recomputation included
+    model_flops_per_token: Num
     total_flops: Num
-    mfu: Num
+    mfu: Num  # achieved model-FLOPs utilisation over the whole step
+    hfu: Num
+    achieved_tflops: Num  # hardware TFLOP/s per GPU over the step
     compute_s: Num
     comm_s: Num
     step_s: Num
@@ -54,6 +60,7 @@ class StepEstimate:
     gpu_hours: Num
     tokens_per_s: Num
     scaling_efficiency: Num
+    breakdown: dict[str, Num]
 
 
 def trained_tokens(data: DataSpec) -> float:
@@ -80,6 +87,11 @@ def evaluate(
     assumptions: Assumptions,
     micro_batch: Num | None = None,
 ) -> StepEstimate:
+    """Memory, FLOPs and the time of one optimizer step, from its explicit costs (step_time.step_costs).
+
+    dp = GPUs ÷ (tp·pp·cp); each data-parallel rank runs ⌈global batch ÷ (micro·dp)⌉ micro-batches per step.
+    With `assumptions.mfu` the step takes model FLOPs ÷ (peak × mfu) and the breakdown is scaled to it.
+    """
     mb = training.micro_batch_size if micro_batch is None else micro_batch
     seq = data.seq_len
     dp = parallel.data_parallel(hw.gpus, training)  # replicas: GPUs ÷ (tp·pp·cp); the FLOPs use every GPU
@@ -107,30 +119,14 @@ def evaluate(
     steps = np.ceil(tokens / tokens_per_step)
 
     fpt = compute.flops_per_token(arch, training, seq, trainable)
+    model_fpt = compute.model_flops_per_token(arch, training, seq, trainable)
+    costs = step_time.step_costs(arch, training, seq, hw, assumptions, mb, accumulation, trainable, mem)
+    peak = hw.peak_tflops * 1e12
     if assumptions.mfu is not None:
-        mfu = assumptions.mfu + 0.0 * np.asarray(mb, dtype=float)
-    else:
-        mfu = (
-            hw.base_mfu
-            * compute.METHOD_MFU_FACTOR[training.method]
-            * np.minimum(1.0, (np.asarray(mb * seq, dtype=float) / compute.FULL_EFFICIENCY_TOKENS) ** 0.25)
-        )
-    compute_s = compute.compute_seconds(tokens_per_step, fpt, hw.gpus, hw.peak_tflops, mfu)
-
-    wbytes = 4.0 if training.precision is Precision.fp32 else 2.0
-    share = parallel.state_share(arch, training)  # each GPU syncs only its tensor/pipeline shard over dp
-    grad_bytes = trainable * wbytes * share
-    param_bytes = arch.total_params * wbytes * share  # parameters are gathered in the 16-bit compute dtype
-    busbw = comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, hw.nodes, hw.measured_intra_busbw_gbs)
-    if training.sharding is Sharding.hsdp:
-        intra_bw = comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, 1, hw.measured_intra_busbw_gbs)
-        gathers = comms.comm_seconds(param_bytes * accumulation, hw.gpus_per_node, intra_bw)
-        comm_s = gathers + comms.comm_seconds(grad_bytes / hw.gpus_per_node, dp, busbw, "inter")
-    else:
-        payload = comms.step_comm_bytes(training.sharding, grad_bytes, param_bytes, accumulation)
-        comm_s = comms.comm_seconds(payload, dp, busbw, "inter" if np.any(np.asarray(hw.nodes) > 1) else "intra")
-    exposed = comms.exposed_comm(comm_s, compute_s, assumptions.comm_overlap)
-    step_s = compute_s + exposed
+        forced = model_fpt * tokens_per_step / hw.gpus / (peak * assumptions.mfu)
+        costs = costs.scaled(forced / costs.step)
+    step_s = costs.step
+    tokens_per_gpu_s = tokens_per_step / step_s / hw.gpus
     # Every job also pays its start: provisioning, loading the model, warm-up (assumptions.restart_minutes).
     hours = steps * step_s / 3600.0 + assumptions.restart_minutes / 60.0
     return StepEstimate(
@@ -138,10 +134,13 @@ def evaluate(
         fits=fits,
         trainable_params=trainable,
         flops_per_token=fpt,
+        model_flops_per_token=model_fpt,
         total_flops=fpt * tokens,
-        mfu=mfu,
-        compute_s=compute_s,
-        comm_s=comm_s,
+        mfu=model_fpt * tokens_per_gpu_s / peak,
+        hfu=fpt * tokens_per_gpu_s / peak,
+        achieved_tflops=fpt * tokens_per_gpu_s / 1e12,
+        compute_s=costs.compute,
+        comm_s=costs.comm_s,
         step_s=step_s,
         steps=steps,
         tokens_per_step=tokens_per_step,
@@ -149,5 +148,6 @@ def evaluate(
         hours=hours,
         gpu_hours=hours * hw.gpus,
         tokens_per_s=tokens_per_step / step_s,
-        scaling_efficiency=compute_s / step_s,
+        scaling_efficiency=costs.compute / step_s,
+        breakdown={k: getattr(costs, k) for k in step_time.BREAKDOWN_KEYS},
     )

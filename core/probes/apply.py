@@ -1,13 +1,10 @@
-"""Apply a probe run's measurements to a plan: MFU from the matmul probe, network bandwidth from the all-reduce.
+"""Apply a probe run's measurements to a plan: matmul TFLOP/s from the matmul probe, bandwidth from the all-reduce.
 
-The planner's default MFU describes a *healthy* GPU of the class (published training runs). A probe tells how this
-box compares with a healthy one, so the choice here is to scale the default by that ratio:
-
-    MFU = default MFU × (slowest GPU's measured TFLOP/s ÷ achievable TFLOP/s of a healthy GPU)
-
-where the achievable figure is the MAMF reference the scorecard uses (e.g. 794.5 TFLOP/s for H100 SXM, 80 % of
-its 989 peak). The slowest GPU is used because synchronous data parallelism runs at the pace of its slowest
-rank. Measured busbw replaces the planner's link assumption: single-node runs set ``intra_node_busbw_gbs``
+The planner times every GEMM at the GPU's achievable matmul rate: the MAMF table's figure for a healthy GPU of
+the class, or ``hardware.matmul_tflops`` when given. A probe measures this box, so the slowest GPU's matmul
+TFLOP/s is set there (E_mm = measured ÷ peak); the slowest because synchronous data parallelism runs at the
+pace of its slowest rank. The note compares it with the MAMF reference the scorecard uses (e.g. 794.5 TFLOP/s
+for H100 SXM). Measured busbw replaces the planner's link assumption: single-node runs set ``intra_node_busbw_gbs``
 directly; multi-node runs set ``inter_node_gbps`` to the per-node rate at which the planner's inter-node busbw
 (rate ÷ GPUs per node ÷ 8 × its 0.8 efficiency, see ``core.planner.comms``) equals the measured busbw.
 """
@@ -17,14 +14,11 @@ from __future__ import annotations
 from core.catalog import GPU, Catalog, CatalogError, load_catalog, network
 from core.planner import comms
 from core.planner.models import HardwareSpec, PlanRequest
-from core.planner.plan import PlanError, plan
 from core.probes.evidence import ComputeResult, ProbeEvidence
 from core.probes.samples import GpuInfo
 from core.probes.scorecard import NO_GPU
 from core.probes.scorecard.common import fmt_num, size_label
 from core.probes.scorecard.expectations import busbw_at_largest, matmul_reference, probed_gpu
-
-MIN_MFU = 0.01
 
 
 def gpu_matmul(compute: ComputeResult | None) -> list[float]:
@@ -44,7 +38,8 @@ def multi_gpu_busbw(evidence: ProbeEvidence) -> tuple[float, int] | None:
 
 def nothing_to_apply(evidence: ProbeEvidence | None, catalog: Catalog) -> str | None:
     """Why applying this run would change nothing, or None when it has something for a plan: a GPU model the
-    catalog knows (the plan's hardware), a GPU matmul figure (its MFU) or a multi-GPU all-reduce (its network)."""
+    catalog knows (the plan's hardware), a GPU matmul figure (its matmul TFLOP/s) or a multi-GPU all-reduce (its
+    network)."""
     if evidence is None:
         return "Nothing to apply to a plan: this run has no evidence."
     if gpu_matmul(evidence.compute) or multi_gpu_busbw(evidence) is not None or probed_gpu(evidence, catalog):
@@ -88,41 +83,25 @@ def _hardware(request: PlanRequest, gpu: GPU | None, count: int, catalog: Catalo
     return hw
 
 
-def _default_mfu(request: PlanRequest, catalog: Catalog) -> float | None:
-    try:
-        free = request.model_copy(update={"assumptions": request.assumptions.model_copy(update={"mfu": None})})
-        return plan(free, catalog).compute.mfu
-    except (PlanError, CatalogError, ValueError):
-        return None
-
-
-def _apply_mfu(request: PlanRequest, evidence: ProbeEvidence, gpu: GPU | None, catalog: Catalog,
-               notes: list[str]) -> PlanRequest:
+def _apply_matmul(request: PlanRequest, evidence: ProbeEvidence, gpu: GPU | None, notes: list[str]) -> PlanRequest:
+    """The slowest GPU's measured matmul TFLOP/s becomes hardware.matmul_tflops: the planner times every GEMM
+    at it (E_mm = measured ÷ peak) instead of the MAMF table's healthy-GPU figure."""
     c = evidence.compute
-    if c is None:
+    hw = request.hardware
+    if c is None or hw is None:
         return request
     values = gpu_matmul(c)
     if not values:
-        notes.append("MFU unchanged: the matmul probe did not measure a GPU.")
-        return request
-    ref = matmul_reference(c, gpu)
-    if ref is None:
-        notes.append("MFU unchanged: there is no achievable-TFLOP/s reference for this GPU.")
-        return request
-    reference, _source = ref
-    default = _default_mfu(request, catalog)
-    if default is None:
-        notes.append("MFU unchanged: the plan cannot be computed to find its default MFU.")
+        notes.append("Matmul TFLOP/s unchanged: the matmul probe did not measure a GPU.")
         return request
     slowest = min(values)
-    ratio = slowest / reference
-    new = min(1.0, max(MIN_MFU, default * ratio))
-    current = request.assumptions.mfu if request.assumptions.mfu is not None else default
+    ref = matmul_reference(c, gpu)
+    versus = f" ({slowest / ref[0]:.0%} of the {fmt_num(ref[0])} TFLOP/s a healthy GPU reaches)" if ref else ""
+    old = f"{hw.matmul_tflops:,.0f}" if hw.matmul_tflops else "table"
     where = f"{len(values)}× {gpu.id}" if gpu is not None else f"{len(values)} GPUs"
     which = "the slowest of " if len(values) > 1 else ""
-    notes.append(f"MFU {current:.2f} → {new:.2f} from {slowest:,.0f} TFLOP/s measured on {which}{where} "
-                 f"({ratio:.0%} of the {fmt_num(reference)} TFLOP/s a healthy GPU reaches).")
-    return request.model_copy(update={"assumptions": request.assumptions.model_copy(update={"mfu": new})})
+    notes.append(f"Matmul TFLOP/s {old} → {slowest:,.0f} measured on {which}{where}{versus}.")
+    return request.model_copy(update={"hardware": hw.model_copy(update={"matmul_tflops": slowest})})
 
 
 def _apply_busbw(request: PlanRequest, evidence: ProbeEvidence, catalog: Catalog, notes: list[str]) -> PlanRequest:
@@ -174,7 +153,7 @@ def _apply_busbw(request: PlanRequest, evidence: ProbeEvidence, catalog: Catalog
 
 def apply_to_plan(request: PlanRequest, evidence: ProbeEvidence,
                   catalog: Catalog | None = None) -> tuple[PlanRequest, list[str]]:
-    """The request with the probe's MFU and bandwidth applied, and one sentence per change (or per skip)."""
+    """The request with the probe's matmul TFLOP/s and bandwidth applied, and one sentence per change (or per skip)."""
     catalog = catalog or load_catalog()
     notes: list[str] = []
     gpu, count = _probed_gpu(evidence, catalog)
@@ -182,7 +161,7 @@ def apply_to_plan(request: PlanRequest, evidence: ProbeEvidence,
     if hw is None:
         return request, notes
     updated = request.model_copy(update={"hardware": hw})
-    updated = _apply_mfu(updated, evidence, gpu, catalog, notes)
+    updated = _apply_matmul(updated, evidence, gpu, notes)
     updated = _apply_busbw(updated, evidence, catalog, notes)
     # Validate the result once so a figure outside the model's bounds fails here, with the field named.
     return PlanRequest.model_validate(updated.model_dump()), notes

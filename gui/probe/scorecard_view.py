@@ -26,7 +26,7 @@ STATUS_ORDER = {"FAIL": 0, "WARN": 1, "PASS": 2, "INFO": 3}
 # line); the reason takes the rest, wrapped over up to three lines.
 COLUMN_WIDTHS = {1: 150, 2: 160, 3: 150, 5: 110}
 ROW_LINES = 3
-APPLY_TIP = "Use the measured matmul TFLOP/s and busbw (interconnect) in the plan"
+APPLY_TIP = "Use the measured matmul TFLOP/s (GEMM speed) and busbw (interconnect) in the plan"
 NO_RUN_TO_APPLY = "Nothing to apply to a plan yet: run a suite or reopen a past run."
 
 

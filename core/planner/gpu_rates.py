@@ -1,0 +1,71 @@
+"""The rates a plan times a GPU's work with, and where each comes from: the sourced lines of a plan's assumptions.
+
+One place so a single plan (plan.gpu_hardware), the search's GPU table and the assumptions list agree on the
+matmul efficiency (MAMF table, the probe's measurement or the heuristic), the attention kernel efficiency, HBM
+bandwidth and the host link.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from core.catalog import GPU, network
+from core.planner import kernels
+from core.planner.models import Assumption, Attention, PlanRequest, Precision
+
+if TYPE_CHECKING:
+    from core.planner.step import StepEstimate
+
+PCIE_SOURCE = "stas00/ml-engineering network/README.md: ~80% of the x16 per-direction spec is achieved"
+
+
+@dataclass(frozen=True)
+class GpuRates:
+    hbm_gbs: float
+    matmul_efficiency: float
+    matmul_source: str
+    attention_efficiency: float
+    attention_source: str
+    pcie_gbs: float
+
+
+def pcie_gbs(gpu: GPU) -> float:
+    """Per-direction host-link GB/s of the GPU's PCIe generation (Gen4 x16 ≈ 25, Gen5 ≈ 50; Gen4 if unknown)."""
+    return network.PCIE_ACHIEVED_GBS.get(gpu.pcie_gen or 4, network.PCIE_ACHIEVED_GBS[4])
+
+
+def rates(gpu: GPU, precision: Precision, measured_matmul_tflops: float | None = None) -> GpuRates:
+    mm, mm_source = kernels.matmul_efficiency(gpu, precision, measured_matmul_tflops)
+    attn, attn_source = kernels.attention_efficiency(gpu.architecture)
+    return GpuRates(kernels.hbm_bytes_per_s(gpu) / 1e9, mm, mm_source, attn, attn_source, pcie_gbs(gpu))
+
+
+def time_assumptions(request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:
+    """The assumption lines of the time model, and the achieved MFU it yields."""
+    t, hw = request.training, request.hardware
+    r = rates(gpu, t.precision, hw.matmul_tflops if hw else None)
+    lines = [
+        Assumption(name="matmul efficiency", value=f"{r.matmul_efficiency:.1%} of peak", source=r.matmul_source),
+        Assumption(
+            name="attention kernel efficiency",
+            value=(f"{r.attention_efficiency:.0%} of peak" if t.attention is not Attention.eager
+                   else "eager: s² matmuls at the matmul efficiency + score passes at HBM bandwidth"),
+            source=r.attention_source if t.attention is not Attention.eager else "docs/formulas.md, Compute",
+        ),
+        Assumption(
+            name="memory bandwidth",
+            value=f"{r.hbm_gbs:,.0f} GB/s",
+            source=gpu.sources.get("memory_bandwidth_gbs")
+            or f"heuristic: {kernels.HBM_FALLBACK_GBS:,.0f} GB/s (no figure for {gpu.id})",
+        ),
+    ]
+    if request.assumptions.mfu is not None:
+        lines.append(Assumption(name="MFU (forced)", value=f"{request.assumptions.mfu:.0%}",
+                                source="user override: the step takes model FLOPs ÷ (peak × MFU)"))
+    lines.append(Assumption(
+        name="achieved MFU",
+        value=f"{float(est.mfu):.0%} (HFU {float(est.hfu):.0%})",
+        source="result: model FLOPs (6N or 4N + 6T for adapters, + causal attention) × tokens/s ÷ peak",
+    ))
+    return lines

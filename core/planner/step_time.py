@@ -1,0 +1,267 @@
+"""One optimizer step as a sum of explicit costs per GPU: GEMMs, attention, memory-bound passes, the optimizer,
+host transfers, exposed communication and the pipeline bubble.
+
+Why a sum of costs and not FLOPs ÷ (peak × MFU): one utilisation per GPU generation cannot know that a LoRA
+step spends its time on skinny adapter GEMMs and elementwise passes, that a QLoRA step dequantizes every weight
+three times, or that a tensor-parallel layer waits for its all-reduces. Each term below is timed from its own
+bytes or FLOPs and a sourced rate (kernels.py, comms.py); `step.evaluate` adds them up. Everything broadcasts
+over the search grid (GPU type × GPUs per node × nodes × micro-batch). docs/formulas.md, "Compute".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.planner import comms, kernels
+from core.planner.memory import MemoryEstimate, lora_target_set, shard_degree, weight_bytes
+from core.planner.models import Assumptions, CrossEntropy, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
+from core.planner.params import Architecture
+
+if TYPE_CHECKING:
+    from core.planner.step import Hardware
+
+Num = Any
+
+BREAKDOWN_KEYS = ("gemm", "attention", "memory_bound", "optimizer", "host_transfer", "exposed_comm", "bubble")
+_MLA_NAMES = {"q_a": "q", "kv_a": "k", "kv": "v"}  # the kinds LoRA targets name them by (memory.lora_params)
+_ROW_PARALLEL = {"o", "down"}  # Megatron: column-parallel q,k,v,gate,up (d_out split), row-parallel o,down (d_in)
+
+# Bytes per element that the elementwise passes of one Hugging Face decoder layer move in bf16, forward, read from
+# the op sequence of transformers' Llama modules (heuristic counts; fused = each input read and output written once,
+# what TorchInductor's pointwise/reduction fusion does, Ansel et al. 2024, "PyTorch 2", ASPLOS):
+RMSNORM_BYTES = {False: 36.0, True: 4.0}  # unfused: to fp32 6, pow 8, mean 4, × rsqrt 8, to bf16 6, × weight 4
+LAYERNORM_BYTES = 4.0  # torch's native LayerNorm is one kernel: read 2, write 2
+RESIDUAL_BYTES = 6.0  # read 2 + 2, write 2
+GATED_ACT_BYTES = {False: 10.0, True: 6.0}  # silu(gate) 4, × up 6 / fused: read gate and up, write one
+PLAIN_ACT_BYTES = 4.0
+ROTARY_BYTES = {False: 26.0, True: 8.0}  # per q/k element: × cos 6, neg 4, cat 4, × sin 6, add 6 / fused 8
+LORA_OUT_BYTES = 10.0  # per adapter output element: × scaling (4) and the add onto the base output (6)
+LORA_DROPOUT_BYTES = 5.0  # per adapter input element: read 2, write 2, the 1-byte mask
+BIAS_BYTES = 4.0
+# Loss per logit (transformers' ForCausalLMLoss): upcast to fp32 6, log-softmax 8 forward; softmax gradient 8 and
+# the cast back 6 backward. Chunked computes the same passes chunk by chunk. Fused linear cross-entropy (Liger,
+# Apple CCE) never writes the logits: heuristic 4 B (one bf16 write and read of a chunk).
+LOSS_BYTES = {CrossEntropy.standard: 28.0, CrossEntropy.chunked: 28.0, CrossEntropy.fused: 4.0}
+# Kernels per layer forward (heuristic, from the same op sequences): unfused 2 norms × 6, 2 residual adds, rotary 10,
+# attention 1 + 3 layout copies, activation 2 = 29; compiled 2 norms, rotary 1, attention 1 + 1, activation 1 = 6.
+ELEMENTWISE_KERNELS = {False: 29.0, True: 6.0}
+HOST_MEMORY_GBS = 100.0  # heuristic: host DRAM bandwidth one node's CPU optimizer step gets (DeepSpeed CPU Adam)
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    """Seconds per optimizer step per GPU by kind (arrays broadcast over the grid), and the raw comm time."""
+
+    gemm: Num
+    attention: Num
+    memory_bound: Num
+    optimizer: Num
+    host_transfer: Num
+    exposed_comm: Num
+    bubble: Num
+    comm_s: Num  # every collective and send before overlap (compute.comm_time_s)
+
+    @property
+    def compute(self) -> Num:
+        return self.gemm + self.attention + self.memory_bound + self.optimizer
+
+    @property
+    def step(self) -> Num:
+        return self.compute + self.host_transfer + self.exposed_comm + self.bubble
+
+    def scaled(self, factor: Num) -> StepCosts:
+        parts = {k: getattr(self, k) * factor for k in BREAKDOWN_KEYS}
+        return StepCosts(**parts, comm_s=self.comm_s)
+
+
+def _mlp_width(arch: Architecture) -> float:
+    """MLP elements per token: each token runs its chosen experts (and a shared one) in MoE layers."""
+    frac = arch.moe_layers / arch.layers if arch.is_moe else 0.0
+    width = arch.expert_intermediate * arch.experts_per_token * frac + arch.intermediate * (1 - frac)
+    return width + arch.shared_intermediate * frac if arch.is_moe else float(arch.intermediate)
+
+
+@dataclass(frozen=True)
+class _Layer:
+    gemm: Num
+    memory: Num
+    kernels: Num
+
+
+def _layer_linears(arch: Architecture, t: TrainingSpec, tokens: Num, mm: Num, hbm: Num, elem: float,
+                   forward_runs: float) -> _Layer:
+    """GEMMs (forward, dgrad, wgrad of trained weights, recompute) and the adapters' elementwise work, one layer."""
+    tp, ep = t.tensor_parallel, t.expert_parallel
+    full, lora = t.method is Method.full, t.method is not Method.full
+    wanted = lora_target_set(t.lora_targets) if lora else frozenset()
+    rank = t.lora_rank or 16
+    gemm = 0.0 * tokens
+    memory = 0.0 * tokens
+    kernels_fwd = 0.0
+    for lin in arch.linears():
+        row = lin.name in _ROW_PARALLEL
+        d_in = lin.d_in / (tp if row else 1)
+        d_out = lin.d_out / (1 if row else tp)
+        expert = lin.count_total > lin.count_active
+        calls = lin.count_total / ep if expert else lin.count_total
+        m = tokens * (lin.count_active / lin.count_total * ep if expert else 1.0)
+        one = kernels.gemm_seconds(m, d_out, d_in, mm, hbm, elem)
+        gemm = gemm + calls * one * (forward_runs + 1 + full)  # forward(s) + dgrad (+ wgrad when trained)
+        kernels_fwd += np.ceil(calls)
+        if t.method is Method.qlora:  # dequantize NF4 → bf16 for each forward and for the dgrad
+            memory = memory + calls * d_in * d_out * kernels.DEQUANT_BYTES_PER_PARAM * (forward_runs + 1)
+        if arch.attention_bias and lin.name in ("q", "k", "v"):
+            memory = memory + calls * m * d_out * BIAS_BYTES * (forward_runs + kernels.BACKWARD_BYTES_FACTOR)
+        if _MLA_NAMES.get(lin.name, lin.name) in wanted:
+            a = kernels.gemm_seconds(m, rank, d_in, mm, hbm, elem)
+            b = kernels.gemm_seconds(m, d_out, rank, mm, hbm, elem)
+            gemm = gemm + calls * (a + b) * (forward_runs + 2)  # forward(s), dgrad, wgrad of A and B
+            per_token = LORA_OUT_BYTES * d_out + (LORA_DROPOUT_BYTES * d_in if t.lora_dropout > 0 else 0.0)
+            memory = memory + calls * m * per_token * (elem / 2) * (forward_runs + kernels.BACKWARD_BYTES_FACTOR)
+            kernels_fwd += np.ceil(calls) * (4 + (t.lora_dropout > 0))
+    return _Layer(gemm, memory, kernels_fwd)
+
+
+def _layer_elementwise_bytes(arch: Architecture, t: TrainingSpec, tokens: Num, elem: float) -> Num:
+    """Forward bytes of norms, residual adds, rotary and the MLP activation for one layer (sharded by TP/SP)."""
+    tp, compiled = t.tensor_parallel, t.compile
+    seq_shard = tp if t.sequence_parallel else 1
+    norm = LAYERNORM_BYTES if arch.layer_norm else RMSNORM_BYTES[compiled]
+    norms = (1 if arch.parallel_block else 2) * norm * arch.hidden / seq_shard
+    residual = 2 * RESIDUAL_BYTES * arch.hidden / seq_shard
+    act = (GATED_ACT_BYTES[compiled] if arch.gated_mlp else PLAIN_ACT_BYTES) * _mlp_width(arch) / tp
+    rotary = ROTARY_BYTES[compiled] * (arch.q_width + arch.kv_width) / tp
+    return tokens * (norms + residual + act + rotary) * (elem / 2)
+
+
+def _head(arch: Architecture, t: TrainingSpec, tokens: Num, mm: Num, hbm: Num, elem: float) -> tuple[Num, Num]:
+    """LM head GEMMs and the loss passes, on the last pipeline stage (it is the slowest stage)."""
+    tp = t.tensor_parallel
+    vocab = arch.vocab / tp
+    one = kernels.gemm_seconds(tokens, vocab, arch.hidden, mm, hbm, elem)
+    trained = t.method is Method.full
+    gemm = one * (2 + trained)  # the head is not recomputed under per-layer checkpointing
+    if t.method is not Method.full and "head" in lora_target_set(t.lora_targets):
+        rank = t.lora_rank or 16
+        gemm = gemm + 3 * (kernels.gemm_seconds(tokens, rank, arch.hidden, mm, hbm, elem)
+                           + kernels.gemm_seconds(tokens, vocab, rank, mm, hbm, elem))
+    memory = tokens * vocab * LOSS_BYTES[t.cross_entropy] + tokens * arch.hidden * elem * 3  # + embedding
+    return gemm, memory
+
+
+def micro_batch_costs(arch: Architecture, t: TrainingSpec, seq_len: Num, hw: Hardware,
+                      micro_batch: Num) -> tuple[Num, Num, Num]:
+    """(GEMM, attention, memory-bound incl. the launch floor) seconds of one micro-batch on one GPU."""
+    elem = 4.0 if t.precision is Precision.fp32 else 2.0
+    tokens = micro_batch * seq_len / t.context_parallel
+    peak = hw.peak_tflops * 1e12
+    mm = peak * hw.matmul_efficiency
+    hbm = hw.hbm_gbs * 1e9
+    regime = t.checkpointing
+    forward_runs = 2.0 if regime == "full" else 1.0
+    layers = arch.layers / t.pipeline_parallel
+    lin = _layer_linears(arch, t, tokens, mm, hbm, elem, forward_runs)
+    elementwise = _layer_elementwise_bytes(arch, t, tokens, elem) * (forward_runs + kernels.BACKWARD_BYTES_FACTOR)
+    span = min(seq_len, arch.sliding_window) if arch.sliding_window else seq_len
+    attn_runs = 2.0 if regime in ("full", "selective") else 1.0
+    attention = kernels.attention_seconds(t.attention, tokens, span, arch.heads / t.tensor_parallel,
+                                          arch.head_dim, attn_runs, peak, hw.attention_efficiency,
+                                          hw.matmul_efficiency, hbm)
+    memory = (lin.memory + elementwise) / hbm
+    launches = (ELEMENTWISE_KERNELS[t.compile] + lin.kernels) * (forward_runs + kernels.BACKWARD_BYTES_FACTOR)
+    floor_excess = np.maximum(kernels.launch_floor_seconds(launches) - (lin.gemm + attention + memory), 0.0)
+    head_gemm, head_memory = _head(arch, t, tokens, mm, hbm, elem)
+    gemm = layers * lin.gemm + head_gemm
+    return gemm, layers * attention, layers * (memory + floor_excess) + head_memory / hbm
+
+
+def _host_seconds(arch: Architecture, t: TrainingSpec, hw: Hardware, mem: MemoryEstimate, trainable_gpu: Num,
+                  n_shard: Num, tokens: Num, accumulation: Num, compute: Num, overlap: float) -> Num:
+    """Transfers over each GPU's PCIe link per optimizer step, and the CPU optimizer step, after overlap.
+
+    ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840): gradients go to the host during backward (overlapped), the
+    CPU steps, the updated 16-bit parameters come back (not overlapped: the next forward needs them). Parameters
+    offloaded too stream in for every forward and backward (prefetched). Activation offload copies each
+    checkpointed layer input out in forward and back in backward (overlapped). A paged optimizer that does not
+    fit moves its overflow out and back once per step (not overlapped).
+    """
+    pcie = hw.pcie_gbs * 1e9
+    wb = weight_bytes(t.precision)
+    hidden = 0.0 * compute
+    exposed = 0.0 * compute
+    if t.offload is not Offload.none:
+        shard = trainable_gpu * wb / n_shard
+        hidden = hidden + shard / pcie
+        cpu_bw = HOST_MEMORY_GBS * 1e9 / hw.gpus_per_node
+        step_bytes = kernels.optimizer_bytes_per_param(t.optimizer, Precision.amp_bf16)
+        exposed = exposed + shard / pcie + trainable_gpu / n_shard * step_bytes / cpu_bw
+        if t.offload is Offload.optimizer_and_params:
+            params = arch.total_params / (t.tensor_parallel * t.pipeline_parallel) * wb / n_shard
+            hidden = hidden + 2 * params * accumulation / pcie
+    if t.activation_offload:
+        declared = np.asarray(mem.host_bytes_per_step, dtype=float)
+        own = 2 * arch.layers / t.pipeline_parallel * arch.hidden * wb * tokens * accumulation
+        hidden = hidden + np.where(declared > 0, declared, own) / pcie
+    if t.optimizer in (Optimizer.paged_adamw_8bit, Optimizer.paged_adamw_32bit):
+        spill = np.clip(mem.total - hw.memory_bytes, 0.0, mem.paged)
+        exposed = exposed + 2 * spill / pcie
+    return exposed + comms.exposed_comm(hidden, compute, overlap)
+
+
+def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, assumptions: Assumptions,
+               micro_batch: Num, accumulation: Num, trainable: float, mem: MemoryEstimate) -> StepCosts:
+    """Every cost of one optimizer step on one GPU (the slowest: the last pipeline stage)."""
+    tp, pp, cp, ep, v = (t.tensor_parallel, t.pipeline_parallel, t.context_parallel, t.expert_parallel,
+                         t.pipeline_virtual_stages)
+    gemm_mb, attn_mb, mem_mb = micro_batch_costs(arch, t, seq_len, hw, micro_batch)
+    gemm, attention, memory_bound = gemm_mb * accumulation, attn_mb * accumulation, mem_mb * accumulation
+    dp = np.maximum(hw.gpus / t.model_parallel, 1.0)
+    dp_per_node = np.maximum(hw.gpus_per_node / t.model_parallel, 1.0)  # model-parallel groups fill a node first
+    dp_nodes = np.maximum(dp / dp_per_node, 1.0)
+    n_opt = shard_degree(t.sharding, dp, dp_per_node)
+    trainable_gpu = trainable / (tp * pp)
+    optimizer = 0.0 * gemm if t.offload is not Offload.none else kernels.optimizer_seconds(
+        trainable_gpu / (n_opt if t.sharding is not Sharding.none else 1.0), t.optimizer, t.precision,
+        hw.hbm_gbs * 1e9)
+    compute = gemm + attention + memory_bound + optimizer
+
+    # Communication.
+    wb = weight_bytes(t.precision)
+    elem = 4.0 if t.precision is Precision.fp32 else 2.0
+    tokens = micro_batch * seq_len / cp
+    intra = comms.intra_bytes_per_s(hw.intra_gbs, hw.measured_intra_busbw_gbs)
+    busbw = comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, hw.nodes, hw.measured_intra_busbw_gbs)
+    grad_bytes = trainable_gpu * wb
+    param_bytes = arch.total_params / (tp * pp) * wb  # gathers move the 16-bit compute copy
+    layers_gpu = arch.layers / pp
+    calls = comms.collectives_per_step(t.sharding, grad_bytes, layers_gpu, accumulation)
+    if t.sharding is Sharding.hsdp:
+        gathers = comms.allreduce_seconds(param_bytes * accumulation, dp_per_node, 1.0, intra, calls)
+        data_parallel = gathers + comms.allreduce_seconds(grad_bytes / dp_per_node, dp_per_node, dp_nodes, busbw)
+    else:
+        payload = comms.step_comm_bytes(t.sharding, grad_bytes, param_bytes, accumulation)
+        data_parallel = comms.allreduce_seconds(payload, dp_per_node, dp_nodes, busbw, calls)
+    activation = tokens * arch.hidden * elem
+    forward_runs = 2.0 if t.checkpointing == "full" else 1.0
+    tensor = comms.tensor_parallel_seconds(activation, tp, layers_gpu, forward_runs, intra) * accumulation
+    send_bw = np.where(hw.gpus_per_node >= tp * cp * pp, intra, comms.inter_bytes_per_s(hw.gpu_net_gbps))
+    pipeline = comms.pipeline_send_seconds(activation / tp if t.sequence_parallel else activation, pp, v,
+                                           send_bw) * accumulation
+    cp_bw = np.where(hw.gpus_per_node >= tp * cp, intra, busbw)
+    context = comms.context_parallel_seconds(tokens * 2 * arch.kv_width * elem / tp, cp, layers_gpu, cp_bw)
+    context_exposed = np.maximum(context - attn_mb, 0.0) * accumulation
+    moe_layers = arch.moe_layers / pp
+    ep_bw = np.where(hw.gpus_per_node >= ep, intra, busbw)
+    expert = comms.expert_parallel_seconds(activation * arch.experts_per_token, ep, moe_layers, ep_bw) * accumulation
+    exposed = (comms.exposed_comm(data_parallel, compute, assumptions.comm_overlap)
+               + tensor + pipeline + context_exposed + expert)
+    comm_s = data_parallel + tensor + pipeline + context * accumulation + expert
+
+    n_shard = np.asarray(n_opt, dtype=float)
+    host = _host_seconds(arch, t, hw, mem, trainable_gpu, n_shard, tokens, accumulation, compute,
+                         assumptions.comm_overlap)
+    bubble = comms.bubble_fraction(pp, accumulation, v) * (gemm + attention + memory_bound) if pp > 1 else 0.0 * gemm
+    return StepCosts(gemm, attention, memory_bound, optimizer, host, exposed, bubble, comm_s)
