@@ -41,11 +41,6 @@ PAGED_OPTIMIZERS = (Optimizer.paged_adamw_8bit, Optimizer.paged_adamw_32bit)
 DEEPSPEED_PINNED_FACTOR = 1.5  # DeepSpeed's additional_buffer_factor for pinned CPU-offload buffers
 
 
-def lora_target_set(targets: str | list[str]) -> frozenset[str]:
-    """The matrix kinds LoRA adapts (see `lora.target_set`)."""
-    return target_set(targets)
-
-
 # ----------------------------------------------------------------------------- bytes per parameter
 
 
@@ -274,11 +269,8 @@ def activation_parts(
     full = training.method is Method.full
 
     # Mixture of experts: each token's MLP activations exist once per selected expert.
-    moe_frac = arch.moe_layers / arch.layers if arch.is_moe else 0.0
-    mlp_width = float(arch.intermediate)
-    if arch.is_moe:
-        mlp_width = arch.expert_intermediate * arch.experts_per_token * moe_frac + arch.intermediate * (1 - moe_frac)
-    mlp_width += arch.shared_intermediate * moe_frac
+    moe_frac = arch.moe_fraction
+    mlp_width = arch.active_mlp_width
 
     norm = h if arch.layer_norm else 2 * h + h * full
     qkv_in = _linear_inputs(arch, training, ("q", "k", "v"), h, fused=arch.fused_qkv)

@@ -228,6 +228,21 @@ class Architecture:
             return 0
         return len([i for i in range(self.dense_layers, self.layers) if (i + 1) % self.moe_every == 0])
 
+    @cached_property
+    def moe_fraction(self) -> float:
+        """Share of the layers that are mixture-of-experts layers (0 for a dense model)."""
+        return self.moe_layers / self.layers if self.is_moe else 0.0
+
+    @cached_property
+    def active_mlp_width(self) -> float:
+        """MLP width one token runs through, per layer on average: its chosen experts (and a shared one) in MoE
+        layers, the dense MLP elsewhere. What its activations and elementwise passes scale with."""
+        frac = self.moe_fraction
+        if not self.is_moe:
+            return float(self.intermediate)
+        routed = self.expert_intermediate * self.experts_per_token * frac + self.intermediate * (1 - frac)
+        return routed + self.shared_intermediate * frac
+
     def attention_linears(self) -> list[Linear]:
         h = self.hidden
         if self.uses_mla:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.planner import comms, kernels
-from core.planner.memory import MemoryEstimate, lora_target_set, shard_degree, weight_bytes
+from core.planner import comms, compute, kernels, lora
+from core.planner.memory import MemoryEstimate, shard_degree, weight_bytes
 from core.planner.models import Assumptions, CrossEntropy, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 Num = Any
 
 BREAKDOWN_KEYS = ("gemm", "attention", "memory_bound", "optimizer", "host_transfer", "exposed_comm", "bubble")
-_MLA_NAMES = {"q_a": "q", "kv_a": "k", "kv": "v"}  # the kinds LoRA targets name them by (memory.lora_params)
 _ROW_PARALLEL = {"o", "down"}  # Megatron: column-parallel q,k,v,gate,up (d_out split), row-parallel o,down (d_in)
 
 # Bytes per element that the elementwise passes of one Hugging Face decoder layer move in bf16, forward, read from
@@ -77,13 +76,6 @@ class StepCosts:
         return StepCosts(**parts, comm_s=self.comm_s)
 
 
-def _mlp_width(arch: Architecture) -> float:
-    """MLP elements per token: each token runs its chosen experts (and a shared one) in MoE layers."""
-    frac = arch.moe_layers / arch.layers if arch.is_moe else 0.0
-    width = arch.expert_intermediate * arch.experts_per_token * frac + arch.intermediate * (1 - frac)
-    return width + arch.shared_intermediate * frac if arch.is_moe else float(arch.intermediate)
-
-
 @dataclass(frozen=True)
 class _Layer:
     gemm: Num
@@ -95,8 +87,8 @@ def _layer_linears(arch: Architecture, t: TrainingSpec, tokens: Num, mm: Num, hb
                    forward_runs: float) -> _Layer:
     """GEMMs (forward, dgrad, wgrad of trained weights, recompute) and the adapters' elementwise work, one layer."""
     tp, ep = t.tensor_parallel, t.expert_parallel
-    full, lora = t.method is Method.full, t.method is not Method.full
-    wanted = lora_target_set(t.lora_targets) if lora else frozenset()
+    full = t.method is Method.full
+    adapted = set() if full else set(lora.adapted_linears(arch, t.lora_targets))
     rank = t.lora_rank or 16
     gemm = 0.0 * tokens
     memory = 0.0 * tokens
@@ -115,7 +107,7 @@ def _layer_linears(arch: Architecture, t: TrainingSpec, tokens: Num, mm: Num, hb
             memory = memory + calls * d_in * d_out * kernels.DEQUANT_BYTES_PER_PARAM * (forward_runs + 1)
         if arch.attention_bias and lin.name in ("q", "k", "v"):
             memory = memory + calls * m * d_out * BIAS_BYTES * (forward_runs + kernels.BACKWARD_BYTES_FACTOR)
-        if _MLA_NAMES.get(lin.name, lin.name) in wanted:
+        if lin in adapted:  # what PEFT wraps: the targets, less fused experts (lora.adapted_linears)
             a = kernels.gemm_seconds(m, rank, d_in, mm, hbm, elem)
             b = kernels.gemm_seconds(m, d_out, rank, mm, hbm, elem)
             gemm = gemm + calls * (a + b) * (forward_runs + 2)  # forward(s), dgrad, wgrad of A and B
@@ -132,7 +124,7 @@ def _layer_elementwise_bytes(arch: Architecture, t: TrainingSpec, tokens: Num, e
     norm = LAYERNORM_BYTES if arch.layer_norm else RMSNORM_BYTES[compiled]
     norms = (1 if arch.parallel_block else 2) * norm * arch.hidden / seq_shard
     residual = 2 * RESIDUAL_BYTES * arch.hidden / seq_shard
-    act = (GATED_ACT_BYTES[compiled] if arch.gated_mlp else PLAIN_ACT_BYTES) * _mlp_width(arch) / tp
+    act = (GATED_ACT_BYTES[compiled] if arch.gated_mlp else PLAIN_ACT_BYTES) * arch.active_mlp_width / tp
     rotary = ROTARY_BYTES[compiled] * (arch.q_width + arch.kv_width) / tp
     return tokens * (norms + residual + act + rotary) * (elem / 2)
 
@@ -144,7 +136,7 @@ def _head(arch: Architecture, t: TrainingSpec, tokens: Num, mm: Num, hbm: Num, e
     one = kernels.gemm_seconds(tokens, vocab, arch.hidden, mm, hbm, elem)
     trained = t.method is Method.full
     gemm = one * (2 + trained)  # the head is not recomputed under per-layer checkpointing
-    if t.method is not Method.full and "head" in lora_target_set(t.lora_targets):
+    if t.method is not Method.full and "head" in lora.target_set(t.lora_targets):
         rank = t.lora_rank or 16
         gemm = gemm + 3 * (kernels.gemm_seconds(tokens, rank, arch.hidden, mm, hbm, elem)
                            + kernels.gemm_seconds(tokens, vocab, rank, mm, hbm, elem))
@@ -165,7 +157,7 @@ def micro_batch_costs(arch: Architecture, t: TrainingSpec, seq_len: Num, hw: Har
     layers = arch.layers / t.pipeline_parallel
     lin = _layer_linears(arch, t, tokens, mm, hbm, elem, forward_runs)
     elementwise = _layer_elementwise_bytes(arch, t, tokens, elem) * (forward_runs + kernels.BACKWARD_BYTES_FACTOR)
-    span = min(seq_len, arch.sliding_window) if arch.sliding_window else seq_len
+    span = compute.attention_span(arch, seq_len)
     attn_runs = 2.0 if regime in ("full", "selective") else 1.0
     attention = kernels.attention_seconds(t.attention, tokens, span, arch.heads / t.tensor_parallel,
                                           arch.head_dim, attn_runs, peak, hw.attention_efficiency,
