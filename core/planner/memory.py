@@ -359,6 +359,7 @@ class MemoryEstimate:
     cpu_ram: Num
     paged: Num = 0.0  # paged optimizer states (unified memory): bytes that may spill to host under pressure
     host_bytes_per_step: Num = 0.0  # bytes each GPU moves over its host link per optimizer step (offload)
+    host_exposed_bytes_per_step: Num = 0.0  # the part of them the next compute waits for (not overlapped)
 
 
 def estimate(
@@ -399,13 +400,20 @@ def estimate(
     resident = savers.paged_resident(states.paged, fixed, gpu_memory)
     spilled = states.paged - resident
     overhead = working + step_excess + reserve + CUDA_CONTEXT_BYTES
-    offloaded_act = savers.offloaded_activation_bytes(arch, training, micro_batch, seq_len)
+    # This GPU's share of the offloaded layer inputs: its pipeline stage's layers, its 1/cp of the tokens, and
+    # 1/tp of the hidden size with sequence parallelism (as activation_bytes keeps them on the GPU).
+    by = parallel.activation_split(arch, training)
+    offloaded_act = savers.offloaded_activation_bytes(arch, training, micro_batch, seq_len) * (
+        parallel.stage_layers(arch, training) / arch.layers / (by.rest * by.tokens))
     # Host RAM per node: DeepSpeed's pinned offload buffers, the spilled paged pages, the offloaded activations.
     cpu = (states.cpu_offloaded * DEEPSPEED_PINNED_FACTOR + spilled + offloaded_act) * gpus_per_node
-    # Host link per optimizer step: offload traffic, the spilled pages read and written back once by the step,
-    # and each micro-batch's offloaded activations copied out in forward and back in backward.
-    host = states.host_step_bytes + (states.host_micro_bytes + 2 * offloaded_act) * accumulation + 2 * spilled
+    # Host link per optimizer step. Overlapped with compute: ZeRO-Offload's gradients going out during backward
+    # (arXiv:2101.06840 §4.2), prefetched offloaded parameters, each micro-batch's activations copied out in
+    # forward and back in backward. Waited for: the updated parameters coming back after the CPU step, and the
+    # spilled paged pages the optimizer step faults in and writes back.
+    exposed_host = states.host_step_bytes / 2 + 2 * spilled
+    hidden_host = states.host_step_bytes / 2 + (states.host_micro_bytes + 2 * offloaded_act) * accumulation
     return MemoryEstimate(
         states.weights, states.gradients, states.optimizer + resident, act, logits, overhead, allocated,
-        fixed + resident, cpu, states.paged, host,
+        fixed + resident, cpu, states.paged, hidden_host + exposed_host, exposed_host,
     )

@@ -17,7 +17,7 @@ import numpy as np
 
 from core.planner import comms, compute, kernels, lora
 from core.planner.memory import MemoryEstimate, shard_degree, weight_bytes
-from core.planner.models import Assumptions, CrossEntropy, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
+from core.planner.models import Assumptions, CrossEntropy, Method, Offload, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
 
 if TYPE_CHECKING:
@@ -170,36 +170,22 @@ def micro_batch_costs(arch: Architecture, t: TrainingSpec, seq_len: Num, hw: Har
     return gemm, layers * attention, layers * (memory + floor_excess) + head_memory / hbm
 
 
-def _host_seconds(arch: Architecture, t: TrainingSpec, hw: Hardware, mem: MemoryEstimate, trainable_gpu: Num,
-                  n_shard: Num, tokens: Num, accumulation: Num, compute: Num, overlap: float) -> Num:
+def _host_seconds(t: TrainingSpec, hw: Hardware, mem: MemoryEstimate, trainable_gpu: Num, n_shard: Num,
+                  compute: Num, overlap: float) -> Num:
     """Transfers over each GPU's PCIe link per optimizer step, and the CPU optimizer step, after overlap.
 
-    ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840): gradients go to the host during backward (overlapped), the
-    CPU steps, the updated 16-bit parameters come back (not overlapped: the next forward needs them). Parameters
-    offloaded too stream in for every forward and backward (prefetched). Activation offload copies each
-    checkpointed layer input out in forward and back in backward (overlapped). A paged optimizer that does not
-    fit moves its overflow out and back once per step (not overlapped).
+    The bytes, and which of them the next compute waits for, are the memory model's (`memory.estimate`:
+    ZeRO-Offload gradients out and parameters back, offloaded parameters fetched, activation offload, spilled
+    paged states); the CPU optimizer step of ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840) runs at host DRAM
+    bandwidth and is waited for.
     """
     pcie = hw.pcie_gbs * 1e9
-    wb = weight_bytes(t.precision)
-    hidden = 0.0 * compute
-    exposed = 0.0 * compute
+    exposed = mem.host_exposed_bytes_per_step / pcie
+    hidden = (mem.host_bytes_per_step - mem.host_exposed_bytes_per_step) / pcie
     if t.offload is not Offload.none:
-        shard = trainable_gpu * wb / n_shard
-        hidden = hidden + shard / pcie
         cpu_bw = HOST_MEMORY_GBS * 1e9 / hw.gpus_per_node
         step_bytes = kernels.optimizer_bytes_per_param(t.optimizer, Precision.amp_bf16)
-        exposed = exposed + shard / pcie + trainable_gpu / n_shard * step_bytes / cpu_bw
-        if t.offload is Offload.optimizer_and_params:
-            params = arch.total_params / (t.tensor_parallel * t.pipeline_parallel) * wb / n_shard
-            hidden = hidden + 2 * params * accumulation / pcie
-    if t.activation_offload:
-        declared = np.asarray(mem.host_bytes_per_step, dtype=float)
-        own = 2 * arch.layers / t.pipeline_parallel * arch.hidden * wb * tokens * accumulation
-        hidden = hidden + np.where(declared > 0, declared, own) / pcie
-    if t.optimizer in (Optimizer.paged_adamw_8bit, Optimizer.paged_adamw_32bit):
-        spill = np.clip(mem.total - hw.memory_bytes, 0.0, mem.paged)
-        exposed = exposed + 2 * spill / pcie
+        exposed = exposed + trainable_gpu / n_shard * step_bytes / cpu_bw
     return exposed + comms.exposed_comm(hidden, compute, overlap)
 
 
@@ -253,7 +239,6 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
     comm_s = data_parallel + tensor + pipeline + context * accumulation + expert
 
     n_shard = np.asarray(n_opt, dtype=float)
-    host = _host_seconds(arch, t, hw, mem, trainable_gpu, n_shard, tokens, accumulation, compute,
-                         assumptions.comm_overlap)
+    host = _host_seconds(t, hw, mem, trainable_gpu, n_shard, compute, assumptions.comm_overlap)
     bubble = comms.bubble_fraction(pp, accumulation, v) * (gemm + attention + memory_bound) if pp > 1 else 0.0 * gemm
     return StepCosts(gemm, attention, memory_bound, optimizer, host, exposed, bubble, comm_s)
