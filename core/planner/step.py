@@ -120,7 +120,7 @@ def evaluate(
 
     fpt = compute.flops_per_token(arch, training, seq, trainable)
     model_fpt = compute.model_flops_per_token(arch, training, seq, trainable)
-    costs = step_time.step_costs(arch, training, seq, hw, assumptions, mb, accumulation, trainable, mem)
+    costs = step_time.step_costs(arch, training, seq, hw, assumptions, mb, accumulation, trainable, mem, dp)
     peak = hw.peak_tflops * 1e12
     if assumptions.mfu is not None:
         forced = model_fpt * tokens_per_step / hw.gpus / (peak * assumptions.mfu)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.planner import comms, compute, kernels, lora
+from core.planner import comms, compute, kernels, lora, parallel
 from core.planner.memory import MemoryEstimate, shard_degree, weight_bytes
 from core.planner.models import Assumptions, CrossEntropy, Method, Offload, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
@@ -190,17 +190,19 @@ def _host_seconds(t: TrainingSpec, hw: Hardware, mem: MemoryEstimate, trainable_
 
 
 def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, assumptions: Assumptions,
-               micro_batch: Num, accumulation: Num, trainable: float, mem: MemoryEstimate) -> StepCosts:
-    """Every cost of one optimizer step on one GPU (the slowest: the last pipeline stage)."""
+               micro_batch: Num, accumulation: Num, trainable: float, mem: MemoryEstimate, dp: Num) -> StepCosts:
+    """Every cost of one optimizer step on one GPU (the slowest: the last pipeline stage), for `dp`
+    data-parallel replicas (step.evaluate's, the same that set `accumulation`)."""
     tp, pp, cp, ep, v = (t.tensor_parallel, t.pipeline_parallel, t.context_parallel, t.expert_parallel,
                          t.pipeline_virtual_stages)
     gemm_mb, attn_mb, mem_mb = micro_batch_costs(arch, t, seq_len, hw, micro_batch)
     gemm, attention, memory_bound = gemm_mb * accumulation, attn_mb * accumulation, mem_mb * accumulation
-    dp = np.maximum(hw.gpus / t.model_parallel, 1.0)
+    dp = np.maximum(dp, 1.0)
     dp_per_node = np.maximum(hw.gpus_per_node / t.model_parallel, 1.0)  # model-parallel groups fill a node first
     dp_nodes = np.maximum(dp / dp_per_node, 1.0)
     n_opt = shard_degree(t.sharding, dp, dp_per_node)
-    trainable_gpu = trainable / (tp * pp)
+    share = parallel.state_share(arch, t)  # this GPU's part of the model, as memory.parallel_split holds it
+    trainable_gpu = trainable * share
     optimizer = 0.0 * gemm if t.offload is not Offload.none else kernels.optimizer_seconds(
         trainable_gpu / (n_opt if t.sharding is not Sharding.none else 1.0), t.optimizer, t.precision,
         hw.hbm_gbs * 1e9)
@@ -213,7 +215,7 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
     intra = comms.intra_bytes_per_s(hw.intra_gbs, hw.measured_intra_busbw_gbs)
     busbw = comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, hw.nodes, hw.measured_intra_busbw_gbs)
     grad_bytes = trainable_gpu * wb
-    param_bytes = arch.total_params / (tp * pp) * wb  # gathers move the 16-bit compute copy
+    param_bytes = arch.total_params * share * wb  # gathers move the 16-bit compute copy
     layers_gpu = arch.layers / pp
     calls = comms.collectives_per_step(t.sharding, grad_bytes, layers_gpu, accumulation)
     if t.sharding is Sharding.hsdp:
