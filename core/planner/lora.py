@@ -95,6 +95,13 @@ def lora_params(arch: Architecture, rank: int, targets: str | list[str]) -> int:
     return int(total * arch.layers + head)
 
 
+def trainable_params(arch: Architecture, training: TrainingSpec) -> float:
+    """Parameters the optimizer steps: every one in a full fine-tune, the adapters under LoRA/QLoRA."""
+    if training.method.value == "full":
+        return float(arch.total_params)
+    return float(lora_params(arch, training.lora_rank or 16, training.lora_targets))
+
+
 def largest_trainable_matrix(arch: Architecture, training: TrainingSpec) -> int:
     """Elements of the biggest gradient a step produces at once: a weight matrix, the embedding, or an adapter."""
     if training.method.value == "full":

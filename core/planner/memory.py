@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from core.planner import parallel, savers
-from core.planner.lora import largest_trainable_matrix, lora_params, target_set
+from core.planner.lora import largest_trainable_matrix, lora_params, target_set, trainable_params
 from core.planner.models import Attention, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
 from core.planner.savers import logits_bytes
@@ -66,6 +66,14 @@ def optimizer_state_bytes(optimizer: Optimizer, precision: Precision) -> float:
         Optimizer.lion: state,
         Optimizer.adafactor: 0.1,  # factored second moment: 4·(rows+cols) per matrix; no first moment
     }[optimizer]
+
+
+def checkpoint_bytes(arch: Architecture, training: TrainingSpec) -> float:
+    """A resumable checkpoint: the trained parameters' 16-bit (or fp32) weights, fp32 master and optimizer
+    states; for LoRA/QLoRA only the adapters' (the frozen base is reloaded from the hub)."""
+    precision = training.precision
+    per_param = weight_bytes(precision) + master_bytes(precision) + optimizer_state_bytes(training.optimizer, precision)
+    return trainable_params(arch, training) * per_param
 
 
 # ----------------------------------------------------------------------------- model states

@@ -21,7 +21,7 @@ from core.catalog import (
 from core.planner import cost, gpu_rates, memory, parallel, reliability, search, storage
 from core.planner.advice import suggestions
 from core.planner.frameworks import effective_training
-from core.planner.memory import CUDA_CONTEXT_BYTES, optimizer_state_bytes
+from core.planner.memory import CUDA_CONTEXT_BYTES, checkpoint_bytes
 from core.planner.models import (
     TEN_YEARS_HOURS,
     Assumption,
@@ -44,7 +44,6 @@ from core.planner.models import (
     StorageResult,
     StorageTier,
     TimeResult,
-    TrainingSpec,
 )
 from core.planner.params import Architecture, ConfigError
 from core.planner.step import Hardware, StepEstimate, evaluate, global_batch, trained_tokens
@@ -275,16 +274,6 @@ def _cost(
     )
 
 
-def checkpoint_bytes(arch: Architecture, training: TrainingSpec, trainable: float) -> float:
-    """Full: 16-bit weights + fp32 master + optimizer states of every parameter; LoRA: the adapters only."""
-    states = optimizer_state_bytes(training.optimizer, training.precision)
-    master = 4.0 if training.precision in (Precision.amp_bf16, Precision.amp_fp16, Precision.fp8) else 0.0
-    weights = 4.0 if training.precision is Precision.fp32 else 2.0
-    if training.method is Method.full:
-        return float(arch.total_params) * (weights + master + states)
-    return trainable * (weights + master + states)
-
-
 def on_candidate(request: PlanRequest, c: Candidate) -> PlanRequest:
     """The request set to a search candidate: its hardware and the training settings the search chose for it."""
     return request.model_copy(update={
@@ -335,7 +324,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     raw, tokenized = storage.dataset_bytes(request.data.tokens, request.data.bytes_per_token, vocab)
     needed = storage.read_bytes_per_s_needed(float(est.tokens_per_s), vocab)
     a = request.assumptions
-    ckpt_size = checkpoint_bytes(arch, request.training, est.trainable_params)
+    ckpt_size = checkpoint_bytes(arch, request.training)
     sharded = request.training.sharding is not Sharding.none
     write_s = float(storage.checkpoint_write_seconds(ckpt_size, a.checkpoint_tier, hw_spec.nodes if sharded else 1))
     ckpt = reliability.plan_checkpoints(
@@ -387,7 +376,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
             "nodes or a faster interconnect may finish cheaper"
         )
     # Data-parallel replicas; _check_request already refused more replicas × micro-batch than the global batch.
-    replicas = hw_spec.gpus // request.training.model_parallel
+    replicas = int(parallel.data_parallel(hw_spec.gpus, request.training))
     if request.training.optimizer_in_backward and float(est.accumulation) > 1:
         warnings.append(
             f"optimizer_in_backward steps each weight as its gradient arrives, so it cannot accumulate "

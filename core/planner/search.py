@@ -182,12 +182,8 @@ def _pipeline_choices(arch: Architecture) -> tuple[int, ...]:
 def _with_checkpoints(arch: Architecture, request: PlanRequest, solve_hours: np.ndarray, gpus: np.ndarray,
                       writers: np.ndarray) -> np.ndarray:
     """Expected wall hours of each row (Daly 2006), as plan() computes them for the chosen configuration."""
-    from core.planner.plan import checkpoint_bytes  # plan imports this module; the function is pure
-
     a, t = request.assumptions, request.training
-    trainable = float(arch.total_params) if t.method is Method.full else float(
-        memory.lora_params(arch, t.lora_rank or 16, t.lora_targets))
-    write_s = storage.checkpoint_write_seconds(checkpoint_bytes(arch, t, trainable), a.checkpoint_tier, writers)
+    write_s = storage.checkpoint_write_seconds(memory.checkpoint_bytes(arch, t), a.checkpoint_tier, writers)
     m_s = reliability.job_mtbf_hours(a.gpu_mtbf_hours, gpus) * reliability.SECONDS_PER_HOUR
     tau = reliability.optimal_interval_s(write_s, m_s, solve_hours)
     return reliability.expected_wall_hours(solve_hours, tau, write_s, a.restart_minutes * 60, m_s)

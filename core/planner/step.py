@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from core.planner import compute, memory, parallel, step_time
+from core.planner import compute, lora, memory, parallel, step_time
 from core.planner.models import Assumptions, DataSpec, TrainingSpec
 from core.planner.params import Architecture
 
@@ -108,11 +108,7 @@ def evaluate(
         gpu_memory=hw.memory_bytes,
     )
     fits = mem.total <= hw.memory_bytes
-    trainable = (
-        float(arch.total_params)
-        if training.method.value == "full"
-        else float(memory.lora_params(arch, training.lora_rank or 16, training.lora_targets))
-    )
+    trainable = lora.trainable_params(arch, training)
 
     tokens_per_step = mb * seq * dp * accumulation
     tokens = trained_tokens(data)
