@@ -230,24 +230,33 @@ def _virtual_stages(notes: str) -> int:
     return int(match.group(1)) if match else 1
 
 
+def shape_keys(model: dict[str, Any]) -> dict[str, Any]:
+    """A case's `model` shape (hidden, layers, heads, kv_heads, vocab, intermediate) as config.json keys.
+
+    The calibration fixtures (throughput_cases.json, calibration_cases.json) describe models this way; the
+    family keys (model_type, activation, tied head) are the caller's.
+    """
+    return {
+        "hidden_size": model["hidden"],
+        "num_hidden_layers": model["layers"],
+        "num_attention_heads": model["heads"],
+        "num_key_value_heads": model["kv_heads"] or model["heads"],
+        "vocab_size": model["vocab"],
+        "intermediate_size": model["intermediate"] or 4 * model["hidden"],
+    }
+
+
 def model_config(case: dict[str, Any]) -> dict[str, Any]:
     """The case's architecture as inline config.json keys, with the family's MLP, norm and head.
 
-    MPT (llm-foundry), Megatron's GPT, GPT-2 and BERT have a plain 4h GELU MLP with LayerNorm; the planner reads
-    that from model_type "gpt2" (params.py lists it among the plain-MLP families; "mpt" is not, so it would
-    be read as gated). MPT ties its embedding (`tied wte` in the notes), GPT-2-style models in
-    LLMs-from-scratch and Megatron's GPT do not. Llama, Qwen and TinyLlama are SwiGLU with RMSNorm, untied.
+    MPT (llm-foundry), Megatron's GPT, GPT-2 and BERT have a plain 4h GELU MLP with LayerNorm; the shape comes
+    in Llama-style key names, so they are planned as model_type "gpt2", which params.py reads that way. MPT ties
+    its embedding (`tied wte` in the notes), GPT-2-style models in LLMs-from-scratch and Megatron's GPT do not.
+    Llama, Qwen and TinyLlama are SwiGLU with RMSNorm, untied.
     """
     m = case["model"]
     name = m["name"].lower()
-    cfg: dict[str, Any] = {
-        "hidden_size": m["hidden"],
-        "num_hidden_layers": m["layers"],
-        "num_attention_heads": m["heads"],
-        "num_key_value_heads": m["kv_heads"] or m["heads"],
-        "vocab_size": m["vocab"],
-        "intermediate_size": m["intermediate"] or 4 * m["hidden"],
-    }
+    cfg = shape_keys(m)
     plain = name.startswith(("mpt", "gpt", "bert"))
     if plain:
         cfg.update(model_type="gpt2", hidden_act="gelu", tie_word_embeddings=name.startswith(("mpt", "bert")))

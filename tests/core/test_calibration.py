@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.calibrate_cases import shape_keys
 from core.catalog import load_catalog
 from core.planner import memory
 from core.planner.models import Assumptions, DataSpec, HardwareSpec, PlanRequest, Precision, TrainingSpec
@@ -77,16 +78,7 @@ def test_deepspeed_estimator_examples(case: str, sharding: str, offload: str, ex
 
 def _case_config(m: dict) -> dict:
     """A case's model as Llama-style config.json keys (untied head); callers adjust model_type."""
-    return {
-        "hidden_size": m["hidden"],
-        "num_hidden_layers": m["layers"],
-        "num_attention_heads": m["heads"],
-        "num_key_value_heads": m["kv_heads"] or m["heads"],
-        "vocab_size": m["vocab"],
-        "intermediate_size": m["intermediate"] or 4 * m["hidden"],
-        "model_type": "llama",
-        "tie_word_embeddings": False,
-    }
+    return {**shape_keys(m), "model_type": "llama", "tie_word_embeddings": False}
 
 
 def _litgpt_request(case: dict) -> tuple[Architecture, TrainingSpec]:
