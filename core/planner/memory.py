@@ -332,7 +332,7 @@ def activation_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Nu
     backward. selective: every layer's tensors except the attention core, which is recomputed. A layer's worth
     of transient gradient tensors is always added.
     """
-    elem = 4.0 if training.precision is Precision.fp32 else 2.0
+    elem = weight_bytes(training.precision)
     by = parallel.activation_split(arch, training)
     tokens = micro_batch * seq_len / by.tokens  # context parallelism: each GPU holds 1/cp of the sequence
     per_layer = parallel_elements_per_token_layer(arch, training, seq_len) * elem * tokens

@@ -147,7 +147,7 @@ def _head(arch: Architecture, t: TrainingSpec, tokens: Num, mm: Num, hbm: Num, e
 def micro_batch_costs(arch: Architecture, t: TrainingSpec, seq_len: Num, hw: Hardware,
                       micro_batch: Num) -> tuple[Num, Num, Num]:
     """(GEMM, attention, memory-bound incl. the launch floor) seconds of one micro-batch on one GPU."""
-    elem = 4.0 if t.precision is Precision.fp32 else 2.0
+    elem = weight_bytes(t.precision)
     tokens = micro_batch * seq_len / t.context_parallel
     peak = hw.peak_tflops * 1e12
     mm = peak * hw.matmul_efficiency
@@ -210,7 +210,7 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
 
     # Communication.
     wb = weight_bytes(t.precision)
-    elem = 4.0 if t.precision is Precision.fp32 else 2.0
+    elem = weight_bytes(t.precision)
     tokens = micro_batch * seq_len / cp
     intra = comms.intra_bytes_per_s(hw.intra_gbs, hw.measured_intra_busbw_gbs)
     busbw = comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, hw.nodes, hw.measured_intra_busbw_gbs)
