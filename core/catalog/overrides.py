@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from core.catalog.lookup import Catalog, gpu_key
 from core.catalog.network import PCIE_ACHIEVED_GBS
-from core.catalog.records import GPU, PRICING_MODES, CatalogError, Price, Provider
+from core.catalog.records import GPU, PRICING_MODELS, PRICING_MODES, CatalogError, Price, Provider
 from core.catalog.shipped import shipped_catalog, with_reserved_prices
 from core.paths import config_dir
 from core.validation import validation_message
@@ -126,8 +126,26 @@ def _merge_gpus(gpus: dict[str, GPU], index_of: Catalog, data: Any, path: Path) 
 _PRICE_SYNONYMS = {"date_seen": "date", "source_url": "source"}
 
 
+def _price_records(values: dict[str, Any], path: Path, i: int) -> list[dict[str, Any]]:
+    """One user entry → price records. The older shape (on_demand / spot / reserved columns in one entry)
+    still loads, split into one record per price, so files written by earlier versions keep working."""
+    if "pricing_model" in values or "usd_per_gpu_hour" in values:
+        if values.get("usd_per_gpu_hour") is None or values.get("pricing_model") is None:
+            raise CatalogError(f"user override file {path}: entry {i} needs both 'pricing_model' (one of"
+                               f" {', '.join(PRICING_MODELS)}) and 'usd_per_gpu_hour'")
+        return [values]
+    columns = {k: values.pop(k) for k in PRICING_MODES if k in values}
+    priced = {k: v for k, v in columns.items() if v is not None}
+    if not priced:
+        raise CatalogError(
+            f"user override file {path}: entry {i} needs 'pricing_model' and 'usd_per_gpu_hour'"
+            f" (or at least one of {', '.join(PRICING_MODES)})"
+        )
+    return [{**values, "pricing_model": k, "usd_per_gpu_hour": v} for k, v in priced.items()]
+
+
 def _merge_prices(cat: Catalog, data: Any, path: Path) -> tuple[list[Price], dict[str, Provider]]:
-    """Add user rows, or replace shipped rows with the same provider + instance + GPU."""
+    """Add user records, or replace shipped records with the same provider + instance + GPU + pricing model."""
     prices = list(cat.prices)
     providers = dict(cat.provider_info)
     for i, entry in enumerate(_entries(data, path, "price")):
@@ -135,10 +153,6 @@ def _merge_prices(cat: Catalog, data: Any, path: Path) -> tuple[list[Price], dic
         for key in ("provider", "instance", "gpu"):
             if not isinstance(values.get(key), str) or not values[key].strip():
                 raise CatalogError(f"user override file {path}: entry {i} needs '{key}' (text)")
-        if all(values.get(k) is None for k in PRICING_MODES):
-            raise CatalogError(
-                f"user override file {path}: entry {i} needs at least one of {', '.join(PRICING_MODES)}"
-            )
         try:
             slug = cat.provider_id(values["provider"])
         except CatalogError:
@@ -152,13 +166,15 @@ def _merge_prices(cat: Catalog, data: Any, path: Path) -> tuple[list[Price], dic
         values.update(provider=slug, gpu=gid)
         values.setdefault("provider_name", providers[slug].name)
         values.setdefault("source", f"user override ({path})")
-        try:
-            row = Price.model_validate(values)
-        except ValidationError as exc:
-            raise CatalogError(f"user override file {path}: entry {i} {validation_message(exc)}") from None
-        same = (row.provider, row.instance.lower(), row.gpu)
-        prices = [p for p in prices if (p.provider, p.instance.lower(), p.gpu) != same]
-        prices.append(row)
+        values.setdefault("origin", "user")
+        for record in _price_records(values, path, i):
+            try:
+                row = Price.model_validate(record)
+            except ValidationError as exc:
+                raise CatalogError(f"user override file {path}: entry {i} {validation_message(exc)}") from None
+            same = (row.provider, row.instance.lower(), row.gpu, row.pricing_model)
+            prices = [p for p in prices if (p.provider, p.instance.lower(), p.gpu, p.pricing_model) != same]
+            prices.append(row)
     return prices, providers
 
 
@@ -182,9 +198,7 @@ def _apply_discounts(cat: Catalog, prices: list[Price], data: Any, path: Path) -
     for p in prices:
         d = factors.get(p.provider)
         if d:
-            update: dict[str, Any] = {k: (v * (1 - d) if (v := getattr(p, k)) is not None else None)
-                                      for k in PRICING_MODES}
-            update["user_discount"] = d
+            update: dict[str, Any] = {"usd_per_gpu_hour": p.usd_per_gpu_hour * (1 - d), "user_discount": d}
             update["notes"] = f"{p.notes} [user discount {d:.0%} applied from {path}]".strip()
             p = p.model_copy(update=update)
         out.append(p)
@@ -201,7 +215,8 @@ def _merge(base: Catalog, user_dir: Path, files: Mapping[str, Any]) -> Catalog:
     prices, providers = list(base.prices), dict(base.provider_info)
     if "prices.json" in files:
         prices, providers = _merge_prices(staged, files["prices.json"], user_dir / "prices.json")
-        prices = with_reserved_prices(prices, providers)
+        # re-derive reserved prices from the merged on-demand ones (a replaced on-demand price moves its reserved)
+        prices = with_reserved_prices([p for p in prices if p.reserved_basis is None], providers)
     if "discounts.json" in files:
         staged = Catalog(gpus=(), models=(), prices=(), storage=(), egress=(), providers=providers.values(),
                          retrieved=base.retrieved)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -19,9 +20,48 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 
 class PricingMode(StrEnum):
+    """How a plan pays (the request's ``pricing.mode``): each mode is served by some pricing models."""
+
     on_demand = "on_demand"
     spot = "spot"
     reserved = "reserved"
+
+
+class PricingModel(StrEnum):
+    """What kind of price one catalog record is (the shape gpuhunt's offers have: one price per record).
+
+    A SkyPilot ``vms.csv`` row with ``Price`` and ``SpotPrice`` is two records. Community/peer hosts and bid
+    floors are kept apart from a provider's own list prices because a founder must choose them knowingly, and
+    serverless per-second workers are never a training plan's price.
+    """
+
+    on_demand = "on_demand"
+    spot = "spot"
+    reserved = "reserved"
+    marketplace = "marketplace"
+    auction = "auction"
+    serverless = "serverless"
+
+
+class Allowance(StrEnum):
+    """Pricing models a plan uses only when the user allows them (``pricing.allow``)."""
+
+    marketplace = "marketplace"
+    auction = "auction"
+
+
+# Which records serve which plan mode: marketplace offers are pay-as-you-go (on-demand like), auction floors are
+# interruptible (spot like). Serverless serves none.
+MODE_MODELS: dict[str, tuple[PricingModel, ...]] = {
+    "on_demand": (PricingModel.on_demand,),
+    "spot": (PricingModel.spot,),
+    "reserved": (PricingModel.reserved,),
+}
+ALLOWED_MODELS: dict[str, dict[str, PricingModel]] = {
+    "on_demand": {"marketplace": PricingModel.marketplace},
+    "spot": {"auction": PricingModel.auction},
+    "reserved": {},
+}
 
 
 class Interconnect(StrEnum):
@@ -44,8 +84,9 @@ class StorageTier(StrEnum):
 STORAGE_TIERS: tuple[str, ...] = tuple(t.value for t in StorageTier)
 IntraNodeLink = Literal["nvlink", "pcie", "infinity_fabric", "roce"]
 PRICING_MODES: tuple[str, ...] = tuple(m.value for m in PricingMode)
+PRICING_MODELS: tuple[str, ...] = tuple(m.value for m in PricingModel)
 PRECISIONS = ("amp_bf16", "pure_bf16", "amp_fp16", "fp32", "fp8", "bf16", "fp16", "tf32")
-STALE_AFTER_DAYS = 365
+STALE_AFTER_DAYS = 90  # a price older than a quarter is flagged: GPU rental prices move that fast (issue 11)
 
 
 class CatalogError(ValueError):
@@ -162,33 +203,56 @@ IsoDate = Annotated[str | None, AfterValidator(_check_date)]
 
 
 class Price(_Record):
-    """One rentable configuration; money is USD per GPU-hour (instance price / GPUs in it)."""
+    """One price of one rentable offer: USD per GPU-hour (instance price / GPUs in the instance).
+
+    ``gpus_per_instance`` is what one instance holds; ``gpu_counts`` lists other sizes sold at the same
+    per-GPU rate (RunPod pods of 1–8 GPUs), so a plan always pays for whole instances.
+    """
 
     provider: str
     provider_name: str
     instance: str
     gpu: str
     gpus_per_instance: int = Field(1, ge=1)
-    on_demand: float | None = Field(None, ge=0)
-    spot: float | None = Field(None, ge=0)
-    reserved: float | None = Field(None, ge=0)
-    reserved_discount: float | None = Field(None, ge=0, lt=1)
+    gpu_counts: tuple[int, ...] = ()
+    pricing_model: PricingModel
+    usd_per_gpu_hour: float = Field(ge=0)
+    region: str = "any"
+    term: str | None = None
+    upfront: Literal["none", "partial", "all"] | None = None
     reserved_basis: str | None = None
-    user_discount: float | None = Field(None, ge=0, lt=1)
-    region: str | None = None
     date: IsoDate = None
+    fetched: IsoDate = None
+    origin: str = "shipped"
     source: str
-    confidence: str = "normal"
+    confidence: Literal["normal", "low"] = "normal"
     notes: str = ""
-    pricing_model: str | None = None
     snapshot: str | None = None
     tier: str | None = None
+    user_discount: float | None = Field(None, ge=0, lt=1)
 
-    def price(self, mode: str) -> float | None:
-        """USD per GPU-hour for on_demand, spot or reserved (None when this row has no such price)."""
+    @property
+    def usd_per_instance_hour(self) -> float:
+        return self.usd_per_gpu_hour * self.gpus_per_instance
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """GPU counts one instance of this offer can have, smallest first."""
+        return tuple(sorted({self.gpus_per_instance, *self.gpu_counts}))
+
+    def billed_gpus(self, gpus_per_node: int) -> int | None:
+        """GPUs paid per node when a node of `gpus_per_node` GPUs runs on this offer: the smallest instance
+        size that holds the node (a 2-GPU node on an 8-GPU-only offer pays for 8); None when none is big
+        enough (a node is one instance: GPUs of several instances do not share NVLink)."""
+        return next((n for n in self.sizes if n >= gpus_per_node), None)
+
+    def serves(self, mode: str, allow: Iterable[str] = ()) -> bool:
+        """True when this record can price a plan in `mode` (on_demand, spot, reserved) given `allow`."""
         mode = check_pricing_mode(mode)
-        value: float | None = getattr(self, mode)
-        return value
+        if self.pricing_model in MODE_MODELS[mode]:
+            return True
+        extra = ALLOWED_MODELS[mode]
+        return any(extra.get(a) == self.pricing_model for a in allow)
 
     def age_days(self, today: dt.date) -> int | None:
         """Days since the price was seen; None when the source gives no date."""
@@ -201,7 +265,7 @@ class Price(_Record):
         return self.date is None
 
     def is_stale(self, today: dt.date, max_age_days: int = STALE_AFTER_DAYS) -> bool:
-        """Older than a year. Undated rows are not 'stale' but 'undated' (see freshness)."""
+        """Older than STALE_AFTER_DAYS. Undated rows are not 'stale' but 'undated' (see freshness)."""
         age = self.age_days(today)
         return age is not None and age > max_age_days
 

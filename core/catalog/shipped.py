@@ -12,7 +12,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from core.catalog.lookup import Catalog
-from core.catalog.records import GPU, EgressPrice, EgressTier, ModelPreset, Price, Provider, StoragePrice
+from core.catalog.records import (
+    GPU,
+    EgressPrice,
+    EgressTier,
+    ModelPreset,
+    Price,
+    PricingModel,
+    Provider,
+    StoragePrice,
+)
 from core.resources import read_json
 
 # --------------------------------------------------------------------------- shipped data → records
@@ -69,10 +78,11 @@ def _gpu_from_sheet(g: Mapping[str, Any]) -> GPU:
 def _price_from_sheet(r: Mapping[str, Any]) -> Price:
     return Price(
         provider=r["provider"], provider_name=r["provider_name"], instance=r["instance"], gpu=r["gpu"],
-        gpus_per_instance=r["gpus_per_instance"], on_demand=r["on_demand"], spot=r["spot"],
-        reserved=r.get("reserved"), region=r.get("region"), date=r.get("date_seen"), source=r["source_url"],
-        confidence=r.get("confidence") or "normal", notes=r.get("notes") or "",
-        pricing_model=r.get("pricing_model"), snapshot=r.get("snapshot"), tier=r.get("tier"),
+        gpus_per_instance=r["gpus_per_instance"], gpu_counts=tuple(r.get("gpu_counts") or ()),
+        pricing_model=r["pricing_model"], usd_per_gpu_hour=r["usd_per_gpu_hour"], region=r.get("region") or "any",
+        term=r.get("term"), upfront=r.get("upfront"), date=r.get("date_seen"), source=r["source_url"],
+        confidence=r.get("confidence") or "normal", notes=r.get("notes") or "", snapshot=r.get("snapshot"),
+        tier=r.get("tier"),
     )
 
 
@@ -117,18 +127,29 @@ def _model_from_sheet(m: Mapping[str, Any]) -> ModelPreset:
 
 
 def with_reserved_prices(prices: Iterable[Price], providers: Mapping[str, Provider]) -> list[Price]:
-    """reserved = on_demand × (1 − provider commitment discount), for plain on-demand rows without one."""
-    out = []
-    for p in prices:
-        prov = providers.get(p.provider)
-        if (prov is not None and prov.commitment_discount is not None and p.reserved is None
-                and p.on_demand is not None and p.pricing_model is None):
-            d = prov.commitment_discount
-            basis = (f"reserved = on_demand x (1 - {d:g}), {prov.name} {prov.commitment_term or 'commitment'}"
-                     f" discount ({prov.commitment_source})")
-            p = p.model_copy(update={"reserved": round(p.on_demand * (1 - d), 6), "reserved_discount": d,
-                                     "reserved_basis": basis})
+    """Add reserved = on_demand × (1 − the provider's own published commitment discount) for each on-demand
+    record of a provider that publishes one and lists no reservation price for that instance.
+
+    Per provider, never across providers: a discount one provider publishes says nothing about another's
+    prices, so a provider without its own terms gets no derived reserved price (and reserved can never
+    exceed that provider's on-demand price).
+    """
+    rows = list(prices)
+    listed = {(p.provider, p.instance, p.gpu) for p in rows if p.pricing_model == PricingModel.reserved}
+    out: list[Price] = []
+    for p in rows:
         out.append(p)
+        prov = providers.get(p.provider)
+        if (prov is None or prov.commitment_discount is None or p.pricing_model != PricingModel.on_demand
+                or (p.provider, p.instance, p.gpu) in listed):
+            continue
+        d = prov.commitment_discount
+        basis = (f"reserved = on_demand x (1 - {d:g}), {prov.name} {prov.commitment_term or 'commitment'}"
+                 f" discount ({prov.commitment_source})")
+        out.append(p.model_copy(update={
+            "pricing_model": PricingModel.reserved, "usd_per_gpu_hour": round(p.usd_per_gpu_hour * (1 - d), 6),
+            "term": prov.commitment_term, "reserved_basis": basis,
+        }))
     return out
 
 

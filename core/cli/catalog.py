@@ -61,15 +61,15 @@ def cmd_catalog(args: argparse.Namespace) -> int:
                 p.provider_name,
                 p.instance,
                 p.gpu,
-                fmt_usd(p.on_demand),
-                fmt_usd(p.spot),
-                fmt_usd(p.reserved),
+                str(p.gpus_per_instance),
+                p.pricing_model.value + (f" ({p.term})" if p.term else ""),
+                fmt_usd(p.usd_per_gpu_hour),
                 p.date or "undated",
             )
             for p in cat.prices
         ]
-        data = [p.model_dump() for p in cat.prices]
-        header = ("provider", "instance", "gpu", "on-demand/GPU-h", "spot", "reserved", "seen")
+        data = [{**p.model_dump(mode="json"), **({"undated": True} if p.is_undated else {})} for p in cat.prices]
+        header = ("provider", "instance", "gpu", "GPUs", "pricing model", "USD/GPU-h", "seen")
     if args.json:
         print(json.dumps(data, indent=2, default=str))
     else:

@@ -12,6 +12,7 @@ import numpy as np
 from core.catalog import (
     GPU,
     PRICING_MODES,
+    STALE_AFTER_DAYS,
     Catalog,
     CatalogError,
     Price,
@@ -180,7 +181,7 @@ def _cost(
     assumptions: list[Assumption] = []
     rows = {mode: _price_for(catalog, gpu, request, mode) for mode in PRICING_MODES}
     ref = rows.get(pricing.mode.value) or rows["on_demand"] or rows["spot"] or rows["reserved"]
-    per_hour = {m: (getattr(r, m) if r else None) for m, r in rows.items()}
+    per_hour = {m: (r.usd_per_gpu_hour if r else None) for m, r in rows.items()}
     if pricing.usd_per_gpu_hour is not None:
         per_hour[pricing.mode.value] = pricing.usd_per_gpu_hour
     solve_hours = float(est.hours)
@@ -209,7 +210,7 @@ def _cost(
         if row.is_stale(today):
             warnings.append(
                 f"{row.provider_name} {mode.replace('_', '-')} price for {gpu.id} is from "
-                f"{row.date}, more than 12 months old"
+                f"{row.date}, more than {STALE_AFTER_DAYS} days old"
             )
         elif row.date is None:
             warnings.append(
@@ -218,8 +219,8 @@ def _cost(
         assumptions.append(
             Assumption(
                 name=f"{mode.replace('_', '-')} price",
-                value=f"${getattr(row, mode):.2f}/GPU-h "
-                f"({row.provider_name} {row.instance}, {row.region or 'any region'})",
+                value=f"${row.usd_per_gpu_hour:.2f}/GPU-h "
+                f"({row.provider_name} {row.instance}, {row.region})",
                 source=row.source,
                 date=row.date,
             )

@@ -77,7 +77,7 @@ def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
         if not gpu.supports(request.training.precision.value):
             continue  # no published peak for this precision: cannot be timed honestly
         row = catalog.best_price(gpu.id, mode, provider)
-        usd = request.pricing.usd_per_gpu_hour or (getattr(row, mode) if row else None)
+        usd = request.pricing.usd_per_gpu_hour or (row.usd_per_gpu_hour if row else None)
         if usd is None and request.search.objective != "time":
             continue
         ids.append(gpu.id)

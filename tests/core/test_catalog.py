@@ -75,7 +75,8 @@ def test_every_gpu_numeric_field_has_a_source(cat):
 
 
 def test_every_price_has_a_source_and_provider_name(cat):
-    assert len(cat.prices) == 86
+    # the sheet's 86 offers, one record per price, plus the reserved prices derived per provider
+    assert len(read_json("catalog", "prices.json")["rows"]) == 109
     for p in cat.prices:
         assert p.source.startswith("http"), p.instance
         assert p.provider_name
@@ -236,59 +237,70 @@ def test_preset_config_keys(cat):
 # --------------------------------------------------------------------------- prices
 
 
+def _one(cat, gpu, provider, instance, model):
+    rows = [p for p in cat.prices_for(gpu, provider) if p.instance == instance and p.pricing_model == model]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
 def test_per_gpu_hour_prices(cat):
-    # AWS p5.48xlarge: $55.04/h for 8 GPUs = $6.88 per GPU-hour; spot $17.6289/h → 2.2036
-    p5 = next(p for p in cat.prices_for("H100-SXM", "aws") if p.instance == "p5.48xlarge")
+    # AWS p5.48xlarge: $55.04/h for 8 GPUs = $6.88 per GPU-hour; spot $17.6289/h → 2.2036 (SkyPilot vms.csv)
+    p5 = _one(cat, "H100-SXM", "aws", "p5.48xlarge", "on_demand")
     assert p5.gpus_per_instance == 8
-    assert p5.on_demand == pytest.approx(6.88)
-    assert p5.spot == pytest.approx(2.2036)
+    assert p5.usd_per_gpu_hour == pytest.approx(6.88)
+    assert p5.usd_per_instance_hour == pytest.approx(55.04)
+    assert _one(cat, "H100-SXM", "aws", "p5.48xlarge", "spot").usd_per_gpu_hour == pytest.approx(2.2036)
     assert p5.date == "2026-11-09"
     assert p5.region == "us-east-1"
 
 
-def test_reserved_from_commitment_discount(cat):
+def test_reserved_from_the_providers_own_commitment_discount(cat):
     # Nebius H100 $4.50 on demand, commitments "up to 35% off" → 4.50 x 0.65 = 2.925
-    nebius = cat.prices_for("H100-SXM", "nebius")[0]
-    assert nebius.reserved == pytest.approx(2.925)
-    assert nebius.reserved_discount == 0.35
+    nebius = _one(cat, "H100-SXM", "nebius", "HGX H100 (per GPU)", "reserved")
+    assert nebius.usd_per_gpu_hour == pytest.approx(2.925)
     assert "on_demand x (1 - 0.35)" in (nebius.reserved_basis or "")
     # CoreWeave HGX H100 $49.24/8 = 6.155, "up to 60%" → 2.462
-    cw = cat.prices_for("H100-SXM", "coreweave")[0]
-    assert cw.reserved == pytest.approx(2.462)
-    # Lambda has no commitment discount in the data → no reserved price
-    assert all(p.reserved is None for p in cat.prices_for("H100-SXM", "lambda"))
-    # AWS Capacity Block $4.916/GPU-h is a reservation, not on-demand
-    block = next(p for p in cat.prices_for("H100-SXM", "aws") if "Capacity Block" in p.instance)
-    assert block.on_demand is None
-    assert block.reserved == pytest.approx(4.9162)
+    assert _one(cat, "H100-SXM", "coreweave", "HGX H100 (8x)", "reserved").usd_per_gpu_hour == pytest.approx(2.462)
+    # Lambda and Google Cloud publish no GPU commitment discount in the data → no reserved price
+    assert not [p for p in cat.prices_for("H100-SXM", "lambda") if p.pricing_model == "reserved"]
+    assert not [p for p in cat.prices if p.provider == "gcp" and p.pricing_model == "reserved"]
+    # AWS Capacity Block $4.916/GPU-h is a reservation (paid upfront), not on-demand
+    block = _one(cat, "H100-SXM", "aws", "p5.48xlarge (EC2 Capacity Block)", "reserved")
+    assert block.usd_per_gpu_hour == pytest.approx(4.9162)
+    assert (block.term, block.upfront) == ("capacity block", "all")
+    assert not [p for p in cat.prices_for("H100-SXM", "aws") if "Capacity Block" in p.instance
+                and p.pricing_model != "reserved"]
 
 
 def test_best_price(cat):
-    # cheapest H100 SXM on demand: Vast.ai marketplace median $2.4024; spot: Nebius preemptible from $0.79
-    assert cat.best_price("h100", "on_demand").provider == "vastai"
-    assert cat.best_price("h100", "on_demand").on_demand == pytest.approx(2.4024)
-    assert cat.best_price("H100-SXM", "spot").spot == pytest.approx(0.79)
-    assert cat.best_price("H100-SXM", "on_demand", provider="aws").on_demand == pytest.approx(6.88)
-    # L40S spot: AWS g6e.xlarge $0.6538 < Nebius $0.74 < RunPod $0.79
+    # cheapest H100 SXM on demand from a provider's own list: Mithril 8x $28.66/h = $3.5825 (SkyPilot PR #9156);
+    # Vast.ai's $2.40 median and RunPod Community $2.69 are marketplace prices, used only when allowed
+    assert cat.best_price("h100", "on_demand").provider == "mithril"
+    assert cat.best_price("h100", "on_demand").usd_per_gpu_hour == pytest.approx(3.5825)
+    # a 1-GPU node pays a whole instance: Mithril's 8-GPU-only offer would cost 8 x 3.5825 = $28.66/h, so the
+    # cheapest 1-GPU H100 is RunPod Secure Cloud's 1-GPU pod at $3.99 (Lambda 1x $4.29, Nebius 1-GPU VM $4.50)
+    one = cat.best_price("h100", "on_demand", gpus_per_node=1)
+    assert (one.provider, one.usd_per_gpu_hour) == ("runpod", pytest.approx(3.99))
+    market = cat.best_price("h100", "on_demand", allow=["marketplace"])
+    assert (market.provider, market.usd_per_gpu_hour) == ("vastai", pytest.approx(2.4024))
+    assert cat.best_price("H100-SXM", "spot").usd_per_gpu_hour == pytest.approx(0.79)  # Nebius preemptible
+    assert cat.best_price("H100-SXM", "on_demand", provider="aws").usd_per_gpu_hour == pytest.approx(6.88)
+    # L40S spot: AWS g6e.xlarge $0.6538 < Nebius $0.74
     assert cat.best_price("L40S", "spot").provider == "aws"
-    assert cat.best_price("T4", "on_demand") is None  # T4 rental prices were not collected
     with pytest.raises(CatalogError, match="pricing mode 'hourly'"):
         cat.best_price("H100-SXM", "hourly")
 
 
 def test_price_staleness(cat):
-    lam = next(p for p in cat.prices_for("H100-SXM", "lambda") if p.instance == "8x NVIDIA H100 SXM")
+    lam = _one(cat, "H100-SXM", "lambda", "8x NVIDIA H100 SXM", "on_demand")
     assert lam.date == "2026-09-20"
     assert lam.age_days(TODAY) == 70  # Sep 20 → Nov 29: 10 + 31 + 29
     assert not lam.is_stale(TODAY)
     assert lam.freshness(TODAY) == "fresh"
-    assert lam.is_stale(dt.date(2027, 10, 1))
-    assert lam.freshness(dt.date(2027, 10, 1)) == "stale"
-    low = next(p for p in cat.prices_for("RTX-4090", "runpod") if p.confidence == "low")
-    assert low.date == "2026-03-10"
-    assert not low.is_stale(dt.date(2027, 3, 10))  # exactly 365 days: not older than a year
-    assert low.is_stale(dt.date(2027, 3, 11))
-    undated = next(p for p in cat.prices_for("H100-SXM", "aws") if p.instance == "p5.4xlarge")
+    assert not lam.is_stale(dt.date(2026, 12, 19))  # 90 days: not older than a quarter
+    assert lam.is_stale(dt.date(2026, 12, 20))
+    assert lam.freshness(dt.date(2026, 12, 20)) == "stale"
+    undated = _one(cat, "H100-SXM", "aws", "p5.4xlarge", "on_demand")
     assert undated.date is None and undated.is_undated
     assert undated.snapshot == "skypilot-catalog v8 @00148f2a"
     assert undated.age_days(TODAY) is None
@@ -342,7 +354,7 @@ def test_egress_prices(cat):
 
 def test_price_rows_for_gpus_outside_the_catalog(cat):
     assert "B300" not in cat.gpus
-    assert cat.prices_for("B300")[0].on_demand == pytest.approx(17.802)  # 142.416 / 8
+    assert cat.prices_for("B300")[0].usd_per_gpu_hour == pytest.approx(17.802)  # 142.416 / 8
     assert "B300" not in cat.priced_gpus()
     assert "H100-SXM" in cat.priced_gpus()
 
@@ -376,14 +388,14 @@ def test_user_overrides_merge(tmp_path):
     assert h100.memory_bytes == 80_000_000_000  # untouched fields kept
 
     lam = [p for p in cat.prices_for("H100-SXM", "lambda") if p.instance == "8x NVIDIA H100 SXM"]
-    assert len(lam) == 1 and lam[0].on_demand == 3.5
-    assert lam[0].source.startswith("user override")
-    assert cat.prices_for("MY-GPU", "mycloud")[0].on_demand == 1.0
+    assert len(lam) == 1 and lam[0].usd_per_gpu_hour == 3.5 and lam[0].pricing_model == "on_demand"
+    assert lam[0].source.startswith("user override") and lam[0].origin == "user"
+    assert cat.prices_for("MY-GPU", "mycloud")[0].usd_per_gpu_hour == 1.0
     assert "mycloud" in cat.providers()
 
-    p5 = next(p for p in cat.prices_for("H100-SXM", "aws") if p.instance == "p5.48xlarge")
-    assert p5.on_demand == pytest.approx(6.88 * 0.9)
-    assert p5.spot == pytest.approx(2.2036 * 0.9)
+    p5 = _one(cat, "H100-SXM", "aws", "p5.48xlarge", "on_demand")
+    assert p5.usd_per_gpu_hour == pytest.approx(6.88 * 0.9)
+    assert _one(cat, "H100-SXM", "aws", "p5.48xlarge", "spot").usd_per_gpu_hour == pytest.approx(2.2036 * 0.9)
     assert p5.user_discount == 0.1
     assert "user discount 10%" in p5.notes
     # the shipped catalog is not changed by a merge
@@ -406,6 +418,10 @@ def test_no_override_files_gives_the_shipped_catalog(tmp_path):
         ("prices.json", '[{"provider": "aws", "instance": "x", "gpu": "h10", "on_demand": 1}]',
          "unknown GPU 'h10'"),
         ("prices.json", '[{"provider": "aws", "instance": "x", "gpu": "h100"}]', "at least one of"),
+        ("prices.json", '[{"provider": "aws", "instance": "x", "gpu": "h100", "pricing_model": "spot"}]',
+         "needs both 'pricing_model'"),
+        ("prices.json", '[{"provider": "aws", "instance": "x", "gpu": "h100", "pricing_model": "hourly",'
+         ' "usd_per_gpu_hour": 1}]', "pricing_model"),
         ("prices.json", '[{"provider": "aws", "instance": "x", "gpu": "h100", "spot": 1, "date": "soon"}]',
          "YYYY-MM-DD"),
         ("discounts.json", '{"aws": 1.5}', "fraction from 0"),
@@ -427,13 +443,13 @@ def test_save_user_overrides_round_trip(tmp_path):
     assert json.loads((folder / "discounts.json").read_text()) == {"nebius": 0.2}
     assert sorted(p.name for p in folder.iterdir()) == ["discounts.json", "prices.json"]  # no temp files left
     cat = load_catalog(folder)
-    assert cat.prices_for("H100-SXM", "nebius")[0].on_demand == pytest.approx(4.5 * 0.8)
-    assert cat.prices_for("A100-80GB-SXM", "runpod")[-1].spot == 0.5
+    assert cat.prices_for("H100-SXM", "nebius")[0].usd_per_gpu_hour == pytest.approx(4.5 * 0.8)
+    assert _one(cat, "A100-80GB-SXM", "runpod", "mine", "spot").usd_per_gpu_hour == 0.5
     # a later save of one file keeps the other and the cache notices the change
     save_user_overrides(folder, discounts={"nebius": 0.5})
     again = load_catalog(folder)
-    assert again.prices_for("H100-SXM", "nebius")[0].on_demand == pytest.approx(4.5 * 0.5)
-    assert again.prices_for("A100-80GB-SXM", "runpod")[-1].spot == 0.5
+    assert again.prices_for("H100-SXM", "nebius")[0].usd_per_gpu_hour == pytest.approx(4.5 * 0.5)
+    assert _one(again, "A100-80GB-SXM", "runpod", "mine", "spot").usd_per_gpu_hour == 0.5
 
 
 def test_save_rejects_bad_overrides_without_writing(tmp_path):

@@ -96,11 +96,12 @@ def test_a_plan_without_spot_or_reserved_price_gets_the_best_option_that_has_one
     options = {o.mode: o for o in analysis.figures.priced_alternatives}
     assert sorted(options) == ["reserved", "spot"]
     spot = options["spot"]
-    assert (spot.hardware.gpu, spot.hardware.gpus, spot.provider) == ("A100-80GB-SXM", 1, "Mithril (via SkyPilot)")
-    # Mithril lists A100 spot at $0.0625 per GPU-hour (2026-03-22): one GPU's hours at that price, plus the
-    # expected redone work after preemptions (a few per cent more)
-    assert spot.price_date == "2026-03-22"
-    assert spot.hours * 0.0625 <= spot.compute_usd <= spot.hours * 0.0625 * 1.05
+    # Mithril's A100 $0.0625 is an auction floor, not a spot price: it prices nothing unless auctions are
+    # allowed. The best spot option is Nebius's B200 preemptible from $0.99 per GPU-hour (2026-10-07, 1-GPU VMs):
+    # one GPU's hours at that price, plus the expected redone work after preemptions (a few per cent more)
+    assert (spot.hardware.gpu, spot.hardware.gpus, spot.provider) == ("B200", 1, "Nebius")
+    assert spot.price_date == "2026-10-07"
+    assert spot.hours * 0.99 <= spot.compute_usd <= spot.hours * 0.99 * 1.05
     assert options["reserved"].hardware.gpu == "B200" and options["reserved"].provider == "CoreWeave"
 
 

@@ -175,8 +175,8 @@ def test_a_plan_without_spot_or_reserved_price_names_the_best_option_that_has_on
     assert cost.priced_elsewhere.isVisible()
     spot, reserved = cost.priced_elsewhere.text().splitlines()
     # which option and where are the point; the dollars and hours follow the time model
-    assert re.fullmatch(r"No spot price for MI300X; the cheapest option with one: 1× A100-80GB-SXM at Mithril \(via "
-                        r"SkyPilot\), \$[\d.]+ spot compute in [\d.]+ h \(price seen 2026-03-22\)\.", spot), spot
+    assert re.fullmatch(r"No spot price for MI300X; the cheapest option with one: 1× B200 at Nebius, \$[\d.]+ spot "
+                        r"compute in [\d.]+ h \(price seen 2026-10-07\)\.", spot), spot
     assert re.fullmatch(r"No reserved price for MI300X; the cheapest option with one: 1× B200 at CoreWeave, \$[\d.]+ "
                         r"reserved compute in [\d.]+ h \(price seen 2026-09-20\)\.", reserved), reserved
     state.update_many({}, {"hardware": {"gpu": "H100-SXM", "gpus_per_node": 8}})  # as "Use selected" does
