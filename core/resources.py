@@ -53,7 +53,8 @@ def resources_root() -> Path:
     for path in _candidates():
         if path.is_dir():
             return path
-        looked.append(str(path))
+        if str(path) not in looked:  # in a bundle the module's folder and _MEIPASS are the same place
+            looked.append(str(path))
     raise FileNotFoundError(
         f"tuneplan resources not found (looked in {', '.join(looked)}); set {ENV_VAR} to the folder"
     )

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 from PySide6.QtCore import QCoreApplication, Qt
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
 from gui.colors import hint_color, is_dark
@@ -62,6 +62,21 @@ def apply_scheme(app: QApplication) -> None:
     app.setPalette(dark_palette() if prefers_dark(app) else light_palette(app))
 
 
+def app_icon() -> QIcon:
+    """The app's icon from resources/icons: the SVG for any size, the PNGs where SVG cannot be drawn."""
+    from core.resources import resources_root
+
+    icon = QIcon()
+    try:
+        folder = resources_root() / "icons"
+    except FileNotFoundError:
+        return icon  # no resources: the window still opens (the smoke test reports it)
+    for png in sorted(folder.glob("tuneplan-*.png")):
+        icon.addFile(str(png))
+    icon.addFile(str(folder / "tuneplan.svg"))
+    return icon
+
+
 def make_app(argv: Sequence[str] | None = None) -> QApplication:
     """The QApplication (created once), named so QSettings and the data folder agree."""
     existing = QApplication.instance()
@@ -72,6 +87,7 @@ def make_app(argv: Sequence[str] | None = None) -> QApplication:
     QCoreApplication.setApplicationName(APP_NAME)
     app = QApplication(list(argv) if argv is not None else sys.argv[:1])
     app.setDesktopFileName(APP_NAME)
+    app.setWindowIcon(app_icon())
     apply_scheme(app)
     app.styleHints().colorSchemeChanged.connect(lambda _scheme: apply_scheme(app))
     return app
@@ -89,10 +105,12 @@ def run() -> int:
     """The `tuneplan` entry point without arguments: open the window and run the event loop."""
     quiet_library_logs()
     app = make_app()
+    from gui import smoke
     from gui.main_window import MainWindow  # after the app exists: widgets need it
 
     window = MainWindow.create_default()
     window.show()
+    smoke.install(app, window)
     return int(app.exec())
 
 

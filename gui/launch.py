@@ -23,6 +23,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         report_cli.set_renderer(_render_pdf)
         return cli.main(args)
+    broken = missing_resources()
+    if broken is not None:
+        print(broken, file=sys.stderr)
+        return EXIT_ERROR
     missing = no_display()
     if missing is not None:
         print(missing, file=sys.stderr)
@@ -34,6 +38,18 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return EXIT_ERROR
     return run()
+
+
+def missing_resources() -> str | None:
+    """One sentence when the shipped catalog cannot be found (a broken install or bundle), else None: the
+    window reads the catalog while it builds its pages, and a traceback there says nothing to a user."""
+    from core.resources import resources_root
+
+    try:
+        resources_root()
+    except FileNotFoundError as exc:
+        return f"tuneplan: this installation is incomplete: {exc}"
+    return None
 
 
 def no_display() -> str | None:

@@ -89,6 +89,10 @@ class MainWindow(QMainWindow):
             raise SystemExit(1) from exc
         window = cls(ThreadExecutor(), store)
         window.add_probe_place()
+        if not store.list():  # the first run (or an emptied library): a whole answer before any typing
+            from gui.wizard.first_run import open_sample
+
+            open_sample(window.wizard)
         return window
 
     def add_probe_place(self) -> None:
@@ -182,9 +186,28 @@ class MainWindow(QMainWindow):
             toolbar.addAction(self.actions_by_name[key])
         self.plan_toolbar = toolbar
 
+    def about_text(self) -> str:
+        """What the About box says: version, the shipped catalog's date, and where the user's data is kept."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        from core.catalog import shipped_catalog
+        from core.paths import config_dir
+        from core.probes.store import default_probe_db_path
+
+        try:
+            release = version("tuneplan")
+        except PackageNotFoundError:  # a source tree run without installing
+            release = "unknown (not installed)"
+        return (f"tuneplan {release}\n\n"
+                "Plans what an LLM fine-tune needs and costs; probes a rented GPU box. Every figure carries its "
+                "source and date.\n\n"
+                f"Catalog (GPUs, models, prices) retrieved {shipped_catalog().retrieved}\n"
+                f"Plan library: {self.store.path}\n"
+                f"Probe history: {default_probe_db_path()}\n"
+                f"Your prices, GPUs and discounts: {config_dir()}")
+
     def _about(self) -> None:
-        QMessageBox.about(self, "tuneplan", "tuneplan plans what an LLM fine-tune needs and costs.\n"
-                          "Every figure carries its source and date.")
+        QMessageBox.about(self, "About tuneplan", self.about_text())
 
     # ---- plan actions
 

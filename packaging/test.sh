@@ -22,4 +22,6 @@ if command -v apt-get >/dev/null; then as_root mkdir -p /run/sshd; fi
 .venv/bin/ruff check .
 .venv/bin/lint-imports
 .venv/bin/mypy
+# The desktop bundle is built and its frozen app smoke-tested (packaging/build.sh) in CI, or when asked.
+if [ "${CI:-}" = true ] || [ "${TUNEPLAN_BUNDLE:-}" = 1 ]; then bash packaging/build.sh; fi
 .venv/bin/python -m pytest "$@"

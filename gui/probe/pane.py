@@ -48,7 +48,7 @@ from gui.probe.connection import Connector, ConnectSpec
 from gui.probe.event_log import EventLog
 from gui.probe.exports import RunExports
 from gui.probe.history import HistoryView
-from gui.probe.hosts import HostList, host_label
+from gui.probe.hosts import HostList, host_label, local_profile
 from gui.probe.run_charts import RunCharts
 from gui.probe.run_feed import (
     PROGRESS_STEPS,
@@ -104,6 +104,7 @@ class ProbePane(QWidget):
         self.transport: Transport | None = None
         self.connected_profile: HostProfile | None = None
         self._pending_profile: HostProfile | None = None
+        self._start_when_connected = False  # "Probe this machine": connect, then start the quick suite
         self.cancel_event: threading.Event | None = None
         self.job: Job | None = None
         self.running = False
@@ -167,6 +168,10 @@ class ProbePane(QWidget):
         panel.setMaximumWidth(420)
         layout = QVBoxLayout(panel)
         layout.setContentsMargins(4, 4, 4, 4)
+        self.probe_here_button = QPushButton("Probe this machine (quick suite)")  # no SSH, nothing to set up
+        self.probe_here_button.setAccessibleName("Probe this machine")
+        self.probe_here_button.clicked.connect(lambda _c=False: self.probe_this_machine())
+        layout.addWidget(self.probe_here_button)
         self.hosts = HostList(self.store)
         layout.addWidget(self.hosts, 1)
         row = QHBoxLayout()
@@ -251,6 +256,7 @@ class ProbePane(QWidget):
         self.disconnect_button.setEnabled(connected and not self.running)
         self.start_button.setEnabled(bool(same_host) and not self.running)
         self.stop_button.setEnabled(self.running)
+        self.probe_here_button.setEnabled(not self.running and not self.connector.busy)
         self.hosts.setEnabled(not self.running)
         self.suite.setEnabled(not self.running)
         has_run = self.shown_run is not None
@@ -305,8 +311,21 @@ class ProbePane(QWidget):
             self._set_status(f"Connected to {self.connected_profile.name}")
         self.log.add("info", f"connected to {self.connected_profile.name} ({getattr(transport, 'description', '')})")
         self._enable()
+        if self._start_when_connected:
+            self._start_when_connected = False
+            self.start()
+
+    def probe_this_machine(self) -> None:
+        """One click for a first look: select this machine, connect (no SSH) and run the quick suite."""
+        if self.running:
+            return self._set_status("A run is in progress: stop it first")
+        self.hosts.refresh(select=local_profile().name)
+        self.suite.set_choice("quick")
+        self._start_when_connected = True
+        self.connect_selected()
 
     def _connect_failed(self, reason: str) -> None:
+        self._start_when_connected = False
         self._set_status(f"Not connected: {reason}")
         self.log.add("error", f"connection failed: {reason}")
         self._enable()

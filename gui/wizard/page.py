@@ -61,6 +61,11 @@ class PlanPage(QWizardPage):
         self._shown: Any = _NOTHING  # the analysis the figures show
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
+        self.intro = QLabel()  # the first run's "what you are looking at" line (gui/wizard/first_run.py)
+        self.intro.setAccessibleName(f"{title} introduction")
+        self.intro.setWordWrap(True)
+        self.intro.setVisible(False)
+        outer.addWidget(self.intro)
         self.page_error = make_error_label(f"{title} page")
         self.status = QLabel()
         self.status.setAccessibleName(f"{title} status")
@@ -82,6 +87,11 @@ class PlanPage(QWizardPage):
         state.errors_changed.connect(self._errors_changed)
         state.analysis_changed.connect(self._analysis_changed)
         state.busy_changed.connect(self._busy_changed)
+
+    def show_intro(self, text: str | None) -> None:
+        """The one line that says what this page shows (the first run's sample plan); None hides it."""
+        self.intro.setText(text or "")
+        self.intro.setVisible(bool(text))
 
     def pin(self, widget: QWidget) -> None:
         """Show `widget` (the page's answer) above the scrolled body, always in sight."""

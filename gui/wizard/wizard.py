@@ -227,6 +227,8 @@ class PlanWizard(QWizard):
         ``saved=False``: the request exists nowhere else (one made from a probe run), so it counts as unsaved.
         """
         self.plan_id, self.plan_name = plan_id, name
+        for page in self.pages():
+            page.show_intro(None)  # the first run's lines belong to the sample plan only
         self.restart()
         self.state.load(raw)
         self._saved_raw = self.state.raw() if saved else None

@@ -33,7 +33,7 @@ def test_run_opens_the_main_window_and_returns(qapp, user_dirs, monkeypatch):
 
     monkeypatch.setattr(qapp, "exec", one_turn)
     assert run() == 0
-    assert titles == ["New plan — tuneplan"]
+    assert titles == ["Sample plan — tuneplan"]  # an empty library: the first run opens on the sample plan
     # The library went to the user data folder (XDG_DATA_HOME), not the working directory.
     assert (user_dirs / "data" / "tuneplan" / "tuneplan.db").is_file()
 
