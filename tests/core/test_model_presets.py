@@ -70,6 +70,14 @@ PUBLISHED = [
     # parameters." https://github.com/zai-org/GLM-4.5 README. Its 12B leaves the embeddings out.
     ("glm-4.5-air", "total", 106e9, 0.5e9),
     ("glm-4.5-air", "active_non_embedding", 12e9, 0.5e9),
+    # MLA in the parameter count. "Total parameters: 671B; Activation parameters: 36.6B (including 0.9B for the
+    # output Head)" — the input embedding (a lookup) is not activated. DeepSeek-V3 README_WEIGHTS.md (copy:
+    # https://github.com/tenstorrent/tt-metal/blob/f3712cc6f089cb59d2c8379118a0701de6dd1ade/models/demos/deepseek_v3/reference/README_WEIGHTS.md)
+    ("deepseek-v3", "total", 671e9, 0.5e9),
+    ("deepseek-v3", "active_without_input_embedding", 36.6e9, 0.05e9),
+    # "DeepSeek-V2-Lite | 15.7B | 2.4B" https://github.com/deepseek-ai/DeepSeek-V2/blob/main/README.md
+    ("deepseek-v2-lite", "total", 15.7e9, 0.05e9),
+    ("deepseek-v2-lite", "active_without_input_embedding", 2.4e9, 0.05e9),
 ]
 
 
@@ -79,6 +87,7 @@ def count(a: Architecture, which: str) -> int:
         "active": a.active_params,
         "non_embedding": a.total_params - a.embedding_params,
         "active_non_embedding": a.active_params - a.embedding_params,
+        "active_without_input_embedding": a.active_params - a.vocab * a.hidden,
     }[which]
 
 
