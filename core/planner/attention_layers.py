@@ -54,7 +54,10 @@ def layer_pattern(cfg: Mapping[str, Any], model_type: str, layers: int) -> tuple
             raise ValueError(f"config.json key layer_types must list one type per layer ({layers} layers)")
         unknown = sorted({str(t) for t in types} - set(_TYPE_NAMES))
         if unknown:
-            raise ValueError(f"config.json layer_types has unknown type {unknown[0]!r}; use {sorted(_TYPE_NAMES)}")
+            raise ValueError(
+                f"config.json layer_types has {unknown[0]!r} layers, which the planner does not model (it models "
+                f"{', '.join(sorted(_TYPE_NAMES))})"
+            )
         kinds = [_TYPE_NAMES[str(t)] for t in types]
     elif model_type in _PATTERN_DEFAULT or (model_type == "gemma2"):
         every = 2 if model_type == "gemma2" else (_positive(cfg.get("sliding_window_pattern"))
