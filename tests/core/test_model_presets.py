@@ -137,6 +137,8 @@ def test_a_layer_types_list_of_the_wrong_length_is_one_sentence() -> None:
     cfg = {**load_catalog().model("gpt-oss-20b").config, "layer_types": ["full_attention"] * 3}
     with pytest.raises(ConfigError, match="layer_types must list one type per layer"):
         Architecture.from_hf_config(cfg)
+    with pytest.raises(ConfigError, match="chunked attention layers but no positive attention_chunk_size"):
+        Architecture.from_hf_config({**cfg, "layer_types": ["chunked_attention"] * 24})
     # Qwen3-Next's linear-attention layers (gated DeltaNet) have no memory or FLOP term here: said, not guessed.
     with pytest.raises(ConfigError, match="has 'linear_attention' layers, which the planner does not model"):
         Architecture.from_hf_config({**cfg, "layer_types": ["linear_attention", "full_attention"] * 12})
