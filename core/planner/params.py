@@ -272,6 +272,15 @@ class Architecture:
         return self.heads * self.value_head_dim
 
     @property
+    def rotary_width(self) -> int:
+        """Values RoPE rotates per token per layer: q and k (MLA: only the rope part, qk_rope_head_dim per head of
+        q plus the one k_pe shared by all heads)."""
+        if self.uses_mla:
+            rope = self.qk_rope_head_dim or 64
+            return self.heads * rope + rope
+        return self.q_width + self.kv_width
+
+    @property
     def attention_pattern(self) -> tuple[LayerAttention, ...]:
         """Each layer's (kind, size): read from config.json, or `sliding_window` on every layer, or full."""
         if self.layer_attention:

@@ -125,7 +125,7 @@ def _layer_elementwise_bytes(arch: Architecture, t: TrainingSpec, tokens: Num, e
     norms = (1 if arch.parallel_block else 2) * norm * arch.hidden / seq_shard
     residual = 2 * RESIDUAL_BYTES * arch.hidden / seq_shard
     act = (GATED_ACT_BYTES[compiled] if arch.gated_mlp else PLAIN_ACT_BYTES) * arch.active_mlp_width / tp
-    rotary = ROTARY_BYTES[compiled] * (arch.q_width + arch.kv_width) / tp
+    rotary = ROTARY_BYTES[compiled] * arch.rotary_width / tp
     return tokens * (norms + residual + act + rotary) * (elem / 2)
 
 
