@@ -64,13 +64,13 @@ def layer_pattern(cfg: Mapping[str, Any], model_type: str, layers: int) -> tuple
                                                   or _PATTERN_DEFAULT[model_type])
         kinds = [SLIDING if (i + 1) % every else FULL for i in range(layers)]
     elif model_type in ("llama4", "llama4_text") and chunk:
-        rope = cfg.get("no_rope_layers") or [int((i + 1) % (cfg.get("no_rope_layer_interval") or 4) != 0)
-                                             for i in range(layers)]
-        if len(rope) != layers:
+        every = _positive(cfg.get("no_rope_layer_interval")) or 4
+        rope = cfg.get("no_rope_layers") or [int((i + 1) % every != 0) for i in range(layers)]
+        if not isinstance(rope, Sequence) or isinstance(rope, str) or len(rope) != layers:
             raise ValueError(f"config.json key no_rope_layers must list one flag per layer ({layers} layers)")
         kinds = [CHUNKED if flag else FULL for flag in rope]
     elif model_type.startswith("qwen") and window and cfg.get("use_sliding_window") is True:
-        first = int(cfg.get("max_window_layers") or 0)
+        first = _positive(cfg.get("max_window_layers")) or 0
         kinds = [SLIDING if i >= first else FULL for i in range(layers)]
     else:
         kinds = [SLIDING if window else FULL] * layers
@@ -124,9 +124,3 @@ def mean_span(pattern: Sequence[LayerAttention], seq_len: Num) -> Num:
     total = sum(count * layer_span(kind, size, seq_len) for (kind, size), count in groups.items())
     return total / len(pattern)
 
-
-def describe(pattern: Sequence[LayerAttention]) -> str:
-    """One line for notes: '20 sliding (1024) + 4 full' (layer counts by kind)."""
-    groups = Counter(pattern)
-    parts = [f"{n} {kind}" + (f" ({size})" if size else "") for (kind, size), n in groups.items()]
-    return " + ".join(parts)
