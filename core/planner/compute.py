@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.planner import attention_layers
 from core.planner.models import Attention, Method, TrainingSpec
 from core.planner.params import Architecture
 
@@ -25,13 +26,30 @@ def matmul_params(arch: Architecture) -> float:
 
 
 def attention_span(arch: Architecture, seq_len: Num) -> Num:
-    """Keys each query attends to, at most: the sequence, or the sliding window where the model has one."""
-    return seq_len if not arch.sliding_window else min(seq_len, arch.sliding_window) + 0 * seq_len
+    """Full-causal-equivalent span: 2 × the keys a query reads on average, over the model's layers.
+
+    s for full causal attention; each layer's window (sliding) or chunk (Llama 4) shortens its own term only
+    (attention_layers.layer_span derives each kind), so Gemma 3's five local layers per global one, gpt-oss's
+    alternating 128-token windows and Mistral v0.1's window on every layer each count what they read.
+    """
+    return attention_layers.mean_span(arch.attention_pattern, seq_len)
 
 
 def attention_forward_flops(arch: Architecture, seq_len: Num) -> Num:
-    """Causal attention forward FLOPs per token, all layers: 2 matmuls × 2·s·a·d, halved by the mask."""
-    return 2.0 * arch.layers * arch.heads * arch.head_dim * attention_span(arch, seq_len)
+    """Causal attention forward FLOPs per token, all layers: QKᵀ (2·d_qk per key) and PV (2·d_v per key) per
+    head over the mean keys k̄ = span/2 of each query: L · a · (d_qk + d_v) · span.
+
+    d_qk = d_v = head_dim except under MLA, whose queries and keys are nope + rope wide (192 for DeepSeek-V3)
+    and values v_head_dim (128).
+    """
+    return arch.layers * arch.heads * (arch.qk_head_dim + arch.value_head_dim) * attention_span(arch, seq_len)
+
+
+def eager_attention_forward_flops(arch: Architecture, seq_len: Num) -> Num:
+    """Forward FLOPs of eager attention per token: the full s×s score and PV matmuls of every layer, whatever
+    the mask or window (transformers' eager_attention_forward multiplies q by every key, then adds the mask):
+    L · a · (d_qk + d_v) · 2s."""
+    return arch.layers * arch.heads * (arch.qk_head_dim + arch.value_head_dim) * 2.0 * seq_len
 
 
 def model_flops_per_token(arch: Architecture, training: TrainingSpec, seq_len: Num, trainable: float) -> Num:
@@ -48,10 +66,12 @@ def flops_per_token(arch: Architecture, training: TrainingSpec, seq_len: Num, tr
     n = matmul_params(arch)
     attn_fwd = attention_forward_flops(arch, seq_len)
     total = model_flops_per_token(arch, training, seq_len, trainable)
+    attn_rerun = attn_fwd
     if training.attention is Attention.eager:
-        total = total + 3.0 * attn_fwd  # no causal skip: the full s² scores, forward and backward
+        eager = eager_attention_forward_flops(arch, seq_len)
+        total = total + 3.0 * (eager - attn_fwd)  # no causal or window skip: the full s² scores, fwd and bwd
+        attn_rerun = eager
     regime = training.checkpointing
-    attn_rerun = attn_fwd * (2.0 if training.attention is Attention.eager else 1.0)
     if regime == "full":
         adapters = 0.0 if training.method is Method.full else 2.0 * trainable
         total = total + 2.0 * n + adapters + attn_rerun

@@ -273,7 +273,7 @@ def activation_parts(
     a linear keeps its input only when its weight trains (see `_linear_inputs`). A QLoRA base layer keeps
     nothing: bitsandbytes' MatMul4Bit holds only the packed weight (ctx.tensors = (None, B)).
     """
-    h, q_w, kv_w = arch.hidden, arch.q_width, arch.kv_width
+    h, q_w, o_w = arch.hidden, arch.q_width, arch.o_width
     full = training.method is Method.full
 
     # Mixture of experts: each token's MLP activations exist once per selected expert.
@@ -290,19 +290,36 @@ def activation_parts(
         down_width = arch.intermediate * (1 - moe_frac) + arch.shared_intermediate * moe_frac
     if arch.parallel_block and qkv_in == h and mlp_in == h:
         mlp_in = 0  # one shared norm output feeds both
-    attn = q_w + q_w  # q and the output (also the o-projection's raw input); k and v below
-    kv = 2 * kv_w
+    attn = q_w + o_w  # q and the output (also the o-projection's raw input); k and v below
+    # Keys and values are saved once per token whatever the layer's window or chunk: a window limits which keys
+    # a query reads, not which tokens have keys. MLA saves its keys and values expanded per head (k_width).
+    kv = arch.k_width + arch.v_width
     if training.attention is Attention.eager and attention_core:
+        # Eager attention materialises every layer's s×s probabilities, windowed or not: transformers'
+        # eager_attention_forward multiplies q by all keys and adds the (sliding) mask before the softmax.
         attn = attn + 2 * arch.heads * seq_len
-    o_in = _linear_inputs(arch, training, ("o",), q_w)
-    attn = attn + (o_in if o_in != q_w else 0)
+    o_in = _linear_inputs(arch, training, ("o",), o_w)
+    attn = attn + (o_in if o_in != o_w else 0)
     mlp = (3 if arch.gated_mlp else 1) * mlp_width + (_linear_inputs(arch, training, ("down",), down_width)
                                                        if down_width else 0)
     router = arch.experts * 2 * moe_frac  # fp32 router logits
     norms = norm if arch.parallel_block else 2 * norm
+    if arch.uses_mla:
+        norms = norms + _mla_latents(arch, training)
     # Tensor parallelism shards attention and the MLP interior; the norms, the column-parallel linears' shared
     # inputs and the router (it reads the replicated hidden state) stay whole on every tp rank.
     return norms + qkv_in + mlp_in + router, attn + mlp, kv
+
+
+def _mla_latents(arch: Architecture, training: TrainingSpec) -> Num:
+    """MLA's low-rank latents per token: the q latent (q_lora_rank) and the kv latent (kv_lora_rank) each pass an
+    RMSNorm (an fp32 copy, 2 elements per value, + the normalized value when its weight trains) and feed an
+    up-projection that keeps its input when it trains (transformers' DeepseekV3Attention: q_a_layernorm →
+    q_b_proj, kv_a_layernorm → kv_b_proj). Replicated under tensor parallelism, like the down-projections."""
+    full = training.method is Method.full
+    latents = [(("q",), arch.q_lora_rank)] if arch.q_lora_rank else []
+    latents.append((("v",), arch.kv_lora_rank or 512))
+    return sum(2 * r + r * full + _linear_inputs(arch, training, kinds, r) for kinds, r in latents)
 
 
 def _linear_inputs(

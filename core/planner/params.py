@@ -13,6 +13,9 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from core.planner import attention_layers
+from core.planner.attention_layers import LayerAttention
+
 _PLAIN_MLP_TYPES = {
     "falcon", "gpt2", "gpt_neox", "opt", "bloom", "phi", "stablelm_alpha", "gptj", "starcoder2", "mpt",
 }
@@ -29,6 +32,13 @@ _FUSED_EXPERT_TYPES = {"gpt_oss"}
 
 class ConfigError(ValueError):
     """A config.json that cannot describe a transformer; the message names the key."""
+
+
+def _layer_pattern(cfg: dict[str, Any], model_type: str, layers: int) -> tuple[LayerAttention, ...]:
+    try:
+        return attention_layers.layer_pattern(cfg, model_type, layers)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,9 @@ class Architecture:
     fused_qkv: bool = False  # q, k, v computed by one linear module
     experts_fused: bool = False  # routed experts stored as 3-D parameters: no LoRA adapter, no NF4 quantization
     sliding_window: int | None = None
+    # Each layer's attention kind and window/chunk (attention_layers.layer_pattern); empty: `sliding_window`
+    # (when set) windows every layer, as for an Architecture built by hand.
+    layer_attention: tuple[LayerAttention, ...] = ()
     inferred: bool = False
     notes: tuple[str, ...] = field(default=())
 
@@ -129,6 +142,11 @@ class Architecture:
         experts = opt("num_local_experts", "num_experts", "n_routed_experts") or 0
         expert_inter = opt("moe_intermediate_size") or (intermediate if experts else 0)
         shared = opt("n_shared_experts") or 0
+        if model_type in ("llama4", "llama4_text"):
+            # Llama4TextConfig: intermediate_size is each routed expert's and the one shared expert's width,
+            # intermediate_size_mlp the dense (non-MoE) layers' (modeling_llama4.py Llama4TextMoe, Llama4TextMLP).
+            shared = 1 if experts else 0
+            intermediate = opt("intermediate_size_mlp") or intermediate
         shared_inter = opt("shared_expert_intermediate_size") or (expert_inter * shared if shared else 0)
         tied = cfg.get("tie_word_embeddings")
         if tied is None:
@@ -151,7 +169,7 @@ class Architecture:
             shared_experts=1 if shared_inter else 0,
             shared_intermediate=shared_inter,
             dense_layers=min(opt("first_k_dense_replace") or 0, layers) if experts else 0,
-            moe_every=opt("decoder_sparse_step") or 1,
+            moe_every=opt("decoder_sparse_step", "interleave_moe_layer_step") or 1,
             q_lora_rank=opt("q_lora_rank"),
             kv_lora_rank=opt("kv_lora_rank"),
             qk_nope_head_dim=opt("qk_nope_head_dim"),
@@ -164,6 +182,7 @@ class Architecture:
             experts_fused=model_type in _FUSED_EXPERT_TYPES and experts > 0,
             attention_bias=bool(cfg.get("attention_bias") or cfg.get("qkv_bias") or model_type == "qwen2"),
             sliding_window=opt("sliding_window") if cfg.get("use_sliding_window", True) else None,
+            layer_attention=_layer_pattern(cfg, model_type, layers),
         )
 
     @classmethod
@@ -216,11 +235,58 @@ class Architecture:
 
     @property
     def q_width(self) -> int:
-        return self.heads * self.head_dim
+        """Query width: heads × the q/k head dim (MLA: nope + rope, 128 + 64 = 192 for DeepSeek-V3)."""
+        return self.heads * self.qk_head_dim
 
     @property
     def kv_width(self) -> int:
+        """Width of the k and v projections' outputs (grouped-query: kv_heads × head_dim)."""
         return self.kv_heads * self.head_dim
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Per-head width of queries and keys: head_dim, or MLA's qk_nope_head_dim + qk_rope_head_dim."""
+        if self.uses_mla:
+            return (self.qk_nope_head_dim or 128) + (self.qk_rope_head_dim or 64)
+        return self.head_dim
+
+    @property
+    def value_head_dim(self) -> int:
+        """Per-head width of values and of the attention output: head_dim, or MLA's v_head_dim."""
+        return (self.v_head_dim or 128) if self.uses_mla else self.head_dim
+
+    @property
+    def k_width(self) -> int:
+        """Keys the attention kernel reads (and autograd saves) per token per layer. MLA expands its latent
+        (kv_lora_rank + rope) to full per-head keys, heads × (nope + rope), before attention (transformers'
+        DeepseekV3Attention: kv_b_proj, then k_pe broadcast to every head)."""
+        return self.heads * self.qk_head_dim if self.uses_mla else self.kv_width
+
+    @property
+    def v_width(self) -> int:
+        return self.heads * self.value_head_dim if self.uses_mla else self.kv_width
+
+    @property
+    def o_width(self) -> int:
+        """The attention output (the o-projection's input): heads × the value head dim."""
+        return self.heads * self.value_head_dim
+
+    @property
+    def rotary_width(self) -> int:
+        """Values RoPE rotates per token per layer: q and k (MLA: only the rope part, qk_rope_head_dim per head of
+        q plus the one k_pe shared by all heads)."""
+        if self.uses_mla:
+            rope = self.qk_rope_head_dim or 64
+            return self.heads * rope + rope
+        return self.q_width + self.kv_width
+
+    @property
+    def attention_pattern(self) -> tuple[LayerAttention, ...]:
+        """Each layer's (kind, size): read from config.json, or `sliding_window` on every layer, or full."""
+        if self.layer_attention:
+            return self.layer_attention
+        one = (attention_layers.SLIDING, self.sliding_window) if self.sliding_window else (attention_layers.FULL, 0)
+        return (one,) * self.layers
 
     @cached_property
     def moe_layers(self) -> int:

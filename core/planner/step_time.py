@@ -17,7 +17,7 @@ import numpy as np
 
 from core.planner import comms, compute, kernels, lora, parallel
 from core.planner.memory import MemoryEstimate, shard_degree, weight_bytes
-from core.planner.models import Assumptions, CrossEntropy, Method, Offload, Precision, Sharding, TrainingSpec
+from core.planner.models import Assumptions, Attention, CrossEntropy, Method, Offload, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def _layer_elementwise_bytes(arch: Architecture, t: TrainingSpec, tokens: Num, e
     norms = (1 if arch.parallel_block else 2) * norm * arch.hidden / seq_shard
     residual = 2 * RESIDUAL_BYTES * arch.hidden / seq_shard
     act = (GATED_ACT_BYTES[compiled] if arch.gated_mlp else PLAIN_ACT_BYTES) * arch.active_mlp_width / tp
-    rotary = ROTARY_BYTES[compiled] * (arch.q_width + arch.kv_width) / tp
+    rotary = ROTARY_BYTES[compiled] * arch.rotary_width / tp
     return tokens * (norms + residual + act + rotary) * (elem / 2)
 
 
@@ -157,10 +157,12 @@ def micro_batch_costs(arch: Architecture, t: TrainingSpec, seq_len: Num, hw: Har
     layers = arch.layers / t.pipeline_parallel
     lin = _layer_linears(arch, t, tokens, mm, hbm, elem, forward_runs)
     elementwise = _layer_elementwise_bytes(arch, t, tokens, elem) * (forward_runs + kernels.BACKWARD_BYTES_FACTOR)
-    span = compute.attention_span(arch, seq_len)
+    # Flash/SDPA skip the tiles outside each layer's window or chunk; eager multiplies every query by every key.
+    span = seq_len if t.attention is Attention.eager else compute.attention_span(arch, seq_len)
     attn_runs = 2.0 if regime in ("full", "selective") else 1.0
+    head_dim = (arch.qk_head_dim + arch.value_head_dim) / 2  # MLA: QKᵀ at 192, PV at 128 (the mean per matmul)
     attention = kernels.attention_seconds(t.attention, tokens, span, arch.heads / t.tensor_parallel,
-                                          arch.head_dim, attn_runs, peak, hw.attention_efficiency,
+                                          head_dim, attn_runs, peak, hw.attention_efficiency,
                                           hw.matmul_efficiency, hbm)
     memory = (lin.memory + elementwise) / hbm
     launches = (ELEMENTWISE_KERNELS[t.compile] + lin.kernels) * (forward_runs + kernels.BACKWARD_BYTES_FACTOR)
@@ -231,7 +233,7 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
     pipeline = comms.pipeline_send_seconds(activation / tp if t.sequence_parallel else activation, pp, v,
                                            send_bw) * accumulation
     cp_bw = np.where(hw.gpus_per_node >= tp * cp, intra, busbw)
-    context = comms.context_parallel_seconds(tokens * 2 * arch.kv_width * elem / tp, cp, layers_gpu, cp_bw)
+    context = comms.context_parallel_seconds(tokens * (arch.k_width + arch.v_width) * elem / tp, cp, layers_gpu, cp_bw)
     context_exposed = np.maximum(context - attn_mb, 0.0) * accumulation
     moe_layers = arch.moe_layers / pp
     ep_bw = np.where(hw.gpus_per_node >= ep, intra, busbw)
