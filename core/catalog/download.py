@@ -19,6 +19,10 @@ USER_AGENT = "tuneplan-price-refresh"
 MAX_BYTES = 64 * 1024 * 1024  # the largest catalog file (SkyPilot aws/vms.csv) is a few MB
 
 
+class NotPublished(CatalogError):
+    """The server has no such file (HTTP 404): a source that publishes no catalog for that cloud."""
+
+
 @dataclass(frozen=True)
 class Download:
     url: str
@@ -44,7 +48,8 @@ def fetch(url: str, timeout: float) -> Download:
             body = response.read(MAX_BYTES + 1)
             modified = response.headers.get("Last-Modified")
     except urllib.error.HTTPError as exc:
-        raise CatalogError(f"download of {url} failed: the server answered {exc.code} {exc.reason}") from None
+        kind = NotPublished if exc.code == 404 else CatalogError
+        raise kind(f"download of {url} failed: the server answered {exc.code} {exc.reason}") from None
     except http.client.IncompleteRead as exc:
         got = len(exc.partial)
         of = f" of {got + exc.expected}" if exc.expected else ""

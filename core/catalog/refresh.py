@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.catalog.download import fetch
+from core.catalog.download import NotPublished, fetch
 from core.catalog.feeds import gpuhunt, skypilot
 from core.catalog.feeds.offer import Offer, ParseResult
 from core.catalog.lookup import Catalog
@@ -105,16 +105,24 @@ def _report(name: str, result: ParseResult, urls: list[str]) -> SourceReport:
 
 def _skypilot(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
               timeout: float) -> tuple[SourceReport, list[Offer]]:
-    result, urls, not_read = ParseResult(), [], {}
+    result, urls = ParseResult(), list[str]()
+    not_read: dict[str, str] = {}
+    missing: list[NotPublished] = []
     for cloud in clouds:
         if cloud in skypilot.UNSUPPORTED_CLOUDS:
             not_read[cloud] = skypilot.UNSUPPORTED_CLOUDS[cloud]
             continue
-        got = fetch(f"{url}/{cloud}/vms.csv", timeout)
+        try:
+            got = fetch(f"{url}/{cloud}/vms.csv", timeout)
+        except NotPublished as exc:
+            missing.append(exc)
+            not_read[cloud] = f"no catalog at {url}/{cloud}/vms.csv"
+            continue
         text = _text(got.body, got.url)
         result.extend(skypilot.parse_vms_csv(text, cloud=cloud, catalog=catalog, source=got.url,
                                              fetched=fetched, date=got.last_modified))
         urls.append(got.url)
+    _all_missing(urls, missing)
     report = _report("skypilot", result, urls)
     report.clouds_skipped = not_read
     return report, result.offers
@@ -122,18 +130,36 @@ def _skypilot(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
 
 def _gpuhunt(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
              timeout: float) -> tuple[SourceReport, list[Offer]]:
-    result, urls = ParseResult(), []
+    result, urls = ParseResult(), list[str]()
+    not_read: dict[str, str] = {}
+    missing: list[NotPublished] = []
     for cloud in clouds:
         provider = _GPUHUNT_NAMES.get(cloud, cloud)
-        version = _text(fetch(f"{url}/{provider}/version", timeout).body, f"{url}/{provider}/version").strip()
-        if not version or "/" in version or len(version) > 64:
-            raise CatalogError(f"{url}/{provider}/version does not hold a catalog version (got '{version[:40]}')")
-        got = fetch(f"{url}/{provider}/{version}/catalog.zip", timeout)
+        try:
+            version = _text(fetch(f"{url}/{provider}/version", timeout).body, f"{url}/{provider}/version").strip()
+            if not version or "/" in version or len(version) > 64:
+                raise CatalogError(
+                    f"{url}/{provider}/version does not hold a catalog version (got '{version[:40]}')")
+            got = fetch(f"{url}/{provider}/{version}/catalog.zip", timeout)
+        except NotPublished as exc:
+            missing.append(exc)
+            not_read[cloud] = f"no gpuhunt catalog for {provider} at {url}"
+            continue
         text = gpuhunt.csv_from_zip(got.body, provider, got.url)
         result.extend(gpuhunt.parse_catalog_csv(text, provider=provider, catalog=catalog, source=got.url,
                                                 fetched=fetched, date=gpuhunt.version_date(version)))
         urls.append(got.url)
-    return _report("gpuhunt", result, urls), result.offers
+    _all_missing(urls, missing)
+    report = _report("gpuhunt", result, urls)
+    report.clouds_skipped = not_read
+    return report, result.offers
+
+
+def _all_missing(urls: list[str], missing: list[NotPublished]) -> None:
+    """A cloud a source does not publish is skipped and said; a source where every file is missing (a wrong
+    base URL) is an error, so that a refresh never replaces a source's prices with nothing."""
+    if missing and not urls:
+        raise missing[0]
 
 
 def _text(body: bytes, where: str) -> str:

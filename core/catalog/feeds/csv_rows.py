@@ -10,19 +10,25 @@ import csv
 import io
 import math
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from core.catalog.records import CatalogError
 
 csv.field_size_limit(1 << 20)  # SkyPilot's GpuInfo and gpuhunt's provider_data are long JSON-ish cells
+_EXTRA = "\0extra"  # DictReader's key for cells past the header
+_MISSING: Any = object()  # DictReader's value for cells a row lacks: what a file cut mid-row looks like
 
 
 def rows(text: str, where: str, required: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
-    """(line number, row) for each data row; CatalogError when the header lacks a required column or a row
-    has more cells than the header (what a cut or mangled file looks like)."""
+    """(line number, row) for each data row; CatalogError when the header lacks a required column, a row has
+    more or fewer cells than the header or a quote is left open (what a cut or mangled file looks like)."""
     if not text.strip():
         raise CatalogError(f"{where} is empty: expected a CSV file with a header row")
-    reader = csv.DictReader(io.StringIO(text), restkey="\0extra")
-    header = reader.fieldnames or []
+    reader = csv.DictReader(io.StringIO(text), restkey=_EXTRA, restval=_MISSING, strict=True)
+    try:
+        header = list(reader.fieldnames or [])
+    except csv.Error as exc:
+        raise CatalogError(f"{where} does not start with a CSV header row: {exc}") from None
     missing = [c for c in required if c not in header]
     if missing:
         shown = ", ".join(header[:6]) if header else "nothing"
@@ -32,9 +38,12 @@ def rows(text: str, where: str, required: Sequence[str]) -> Iterator[tuple[int, 
         )
     try:
         for row in reader:
-            if "\0extra" in row:
+            if _EXTRA in row:
                 raise CatalogError(f"{where} line {reader.line_num} has more cells than the header")
-            yield reader.line_num, {k: (v or "").strip() for k, v in row.items() if k is not None}
+            if any(v is _MISSING for v in row.values()):
+                raise CatalogError(
+                    f"{where} line {reader.line_num} has fewer cells than the header (is the file cut off?)")
+            yield reader.line_num, {k: (v or "").strip() for k, v in row.items() if isinstance(v, str | None)}
     except csv.Error as exc:
         raise CatalogError(f"{where} line {reader.line_num} is not valid CSV: {exc}") from None
 
