@@ -4,7 +4,7 @@ Offline is the default: nothing here runs unless the user asks (``tuneplan catal
 "Refresh prices" button). Every file is downloaded and parsed before anything is written, so a cut-off
 download or a garbled file raises CatalogError and the previous ``refreshed_prices.json`` stays as it was.
 
-A refresh of one source replaces that source's rows and keeps the rest (another source's, hand imports);
+A refresh replaces the rows of the sources and clouds it read and keeps the rest (other clouds, hand imports);
 ``core.catalog.refreshed`` merges the rows over the shipped prices, and the user's own prices.json wins over
 both. Each row says where it came from (``origin``, ``source``), when it was fetched (``fetched``) and the
 date its source states for it (``date``: the Last-Modified of a SkyPilot file, the date in a gpuhunt
@@ -26,8 +26,10 @@ from core.catalog.download import NotPublished, fetch
 from core.catalog.feeds import gpuhunt, skypilot
 from core.catalog.feeds.offer import Offer, ParseResult
 from core.catalog.lookup import Catalog
+from core.catalog.overrides import load_catalog
 from core.catalog.records import CatalogError
 from core.catalog.refreshed_file import FILE_NAME, read_document, write_document
+from core.catalog.shipped import shipped_catalog
 from core.paths import config_dir
 
 SOURCES = ("skypilot", "gpuhunt")
@@ -89,9 +91,6 @@ def base_url(source: str, base_urls: Mapping[str, str] | None = None) -> str:
 def _lookup_catalog(user_dir: Path | None) -> Catalog:
     """The GPUs names are mapped to: the user's catalog, or the shipped one when an override file is damaged
     (a refresh must still be able to replace a damaged refreshed_prices.json)."""
-    from core.catalog.overrides import load_catalog
-    from core.catalog.shipped import shipped_catalog
-
     try:
         return load_catalog(user_dir)
     except CatalogError:
@@ -104,7 +103,7 @@ def _report(name: str, result: ParseResult, urls: list[str]) -> SourceReport:
 
 
 def _skypilot(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
-              timeout: float) -> tuple[SourceReport, list[Offer]]:
+              timeout: float) -> tuple[SourceReport, ParseResult]:
     result, urls = ParseResult(), list[str]()
     not_read: dict[str, str] = {}
     missing: list[NotPublished] = []
@@ -125,11 +124,11 @@ def _skypilot(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
     _all_missing(urls, missing)
     report = _report("skypilot", result, urls)
     report.clouds_skipped = not_read
-    return report, result.offers
+    return report, result
 
 
 def _gpuhunt(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
-             timeout: float) -> tuple[SourceReport, list[Offer]]:
+             timeout: float) -> tuple[SourceReport, ParseResult]:
     result, urls = ParseResult(), list[str]()
     not_read: dict[str, str] = {}
     missing: list[NotPublished] = []
@@ -152,7 +151,7 @@ def _gpuhunt(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
     _all_missing(urls, missing)
     report = _report("gpuhunt", result, urls)
     report.clouds_skipped = not_read
-    return report, result.offers
+    return report, result
 
 
 def _all_missing(urls: list[str], missing: list[NotPublished]) -> None:
@@ -169,16 +168,16 @@ def _text(body: bytes, where: str) -> str:
         raise CatalogError(f"{where} is not a text (UTF-8) catalog file") from None
 
 
-def _write(path: Path, replaced: set[str], new_sources: list[dict[str, Any]], offers: list[Offer],
-           keep: Any = None) -> int:
-    """Write the new rows in place of the rows of the `replaced` origins (`keep(row)` may keep some)."""
-    old = None
+def _write(path: Path, replaced: set[tuple[str, str]], new_sources: list[dict[str, Any]],
+           offers: list[Offer]) -> int:
+    """Write the new rows in place of the old rows of the (origin, provider) pairs just read; the rest stay
+    (another source's rows, a cloud not asked for this time, hand imports of other providers)."""
     try:
         old = read_document(path)
     except CatalogError:
-        old = None  # a damaged refresh file is replaced: its rows are a cache of public catalogs
+        old = None  # a damaged refresh file is replaced: its rows are a copy of public catalogs
     rows = [r for r in (old or {}).get("rows", [])
-            if isinstance(r, dict) and (r.get("origin") not in replaced or (keep is not None and keep(r)))]
+            if isinstance(r, dict) and (r.get("origin"), r.get("provider")) not in replaced]
     names = {s["name"] for s in new_sources}
     sources = [s for s in (old or {}).get("sources", []) if isinstance(s, dict) and s.get("name") not in names]
     rows += [o.as_row() for o in offers]
@@ -201,17 +200,19 @@ def refresh(sources: Iterable[str] = SOURCES, *, clouds: Iterable[str] | None = 
     catalog = _lookup_catalog(user_dir)
     asked = [c.strip().lower() for c in clouds] if clouds is not None else None
     reports, offers, new_sources = [], [], []
+    replaced: set[tuple[str, str]] = set()
     for s in chosen:
         url = base_url(s, base_urls)
         if s == "skypilot":
-            report, got = _skypilot(asked or skypilot.CLOUDS, url, catalog, fetched, timeout)
+            report, result = _skypilot(asked or skypilot.CLOUDS, url, catalog, fetched, timeout)
         else:
-            report, got = _gpuhunt(asked or gpuhunt.PROVIDERS, url, catalog, fetched, timeout)
+            report, result = _gpuhunt(asked or gpuhunt.PROVIDERS, url, catalog, fetched, timeout)
         reports.append(report)
-        offers += got
+        offers += result.offers
+        replaced |= {(f"refresh:{s}", provider) for provider in result.providers}
         new_sources.append({"name": s, "url": url, "fetched": fetched})
     path = refreshed_path(user_dir)
-    written = _write(path, {f"refresh:{s}" for s in chosen}, new_sources, offers)
+    written = _write(path, replaced, new_sources, offers)
     return RefreshReport(sources=reports, path=path, rows_written=written)
 
 
@@ -262,8 +263,7 @@ def import_file(path: str | Path, *, fmt: str | None = None, provider: str | Non
         result = gpuhunt.parse_catalog_csv(text, provider=slug, catalog=catalog, source=str(p.resolve()),
                                            fetched=fetched, date=None)
     offers = [dataclasses.replace(o, origin="import") for o in result.offers]
-    providers = {o.provider for o in offers} or {slug}
     out = refreshed_path(user_dir)
-    written = _write(out, {"import"}, [], offers, keep=lambda r: r.get("provider") not in providers)
+    written = _write(out, {("import", provider) for provider in result.providers}, [], offers)
     return RefreshReport(sources=[_report(f"import ({fmt})", result, [str(p.resolve())])], path=out,
                          rows_written=written)

@@ -155,6 +155,16 @@ def test_refresh_writes_every_source_with_dates_and_origins(server: CatalogServe
     assert str(tmp_path / "refreshed_prices.json") in report.summary()
 
 
+def test_a_refresh_replaces_only_the_clouds_it_read(server: CatalogServer, tmp_path: Path) -> None:
+    urls = {"skypilot": f"{server.url}/skypilot"}
+    refresh(["skypilot"], clouds=["lambda"], user_dir=tmp_path, base_urls=urls)
+    refresh(["skypilot"], clouds=["aws"], user_dir=tmp_path, base_urls=urls)
+    refresh(["skypilot"], clouds=["lambda"], user_dir=tmp_path, base_urls=urls)
+    rows = _rows(tmp_path / "refreshed_prices.json")
+    # lambda's 2 prices, read twice, once each; aws's 12 kept from the refresh that read aws
+    assert sorted(r["provider"] for r in rows) == ["aws"] * 12 + ["lambda"] * 2
+
+
 def test_a_missing_catalog_file_is_one_sentence_naming_the_url(server: CatalogServer, tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match=r"download of http://127\.0\.0\.1:\d+/gpuhunt/aws/20261128-57/catalog\.zip"
                                            r" failed: the server answered 404"):

@@ -76,7 +76,7 @@ def parse_catalog_csv(text: str, *, provider: str, catalog: Catalog, source: str
         provider_name = catalog.provider(slug).name
     except CatalogError:
         slug, provider_name = _SLUGS.get(provider, provider), provider
-    result = ParseResult()
+    result = ParseResult(providers={slug})
     offers: list[Offer] = []
     for line, row in rows(text, source, REQUIRED):
         result.rows_read += 1

@@ -52,9 +52,11 @@ class ParseResult:
     unknown_gpus: Counter[str] = field(default_factory=Counter)  # accelerator name -> rows skipped
     skipped: Counter[str] = field(default_factory=Counter)  # other reason -> rows skipped
     rows_read: int = 0
+    providers: set[str] = field(default_factory=set)  # the catalog slugs of the files read, offers or not
 
     def extend(self, other: ParseResult) -> None:
         self.offers.extend(other.offers)
+        self.providers |= other.providers
         self.unknown_gpus.update(other.unknown_gpus)
         self.skipped.update(other.skipped)
         self.rows_read += other.rows_read

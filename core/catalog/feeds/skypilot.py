@@ -64,7 +64,7 @@ def parse_vms_csv(text: str, *, cloud: str, catalog: Catalog, source: str, fetch
         provider_name = catalog.provider(cloud).name
     except CatalogError:
         provider_name = cloud
-    result = ParseResult()
+    result = ParseResult(providers={cloud})
     offers: list[Offer] = []
     for line, row in rows(text, source, REQUIRED):
         result.rows_read += 1
