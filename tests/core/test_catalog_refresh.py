@@ -127,6 +127,20 @@ def test_gpuhunt_version_carries_the_catalog_date() -> None:
     assert gpuhunt.version_date("latest") is None
 
 
+def test_names_map_by_memory_and_form_factor_or_not_at_all() -> None:
+    from core.catalog.feeds.gpu_names import resolve_gpu
+
+    cat = shipped_catalog()
+    assert resolve_gpu(cat, "A100", 40.0) == "A100-40GB-SXM"
+    assert resolve_gpu(cat, "A100", 80.0) == "A100-80GB-SXM"
+    assert resolve_gpu(cat, "A100-80GB", None, hints=("A100 PCIe",)) == "A100-80GB-PCIE"
+    assert resolve_gpu(cat, "H100", 81559 / 1024, hints=("gpu_1x_h100_pcie",)) == "H100-PCIE"  # nvidia-smi MiB
+    assert resolve_gpu(cat, "V100", 32.0) == "V100-32GB-SXM2"
+    assert resolve_gpu(cat, "A100", 24.0) is None  # no A100 has 24 GB: the row is wrong or the name is
+    assert resolve_gpu(cat, "A6000", 48.0) is None  # the RTX A6000 (Ampere) is not in the catalog
+    assert resolve_gpu(cat, "", 80.0) is None
+
+
 # --------------------------------------------------------------------------- refresh over HTTP
 
 

@@ -15,7 +15,9 @@ import re
 from core.catalog.lookup import Catalog
 from core.catalog.records import CatalogError
 
-MEMORY_TOLERANCE = 0.1  # stated vs catalog memory; covers GiB vs GB (80 GiB = 85.9 GB) and 94/96 GB SKUs
+# Heuristic (no source): how far the memory a row states may be from the catalog GPU's. 10% covers GiB read as
+# GB (80 GiB = 85.9 GB; an H100 reports 79.6 GiB) and still tells 40 from 80 GB and 16 from 32 GB apart.
+MEMORY_TOLERANCE = 0.1
 _FORM_WORDS = {"pcie": "pcie", "sxm": "sxm", "nvl": "nvl"}
 _MEMORY_IN_NAME = re.compile(r"(\d{2,3})\s*g(?:i)?b", re.IGNORECASE)
 
