@@ -11,6 +11,8 @@ This package's front door re-exports what callers use; the work is split by job:
 - :mod:`core.catalog.shipped`: reading the shipped catalog from resources/catalog
 - :mod:`core.catalog.overrides`: the user's override files, how they merge, ``load_catalog``
 - :mod:`core.catalog.network`: typical networks per GPU class and the PCIe table
+- :mod:`core.catalog.refresh` / :mod:`core.catalog.refreshed`: prices from public catalogs (SkyPilot,
+  gpuhunt), on the user's request, and how they merge over the shipped ones
 """
 
 from __future__ import annotations

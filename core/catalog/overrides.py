@@ -21,6 +21,8 @@ from pydantic import ValidationError
 from core.catalog.lookup import Catalog, gpu_key
 from core.catalog.network import PCIE_ACHIEVED_GBS
 from core.catalog.records import GPU, PRICING_MODELS, PRICING_MODES, CatalogError, Price, Provider
+from core.catalog.refreshed import with_refreshed
+from core.catalog.refreshed_file import FILE_NAME as REFRESHED_FILE
 from core.catalog.shipped import shipped_catalog, with_reserved_prices
 from core.paths import config_dir
 from core.validation import validation_message
@@ -210,9 +212,9 @@ def _merge(base: Catalog, user_dir: Path, files: Mapping[str, Any]) -> Catalog:
     gpus = base.gpus
     if "gpus.json" in files:
         gpus = _merge_gpus(base.gpus, base, files["gpus.json"], user_dir / "gpus.json")
-    staged = Catalog(gpus=gpus.values(), models=(), prices=base.prices, storage=(), egress=(),
-                     providers=base.provider_info.values(), retrieved=base.retrieved)
-    prices, providers = list(base.prices), dict(base.provider_info)
+    prices, providers = with_refreshed(list(base.prices), dict(base.provider_info), user_dir)
+    staged = Catalog(gpus=gpus.values(), models=(), prices=prices, storage=(), egress=(),
+                     providers=providers.values(), retrieved=base.retrieved)
     if "prices.json" in files:
         prices, providers = _merge_prices(staged, files["prices.json"], user_dir / "prices.json")
         # re-derive reserved prices from the merged on-demand ones (a replaced on-demand price moves its reserved)
@@ -243,7 +245,7 @@ def load_catalog(user_dir: Path | None = None) -> Catalog:
     if folder.exists() and not folder.is_dir():
         raise CatalogError(f"user override folder {folder} is a file, not a folder")
     signature = []
-    for name in USER_FILES:
+    for name in (*USER_FILES, REFRESHED_FILE):
         path = folder / name
         if path.is_file():
             st = path.stat()

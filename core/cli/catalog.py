@@ -1,4 +1,7 @@
-"""`tuneplan catalog gpus|models|prices [--json]`: list the shipped catalog as a table or as JSON."""
+"""`tuneplan catalog gpus|models|prices [--json]`: list the shipped catalog as a table or as JSON.
+
+`catalog refresh` and `catalog import FILE` (prices from public catalogs) live in core.cli.catalog_refresh.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +15,28 @@ from core.units import fmt_count, fmt_usd
 
 def register(subparsers: Any) -> None:
     """Add the `catalog` subcommand (called by core.cli.main)."""
-    c = subparsers.add_parser("catalog", help="list the shipped catalog")
-    c.add_argument("what", choices=["gpus", "models", "prices"])
+    c = subparsers.add_parser("catalog", help="list the catalog; refresh or import prices from public catalogs")
+    c.add_argument("what", choices=["gpus", "models", "prices", "refresh", "import"])
+    c.add_argument("file", nargs="?", help="import: a SkyPilot vms.csv or a gpuhunt CSV / catalog.zip")
     c.add_argument("--json", action="store_true")
+    c.add_argument("--source", choices=["skypilot", "gpuhunt", "all"], help="refresh: which catalog (all)")
+    c.add_argument("--cloud", help="refresh: clouds to read, comma-separated (aws,azure,lambda,runpod,...)")
+    c.add_argument("--format", choices=["skypilot", "gpuhunt"], help="import: the file's format (guessed)")
+    c.add_argument("--provider", help="import: the provider slug the file prices (from its place)")
     c.set_defaults(func=cmd_catalog)
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
     from core.catalog import load_catalog
+    from core.cli import catalog_refresh
+    from core.cli.common import CliError
+
+    if args.what == "refresh":
+        return catalog_refresh.cmd_refresh(args)
+    if args.what == "import":
+        return catalog_refresh.cmd_import(args)
+    if args.file is not None:
+        raise CliError(f"`tuneplan catalog {args.what}` takes no file (got '{args.file}')")
 
     rows: list[tuple[str, ...]]
     header: tuple[str, ...]

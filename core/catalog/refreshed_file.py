@@ -1,0 +1,58 @@
+"""The file a price refresh writes, ``<config dir>/refreshed_prices.json``: its shape, reading and writing.
+
+``{"format": 1, "sources": [{"name", "url", "fetched"}], "rows": [price records]}``. Written atomically (a
+temporary file in the same folder, fsync, os.replace), so a crash or a failed refresh leaves the previous file
+as it was, byte for byte. Reading never moves or rewrites a damaged file: it is the user's to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core.catalog.records import CatalogError
+
+FILE_NAME = "refreshed_prices.json"
+FORMAT = 1
+
+
+def read_document(path: Path) -> dict[str, Any] | None:
+    """The parsed file, None when there is none; CatalogError naming the path when it is damaged."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CatalogError(f"refreshed prices file {path} cannot be read: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CatalogError(
+            f"refreshed prices file {path} is damaged ({exc}); it was left as it is: run"
+            " `tuneplan catalog refresh` to write a new one"
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("rows"), list) \
+            or not isinstance(data.get("sources", []), list):
+        raise CatalogError(
+            f"refreshed prices file {path} is not a format-{FORMAT} refresh file (an object with 'format': 1,"
+            " 'sources' and 'rows'); it was left as it is"
+        )
+    return data
+
+
+def write_document(path: Path, sources: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    """Replace the file at once: the old one stays whole until the new one is complete on disk."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {"format": FORMAT, "sources": sources, "rows": rows}
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(document, fh, indent=1, ensure_ascii=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,1 @@
+"""The catalog's pieces of the window (the price refresh button; a catalog view to come)."""
