@@ -147,8 +147,10 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]  # MIGRAT
 class PlanStore:
     """Open (creating, migrating or recovering) the library at `path`; ``notice`` says if a file was moved aside."""
 
-    def __init__(self, path: Path | None = None, now: Callable[[], dt.datetime] | None = None) -> None:
+    def __init__(self, path: Path | None = None, now: Callable[[], dt.datetime] | None = None, *,
+                 busy_timeout: float = 5.0) -> None:
         self.path = Path(path) if path is not None else default_db_path()
+        self._busy_timeout = busy_timeout  # seconds a write waits for another program's lock before saying so
         self._now = now or (lambda: dt.datetime.now(dt.UTC))
         self.notice: str | None = None
         try:
@@ -172,7 +174,7 @@ class PlanStore:
     def _open(self) -> sqlite_utils.Database:
         secure_folder(self.path.parent, tighten=self.path.parent == data_dir())
         secure_file(self.path)
-        db = sqlite_utils.Database(sqlite3.connect(str(self.path), timeout=5.0))
+        db = sqlite_utils.Database(sqlite3.connect(str(self.path), timeout=self._busy_timeout))
         try:
             check_integrity(db.conn)
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
