@@ -137,6 +137,7 @@ def _connect(args: argparse.Namespace) -> tuple[Any, str]:
     from core.probes.transport.base import (
         AuthenticationFailed,
         HostKeyChanged,
+        HostKeyRevoked,
         HostKeyUnknown,
         TransportError,
         Unreachable,
@@ -167,6 +168,8 @@ def _connect(args: argparse.Namespace) -> tuple[Any, str]:
     transport = SshTransport(target, **options)
     try:
         transport.connect()
+    except HostKeyRevoked as exc:
+        raise _Exit(EXIT_HOST_KEY, str(exc)) from None
     except HostKeyUnknown as exc:
         hint = "" if exc.expected else (f"; if it is right, run again with --accept-new-host-key {exc.fingerprint}")
         raise _Exit(EXIT_HOST_KEY, f"{exc}{hint}") from None
@@ -179,6 +182,9 @@ def _connect(args: argparse.Namespace) -> tuple[Any, str]:
         raise _Exit(EXIT_UNREACHABLE, str(exc)) from None
     except TransportError as exc:
         raise _Exit(EXIT_ERROR, str(exc)) from None
+    finally:  # known_hosts lines skipped, one line each, as OpenSSH would skip them
+        for note in transport.notes:
+            print(f"tuneplan: note: {note}", file=sys.stderr, flush=True)
     return transport, args.target.strip()
 
 

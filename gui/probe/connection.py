@@ -138,7 +138,10 @@ class Connector(QObject):
 
     def _done(self, transport: Transport) -> None:
         self.busy = False
-        self.status.emit(f"Connected to {getattr(transport, 'description', 'host')}")
+        notes = list(getattr(transport, "notes", []))  # known_hosts lines skipped, as OpenSSH skips them
+        more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
+        self.status.emit(f"Connected to {getattr(transport, 'description', 'host')}"
+                         + (f" — note: {notes[0]}{more}" if notes else ""))
         self.connected.emit(transport)
 
     def _error(self, spec: ConnectSpec, target: SshTarget, exc: BaseException) -> None:
