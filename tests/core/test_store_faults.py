@@ -8,8 +8,10 @@ kernel says ENOSPC / EROFS and SQLite says SQLITE_FULL / SQLITE_READONLY / SQLIT
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
+import socket
 import sqlite3
 import stat
 import subprocess
@@ -359,3 +361,58 @@ def test_a_db_path_in_a_shared_folder_leaves_the_folder_as_it_is(tmp_path):
     shared.chmod(0o755)
     ProbeStore(shared / "probes.db").close()
     assert mode(shared) == 0o755 and mode(shared / "probes.db") == 0o600
+
+
+# --------------------------------------------------------------------------- what `tuneplan probe` says
+
+
+def _probe_local(db: Path) -> list[str]:
+    return ["probe", "--local", "--suite", "inventory", "--json", "--db", str(db)]
+
+
+@needs_mount
+def test_probe_on_a_full_disk_runs_in_memory_and_prints_the_whole_run(tmp_path, capsys):
+    from core.cli.main import main as cli_main
+
+    with tmpfs(tmp_path / "mnt") as mnt:
+        fill(mnt)
+        code = cli_main(_probe_local(mnt / "probes.db"))
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert json.loads(out)["evidence"]["inventory"]["hostname"] == socket.gethostname()
+        assert "disk it is on is full" in err and "kept in memory only" in err and "Traceback" not in err
+        assert not any(".damaged-" in n for n in names(mnt))
+
+
+def test_probe_with_its_history_locked_mid_run_keeps_the_run_and_says_so(tmp_path, capsys):
+    from core.cli.main import main as cli_main
+
+    db = tmp_path / "probes.db"
+    ProbeStore(db).close()
+    other = _hold_exclusive(db)  # held from before the run starts: the first write waits, then gives up
+    try:
+        code = cli_main(_probe_local(db))
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["evidence"]["inventory"]["hostname"] == socket.gethostname()
+    said = [line for line in err.splitlines() if "could not be kept" in line]
+    assert len(said) == 1 and "locked by another program" in said[0]
+    assert ProbeStore(db).runs() == []  # nothing half-written in the file
+
+
+def test_probe_with_a_damaged_history_says_where_it_went(tmp_path, capsys):
+    from core.cli.main import main as cli_main
+
+    db = tmp_path / "probes.db"
+    _history_with_one_run(db)
+    _damage_page_2(db)
+    code = cli_main(_probe_local(db))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    moved = [p for p in tmp_path.iterdir() if p.name.startswith("probes.db.damaged-")]
+    assert len(moved) == 1 and f"moved to {moved[0]}" in err
+    assert json.loads(out)["evidence"]["inventory"]["hostname"] == socket.gethostname()
+    assert len(ProbeStore(db).runs()) == 1  # the new history holds this run, and only this one
