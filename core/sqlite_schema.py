@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import sqlite_utils
 
@@ -17,7 +18,9 @@ def transaction(db: sqlite_utils.Database) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        db.conn.execute("ROLLBACK")
+        if db.conn.in_transaction:  # SQLite has already rolled back after some errors (a full disk: SQLITE_FULL)
+            with suppress(sqlite3.Error):
+                db.conn.execute("ROLLBACK")
         raise
     db.conn.execute("COMMIT")
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 # pyqtgraph picks PyQt6 when it is installed; pin it to PySide6 before anything imports pyqtgraph.
 os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import QCoreApplication, QSocketNotifier, Qt, QTimer
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -101,17 +104,58 @@ def quiet_library_logs() -> None:
     logging.getLogger().addHandler(logging.NullHandler())
 
 
+def close_on_sigint(app: QApplication) -> Callable[[], None]:
+    """Ctrl-C in the terminal closes the windows as Quit does (a probe run is stopped, unsaved edits asked about).
+
+    Python runs a signal handler only when it gets control, and Qt's event loop is C++: without help the signal
+    waits until the next mouse move. ``signal.set_wakeup_fd`` makes the interpreter write a byte to a socket when
+    a signal arrives; a QSocketNotifier on the other end wakes the loop, and the Python handler then runs. The
+    handler only schedules the close, so it never runs inside a half-finished Qt call.
+    """
+    reader, writer = socket.socketpair()
+    for end in (reader, writer):
+        end.setblocking(False)
+    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read, app)
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):
+            reader.recv(256)
+
+    def close_all() -> None:
+        app.closeAllWindows()  # each window's closeEvent stops what it runs, or keeps the window (Cancel)
+        if not any(w.isVisible() for w in app.topLevelWidgets()):
+            app.quit()
+
+    notifier.activated.connect(drain)
+    previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: QTimer.singleShot(0, close_all))
+
+    def restore() -> None:
+        """Put back what was there before (the event loop has ended)."""
+        signal.signal(signal.SIGINT, previous)
+        signal.set_wakeup_fd(previous_fd)
+        notifier.setEnabled(False)
+        reader.close()
+        writer.close()
+
+    return restore
+
+
 def run() -> int:
     """The `tuneplan` entry point without arguments: open the window and run the event loop."""
     quiet_library_logs()
     app = make_app()
-    from gui import smoke
-    from gui.main_window import MainWindow  # after the app exists: widgets need it
+    restore = close_on_sigint(app)  # before the window: a Ctrl-C while it opens closes it once the loop runs
+    try:
+        from gui import smoke
+        from gui.main_window import MainWindow  # after the app exists: widgets need it
 
-    window = MainWindow.create_default()
-    window.show()
-    smoke.install(app, window)
-    return int(app.exec())
+        window = MainWindow.create_default()
+        window.show()
+        smoke.install(app, window)
+        return int(app.exec())
+    finally:
+        restore()
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ shows the plan's name and, while it has unsaved edits, Qt's ``[*]`` mark.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -356,8 +355,8 @@ class MainWindow(QMainWindow):
         assert analysis is not None and request is not None
         try:
             saved = self.store.save(name, request_to_dict(request), analysis.result, plan_id=plan_id)
-        except sqlite3.Error as exc:
-            self._say(f"Not saved: the library could not be written ({exc})", 15000)
+        except StoreError as exc:  # the plan stays in the wizard, with its unsaved mark
+            self._say(f"Not saved: {exc}", 15000)
             return None
         self.wizard.mark_saved(saved, name)
         self.library.refresh()

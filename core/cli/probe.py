@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from core.cli.common import EXIT_ERROR, EXIT_USAGE
 from core.cli.table import table
 from core.probes.run_json import run_json
-from core.probes.store import ProbeStore, ProbeStoreError
+from core.probes.store import ProbeStore
 from core.validation import validation_message
 
 EXIT_OK = 0
@@ -137,6 +137,7 @@ def _connect(args: argparse.Namespace) -> tuple[Any, str]:
     from core.probes.transport.base import (
         AuthenticationFailed,
         HostKeyChanged,
+        HostKeyRevoked,
         HostKeyUnknown,
         TransportError,
         Unreachable,
@@ -167,6 +168,8 @@ def _connect(args: argparse.Namespace) -> tuple[Any, str]:
     transport = SshTransport(target, **options)
     try:
         transport.connect()
+    except HostKeyRevoked as exc:
+        raise _Exit(EXIT_HOST_KEY, str(exc)) from None
     except HostKeyUnknown as exc:
         hint = "" if exc.expected else (f"; if it is right, run again with --accept-new-host-key {exc.fingerprint}")
         raise _Exit(EXIT_HOST_KEY, f"{exc}{hint}") from None
@@ -179,6 +182,9 @@ def _connect(args: argparse.Namespace) -> tuple[Any, str]:
         raise _Exit(EXIT_UNREACHABLE, str(exc)) from None
     except TransportError as exc:
         raise _Exit(EXIT_ERROR, str(exc)) from None
+    finally:  # known_hosts lines skipped, one line each, as OpenSSH would skip them
+        for note in transport.notes:
+            print(f"tuneplan: note: {note}", file=sys.stderr, flush=True)
     return transport, args.target.strip()
 
 
@@ -295,10 +301,11 @@ def _probe(args: argparse.Namespace) -> int:
         raise _Exit(EXIT_USAGE, "probe needs either TARGET ([user@]host[:port]) or --local, not both"
                     if args.local else "probe needs a TARGET ([user@]host[:port] or an ssh alias) or --local")
     options = _options(args)
-    try:
-        store = ProbeStore(Path(args.db).expanduser() if args.db else None)
-    except (ProbeStoreError, OSError) as exc:
-        raise _Exit(EXIT_ERROR, f"cannot open the probe history: {exc}") from None
+    store = ProbeStore.open_or_memory(Path(args.db).expanduser() if args.db else None)
+    for note in (store.notice, store.fault):  # a damaged file moved aside; a history that cannot be kept
+        if note:
+            print(f"tuneplan: {note}", file=sys.stderr, flush=True)
+    opened_fault = store.fault
     progress = _Progress(sys.stderr if args.json else sys.stdout)
     transport, default_label = _connect(args)
     label = _label(store, args, default_label)
@@ -324,9 +331,11 @@ def _probe(args: argparse.Namespace) -> int:
     else:
         progress.say("")
         progress.say(render_scorecard(doc))
-        where = store.path if store.path is not None else "memory"
-        progress.say(f"\nsaved as run {finished.run_id} in {where} "
-                     f"(report: tuneplan probe-report {finished.run_id} -o report.pdf)")
+        if store.path is not None:
+            progress.say(f"\nsaved as run {finished.run_id} in {store.path} "
+                         f"(report: tuneplan probe-report {finished.run_id} -o report.pdf)")
+    if store.fault and store.fault != opened_fault:  # the file failed mid-run: the run above is all there is
+        print(f"tuneplan: the probe history could not be kept: {store.fault}", file=sys.stderr, flush=True)
     if finished.status == "completed":
         return EXIT_OK
     if finished.status == "cancelled":

@@ -9,6 +9,7 @@ look the same and core never imports Qt.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,19 +36,32 @@ def _from_file(path: Path) -> ProbeRunRecord:
 
 
 def _from_store(run_id: int, db: str | None) -> ProbeRunRecord:
-    from core.probes.store import ProbeStore, ProbeStoreError
+    from core.probes.store import ProbeStore, ProbeStoreError, default_probe_db_path
+    from core.sqlite_store import moved_aside
 
+    path = Path(db).expanduser() if db else default_probe_db_path()
     try:
-        store = ProbeStore(db)
+        store = ProbeStore(path)
     except (ProbeStoreError, OSError) as exc:
         raise CliError(str(exc)) from exc
+    if store.notice:
+        print(f"tuneplan: {store.notice}", file=sys.stderr)
     try:
         stored = store.load_run(run_id)
     except KeyError as exc:
+        if store.fault:  # the file failed while the run was read, and was moved aside when damaged
+            raise CliError(f"run {run_id} cannot be read: {store.fault}") from exc
+        damaged = moved_aside(path)
+        if damaged:  # the run may have been in a file found damaged and moved aside: say which, not just "unknown"
+            raise CliError(f"run {run_id} cannot be read: it is not in the probe history {path}, and the history "
+                           f"found damaged earlier was moved to {damaged[-1]}, which cannot be read "
+                           "(`tuneplan probe --json` output files can be given instead)") from exc
         raise CliError(f"unknown run id {run_id}: the probe history has no such run "
                        "(`tuneplan probe --json` output files can be given instead)") from exc
     finally:
         store.close()
+    if store.fault:  # the file failed while the run was read: what came back may be partial
+        raise CliError(f"run {run_id} cannot be read: {store.fault}")
     if stored.evidence is None:
         raise CliError(f"run {run_id} has no evidence recorded (status {stored.summary.status})")
     return record_from_stored(stored)

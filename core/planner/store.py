@@ -4,7 +4,10 @@ Why it is built this way:
 - every write is one transaction in WAL mode with synchronous=FULL, so a crash mid-write leaves the last
   committed state and never half a plan;
 - the schema carries a version (PRAGMA user_version) and migrates forward one step at a time from v1;
-- a file that SQLite cannot read is moved aside with a timestamp and reported to the caller, never wiped;
+- only a damaged file (SQLITE_CORRUPT / NOTADB, or PRAGMA quick_check not "ok") is moved aside with a timestamp
+  and reported to the caller, never wiped; a full disk, a read-only folder or a lock is one sentence (StoreError,
+  with its kind) and nothing is renamed (core.sqlite_store tells them apart);
+- the file is created 0600 in a 0700 folder: plans are the user's own work;
 - the connection belongs to the thread that opened the store (the GUI thread): sqlite3's rule.
 """
 
@@ -13,7 +16,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,13 +28,27 @@ from pydantic import ValidationError
 from core.paths import data_dir
 from core.planner.models import PlanRequest, PlanResult
 from core.sqlite_schema import migrate, transaction
+from core.sqlite_store import (
+    CORRUPT,
+    StoreFault,
+    check_integrity,
+    fault,
+    fault_kind,
+    move_aside,
+    secure_file,
+    secure_folder,
+)
 
 SCHEMA_VERSION = 2
 DB_NAME = "tuneplan.db"
 
 
-class StoreError(RuntimeError):
-    """The library cannot be used as it is (for example a newer tuneplan wrote it); one sentence."""
+class StoreError(StoreFault):
+    """The library cannot be used as it is (a full disk, a read-only folder, a lock, a newer tuneplan wrote it);
+    one sentence, and ``kind`` says which (core.sqlite_store)."""
+
+    def __init__(self, message: str, kind: str = "other") -> None:
+        super().__init__(message, kind)
 
 
 def default_db_path() -> Path:
@@ -129,32 +147,42 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]  # MIGRAT
 class PlanStore:
     """Open (creating, migrating or recovering) the library at `path`; ``notice`` says if a file was moved aside."""
 
-    def __init__(self, path: Path | None = None, now: Callable[[], dt.datetime] | None = None) -> None:
+    def __init__(self, path: Path | None = None, now: Callable[[], dt.datetime] | None = None, *,
+                 busy_timeout: float = 5.0) -> None:
         self.path = Path(path) if path is not None else default_db_path()
+        self._busy_timeout = busy_timeout  # seconds a write waits for another program's lock before saying so
         self._now = now or (lambda: dt.datetime.now(dt.UTC))
         self.notice: str | None = None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.db = self._open()
-        except sqlite3.DatabaseError as exc:
-            moved = self._move_aside()
-            self.notice = (f"The plan library {self.path} could not be read ({exc}); it was moved to {moved} "
+        except (sqlite3.Error, OSError) as exc:
+            if fault_kind(exc, self.path) != CORRUPT:
+                raise fault(exc, "plan library", self.path, "opened", StoreError) from None
+            try:
+                moved = move_aside(self.path, self._now())
+            except OSError as move_exc:
+                raise fault(move_exc, "plan library", self.path, "moved aside", StoreError) from None
+            self.notice = (f"The plan library {self.path} was damaged ({exc}); it was moved to {moved} "
                            "and a new, empty library was started.")
-            self.db = self._open()
+            try:
+                self.db = self._open()
+            except (sqlite3.Error, OSError) as again:
+                raise fault(again, "plan library", self.path, "created", StoreError) from None
 
     # ---- opening
 
     def _open(self) -> sqlite_utils.Database:
-        db = sqlite_utils.Database(sqlite3.connect(str(self.path), timeout=5.0))
+        secure_folder(self.path.parent, tighten=self.path.parent == data_dir())
+        secure_file(self.path)
+        db = sqlite_utils.Database(sqlite3.connect(str(self.path), timeout=self._busy_timeout))
         try:
-            check = db.execute("PRAGMA quick_check").fetchone()[0]
-            if check != "ok":
-                raise sqlite3.DatabaseError(f"integrity check failed: {check}")
+            check_integrity(db.conn)
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
             if version > SCHEMA_VERSION:
                 raise StoreError(f"the plan library {self.path} was written by a newer tuneplan (schema {version}, "
                                  f"this one reads up to {SCHEMA_VERSION}); update tuneplan to open it")
-            db.execute("PRAGMA journal_mode=WAL")
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             migrate(db, MIGRATIONS, version)
         except BaseException:
@@ -162,19 +190,16 @@ class PlanStore:
             raise
         return db
 
-    def _move_aside(self) -> Path:
-        stamp = self._now().strftime("%Y%m%d-%H%M%S")
-        target = self.path.with_name(f"{self.path.name}.damaged-{stamp}")
-        n = 1
-        while target.exists():
-            n += 1
-            target = self.path.with_name(f"{self.path.name}.damaged-{stamp}-{n}")
-        self.path.rename(target)
-        for suffix in ("-wal", "-shm"):
-            side = self.path.with_name(self.path.name + suffix)
-            if side.exists():
-                side.rename(target.with_name(target.name + suffix))
-        return target
+    @contextmanager
+    def _write(self, doing: str) -> Iterator[None]:
+        """One transaction; a failure is a StoreError sentence (``doing``: what was not done), the file untouched."""
+        try:
+            with transaction(self.db):
+                yield
+        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
+            if isinstance(exc, sqlite3.IntegrityError | sqlite3.ProgrammingError):
+                raise
+            raise fault(exc, "plan library", self.path, doing, StoreError) from None
 
     @property
     def schema_version(self) -> int:
@@ -217,7 +242,7 @@ class PlanStore:
         values = {"name": name, "request_json": json.dumps(request, sort_keys=True),
                   "result_json": result.model_dump_json() if result is not None else None,
                   **_summary(request, result), "updated": self._stamp()}
-        with transaction(self.db):
+        with self._write(f"written (plan “{name}” was not saved)"):
             if plan_id is not None:
                 cursor = self.db.execute(
                     "UPDATE plans SET " + ", ".join(f"{k} = :{k}" for k in values) + " WHERE id = :id",
@@ -234,7 +259,7 @@ class PlanStore:
         name = name.strip()
         if not name:
             raise ValueError("a plan name cannot be empty")
-        with transaction(self.db):
+        with self._write("written (the plan was not renamed)"):
             cursor = self.db.execute("UPDATE plans SET name = ?, updated = ? WHERE id = ?",
                                      [name, self._stamp(), plan_id])
             if cursor.rowcount != 1:
@@ -245,20 +270,20 @@ class PlanStore:
         result = record.result()
         new_id = self.save(name or f"{record.name} (copy)", record.request, result)
         if result is None and record.result_json:  # keep a result this version cannot parse, as it was
-            with transaction(self.db):
+            with self._write("written (the copy has no result)"):
                 self.db.execute("UPDATE plans SET result_json = ? WHERE id = ?", [record.result_json, new_id])
         return new_id
 
     def delete(self, plan_id: int) -> PlanRecord:
         """Delete and return the record, so the caller can offer undo (:meth:`restore`)."""
         record = self.get(plan_id)
-        with transaction(self.db):
+        with self._write("written (the plan was not deleted)"):
             self.db.execute("DELETE FROM plans WHERE id = ?", [plan_id])
         return record
 
     def restore(self, record: PlanRecord) -> None:
         """Put a deleted record back, with its id and dates."""
-        with transaction(self.db):
+        with self._write("written (the plan was not restored)"):
             self.db.execute(
                 "INSERT INTO plans (id, name, model, method, gpu, cost_usd, hours, request_json, result_json, "
                 "created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -10,7 +10,12 @@ Why it is built this way:
 - one thread writes (the one iterating the runner); the connection allows use from another thread so a GUI
   may create the store on its main thread and hand it to a worker, and a lock serialises the rare overlap;
 - the schema carries a version (PRAGMA user_version) and migrates forward one step at a time;
-- host profiles hold no secrets: target, port, user, the *path* of an identity file, data and checkpoint paths.
+- host profiles hold no secrets: target, port, user, the *path* of an identity file, data and checkpoint paths;
+  still, hostnames and kernel logs are the user's business: the file is 0600 in a 0700 folder;
+- a damaged file (found by PRAGMA quick_check on open) is moved aside and a new one started (``notice`` says
+  where); a full disk, a read-only folder or a lock is a ProbeStoreError sentence and renames nothing
+  (core.sqlite_store); a file that fails mid-run hands the run to memory (core.probes.store_rescue) and
+  ``fault`` says the history could not be kept.
 """
 
 from __future__ import annotations
@@ -32,8 +37,20 @@ from pydantic import BaseModel, Field, ValidationError
 from core.paths import data_dir
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.samples import GpuMetric
+from core.probes.store_rescue import can_rescue, kept, to_memory
 from core.probes.transport.base import CommandResult
 from core.sqlite_schema import migrate, transaction
+from core.sqlite_store import (
+    CORRUPT,
+    StoreFault,
+    check_integrity,
+    fault,
+    fault_kind,
+    fault_sentence,
+    move_aside,
+    secure_file,
+    secure_folder,
+)
 
 SCHEMA_VERSION = 1
 DB_NAME = "probes.db"
@@ -43,8 +60,12 @@ _INSERT_BATCH = 500
 _BLOCK_ROWS = 4096  # a block stays small enough to write in one go
 
 
-class ProbeStoreError(RuntimeError):
-    """The probe history cannot be used as it is (e.g. a newer tuneplan wrote it); one sentence."""
+class ProbeStoreError(StoreFault):
+    """The probe history cannot be used as it is (a full disk, a read-only folder, a lock, a newer tuneplan wrote
+    it); one sentence, and ``kind`` says which (core.sqlite_store)."""
+
+    def __init__(self, message: str, kind: str = "other") -> None:
+        super().__init__(message, kind)
 
 
 def default_probe_db_path() -> Path:
@@ -244,30 +265,57 @@ class ProbeStore:
     ``path=":memory:"`` keeps everything in memory (tests, throwaway runs).
     """
 
-    def __init__(self, path: Path | str | None = None) -> None:
-        self.path: Path | None
-        if path == ":memory:":
-            self.path = None
-        else:
-            self.path = Path(path) if path is not None else default_probe_db_path()
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path | str | None = None, *, busy_timeout: float = 10.0) -> None:
+        self.path: Path | None = None if path == ":memory:" else (
+            Path(path) if path is not None else default_probe_db_path())
+        self._busy_timeout = busy_timeout
         self._lock = threading.RLock()
+        self.notice: str | None = None  # the damaged file moved aside at open, and where
+        self.fault: str | None = None  # why this session's runs are kept in memory only, when they are
+        self._started: dict[int, list[Any]] = {}  # this session's runs: what start_run wrote, to rebuild the row
         try:
             self.db = self._open()
-        except sqlite3.DatabaseError as exc:
-            raise ProbeStoreError(f"the probe history {self.path} cannot be read: {exc}") from exc
+        except (sqlite3.Error, OSError) as exc:
+            if self.path is None or fault_kind(exc, self.path) != CORRUPT:
+                raise fault(exc, "probe history", self.path, "opened", ProbeStoreError) from None
+            try:
+                moved = move_aside(self.path)
+            except OSError as move_exc:
+                raise fault(move_exc, "probe history", self.path, "moved aside", ProbeStoreError) from None
+            self.notice = (f"The probe history {self.path} was damaged ({exc}); it was moved to {moved} and a new, "
+                           "empty history was started.")
+            try:
+                self.db = self._open()
+            except (sqlite3.Error, OSError) as again:
+                raise fault(again, "probe history", self.path, "created", ProbeStoreError) from None
+
+    @classmethod
+    def open_or_memory(cls, path: Path | str | None = None) -> ProbeStore:
+        """The history at ``path``, or, when it cannot be used (full, read-only, locked, newer), one in memory
+        whose ``fault`` says why: a probe run is worth more than its history."""
+        try:
+            return cls(path)
+        except ProbeStoreError as exc:
+            store = cls(":memory:")
+            store.fault = f"{exc}; this session's runs are kept in memory only and will not be in the history"
+            return store
 
     def _open(self) -> sqlite_utils.Database:
+        if self.path is not None:
+            secure_folder(self.path.parent, tighten=self.path.parent == data_dir())
+            secure_file(self.path)
         where = ":memory:" if self.path is None else str(self.path)
-        conn = sqlite3.connect(where, timeout=10.0, check_same_thread=False, isolation_level=None)
+        conn = sqlite3.connect(where, timeout=self._busy_timeout, check_same_thread=False, isolation_level=None)
         db = sqlite_utils.Database(conn)
         try:
+            if self.path is not None:
+                check_integrity(conn)
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
             if version > SCHEMA_VERSION:
                 raise ProbeStoreError(
                     f"the probe history {self.path} was written by a newer tuneplan (schema {version}, this one "
                     f"reads up to {SCHEMA_VERSION}); update tuneplan to open it")
-            if self.path is not None:
+            if self.path is not None and db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             migrate(db, MIGRATIONS, version)
@@ -275,6 +323,27 @@ class ProbeStore:
             conn.close()
             raise
         return db
+
+    def _fall_back(self, exc: BaseException) -> bool:
+        """The file failed mid-session: carry this session's runs over to memory (what can still be read), move a
+        damaged file aside, set ``fault``; False when there is nothing to fall back from (already in memory)."""
+        if self.path is None or not can_rescue(exc):
+            return False
+        with self._lock:
+            path, old = self.path, self.db
+            kind = fault_kind(exc, path)
+            memory, unread = to_memory(old.conn, MIGRATIONS, self._started)
+            moved = ""
+            if kind == CORRUPT:
+                try:
+                    moved = f"; it was moved to {move_aside(path)}"
+                except OSError:
+                    moved = ""
+            lost = f" (what it held of {', '.join(unread)} could not be read)" if unread else ""
+            self.fault = (f"{fault_sentence(kind, 'probe history', path, 'written', str(exc))}{moved}; "
+                          f"this session's runs are kept in memory only{lost} and will not be in the history")
+            self.db, self.path = memory, None
+        return True
 
     @property
     def schema_version(self) -> int:
@@ -291,6 +360,7 @@ class ProbeStore:
 
     # ---- hosts
 
+    @kept
     def save_host(self, profile: HostProfile) -> int:
         """Insert or update (by name) a host profile; returns its id."""
         now = time.time()
@@ -322,6 +392,7 @@ class ProbeStore:
                 return profile
         raise KeyError(f"no saved host named '{name}'")
 
+    @kept
     def delete_host(self, name: str) -> None:
         """Forget a host profile (its past runs stay in the history)."""
         with self._write():
@@ -329,19 +400,24 @@ class ProbeStore:
 
     # ---- writing a run (called by the runner, from one thread)
 
+    @kept
     def start_run(self, host: str, suite: str, probes: Sequence[str], options: dict[str, Any] | None = None,
                   started: float | None = None) -> int:
+        values = [host, suite, json.dumps(list(probes)), json.dumps(options or {}, default=str),
+                  started if started is not None else time.time(), "running"]
         with self._write():
             cursor = self.db.execute(
-                "INSERT INTO runs (host, suite, probes, options, started, status) VALUES (?, ?, ?, ?, ?, ?)",
-                [host, suite, json.dumps(list(probes)), json.dumps(options or {}, default=str),
-                 started if started is not None else time.time(), "running"])
-            return int(cursor.lastrowid or 0)
+                "INSERT INTO runs (host, suite, probes, options, started, status) VALUES (?, ?, ?, ?, ?, ?)", values)
+            run_id = int(cursor.lastrowid or 0)
+        self._started[run_id] = values  # rebuilds the row in memory if the file fails before it can be read back
+        return run_id
 
+    @kept
     def set_workdir(self, run_id: int, workdir: str) -> None:
         with self._write():
             self.db.execute("UPDATE runs SET workdir = ? WHERE id = ?", [workdir, run_id])
 
+    @kept
     def add_samples(self, run_id: int, metrics: Sequence[GpuMetric]) -> int:
         """Append GPU samples as one block (one transaction); returns how many."""
         if not metrics:
@@ -354,12 +430,14 @@ class ProbeStore:
             self.db.table("sample_blocks").insert_all(blocks, batch_size=_INSERT_BATCH)
         return int(matrix.shape[0])
 
+    @kept
     def add_series(self, run_id: int, points: Iterable[StoredSeriesPoint]) -> None:
         rows = [{"run_id": run_id, **p.model_dump()} for p in points]
         if rows:
             with self._write():
                 self.db.table("series").insert_all(rows, batch_size=_INSERT_BATCH)
 
+    @kept
     def add_raw_output(self, run_id: int, probe: str, result: CommandResult, t: float) -> None:
         with self._write():
             self.db.table("raw_outputs").insert({
@@ -367,12 +445,14 @@ class ProbeStore:
                 "stderr": result.stderr, "exit_code": result.exit_code, "duration_s": result.duration_s,
                 "timed_out": int(result.timed_out), "cancelled": int(result.cancelled)})
 
+    @kept
     def add_event(self, run_id: int, t: float, kind: str, level: str, message: str,
                   probe: str | None = None) -> None:
         with self._write():
             self.db.table("events").insert({"run_id": run_id, "t": t, "kind": kind, "level": level, "probe": probe,
                                       "message": message})
 
+    @kept
     def add_outcome(self, run_id: int, outcome: ProbeOutcome) -> None:
         with self._write():
             self.db.table("outcomes").insert({
@@ -380,11 +460,13 @@ class ProbeStore:
                 "started": outcome.started, "ended": outcome.ended, "warnings": json.dumps(outcome.warnings),
                 "error": outcome.error})
 
+    @kept
     def save_evidence(self, run_id: int, evidence: ProbeEvidence) -> None:
         """Keep the evidence gathered so far (after every probe, so an interrupted run keeps it)."""
         with self._write():
             self.db.execute("UPDATE runs SET evidence = ? WHERE id = ?", [evidence.model_dump_json(), run_id])
 
+    @kept
     def finish_run(self, run_id: int, status: str, evidence: ProbeEvidence | None = None,
                    scorecard: Scorecard | None = None, ended: float | None = None) -> None:
         if status not in RUN_STATUSES:
@@ -431,6 +513,7 @@ class ProbeStore:
         matrix = np.concatenate(parts).reshape(-1, width)
         return SampleTable(*(np.ascontiguousarray(matrix[:, i], dtype=np.float64) for i in range(width)))
 
+    @kept
     def load_run(self, run_id: int) -> StoredRun:
         """Everything of one run; KeyError when there is no such run."""
         with self._lock:
@@ -475,6 +558,7 @@ class ProbeStore:
                          for r in raw_rows],
         )
 
+    @kept
     def delete_run(self, run_id: int) -> None:
         with self._write():
             for table in ("sample_blocks", "series", "raw_outputs", "events", "outcomes"):

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from core.planner.analysis import Analysis, analyse
 from core.planner.models import PlanRequest
 from core.planner.request_file import RequestFileError, read_request_file
-from core.planner.store import PlanRecord, PlanStore, request_to_dict
+from core.planner.store import PlanRecord, PlanStore, StoreError, request_to_dict
 from core.units import fmt_hours, fmt_usd
 from core.validation import validation_message
 from gui.forms import button_row, chosen_path, make_error_label, show_problem
@@ -45,13 +45,22 @@ class _DeleteCommand(QUndoCommand):
         self.record: PlanRecord | None = None
 
     def redo(self) -> None:
-        self.record = self.library.store.delete(self.plan_id)
+        try:
+            self.record = self.library.store.delete(self.plan_id)
+        except StoreError as exc:  # the plan stays; the sentence says why (a full disk, a read-only folder, a lock)
+            self.record = None
+            self.library.report_error(str(exc))
+            return
         self.setText(f"delete “{self.record.name}”")
         self.library.refresh()
 
     def undo(self) -> None:
         if self.record is not None:
-            self.library.store.restore(self.record)
+            try:
+                self.library.store.restore(self.record)
+            except StoreError as exc:
+                self.library.report_error(str(exc))
+                return
             self.library.refresh()
 
 
@@ -161,6 +170,10 @@ class LibraryWidget(QWidget):
         if message:
             self.message.emit(message)
 
+    def report_error(self, text: str) -> None:
+        """A store sentence (the plan library could not be written, and why) shown under the list."""
+        self._say(error=text)
+
     def _one(self) -> int | None:
         ids = self.selected_ids()
         if len(ids) != 1:
@@ -186,7 +199,7 @@ class LibraryWidget(QWidget):
             name = text
         try:
             self.store.rename(plan_id, name)
-        except (ValueError, KeyError) as exc:
+        except (ValueError, KeyError, StoreError) as exc:
             self._say(error=str(exc).strip("'\""))
             return
         self._say(f"Renamed to “{name.strip()}”.")
@@ -196,7 +209,11 @@ class LibraryWidget(QWidget):
     def duplicate_selected(self) -> None:
         plan_id = self._one()
         if plan_id is not None:
-            new_id = self.store.duplicate(plan_id)
+            try:
+                new_id = self.store.duplicate(plan_id)
+            except StoreError as exc:
+                self._say(error=str(exc))
+                return
             self.refresh()
             self.select_ids([new_id])
             self._say("Duplicated.")
@@ -278,7 +295,11 @@ class LibraryWidget(QWidget):
         self.executor.submit(lambda: analyse(request), saved, failed)
 
     def _save_import(self, name: str, raw: dict[str, Any], analysis: Analysis | None, problem: str = "") -> None:
-        new_id = self.store.save(name, raw, analysis.result if analysis else None)
+        try:
+            new_id = self.store.save(name, raw, analysis.result if analysis else None)
+        except StoreError as exc:
+            self._say(error=str(exc))
+            return
         self.refresh()
         self.select_ids([new_id])
         self._say(f"Imported “{name}”" + (f" (not planned: {problem})" if problem else "") + ".")

@@ -14,6 +14,11 @@ from core.probes.store import ProbeStore
 from core.probes.transport.base import Transport
 from gui.probe.suite_picker import SuiteChoice
 
+# The plan "Apply to plan" starts from when the window gives none: DESIGN §3.1's example without hardware, so
+# the probed box's GPUs become the plan's hardware.
+DEFAULT_PLAN = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2.0e8, "epochs": 1, "seq_len": 4096},
+                "training": {"method": "lora", "lora_rank": 16}}
+
 RunSuite = Callable[[Transport, Any, ProbeStore, threading.Event, str], Iterator[Any]]
 MakeOptions = Callable[[SuiteChoice], Any]
 

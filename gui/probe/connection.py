@@ -20,6 +20,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
+from core.probes.store import HostProfile
 from core.probes.transport.base import HostKeyChanged, HostKeyUnknown, Transport, TransportError
 from core.probes.transport.hostkeys import default_app_known_hosts
 from core.probes.transport.local import LocalTransport
@@ -138,7 +139,10 @@ class Connector(QObject):
 
     def _done(self, transport: Transport) -> None:
         self.busy = False
-        self.status.emit(f"Connected to {getattr(transport, 'description', 'host')}")
+        notes = list(getattr(transport, "notes", []))  # known_hosts lines skipped, as OpenSSH skips them
+        more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
+        self.status.emit(f"Connected to {getattr(transport, 'description', 'host')}"
+                         + (f" — note: {notes[0]}{more}" if notes else ""))
         self.connected.emit(transport)
 
     def _error(self, spec: ConnectSpec, target: SshTarget, exc: BaseException) -> None:
@@ -186,3 +190,13 @@ class Connector(QObject):
             else:
                 path.touch(mode=0o600)
         return path
+
+
+def connect_spec(profile: HostProfile) -> ConnectSpec:
+    """Where a saved host profile connects: this machine, or user@target:port with its key file."""
+    if profile.local:
+        return ConnectSpec(label=profile.name)
+    target = profile.target
+    if profile.user and "@" not in target:
+        target = f"{profile.user}@{target}"
+    return ConnectSpec(label=profile.name, target=target, port=profile.port, identity_file=profile.identity_file)

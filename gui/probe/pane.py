@@ -39,15 +39,16 @@ from core.probes.apply import nothing_to_apply
 from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.scorecard import explain_no_verdict
-from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, StoredRun
+from core.probes.store import HostProfile, ProbeStore, StoredRun
 from core.probes.transport.base import Transport
 from core.validation import validation_message
 from gui.probe import backend
 from gui.probe.compare import CompareDialog, Side
-from gui.probe.connection import Connector, ConnectSpec
+from gui.probe.connection import Connector, connect_spec
 from gui.probe.event_log import EventLog
 from gui.probe.exports import RunExports
 from gui.probe.history import HistoryView
+from gui.probe.history_banner import HistoryBanner
 from gui.probe.hosts import HostList, host_label, local_profile
 from gui.probe.run_charts import RunCharts
 from gui.probe.run_feed import (
@@ -64,19 +65,6 @@ from gui.probe.suite_picker import SuitePicker
 from gui.workers import Executor, Job, ThreadExecutor
 
 STOP_GRACE_MS = 30_000
-# The plan "Apply to plan" starts from when the window gives none: DESIGN §3.1's example without hardware, so
-# the probed box's GPUs become the plan's hardware.
-DEFAULT_PLAN = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2.0e8, "epochs": 1, "seq_len": 4096},
-                "training": {"method": "lora", "lora_rank": 16}}
-
-
-def connect_spec(profile: HostProfile) -> ConnectSpec:
-    if profile.local:
-        return ConnectSpec(label=profile.name)
-    target = profile.target
-    if profile.user and "@" not in target:
-        target = f"{profile.user}@{target}"
-    return ConnectSpec(label=profile.name, target=target, port=profile.port, identity_file=profile.identity_file)
 
 
 class ProbePane(QWidget):
@@ -126,7 +114,12 @@ class ProbePane(QWidget):
         self.connector.failed.connect(self._connect_failed)
         self.connector.status.connect(self._set_status)
 
-        root = QHBoxLayout(self)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self.history_banner = HistoryBanner()
+        outer.addWidget(self.history_banner)
+        root = QHBoxLayout()
+        outer.addLayout(root, 1)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         root.addWidget(splitter)
         splitter.addWidget(self._left_panel())
@@ -151,15 +144,18 @@ class ProbePane(QWidget):
 
     @classmethod
     def create_default(cls, executor: Executor | None = None, **kwargs: Any) -> ProbePane:
-        """The pane the app shows: the user's probe history, the real runner."""
-        try:
-            store = ProbeStore()
-        except ProbeStoreError as exc:
-            store = ProbeStore(":memory:")
-            pane = cls(executor or ThreadExecutor(), store, **kwargs)
-            pane._set_status(f"{exc} — using a temporary history for this session")
-            return pane
-        return cls(executor or ThreadExecutor(), store, **kwargs)
+        """The pane the app shows: the user's probe history (in memory, and saying so, when the file cannot be
+        used), the real runner."""
+        pane = cls(executor or ThreadExecutor(), ProbeStore.open_or_memory(), **kwargs)
+        pane.check_history()
+        return pane
+
+    def check_history(self) -> None:
+        """Show the store's notice (a damaged file moved aside) or fault (history not kept) in the banner and the
+        status; called at start and after each run event, since a file can fail mid-run."""
+        text = self.history_banner.show_store(self.store)
+        if text:
+            self._set_status(text)
 
     # ---- layout
 
@@ -438,6 +434,8 @@ class ProbePane(QWidget):
                 self._note_empty_charts(None, ended=False)
             case RunFinished():
                 self._run_finished(event)
+        if self.store.fault is not None:
+            self.check_history()
 
     def _add_lines(self, lines: list[LogLine]) -> None:
         for level, text in lines:
@@ -511,7 +509,7 @@ class ProbePane(QWidget):
 
         request = self.plan_request_source() if self.plan_request_source is not None else None
         if request is None:
-            request = PlanRequest.model_validate(DEFAULT_PLAN)
+            request = PlanRequest.model_validate(backend.DEFAULT_PLAN)
         try:
             new, notes = apply_to_plan(request, self.evidence, load_catalog())
         except (ValueError, LookupError) as exc:

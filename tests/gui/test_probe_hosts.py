@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from core.probes.store import HostProfile
-from gui.probe.connection import ConnectSpec, resolve_target
+from gui.probe.connection import ConnectSpec, connect_spec, resolve_target
 from gui.probe.hosts import profile_error
-from gui.probe.pane import connect_spec
 
 
 @pytest.fixture

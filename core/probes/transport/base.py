@@ -69,6 +69,15 @@ class HostKeyChanged(TransportError):
         self.got = got
 
 
+class HostKeyRevoked(TransportError):
+    """The host presented a key a known_hosts file marks ``@revoked``: never accepted, whatever else says."""
+
+    def __init__(self, message: str, *, host: str, fingerprint: str) -> None:
+        super().__init__(message)
+        self.host = host
+        self.fingerprint = fingerprint
+
+
 class AuthenticationFailed(TransportError):
     """No key, agent identity or password was accepted."""
 

@@ -3,7 +3,9 @@
 An unknown key is refused with its SHA256 fingerprint (the form ``ssh-keygen -lf`` prints) so the user can
 compare it out of band; it is accepted only by an explicit action, and only into the app's own file
 (the user's ``~/.ssh/known_hosts`` is never written). A changed key is refused and there is no override:
-that is what a man-in-the-middle looks like.
+that is what a man-in-the-middle looks like. A key a known_hosts file marks ``@revoked`` is refused too.
+The files are read as OpenSSH reads them (core.probes.transport.known_hosts): lines this app cannot use are
+skipped with a note instead of failing every connection.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 import paramiko
 
 from core.paths import data_dir
-from core.probes.transport.base import HostKeyChanged, HostKeyUnknown, TransportError
+from core.probes.transport.base import HostKeyChanged, HostKeyRevoked, HostKeyUnknown, TransportError
+from core.probes.transport.known_hosts import KnownHosts, read_known_hosts
 
 DEFAULT_PORT = 22
 
@@ -59,23 +62,32 @@ def split_known_hosts_name(name: str) -> tuple[str, int]:
     return name, DEFAULT_PORT
 
 
-def load_known_hosts(*files: Path) -> paramiko.HostKeys:
-    """Merge known-hosts files (missing files are skipped; malformed lines are ignored, as OpenSSH does)."""
-    keys = paramiko.HostKeys()
-    for path in files:
-        if not path.exists():
-            continue
-        try:
-            keys.load(str(path))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TransportError(f"cannot read known hosts file {path}: {exc}") from exc
-    return keys
+def load_known_hosts(*files: Path) -> KnownHosts:
+    """Merge known-hosts files as OpenSSH reads them (missing files skipped; unusable lines skipped with a note)."""
+    try:
+        return read_known_hosts(*files)
+    except OSError as exc:
+        raise TransportError(f"cannot read known hosts file {exc.filename or ''}: {exc.strerror or exc}") from exc
 
 
-def lookup(keys: paramiko.HostKeys, host: str, port: int) -> dict[str, paramiko.PKey]:
-    """Keys remembered for a host by key type (hashed and plain entries both match); empty if unknown."""
-    found = keys.lookup(known_hosts_name(host, port))
-    return dict(found) if found is not None else {}
+def lookup(keys: KnownHosts, host: str, port: int) -> dict[str, paramiko.PKey]:
+    """Keys remembered for a host by key type (hashed, wildcard and plain entries all match); empty if unknown."""
+    return keys.keys_for(known_hosts_name(host, port))
+
+
+def revoked_key_error(host: str, port: int, key: paramiko.PKey, where: str) -> HostKeyRevoked:
+    """The refusal for a key a known_hosts line revokes (OpenSSH: "Host key … was revoked")."""
+    name = known_hosts_name(host, port)
+    got = fingerprint(key)
+    return HostKeyRevoked(f"host {name} presented its {key.get_name()} key {got}, which {where} marks @revoked — "
+                          "refusing to connect", host=name, fingerprint=got)
+
+
+def check_not_revoked(keys: KnownHosts, host: str, port: int, key: paramiko.PKey) -> None:
+    """Raise `HostKeyRevoked` when a ``@revoked`` line names ``key`` for this host."""
+    line = keys.revocation(known_hosts_name(host, port), key)
+    if line is not None:
+        raise revoked_key_error(host, port, key, line.where)
 
 
 def accept_host_key(host: str, port: int, key: paramiko.PKey, file: Path, *, hashed: bool = False) -> None:
@@ -84,8 +96,8 @@ def accept_host_key(host: str, port: int, key: paramiko.PKey, file: Path, *, has
     ``hashed=True`` writes the OpenSSH ``|1|salt|hash`` form so the file does not list the hosts in clear.
     """
     name = known_hosts_name(host, port)
-    existing = load_known_hosts(file)
-    if existing.check(name, key):
+    existing = lookup(load_known_hosts(file), host, port)
+    if existing.get(key.get_name()) is not None and existing[key.get_name()].asbytes() == key.asbytes():
         return
     entry = paramiko.HostKeys.hash_host(name) if hashed else name
     line = f"{entry} {key.get_name()} {key.get_base64()}\n"
@@ -130,13 +142,16 @@ class StrictHostKeyPolicy(paramiko.MissingHostKeyPolicy):
     only if it has exactly that fingerprint. Accepted keys go to ``app_file`` only. Never adds silently.
     """
 
-    def __init__(self, app_file: Path, accept: bool | str = False, *, hashed: bool = False) -> None:
+    def __init__(self, app_file: Path, accept: bool | str = False, *, hashed: bool = False,
+                 known: KnownHosts | None = None) -> None:
         self.app_file = app_file
         self.accept = accept
         self.hashed = hashed
+        self.known = known or KnownHosts()  # for its @revoked lines: a revoked key is never accepted as new
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         host, port = split_known_hosts_name(hostname)
+        check_not_revoked(self.known, host, port, key)
         expected = None
         if isinstance(self.accept, str) and self.accept:
             expected = normalize_fingerprint(self.accept)

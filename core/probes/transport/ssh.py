@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import getpass
-import logging
 import math
 import os
 import secrets
@@ -40,6 +39,7 @@ from core.probes.transport.base import (
     Disconnected,
     ExecGenerator,
     ExecOutcome,
+    HostKeyRevoked,
     HostKeyUnknown,
     TransportError,
     Unreachable,
@@ -48,10 +48,15 @@ from core.probes.transport.base import (
 from core.probes.transport.hostkeys import (
     StrictHostKeyPolicy,
     changed_key_error,
+    check_not_revoked,
     default_app_known_hosts,
     default_user_known_hosts,
+    known_hosts_name,
+    load_known_hosts,
 )
+from core.probes.transport.known_hosts import KnownHosts
 from core.probes.transport.proxy import ProxyProcess
+from core.probes.transport.quiet import quiet_paramiko
 from core.probes.transport.remote_process_group import kill_group_command, take_marker, wrap_command
 from core.probes.transport.target import SshTarget, parse_target
 
@@ -63,10 +68,7 @@ _KILL_WAIT_S = 10.0
 _MAX_JUMPS = 8
 _DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_rsa")
 
-# paramiko logs each failed handshake from its own thread with a full traceback, which Python's last-resort handler
-# prints on stderr; the failure already reaches the user as one sentence (``_map_connect_error``). A handler of
-# our own keeps that last resort away; `tuneplan probe --verbose` configures logging and shows paramiko's log.
-logging.getLogger("paramiko").addHandler(logging.NullHandler())
+quiet_paramiko()  # its log and its threads' tracebacks stay off the terminal (core.probes.transport.quiet)
 
 
 def hostport(host: str, port: int) -> str:
@@ -125,6 +127,8 @@ class SshTransport(ChunkedTransport):
         self._passphrase_cb = passphrase_cb
         self._jump_depth = _jump_depth
         self._client: paramiko.SSHClient | None = None
+        self._known = KnownHosts()
+        self.notes: list[str] = []  # known_hosts lines skipped at the last connect, one sentence each
         self._jump: SshTransport | None = None
         self._proxy: ProxyProcess | None = None
 
@@ -136,15 +140,14 @@ class SshTransport(ChunkedTransport):
             return
         self.close()
         client = paramiko.SSHClient()
-        try:
-            if self.user_known_hosts_file.exists():
-                client.load_system_host_keys(str(self.user_known_hosts_file))
-            if self.known_hosts_file.exists():
-                client.load_host_keys(str(self.known_hosts_file))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TransportError(f"cannot read known hosts file {getattr(exc, 'filename', '') or ''}: "
-                                 f"{exc}") from exc
-        policy = StrictHostKeyPolicy(self.known_hosts_file, self.accept_new_host_key)
+        # The user's file first, as OpenSSH reads it; only the keys for this host reach paramiko (it knows neither
+        # wildcards nor @revoked), and the lines skipped become notes the caller shows.
+        self._known = load_known_hosts(self.user_known_hosts_file, self.known_hosts_file)
+        self.notes = list(self._known.notes)
+        name = known_hosts_name(self.target.host, self.target.port)
+        for key_type, key in self._known.keys_for(name).items():
+            client.get_host_keys().add(name, key_type, key)
+        policy = StrictHostKeyPolicy(self.known_hosts_file, self.accept_new_host_key, known=self._known)
         client.set_missing_host_key_policy(policy)
         sock: socket.socket | paramiko.Channel = self._open_link()
         try:
@@ -246,6 +249,10 @@ class SshTransport(ChunkedTransport):
         if isinstance(exc, TransportError | KeyboardInterrupt | SystemExit):
             return exc
         if isinstance(exc, paramiko.BadHostKeyException):
+            try:
+                check_not_revoked(self._known, self.target.host, self.target.port, exc.key)
+            except HostKeyRevoked as revoked:
+                return revoked
             return changed_key_error(self.target.host, self.target.port, exc.expected_key, exc.key)
         if isinstance(exc, socket.gaierror):
             return Unreachable(f"host name '{self.target.host}' could not be resolved: {exc.strerror}")
@@ -274,6 +281,8 @@ class SshTransport(ChunkedTransport):
 
     def _authenticate(self, transport: paramiko.Transport) -> None:
         """Agent keys, then key files (passphrase asked only for an encrypted one), then a password."""
+        server_key = transport.get_remote_server_key()  # known, else the policy has already checked it
+        check_not_revoked(self._known, self.target.host, self.target.port, server_key)
         user = self.user
         notes: list[str] = []
         try:
