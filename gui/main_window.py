@@ -1,4 +1,4 @@
-"""The main window: places (Plan, Library, and later Probe) in a sidebar, with menus, toolbar and shortcuts.
+"""The main window: places (Plan, Library, Catalog, and later Probe) in a sidebar, with menus, toolbar and shortcuts.
 
 Window geometry is UI state, kept in QSettings; preferences live elsewhere. ``closeEvent`` stops every
 worker (bounded wait) and the wizard's timers, so no thread or plan outlives the window.
@@ -31,6 +31,7 @@ from core.planner.analysis import hardware_label
 from core.planner.report import build_report
 from core.planner.request_file import RequestFileError, read_request_file
 from core.planner.store import PlanRecord, PlanStore, StoreError, request_to_dict
+from gui.catalog.view import CatalogView
 from gui.forms import chosen_path, show_problem
 from gui.library.widget import LibraryWidget
 from gui.wizard.wizard import PlanWizard
@@ -62,6 +63,8 @@ class MainWindow(QMainWindow):
         self.library = LibraryWidget(store, executor)
         self.add_place("Plan", self.wizard)
         self.add_place("Library", self.library)
+        self.catalog_view = CatalogView()
+        self.add_place("Catalog", self.catalog_view)
         self.wizard.save_requested.connect(self.save_plan)
         self.wizard.export_pdf_requested.connect(self.export_pdf)
         self.wizard.export_json_requested.connect(self.export_json)
