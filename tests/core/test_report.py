@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from core.document import Bullets
 from core.planner.analysis import analyse, conclusion, cost_range, cost_range_text, hardware_label
 from core.planner.models import ComputeCost, HardwareSpec, PlanRequest
 from core.planner.plan import plan
@@ -53,10 +54,16 @@ def test_price_age_and_stale_risk(analysis):
     # 2024-01-01 to 2025-06-01 is 517 days, past the 90-day staleness rule (resources/catalog/SOURCES.md).
     assert any("stale (older than 90 days)" in item for item in bullets.items)
     # 2025-01-01 + 90 days is 2025-04-01: on that day the price is still fresh, a day later it is stale.
-    fresh = build_report(analysis.model_copy(update={"result": r}), dt.date(2025, 4, 1)).sections
-    stale = build_report(analysis.model_copy(update={"result": r}), dt.date(2025, 4, 2)).sections
-    assert not any("stale" in i for s in fresh if s.title == "Risks" for i in s.blocks[0].items)
-    assert any("91 days ago — stale" in i for s in stale if s.title == "Risks" for i in s.blocks[0].items)
+    assert not any("stale" in i for i in _risk_items(analysis, r, dt.date(2025, 4, 1)))
+    assert any("91 days ago — stale" in i for i in _risk_items(analysis, r, dt.date(2025, 4, 2)))
+
+
+def _risk_items(analysis, result, today):
+    risks = next(s for s in build_report(analysis.model_copy(update={"result": result}), today).sections
+                 if s.title == "Risks")
+    bullets = risks.blocks[0]
+    assert isinstance(bullets, Bullets)
+    return bullets.items
     undated = with_cost(analysis.result, price_date=None)
     assert price_age_days(undated, dt.date(2026, 1, 1)) is None
 
