@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyModel
 from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from core.catalog import PRICING_MODELS, STALE_AFTER_DAYS, Catalog, CatalogError, Price, load_catalog
@@ -54,8 +54,13 @@ class _PriceProxy(SortProxy):
         self.filter = PriceFilter()
 
     def set_filter(self, f: PriceFilter) -> None:
+        if not hasattr(self, "beginFilterChange"):  # Qt before 6.9; invalidateFilter() is deprecated from 6.10
+            self.filter = f
+            self.invalidateFilter()
+            return
+        self.beginFilterChange()
         self.filter = f
-        self.invalidateFilter()
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
     def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex) -> bool:
         price = self.sourceModel().index(source_row, 0, source_parent).data(PAYLOAD_ROLE)
