@@ -76,12 +76,18 @@ def age_text(price: Price, today: dt.date) -> str:
     return f"stale ({days})" if age > STALE_AFTER_DAYS else days
 
 
+def usd_text(value: float) -> str:
+    """The record's own figure, cents at least, up to four decimals: '$1.00', '$2.2036', '$0.0625'."""
+    whole, _, decimals = f"{value:,.4f}".rstrip("0").partition(".")
+    return f"${whole}.{decimals.ljust(2, '0')}"
+
+
 def price_row(price: Price, today: dt.date) -> Row:
     """One record: display strings, numeric sort keys for the counts, the price and the age (undated last)."""
     sizes = "–".join(str(n) for n in (price.sizes[0], price.sizes[-1])) if len(price.sizes) > 1 else str(
         price.gpus_per_instance)
     cells = [price.provider_name, price.instance, price.gpu, sizes, price.pricing_model.value.replace("_", "-"),
-             f"${price.usd_per_gpu_hour:.4g}", price.date or "undated", age_text(price, today), price.confidence,
+             usd_text(price.usd_per_gpu_hour), price.date or "undated", age_text(price, today), price.confidence,
              price.source]
     sort: list[object] = list(cells)
     sort[3], sort[5], sort[7] = price.gpus_per_instance, price.usd_per_gpu_hour, price.age_days(today)
