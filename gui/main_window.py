@@ -1,4 +1,4 @@
-"""The main window: places (Plan, Library, and later Probe) in a sidebar, with menus, toolbar and shortcuts.
+"""The main window: places (Plan, Library, Catalog, and later Probe) in a sidebar, with menus, toolbar and shortcuts.
 
 Window geometry is UI state, kept in QSettings; preferences live elsewhere. ``closeEvent`` stops every
 worker (bounded wait) and the wizard's timers, so no thread or plan outlives the window.
@@ -26,10 +26,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.catalog import CatalogError
 from core.planner.analysis import hardware_label
 from core.planner.report import build_report
 from core.planner.request_file import RequestFileError, read_request_file
 from core.planner.store import PlanRecord, PlanStore, StoreError, request_to_dict
+from gui.catalog.refresh_button import RefreshPricesButton
+from gui.catalog.view import CatalogView
 from gui.forms import chosen_path, show_problem
 from gui.library.widget import LibraryWidget
 from gui.wizard.wizard import PlanWizard
@@ -61,6 +64,11 @@ class MainWindow(QMainWindow):
         self.library = LibraryWidget(store, executor)
         self.add_place("Plan", self.wizard)
         self.add_place("Library", self.library)
+        self.catalog_view = CatalogView()
+        self.refresh_prices = RefreshPricesButton(executor)
+        self.catalog_view.refresh_area.addWidget(self.refresh_prices)
+        self.refresh_prices.refreshed.connect(lambda _report: self._prices_refreshed())
+        self.add_place("Catalog", self.catalog_view)
         self.wizard.save_requested.connect(self.save_plan)
         self.wizard.export_pdf_requested.connect(self.export_pdf)
         self.wizard.export_json_requested.connect(self.export_json)
@@ -93,6 +101,17 @@ class MainWindow(QMainWindow):
 
             open_sample(window.wizard)
         return window
+
+    def _prices_refreshed(self) -> None:
+        """New refreshed prices are on disk: the Catalog place and the plan being edited use them at once."""
+        from core.catalog import load_catalog
+
+        try:
+            self.catalog_view.set_catalog(load_catalog())
+        except CatalogError as exc:
+            self.catalog_view.show_problem(str(exc))
+            return
+        self.wizard.state.recompute_now()
 
     def add_probe_place(self) -> None:
         """The Probe place in the sidebar; its pane (paramiko, pyqtgraph) is built when it is first shown."""

@@ -86,7 +86,9 @@ class RowsModel(QAbstractTableModel):
         return None
 
 
-class _SortProxy(QSortFilterProxyModel):
+class SortProxy(QSortFilterProxyModel):
+    """Sorts by each cell's sort key (numbers as numbers); a place that filters too subclasses it."""
+
     def lessThan(self, left: Index, right: Index) -> bool:
         a, b = left.data(SORT_ROLE), right.data(SORT_ROLE)
         if a is None or b is None:  # unknown values (no price) sort last
@@ -97,12 +99,14 @@ class _SortProxy(QSortFilterProxyModel):
             return str(a) < str(b)
 
 
-def make_table(model: RowsModel, name: str, sortable: bool = True, stretch_last: bool = True) -> QTableView:
-    """A QTableView over `model` through a sort proxy, with row selection and an accessible name."""
+def make_table(model: RowsModel, name: str, sortable: bool = True, stretch_last: bool = True,
+               proxy: SortProxy | None = None) -> QTableView:
+    """A QTableView over `model` through a sort proxy (`proxy`, or a plain SortProxy), with row selection and an
+    accessible name."""
     view = QTableView()
     view.setAccessibleName(name)
     if sortable:
-        proxy = _SortProxy(view)
+        proxy = proxy or SortProxy(view)
         proxy.setSourceModel(model)
         view.setModel(proxy)
         view.setSortingEnabled(True)

@@ -1,6 +1,6 @@
 """Render the window to docs/screenshots/*.png: every wizard page (a page taller than the window
-also scrolled, as ``-2``, ``-3`` …), a config.json error, the library, a comparison, the chart pages again with
-the dark palette (``dark-*``), and the PDF report's pages (through pdftoppm).
+also scrolled, as ``-2``, ``-3`` …), a config.json error, the library, a comparison, the catalog, the chart
+pages again with the dark palette (``dark-*``), and the PDF report's pages (through pdftoppm).
 Run it in a real window: ``xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/python packaging/screenshots.py [OUT_DIR]``
 (without a display it falls back to Qt's offscreen platform).
 
@@ -114,6 +114,7 @@ def main(out: Path) -> int:
         dialog.resize(1000, 760)
         save(dialog, out / "compare.png")
         dialog.close()
+    catalog_shot(window, out)
     window.show_place("Plan")
     from core.planner.report import build_report
     from gui.pdf import render_report
@@ -131,6 +132,20 @@ def main(out: Path) -> int:
     app.processEvents()
     shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+def catalog_shot(window: QWidget, out: Path) -> None:
+    """The Catalog place narrowed to the H100 SXM, cheapest first: the records a plan's price comes from."""
+    from PySide6.QtCore import Qt
+
+    from gui.catalog.view import HEADER, CatalogView
+
+    window.show_place("Catalog")  # type: ignore[attr-defined]
+    view = window.places["Catalog"]  # type: ignore[attr-defined]
+    assert isinstance(view, CatalogView)
+    view.gpu.setCurrentIndex(view.gpu.findData("H100-SXM"))
+    view.table.sortByColumn(HEADER.index("USD/GPU-h"), Qt.SortOrder.AscendingOrder)
+    save(window, out / "catalog.png")
 
 
 def dark_pages(app: QCoreApplication, window: QWidget, out: Path) -> None:

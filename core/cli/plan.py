@@ -171,6 +171,8 @@ def render_plan(result: Any) -> str:
                 header=("config", "sharding", "tp×pp", "mb", "time", "cost", "why"),
             ),
         ]
+    if getattr(r, "sanity", None):
+        out += ["", "Check:", *[f"  ? {w.message}" for w in r.sanity]]
     if r.warnings:
         out += ["", "Warnings", *[f"  ! {w}" for w in r.warnings]]
     return "\n".join(out)

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from core.catalog import GPU, PRICING_MODES, Catalog, CatalogError, load_catalog
 from core.document import KeyFigure
-from core.planner import cost, search
+from core.planner import cost, sanity, search
 from core.planner.models import (
     Candidate,
     ComputeCost,
@@ -465,6 +465,7 @@ def analyse(request: PlanRequest, catalog: Catalog | None = None, today: dt.date
         scaling=curve, break_even=break_even(result, catalog),
         overrides=search_overrides(request, result, catalog),
         priced_alternatives=priced_alternatives(request, result, catalog, today))
+    result.sanity = sanity.with_alternatives(result, catalog, figures.priced_alternatives)
     return Analysis(result=result, figures=figures)
 
 

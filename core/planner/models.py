@@ -540,6 +540,18 @@ class Assumption(BaseModel):
     date: str | None = None
 
 
+SanityKind = Literal["price_outlier", "not_rentable", "low_headroom", "long_run", "huge_cost", "cost_range",
+                     "stale_price", "undated_price"]
+
+
+class SanityWarning(BaseModel):
+    """One finding of the sanity layer (core.planner.sanity): what kind, one sentence, and the figure it is about."""
+
+    kind: SanityKind
+    message: str
+    figure: float | None = None
+
+
 class PlanResult(BaseModel):
     request: PlanRequest
     model_name: str
@@ -553,3 +565,4 @@ class PlanResult(BaseModel):
     candidates: list[Candidate] = Field(default_factory=list)
     assumptions: list[Assumption] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    sanity: list[SanityWarning] = Field(default_factory=list)

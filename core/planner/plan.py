@@ -12,14 +12,13 @@ import numpy as np
 from core.catalog import (
     GPU,
     PRICING_MODES,
-    STALE_AFTER_DAYS,
     Catalog,
     CatalogError,
     Price,
     load_catalog,
     network,
 )
-from core.planner import cost, gpu_rates, memory, parallel, reliability, search, storage
+from core.planner import cost, gpu_rates, memory, parallel, reliability, sanity, search, storage
 from core.planner.advice import suggestions
 from core.planner.frameworks import effective_training
 from core.planner.memory import CUDA_CONTEXT_BYTES, checkpoint_bytes
@@ -207,15 +206,6 @@ def _cost(
     for mode, row in rows.items():
         if row is None:
             continue
-        if row.is_stale(today):
-            warnings.append(
-                f"{row.provider_name} {mode.replace('_', '-')} price for {gpu.id} is from "
-                f"{row.date}, more than {STALE_AFTER_DAYS} days old"
-            )
-        elif row.date is None:
-            warnings.append(
-                f"{row.provider_name} {mode.replace('_', '-')} price for {gpu.id} has no date in its source"
-            )
         assumptions.append(
             Assumption(
                 name=f"{mode.replace('_', '-')} price",
@@ -434,7 +424,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         # and the table agree figure for figure; the other rows stay failure-free estimates.
         candidates[0] = candidates[0].model_copy(update={
             "hours": hours, "cost_usd": getattr(cost_result.compute_usd, request.pricing.mode.value)})
-    return PlanResult(
+    result = PlanResult(
         request=request,
         model_name=arch.name,
         hardware=hw_spec,
@@ -457,6 +447,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         assumptions=_assumptions(arch, request, gpu, est) + price_assumptions,
         warnings=warnings,
     )
+    priced_from = {mode: _price_for(catalog, gpu, request, mode) for mode in PRICING_MODES}
+    result.sanity = sanity.sanity_checks(request, result, catalog, today, prices=priced_from)
+    return result
 
 
 PEAK_SOURCE_KEY = {"fp8": "fp8_tflops", "amp_fp16": "fp16_tflops", "fp32": "tf32_tflops"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from core.catalog import STALE_AFTER_DAYS
 from core.document import (
     BarChart,
     Block,
@@ -35,6 +36,7 @@ from core.planner.analysis import (
     key_figures,
 )
 from core.planner.models import Candidate, ComputeResult, PlanResult
+from core.planner.sanity import seen_text
 from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
@@ -206,7 +208,7 @@ def _risks(result: PlanResult, today: dt.date) -> list[str]:
         out.append(f"Price age: the {c.provider or 'chosen'} price has no date in its source; check it before "
                    "committing.")
     else:
-        stale = " — older than a year, check it" if age > 365 else ""
+        stale = f" — stale (older than {STALE_AFTER_DAYS} days), check it" if age > STALE_AFTER_DAYS else ""
         out.append(f"Price age: {c.provider} price seen {c.price_date}, {age} days ago{stale}.")
     return out
 
@@ -225,6 +227,14 @@ FORMULAS = [
     "Buy vs rent: owned cost per used GPU-hour = (capex × (1 − residual) ÷ years + power × PUE + colocation + "
     "operations) ÷ (8,766 h × utilisation); break-even utilisation = yearly owned cost ÷ (8,766 × rent).",
 ]
+
+
+def price_table(figures: Figures, today: dt.date) -> Table:
+    """Every price the provider comparison uses, with its seen date and whether it is stale or undated."""
+    rows = [[p.provider_name, mode.replace("_", "-"), f"${price:.2f}", seen_text(p.dates.get(mode), today)]
+            for p in figures.providers for mode in MODES
+            if (price := getattr(p.usd_per_gpu_hour, mode)) is not None]
+    return Table(header=["provider", "mode", "USD per GPU-hour", "seen"], rows=rows, widths=[2, 1, 1, 2])
 
 
 def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
@@ -250,15 +260,17 @@ def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
         f"{r.request.pricing.mode.value.replace('_', '-')} at {r.cost.provider or 'no provider'}.",
     ]
     memory_rows = [[p, fmt_bytes(getattr(m.per_gpu, p))] for p in (*MEMORY_PARTS, "total")]
-    cost_rows = [[line.item, fmt_usd(line.usd), line.detail, line.date or "undated"] for line in r.cost.items]
+    cost_rows = [[line.item, fmt_usd(line.usd), line.detail, seen_text(line.date, today)] for line in r.cost.items]
     sections = [
         Section(title="Executive summary", blocks=[Bullets(items=summary)]),
+        *([Section(title="Sanity checks", blocks=[Bullets(items=[w.message for w in r.sanity])])] if r.sanity else []),
         Section(title="Memory", blocks=[
             Table(header=["component", "per GPU"], rows=memory_rows, widths=[2, 1]), memory_chart(f),
             *([Bullets(items=m.suggestions)] if m.suggestions else [])]),
         time_section(r),
         Section(title="Cost", blocks=[
             Table(header=["item", "USD", "detail", "price date"], rows=cost_rows, widths=[2, 1, 4, 1.3]),
+            *([price_table(f, today)] if f.providers else []),
             *([provider_chart(f)] if f.providers else []),
             *([break_even_chart(f.break_even)] if f.break_even else [])]),
     ]

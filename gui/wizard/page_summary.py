@@ -1,4 +1,5 @@
-"""Summary page: the headline, the assumptions with their sources and dates, the warnings, and the exits."""
+"""Summary page: the headline, the assumptions with their sources and dates, the sanity checks and warnings, and
+the exits."""
 
 from __future__ import annotations
 
@@ -52,6 +53,12 @@ class SummaryPage(PlanPage):
             buttons.addWidget(button)
         buttons.addStretch(1)
         self.body.addLayout(buttons)
+        self.body.addWidget(QLabel("Sanity checks"))
+        self.sanity = QListWidget()
+        self.sanity.setAccessibleName("Sanity checks")
+        self.sanity.setWordWrap(True)
+        self.sanity.setMaximumHeight(110)
+        self.body.addWidget(self.sanity)
         self.body.addWidget(QLabel("Warnings"))
         self.warnings = QListWidget()
         self.warnings.setAccessibleName("Warnings")
@@ -78,6 +85,8 @@ class SummaryPage(PlanPage):
             self.figures.addRow(LABELS.get(label, label), shown)
         self.warnings.clear()
         self.warnings.addItems(r.warnings or ["none"])
+        self.sanity.clear()
+        self.sanity.addItems([w.message for w in r.sanity] or ["none"])
         self.assumptions.set_rows([Row([a.name, a.value, a.source, a.date or "—"]) for a in r.assumptions])
 
     def clear_analysis(self) -> None:
@@ -86,4 +95,5 @@ class SummaryPage(PlanPage):
         self.headline.setText("")
         self.conclusion.setText("")
         self.warnings.clear()
+        self.sanity.clear()
         self.assumptions.set_rows([])

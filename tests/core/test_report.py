@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from core.document import Bullets
 from core.planner.analysis import analyse, conclusion, cost_range, cost_range_text, hardware_label
 from core.planner.models import ComputeCost, HardwareSpec, PlanRequest
 from core.planner.plan import plan
@@ -50,7 +51,19 @@ def test_price_age_and_stale_risk(analysis):
                  if s.title == "Risks")
     bullets = risks.blocks[0]
     assert bullets.kind == "bullets"
-    assert any("older than a year" in item for item in bullets.items)
+    # 2024-01-01 to 2025-06-01 is 517 days, past the 90-day staleness rule (resources/catalog/SOURCES.md).
+    assert any("stale (older than 90 days)" in item for item in bullets.items)
+    # 2025-01-01 + 90 days is 2025-04-01: on that day the price is still fresh, a day later it is stale.
+    assert not any("stale" in i for i in _risk_items(analysis, r, dt.date(2025, 4, 1)))
+    assert any("91 days ago — stale" in i for i in _risk_items(analysis, r, dt.date(2025, 4, 2)))
+
+
+def _risk_items(analysis, result, today):
+    risks = next(s for s in build_report(analysis.model_copy(update={"result": result}), today).sections
+                 if s.title == "Risks")
+    bullets = risks.blocks[0]
+    assert isinstance(bullets, Bullets)
+    return bullets.items
     undated = with_cost(analysis.result, price_date=None)
     assert price_age_days(undated, dt.date(2026, 1, 1)) is None
 
@@ -127,7 +140,7 @@ def test_providers_are_priced_with_their_dates(analysis):
 def test_report_sections_in_reading_order(analysis):
     report = build_report(analysis, dt.date(2026, 1, 2))
     assert report.date == "2026-01-02"
-    assert [s.title for s in report.sections][:4] == ["Executive summary", "Memory", "Time", "Cost"]
+    assert [s.title for s in report.sections][:5] == ["Executive summary", "Sanity checks", "Memory", "Time", "Cost"]
     assert [s.title for s in report.sections][-2:] == ["Assumptions", "Appendix: formulas"]
     labels = [k.label for k in report.key_figures]
     assert labels[:4] == ["Hardware", "Wall time", "GPU-hours", "Cost range"]

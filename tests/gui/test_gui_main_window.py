@@ -24,13 +24,13 @@ from tests.gui.wizard_driver import settle
 
 
 def test_places_and_a_later_one(window):
-    assert list(window.places) == ["Plan", "Library"]
+    assert list(window.places) == ["Plan", "Library", "Catalog"]
     probe = QLabel("probe pane")
     index = window.add_place("Probe", probe)
-    assert index == 2
+    assert index == 3
     window.show_place("Probe")
     assert window.stack.currentWidget() is probe
-    assert window.sidebar.item(2).text() == "Probe"
+    assert window.sidebar.item(3).text() == "Probe"
 
 
 def test_shortcuts(window):

@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
@@ -73,3 +74,26 @@ def test_a_failed_refresh_says_why_and_keeps_the_old_prices(qtbot: QtBot, server
     assert written.read_text(encoding="utf-8") == '{"format": 1, "sources": [], "rows": []}\n'
     assert w.button.isEnabled()
     assert executor.stop_all(5000)
+
+
+def test_the_catalog_place_shows_refreshed_prices_after_the_click(qtbot: QtBot, server: CatalogServer,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  live_window: Any) -> None:
+    """In the window: the button sits at the top of the Catalog place and its prices reach the table."""
+    monkeypatch.setenv("TUNEPLAN_SKYPILOT_CATALOG_URL", f"{server.url}/skypilot")
+    monkeypatch.setenv("TUNEPLAN_GPUHUNT_CATALOG_URL", f"{server.url}/gpuhunt")
+    window = live_window
+    sidebar = window.sidebar
+    item = next(sidebar.item(i) for i in range(sidebar.count()) if sidebar.item(i).text() == "Catalog")
+    qtbot.mouseClick(sidebar.viewport(), Qt.MouseButton.LeftButton, pos=sidebar.visualItemRect(item).center())
+    view = window.catalog_view
+    assert window.stack.currentWidget() is view and window.refresh_prices.button.isVisible()
+    before = view.model.rowCount()
+    qtbot.mouseClick(window.refresh_prices.button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "refreshed prices written to" in window.refresh_prices.status.text(), timeout=60000)
+    # the 25 refreshed records (the summary above) replace shipped records of the same offer or are added,
+    # so the table changes; every refreshed record is in it, marked by its origin in the source column
+    qtbot.waitUntil(lambda: view.model.rowCount() != before, timeout=5000)
+    sources = [view.model.index(r, c).data() for r in range(view.model.rowCount())
+               for c in range(view.model.columnCount())]
+    assert any(f"{server.url}/skypilot" in str(s) for s in sources)
