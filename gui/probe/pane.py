@@ -38,7 +38,9 @@ from core.planner.models import PlanRequest
 from core.probes.apply import nothing_to_apply
 from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
+from core.probes.leases import mark_stale_runs
 from core.probes.scorecard import explain_no_verdict
+from core.probes.scorecard.outcomes import account_for_outcomes
 from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, StoredRun
 from core.probes.transport.base import Transport
 from core.validation import validation_message
@@ -158,7 +160,12 @@ class ProbePane(QWidget):
             pane = cls(executor or ThreadExecutor(), store, **kwargs)
             pane._set_status(f"{exc} — using a temporary history for this session")
             return pane
-        return cls(executor or ThreadExecutor(), store, **kwargs)
+        stale = mark_stale_runs(store)  # runs a killed tuneplan left 'running' (core.probes.leases)
+        pane = cls(executor or ThreadExecutor(), store, **kwargs)
+        if stale:
+            pane._set_status(f"{len(stale)} earlier run{'s' if len(stale) > 1 else ''} stopped without an end "
+                             "(its tuneplan was killed): marked interrupted, samples kept")
+        return pane
 
     # ---- layout
 
@@ -522,7 +529,9 @@ class ProbePane(QWidget):
         self._redraw_points()
         for ev in run.events:
             self.log.add(ev.level, ev.message, when=run.summary.started + ev.t)
-        card = explain_no_verdict(run.scorecard, run.outcomes, run.summary.status) if run.scorecard else None
+        card = account_for_outcomes(run.scorecard, run.summary.probes, run.outcomes, run.summary.status,
+                                    run.evidence) if run.scorecard else None
+        card = explain_no_verdict(card, run.outcomes, run.summary.status) if card else None
         self.evidence, self.scorecard, self.outcomes = run.evidence, card, list(run.outcomes)
         self.run_probes = list(run.summary.probes)
         self.scorecard_view.show_scorecard(card, f"No verdict: the run ended {run.summary.status}.")
