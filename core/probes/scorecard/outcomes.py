@@ -75,9 +75,8 @@ def account_for_outcomes(card: Scorecard, planned: Sequence[str], outcomes: Sequ
                 if status == "interrupted" else f"{names} {'was' if len(why) == 1 else 'were'} not measured")
     graded = _graded_tail(card)
     if any(c.status is FAIL for c in checks):
-        verdict = Verdict.not_ready
-        reasons = [c.reason.rstrip(".") for c in checks if c.status is FAIL][:3]
-        summary = f"{Verdict.not_ready.value}: {'; '.join(reasons)}; and {headline}."
+        verdict = Verdict.not_ready  # the card's own summary already names the failures (and its wording)
+        summary = f"{card.summary.rstrip('.')}; and {headline}."
     else:
         verdict = Verdict.incomplete
         summary = f"{Verdict.incomplete.value}: {headline}{graded}."
