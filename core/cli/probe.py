@@ -240,6 +240,10 @@ def render_scorecard(doc: dict[str, Any]) -> str:
     reasons = [f"  {c['name']}: {c['reason']}" for c in card["checks"] if c["status"] in ("FAIL", "WARN")]
     if reasons:
         lines += ["", "why:", *reasons]
+    partial = (doc.get("evidence") or {}).get("partial") or {}
+    if partial:
+        lines += ["", "partial (the connection dropped while these ran; their figures above are what came before):",
+                  *(f"  {name}: {what}" for name, what in partial.items())]
     return "\n".join(lines)
 
 

@@ -106,3 +106,27 @@ def test_a_storage_path_that_was_not_measured_is_a_warning_so_the_card_cannot_re
     assert (line.status, line.measured) == (CheckStatus.warn, "not measured")
     assert line.reason == f"storage at /data was not measured: {reason}"
     assert card.verdict is Verdict.ready_with_warnings
+
+
+def test_the_report_of_an_interrupted_run_says_so_and_shows_what_is_partial() -> None:
+    from core.probes.report import ProbeRunRecord, build_probe_report
+
+    evidence = healthy()
+    evidence.burn = BurnResult(duration_s=12.0, completed=False, samples=60)
+    evidence.partial["burn"] = "12 s of the 600 s burn, 60 samples"
+    record = ProbeRunRecord(host="box", evidence=evidence, status="interrupted", probes=PLANNED,
+                            outcomes=[outcome("storage", ProbeStatus.ok), outcome("distributed", ProbeStatus.ok)])
+    report = build_probe_report(record)
+    assert report.conclusion.startswith("INCOMPLETE: the run was interrupted: burn was not measured")
+    figures = {k.label: k.value for k in report.key_figures}
+    assert figures["Verdict"] == "INCOMPLETE" and figures["Run"] == "interrupted"
+    partial = next(s for s in report.sections if s.title == "Partial evidence")
+    assert "burn: 12 s of the 600 s burn, 60 samples" in partial.model_dump_json()
+
+
+def test_fio_gets_a_colon_in_a_path_escaped_as_its_documentation_asks() -> None:
+    from core.probes.checks.storage import fio_filename
+
+    # fio's filename option: "escape that with a \\ character" (fio_doc.html, filename)
+    assert fio_filename("/data/run:1/tuneplan_seq.dat") == "/data/run\\:1/tuneplan_seq.dat"
+    assert fio_filename("/data/plain/tuneplan_seq.dat") == "/data/plain/tuneplan_seq.dat"

@@ -146,8 +146,10 @@ def test_a_drop_during_the_burn_exits_6_and_keeps_the_burn_so_far(
     assert run.evidence.burn.completed is False and 0 < run.evidence.burn.duration_s < 30
     assert "burn" in run.evidence.partial
     assert any(p.series == "tflops" for p in run.series)
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert "burn not measured" in err and "incomplete" in err
+    assert "verdict: INCOMPLETE: burn was not measured" in out
+    assert f"  burn: {run.evidence.partial['burn']}" in out  # the text report names what is partial
     assert leftovers(db, sshd.target) == []
 
 
