@@ -98,20 +98,21 @@ def take_lease(store: ProbeStore, run_id: int, lease: Lease | None = None) -> No
 
 def mark_stale_runs(store: ProbeStore, now: float | None = None) -> list[int]:
     """Mark every ``running`` run whose client is dead as ``interrupted``; returns their ids."""
-    rows = store.query("SELECT id, lease_pid, lease_host, lease_start FROM runs WHERE status = 'running'")
+    rows = store.query("SELECT id, started, lease_pid, lease_host, lease_start FROM runs WHERE status = 'running'")
     stale = []
     for row in rows:
         if row["lease_pid"] is not None and row["lease_host"] is not None and holder_alive(
                 Lease(pid=int(row["lease_pid"]), host=str(row["lease_host"]), start=row["lease_start"])):
             continue
-        stale.append(int(row["id"]))
+        stale.append((int(row["id"]), float(row["started"])))
     ended = now if now is not None else time.time()
-    for run_id in stale:
+    for run_id, started in stale:
         store.execute_write("UPDATE runs SET status = 'interrupted', ended = COALESCE(ended, ?) "
                             "WHERE id = ? AND status = 'running'", [ended, run_id])
-        store.add_event(run_id, 0.0, "log", "error", "the run was interrupted: the tuneplan process running it "
-                        "stopped before the run ended (found on the next start)")
-    return stale
+        store.add_event(run_id, round(max(0.0, ended - started), 3), "log", "error",
+                        "the run was interrupted: the tuneplan process running it stopped before the run ended "
+                        "(found on the next start)")
+    return [run_id for run_id, _ in stale]
 
 
 __all__ = ["Lease", "current_lease", "holder_alive", "mark_stale_runs", "process_start", "take_lease"]

@@ -2,12 +2,13 @@
 probe history so that what a dropped connection or a killed client left behind is removed later.
 
 Why a ledger: cleanup at the end of a run cannot reach a host whose connection just dropped, and a killed client
-runs no cleanup at all. So every directory is written down (host label, resolved path) *before* anything is put
-in it and struck out once it is removed; the runner retries what is left right after a reconnect and at the
-start of the next run on that host (``sweep``). The ledger is also the guard: ``sweep`` removes nothing that is
-not in it, and the transports' ``remove_workdir`` removes only a resolved path whose last part is one of our
-names (``tuneplan.*``). Entries of a run still ``running`` (a live tuneplan, see core.probes.leases) are not
-swept.
+runs no cleanup at all. So every directory is written down (host label, resolved path) as soon as it is made - the
+probe hands it to the runner's queue and the runner writes it within a fraction of a second, before the probe's
+long work in it (fio, the burn) - and struck out once it is removed; the runner retries what is left right after a
+reconnect and at the start of the next run on that host (``sweep``). The ledger is also the guard: ``sweep``
+removes nothing that is not in it, and the transports' ``remove_workdir`` removes only a resolved path whose last
+part is one of our names (``tuneplan.*``). Entries of a run still ``running`` (a live tuneplan, see
+core.probes.leases) are not swept.
 """
 
 from __future__ import annotations
