@@ -185,7 +185,10 @@ def test_a_drop_during_storage_exits_6_keeps_the_fio_report_and_leaves_the_data_
     (storage,) = run.evidence.storage
     assert storage.path == str(data) and storage.fio, "fio's report from before the drop was not kept"
     assert "fio's last report" in run.evidence.partial["storage"]
-    assert ours(data) == []  # the test file went after the reconnect
+    messages = [e.message for e in run.events]
+    assert any(m.startswith("could not remove the storage test directory") for m in messages)  # at the drop
+    assert "removed 1 directory by storage before the drop on " + sshd.target in messages  # after reconnecting
+    assert ours(data) == []
     assert leftovers(db, sshd.target) == []
 
 

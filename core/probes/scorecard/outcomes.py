@@ -36,7 +36,8 @@ def unmeasured(planned: Sequence[str], outcomes: Sequence[ProbeOutcome], status:
         outcome = last.get(name)
         if outcome is None:
             if status not in (None, "completed"):
-                why[name] = f"the run was {status} before it ran"
+                ended = {"interrupted": "was interrupted", "cancelled": "was cancelled", "failed": "failed"}
+                why[name] = f"the run {ended.get(status, 'ended')} before it ran"
         elif outcome.status in LOST:
             why[name] = outcome.error or "the connection was lost"
         elif outcome.status is ProbeStatus.cancelled:
