@@ -164,9 +164,10 @@ def test_a_drop_during_collectives_exits_6_and_keeps_the_sizes_measured(
     assert_lost_and_incomplete(run, "collectives")
     assert run.evidence is not None and "collectives" in run.evidence.partial
     points = [p for p in run.series if p.series == "busbw"]
-    assert points
-    if run.evidence.collectives is not None:  # the sizes that had finished when the drop came
-        assert len(run.evidence.collectives.rows) >= 1
+    coll = run.evidence.collectives
+    assert coll is not None and coll.tool == "torch_all_reduce_bench"
+    assert len(coll.rows) >= 1 and {r.size_bytes for r in coll.rows} <= {int(p.x) for p in points}
+    assert run.evidence.partial["collectives"].startswith(f"{len(coll.rows)} message size")
     assert set(glob.glob("/tmp/torchelastic_*")) == before  # torchrun kept its files in the work directory
     assert leftovers(db, sshd.target) == []
 

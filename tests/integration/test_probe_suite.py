@@ -296,6 +296,9 @@ def test_connection_lost_for_good_ends_the_run_interrupted(sshd: SshdServer, ssh
     assert run.status == "interrupted"
     assert statuses(events) == {"inventory": ProbeStatus.ok, "storage": ProbeStatus.lost,
                                 "health": ProbeStatus.lost}
+    assert run.scorecard is not None and run.scorecard.summary == (
+        "NOT READY for GPU training: no NVIDIA GPU found; and the run was interrupted: storage, health were not "
+        "measured.")
     stored = store.load_run(run.run_id)
     assert stored.summary.status == "interrupted"
     assert len(stored.samples) == sum(len(e.metrics) for e in events if isinstance(e, MetricsBatch)) > 0
