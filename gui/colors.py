@@ -34,6 +34,7 @@ STATUS_COLORS = {
 VERDICT_COLORS = {
     "READY": "#2e7d32",
     "READY WITH WARNINGS": "#b26a00",
+    "INCOMPLETE": "#6d4c41",  # not a grade of the box: part of it was not measured
     "NOT READY": "#c62828",
 }
 LEVEL_COLORS = {

@@ -1,9 +1,11 @@
 """`tuneplan probe TARGET|--local`: run a probe suite from the command line, print progress and the scorecard.
 
-Exit codes: 0 the run completed (whatever the verdict); 1 other error; 2 usage; 3 unknown or changed host key;
-4 authentication failed; 5 host unreachable; 6 the connection was lost mid-run (partial results saved);
-130 cancelled (Ctrl-C). Errors are one sentence on stderr, and nothing else goes there unless asked for
-(``--verbose`` adds the SSH library's and the runner's log); ``--json`` prints only the run JSON on stdout.
+Exit codes: 0 the run completed (every planned probe has an outcome and none was lost; whatever the verdict);
+1 other error; 2 usage; 3 unknown or changed host key; 4 authentication failed; 5 host unreachable; 6 the run
+is incomplete or interrupted: the connection was lost mid-run and at least one probe was not measured (what was
+measured is saved; the verdict is at best INCOMPLETE); 130 cancelled (Ctrl-C). Errors are one sentence on
+stderr, and nothing else goes there unless asked for (``--verbose`` adds the SSH library's and the runner's
+log); ``--json`` prints only the run JSON on stdout.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ EXIT_CANCELLED = 130
 LOCAL_LABEL = "This machine"  # the GUI files runs of the local machine under the same name
 
 _EPILOG = """exit codes: 0 run completed (any verdict), 1 error, 2 usage, 3 unknown or changed host key,
-4 authentication failed, 5 host unreachable, 6 connection lost mid-run (partial results saved), 130 cancelled"""
+4 authentication failed, 5 host unreachable, 6 connection lost mid-run: a probe was not measured (partial results
+saved, verdict at best INCOMPLETE), 130 cancelled"""
 
 
 def register(subparsers: Any) -> None:
@@ -243,6 +246,10 @@ def render_scorecard(doc: dict[str, Any]) -> str:
     reasons = [f"  {c['name']}: {c['reason']}" for c in card["checks"] if c["status"] in ("FAIL", "WARN")]
     if reasons:
         lines += ["", "why:", *reasons]
+    partial = (doc.get("evidence") or {}).get("partial") or {}
+    if partial:
+        lines += ["", "partial (the connection dropped while these ran; their figures above are what came before):",
+                  *(f"  {name}: {what}" for name, what in partial.items())]
     return "\n".join(lines)
 
 
@@ -268,6 +275,21 @@ def _sigint_cancels(cancel: threading.Event, say: Callable[[str], None]) -> Iter
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _mark_stale(store: ProbeStore, progress: _Progress) -> None:
+    """Runs left ``running`` by a dead client become ``interrupted`` (core.probes.leases), said on one line."""
+    from core.probes.leases import mark_stale_runs
+
+    try:
+        stale = mark_stale_runs(store)
+    except Exception as exc:  # by design: a history that cannot be tidied must not stop a new run
+        progress.say(f"tuneplan: could not check the history for interrupted runs: {exc}")
+        return
+    if stale:
+        ids = ", ".join(str(i) for i in stale)
+        progress.say(f"run{'s' if len(stale) > 1 else ''} {ids} stopped without an end (the tuneplan running "
+                     f"{'them' if len(stale) > 1 else 'it'} was killed): marked interrupted, samples kept")
 
 
 def _logging(verbose: bool) -> None:
@@ -307,6 +329,7 @@ def _probe(args: argparse.Namespace) -> int:
             print(f"tuneplan: {note}", file=sys.stderr, flush=True)
     opened_fault = store.fault
     progress = _Progress(sys.stderr if args.json else sys.stdout)
+    _mark_stale(store, progress)
     transport, default_label = _connect(args)
     label = _label(store, args, default_label)
     cancel = threading.Event()
@@ -341,9 +364,10 @@ def _probe(args: argparse.Namespace) -> int:
     if finished.status == "cancelled":
         print("tuneplan: the probe run was cancelled; what was measured is saved", file=sys.stderr)
         return EXIT_CANCELLED
-    if finished.status == "interrupted":
-        print(f"tuneplan: the connection to {label} was lost mid-run; results so far are saved as run "
-              f"{finished.run_id}", file=sys.stderr)
+    if finished.status in ("interrupted", "incomplete"):
+        lost = ", ".join(o.name for o in run.outcomes if o.status.value in ("lost", "interrupted")) or "a probe"
+        print(f"tuneplan: the connection to {label} was lost mid-run: {lost} not measured; the run is "
+              f"{finished.status} and what was measured is saved as run {finished.run_id}", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(f"tuneplan: the probe run failed; see run {finished.run_id} for what was measured", file=sys.stderr)
     return EXIT_ERROR

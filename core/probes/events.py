@@ -18,7 +18,10 @@ from core.probes.samples import GpuMetric
 
 SeriesName = Literal["busbw", "algbw", "fio_read", "fio_write", "fio_iops", "compute_tflops", "tflops",
                      "cpu_util", "cpu_temp"]
-RunStatus = Literal["completed", "cancelled", "interrupted", "failed"]
+# completed: every planned probe has an outcome and none is lost; incomplete: the run went to its end but a probe
+# was lost (the connection dropped and came back); interrupted: the connection was lost for good, or the client
+# died (a stale run, marked on the next start).
+RunStatus = Literal["completed", "incomplete", "cancelled", "interrupted", "failed"]
 
 
 class _Event(BaseModel):

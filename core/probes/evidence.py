@@ -108,17 +108,25 @@ class ProbeEvidence(BaseModel):
     storage: list[StorageResult] = Field(default_factory=list)
     distributed: DistributedResult | None = None
     burn: BurnResult | None = None
+    # What a probe had gathered when its connection dropped (probe name -> what is kept, in words): the figures
+    # beside it are partial. Empty when every probe that produced evidence ran to its end.
+    partial: dict[str, str] = Field(default_factory=dict)
     # The PCIe link read while every GPU ran matmuls (index, bus id, gen and width): links downshift at idle to
     # save power, so only this reading can show a downtrained link. None: not read (no GPU, no CUDA).
     pcie_under_load: list[GpuInfo] | None = None
 
 
 class ProbeStatus(StrEnum):
+    """How a planned probe ended. ``lost``: the connection dropped while (or before) it ran and it was not resumed,
+    so what it would have measured is unknown (evidence it gathered before the drop is kept, marked partial).
+    ``interrupted`` is how runs recorded before ``lost`` existed spelled it; it reads as ``lost``."""
+
     ok = "ok"
     failed = "failed"
     skipped = "skipped"
     cancelled = "cancelled"
-    interrupted = "interrupted"  # the connection dropped
+    lost = "lost"
+    interrupted = "interrupted"  # older runs only: the same as lost
 
 
 class ProbeOutcome(BaseModel):
@@ -131,8 +139,12 @@ class ProbeOutcome(BaseModel):
 
 
 class Verdict(StrEnum):
+    """INCOMPLETE: a planned probe was not measured (lost, cancelled, or the run was interrupted) and nothing that
+    was measured failed; it is never READY, since the card cannot vouch for what it did not see."""
+
     ready = "READY"
     ready_with_warnings = "READY WITH WARNINGS"
+    incomplete = "INCOMPLETE"
     not_ready = "NOT READY"
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core.catalog import Catalog, load_catalog
 from core.document import BarChart, Block, Bullets, KeyFigure, LineChart, Paragraph, Report, Section, Series, Table
-from core.probes.evidence import CheckStatus, ProbeEvidence, Scorecard
+from core.probes.evidence import CheckStatus, ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.parsers._common import clock_reasons_from_mask
 from core.probes.samples import CollectiveResult, GpuMetric
 from core.probes.scorecard import (
@@ -31,6 +31,7 @@ from core.probes.scorecard import (
     size_label,
 )
 from core.probes.scorecard.common import flops_span
+from core.probes.scorecard.outcomes import account_for_outcomes
 from core.units import fmt_bytes
 from core.validation import validation_message
 
@@ -83,6 +84,16 @@ class ProbeRunRecord(BaseModel):
     scorecard: Scorecard | None = None
     samples: list[GpuMetric] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    status: str | None = Field(None, description="how the run ended: completed, incomplete, interrupted, ...")
+    probes: list[str] = Field(default_factory=list, description="the probes the run planned")
+    outcomes: list[ProbeOutcome] = Field(default_factory=list)
+
+    def card(self, catalog: Catalog | None = None) -> Scorecard:
+        """The run's scorecard (graded here when it has none: a run interrupted before grading), held to what
+        became of its planned probes: lost ones are listed as not measured, the verdict is INCOMPLETE at best."""
+        card = self.scorecard or score(self.evidence, catalog or load_catalog(), samples=self.samples)
+        card = account_for_outcomes(card, self.probes, self.outcomes, self.status, self.evidence)
+        return explain_no_verdict(card, self.outcomes, self.status)
 
 
 def samples_from_table(table: SampleTable, per_gpu: int | None = None) -> list[GpuMetric]:
@@ -126,7 +137,8 @@ def record_from_stored(run: StoredRun) -> ProbeRunRecord:
     card = explain_no_verdict(run.scorecard, run.outcomes, run.summary.status) if run.scorecard else None
     return ProbeRunRecord(host=run.summary.host, started=run.summary.started,
                           evidence=run.evidence or ProbeEvidence(), scorecard=card,
-                          samples=samples_from_table(run.samples, JSON_SAMPLES_PER_GPU), warnings=warnings)
+                          samples=samples_from_table(run.samples, JSON_SAMPLES_PER_GPU), warnings=warnings,
+                          status=run.summary.status, probes=run.summary.probes, outcomes=run.outcomes)
 
 
 def record_from_json(data: Any) -> ProbeRunRecord:
@@ -145,10 +157,13 @@ def record_from_json(data: Any) -> ProbeRunRecord:
     for outcome in data.get("outcomes") or []:
         if isinstance(outcome, dict):
             warnings += [f"{outcome.get('name', 'probe')}: {w}" for w in outcome.get("warnings") or []]
+    outcomes = [o for o in data.get("outcomes") or [] if isinstance(o, dict)]
     try:
         return ProbeRunRecord(host=str(host or summary.get("host") or "unknown host"), started=started,
                               evidence=data["evidence"] or {}, scorecard=data.get("scorecard"),
-                              samples=data.get("samples") or [], warnings=warnings)
+                              samples=data.get("samples") or [], warnings=warnings,
+                              status=data.get("status", summary.get("status")),
+                              probes=summary.get("probes") or [], outcomes=outcomes)
     except ValidationError as exc:
         raise ValueError(validation_message(exc)) from exc
 
@@ -183,7 +198,7 @@ def _gpu_label(evidence: ProbeEvidence) -> str | None:
 # --------------------------------------------------------------------------- key figures
 
 
-def key_figures(evidence: ProbeEvidence, card: Scorecard, host: str) -> list[KeyFigure]:
+def key_figures(evidence: ProbeEvidence, card: Scorecard, host: str, status: str | None = None) -> list[KeyFigure]:
     counts = Counter(c.status for c in card.checks)
     tally = " · ".join(f"{counts[s]} {s.value}" for s in (CheckStatus.passed, CheckStatus.warn, CheckStatus.fail,
                                                           CheckStatus.info) if counts[s])
@@ -191,6 +206,8 @@ def key_figures(evidence: ProbeEvidence, card: Scorecard, host: str) -> list[Key
     figures = [KeyFigure(label="Verdict", value=verdict), KeyFigure(label="Host", value=host),
                KeyFigure(label="GPUs", value=_gpu_label(evidence) or "no NVIDIA GPU found"),
                KeyFigure(label="Checks", value=tally or "none")]
+    if status not in (None, "completed"):
+        figures.insert(1, KeyFigure(label="Run", value=str(status)))
     c = evidence.compute
     if c is not None and c.tflops_per_device:
         values = c.tflops_per_device
@@ -461,7 +478,7 @@ def build_probe_report(run: ProbeRunRecord | StoredRun, catalog: Catalog | None 
     record = run if isinstance(run, ProbeRunRecord) else record_from_stored(run)
     catalog = catalog or load_catalog()
     evidence, samples, warnings, host = record.evidence, record.samples, record.warnings, record.host
-    card = record.scorecard or score(evidence, catalog, samples=samples)
+    card = record.card(catalog)
     refs = References()
     sections = [Section(title="Scorecard", blocks=[
         Paragraph(text="Each check compares a measured figure with a published reference; the source column "
@@ -471,6 +488,11 @@ def build_probe_report(run: ProbeRunRecord | StoredRun, catalog: Catalog | None 
     found = findings(card)
     if found is not None:
         sections.append(Section(title="Findings", blocks=[found]))
+    if evidence.partial:
+        sections.append(Section(title="Partial evidence", blocks=[
+            Paragraph(text="The connection dropped while these probes ran; what they had measured is kept and "
+                           "graded above, but it is not the whole test."),
+            Bullets(items=[f"{name}: {what}" for name, what in evidence.partial.items()])]))
     network: list[Block] = []
     if evidence.collectives is not None:
         exp = expected_busbw(evidence, catalog)
@@ -512,7 +534,7 @@ def build_probe_report(run: ProbeRunRecord | StoredRun, catalog: Catalog | None 
     if refs.urls:
         sections.append(Section(title="Sources", blocks=[refs.block()]))
     return Report(title=f"GPU node readiness: {host}", date=_when(record.started), conclusion=card.summary,
-                  key_figures=key_figures(evidence, card, host), sections=sections)
+                  key_figures=key_figures(evidence, card, host, record.status), sections=sections)
 
 
 __all__ = [

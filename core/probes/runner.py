@@ -16,8 +16,14 @@ transport, each through commands (SSH channels) of its own; they reach the gener
 and the generator reaches them only through the ``cancel`` event.
 
 Remote work happens in a private work directory (``transport.make_workdir()``) that is removed at the end,
-also after a cancel or a failure. On `Disconnected` the runner tries ``transport.reconnect()`` once (when the
-transport has it) and resumes with the next probe; otherwise the run ends as ``interrupted`` with what it had.
+also after a cancel or a failure. Every directory made on the host is written in the ledger first
+(core.probes.ledger) and struck out once removed; what earlier runs left on this host is swept at the start,
+and what this run left is retried right after a reconnect. On `Disconnected` the probe that was running is
+``lost`` (what it gathered before the drop is kept, marked partial); the runner tries ``transport.reconnect()``
+once (when the transport has it) and resumes with the next probe, and the run ends ``incomplete``; without a
+reconnect the rest is ``lost`` too and the run ends ``interrupted``. Only a run where every planned probe has
+an outcome and none is lost is ``completed``; the scorecard is held to that (core.probes.scorecard.outcomes).
+The run's row carries a lease (core.probes.leases) so that a run whose client dies is found on the next start.
 Cancel (the ``cancel`` event, or closing the generator) reaches the running remote command within a fraction of
 a second; the transport kills its process group.
 """
@@ -35,6 +41,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from core.catalog import load_catalog
+from core.probes import ledger
 from core.probes.checks import PROBES
 from core.probes.checks.base import (
     Cancelled,
@@ -60,9 +67,11 @@ from core.probes.events import (
     SeriesPoint,
 )
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard
+from core.probes.leases import mark_stale_runs, take_lease
 from core.probes.options import RunOptions
 from core.probes.samples import GpuMetric
 from core.probes.scorecard import score
+from core.probes.scorecard.outcomes import account_for_outcomes
 from core.probes.store import ProbeStore, StoredSeriesPoint
 from core.probes.transport.base import CommandResult, Disconnected, Transport, TransportError
 from core.resources import resource_path
@@ -89,17 +98,27 @@ class _EvidenceSnapshot(BaseModel):
     evidence: ProbeEvidence
 
 
+class _Ledger(BaseModel):
+    """Internal: a directory made on the host (``kind`` set) or removed (``kind`` None), for the ledger."""
+
+    path: str
+    kind: str | None = None
+
+
 _Item = RunStarted | ProbeStarted | MetricsBatch | SeriesPoint | LogEvent | ProbeFinished | RunFinished | _Raw \
-    | _EvidenceSnapshot
+    | _EvidenceSnapshot | _Ledger
 
 
 # ----------------------------------------------------------------------------------------------- score
 
 
-def compute_scorecard(evidence: ProbeEvidence, warn: Callable[[str], None]) -> Scorecard | None:
-    """The scorecard of the evidence; a scorecard bug never loses the run."""
+def compute_scorecard(evidence: ProbeEvidence, warn: Callable[[str], None], planned: list[str] | None = None,
+                      outcomes: list[ProbeOutcome] | None = None, status: str | None = None) -> Scorecard | None:
+    """The scorecard of the evidence, held to what became of the planned probes (lost or cancelled ones are
+    listed as not measured, and the verdict is INCOMPLETE at best); a scorecard bug never loses the run."""
     try:
-        return score(evidence, load_catalog())
+        card = score(evidence, load_catalog())
+        return account_for_outcomes(card, planned or [], outcomes or [], status, evidence)
     except Exception as exc:  # by design: the verdict is optional, the measurements are not
         log.exception("scorecard failed")
         warn(f"the scorecard could not be computed: {exc}")
@@ -114,7 +133,7 @@ class _Worker:
 
     def __init__(self, transport: Transport, options: RunOptions, cancel: threading.Event, out: queue.Queue[_Item],
                  run_id: int, host: str, probes: list[str], started: float,
-                 resources: Path | None = None) -> None:
+                 resources: Path | None = None, leftovers: list[ledger.Created] | None = None) -> None:
         self.transport = transport
         self.options = options
         self.cancel = cancel
@@ -130,6 +149,9 @@ class _Worker:
         self.workdir: str | None = None
         self.status: RunStatus = "completed"
         self.run_warnings: list[str] = []
+        self.outcomes: list[ProbeOutcome] = []
+        self.leftovers = list(leftovers or [])  # what earlier runs left on this host (swept at the start)
+        self.made: dict[str, str] = {}  # what this run made on the host and has not removed yet: path -> kind
 
     # -- queue helpers ---------------------------------------------------------------------------------
 
@@ -150,6 +172,18 @@ class _Worker:
 
     def metrics(self, batch: list[GpuMetric]) -> None:
         self.put(MetricsBatch(t=self.clock(), metrics=batch))
+
+    def created(self, path: str, kind: str) -> None:
+        self.made[path] = kind
+        self.put(_Ledger(path=path, kind=kind))
+
+    def removed(self, path: str) -> None:
+        self.made.pop(path, None)
+        self.put(_Ledger(path=path))
+
+    def finish(self, outcome: ProbeOutcome) -> None:
+        self.outcomes.append(outcome)
+        self.put(ProbeFinished(t=self.clock(), outcome=outcome))
 
     # -- main ------------------------------------------------------------------------------------------
 
@@ -173,16 +207,22 @@ class _Worker:
         finally:
             if self.cancel.is_set() and self.status == "completed":
                 self.status = "cancelled"
+            if self.status == "completed" and any(o.status == ProbeStatus.lost for o in self.outcomes):
+                self.status = "incomplete"
             self._stop_sampler()
             removed = self._cleanup()
-            scorecard = compute_scorecard(self.evidence, lambda m: self.log("warning", m))
+            scorecard = compute_scorecard(self.evidence, lambda m: self.log("warning", m), self.probes,
+                                          self.outcomes, self.status)
             self.put(_EvidenceSnapshot(evidence=self.evidence))
             self.put(RunFinished(t=self.clock(), run_id=self.run_id, evidence=self.evidence, scorecard=scorecard,
                                  status=self.status, workdir_removed=removed))
 
     def _setup(self) -> None:
+        self._sweep(self.leftovers, "left by an earlier run")
         self.workdir = self.transport.make_workdir()
-        callbacks = ProbeCallbacks(log=self.log, point=self.point, raw=self.raw)
+        self.created(self.workdir, "workdir")
+        callbacks = ProbeCallbacks(log=self.log, point=self.point, raw=self.raw, created=self.created,
+                                   removed=self.removed)
         self.ctx = ProbeContext(transport=self.transport, options=self.options, workdir=self.workdir,
                                 facts=HostFacts(), evidence=self.evidence, cancel=self.cancel,
                                 callbacks=callbacks, clock=self.clock, resources=self.resources, name="setup")
@@ -230,13 +270,13 @@ class _Worker:
                 eta = None
             self.put(ProbeStarted(t=self.clock(), name=name, index=index, total=total, eta_s=eta))
             outcome = self._run_one(name, spec.run, ctx)
-            self.put(ProbeFinished(t=self.clock(), outcome=outcome))
+            self.finish(outcome)
             self.put(_EvidenceSnapshot(evidence=self.evidence.model_copy(deep=True)))
             if outcome.status == ProbeStatus.cancelled:
                 self._not_run(self.probes[index:], ProbeStatus.cancelled, "cancelled before it started")
                 raise Cancelled("run cancelled")
-            if outcome.status == ProbeStatus.interrupted and not self._reconnect(name):
-                self._not_run(self.probes[index:], ProbeStatus.interrupted, "not run: the connection was lost")
+            if outcome.status == ProbeStatus.lost and not self._reconnect(name):
+                self._not_run(self.probes[index:], ProbeStatus.lost, "not run: the connection was lost")
                 raise Disconnected(f"the connection to {self.host} was lost during {name}")
         if self.sampler is not None and "gpu_metrics" not in self.probes:
             self._sampler_outcome()
@@ -253,12 +293,12 @@ class _Worker:
         except Cancelled:
             status, error = ProbeStatus.cancelled, "cancelled by the user"
         except Disconnected as exc:
-            status, error = ProbeStatus.interrupted, f"the connection was lost: {exc}"
+            status, error = ProbeStatus.lost, f"the connection was lost: {exc}"
         except ProbeFailed as exc:
             status, error = ProbeStatus.failed, str(exc)
         except TransportError as exc:
             if not self.transport.is_alive():
-                status, error = ProbeStatus.interrupted, f"the connection was lost: {exc}"
+                status, error = ProbeStatus.lost, f"the connection was lost: {exc}"
             else:
                 status, error = ProbeStatus.failed, str(exc)
         except Exception as exc:  # by design: one probe's bug must not end the run
@@ -266,7 +306,7 @@ class _Worker:
             status, error = ProbeStatus.failed, f"internal error in the {name} probe: {type(exc).__name__}: {exc}"
         if status == ProbeStatus.ok and self.cancel.is_set():
             status, error = ProbeStatus.cancelled, "cancelled by the user"
-        if status in (ProbeStatus.failed, ProbeStatus.interrupted) and error:
+        if status in (ProbeStatus.failed, ProbeStatus.lost) and error:
             self.log("error", f"{name}: {error}", name)
         elif status == ProbeStatus.skipped and error:
             self.log("info", f"{name} skipped: {error}", name)
@@ -276,8 +316,7 @@ class _Worker:
     def _not_run(self, names: list[str], status: ProbeStatus, why: str) -> None:
         now = time.time()
         for name in names:
-            self.put(ProbeFinished(t=self.clock(), outcome=ProbeOutcome(name=name, status=status, started=now,
-                                                                        ended=now, error=why)))
+            self.finish(ProbeOutcome(name=name, status=status, started=now, ended=now, error=why))
 
     def _sampler_outcome(self) -> None:
         sampler = self.sampler
@@ -286,9 +325,8 @@ class _Worker:
         now = time.time()
         status = ProbeStatus.ok if sampler.count else ProbeStatus.failed
         error = None if sampler.count else "the GPU metrics stream gave no sample"
-        self.put(ProbeFinished(t=self.clock(), outcome=ProbeOutcome(
-            name="gpu_metrics", status=status, started=self.t0_wall, ended=now, warnings=list(sampler.warnings),
-            error=error)))
+        self.finish(ProbeOutcome(name="gpu_metrics", status=status, started=self.t0_wall, ended=now,
+                                 warnings=list(sampler.warnings), error=error))
 
     @property
     def t0_wall(self) -> float:
@@ -310,28 +348,49 @@ class _Worker:
         assert ctx is not None and self.workdir is not None
         check = self.transport.run(f"test -d {q(self.workdir)}", timeout=self.options.timeouts.command_s)
         if check.exit_code != 0:
+            self.removed(self.workdir)
             self.workdir = self.transport.make_workdir()
+            self.created(self.workdir, "workdir")
             ctx.workdir = self.workdir
             ctx.uploaded = {}
             self.log("info", f"work directory was gone after reconnecting; using {self.workdir}")
+        # What the lost probe made outside the work directory (a storage test file in the data path) goes now.
+        self._sweep(self._made_besides_workdir(), f"by {probe} before the drop")
         self.log("info", f"reconnected to {self.host}; resuming with the next probe", probe)
         if ctx.facts.nvidia:
             self._start_sampler()
         return True
 
+    def _made_besides_workdir(self) -> list[ledger.Created]:
+        return [ledger.Created(host=self.host, path=path, kind=kind, run_id=self.run_id)
+                for path, kind in self.made.items() if path != self.workdir]
+
+    def _sweep(self, entries: list[ledger.Created], whose: str) -> None:
+        """Remove ledger entries on the host (never cancelled); what cannot go stays for the next connection."""
+        if not entries or not self.transport.is_alive():
+            return
+        gone = ledger.sweep(self.transport, entries, lambda e: self.removed(e.path),
+                            lambda m: self.log("warning", m))
+        if gone:
+            self.log("info", f"removed {gone} director{'y' if gone == 1 else 'ies'} {whose} on {self.host}")
+
     def _cleanup(self) -> bool:
-        """Remove the work directory (never cancelled: it must go even after a cancel)."""
+        """Remove the work directory and anything else this run made (never cancelled: it must go even after a
+        cancel); what cannot be removed stays in the ledger for the next connection to this host."""
         if self.workdir is None:
             return False
         if not self.transport.is_alive():
-            self.log("warning", f"the work directory {self.workdir} could not be removed: no connection")
+            self.log("warning", f"the work directory {self.workdir} could not be removed: no connection (the "
+                                "next run on this host removes it)")
             return False
+        self._sweep(self._made_besides_workdir(), "by this run")
         try:
             self.transport.remove_workdir(self.workdir)
-            return True
         except (TransportError, ValueError) as exc:
             self.log("warning", f"the work directory {self.workdir} could not be removed: {exc}")
             return False
+        self.removed(self.workdir)
+        return True
 
 
 # ---------------------------------------------------------------------------------------------- writer
@@ -340,9 +399,10 @@ class _Worker:
 class _Writer:
     """Persists queue items; samples are buffered and flushed every `SAMPLE_FLUSH_S`."""
 
-    def __init__(self, store: ProbeStore, run_id: int) -> None:
+    def __init__(self, store: ProbeStore, run_id: int, host: str) -> None:
         self.store = store
         self.run_id = run_id
+        self.host = host
         self.samples: list[GpuMetric] = []
         self.points: list[StoredSeriesPoint] = []
         self.last_flush = time.monotonic()
@@ -369,6 +429,12 @@ class _Writer:
             store.add_outcome(run_id, item.outcome)
         elif isinstance(item, _EvidenceSnapshot):
             store.save_evidence(run_id, item.evidence)
+        elif isinstance(item, _Ledger):
+            if item.kind is not None:
+                ledger.remember(store, self.host, item.path, "storage" if item.kind == "storage" else "workdir",
+                                run_id)
+            else:
+                ledger.forget(store, self.host, item.path)
         elif isinstance(item, RunFinished):
             self.flush()
             store.finish_run(run_id, item.status, item.evidence, item.scorecard)
@@ -404,13 +470,16 @@ def run_suite(transport: Transport, options: RunOptions, store: ProbeStore, canc
     probes = options.probe_names()
     started_wall = time.time()
     t0 = time.monotonic()
+    mark_stale_runs(store)  # before the ledger is read: a dead client's directories are swept, a live one's not
+    leftovers = ledger.leftovers(store, host_label)
     run_id = store.start_run(host_label, options.suite_label, probes, options.model_dump(mode="json"),
                              started=started_wall)
+    take_lease(store, run_id)
     out: queue.Queue[_Item] = queue.Queue()
     halt = threading.Event()  # the worker's cancel: the caller's cancel, or the caller leaving early
-    worker = _Worker(transport, options, halt, out, run_id, host_label, probes, t0)
+    worker = _Worker(transport, options, halt, out, run_id, host_label, probes, t0, leftovers=leftovers)
     thread = threading.Thread(target=worker.main, name=f"tuneplan-probe-run-{run_id}", daemon=True)
-    writer = _Writer(store, run_id)
+    writer = _Writer(store, run_id, host_label)
     thread.start()
     finished = False
     try:
@@ -425,7 +494,7 @@ def run_suite(transport: Transport, options: RunOptions, store: ProbeStore, canc
                     break  # the worker died without a RunFinished (should not happen)
                 continue
             writer.persist(item)
-            if isinstance(item, _Raw | _EvidenceSnapshot):
+            if isinstance(item, _Raw | _EvidenceSnapshot | _Ledger):
                 continue
             if isinstance(item, RunFinished):
                 finished = True

@@ -52,10 +52,10 @@ from core.sqlite_store import (
     secure_folder,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "probes.db"
 SAMPLE_COLUMNS = ("t", "gpu", "util", "mem_used", "mem_total", "temp", "power", "sm_clock", "mem_clock", "throttle")
-RUN_STATUSES = ("running", "completed", "cancelled", "interrupted", "failed")
+RUN_STATUSES = ("running", "completed", "incomplete", "cancelled", "interrupted", "failed")
 _INSERT_BATCH = 500
 _BLOCK_ROWS = 4096  # a block stays small enough to write in one go
 
@@ -98,7 +98,7 @@ class RunSummary(BaseModel):
     probes: list[str] = Field(default_factory=list)
     started: float = Field(description="Unix time")
     ended: float | None = None
-    status: str = Field(description="one of running, completed, cancelled, interrupted, failed")
+    status: str = Field(description="one of running, completed, incomplete, cancelled, interrupted, failed")
     verdict: str | None = None
     workdir: str | None = None
 
@@ -219,7 +219,17 @@ def _v1(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX events_run ON events(run_id)")
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1]  # MIGRATIONS[i] makes version i + 1
+def _v2(db: sqlite_utils.Database) -> None:
+    """The run's lease (who is running it: core.probes.leases) and the ledger of what this app created on which
+    host (core.probes.ledger), so a dead client's run is told apart from a live one and its leftovers are swept."""
+    for column, kind in (("lease_pid", "INTEGER"), ("lease_host", "TEXT"), ("lease_start", "REAL")):
+        db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+    db.execute("""CREATE TABLE created_paths (
+        id INTEGER PRIMARY KEY, host TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL,
+        run_id INTEGER, created REAL NOT NULL, UNIQUE(host, path))""")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]  # MIGRATIONS[i] makes version i + 1
 
 
 # --------------------------------------------------------------------------- helpers
@@ -357,6 +367,18 @@ class ProbeStore:
     def _write(self) -> Iterator[None]:
         with self._lock, transaction(self.db):
             yield
+
+    @kept
+    def execute_write(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """One write statement in its own transaction (for the modules that own a table: ledger, leases)."""
+        with self._write():
+            self.db.execute(sql, list(params))
+
+    @kept
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Rows of one read statement as dicts."""
+        with self._lock:
+            return list(self.db.query(sql, list(params)))
 
     # ---- hosts
 

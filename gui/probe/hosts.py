@@ -61,6 +61,15 @@ def target_error(target: str) -> str | None:
     return None
 
 
+def connection_text(selected: HostProfile, connected: HostProfile | None) -> str:
+    """The status line for the host just selected: connected to it, to another one, or to none."""
+    if connected is None:
+        return "Not connected"
+    if connected.name == selected.name:
+        return "Ready to probe this machine" if connected.local else f"Connected to {connected.name}"
+    return f"Not connected to {selected.name} (still connected to {connected.name})"
+
+
 def profile_error(name: str, target: str, local: bool, taken: set[str]) -> str | None:
     """One sentence on what is wrong with the form (the name first), or None."""
     return name_error(name, taken) or (None if local else target_error(target))

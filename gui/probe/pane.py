@@ -38,7 +38,9 @@ from core.planner.models import PlanRequest
 from core.probes.apply import nothing_to_apply
 from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
+from core.probes.leases import mark_stale_runs
 from core.probes.scorecard import explain_no_verdict
+from core.probes.scorecard.outcomes import account_for_outcomes
 from core.probes.store import HostProfile, ProbeStore, StoredRun
 from core.probes.transport.base import Transport
 from core.validation import validation_message
@@ -49,7 +51,7 @@ from gui.probe.event_log import EventLog
 from gui.probe.exports import RunExports
 from gui.probe.history import HistoryView
 from gui.probe.history_banner import HistoryBanner
-from gui.probe.hosts import HostList, host_label, local_profile
+from gui.probe.hosts import HostList, connection_text, host_label, local_profile
 from gui.probe.run_charts import RunCharts
 from gui.probe.run_feed import (
     PROGRESS_STEPS,
@@ -145,9 +147,14 @@ class ProbePane(QWidget):
     @classmethod
     def create_default(cls, executor: Executor | None = None, **kwargs: Any) -> ProbePane:
         """The pane the app shows: the user's probe history (in memory, and saying so, when the file cannot be
-        used), the real runner."""
-        pane = cls(executor or ThreadExecutor(), ProbeStore.open_or_memory(), **kwargs)
+        used), the real runner; runs a killed tuneplan left 'running' are marked interrupted first."""
+        store = ProbeStore.open_or_memory()
+        stale = mark_stale_runs(store)  # core.probes.leases
+        pane = cls(executor or ThreadExecutor(), store, **kwargs)
         pane.check_history()
+        if stale:
+            pane._set_status(f"{len(stale)} earlier run{'s' if len(stale) > 1 else ''} stopped without an end "
+                             "(its tuneplan was killed): marked interrupted, samples kept")
         return pane
 
     def check_history(self) -> None:
@@ -270,7 +277,7 @@ class ProbePane(QWidget):
         if not self.running:  # another host's progress, status and verdict say nothing about this one
             self.progress.setValue(0)
             self.eta.setText("")
-            self._set_status(self._connection_text(profile))
+            self._set_status(connection_text(profile, self.connected_profile if self.transport else None))
             if self.shown_host not in (None, host_label(profile)):
                 self._reset_view()
                 self.scorecard_view.show_scorecard(None, f"No verdict yet for {profile.name}: run a suite or "
@@ -279,15 +286,6 @@ class ProbePane(QWidget):
                 self.showing.setText("")
                 self.shown_run = self.shown_host = None
         self._enable()
-
-    def _connection_text(self, profile: HostProfile) -> str:
-        """The status line for the host just selected: connected to it, to another one, or to none."""
-        connected = self.connected_profile if self.transport is not None else None
-        if connected is None:
-            return "Not connected"
-        if connected.name == profile.name:
-            return "Ready to probe this machine" if connected.local else f"Connected to {connected.name}"
-        return f"Not connected to {profile.name} (still connected to {connected.name})"
 
     # ---- connection
 
@@ -539,7 +537,9 @@ class ProbePane(QWidget):
         self._redraw_points()
         for ev in run.events:
             self.log.add(ev.level, ev.message, when=run.summary.started + ev.t)
-        card = explain_no_verdict(run.scorecard, run.outcomes, run.summary.status) if run.scorecard else None
+        card = account_for_outcomes(run.scorecard, run.summary.probes, run.outcomes, run.summary.status,
+                                    run.evidence) if run.scorecard else None
+        card = explain_no_verdict(card, run.outcomes, run.summary.status) if card else None
         self.evidence, self.scorecard, self.outcomes = run.evidence, card, list(run.outcomes)
         self.run_probes = list(run.summary.probes)
         self.scorecard_view.show_scorecard(card, f"No verdict: the run ended {run.summary.status}.")

@@ -125,10 +125,10 @@ def outcome_lines(outcome: ProbeOutcome) -> list[LogLine]:
     """The log lines of a finished probe: how it ended and after how long, then each of its warnings."""
     status = outcome.status.value
     level = {"ok": "info", "skipped": "info", "cancelled": "warning", "interrupted": "error",
-             "failed": "error"}.get(status, "info")
+             "lost": "error", "failed": "error"}.get(status, "info")
     detail = f": {outcome.error}" if outcome.error else ""
     took = fmt_duration(outcome.ended - outcome.started)
-    if status == "interrupted":
+    if status in ("lost", "interrupted"):
         lines = [("error", f"connection lost during {outcome.name}{detail}")]
     else:
         lines = [(level, f"probe {outcome.name} {status} after {took}{detail}")]

@@ -175,6 +175,27 @@ def test_only_our_work_directories_can_be_removed(local: LocalTransport, path: s
         check_workdir_path(path)
 
 
+def test_a_path_with_dotdot_is_resolved_and_removed(local: LocalTransport, tmp_path: Path) -> None:
+    target = tmp_path / "data" / "tuneplan.io.abc"
+    target.mkdir(parents=True)
+    (target / "tuneplan_seq.dat").write_bytes(b"x" * 1024)
+    (tmp_path / "other").mkdir()
+    local.remove_workdir(f"{tmp_path}/other/../data/tuneplan.io.abc")
+    assert not target.exists()
+    assert (tmp_path / "data").is_dir() and (tmp_path / "other").is_dir()
+    local.remove_workdir(f"{tmp_path}/data/tuneplan.io.abc")  # already gone: nothing to do, no error
+
+
+def test_a_symlink_named_like_ours_to_elsewhere_is_refused(local: LocalTransport, tmp_path: Path) -> None:
+    precious = tmp_path / "home"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work")
+    (tmp_path / "tuneplan.trap").symlink_to(precious)
+    with pytest.raises(ValueError, match=f"resolves to {precious}"):
+        local.remove_workdir(str(tmp_path / "tuneplan.trap"))
+    assert (precious / "thesis.tex").read_text() == "years of work"
+
+
 def test_closed_transport_refuses_to_run(local: LocalTransport) -> None:
     with local:
         assert local.is_alive()

@@ -454,3 +454,32 @@ def test_main_window_builds_the_probe_place_when_first_shown(qtbot):
     settle(qtbot, window.wizard.state)  # a plan still waiting for its debounce would start after the close
     window.close()
     store.close()
+
+
+def test_opening_the_window_marks_a_killed_clients_run_interrupted(qtbot, tmp_path, monkeypatch):
+    """A run a killed tuneplan left 'running' (its lease names a process that has exited) is marked interrupted
+    when the window opens the history, and the window says so; its samples stay."""
+    import socket
+    import subprocess
+    import sys
+
+    from core.probes.leases import Lease, take_lease
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    path = tmp_path / "xdg" / "tuneplan" / "probes.db"
+    store = ProbeStore(path)
+    run_id = store.start_run(LOCAL_NAME, "quick", ["inventory", "storage"])
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    take_lease(store, run_id, Lease(pid=child.pid, host=socket.gethostname(), start=None))
+    store.add_samples(run_id, [GpuMetric(t=0.5, gpu=0, power_w=300.0)])
+    store.close()
+    pane = ProbePane.create_default(InlineExecutor())
+    qtbot.addWidget(pane)
+    pane.show()
+    qtbot.waitUntil(lambda: "marked interrupted" in pane.status.text())
+    assert pane.status.text() == ("1 earlier run stopped without an end (its tuneplan was killed): marked "
+                                  "interrupted, samples kept")
+    again = pane.store.load_run(run_id)
+    assert again.summary.status == "interrupted" and len(again.samples) == 1
+    pane.store.close()

@@ -35,7 +35,7 @@ from core.probes.events import (
     RunStarted,
     SeriesPoint,
 )
-from core.probes.evidence import ProbeStatus
+from core.probes.evidence import ProbeStatus, Verdict
 from core.probes.options import RunOptions
 from core.probes.runner import run_suite
 from core.probes.store import ProbeStore
@@ -219,7 +219,7 @@ class FakeGpuSsh(SshTransport):
 def fake_gpu_transport(ssh_target: SshTarget, known_hosts: Path, tmp_path: Path) -> FakeGpuSsh:
     transport = FakeGpuSsh(ssh_target, known_hosts_file=known_hosts,
                            user_known_hosts_file=tmp_path / "absent_known_hosts", allow_agent=False,
-                           look_for_keys=False, connect_timeout=5)
+                           look_for_keys=False, connect_timeout=15)  # the reconnect may meet a loaded sshd
     transport.path_prefix = f"export PATH={shlex.quote(str(fake_nvidia_smi(tmp_path / 'bin')))}:\"$PATH\"; "
     transport.connect()
     return transport
@@ -262,13 +262,20 @@ def test_connection_drop_keeps_samples_and_the_run_resumes(sshd: SshdServer, ssh
     store, events = run_with_a_drop_during_storage(ssh_target, ssh_trusted_known_hosts, tmp_path,
                                                    lambda: sshd.kill_connections(kill_commands=True))
     run = finished(events)
-    assert statuses(events) == {"inventory": ProbeStatus.ok, "storage": ProbeStatus.interrupted,
+    assert statuses(events) == {"inventory": ProbeStatus.ok, "storage": ProbeStatus.lost,
                                 "health": ProbeStatus.ok, "gpu_metrics": ProbeStatus.ok}
-    assert run.status == "completed"
+    assert run.status == "incomplete"  # storage was lost: the run went on, but it is not complete
+    # The fake nvidia-smi answers -L and the metrics query only (not -q), so the inventory finds no GPU it can
+    # grade: a failure among what was measured stays NOT READY, and the lost probe is named after it.
+    assert run.scorecard is not None and run.scorecard.verdict is Verdict.not_ready
+    assert run.scorecard.summary == "NOT READY for GPU training: no NVIDIA GPU found; and storage was not measured."
     messages = [e.message for e in events if isinstance(e, LogEvent)]
     assert any("reconnected" in m for m in messages)
     resumed = next(i for i, e in enumerate(events) if isinstance(e, LogEvent) and "reconnected" in e.message)
-    assert any(isinstance(e, MetricsBatch) for e in events[resumed:]), "the GPU stream did not restart"
+    # The GPU stream is started again after the reconnect. Its first batch may come after the short health
+    # probe has ended (that race made this test flaky under load), so what is asserted is the restart itself.
+    assert any(isinstance(e, LogEvent) and e.message.startswith("streaming GPU metrics") for e in events[resumed:]), \
+        "the GPU stream did not restart"
     storage_end = next(i for i, e in enumerate(events) if isinstance(e, ProbeFinished) and e.outcome.name == "storage")
     before_drop = [e for e in events[:storage_end] if isinstance(e, MetricsBatch)]
     assert before_drop, "no GPU sample arrived before the drop"
@@ -287,8 +294,11 @@ def test_connection_lost_for_good_ends_the_run_interrupted(sshd: SshdServer, ssh
     store, events = run_with_a_drop_during_storage(ssh_target, ssh_trusted_known_hosts, tmp_path, sshd.stop)
     run = finished(events)
     assert run.status == "interrupted"
-    assert statuses(events) == {"inventory": ProbeStatus.ok, "storage": ProbeStatus.interrupted,
-                                "health": ProbeStatus.interrupted}
+    assert statuses(events) == {"inventory": ProbeStatus.ok, "storage": ProbeStatus.lost,
+                                "health": ProbeStatus.lost}
+    assert run.scorecard is not None and run.scorecard.summary == (
+        "NOT READY for GPU training: no NVIDIA GPU found; and the run was interrupted: storage, health were not "
+        "measured.")
     stored = store.load_run(run.run_id)
     assert stored.summary.status == "interrupted"
     assert len(stored.samples) == sum(len(e.metrics) for e in events if isinstance(e, MetricsBatch)) > 0

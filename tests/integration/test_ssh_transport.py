@@ -176,6 +176,24 @@ def test_remove_workdir_refuses_other_paths(ssh_transport: SshTransport) -> None
     assert os.path.isdir("/etc")
 
 
+def test_remove_workdir_resolves_dotdot_and_symlinks_on_the_host(ssh_transport: SshTransport,
+                                                                 tmp_path: Path) -> None:
+    target = tmp_path / "data" / "tuneplan.io.abc"
+    target.mkdir(parents=True)
+    (target / "tuneplan_seq.dat").write_bytes(b"\0" * 4096)
+    (tmp_path / "other").mkdir()
+    ssh_transport.remove_workdir(f"{tmp_path}/other/../data/tuneplan.io.abc")  # realpath on the host
+    assert not target.exists() and (tmp_path / "data").is_dir() and (tmp_path / "other").is_dir()
+    ssh_transport.remove_workdir(str(target))  # already gone: nothing to do
+    precious = tmp_path / "home"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep")
+    (tmp_path / "tuneplan.trap").symlink_to(precious)
+    with pytest.raises(ValueError, match=f"resolves to {precious}"):
+        ssh_transport.remove_workdir(str(tmp_path / "tuneplan.trap"))
+    assert (precious / "notes.txt").read_text() == "keep"
+
+
 # -- host keys --------------------------------------------------------------------------------
 
 

@@ -106,6 +106,9 @@ class ProbeCallbacks:
     log: Callable[[LogLevel, str, str | None], None]
     point: Callable[[str, float, float, str], None]
     raw: Callable[[str, CommandResult], None]
+    # The ledger of what this app made on the host (core.probes.ledger): (path, kind) once made, path once gone.
+    created: Callable[[str, str], None] | None = None
+    removed: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -138,6 +141,16 @@ class ProbeContext:
 
     def point(self, series: str, x: float, y: float, label: str = "") -> None:
         self.callbacks.point(series, x, y, label)
+
+    def remember(self, path: str, kind: str) -> None:
+        """Write down a directory this probe made on the host, before anything goes in it (see core.probes.ledger)."""
+        if self.callbacks.created is not None:
+            self.callbacks.created(path, kind)
+
+    def forget(self, path: str) -> None:
+        """Strike out a directory once it is removed."""
+        if self.callbacks.removed is not None:
+            self.callbacks.removed(path)
 
     def check_cancel(self) -> None:
         if self.cancel.is_set():

@@ -16,6 +16,7 @@ from core.probes.checks.compute import json_lines, read_link
 from core.probes.checks.health import read_kernel_log, report_kernel_events
 from core.probes.evidence import BurnResult
 from core.probes.samples import GpuMetric, KernelLogScan
+from core.probes.transport.base import TransportError
 
 BAD_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 LOADED_UTIL_PCT = 90.0
@@ -152,8 +153,14 @@ def run(ctx: ProbeContext) -> None:
     except Cancelled:
         ctx.evidence.burn = summarise(tracker, duration, completed=False)
         raise
+    except TransportError:
+        # The connection dropped mid-burn: what was sampled until then is kept, marked partial.
+        burn = ctx.evidence.burn = summarise(tracker, duration, completed=False)
+        ctx.evidence.partial["burn"] = f"{burn.duration_s:g} s of the {duration:g} s burn, {burn.samples} samples"
+        raise
     tracker.watch_gpus()
     burn = summarise(tracker, duration, completed=tracker.done)
+    ctx.evidence.burn = burn  # kept now: the kernel log read below may still lose the connection
     result = stream.result
     if not tracker.done:
         ctx.warn(f"the burn ended early: {result.stderr.strip()[-200:] if result is not None else 'no output'}")

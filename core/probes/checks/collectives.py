@@ -10,6 +10,7 @@ from __future__ import annotations
 from core.probes.checks.base import ProbeContext, ProbeFailed, ProbeSkipped, q, short_error
 from core.probes.checks.torchrun import Launch, plan_launch, torchrun_command
 from core.probes.parsers import parse_nccl_tests
+from core.probes.transport.base import TransportError
 
 GPU_MIN_BYTES = 1 << 20
 GPU_MAX_BYTES = 1 << 30
@@ -68,12 +69,16 @@ def run(ctx: ProbeContext) -> None:
             ctx.warn("no NVIDIA GPU found: measured a gloo all_reduce between two CPU processes over loopback")
     stream = ctx.stream(command, timeout=ctx.options.timeouts.collectives_s)
     lines: list[str] = []
-    for line in stream:
-        lines.append(line)
-        row = live_row(line)
-        if row is not None:
-            ctx.point("busbw", float(row[0]), row[2], tool)
-            ctx.point("algbw", float(row[0]), row[1], tool)
+    try:
+        for line in stream:
+            lines.append(line)
+            row = live_row(line)
+            if row is not None:
+                ctx.point("busbw", float(row[0]), row[2], tool)
+                ctx.point("algbw", float(row[0]), row[1], tool)
+    except TransportError:
+        _keep_partial(ctx, lines, tool, on_gpu)
+        raise
     result = stream.result
     parsed = parse_nccl_tests("\n".join(lines))
     ctx.warnings.extend(f"{tool}: {w}" for w in parsed.warnings)
@@ -91,3 +96,17 @@ def run(ctx: ProbeContext) -> None:
         ctx.log("error", f"all_reduce returned {collective.wrong_total} wrong values")
     ctx.evidence.collectives = collective
     ctx.evidence.collective_interconnect = interconnect(ctx, on_gpu)
+
+
+def _keep_partial(ctx: ProbeContext, lines: list[str], tool: str, on_gpu: bool) -> None:
+    """The connection dropped mid-benchmark: the message sizes measured so far are kept, marked partial."""
+    parsed = parse_nccl_tests("\n".join(lines)).value
+    if parsed is None or not parsed.rows:
+        ctx.evidence.partial["collectives"] = "no message size had been measured"
+        return
+    if tool == "torch_all_reduce_bench":
+        parsed = parsed.model_copy(update={"tool": tool})
+    ctx.evidence.collectives = parsed
+    ctx.evidence.collective_interconnect = interconnect(ctx, on_gpu)
+    ctx.evidence.partial["collectives"] = (f"{len(parsed.rows)} message sizes up to "
+                                           f"{max(r.size_bytes for r in parsed.rows):,} bytes before the drop")

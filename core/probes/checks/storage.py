@@ -23,6 +23,7 @@ from core.probes.transport.base import Disconnected, TransportError
 MARGIN_BYTES = 256 << 20
 SMALL_FILE_BYTES = 4096
 SEQ_FILE = "tuneplan_seq.dat"
+TEST_DIR_PREFIX = "tuneplan.io."
 _DOC_START = re.compile(r"^\{\s*$")
 
 Role = Literal["data", "checkpoint", "scratch"]
@@ -48,11 +49,20 @@ def choose_tool(ctx: ProbeContext) -> Tool:
     return "python" if ctx.facts.python is not None else "dd"
 
 
+def fio_filename(path: str) -> str:
+    """A path as fio's ``filename`` option takes it: fio splits ``filename`` (and ``directory``) on ':' to name
+    several files, so a ':' that is part of the path is escaped as '\\:' ("If the wanted filename does need to
+    include a colon, then escape that with a \\ character", https://fio.readthedocs.io/en/latest/fio_doc.html,
+    option filename). The whole path goes in ``filename`` and ``directory`` is not used, since the docs give
+    the escape for ``filename`` only."""
+    return path.replace(":", "\\:")
+
+
 def fio_command(ctx: ProbeContext, directory: str, *, engine: str, direct: bool) -> str:
     """One fio run, four stonewalled jobs, JSON every second (for the live chart) and at the end."""
     size, runtime = ctx.options.fio_size, max(1, round(ctx.options.fio_runtime_s))
-    common = ["--filename=" + SEQ_FILE, f"--size={size}"]
-    args = ["fio", "--output-format=json", "--status-interval=1", f"--directory={directory}",
+    common = ["--filename=" + fio_filename(f"{directory}/{SEQ_FILE}"), f"--size={size}"]
+    args = ["fio", "--output-format=json", "--status-interval=1",
             f"--ioengine={engine}", f"--direct={int(direct)}", "--group_reporting", "--randrepeat=0",
             "--name=seq_write", "--rw=write", "--bs=1M", "--iodepth=16", "--end_fsync=1",
             f"--runtime={runtime * 10 + 30}", *common,
@@ -147,8 +157,12 @@ def _run_fio(ctx: ProbeContext, storage: StorageResult, directory: str, role: st
         docs = _Docs(ctx, role)
         stream = ctx.stream(fio_command(ctx, directory, engine=engine, direct=direct),
                             timeout=ctx.options.timeouts.storage_s)
-        for line in stream:
-            docs.feed(line)
+        try:
+            for line in stream:
+                docs.feed(line)
+        except Disconnected:
+            _keep_partial(ctx, storage, docs)
+            raise
         result = stream.result
         text = docs.final()
         parsed = parse_fio_json(text) if text else None
@@ -173,6 +187,19 @@ def _run_fio(ctx: ProbeContext, storage: StorageResult, directory: str, role: st
             break
         ctx.run(f"rm -f -- {q(directory + '/' + SEQ_FILE)}", timeout=ctx.options.timeouts.command_s)
     raise ProbeFailed(f"fio failed at {storage.path}: {last_error}")
+
+
+def _keep_partial(ctx: ProbeContext, storage: StorageResult, docs: _Docs) -> None:
+    """The connection dropped while fio ran: keep fio's last interval report (the parser repairs a cut-off one)
+    as this path's figures, marked partial in the evidence."""
+    text = docs.final()
+    parsed = parse_fio_json(text).value if text else None
+    kept = "no fio report had arrived"
+    if parsed is not None and parsed.jobs:
+        storage.fio.append(parsed)
+        apply_fio(storage, parsed)
+        kept = "fio's last report before the drop (" + ", ".join(j.name for j in parsed.jobs) + ")"
+    ctx.evidence.partial["storage"] = f"{storage.role} ({storage.path}): {kept}"
 
 
 def _json_line(text: str) -> dict[str, Any] | None:
@@ -255,16 +282,23 @@ def _free_space(ctx: ProbeContext, directory: str) -> tuple[int | None, str | No
     return int(parts[4]), parts[1]
 
 
-def test_path(ctx: ProbeContext, role: Role, path: str) -> StorageResult:
-    """Measure one path inside a private directory that is removed afterwards whatever happens."""
+def test_path(ctx: ProbeContext, role: Role, path: str, storage: StorageResult | None = None) -> StorageResult:
+    """Measure one path inside a private directory that is removed afterwards whatever happens (``storage``, when
+    given, is filled in place: the caller has put it in the evidence already, so a drop keeps what it holds).
+
+    The directory is resolved on the host (``..`` and symlinks in the named path: realpath) and written in the
+    ledger before anything is put in it, so a drop or a killed client leaves nothing the next run cannot find."""
     tool = choose_tool(ctx)
-    storage = StorageResult(path=path, role=role, tool=tool)
-    made = ctx.run(f"umask 077 && mktemp -d -- {q(path + '/tuneplan.io.XXXXXXXX')}",
+    storage = storage or StorageResult(path=path, role=role, tool=tool)
+    made = ctx.run(f"umask 077 && d=$(mktemp -d -- {q(path + '/' + TEST_DIR_PREFIX + 'XXXXXXXX')}) && "
+                   '{ realpath -e -- "$d" 2>/dev/null || readlink -f -- "$d"; }',
                    timeout=ctx.options.timeouts.command_s)
-    directory = made.stdout.strip()
-    if made.exit_code != 0 or not directory.startswith(path):
+    directory = made.stdout.strip().splitlines()[-1] if made.stdout.strip() else ""
+    name = directory.rsplit("/", 1)[-1]
+    if made.exit_code != 0 or not directory.startswith("/") or not name.startswith(TEST_DIR_PREFIX):
         storage.skipped_reason = f"cannot create a test directory in {path}: {short_error(made)}"
         return storage
+    ctx.remember(directory, "storage")
     try:
         storage.free_bytes, storage.filesystem = _free_space(ctx, directory)
         need = required_bytes(ctx.options.fio_size, ctx.options.small_files)
@@ -294,7 +328,10 @@ def _remove(ctx: ProbeContext, directory: str) -> None:
     try:
         ctx.transport.remove_workdir(directory)
     except (Disconnected, TransportError, ValueError) as exc:
-        ctx.log("warning", f"could not remove the storage test directory {directory}: {exc}")
+        ctx.log("warning", f"could not remove the storage test directory {directory} (it is in the ledger: the "
+                           f"next connection to this host removes it): {exc}")
+        return
+    ctx.forget(directory)
 
 
 def run(ctx: ProbeContext) -> None:
@@ -305,13 +342,14 @@ def run(ctx: ProbeContext) -> None:
         if path in done:
             ctx.evidence.storage.append(done[path].model_copy(update={"role": role}))
             continue
+        storage = StorageResult(path=path, role=role, tool=choose_tool(ctx))
+        ctx.evidence.storage.append(storage)  # now, so a drop mid-test keeps what it measured
         try:
-            storage = test_path(ctx, role, path)
+            test_path(ctx, role, path, storage)
         except ProbeFailed as exc:
-            storage = StorageResult(path=path, role=role, tool=choose_tool(ctx), skipped_reason=str(exc))
+            storage.skipped_reason = str(exc)
             errors.append(str(exc))
         done[path] = storage
-        ctx.evidence.storage.append(storage)
         if storage.skipped_reason:
             ctx.log("warning", f"storage test at {path}: {storage.skipped_reason}")
     if errors and len(errors) == len(done):

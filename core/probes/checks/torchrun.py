@@ -55,5 +55,11 @@ def torchrun_command(ctx: ProbeContext, launch: Launch, script: str, args: list[
     if launch.backend == "gloo":
         # One host: the ranks talk over loopback unless the user chose an interface.
         env = 'GLOO_SOCKET_IFNAME="${GLOO_SOCKET_IFNAME:-lo}" '
+    # TMPDIR: torchelastic makes its log and error-file directory with tempfile.mkdtemp(prefix="torchelastic_")
+    # (torch/distributed/elastic/multiprocessing/api.py) and the local agent its watchdog_timer_* file under
+    # tempfile.gettempdir() (elastic/agent/server/local_elastic_agent.py); both follow TMPDIR, so everything it
+    # writes stays in the run's work directory, which is removed at the end. --standalone keeps the rendezvous
+    # in a c10d TCP store on localhost (torch/distributed/run.py), which writes no file.
+    env = f"TMPDIR={q(ctx.workdir)} " + env
     return (f"cd {q(ctx.workdir)} && {env}OMP_NUM_THREADS=1 {q(python)} -m torch.distributed.run --standalone "
             f"--nproc_per_node {launch.nproc} {q(script)} " + " ".join(q(a) for a in args))

@@ -69,8 +69,10 @@ def check_storage(box: Box, need: float | None) -> list[Check]:
     for s in box.e.storage:
         label = f"{s.role} ({s.path})"
         if s.skipped_reason:
-            out.append(check("storage", f"Storage {label}", INFO, "not measured", "—", T.STORAGE_SOURCE,
-                             s.skipped_reason))
+            # WARN, not INFO: the user named this path (or the run's scratch directory stood in for one) and it
+            # was not measured, so the card must not read READY as if storage had been seen to work.
+            out.append(check("storage", f"Storage {label}", WARN, "not measured", "a storage measurement",
+                             T.STORAGE_SOURCE, f"storage at {s.path} was not measured: {s.skipped_reason}"))
             continue
         kind = _fs_kind(s.filesystem)
         out += [c for c in (_seq_read(s, label, kind, need), _p99(s, label, kind), _small_files(s, label, kind),

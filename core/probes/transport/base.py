@@ -13,6 +13,7 @@ time: the metrics sampler streams ``nvidia-smi`` over the worker's transport whi
 
 from __future__ import annotations
 
+import shlex
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -174,6 +175,26 @@ def _result(command: str, stdout: bytes, outcome: ExecOutcome, started: float) -
         timed_out=outcome.timed_out,
         cancelled=outcome.cancelled,
     )
+
+
+def check_workdir_name(path: str) -> None:
+    """Before a path is resolved: absolute, on one line, and its last part one of our names. ``..`` and symlinks
+    are allowed here: the transport resolves the path on the host (realpath) and checks the result with
+    `check_workdir_path`, so '/data/../scratch/tuneplan.io.x' is removed rather than refused."""
+    pure = PurePosixPath(path)
+    if not pure.is_absolute() or not pure.name.startswith(WORKDIR_PREFIX) or any(c in path for c in "\n\r\0"):
+        raise ValueError(
+            f"'{path}' is not one this app created; expected an absolute path whose last part starts "
+            f"with '{WORKDIR_PREFIX}'"
+        )
+
+
+def resolve_script(path: str) -> str:
+    """A shell line printing the resolved path of ``path`` (nothing when it is gone): ``realpath -e`` (GNU
+    coreutils ≥ 8.15), else ``readlink -f``."""
+    quoted = shlex.quote(path)
+    return (f"if [ -e {quoted} ] || [ -L {quoted} ]; then realpath -e -- {quoted} 2>/dev/null "
+            f"|| readlink -f -- {quoted}; fi")
 
 
 def check_workdir_path(path: str) -> None:

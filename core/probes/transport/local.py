@@ -26,6 +26,7 @@ from core.probes.transport.base import (
     ExecGenerator,
     ExecOutcome,
     TransportError,
+    check_workdir_name,
     check_workdir_path,
 )
 
@@ -126,8 +127,16 @@ class LocalTransport(ChunkedTransport):
         return tempfile.mkdtemp(prefix=WORKDIR_PREFIX)
 
     def remove_workdir(self, path: str) -> None:
-        check_workdir_path(path)
-        shutil.rmtree(path, ignore_errors=True)
+        """Resolve ``path`` (``..``, symlinks), check the result is one of ours, remove it (gone already: fine)."""
+        check_workdir_name(path)
+        if not os.path.lexists(path):
+            return
+        resolved = os.path.realpath(path)
+        try:
+            check_workdir_path(resolved)
+        except ValueError as exc:
+            raise ValueError(f"{path} resolves to {resolved}: {exc}") from None
+        shutil.rmtree(resolved, ignore_errors=True)
 
     def close(self) -> None:
         self._closed = True

@@ -43,7 +43,9 @@ from core.probes.transport.base import (
     HostKeyUnknown,
     TransportError,
     Unreachable,
+    check_workdir_name,
     check_workdir_path,
+    resolve_script,
 )
 from core.probes.transport.hostkeys import (
     StrictHostKeyPolicy,
@@ -544,8 +546,21 @@ class SshTransport(ChunkedTransport):
         return path
 
     def remove_workdir(self, path: str) -> None:
-        check_workdir_path(path)
-        result = self.run(f"rm -rf -- {shlex.quote(path)}", timeout=120)
+        """Resolve ``path`` on the host (``..``, symlinks), check the result is one of ours, remove it; a path
+        that is already gone is fine."""
+        check_workdir_name(path)
+        found = self.run(resolve_script(path), timeout=30)
+        resolved = found.stdout.strip().splitlines()[-1] if found.ok and found.stdout.strip() else ""
+        if not found.ok:
+            raise TransportError(f"could not resolve {path} on {self.description}: "
+                                 f"{found.stderr.strip() or 'exit status ' + str(found.exit_code)}")
+        if not resolved:
+            return
+        try:
+            check_workdir_path(resolved)
+        except ValueError as exc:
+            raise ValueError(f"{path} resolves to {resolved} on {self.description}: {exc}") from None
+        result = self.run(f"rm -rf -- {shlex.quote(resolved)}", timeout=120)
         if not result.ok:
             raise TransportError(f"could not remove {path} on {self.description}: "
                                  f"{result.stderr.strip() or 'exit status ' + str(result.exit_code)}")

@@ -1,0 +1,96 @@
+"""What the card cannot vouch for: planned probes that were not measured, and evidence cut short by a drop.
+
+``score`` grades evidence alone; this module holds the card to what happened to the run. Every planned probe
+that has no measured outcome (``lost`` when the connection dropped, ``cancelled``, or no outcome at all because
+the run was interrupted) becomes an INFO line "<probe>: not measured" - never dropped from the card - and the
+verdict is at best INCOMPLETE: a card that reads READY would vouch for checks nobody ran. A FAIL among what was
+measured still makes it NOT READY (a failure seen is a failure). Evidence a lost probe gathered before the drop
+(``ProbeEvidence.partial``) stays graded and is named partial on its line.
+
+The rule is ours (heuristic in the sense of STYLE: no vendor defines "incomplete"); README "The scorecard"
+states it for users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.probes.evidence import Check, ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard, Verdict
+from core.probes.scorecard.common import FAIL, INFO, Area, check
+
+# The card area each probe's missing checks would have been in.
+PROBE_AREA: dict[str, Area] = {
+    "inventory": "inventory", "gpu_metrics": "health", "health": "health", "compute": "performance",
+    "collectives": "network", "storage": "storage", "distributed": "distributed", "burn": "stability",
+}
+LOST = (ProbeStatus.lost, ProbeStatus.interrupted)
+SOURCE = "tuneplan run record (the probe's outcome)"
+
+
+def unmeasured(planned: Sequence[str], outcomes: Sequence[ProbeOutcome], status: str | None) -> dict[str, str]:
+    """Planned probe -> why it was not measured: lost, cancelled, or no outcome because the run ended first.
+    Skipped and failed probes are not here: they ran, and their own checks (or their absence) say why."""
+    last = {o.name: o for o in outcomes}
+    why: dict[str, str] = {}
+    for name in dict.fromkeys([*planned, *(o.name for o in outcomes if o.status in LOST)]):
+        outcome = last.get(name)
+        if outcome is None:
+            if status not in (None, "completed"):
+                ended = {"interrupted": "was interrupted", "cancelled": "was cancelled", "failed": "failed"}
+                why[name] = f"the run {ended.get(status, 'ended')} before it ran"
+        elif outcome.status in LOST:
+            why[name] = outcome.error or "the connection was lost"
+        elif outcome.status is ProbeStatus.cancelled:
+            why[name] = outcome.error or "cancelled"
+    return why
+
+
+def not_measured_checks(why: dict[str, str], evidence: ProbeEvidence | None) -> list[Check]:
+    """One INFO line per unmeasured probe; 'partial: …' where it left evidence before the drop."""
+    partial = evidence.partial if evidence is not None else {}
+    out = []
+    for name, reason in why.items():
+        kept = partial.get(name)
+        measured = f"partial: {kept}" if kept else "not measured"
+        out.append(check(PROBE_AREA.get(name, "inventory"), f"{name}: not measured", INFO, measured,
+                         f"the {name} probe to run to its end", SOURCE, reason.rstrip(".")))
+    return out
+
+
+def account_for_outcomes(card: Scorecard, planned: Sequence[str], outcomes: Sequence[ProbeOutcome],
+                         status: str | None, evidence: ProbeEvidence | None = None) -> Scorecard:
+    """``card`` with every unmeasured planned probe listed and the verdict held to INCOMPLETE at best.
+
+    Idempotent: a card that already lists a probe as not measured is not given the line twice (the runner saves
+    the accounted card; the report and the CLI account again for runs saved before, or left running)."""
+    why = unmeasured(planned, outcomes, status)
+    if not why:
+        return card
+    have = {c.name for c in card.checks}
+    lines = [c for c in not_measured_checks(why, evidence) if c.name not in have]
+    if not lines and card.verdict in (Verdict.incomplete, Verdict.not_ready):
+        return card  # accounted already
+    checks = [*card.checks, *lines]
+    names = ", ".join(why)
+    headline = (f"the run was {status}: {names} {'was' if len(why) == 1 else 'were'} not measured"
+                if status == "interrupted" else f"{names} {'was' if len(why) == 1 else 'were'} not measured")
+    graded = _graded_tail(card)
+    if any(c.status is FAIL for c in checks):
+        verdict = Verdict.not_ready  # the card's own summary already names the failures (and its wording)
+        summary = f"{card.summary.rstrip('.')}; and {headline}."
+    else:
+        verdict = Verdict.incomplete
+        summary = f"{Verdict.incomplete.value}: {headline}{graded}."
+    return card.model_copy(update={"verdict": verdict, "checks": checks, "summary": summary})
+
+
+def _graded_tail(card: Scorecard) -> str:
+    """What the measured part said, after the INCOMPLETE headline ('; of what was measured: …')."""
+    if card.verdict is None or card.verdict is Verdict.incomplete or not card.summary:
+        return ""
+    said = card.summary.rstrip(".")
+    head, colon, rest = said.partition(": ")
+    return f"; of what was measured: {rest if colon and head.isupper() else said}"
+
+
+__all__ = ["LOST", "PROBE_AREA", "account_for_outcomes", "not_measured_checks", "unmeasured"]

@@ -1,0 +1,294 @@
+"""Faults a flaky rented box injects, against a real OpenSSH server on 127.0.0.1, through `tuneplan probe`.
+
+The serving sshd child (the per-connection ``sshd: user`` process, found as a descendant of the listening sshd by
+its parent pid: ``SshdServer.kill_connections``) is killed while the burn, the all_reduce benchmark or fio runs;
+the client is SIGKILLed mid-run; data paths hold ``..``, ``:`` or only 5 MiB. The run must then say what it did
+not measure (exit 6, verdict INCOMPLETE), keep what it measured before the drop, and leave nothing on the host.
+Server and client are one machine, so "nothing left" is checked on the local file system. The moment to kill is
+found by reading the probe history the CLI writes (a WAL SQLite file readable while it is written): the first
+live chart point of the probe under test.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.cli.main import main as cli_main
+from core.probes import ledger
+from core.probes.evidence import ProbeStatus, Verdict
+from core.probes.store import ProbeStore, StoredRun
+
+try:
+    from tests.integration.sshd import SshdServer
+except ImportError:  # tests/ is not importable as a package; pytest put this folder on sys.path instead
+    from sshd import SshdServer  # type: ignore[no-redef]
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"probe fault test cannot run under CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def need_torch() -> None:
+    if importlib.util.find_spec("torch") is None:
+        _missing("torch is not installed in this environment (packaging/test.sh installs torch==2.13.0)")
+
+
+@pytest.fixture
+def need_fio() -> None:
+    if shutil.which("fio") is None:
+        _missing("fio is not installed (apt-get install fio)")
+
+
+@pytest.fixture(autouse=True)
+def no_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+
+
+def probe_args(sshd: SshdServer, known_hosts: Path, db: Path, *more: str) -> list[str]:
+    return ["probe", sshd.target, "-i", str(sshd.client_key_path), "--known-hosts", str(known_hosts),
+            "--db", str(db), "--python", sys.executable, *more]
+
+
+def first_point(db: Path, series: str, within_s: float = 90.0, alive: Callable[[], bool] = lambda: True) -> None:
+    """Wait until the run has stored a chart point of ``series`` (the probe under test is working)."""
+    end = time.monotonic() + within_s
+    while time.monotonic() < end and alive():
+        try:
+            with sqlite3.connect(db, timeout=1) as conn:
+                found = conn.execute("SELECT COUNT(*) FROM series WHERE series = ?", [series]).fetchone()[0]
+        except sqlite3.Error:
+            found = 0  # not created yet
+        if found:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no '{series}' point arrived within {within_s:.0f} s")
+
+
+def cli_with_a_drop(sshd: SshdServer, args: list[str], db: Path, series: str) -> int:
+    """Run `tuneplan probe` (in a thread, as it runs in a terminal) and kill the serving sshd child once the
+    first ``series`` point is stored; return its exit code."""
+    result: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: result.setdefault("code", cli_main(args)), daemon=True)
+    thread.start()
+    first_point(db, series, alive=thread.is_alive)
+    assert sshd.kill_connections(kill_commands=True) >= 1
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "the CLI did not end after the drop"
+    return int(result["code"])
+
+
+def only_run(db: Path) -> StoredRun:
+    store = ProbeStore(db)
+    try:
+        (summary,) = store.runs()
+        return store.load_run(summary.id)
+    finally:
+        store.close()
+
+
+def leftovers(db: Path, host: str) -> list[str]:
+    store = ProbeStore(db)
+    try:
+        return [e.path for e in ledger.leftovers(store, host)]
+    finally:
+        store.close()
+
+
+def ours(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("tuneplan"))
+
+
+def assert_lost_and_incomplete(run: StoredRun, probe: str) -> None:
+    assert run.summary.status == "incomplete"
+    assert {o.name: o.status for o in run.outcomes}[probe] is ProbeStatus.lost
+    card = run.scorecard
+    assert card is not None and card.verdict is Verdict.incomplete
+    assert card.summary.startswith(f"INCOMPLETE: {probe} was not measured")
+    line = next(c for c in card.checks if c.name == f"{probe}: not measured")
+    assert line.measured.startswith("partial: ")
+    assert run.summary.workdir and not Path(run.summary.workdir).exists()
+
+
+# -- the serving sshd child killed mid-probe ------------------------------------------------------------------
+
+
+def test_a_drop_during_the_burn_exits_6_and_keeps_the_burn_so_far(
+        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, need_torch: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "probes.db"
+    code = cli_with_a_drop(sshd, probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "burn",
+                                            "--duration", "30"), db, "tflops")
+    assert code == 6, capsys.readouterr().err
+    run = only_run(db)
+    assert_lost_and_incomplete(run, "burn")
+    assert run.evidence is not None and run.evidence.burn is not None
+    assert run.evidence.burn.completed is False and 0 < run.evidence.burn.duration_s < 30
+    assert "burn" in run.evidence.partial
+    assert any(p.series == "tflops" for p in run.series)
+    out, err = capsys.readouterr()
+    assert "burn not measured" in err and "incomplete" in err
+    assert "verdict: INCOMPLETE: burn was not measured" in out
+    assert f"  burn: {run.evidence.partial['burn']}" in out  # the text report names what is partial
+    assert leftovers(db, sshd.target) == []
+
+
+def test_a_drop_during_collectives_exits_6_and_keeps_the_sizes_measured(
+        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, need_torch: None) -> None:
+    db = tmp_path / "probes.db"
+    before = set(glob.glob("/tmp/torchelastic_*"))
+    code = cli_with_a_drop(sshd, probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "collectives"), db,
+                           "busbw")
+    assert code == 6
+    run = only_run(db)
+    assert_lost_and_incomplete(run, "collectives")
+    assert run.evidence is not None and "collectives" in run.evidence.partial
+    points = [p for p in run.series if p.series == "busbw"]
+    coll = run.evidence.collectives
+    assert coll is not None and coll.tool == "torch_all_reduce_bench"
+    assert len(coll.rows) >= 1 and {r.size_bytes for r in coll.rows} <= {int(p.x) for p in points}
+    assert run.evidence.partial["collectives"].startswith(f"{len(coll.rows)} message size")
+    assert set(glob.glob("/tmp/torchelastic_*")) == before  # torchrun kept its files in the work directory
+    assert leftovers(db, sshd.target) == []
+
+
+def test_a_drop_during_storage_exits_6_keeps_the_fio_report_and_leaves_the_data_path_empty(
+        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, need_fio: None) -> None:
+    db, data = tmp_path / "probes.db", tmp_path / "data"
+    data.mkdir()
+    code = cli_with_a_drop(sshd, probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "storage",
+                                            "--data-path", str(data), "--fio-size", "16M", "--fio-runtime", "5"),
+                           db, "fio_read")
+    assert code == 6
+    run = only_run(db)
+    assert_lost_and_incomplete(run, "storage")
+    assert run.evidence is not None
+    (storage,) = run.evidence.storage
+    assert storage.path == str(data) and storage.fio, "fio's report from before the drop was not kept"
+    assert "fio's last report" in run.evidence.partial["storage"]
+    messages = [e.message for e in run.events]
+    assert any(m.startswith("could not remove the storage test directory") for m in messages)  # at the drop
+    assert "removed 1 directory by storage before the drop on " + sshd.target in messages  # after reconnecting
+    assert ours(data) == []
+    assert leftovers(db, sshd.target) == []
+
+
+# -- the client killed mid-run --------------------------------------------------------------------------------
+
+
+def test_a_killed_client_leaves_a_run_the_next_start_marks_interrupted_and_sweeps(
+        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, need_fio: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    db, data = tmp_path / "probes.db", tmp_path / "data"
+    data.mkdir()
+    # compute first (its evidence is saved before storage starts); no inventory, so a GPU-less test machine's
+    # "no NVIDIA GPU found" does not decide the verdict
+    args = probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "compute,storage", "--data-path", str(data),
+                      "--fio-size", "16M", "--fio-runtime", "30")
+    client = subprocess.Popen([sys.executable, "-m", "core.cli", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        first_point(db, "fio_read", alive=lambda: client.poll() is None)
+        assert ours(data), "fio's directory should be there while it runs"
+        os.kill(client.pid, signal.SIGKILL)
+        client.wait(timeout=10)
+    finally:
+        if client.poll() is None:
+            client.kill()
+    killed = only_run(db)
+    assert killed.summary.status == "running"  # nobody could write how it ended
+    workdir = killed.summary.workdir
+    assert workdir and Path(workdir).exists()
+
+    code = cli_main(probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "inventory"))
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"run {killed.summary.id} stopped without an end" in out
+    store = ProbeStore(db)
+    again = store.load_run(killed.summary.id)
+    store.close()
+    assert again.summary.status == "interrupted"
+    assert len(again.series) >= len(killed.series) and again.evidence is not None  # samples and evidence kept
+    assert ours(data) == [] and not Path(workdir).exists()
+    assert leftovers(db, sshd.target) == []
+
+    assert cli_main(["probe-report", str(killed.summary.id), "--json", "--db", str(db)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["conclusion"].startswith("INCOMPLETE: the run was interrupted: storage was not measured")
+    figures = {k["label"]: k["value"] for k in report["key_figures"]}
+    assert figures["Run"] == "interrupted" and figures["Verdict"] == "INCOMPLETE"
+
+
+# -- data paths -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["with..dots", "with:colon"])
+def test_data_paths_with_dotdot_and_colon_are_measured_and_left_clean(
+        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, need_fio: None, name: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / name
+    data.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    given = f"{tmp_path}/elsewhere/../{name}" if "dots" in name else str(data)
+    db = tmp_path / "probes.db"
+    code = cli_main(probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "storage", "--data-path", given,
+                               "--fio-size", "4M", "--fio-runtime", "1", "--json"))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    assert {o["name"]: o["status"] for o in doc["outcomes"]} == {"storage": "ok"}
+    (storage,) = doc["evidence"]["storage"]
+    assert storage["path"] == given and storage["tool"] == "fio" and storage["seq_read_bytes_per_s"] > 0
+    assert ours(data) == [] and ours(tmp_path / "elsewhere") == []
+    assert "could not remove" not in err
+
+
+def test_a_data_path_with_5_mib_free_is_skipped_with_the_reason_and_the_verdict_is_not_ready(
+        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, need_fio: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a 5 MiB tmpfs needs root (CI runs as root)")
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(small)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        _missing(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        db = tmp_path / "probes.db"
+        code = cli_main(probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "storage", "--data-path",
+                                   str(small), "--json"))
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        doc = json.loads(out)
+        (outcome,) = doc["outcomes"]
+        assert outcome["status"] == "skipped" and "refused to run" in outcome["error"]
+        (storage,) = doc["evidence"]["storage"]
+        assert storage["free_bytes"] <= 5 << 20 and "twice the 256 MiB test size" in storage["skipped_reason"]
+        card = doc["scorecard"]
+        assert card["verdict"] not in (None, "READY")
+        line = next(c for c in card["checks"] if c["area"] == "storage")
+        assert (line["status"], line["measured"]) == ("WARN", "not measured")
+        assert ours(small) == []
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
