@@ -1,6 +1,6 @@
-"""Render the window to docs/screenshots/*.png: every wizard page (a page taller than the window
-also scrolled, as ``-2``, ``-3`` …), a config.json error, the library, a comparison, the catalog, the chart
-pages again with the dark palette (``dark-*``), and the PDF report's pages (through pdftoppm).
+"""Render the window to docs/screenshots/*.png: the first run's sample plan, every wizard page (a page taller
+than the window also scrolled, as ``-2``, ``-3`` …), a config.json error, the library, a comparison, the
+catalog, the chart pages again with the dark palette (``dark-*``), and the PDF report's pages (through pdftoppm).
 Run it in a real window: ``xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/python packaging/screenshots.py [OUT_DIR]``
 (without a display it falls back to Qt's offscreen platform).
 
@@ -85,6 +85,11 @@ def main(out: Path) -> int:
     for old in out.glob("*.png"):
         if not old.name.startswith("probe"):
             old.unlink()
+    from gui.wizard.first_run import open_sample
+
+    open_sample(wizard)  # what an empty library opens on (MainWindow.create_default)
+    settle(state)
+    save(window, out / "first-run.png")
     wizard.load_request(REQUEST, name="Llama 3.1 8B LoRA on 8× H100")
     settle(state)
     for i, name in enumerate(PAGE_NAMES):
