@@ -37,7 +37,10 @@ class NodeOffer:
 
     @property
     def usd_per_used_gpu_hour(self) -> float:
-        """The node's price spread over the GPUs the plan uses: above the offer's rate when it pays for more."""
+        """The node's price spread over the GPUs the plan uses: above the offer's rate when it pays for more.
+        The rate itself when the node is the whole instance (no rounding: the search and the plan agree)."""
+        if self.billed_gpus == self.gpus_per_node:
+            return self.row.usd_per_gpu_hour
         return self.usd_per_node_hour / self.gpus_per_node
 
     @property
