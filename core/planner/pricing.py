@@ -92,8 +92,8 @@ def billing_note(offer: NodeOffer) -> str:
     if not offer.pays_for_more:
         return ""
     sizes = offer.row.sizes
-    holds = f"holds {offer.billed_gpus}" if len(sizes) == 1 else \
-        f"comes in {', '.join(str(n) for n in sizes)} GPUs"
+    listed = ", ".join(str(n) for n in sizes[:-1]) + f" or {sizes[-1]}"
+    holds = f"holds {offer.billed_gpus}" if len(sizes) == 1 else f"comes in {listed} GPUs"
     return f"pays for {offer.billed_gpus} GPUs per node ({offer.row.instance} {holds})"
 
 

@@ -163,6 +163,15 @@ def test_a_small_plan_takes_a_small_instance_when_a_node_of_it_is_cheaper(gpus: 
     assert "pays for 8 GPUs per node" in next(a.value for a in r.assumptions if a.name == "spot price")
 
 
+def test_a_node_between_an_offers_sizes_pays_for_the_next_size_up() -> None:
+    # L40S, 2 GPUs per node: AWS g6e.xlarge holds one; Nebius sells 1- or 8-GPU VMs at $1.55 per GPU-hour
+    # (8 × $1.55 = $12.40 per node-hour), CoreWeave only 8x at $2.25 (8 × $2.25 = $18.00): Nebius, paying for 8
+    r = planned(hardware={"gpu": "L40S", "gpus_per_node": 2})
+    assert (r.cost.provider, r.cost.billed_gpus_per_node) == ("Nebius", 8)
+    assert r.cost.billing == "pays for 8 GPUs per node (L40S with Intel CPU (per GPU) comes in 1 or 8 GPUs)"
+    assert r.cost.compute_usd.on_demand == pytest.approx(r.time.hours * 8 * 1.55)
+
+
 def test_a_user_price_override_keeps_pricing_the_gpus_used() -> None:
     r = planned(hardware={"gpu": "A100-80GB-SXM", "gpus_per_node": 2}, pricing={"provider": "lambda",
                                                                                "usd_per_gpu_hour": 1.5})
