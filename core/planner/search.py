@@ -145,6 +145,18 @@ def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
     )
 
 
+def _allow_hint(request: PlanRequest, catalog: Catalog) -> str:
+    """'; its marketplace prices count only with pricing.allow ["marketplace"]' when such offers would serve."""
+    mode = request.pricing.mode.value
+    name = {"on_demand": "marketplace", "spot": "auction"}.get(mode)
+    if name is None or name in [a.value for a in request.pricing.allow]:
+        return ""
+    slug = catalog.provider_id(request.pricing.provider) if request.pricing.provider else None
+    if any(p.pricing_model.value == name and (slug is None or p.provider == slug) for p in catalog.prices):
+        return f"; {name} prices count only with pricing.allow [\"{name}\"]"
+    return ""
+
+
 def _column(values: np.ndarray) -> np.ndarray:
     """GPU properties along the first axis of the (GPU, GPUs per node, nodes, micro-batch) grid."""
     return values.reshape(-1, 1, 1, 1)
@@ -242,9 +254,10 @@ def search(
     table = _gpu_table(request, catalog)
     if not table.ids:
         return SearchOutcome(
-            reason="no GPU in the catalog has a "
-            f"{request.pricing.mode.value.replace('_', '-')} price"
+            reason="no GPU in the catalog has " + ("an " if request.pricing.mode.value == "on_demand" else "a ")
+            + f"{request.pricing.mode.value.replace('_', '-')} price"
             + (f" at {request.pricing.provider}" if request.pricing.provider else "")
+            + _allow_hint(request, catalog)
         )
     t = request.training
     micro_batches = (t.micro_batch_size,) if "micro_batch_size" in keep else MICRO_BATCHES

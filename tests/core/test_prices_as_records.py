@@ -259,6 +259,16 @@ def test_pricing_allow_refuses_anything_but_marketplace_and_auction(tmp_path: Pa
         "marketplace", "auction"]
 
 
+def test_a_provider_that_only_has_marketplace_offers_is_refused_in_one_sentence_that_says_why(
+        tmp_path: Path) -> None:
+    proc = tuneplan(tmp_path, "plan", "--model", "llama-3.1-8b", "--tokens", "2e8", "--provider", "vastai")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip() == ("tuneplan: no GPU in the catalog has an on-demand price at vastai; marketplace "
+                                   "prices count only with pricing.allow [\"marketplace\"]")
+    allowed = planned(pricing={"provider": "vastai", "allow": ["marketplace"]})
+    assert allowed.cost.provider == "Vast.ai" and allowed.cost.usd_per_gpu_hour.on_demand == 2.4024
+
+
 # --------------------------------------------------------------------------- property
 
 
