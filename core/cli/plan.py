@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from core.cli.common import CliError, read_json
 from core.cli.table import table
-from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd, parse_count
+from core.units import fmt_amount, fmt_bytes, fmt_count, fmt_hours, fmt_usd, parse_count
 from core.validation import validation_message
 
 
@@ -96,6 +96,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def price_offer(c: Any) -> str:
+    """' p5.48xlarge (on_demand)': the instance the price is for and what kind of price it is; '' with none."""
+    if not c.instance:
+        return ""
+    low = ", low confidence" if c.confidence == "low" else ""
+    return f" {c.instance} ({c.pricing_model}{low})"
+
+
 def render_plan(result: Any) -> str:
     """The human summary: headline, memory table, time, cost, candidates, warnings."""
     r = result
@@ -138,8 +146,12 @@ def render_plan(result: Any) -> str:
                 ("total", fmt_usd(r.cost.total_usd)),
             ]
         ),
-        f"Prices: {r.cost.provider or 'none'}, seen {r.cost.price_date or 'undated'} ({r.cost.price_source or '—'})",
+        f"Prices: {r.cost.provider or 'none'}{price_offer(r.cost)}, seen {r.cost.price_date or 'undated'} "
+        f"({r.cost.price_source or '—'})",
     ]
+    if r.cost.billing:
+        out.append(f"Billing: {r.cost.billing}: {fmt_amount(r.cost.billed_gpu_hours or 0)} GPU-hours billed for "
+                   f"{fmt_amount(r.time.gpu_hours)} used")
     if r.candidates:
         from core.planner.search import shown_candidates  # the planner loads only when a plan is printed
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from core.catalog import GPU, PRICING_MODES, Catalog, CatalogError, load_catalog
 from core.document import KeyFigure
-from core.planner import cost, sanity, search
+from core.planner import cost, pricing, sanity, search
 from core.planner.models import (
     Candidate,
     ComputeCost,
@@ -114,6 +114,9 @@ class ProviderCost(BaseModel):
     spot_expected_lost_hours: float | None
     dates: dict[str, str | None]
     sources: dict[str, str | None]
+    instances: dict[str, str | None] = Field(default_factory=dict)  # the instance each mode is priced from
+    billed_gpus: dict[str, int | None] = Field(default_factory=dict)  # GPUs paid for per node, by mode
+    low_confidence: list[str] = Field(default_factory=list)  # modes priced from a low-confidence record
 
 
 class ScalingCurve(BaseModel):
@@ -269,23 +272,30 @@ def provider_costs(request: PlanRequest, catalog: Catalog, today: dt.date | None
     """The planned job priced at every provider that rents this GPU (the user's price override left out)."""
     hw = request.hardware
     assert hw is not None, "plan the request first: provider_costs needs its hardware"
-    pricing = request.pricing.model_copy(update={"usd_per_gpu_hour": None})
+    spec = request.pricing.model_copy(update={"usd_per_gpu_hour": None})
     out = []
     for slug in catalog.providers():
         try:
             if not catalog.prices_for(hw.gpu, slug):
                 continue
-            r = plan(request.model_copy(update={"pricing": pricing.model_copy(update={"provider": slug})}),
+            r = plan(request.model_copy(update={"pricing": spec.model_copy(update={"provider": slug})}),
                      catalog, today)
         except (PlanError, CatalogError):
             continue
-        rows = {mode: catalog.best_price(hw.gpu, mode, slug) for mode in MODES}
+        # The same offers the plan was priced from: whole instances of this node size, the request's allowances;
+        # low-confidence records too (a provider is named), each flagged in the plan's warnings.
+        offers = {mode: pricing.node_offer(catalog, hw.gpu, mode, hw.gpus_per_node, provider=slug,
+                                           allow=[a.value for a in request.pricing.allow]) for mode in MODES}
+        rows = {m: (o.row if o else None) for m, o in offers.items()}
         out.append(ProviderCost(
             provider=slug, provider_name=catalog.provider(slug).name, usd_per_gpu_hour=r.cost.usd_per_gpu_hour,
             compute_usd=r.cost.compute_usd, total_usd=r.cost.total_usd,
             spot_expected_lost_hours=r.cost.spot_expected_lost_hours,
             dates={m: (row.date if row else None) for m, row in rows.items()},
-            sources={m: (row.source if row else None) for m, row in rows.items()}))
+            sources={m: (row.source if row else None) for m, row in rows.items()},
+            instances={m: (row.instance if row else None) for m, row in rows.items()},
+            billed_gpus={m: (o.billed_gpus if o else None) for m, o in offers.items()},
+            low_confidence=[m for m, row in rows.items() if row is not None and row.confidence == "low"]))
     return out
 
 
@@ -332,7 +342,9 @@ def _candidates(request: PlanRequest, result: PlanResult, catalog: Catalog) -> t
     mode, provider = request.pricing.mode.value, request.pricing.provider
     note = None
     try:
-        if request.pricing.usd_per_gpu_hour is None and catalog.best_price(gpu, mode, provider) is None:
+        allow = [a.value for a in request.pricing.allow]
+        if request.pricing.usd_per_gpu_hour is None and pricing.any_offer(
+                catalog, gpu, mode, provider=provider, allow=allow) is None:
             one = one.model_copy(update={"search": one.search.model_copy(update={"objective": "time"})})
             note = (f"no {mode.replace('_', '-')} price for {gpu}" + (f" at {provider}" if provider else "")
                     + ": its configurations are ranked by time")

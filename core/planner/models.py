@@ -7,12 +7,26 @@ Every field carries a description; the GUI builds its forms and error messages f
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from core.catalog.records import Interconnect, PricingMode, StorageTier  # the one definition, shared with the catalog
+from core.catalog.records import (  # the one definition, shared with the catalog
+    Allowance,
+    Interconnect,
+    PricingMode,
+    StorageTier,
+)
+from core.planner.choices import (  # the request's named choices, re-exported: callers import them from here
+    Attention,
+    CrossEntropy,
+    Framework,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    Sharding,
+)
 from core.planner.lora import target_set
 from core.units import HOURS_PER_YEAR, parse_count
 
@@ -43,69 +57,6 @@ def within(low: float, high: float, allowed: str, low_open: bool = False) -> Aft
         return value
 
     return AfterValidator(check)
-
-
-class Method(StrEnum):
-    full = "full"
-    lora = "lora"
-    qlora = "qlora"
-
-
-class Precision(StrEnum):
-    amp_bf16 = "amp_bf16"
-    pure_bf16 = "pure_bf16"
-    amp_fp16 = "amp_fp16"
-    fp32 = "fp32"
-    fp8 = "fp8"
-
-
-class Optimizer(StrEnum):
-    adamw = "adamw"
-    adamw_8bit = "adamw_8bit"
-    paged_adamw_8bit = "paged_adamw_8bit"
-    paged_adamw_32bit = "paged_adamw_32bit"
-    sgd = "sgd"
-    sgd_momentum = "sgd_momentum"
-    adafactor = "adafactor"
-    lion = "lion"
-
-
-class Sharding(StrEnum):
-    none = "none"
-    zero1 = "zero1"
-    zero2 = "zero2"
-    zero3 = "zero3"
-    fsdp = "fsdp"
-    hsdp = "hsdp"
-
-
-class Offload(StrEnum):
-    none = "none"
-    optimizer = "optimizer"
-    optimizer_and_params = "optimizer_and_params"
-
-
-class Attention(StrEnum):
-    flash = "flash"
-    sdpa = "sdpa"
-    eager = "eager"
-
-
-class CrossEntropy(StrEnum):
-    standard = "standard"  # logits materialised whole, upcast to fp32 for the loss (transformers' default)
-    chunked = "chunked"  # 16-bit logits kept, the fp32 loss computed one chunk at a time
-    fused = "fused"  # fused linear cross-entropy kernels (Liger, Apple CCE): logits never materialised whole
-
-
-class Framework(StrEnum):
-    hf_trainer = "hf_trainer"
-    torchtune = "torchtune"
-    unsloth = "unsloth"
-    axolotl = "axolotl"
-    litgpt = "litgpt"
-    torchtitan = "torchtitan"
-    megatron = "megatron"
-    deepspeed = "deepspeed"
 
 
 Checkpointing = Literal["none", "selective", "full"]
@@ -291,6 +242,27 @@ class HardwareSpec(_Strict):
         return self.gpus_per_node * self.nodes
 
 
+ALLOWANCES = tuple(a.value for a in Allowance)
+
+
+def _allowances(value: Any) -> Any:
+    """``pricing.allow``: a list of marketplace / auction (a comma string too); one sentence for anything else.
+
+    Marketplace hosts and auction floors are cheaper and less certain than a provider's list price, so a plan
+    uses them only when asked; a misspelt name must not silently price nothing.
+    """
+    if value is None:
+        return []
+    items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        raise ValueError(f"pricing.allow must be a list of {' and '.join(ALLOWANCES)} (got {value!r})")
+    for item in items:
+        if str(getattr(item, "value", item)) not in ALLOWANCES:
+            raise ValueError(f"pricing.allow: {item!r} is not allowed; use {' or '.join(repr(a) for a in ALLOWANCES)}"
+                             " (serverless rates never price a plan)")
+    return list(dict.fromkeys(str(getattr(i, "value", i)) for i in items))
+
+
 class PricingSpec(_Strict):
     provider: str | None = Field(None, title="Provider", description="e.g. aws, lambda, runpod (cheapest if empty)")
     mode: PricingMode = Field(PricingMode.on_demand, title="Pricing mode")
@@ -298,6 +270,11 @@ class PricingSpec(_Strict):
         None, title="Price override", description="USD per GPU-hour"
     )
     discount: float = Field(0.0, ge=0, lt=1, title="Discount", description="negotiated discount, 0–1")
+    allow: Annotated[list[Allowance], BeforeValidator(_allowances)] = Field(
+        default_factory=list, title="Also price",
+        description="marketplace (community/peer hosts, on-demand plans) and auction (bid floors, spot plans): "
+        "used only when named here",
+    )
 
 
 class SearchSpec(_Strict):
@@ -503,6 +480,13 @@ class CostResult(BaseModel):
     provider: str | None
     price_date: str | None
     price_source: str | None
+    instance: str | None = Field(None, description="the instance type the chosen mode's price is for")
+    pricing_model: str | None = Field(None, description="on_demand, spot, reserved, marketplace or auction")
+    confidence: str | None = Field(None, description="the price record's confidence: normal or low")
+    billed_gpus_per_node: int | None = Field(
+        None, description="GPUs paid for per node: the smallest instance of the offer that holds the node")
+    billed_gpu_hours: float | None = Field(None, description="hours × nodes × billed GPUs per node (chosen mode)")
+    billing: str = Field("", description="why it pays for more GPUs than it uses, or ''")
     usd_per_gpu_hour: ComputeCost
     compute_usd: ComputeCost
     spot_expected_lost_hours: float | None
@@ -531,6 +515,8 @@ class Candidate(BaseModel):
     provider: str | None
     pareto: bool
     why: str
+    instance: str | None = Field(None, description="the instance type the node is priced from")
+    billed_gpus: int | None = Field(None, description="GPUs paid for per node (≥ gpus_per_node)")
 
 
 class Assumption(BaseModel):

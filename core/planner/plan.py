@@ -14,11 +14,10 @@ from core.catalog import (
     PRICING_MODES,
     Catalog,
     CatalogError,
-    Price,
     load_catalog,
     network,
 )
-from core.planner import cost, gpu_rates, memory, parallel, reliability, sanity, search, storage
+from core.planner import cost, gpu_rates, memory, parallel, pricing, reliability, sanity, search, storage
 from core.planner.advice import suggestions
 from core.planner.frameworks import effective_training
 from core.planner.memory import CUDA_CONTEXT_BYTES, checkpoint_bytes
@@ -155,13 +154,33 @@ def _largest_fitting(arch: Architecture, request: PlanRequest, hw: Hardware, *, 
     return largest(np.arange(low, high, dtype=np.int64))
 
 
-def _price_for(catalog: Catalog, gpu: GPU, request: PlanRequest, mode: str) -> Price | None:
+def _price_for(catalog: Catalog, gpu: GPU, request: PlanRequest, mode: str, gpus_per_node: int,
+               trusted_only: bool) -> pricing.NodeOffer | None:
+    """The offer a node of this plan is priced from in `mode` (whole instances, the request's allowances)."""
     try:
-        return catalog.best_price(gpu.id, mode, request.pricing.provider)
+        return pricing.node_offer(catalog, gpu.id, mode, gpus_per_node, provider=request.pricing.provider,
+                                  allow=[a.value for a in request.pricing.allow], trusted_only=trusted_only)
     except CatalogError:
         raise
     except Exception:
         return None
+
+
+def _price_warnings(offer: pricing.NodeOffer, mode: str, gpu: GPU) -> list[str]:
+    """What to know about a price the plan uses: low confidence, or a marketplace/auction offer the user allowed.
+    (Its age is a sanity check: core/planner/sanity.py.)"""
+    row, label = offer.row, mode.replace("_", "-")
+    out = []
+    if row.confidence == "low":
+        out.append(f"{row.provider_name} {label} price for {gpu.id} (${row.usd_per_gpu_hour:.2f}/GPU-h, "
+                   f"{row.instance}) is marked low-confidence in its source: check it before you rent")
+    if row.pricing_model.value in ("marketplace", "auction"):
+        article = "an" if row.pricing_model.value == "auction" else "a"
+        out.append(f"the {label} price for {gpu.id} is {article} {row.pricing_model.value} offer ({row.provider_name} "
+                   f"{row.instance}), used because pricing.allow names it: "
+                   + ("community hosts vary in reliability and network" if row.pricing_model.value == "marketplace"
+                      else "an auction floor is a bid, not a price anyone is sure to get"))
+    return out
 
 
 def _cost(
@@ -174,43 +193,62 @@ def _cost(
     storage_lines: list[CostLine],
     disk_bytes: float,
     today: dt.date,
+    trusted_only: bool = False,
 ) -> tuple[CostResult, list[str], list[Assumption]]:
-    pricing, a = request.pricing, request.assumptions
+    pricing_spec, a = request.pricing, request.assumptions
     warnings: list[str] = []
     assumptions: list[Assumption] = []
-    rows = {mode: _price_for(catalog, gpu, request, mode) for mode in PRICING_MODES}
-    ref = rows.get(pricing.mode.value) or rows["on_demand"] or rows["spot"] or rows["reserved"]
+    offers = {mode: _price_for(catalog, gpu, request, mode, hw.gpus_per_node, trusted_only) for mode in PRICING_MODES}
+    rows = {m: (o.row if o else None) for m, o in offers.items()}
+    chosen_mode = pricing_spec.mode.value
+    ref_offer = offers.get(chosen_mode) or offers["on_demand"] or offers["spot"] or offers["reserved"]
+    ref = ref_offer.row if ref_offer else None
     per_hour = {m: (r.usd_per_gpu_hour if r else None) for m, r in rows.items()}
-    if pricing.usd_per_gpu_hour is not None:
-        per_hour[pricing.mode.value] = pricing.usd_per_gpu_hour
+    # What each mode costs per GPU the plan uses: a whole node's price spread over its GPUs. The user's own
+    # price (pricing.usd_per_gpu_hour) prices the GPUs used, as it says.
+    per_used = {m: (o.usd_per_used_gpu_hour if o else None) for m, o in offers.items()}
+    if pricing_spec.usd_per_gpu_hour is not None:
+        per_hour[chosen_mode] = per_used[chosen_mode] = pricing_spec.usd_per_gpu_hour
+    chosen_offer = offers[chosen_mode]
+    billed_per_node = hw.gpus_per_node if pricing_spec.usd_per_gpu_hour is not None else (
+        chosen_offer.billed_gpus if chosen_offer else None)
     solve_hours = float(est.hours)
     gpu_hours = solve_hours * (1 + ckpt.overhead_fraction) * hw.gpus
     spot = cost.spot_cost(
         solve_hours=solve_hours,
         gpus=hw.gpus,
-        spot_usd_per_gpu_hour=per_hour["spot"],
+        spot_usd_per_gpu_hour=per_used["spot"],
         gpu_mtbf_hours=a.gpu_mtbf_hours,
         preemptions_per_hour=a.spot_preemptions_per_hour,
         checkpoint_write_s=ckpt.write_seconds,
         restart_s=a.restart_minutes * 60,
-        discount=pricing.discount,
+        discount=pricing_spec.discount,
     )
     compute_usd = cost.compute_costs(
         gpu_hours,
-        per_hour["on_demand"],
-        per_hour["spot"],
-        per_hour["reserved"],
-        pricing.discount,
+        per_used["on_demand"],
+        per_used["spot"],
+        per_used["reserved"],
+        pricing_spec.discount,
         spot_gpu_hours=spot.gpu_hours,
     )
-    for mode, row in rows.items():
-        if row is None:
+    used_hours = spot.gpu_hours if chosen_mode == "spot" else gpu_hours
+    billed_hours = None if billed_per_node is None else used_hours * billed_per_node / hw.gpus_per_node
+    billing = "" if pricing_spec.usd_per_gpu_hour is not None or chosen_offer is None else \
+        pricing.billing_note(chosen_offer)
+    for mode, offer in offers.items():
+        if offer is None:
             continue
+        row = offer.row
+        warnings += _price_warnings(offer, mode, gpu)
+        note = pricing.billing_note(offer)
         assumptions.append(
             Assumption(
                 name=f"{mode.replace('_', '-')} price",
                 value=f"${row.usd_per_gpu_hour:.2f}/GPU-h "
-                f"({row.provider_name} {row.instance}, {row.region})",
+                f"({row.provider_name} {row.instance}, {row.region}, {row.pricing_model.value}"
+                + (f", {row.confidence} confidence" if row.confidence == "low" else "")
+                + (f"; {note}" if note else "") + ")",
                 source=row.source,
                 date=row.date,
             )
@@ -220,15 +258,15 @@ def _cost(
     egress_row = catalog.egress_price(ref.provider if ref else "aws")
     egress = cost.egress_cost(a.egress_gb, egress_row.usd_per_gb if egress_row else None) or 0.0
     storage_usd = sum(line.usd or 0.0 for line in storage_lines)
-    chosen = getattr(compute_usd, pricing.mode.value)
+    chosen = getattr(compute_usd, chosen_mode)
     items = [
         CostLine.cited(
-            f"compute ({pricing.mode.value.replace('_', '-')})",
+            f"compute ({chosen_mode.replace('_', '-')})",
             chosen,
-            f"{gpu_hours:,.0f} GPU-h × ${per_hour[pricing.mode.value] or 0:.2f}"
-            + (
-                f" (spot: {spot.gpu_hours:,.0f} GPU-h incl. expected lost work)" if pricing.mode.value == "spot" else ""
-            ),
+            f"{billed_hours if billed_hours is not None else gpu_hours:,.0f} GPU-h billed × "
+            f"${per_hour[chosen_mode] or 0:.2f}"
+            + (f" (spot: {spot.gpu_hours:,.0f} GPU-h used incl. expected lost work)" if chosen_mode == "spot" else "")
+            + (f"; {billing}" if billing else ""),
             ref,
         ),
         *storage_lines,
@@ -237,9 +275,13 @@ def _cost(
     ]
     total = None if chosen is None else chosen + storage_usd + idle + egress
     if chosen is None:
+        why = pricing.missing_price_reason(
+            catalog, gpu.id, chosen_mode, hw.gpus_per_node, provider=pricing_spec.provider,
+            allow=[x.value for x in pricing_spec.allow], trusted_only=trusted_only)
         warnings.append(
-            f"no {pricing.mode.value.replace('_', '-')} price for {gpu.id}"
-            + (f" at {pricing.provider}" if pricing.provider else "")
+            f"no {chosen_mode.replace('_', '-')} price for {gpu.id}"
+            + (f" at {pricing_spec.provider}" if pricing_spec.provider else "")
+            + (f" ({why})" if why else "")
             + "; set pricing.usd_per_gpu_hour"
         )
     capex = (sum(gpu.street_price_usd) / 2) if gpu.street_price_usd else None
@@ -250,6 +292,12 @@ def _cost(
             provider=ref.provider_name if ref else None,
             price_date=ref.date if ref else None,
             price_source=ref.source if ref else None,
+            instance=ref.instance if ref else None,
+            pricing_model=ref.pricing_model.value if ref else None,
+            confidence=ref.confidence if ref else None,
+            billed_gpus_per_node=billed_per_node,
+            billed_gpu_hours=billed_hours,
+            billing=billing,
             usd_per_gpu_hour=ComputeCost(**per_hour),
             compute_usd=compute_usd,
             spot_expected_lost_hours=spot.lost_gpu_hours if per_hour["spot"] is not None else None,
@@ -290,6 +338,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     arch, warnings = resolve_model(request.model, catalog)
     _check_request(request, arch)
     candidates: list[Any] = []
+    searched = request.hardware is None
     if request.hardware is None:
         found = search.search(arch, request, catalog)
         candidates = found.candidates
@@ -348,8 +397,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         request_date=obj.date if obj else None,
     )
     disk = tokenized + ckpt_size * a.checkpoints_kept
+    trusted_only = not pricing.low_confidence_ok(request, gpu.id, searched=searched)
     cost_result, cost_warnings, price_assumptions = _cost(
-        request, catalog, gpu, hw_spec, est, ckpt, storage_lines, disk, today
+        request, catalog, gpu, hw_spec, est, ckpt, storage_lines, disk, today, trusted_only=trusted_only,
     )
     warnings += cost_warnings
     stall = storage.data_stall_warning(needed, a.data_tier, not request.data.packing, nodes=hw_spec.nodes)
@@ -423,7 +473,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         # The chosen row shows the plan's own figures (checkpoint writes and restarts included), so the headline
         # and the table agree figure for figure; the other rows stay failure-free estimates.
         candidates[0] = candidates[0].model_copy(update={
-            "hours": hours, "cost_usd": getattr(cost_result.compute_usd, request.pricing.mode.value)})
+            "hours": hours, "cost_usd": getattr(cost_result.compute_usd, request.pricing.mode.value),
+            "billed_gpus": cost_result.billed_gpus_per_node, "instance": cost_result.instance})
     result = PlanResult(
         request=request,
         model_name=arch.name,
@@ -447,7 +498,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         assumptions=_assumptions(arch, request, gpu, est) + price_assumptions,
         warnings=warnings,
     )
-    priced_from = {mode: _price_for(catalog, gpu, request, mode) for mode in PRICING_MODES}
+    offers = {mode: _price_for(catalog, gpu, request, mode, hw_spec.gpus_per_node, trusted_only)
+              for mode in PRICING_MODES}
+    priced_from = {mode: (offer.row if offer else None) for mode, offer in offers.items()}
     result.sanity = sanity.sanity_checks(request, result, catalog, today, prices=priced_from)
     return result
 

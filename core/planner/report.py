@@ -223,7 +223,9 @@ FORMULAS = [
     "Time = trained tokens × FLOPs per token ÷ (GPUs × peak FLOP/s × MFU) + exposed communication.",
     "Checkpoint interval (Young/Daly): τ ≈ √(2 δ M) − δ, with δ the write time and M the job MTBF "
     "(GPU MTBF ÷ GPUs, with spot preemptions added).",
-    "Compute cost = GPU-hours × price per GPU-hour × (1 − discount); spot bills the expected lost work too.",
+    "Compute cost = GPU-hours billed × price per GPU-hour × (1 − discount); a node is one whole instance, so "
+    "GPU-hours billed = hours × nodes × the instance's GPUs (a 2-GPU node on an 8-GPU instance pays for 8); spot "
+    "bills the expected lost work too.",
     "Buy vs rent: owned cost per used GPU-hour = (capex × (1 − residual) ÷ years + power × PUE + colocation + "
     "operations) ÷ (8,766 h × utilisation); break-even utilisation = yearly owned cost ÷ (8,766 × rent).",
 ]

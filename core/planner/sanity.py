@@ -118,7 +118,7 @@ def _rentable(request: PlanRequest, result: PlanResult, catalog: Catalog,
     if not offers or any(p.billed_gpus(hw.gpus_per_node) is not None for p in offers):
         return []
     largest = max(max(p.sizes) for p in offers)
-    at = f" at {request.pricing.provider}" if request.pricing.provider else ""
+    at = f" at {offers[0].provider_name}" if request.pricing.provider else ""
     return [SanityWarning(kind="not_rentable", figure=float(hw.gpus_per_node), message=(
         f"No {mode_name(mode)} offer for {hw.gpu}{at} has instances of {hw.gpus_per_node} GPUs (the largest holds "
         f"{largest}): it cannot be rented as planned; use at most {largest} GPUs per node."))]

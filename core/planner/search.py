@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.catalog import network
-from core.planner import gpu_rates, memory, parallel, reliability, storage
+from core.planner import gpu_rates, memory, parallel, pricing, reliability, storage
 from core.planner.frameworks import effective_training
 from core.planner.models import Candidate, Method, Offload, PlanRequest, Sharding, TrainingSpec
 from core.planner.params import Architecture
@@ -61,24 +61,52 @@ class _GpuTable:
     matmul: np.ndarray  # E_mm per GPU (MAMF table or heuristic)
     attention: np.ndarray
     pcie: np.ndarray
-    price: np.ndarray  # USD per GPU-hour, NaN where none
-    provider: list[str | None]
+    price: np.ndarray  # (GPU, GPUs per node): USD per GPU-hour used = a whole node's price / its GPUs; NaN: none
+    offered: np.ndarray  # (GPU, GPUs per node): False where the GPU has prices but no offer holds such a node
+    provider: list[list[str | None]]  # [GPU][GPUs per node]
+    instance: list[list[str | None]]
+    billed: list[list[int | None]]  # GPUs paid for per node
     links: list[str]
     architectures: list[str]
 
 
+def _node_prices(request: PlanRequest, catalog: Catalog, gpu_id: str) -> tuple[
+        list[float], list[bool], list[str | None], list[str | None], list[int | None]] | None:
+    """Per GPUs-per-node choice: the price per used GPU-hour (whole instances), whether a node of that size can
+    be rented, and from which offer; None when the GPU has no price in the mode at all."""
+    p, mode = request.pricing, request.pricing.mode.value
+    allow = [a.value for a in p.allow]
+    trusted = not pricing.low_confidence_ok(request, gpu_id, searched=True)
+    factor = 1 - p.discount
+    if p.usd_per_gpu_hour is not None:  # the user's own price: per GPU used, any node size
+        row = pricing.any_offer(catalog, gpu_id, mode, provider=p.provider, allow=allow, trusted_only=trusted)
+        name = row.provider_name if row else None
+        n = len(GPUS_PER_NODE)
+        return [p.usd_per_gpu_hour * factor] * n, [True] * n, [name] * n, [None] * n, list(GPUS_PER_NODE)
+    if pricing.any_offer(catalog, gpu_id, mode, provider=p.provider, allow=allow, trusted_only=trusted) is None:
+        return None
+    price, offered, provider, instance, billed = [], [], [], [], []
+    for gpn in GPUS_PER_NODE:
+        offer = pricing.node_offer(catalog, gpu_id, mode, gpn, provider=p.provider, allow=allow, trusted_only=trusted)
+        price.append(np.nan if offer is None else offer.usd_per_used_gpu_hour * factor)
+        offered.append(offer is not None)
+        provider.append(offer.row.provider_name if offer else None)
+        instance.append(offer.row.instance if offer else None)
+        billed.append(offer.billed_gpus if offer else None)
+    return price, offered, provider, instance, billed
+
+
 def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
-    mode, provider = request.pricing.mode.value, request.pricing.provider
     wanted = request.search.gpus
     gpus = [catalog.gpu(g) for g in wanted] if wanted else list(catalog.gpus.values())
-    ids, mem, peak, intra, price, prov, links, archs = [], [], [], [], [], [], [], []
+    ids, mem, peak, intra, price, offered, prov, inst, billed, links, archs = [], [], [], [], [], [], [], [], [], [], []
     hbm, matmul, attention, pcie = [], [], [], []
+    n = len(GPUS_PER_NODE)
     for gpu in gpus:
         if not gpu.supports(request.training.precision.value):
             continue  # no published peak for this precision: cannot be timed honestly
-        row = catalog.best_price(gpu.id, mode, provider)
-        usd = request.pricing.usd_per_gpu_hour or (row.usd_per_gpu_hour if row else None)
-        if usd is None and request.search.objective != "time":
+        node = _node_prices(request, catalog, gpu.id)
+        if node is None and request.search.objective != "time":
             continue
         ids.append(gpu.id)
         mem.append(gpu.memory_bytes)
@@ -89,8 +117,13 @@ def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
         matmul.append(r.matmul_efficiency)
         attention.append(r.attention_efficiency)
         pcie.append(r.pcie_gbs)
-        price.append(np.nan if usd is None else usd * (1 - request.pricing.discount))
-        prov.append(row.provider_name if row else None)
+        # A GPU with no price at all stays in a time-ranked search at every node size (unpriced).
+        usd, ok, names, instances, pays = node or ([np.nan] * n, [True] * n, [None] * n, [None] * n, [None] * n)
+        price.append(usd)
+        offered.append(ok)
+        prov.append(names)
+        inst.append(instances)
+        billed.append(pays)
         links.append(str(gpu.intra_node_link))
         archs.append(gpu.architecture)
     return _GpuTable(
@@ -102,11 +135,26 @@ def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
         np.array(matmul, float),
         np.array(attention, float),
         np.array(pcie, float),
-        np.array(price, float),
+        np.array(price, float).reshape(-1, n),
+        np.array(offered, bool).reshape(-1, n),
         prov,
+        inst,
+        billed,
         links,
         archs,
     )
+
+
+def _allow_hint(request: PlanRequest, catalog: Catalog) -> str:
+    """'; its marketplace prices count only with pricing.allow ["marketplace"]' when such offers would serve."""
+    mode = request.pricing.mode.value
+    name = {"on_demand": "marketplace", "spot": "auction"}.get(mode)
+    if name is None or name in [a.value for a in request.pricing.allow]:
+        return ""
+    slug = catalog.provider_id(request.pricing.provider) if request.pricing.provider else None
+    if any(p.pricing_model.value == name and (slug is None or p.provider == slug) for p in catalog.prices):
+        return f"; {name} prices count only with pricing.allow [\"{name}\"]"
+    return ""
 
 
 def _column(values: np.ndarray) -> np.ndarray:
@@ -206,9 +254,10 @@ def search(
     table = _gpu_table(request, catalog)
     if not table.ids:
         return SearchOutcome(
-            reason="no GPU in the catalog has a "
-            f"{request.pricing.mode.value.replace('_', '-')} price"
+            reason="no GPU in the catalog has " + ("an " if request.pricing.mode.value == "on_demand" else "a ")
+            + f"{request.pricing.mode.value.replace('_', '-')} price"
             + (f" at {request.pricing.provider}" if request.pricing.provider else "")
+            + _allow_hint(request, catalog)
         )
     t = request.training
     micro_batches = (t.micro_batch_size,) if "micro_batch_size" in keep else MICRO_BATCHES
@@ -272,6 +321,7 @@ def search(
         gpus = gpn * nodes
         dp = parallel.data_parallel(gpus, training)
         ok = layout_ok & np.broadcast_to(est.fits, shape)
+        ok &= np.broadcast_to(table.offered.reshape(g, -1, 1, 1), shape)  # whole instances: a node one can rent
         ok &= (np.broadcast_to(nodes, shape) > 1) if sharding is Sharding.hsdp else True
         # The layout on this hardware (parallel.hardware_problem, vectorised): tp inside a node, whole replicas,
         # and a full micro-batch for every replica.
@@ -287,7 +337,7 @@ def search(
         gpu_hours = np.broadcast_to(est.gpu_hours, shape)[idx]
         mem = np.broadcast_to(est.memory.total, shape)[idx]
         eff = np.broadcast_to(est.scaling_efficiency, shape)[idx]
-        cost = gpu_hours * table.price[idx[0]]
+        cost = gpu_hours * table.price[idx[0], idx[1]]  # = hours × nodes × a whole node's price
         rows.append(
             (
                 idx[0],
@@ -389,6 +439,10 @@ def search(
             parts.append(f"tensor {tps[i]} × pipeline {pps[i]}")
         cap = table.memory[gi[i]]
         parts.append(f"{mem[i] / 1e9:.0f} of {cap / 1e9:.0f} GB")
+        k = GPUS_PER_NODE.index(int(gp[i]))
+        pays, instance = table.billed[gi[i]][k], table.instance[gi[i]][k]
+        if pays is not None and instance is not None and pays > gp[i]:
+            parts.append(f"pays for {pays} GPUs per node ({instance})")
         if gp[i] * nd[i] > 1:
             parts.append(f"{eff[i]:.0%} scaling")
         if checkpointing[ck[i]] == "selective":
@@ -412,9 +466,11 @@ def search(
             memory_per_gpu=int(mem[i]),
             hours=float(hours[i]),
             cost_usd=float(cost[i]) if priced[i] else None,
-            provider=table.provider[gi[i]],
+            provider=table.provider[gi[i]][GPUS_PER_NODE.index(int(gp[i]))],
             pareto=bool(front[i]),
             why=why(i),
+            instance=table.instance[gi[i]][GPUS_PER_NODE.index(int(gp[i]))],
+            billed_gpus=table.billed[gi[i]][GPUS_PER_NODE.index(int(gp[i]))],
         )
         for i in chosen
     ]

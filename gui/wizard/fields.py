@@ -180,6 +180,39 @@ class CheckField(FieldBox):
         self.check.setChecked(self._default if value is None else bool(value))
 
 
+class MemberCheckField(FieldBox):
+    """A checkbox that puts one value into a list field or takes it out (``pricing.allow``: marketplace).
+
+    Each allowance is its own yes/no question for the user, while the request keeps the list the CLI reads;
+    the other members of the list (typed in a request file) are kept as they are.
+    """
+
+    def __init__(self, state: PlanState, path: str, member: str, title: str, hint: str | None = None) -> None:
+        self.member = member
+        self.check = QCheckBox()
+        super().__init__(state, path, self.check, title, hint)
+        self.check.setText(title)
+        self.label.hide()
+        self.check.clicked.connect(self._clicked)
+        self.refresh()
+        self.show_error()
+
+    def _members(self) -> list[Any]:
+        value = self.state.get(self.path)
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return list(value) if isinstance(value, list) else []
+
+    def _clicked(self, checked: bool) -> None:
+        members = [m for m in self._members() if display(m) != self.member]
+        if checked:
+            members.append(self.member)
+        self.state.set(self.path, members or None)
+
+    def refresh(self) -> None:
+        self.check.setChecked(any(display(m) == self.member for m in self._members()))
+
+
 def set_enabled(widget: QWidget, enabled: bool) -> None:
     """setEnabled only on a change: it runs after every keystroke, and each Qt call may wait for the GIL."""
     if widget.isEnabled() != enabled:

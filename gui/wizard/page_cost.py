@@ -16,14 +16,14 @@ from PySide6.QtWidgets import QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPush
 
 from core.catalog import PRICING_MODES, CatalogError, default_user_dir, load_catalog, save_user_overrides
 from core.planner.analysis import Analysis, PricedOption, ProviderCost, hardware_label
-from core.planner.models import PricingMode
+from core.planner.models import CostResult, PricingMode
 from core.planner.report import break_even_chart, provider_chart, seconds
 from core.units import fmt_amount, fmt_bytes, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.forms import make_error_label, make_hint_label
 from gui.table_model import Row, RowsModel, make_table
 from gui.wizard import choices
-from gui.wizard.fields import CheckField, ComboField, FieldBox, TextField
+from gui.wizard.fields import CheckField, ComboField, FieldBox, MemberCheckField, TextField
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 from gui.wizard.step_view import StepBreakdownView
@@ -43,23 +43,40 @@ MODE_HINTS = {
 }
 
 
+def offer_text(c: CostResult) -> str:
+    """' (p5.48xlarge, marketplace)': the instance priced, and the kind of price when it is not the mode's own."""
+    if not c.instance:
+        return ""
+    kind = f", {c.pricing_model}" if c.pricing_model in ("marketplace", "auction") else ""
+    low = ", low confidence" if c.confidence == "low" else ""
+    return f" ({c.instance}{kind}{low})"
+
+
 def price_cell(usd: float | None, date: str | None) -> str:
     if usd is None:
         return "—"
     return f"${usd:,.2f} ({date or 'undated'})"
 
 
-def provider_row(p: ProviderCost, chosen: str | None) -> Row:
+def provider_row(p: ProviderCost, chosen: str | None, gpus_per_node: int = 1) -> Row:
+    """One provider: per-GPU rate by mode (with its date; 'low confidence' where the record says so), the plan's
+    compute cost by mode; the tooltip names the instance, what a node pays for and the source."""
     cells = [p.provider_name]
     sort: list[Any] = [p.provider_name]
+    tips = [p.provider_name]
     for mode in MODES:
-        cells.append(price_cell(getattr(p.usd_per_gpu_hour, mode), p.dates.get(mode)))
+        cell = price_cell(getattr(p.usd_per_gpu_hour, mode), p.dates.get(mode))
+        cells.append(cell + (" low confidence" if mode in p.low_confidence else ""))
         sort.append(getattr(p.usd_per_gpu_hour, mode))
+        billed, instance = p.billed_gpus.get(mode), p.instances.get(mode)
+        pays = f"; pays for {billed} GPUs per node" if billed and billed > gpus_per_node else ""
+        tips.append(f"{instance}{pays} — {p.sources.get(mode) or 'undated'}" if instance else
+                    (p.sources.get(mode) or "undated"))
     for mode in MODES:
         cells.append(fmt_usd(getattr(p.compute_usd, mode)))
         sort.append(getattr(p.compute_usd, mode))
     return Row(cells, sort=sort, highlight={0} if p.provider_name == chosen else set(),
-               tooltips=[p.provider_name, *(p.sources.get(m) or "undated" for m in MODES), "", "", ""])
+               tooltips=[*tips, "", "", ""])
 
 
 def priced_option_text(option: PricedOption, planned_gpu: str) -> str:
@@ -103,9 +120,16 @@ class CostPage(PlanPage):
         self.override = TextField(state, "pricing.usd_per_gpu_hour", hint="your negotiated price replaces the "
                                   "catalog's for the chosen mode", placeholder="catalog price")
         self.discount = TextField(state, "pricing.discount", hint="0.15 = 15% off every listed price")
+        self.allow_marketplace = MemberCheckField(
+            state, "pricing.allow", "marketplace", "Also price community/marketplace hosts",
+            hint="Vast.ai, RunPod Community, Akash: cheaper, hosts vary (on-demand plans)")
+        self.allow_auction = MemberCheckField(
+            state, "pricing.allow", "auction", "Also price auction/bid offers",
+            hint="bid floors such as Mithril's spot auction: a bid, not a sure price (spot plans)")
         tiers = choices.storage_tier_options()
         groups: dict[str, list[FieldBox]] = {
-            "Price": [self.provider, self.mode, self.override, self.discount],
+            "Price": [self.provider, self.mode, self.override, self.discount, self.allow_marketplace,
+                      self.allow_auction],
             "Failures, preemption and checkpoints": [
                 TextField(state, "assumptions.gpu_mtbf_hours", hint="GPU-hours per job-killing failure, per GPU; "
                           "the job fails N times as often on N GPUs"),
@@ -243,12 +267,13 @@ class CostPage(PlanPage):
         mode = r.request.pricing.mode.value.replace("_", "-")
         self.headline.setText(
             f"<b>{fmt_hours(r.time.hours)} wall, {fmt_amount(r.time.gpu_hours)} GPU-hours; {fmt_usd(c.total_usd)} "
-            f"total {mode}</b> at {c.provider or 'no provider'} (price seen {c.price_date or 'undated'}).")
+            f"total {mode}</b> at {c.provider or 'no provider'}{offer_text(c)} (price seen "
+            f"{c.price_date or 'undated'})." + (f" It {c.billing}." if c.billing else ""))
         lines = [priced_option_text(o, r.hardware.gpu) for o in f.priced_alternatives]
         self.priced_elsewhere.setText("\n".join(lines))
         self.priced_elsewhere.setVisible(bool(lines))
         self.step.show_compute(r.compute)
-        self.providers.set_rows([provider_row(p, c.provider) for p in f.providers])
+        self.providers.set_rows([provider_row(p, c.provider, r.hardware.gpus_per_node) for p in f.providers])
         if f.providers:
             self.provider_chart.show_bar(provider_chart(f))
         else:

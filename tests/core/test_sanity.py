@@ -84,10 +84,12 @@ def test_spot_floor_is_compared_with_spot_prices():
 
 
 def test_a_node_larger_than_any_instance_cannot_be_rented():
-    # Lambda rents H100-SXM as 1x and 8x instances: a 16-GPU node is no instance of theirs.
+    # Lambda rents H100-SXM as 1x and 8x instances: a 16-GPU node is no instance of theirs, so no Lambda price
+    # can be used (the plan pays whole instances) and the check names the largest instance there is
     r = plan(request(hardware={"gpu": "H100-SXM", "gpus_per_node": 16}), today=TODAY)
     message = one(r, "not_rentable")
-    assert "Lambda" in message and "not 16" in message and "cannot be rented as planned" in message
+    assert message == ("No on-demand offer for H100-SXM at Lambda has instances of 16 GPUs (the largest holds 8): "
+                       "it cannot be rented as planned; use at most 8 GPUs per node.")
 
 
 def test_a_node_an_instance_holds_is_rentable():
@@ -167,9 +169,9 @@ def test_on_demand_only_names_who_has_spot_and_reserved():
 
 
 def test_the_analysis_names_its_priced_alternative():
-    # TensorWave rents the MI300X on demand only and no provider lists an MI300X spot price, so the option with
-    # spot is another GPU: the one the analysis's priced alternatives found.
-    a = analyse(request(hardware={"gpu": "MI300X", "gpus_per_node": 8}, pricing={}), today=TODAY)
+    # TensorWave rents the MI300X on demand only (per GPU: a 1-GPU node) and no provider lists an MI300X spot price,
+    # so the option with spot is another GPU: the one the analysis's priced alternatives found.
+    a = analyse(request(hardware={"gpu": "MI300X", "gpus_per_node": 1}, pricing={}), today=TODAY)
     spot = next(o for o in a.figures.priced_alternatives if o.mode == "spot")
     message = one(a.result, "cost_range")
     assert "the cheapest option with spot is" in message and spot.hardware.gpu in message

@@ -24,13 +24,15 @@ def test_the_search_lists_one_row_per_gpu_count_nodes_and_sharding() -> None:
     configurations = Counter((c.gpu, c.gpus_per_node, c.nodes, c.sharding) for c in result.candidates)
     assert len(result.candidates) > 10
     assert max(configurations.values()) == 1
-    # the plan is still the cheapest configuration: 1× MI300X, no sharding; its compute is GPU-hours × the
-    # catalog's $1.71 per MI300X-hour, and the total adds only storage
-    assert (result.hardware.gpu, result.hardware.gpus) == ("MI300X", 1)
-    assert result.cost.usd_per_gpu_hour.on_demand == 1.71
+    # the plan is still the cheapest configuration: 1× B200, no sharding; its compute is GPU-hours × Lambda's
+    # $6.99 per 1x B200 SXM6 instance-hour (Lambda's price sheet, 2026-09-20), and the total adds only storage.
+    # (The undated, low-confidence $1.71 MI300X row that used to be chosen no longer rests a recommendation the
+    # user did not ask for: tests/core/test_prices_as_records.py.)
+    assert (result.hardware.gpu, result.hardware.gpus) == ("B200", 1)
+    assert result.cost.usd_per_gpu_hour.on_demand == 6.99
     compute_usd = result.cost.compute_usd.on_demand
     assert compute_usd is not None
-    assert compute_usd == pytest.approx(result.time.gpu_hours * 1.71)
+    assert compute_usd == pytest.approx(result.time.gpu_hours * 6.99)
     assert result.cost.total_usd == pytest.approx(compute_usd + result.cost.storage_usd)
 
 
@@ -89,9 +91,12 @@ def test_chosen_hardware_is_never_overridden() -> None:
 
 
 def test_a_plan_without_spot_or_reserved_price_gets_the_best_option_that_has_one() -> None:
-    analysis = analysed()
+    # H100 PCIe has list prices only on demand (RunPod Secure $2.89, Lambda 1x $3.29; RunPod Community's $1.99 is
+    # a marketplace price): no spot, no reserved. (The default search used to land on the low-confidence MI300X
+    # row, which had none either; it now picks a B200 that is priced in every mode.)
+    analysis = analysed(hardware={"gpu": "H100-PCIE", "gpus_per_node": 1})
     cost = analysis.result.cost
-    assert analysis.result.hardware.gpu == "MI300X"
+    assert cost.provider == "RunPod" and cost.usd_per_gpu_hour.on_demand == 2.89
     assert cost.compute_usd.spot is None and cost.compute_usd.reserved is None
     options = {o.mode: o for o in analysis.figures.priced_alternatives}
     assert sorted(options) == ["reserved", "spot"]
@@ -102,7 +107,10 @@ def test_a_plan_without_spot_or_reserved_price_gets_the_best_option_that_has_one
     assert (spot.hardware.gpu, spot.hardware.gpus, spot.provider) == ("B200", 1, "Nebius")
     assert spot.price_date == "2026-10-07"
     assert spot.hours * 0.99 <= spot.compute_usd <= spot.hours * 0.99 * 1.05
-    assert options["reserved"].hardware.gpu == "B200" and options["reserved"].provider == "CoreWeave"
+    # SF Compute's H100 reservation at market rate, $2.11 per GPU-hour for one GPU (2026-09-20)
+    reserved = options["reserved"]
+    assert (reserved.hardware.gpu, reserved.hardware.gpus, reserved.provider) == ("H100-SXM", 1, "SF Compute")
+    assert reserved.compute_usd == pytest.approx(reserved.hours * 2.11)
 
 
 def test_a_plan_priced_in_every_mode_needs_no_other_option() -> None:

@@ -113,9 +113,10 @@ def test_automatic_hardware_lists_each_configuration_once_grouped_by_gpu_type(qt
     assert len(shown) > 10
     assert len(set(shown)) == len(shown), "two rows of one configuration (they differ only by micro-batch)"
     runs = [gpu for gpu, _ in groupby(gpu_of(c) for c in shown)]
-    assert runs[0] == "MI300X" and len(runs) == len(set(runs)), f"GPU types not grouped: {runs}"
+    # B200 first: the cheapest with a trusted price (the low-confidence MI300X row no longer ranks)
+    assert runs[0] == "B200" and len(runs) == len(set(runs)), f"GPU types not grouped: {runs}"
     summary = hardware.groups.text()
-    assert summary.startswith(f"{len(shown)} configurations on {len(runs)} GPU types: MI300X (")
+    assert summary.startswith(f"{len(shown)} configurations on {len(runs)} GPU types: B200 (")
     assert [part.split(" (")[0] for part in summary.split(": ", 1)[1].split(", ")] == runs
 
 
@@ -171,14 +172,18 @@ def test_a_plan_without_spot_or_reserved_price_names_the_best_option_that_has_on
     wizard, state = window.wizard, window.wizard.state
     cost = wizard.cost_page
     go_to(qtbot, wizard, cost)
-    assert "at TensorWave" in cost.headline.text()
+    # H100 PCIe has only on-demand list prices (RunPod Secure $2.89, Lambda $3.29): no spot, no reserved. (The
+    # default plan used to be the low-confidence MI300X row, which had neither; the default B200 has all three.)
+    state.update_many({}, {"hardware": {"gpu": "H100-PCIE", "gpus_per_node": 1}})  # as "Use selected" does
+    settle(qtbot, state)
+    assert "at RunPod" in cost.headline.text()
     assert cost.priced_elsewhere.isVisible()
     spot, reserved = cost.priced_elsewhere.text().splitlines()
     # which option and where are the point; the dollars and hours follow the time model
-    assert re.fullmatch(r"No spot price for MI300X; the cheapest option with one: 1× B200 at Nebius, \$[\d.]+ spot "
-                        r"compute in [\d.]+ h \(price seen 2026-10-07\)\.", spot), spot
-    assert re.fullmatch(r"No reserved price for MI300X; the cheapest option with one: 1× B200 at CoreWeave, \$[\d.]+ "
-                        r"reserved compute in [\d.]+ h \(price seen 2026-09-20\)\.", reserved), reserved
+    assert re.fullmatch(r"No spot price for H100-PCIE; the cheapest option with one: 1× B200 at Nebius, \$[\d.]+ "
+                        r"spot compute in [\d.]+ h \(price seen 2026-10-07\)\.", spot), spot
+    assert re.fullmatch(r"No reserved price for H100-PCIE; the cheapest option with one: 1× H100-SXM at SF Compute, "
+                        r"\$[\d.]+ reserved compute in [\d.]+ h \(price seen 2026-09-20\)\.", reserved), reserved
     state.update_many({}, {"hardware": {"gpu": "H100-SXM", "gpus_per_node": 8}})  # as "Use selected" does
     choose(qtbot, cost.provider.combo, "aws")
     settle(qtbot, state)

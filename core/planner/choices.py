@@ -1,0 +1,73 @@
+"""The named choices of a plan request: method, precision, optimizer, sharding, offload, attention kernel,
+loss kernel and framework (README "The plan request").
+
+They live apart from core.planner.models, which re-exports them, so the contract's file stays about shapes;
+the GUI's choice lists and the framework profiles read the same enums.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Method(StrEnum):
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"
+
+
+class Precision(StrEnum):
+    amp_bf16 = "amp_bf16"
+    pure_bf16 = "pure_bf16"
+    amp_fp16 = "amp_fp16"
+    fp32 = "fp32"
+    fp8 = "fp8"
+
+
+class Optimizer(StrEnum):
+    adamw = "adamw"
+    adamw_8bit = "adamw_8bit"
+    paged_adamw_8bit = "paged_adamw_8bit"
+    paged_adamw_32bit = "paged_adamw_32bit"
+    sgd = "sgd"
+    sgd_momentum = "sgd_momentum"
+    adafactor = "adafactor"
+    lion = "lion"
+
+
+class Sharding(StrEnum):
+    none = "none"
+    zero1 = "zero1"
+    zero2 = "zero2"
+    zero3 = "zero3"
+    fsdp = "fsdp"
+    hsdp = "hsdp"
+
+
+class Offload(StrEnum):
+    none = "none"
+    optimizer = "optimizer"
+    optimizer_and_params = "optimizer_and_params"
+
+
+class Attention(StrEnum):
+    flash = "flash"
+    sdpa = "sdpa"
+    eager = "eager"
+
+
+class CrossEntropy(StrEnum):
+    standard = "standard"  # logits materialised whole, upcast to fp32 for the loss (transformers' default)
+    chunked = "chunked"  # 16-bit logits kept, the fp32 loss computed one chunk at a time
+    fused = "fused"  # fused linear cross-entropy kernels (Liger, Apple CCE): logits never materialised whole
+
+
+class Framework(StrEnum):
+    hf_trainer = "hf_trainer"
+    torchtune = "torchtune"
+    unsloth = "unsloth"
+    axolotl = "axolotl"
+    litgpt = "litgpt"
+    torchtitan = "torchtitan"
+    megatron = "megatron"
+    deepspeed = "deepspeed"
