@@ -16,6 +16,7 @@ import pytest
 
 from core.catalog import shipped_catalog
 from core.catalog.lookup import Catalog
+from core.catalog.network import typical_gpu_gbps
 from core.catalog.records import CatalogError
 from core.planner.models import PlanRequest
 from core.planner.plan import plan
@@ -158,6 +159,11 @@ def test_mi250x_is_one_gcd_of_64_gb(cat) -> None:
     assert g.bf16_tflops == pytest.approx(383 / 2)
     assert "GCD" in g.name and "torch.cuda.device_count()" in g.notes["memory_bytes"]
     assert not cat.prices_for("MI250X")  # no price rows to halve
+
+
+def test_an_mi250x_node_network_is_split_per_gcd(cat) -> None:
+    # OLCF Frontier user guide: 4 MI250X (8 GCDs) and 4 Slingshot NICs of 200 Gbit/s per node -> 800 / 8 = 100 per GCD
+    assert typical_gpu_gbps("MI250X", 8, cat) == pytest.approx(4 * 200 / 8)
 
 
 def test_the_planner_sees_64_gb_per_mi250x_device() -> None:
