@@ -29,13 +29,17 @@ DEFAULT_GPU_GBPS = {
     "ethernet": 12.5,
 }
 # What a rented node of each class usually has when the user names no network (per GPU, Gbit/s):
-# HGX/DGX-class Hopper, Blackwell, MI300X and Gaudi nodes: one 400G rail per GPU; A100 SXM: 200G HDR per GPU;
+# HGX/DGX-class Hopper, Blackwell (B300 too), MI300X/MI325X, MI355X and Gaudi nodes: one 400G rail per GPU (for
+# MI355X a heuristic, as for MI300X); A100 SXM: 200G HDR per GPU;
 # V100 (AWS p3dn): 100G per 8 GPUs; PCIe cards (L40S, L4, A10, RTX): one 100G NIC per node, shared.
 SCALE_OUT_GBPS_PER_GPU = {
     "hopper": 400.0,
     "blackwell": 400.0,
     "cdna3": 400.0,
-    "cdna2": 200.0,
+    "cdna4": 400.0,
+    # per MI250X GCD (the catalog's device): one 200G Slingshot NIC per two-GCD card on Frontier
+    # (docs.olcf.ornl.gov/systems/frontier_user_guide.html: 4 MI250X and 4 NICs per node)
+    "cdna2": 100.0,
     "gaudi2": 400.0,
     "gaudi3": 400.0,
     "ampere": 200.0,

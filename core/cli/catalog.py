@@ -7,10 +7,17 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from core.cli.table import table
 from core.units import fmt_count, fmt_usd
+
+if TYPE_CHECKING:
+    from core.catalog.records import GPU
+
+# The figures `catalog gpus` shows, whose sources its last column names (GPU.sources keys).
+SHOWN_FIGURES = ("memory_bytes", "memory_bandwidth_gbs", "bf16_tflops", "fp16_tflops")
 
 
 def register(subparsers: Any) -> None:
@@ -48,13 +55,15 @@ def cmd_catalog(args: argparse.Namespace) -> int:
                 g.id,
                 g.name,
                 f"{g.memory_bytes / 1e9:.0f} GB",
-                f"{g.peak_tflops('amp_bf16'):.0f}" if g.supports("amp_bf16") else "—",
-                f"{g.intra_node_gbs:.0f} GB/s",
+                _figure(g.memory_bandwidth_gbs, " GB/s"),
+                _figure(g.bf16_tflops),
+                _figure(g.fp16_tflops),
+                ", ".join(source_hosts(g)),
             )
             for g in cat.gpus.values()
         ]
         data: list[Any] = [g.model_dump() for g in cat.gpus.values()]
-        header = ("id", "name", "memory", "bf16 TFLOP/s", "intra-node")
+        header = ("id", "name", "memory", "bandwidth", "bf16 TFLOP/s", "fp16 TFLOP/s", "source")
     elif args.what == "models":
         from core.planner.params import Architecture
 
@@ -92,3 +101,23 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     else:
         print(table(rows, header=header))
     return 0
+
+
+def _figure(value: float | None, unit: str = "") -> str:
+    """A catalog figure as printed (989.5, 2500, 1307.4: no rounding that hides the vendor's number), or a dash."""
+    return "—" if value is None else f"{value:g}{unit}"
+
+
+def source_hosts(gpu: GPU) -> list[str]:
+    """The web hosts the shown figures come from (nvidia.com, amd.com, ...), first use first: the table names them so
+    a reader sees at a glance which figures are the vendor's; `--json` keeps the full URLs in `sources`."""
+    hosts: list[str] = []
+    for field in SHOWN_FIGURES:
+        url = gpu.sources.get(field)
+        if not url:
+            continue
+        host = urlsplit(url).hostname or url
+        host = host.removeprefix("www.")
+        if host not in hosts:
+            hosts.append(host)
+    return hosts

@@ -75,8 +75,9 @@ def test_every_gpu_numeric_field_has_a_source(cat):
 
 
 def test_every_price_has_a_source_and_provider_name(cat):
-    # the sheet's 86 offers, one record per price, plus the reserved prices derived per provider
-    assert len(read_json("catalog", "prices.json")["rows"]) == 109
+    # the sheet's 86 offers as 109 records (one per price), plus 19 for the cards added later; the catalog adds the
+    # reserved prices derived per provider
+    assert len(read_json("catalog", "prices.json")["rows"]) == 109 + 19
     for p in cat.prices:
         assert p.source.startswith("http"), p.instance
         assert p.provider_name
@@ -353,10 +354,21 @@ def test_egress_prices(cat):
 
 
 def test_price_rows_for_gpus_outside_the_catalog(cat):
-    assert "B300" not in cat.gpus
+    # Every shipped price row now names a catalog GPU (B300, GB200 and GH200 joined the catalog), so the case is
+    # built: a row for a GPU id the catalog does not list stays findable by that id but is not a priced GPU.
+    p5 = next(p for p in cat.prices if p.instance == "p5.48xlarge" and p.pricing_model == "on_demand")
+    orphan = p5.model_copy(update={"gpu": "X9000", "instance": "x9.48xlarge"})
+    small = cat_mod.Catalog(gpus=cat.gpus.values(), models=[], prices=[p5, orphan], storage=[], egress=[],
+                            providers=cat.provider_info.values(), retrieved=cat.retrieved)
+    assert "X9000" not in small.gpus
+    assert small.prices_for("x9000")[0].usd_per_gpu_hour == pytest.approx(55.04 / 8)  # the p5 row's 6.88 per GPU-hour
+    assert small.priced_gpus() == ["H100-SXM"]
+
+
+def test_every_shipped_price_row_names_a_catalog_gpu(cat):
+    assert {p.gpu for p in cat.prices} <= set(cat.gpus)
     assert cat.prices_for("B300")[0].usd_per_gpu_hour == pytest.approx(17.802)  # 142.416 / 8
-    assert "B300" not in cat.priced_gpus()
-    assert "H100-SXM" in cat.priced_gpus()
+    assert {"B300", "GB200", "GH200"} <= set(cat.priced_gpus())
 
 
 # --------------------------------------------------------------------------- user overrides

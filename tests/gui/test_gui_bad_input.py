@@ -126,7 +126,7 @@ def test_importing_a_broken_or_unknown_request_into_the_library_shows_a_dialog(q
                                "hardware": {"gpu": "H900"}}))
     library.import_json(gpu)
     box = the_dialog(qtbot)
-    assert box.text() == ("gpu.json names an unknown GPU 'H900'; did you mean H200-SXM, H100-SXM? (tuneplan catalog "
-                          "gpus lists all)")
+    assert box.text() == ("gpu.json names an unknown GPU 'H900'; did you mean H200-SXM, H100-SXM, GH200? (tuneplan "
+                          "catalog gpus lists all)")
     press_ok(qtbot, box)
     assert window.store.list() == []

@@ -113,10 +113,10 @@ def test_automatic_hardware_lists_each_configuration_once_grouped_by_gpu_type(qt
     assert len(shown) > 10
     assert len(set(shown)) == len(shown), "two rows of one configuration (they differ only by micro-batch)"
     runs = [gpu for gpu, _ in groupby(gpu_of(c) for c in shown)]
-    # B200 first: the cheapest with a trusted price (the low-confidence MI300X row no longer ranks)
-    assert runs[0] == "B200" and len(runs) == len(set(runs)), f"GPU types not grouped: {runs}"
+    # GH200 first: the cheapest with a trusted price (the low-confidence MI300X row no longer ranks)
+    assert runs[0] == "GH200" and len(runs) == len(set(runs)), f"GPU types not grouped: {runs}"
     summary = hardware.groups.text()
-    assert summary.startswith(f"{len(shown)} configurations on {len(runs)} GPU types: B200 (")
+    assert summary.startswith(f"{len(shown)} configurations on {len(runs)} GPU types: GH200 (")
     assert [part.split(" (")[0] for part in summary.split(": ", 1)[1].split(", ")] == runs
 
 
@@ -173,7 +173,7 @@ def test_a_plan_without_spot_or_reserved_price_names_the_best_option_that_has_on
     cost = wizard.cost_page
     go_to(qtbot, wizard, cost)
     # H100 PCIe has only on-demand list prices (RunPod Secure $2.89, Lambda $3.29): no spot, no reserved. (The
-    # default plan used to be the low-confidence MI300X row, which had neither; the default B200 has all three.)
+    # default plan used to be the low-confidence MI300X row, which had neither; B200 had all three.)
     state.update_many({}, {"hardware": {"gpu": "H100-PCIE", "gpus_per_node": 1}})  # as "Use selected" does
     settle(qtbot, state)
     assert "at RunPod" in cost.headline.text()
