@@ -216,17 +216,23 @@ def _freshness(request: PlanRequest, result: PlanResult, prices: Mapping[str, Pr
     out = []
     gpu = result.hardware.gpu
     overridden = request.pricing.mode.value if request.pricing.usd_per_gpu_hour is not None else None
+    undated: dict[str, list[str]] = {}  # provider -> modes, so one sentence covers a provider's undated prices
     for mode, row in prices.items():
         if row is None or mode == overridden:
             continue
         age = row.age_days(today)
         if age is None:
-            out.append(SanityWarning(kind="undated_price", message=(
-                f"The {row.provider_name} {mode_name(mode)} price for {gpu} has no date in its source: check it.")))
+            undated.setdefault(row.provider_name, []).append(mode_name(mode))
         elif age > STALE_AFTER_DAYS:
             out.append(SanityWarning(kind="stale_price", figure=float(age), message=(
                 f"The {row.provider_name} {mode_name(mode)} price for {gpu} was seen {row.date}, {age} days ago "
                 f"(stale after {STALE_AFTER_DAYS}): check it.")))
+    for provider, modes in undated.items():
+        which = modes[0] if len(modes) == 1 else ", ".join(modes[:-1]) + " and " + modes[-1]
+        out.append(SanityWarning(kind="undated_price", message=(
+            f"The {provider} {which} price{'s' if len(modes) > 1 else ''} for {gpu} "
+            f"{'have' if len(modes) > 1 else 'has'} no date in {'their' if len(modes) > 1 else 'its'} source: "
+            "check before you rent.")))
     return out
 
 

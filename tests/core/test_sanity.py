@@ -192,7 +192,8 @@ def test_an_undated_price_is_marked():
     # Google Cloud's a3-highgpu-8g rows (on-demand 10.9791, spot 2.5056) carry no date in their source.
     r = plan(request(pricing={"provider": "gcp"}), today=TODAY)
     undated = [w.message for w in r.sanity if w.kind == "undated_price"]
-    assert len(undated) == 2 and all("Google Cloud" in m and "no date" in m for m in undated)
+    assert undated == ["The Google Cloud on-demand and spot prices for H100-SXM have no date in their source: "
+                       "check before you rent."]  # one sentence per provider
     assert not any("no date" in w for w in r.warnings)
     assert not {"undated_price", "stale_price"} & set(kinds(plan(request(), today=TODAY)))
 
@@ -200,7 +201,7 @@ def test_an_undated_price_is_marked():
 def test_a_price_override_is_not_flagged_for_the_row_it_replaces():
     r = plan(request(pricing={"provider": "gcp", "mode": "on_demand", "usd_per_gpu_hour": 9.0}), today=TODAY)
     assert [m for m in (w.message for w in r.sanity if w.kind == "undated_price")] == [
-        "The Google Cloud spot price for H100-SXM has no date in its source: check it."]
+        "The Google Cloud spot price for H100-SXM has no date in its source: check before you rent."]
 
 
 # --------------------------------------------------------------------------- where they show
