@@ -70,6 +70,24 @@ def cli_probe(binary: Path, home: Path) -> tuple[bool, str]:
     return bool(verdict) and run.get("status") == "completed", f"run {run.get('status')}, verdict {verdict!r}"
 
 
+# Qt modules the app never uses: their libraries in the bundle mean the spec's excludes stopped working.
+UNUSED_QT = ("Qt6WebEngine", "Qt6Qml", "Qt6Quick", "Qt63D", "Qt6Multimedia", "Qt6Pdf", "Qt6Charts", "Qt6Designer")
+
+
+def contents(bundle: Path) -> tuple[bool, str]:
+    """Only the Qt the app uses is inside, and the shipped data is where core/resources.py looks."""
+    internal = bundle / "_internal"
+    unused = sorted({p.name for p in internal.rglob("*") if any(m in p.name for m in UNUSED_QT)})
+    data = [internal / "resources" / part for part in ("catalog/gpus.json", "catalog/prices.json", "probes",
+                                                      "samples/plan/readme_request.json", "icons/tuneplan.svg")]
+    missing = [str(p.relative_to(bundle)) for p in data if not p.exists()]
+    size = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file() and not p.is_symlink())
+    ok = not unused and not missing
+    detail = f"{size / 1e6:.0f} MB" + (f"; unused Qt inside: {', '.join(unused)}" if unused else "") + (
+        f"; missing: {', '.join(missing)}" if missing else "")
+    return ok, detail
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bundle", type=Path, help="the one-folder bundle (dist/tuneplan)")
@@ -87,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
             print("smoke without resources: " + ("FAILED as it must" if not ok else "PASSED (a missing catalog "
                                                                                "went unnoticed)"))
             return 0 if not ok else 1
+        ok, text = contents(args.bundle)
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} contents: {text}")
         binary = args.bundle / "tuneplan"
         for name, step in (("window", window), ("cli plan", cli_plan), ("cli report", cli_pdf),
                            ("cli probe --local", cli_probe)):

@@ -9,13 +9,16 @@ sentence, after which the previous refreshed prices are still in use.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from core.catalog.records import CatalogError
-from core.catalog.refresh import RefreshReport, refresh
 from gui.workers import Executor, error_message
+
+if TYPE_CHECKING:
+    from core.catalog.refresh import RefreshReport
 
 BUSY_TEXT = "Downloading prices from the SkyPilot and gpuhunt catalogs…"
 
@@ -29,7 +32,7 @@ class RefreshPricesButton(QWidget):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._executor = executor
-        self._refresh_fn = refresh_fn or (lambda: refresh())
+        self._refresh_fn = refresh_fn or _refresh
         self.button = QPushButton("Refresh prices")
         self.button.setObjectName("refresh_prices")
         self.button.setToolTip("Download current prices from SkyPilot's and dstack's gpuhunt public catalogs. "
@@ -64,3 +67,10 @@ class RefreshPricesButton(QWidget):
             self.status.setText(f"Prices were not refreshed: {str(exc).rstrip('.')}. The previous prices are kept.")
         else:
             self.status.setText(error_message(exc))
+
+
+def _refresh() -> RefreshReport:
+    """The real refresh, imported when clicked: its download and parsing code need not slow the window's start."""
+    from core.catalog.refresh import refresh
+
+    return refresh()
