@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from core.catalog import CatalogError, load_catalog, shipped_catalog
+from core.catalog import Catalog, CatalogError, load_catalog, shipped_catalog
 from core.catalog.feeds import gpuhunt, skypilot
 from core.catalog.feeds.offer import Offer
 from core.catalog.records import Price
@@ -41,6 +41,15 @@ def _parse_sky(cloud: str) -> dict[tuple[str, str], Offer]:
     result = skypilot.parse_vms_csv(text, cloud=cloud, catalog=shipped_catalog(), source="file", fetched=None,
                                     date=None)
     return {(o.instance, o.pricing_model): o for o in result.offers}
+
+
+def _without_a6000() -> Catalog:
+    """The shipped catalog less the RTX A6000: a real GPU name (Lambda's rows have it) the catalog does not know,
+    for the rule that such rows are skipped and counted, never guessed."""
+    cat = shipped_catalog()
+    return Catalog(gpus=[g for g in cat.gpus.values() if g.id != "RTX-A6000"], models=cat.models.values(),
+                   prices=[p for p in cat.prices if p.gpu != "RTX-A6000"], storage=cat.storage, egress=cat.egress,
+                   providers=cat.provider_info.values(), retrieved=cat.retrieved)
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -76,9 +85,9 @@ def test_aws_rows_become_one_price_per_gpu_in_the_cheapest_region() -> None:
 
 def test_lambda_skips_cpu_rows_and_counts_the_gpu_the_catalog_does_not_know() -> None:
     text = (FIXTURES / "skypilot" / "lambda" / "vms.csv").read_text(encoding="utf-8")
-    result = skypilot.parse_vms_csv(text, cloud="lambda", catalog=shipped_catalog(), source="f", fetched=None,
+    result = skypilot.parse_vms_csv(text, cloud="lambda", catalog=_without_a6000(), source="f", fetched=None,
                                     date=None)
-    # 3 + 2 + 3 rows of gpu_4x/2x/1x_a6000: the RTX A6000 (Ampere) is not in the catalog -> skipped, not guessed
+    # 3 + 2 + 3 rows of gpu_4x/2x/1x_a6000: a catalog without the RTX A6000 skips them, not guessed
     assert dict(result.unknown_gpus) == {"A6000": 8}
     assert result.skipped["no GPU"] == 2  # the two cpu_4x_general rows
     got = {(o.instance, o.pricing_model): o for o in result.offers}
@@ -115,7 +124,7 @@ def test_gpuhunt_spot_and_community_rows_get_their_pricing_models() -> None:
 
 def test_gpuhunt_lambda_file_maps_to_the_lambda_provider() -> None:
     text = (FIXTURES / "gpuhunt" / "lambdalabs.csv").read_text(encoding="utf-8")
-    result = gpuhunt.parse_catalog_csv(text, provider="lambdalabs", catalog=shipped_catalog(), source="f",
+    result = gpuhunt.parse_catalog_csv(text, provider="lambdalabs", catalog=_without_a6000(), source="f",
                                        fetched=None, date=None)
     assert {o.provider for o in result.offers} == {"lambda"}
     assert dict(result.unknown_gpus) == {"A6000": 2}
@@ -138,7 +147,8 @@ def test_names_map_by_memory_and_form_factor_or_not_at_all() -> None:
     assert resolve_gpu(cat, "H100", 81559 / 1024, hints=("gpu_1x_h100_pcie",)) == "H100-PCIE"  # nvidia-smi MiB
     assert resolve_gpu(cat, "V100", 32.0) == "V100-32GB-SXM2"
     assert resolve_gpu(cat, "A100", 24.0) is None  # no A100 has 24 GB: the row is wrong or the name is
-    assert resolve_gpu(cat, "A6000", 48.0) is None  # the RTX A6000 (Ampere) is not in the catalog
+    assert resolve_gpu(cat, "A6000", 48.0) == "RTX-A6000"  # Lambda's name for the RTX A6000 (48 GB)
+    assert resolve_gpu(_without_a6000(), "A6000", 48.0) is None  # a GPU the catalog does not know: no guess
     assert resolve_gpu(cat, "", 80.0) is None
 
 
@@ -165,8 +175,8 @@ def test_refresh_writes_every_source_with_dates_and_origins(server: CatalogServe
     # the server has no gpuhunt aws catalog: that cloud is skipped and said, the others are read
     assert list(by_name["gpuhunt"].clouds_skipped) == ["aws"]
     assert "not read: aws" in report.summary()
-    assert by_name["skypilot"].unknown_gpus == {"A6000": 8}
-    assert "A6000 (8)" in report.summary()
+    assert by_name["skypilot"].unknown_gpus == {}  # Lambda's A6000 rows map to the catalog's RTX-A6000
+    assert "GPU not in the catalog" not in report.summary()
     assert str(tmp_path / "refreshed_prices.json") in report.summary()
 
 
@@ -177,7 +187,8 @@ def test_a_refresh_replaces_only_the_clouds_it_read(server: CatalogServer, tmp_p
     refresh(["skypilot"], clouds=["lambda"], user_dir=tmp_path, base_urls=urls)
     rows = _rows(tmp_path / "refreshed_prices.json")
     # lambda's 2 prices, read twice, once each; aws's 12 kept from the refresh that read aws
-    assert sorted(r["provider"] for r in rows) == ["aws"] * 12 + ["lambda"] * 2
+    # Lambda's 5 prices: V100 x8, A100 (1 and 2 GPUs at one rate) and the A6000's gpu_1x/2x/4x instances at $0.80/GPU
+    assert sorted(r["provider"] for r in rows) == ["aws"] * 12 + ["lambda"] * 5
 
 
 def test_a_missing_catalog_file_is_one_sentence_naming_the_url(server: CatalogServer, tmp_path: Path) -> None:
@@ -315,7 +326,7 @@ def test_a_damaged_refreshed_file_is_named_and_left_alone(server: CatalogServer,
     assert damaged.read_text(encoding="utf-8") == '{"format": 1, "rows": ['
     # a refresh can still replace it
     refresh(["skypilot"], clouds=["lambda"], user_dir=tmp_path, base_urls={"skypilot": f"{server.url}/skypilot"})
-    assert len(refreshed_prices(tmp_path)) == 2
+    assert len(refreshed_prices(tmp_path)) == 5  # Lambda's V100, A100 and three A6000 prices
 
 
 def test_a_bad_row_in_the_refreshed_file_names_the_row(tmp_path: Path) -> None:
@@ -372,9 +383,9 @@ def test_cli_refresh_end_to_end(server: CatalogServer, tmp_path: Path) -> None:
     assert done.returncode == 0 and server.requests == []  # offline unless asked
     done = _cli(["catalog", "refresh", "--source", "skypilot", "--cloud", "aws,lambda"], tmp_path, **sky)
     assert done.returncode == 0, done.stderr
-    # aws: 12 prices (6 instances x on demand and spot) from 54 rows; lambda: 2 from 19
-    assert "skypilot: 14 prices kept from 73 rows" in done.stdout
-    assert "A6000 (8)" in done.stdout
+    # aws: 12 prices (6 instances x on demand and spot) from 54 rows; lambda: 5 from 19 (the 2 of V100 and A100,
+    # and gpu_1x/2x/4x_a6000 at $0.80 per GPU: 0.8/1, 1.6/2, 3.2/4)
+    assert "skypilot: 17 prices kept from 73 rows" in done.stdout
     written = tmp_path / "config" / "tuneplan" / "refreshed_prices.json"
     assert str(written) in done.stdout
     before = written.read_bytes()

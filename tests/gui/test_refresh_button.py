@@ -2,8 +2,9 @@
 
 The refresh runs on the real thread pool (ThreadExecutor), as in the window; the test waits for the status
 line to show what a user would read. Figures: the default clouds read from the recorded excerpts
-(tests/fixtures/catalog): SkyPilot aws 12 prices from 54 rows + lambda 2 from 19 + runpod 6 from 13 = 20 from
-86 (azure is not on the server: skipped and said); gpuhunt lambdalabs 2 from 7 + runpod 3 from 5 = 5 from 12.
+(tests/fixtures/catalog): SkyPilot aws 12 prices from 54 rows + lambda 5 from 19 (V100, A100 and the three
+A6000 instances) + runpod 6 from 13 = 23 from 86 (azure is not on the server: skipped and said); gpuhunt
+lambdalabs 2 from 7 (+ the A6000's 1x and 2x rows) + runpod 3 from 5.
 """
 
 from __future__ import annotations
@@ -47,12 +48,12 @@ def test_clicking_refresh_shows_the_summary(qtbot: QtBot, server: CatalogServer,
     qtbot.mouseClick(w.button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: "refreshed prices written to" in w.status.text(), timeout=60000)
     text = w.status.text()
-    assert "skypilot: 20 prices kept from 86 rows" in text
-    assert "gpuhunt: 5 prices kept from 12 rows" in text
-    assert "skipped, GPU not in the catalog: A6000 (8)" in text
+    assert "skypilot: 23 prices kept from 86 rows" in text
+    assert "gpuhunt: 7 prices kept from 12 rows" in text
+    assert "GPU not in the catalog" not in text  # Lambda's A6000 is the catalog's RTX-A6000
     written = Path(os.environ["XDG_CONFIG_HOME"]) / "tuneplan" / "refreshed_prices.json"
     assert str(written) in text
-    assert len(json.loads(written.read_text(encoding="utf-8"))["rows"]) == 25
+    assert len(json.loads(written.read_text(encoding="utf-8"))["rows"]) == 23 + 7
     assert w.button.isEnabled()
     assert executor.stop_all(5000)
 
@@ -91,7 +92,7 @@ def test_the_catalog_place_shows_refreshed_prices_after_the_click(qtbot: QtBot, 
     before = view.model.rowCount()
     qtbot.mouseClick(window.refresh_prices.button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: "refreshed prices written to" in window.refresh_prices.status.text(), timeout=60000)
-    # the 25 refreshed records (the summary above) replace shipped records of the same offer or are added,
+    # the 30 refreshed records (the summary above) replace shipped records of the same offer or are added,
     # so the table changes; every refreshed record is in it, marked by its origin in the source column
     qtbot.waitUntil(lambda: view.model.rowCount() != before, timeout=5000)
     sources = [view.model.index(r, c).data() for r in range(view.model.rowCount())
