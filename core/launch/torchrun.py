@@ -39,7 +39,7 @@ def files(p: LaunchPlan) -> dict[str, str]:
         lines.append(f'{quoted(command(p, 0))} "$TRAIN_SCRIPT" "$@"')
     else:
         lines += [': "${MASTER_ADDR:?set MASTER_ADDR to the address of node 0}"',
-                  ': "${NODE_RANK:?set NODE_RANK to this node\'s rank, 0 to ' + str(p.nodes - 1) + '}"',
+                  ': "${NODE_RANK:?set NODE_RANK to the rank of this node, 0 to ' + str(p.nodes - 1) + '}"',
                   'case "$NODE_RANK" in']
         for rank in range(p.nodes):
             lines.append(f'  {rank}) exec {quoted(command(p, rank))} "$TRAIN_SCRIPT" "$@" ;;')

@@ -142,8 +142,11 @@ def config(p: LaunchPlan, model_dir: str) -> dict[str, Any]:
         "log_every_n_steps": 1,
         "log_peak_memory_stats": True,
     }
-    if p.world_size > 1:
+    if p.world_size > 1 and not p.lora:  # recipes/full_finetune_distributed.py reads it (cfg.get)
         cfg["fsdp_cpu_offload"] = p.offload_params
+    elif p.offload_params:
+        raise LaunchError("training.offload optimizer_and_params: torchtune's LoRA recipes have no CPU offload "
+                          "(fsdp_cpu_offload is the full recipe's); plan with offload none")
     if not p.lora:  # the full recipes step each weight in backward when asked (8B_full.yaml optimizer_in_bwd)
         cfg["optimizer_in_bwd"] = t.optimizer_in_backward
     elif t.optimizer_in_backward:
