@@ -38,6 +38,9 @@ def files(p: LaunchPlan) -> dict[str, str]:
         *(f"# {line}" if line else "#" for line in p.header_lines()),
         "#",
         "# Submit: sbatch train.sbatch [training script arguments]; TRAIN_SCRIPT defaults to train.py.",
+        *(["# A requeued job may start on other nodes: checkpoints on each node's local disk do not follow it;",
+           "# point CHECKPOINT_DIR at shared storage to resume after a preemption."]
+          if p.spot and p.checkpoint_tier.value in ("local_nvme", "block") else []),
         "set -euo pipefail",
         'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"',
         "export MASTER_ADDR",
