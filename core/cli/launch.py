@@ -20,13 +20,16 @@ from core.cli.plan import load_request
 from core.validation import validation_message
 
 
+# core.launch.FORMATS' names, spelt here so that building the parser imports no planner (every `tuneplan` call
+# builds it); tests/core/test_cli_launch.py checks that the two agree.
+FORMAT_NAMES = ("deepspeed", "accelerate", "torchrun", "slurm", "skypilot", "axolotl", "torchtune")
+
+
 def register(subparsers: Any) -> None:
     """Add the `launch` subcommand (called by core.cli.main)."""
-    from core.launch import FORMATS
-
     p = subparsers.add_parser("launch", help="write the launch files (DeepSpeed, accelerate, Slurm, ...) of a plan")
     p.add_argument("request", help="plan request JSON file (- for stdin)")
-    p.add_argument("--format", required=True, choices=[*FORMATS, "all"], help="which files to write")
+    p.add_argument("--format", required=True, choices=[*FORMAT_NAMES, "all"], help="which files to write")
     p.add_argument("-o", "--output", default=".", help="folder to write them into (default: here)")
     p.add_argument("--name", help="the plan's name in the files' headers (default: the request file's name)")
     p.set_defaults(func=cmd_launch)

@@ -67,7 +67,7 @@ def check(p: LaunchPlan) -> tuple[str, str, str, str, str]:
             f"training.sharding {t.sharding.value} on {p.world_size} GPUs: torchtune's distributed recipes "
             "shard fully with FSDP2; plan with sharding fsdp (or zero3)"
         )
-    if t.offload is Offload.optimizer and p.world_size > 1:
+    if t.offload is Offload.optimizer:
         raise LaunchError(
             "training.offload optimizer: torchtune's FSDP CPU offload moves parameters, gradients and states "
             "together (fsdp_cpu_offload); plan with optimizer_and_params or none"
@@ -145,8 +145,8 @@ def config(p: LaunchPlan, model_dir: str) -> dict[str, Any]:
     if p.world_size > 1 and not p.lora:  # recipes/full_finetune_distributed.py reads it (cfg.get)
         cfg["fsdp_cpu_offload"] = p.offload_params
     elif p.offload_params:
-        raise LaunchError("training.offload optimizer_and_params: torchtune's LoRA recipes have no CPU offload "
-                          "(fsdp_cpu_offload is the full recipe's); plan with offload none")
+        raise LaunchError("training.offload optimizer_and_params: of torchtune's recipes only "
+                          "full_finetune_distributed offloads (fsdp_cpu_offload); plan with offload none")
     if not p.lora:  # the full recipes step each weight in backward when asked (8B_full.yaml optimizer_in_bwd)
         cfg["optimizer_in_bwd"] = t.optimizer_in_backward
     elif t.optimizer_in_backward:

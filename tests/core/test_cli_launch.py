@@ -47,6 +47,13 @@ def test_a_setting_the_format_cannot_express_is_one_sentence_and_exit_1(tmp_path
     assert "Traceback" not in result.stderr and not out.exists()
 
 
+def test_the_command_line_offers_every_format() -> None:
+    from core.cli.launch import FORMAT_NAMES
+    from core.launch import FORMATS
+
+    assert FORMAT_NAMES == tuple(FORMATS)
+
+
 def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
     result = tuneplan("launch", request_file(tmp_path, 0), "--format", "kubeflow")
     assert result.returncode == 2 and "invalid choice: 'kubeflow'" in result.stderr
