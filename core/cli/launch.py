@@ -19,7 +19,6 @@ from core.cli.common import EXIT_ERROR, CliError
 from core.cli.plan import load_request
 from core.validation import validation_message
 
-
 # core.launch.FORMATS' names, spelt here so that building the parser imports no planner (every `tuneplan` call
 # builds it); tests/core/test_cli_launch.py checks that the two agree.
 FORMAT_NAMES = ("deepspeed", "accelerate", "torchrun", "slurm", "skypilot", "axolotl", "torchtune")

@@ -51,7 +51,7 @@ def test_the_command_line_offers_every_format() -> None:
     from core.cli.launch import FORMAT_NAMES
     from core.launch import FORMATS
 
-    assert FORMAT_NAMES == tuple(FORMATS)
+    assert tuple(FORMATS) == FORMAT_NAMES
 
 
 def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
