@@ -19,7 +19,7 @@ FILE = "train.sbatch"
 def torchrun_args(p: LaunchPlan) -> list[str]:
     """The torchrun arguments of the srun line (variables expand on each node)."""
     return ["torchrun", '--nnodes=$SLURM_NNODES', f"--nproc-per-node={p.gpus_per_node}",
-            "--rdzv-backend=c10d", f"--rdzv-endpoint=$MASTER_ADDR:{PORT}", "--rdzv-id=$SLURM_JOB_ID"]
+            "--rdzv-backend=c10d", "--rdzv-endpoint=$MASTER_ADDR:$MASTER_PORT", "--rdzv-id=$SLURM_JOB_ID"]
 
 
 def files(p: LaunchPlan) -> dict[str, str]:
@@ -44,6 +44,7 @@ def files(p: LaunchPlan) -> dict[str, str]:
         "set -euo pipefail",
         'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"',
         "export MASTER_ADDR",
+        f'MASTER_PORT="${{MASTER_PORT:-{PORT}}}"',
         f'export CHECKPOINT_DIR="${{CHECKPOINT_DIR:-{p.checkpoint_dir}}}"',
         'TRAIN_SCRIPT="${TRAIN_SCRIPT:-train.py}"',
         'srun --ntasks-per-node=1 mkdir -p "$CHECKPOINT_DIR"',

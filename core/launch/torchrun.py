@@ -2,8 +2,8 @@
 
 Flags are torch.distributed.run's (``torchrun --help``; torch/distributed/run.py ``get_args_parser``): a single
 node runs ``--standalone``; several use the c10d rendezvous on node 0 (``--rdzv-backend c10d
---rdzv-endpoint $MASTER_ADDR:29500``), which assigns ranks itself, so ``--node-rank`` only keeps the order
-stable. torchrun launches processes; the sharding, batch and precision live in the training script's own
+--rdzv-endpoint $MASTER_ADDR:$MASTER_PORT``, port 29500 unless MASTER_PORT says), which assigns ranks itself,
+so ``--node-rank`` only keeps the order stable. torchrun launches processes; the sharding, batch and precision live in the training script's own
 config (``--format deepspeed`` / ``accelerate`` / ``torchtune``), so this format refuses nothing.
 """
 
@@ -17,12 +17,12 @@ FILE = "torchrun.sh"
 PORT = 29500  # torchrun's default --master-port
 
 
-def command(p: LaunchPlan, node_rank: int, endpoint: str = "$MASTER_ADDR") -> list[str]:
+def command(p: LaunchPlan, node_rank: int, endpoint: str = "$MASTER_ADDR:$MASTER_PORT") -> list[str]:
     """One node's torchrun arguments up to the training script (which the caller appends)."""
     if p.nodes == 1:
         return ["torchrun", "--standalone", "--nnodes=1", f"--nproc-per-node={p.gpus_per_node}"]
     return ["torchrun", f"--nnodes={p.nodes}", f"--nproc-per-node={p.gpus_per_node}", f"--node-rank={node_rank}",
-            "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}:{PORT}", f"--rdzv-id={p.name_slug}"]
+            "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}", f"--rdzv-id={p.name_slug}"]
 
 
 def quoted(args: list[str]) -> str:
@@ -39,6 +39,7 @@ def files(p: LaunchPlan) -> dict[str, str]:
         lines.append(f'{quoted(command(p, 0))} "$TRAIN_SCRIPT" "$@"')
     else:
         lines += [': "${MASTER_ADDR:?set MASTER_ADDR to the address of node 0}"',
+                  f'MASTER_PORT="${{MASTER_PORT:-{PORT}}}"',
                   ': "${NODE_RANK:?set NODE_RANK to the rank of this node, 0 to ' + str(p.nodes - 1) + '}"',
                   'case "$NODE_RANK" in']
         for rank in range(p.nodes):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -48,8 +49,9 @@ def test_torchrun_lines_parse_to_the_plan(case: Case, tmp_path: Path) -> None:
         if case.nodes == 1:
             assert args.standalone
         else:
-            assert args.rdzv_backend == "c10d" and args.rdzv_endpoint == "$MASTER_ADDR:29500"
+            assert args.rdzv_backend == "c10d" and args.rdzv_endpoint == "$MASTER_ADDR:$MASTER_PORT"
             assert args.node_rank == rank
+            assert 'MASTER_PORT="${MASTER_PORT:-29500}"' in script.read_text()  # torchrun's default port
         assert args.training_script == "$TRAIN_SCRIPT" and args.training_script_args == ["$@"]
     result = shellcheck(script)
     assert result.returncode == 0, result.stdout
@@ -70,7 +72,8 @@ def test_sbatch_script_matches_the_plan(case: Case, tmp_path: Path) -> None:
     (argv,) = torchrun_lines(srun[0])
     args = torch_run.get_args_parser().parse_args(argv)
     assert args.nnodes == "$SLURM_NNODES" and args.nproc_per_node == str(case.per_node)
-    assert args.rdzv_backend == "c10d" and args.rdzv_endpoint == "$MASTER_ADDR:29500"
+    assert args.rdzv_backend == "c10d" and args.rdzv_endpoint == "$MASTER_ADDR:$MASTER_PORT"
+    assert 'MASTER_PORT="${MASTER_PORT:-29500}"' in text
     assert 'scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1' in text
     assert "export CHECKPOINT_DIR=" in text
     result = shellcheck(script)
@@ -89,3 +92,36 @@ def test_shellcheck_can_fail(tmp_path: Path) -> None:
 def test_scripts_are_executable(tmp_path: Path) -> None:
     written = write(CASES[0], "slurm", tmp_path)
     assert all(p.stat().st_mode & 0o111 for p in written.paths)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+RANK_SCRIPT = """import os, pathlib
+out = pathlib.Path(os.environ["OUT"])
+(out / f"rank{os.environ['RANK']}").write_text(f"{os.environ['WORLD_SIZE']} {os.environ['LOCAL_RANK']}")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [CASES[1], CASES[2]], ids=[CASES[1].name, CASES[2].name])
+def test_torchrun_script_really_starts_the_planned_world(case: Case, tmp_path: Path) -> None:
+    """torchrun.sh run as written, on this machine: each node's line (both on 127.0.0.1 for two nodes) starts
+    the planned number of processes, and each sees WORLD_SIZE = nodes × GPUs per node (8 and 16 here)."""
+    write(case, "torchrun", tmp_path)
+    (tmp_path / "show_rank.py").write_text(RANK_SCRIPT)
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "TRAIN_SCRIPT": str(tmp_path / "show_rank.py"),
+           "OUT": str(tmp_path), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "OMP_NUM_THREADS": "1"}
+    nodes = [subprocess.Popen(["bash", str(tmp_path / "torchrun.sh")], env={**env, "NODE_RANK": str(rank)},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for rank in range(case.nodes)]
+    for node in nodes:
+        output, _ = node.communicate(timeout=240)
+        assert node.returncode == 0, output[-2000:]
+    seen = {p.name: p.read_text() for p in tmp_path.glob("rank*")}
+    assert sorted(seen) == sorted(f"rank{r}" for r in range(case.world))
+    assert {v.split()[0] for v in seen.values()} == {str(case.world)}
+    assert sorted(int(v.split()[1]) for v in seen.values()) == sorted(list(range(case.per_node)) * case.nodes)
