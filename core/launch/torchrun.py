@@ -3,8 +3,9 @@
 Flags are torch.distributed.run's (``torchrun --help``; torch/distributed/run.py ``get_args_parser``): a single
 node runs ``--standalone``; several use the c10d rendezvous on node 0 (``--rdzv-backend c10d
 --rdzv-endpoint $MASTER_ADDR:$MASTER_PORT``, port 29500 unless MASTER_PORT says), which assigns ranks itself,
-so ``--node-rank`` only keeps the order stable. torchrun launches processes; the sharding, batch and precision live in the training script's own
-config (``--format deepspeed`` / ``accelerate`` / ``torchtune``), so this format refuses nothing.
+so ``--node-rank`` only keeps the order stable. torchrun launches processes; the sharding, batch and precision
+live in the training script's own config (``--format deepspeed`` / ``accelerate`` / ``torchtune``), so this
+format refuses nothing.
 """
 
 from __future__ import annotations
