@@ -167,6 +167,8 @@ def files(p: LaunchPlan, repo: str) -> dict[str, str]:
     header = [*p.header_lines(), "",
               f"weights: tune download {repo} --output-dir {model_dir}",
               f"run: tune run {rank_args}{recipe(p)} --config torchtune_config.yaml",
+              f"checkpoints: torchtune saves at the end of each epoch; the planned interval ({p.save_steps} steps) "
+              "is not a setting its recipes take",
               "the dataset is a placeholder (alpaca_cleaned_dataset): point `dataset` at your data;",
               "checkpoint_files: set max_filename to the number of safetensors shards in checkpoint_dir"]
     return {FILE: yaml_text.dump(cfg, header)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
@@ -16,6 +17,13 @@ from tests.gui.wizard_driver import click, next_page, settle, type_like_a_person
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8, "seq_len": 4096},
            "training": {"method": "lora", "micro_batch_size": 1, "global_batch_size": 64},
            "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}}
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Folders are typed as ~/…, short as a person types them; ~ is this test's folder."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return tmp_path
 
 
 def to_summary(qtbot, window, tmp_path: Path):
@@ -48,8 +56,8 @@ def test_export_one_format_by_typing_the_folder(qtbot, window, tmp_path: Path) -
     tick(qtbot, dialog.boxes["deepspeed"])
     assert dialog.boxes["deepspeed"].isChecked() and not dialog.all_box.isChecked()
     out = tmp_path / "launch"
-    type_like_a_person(qtbot, dialog.folder, str(out))
-    assert dialog.folder.text() == str(out)
+    type_like_a_person(qtbot, dialog.folder, "~/launch")
+    assert dialog.folder.text() == "~/launch"
     assert QApplication.focusWidget() is dialog.folder  # every key went to the field the click focused
     click(qtbot, dialog.export_button)
     qtbot.waitUntil(lambda: dialog.message.text().startswith("Wrote"))
@@ -66,7 +74,7 @@ def test_all_formats_writes_what_fits_and_names_what_does_not(qtbot, window, tmp
     tick(qtbot, dialog.all_box)
     assert all(box.isChecked() for box in dialog.boxes.values())
     out = tmp_path / "all"
-    type_like_a_person(qtbot, dialog.folder, str(out))
+    type_like_a_person(qtbot, dialog.folder, "~/all")
     click(qtbot, dialog.export_button)
     qtbot.waitUntil(lambda: dialog.message.text().startswith("Wrote"))
     names = sorted(p.name for p in out.iterdir())
@@ -80,3 +88,16 @@ def test_all_formats_writes_what_fits_and_names_what_does_not(qtbot, window, tmp
     # Unticking one format clears "All formats".
     tick(qtbot, dialog.boxes["slurm"])
     assert not dialog.all_box.isChecked()
+
+
+def test_export_runs_on_a_worker_in_the_live_window(qtbot, live_window, tmp_path: Path) -> None:
+    """The window as `tuneplan` runs it (a worker thread): the files arrive and the message says so."""
+    summary = to_summary(qtbot, live_window, tmp_path)
+    dialog = open_dialog(qtbot, summary)
+    tick(qtbot, dialog.boxes["slurm"])
+    out = tmp_path / "live"
+    type_like_a_person(qtbot, dialog.folder, "~/live")
+    click(qtbot, dialog.export_button)
+    qtbot.waitUntil(lambda: dialog.message.text() == f"Wrote 1 file(s) to {out}: train.sbatch", timeout=10000)
+    assert "#SBATCH --gpus-per-node=8" in (out / "train.sbatch").read_text()
+    dialog.close()
