@@ -2,6 +2,7 @@
 than the window also scrolled, as ``-2``, ``-3`` …), a config.json error, the library, a comparison, the
 catalog, the chart pages again with the dark palette (``dark-*``), and the PDF report's pages (through pdftoppm).
 Run it in a real window: ``xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/python packaging/screenshots.py [OUT_DIR]``
+(``--only-launch`` retakes only the Summary page and its launch-files dialog)
 (without a display it falls back to Qt's offscreen platform).
 
 It plans real requests from the shipped catalog in a throwaway user folder, so the user's own library and
@@ -65,7 +66,7 @@ def save_page(window: QWidget, page: QWidget, path: Path) -> None:
     bar.setValue(0)
 
 
-def main(out: Path) -> int:
+def main(out: Path, only_launch: bool = False) -> int:
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="tuneplan-shots-"))
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
@@ -82,7 +83,7 @@ def main(out: Path) -> int:
     window.resize(*SIZE)
     window.show()
     wizard, state = window.wizard, window.wizard.state
-    for old in out.glob("*.png"):
+    for old in [] if only_launch else out.glob("*.png"):
         if not old.name.startswith("probe"):
             old.unlink()
     from gui.wizard.first_run import open_sample
@@ -93,10 +94,16 @@ def main(out: Path) -> int:
     wizard.load_request(REQUEST, name="Llama 3.1 8B LoRA on 8× H100")
     settle(state)
     for i, name in enumerate(PAGE_NAMES):
-        save_page(window, wizard.currentPage(), out / f"wizard-{i + 1}-{name}.png")
+        if not only_launch or name == "summary":
+            save_page(window, wizard.currentPage(), out / f"wizard-{i + 1}-{name}.png")
         if i + 1 < len(PAGE_NAMES):
             wizard.next()
             settle(state)
+    launch_dialog(window, out, scratch)
+    if only_launch:  # --only-launch: the Summary page and its dialog, the rest left as they are
+        window.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+        return 0
     window.save_as_new(wizard.display_name)
     dark_pages(app, window, out)
     wizard.restart()
@@ -153,6 +160,19 @@ def catalog_shot(window: QWidget, out: Path) -> None:
     save(window, out / "catalog.png")
 
 
+def launch_dialog(window: QWidget, out: Path, scratch: Path) -> None:
+    """The Summary page's "Export launch files…" after exporting every format into a scratch folder."""
+    summary = window.wizard.summary_page  # type: ignore[attr-defined]
+    summary.open_launch_dialog()
+    dialog = summary.launch_dialog
+    dialog.all_box.setChecked(True)
+    dialog.folder.setText(str(scratch / "launch"))
+    dialog.export()
+    dialog.resize(720, 380)
+    save(dialog, out / "launch-dialog.png")
+    dialog.close()
+
+
 def dark_pages(app: QCoreApplication, window: QWidget, out: Path) -> None:
     """The pages with charts again under the dark palette: what a dark system scheme shows."""
     from PySide6.QtWidgets import QApplication
@@ -173,4 +193,5 @@ def dark_pages(app: QCoreApplication, window: QWidget, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots"))
+    args = [a for a in sys.argv[1:] if a != "--only-launch"]
+    raise SystemExit(main(Path(args[0]) if args else ROOT / "docs" / "screenshots", "--only-launch" in sys.argv))

@@ -2,7 +2,8 @@
 # Install everything the tests need on a fresh Debian/Ubuntu machine, then run pytest.
 # System packages: sshd and fio for the probe integration tests, Xvfb/Qt libraries for the GUI tests,
 # poppler-utils (pdftoppm) for PDF checks. Python: the project with its test extras and CPU torch
-# (torch.distributed/gloo for the collective probe's tests). Extra arguments go to pytest.
+# (torch.distributed/gloo for the collective probe's tests) and the launch formats' parsers (the `launch` extra:
+# DeepSpeed, accelerate, shellcheck, jsonschema). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,11 @@ if command -v apt-get >/dev/null; then as_root mkdir -p /run/sshd; fi
 # CPU torch for the gloo all_reduce tests; optional outside CI (those tests skip with the reason).
 .venv/bin/python -m pip install -q "torch==2.13.0" || { [ "${CI:-}" = true ] && exit 1; \
   echo "tuneplan: torch not installed; collective tests will be skipped" >&2; }
+# The launch formats' parsers, after torch so that DeepSpeed finds the torch above instead of pulling its own.
+if .venv/bin/python -c "import torch" 2>/dev/null; then
+  .venv/bin/python -m pip install -q -e ".[launch]" || { [ "${CI:-}" = true ] && exit 1; \
+    echo "tuneplan: launch parsers not installed; their tests will be skipped" >&2; }
+fi
 
 # No QT_QPA_PLATFORM here: the GUI tests start their own Xvfb (tests/gui/xvfb.py) and click and type in a real
 # window; a test that needs Qt headless (the `tuneplan report` subprocess) sets offscreen itself.

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from core.cli import catalog, plan, probe, probe_report, report
+from core.cli import catalog, launch, plan, probe, probe_report, report
 from core.cli.common import EXIT_ERROR, EXIT_USAGE, CliError
 
 
@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(dest="command")
-    for command in (plan, catalog, report, probe, probe_report):
+    for command in (plan, catalog, report, probe, probe_report, launch):
         command.register(sub)
     return parser
 

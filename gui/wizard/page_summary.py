@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QListWidget, QPu
 
 from core.planner.analysis import Analysis, conclusion, key_figures
 from gui.table_model import Row, RowsModel, make_table
+from gui.wizard.launch_dialog import LaunchDialog
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 
@@ -51,6 +52,12 @@ class SummaryPage(PlanPage):
             button.clicked.connect(signal.emit)
             button.setEnabled(False)
             buttons.addWidget(button)
+        self.launch_button = QPushButton("Export launch files…")  # DeepSpeed, accelerate, Slurm, ... (launch_dialog.py)
+        self.launch_button.setAccessibleName("Export launch files")
+        self.launch_button.clicked.connect(self.open_launch_dialog)
+        self.launch_button.setEnabled(False)
+        buttons.addWidget(self.launch_button)
+        self.launch_dialog: LaunchDialog | None = None
         buttons.addStretch(1)
         self.body.addLayout(buttons)
         self.body.addWidget(QLabel("Sanity checks"))
@@ -70,9 +77,16 @@ class SummaryPage(PlanPage):
         self.assumptions_view.setMinimumHeight(240)
         self.body.addWidget(self.assumptions_view, 1)
 
+    def open_launch_dialog(self) -> None:
+        """The export dialog for the plan on screen, window-modal (open(), not exec(): the window keeps running)."""
+        if self.state.analysis is None:
+            return
+        self.launch_dialog = LaunchDialog(self.state.analysis.result, self.state.executor, parent=self)
+        self.launch_dialog.open()
+
     def show_analysis(self, analysis: Analysis) -> None:
         r = analysis.result
-        for button in (self.save_button, self.pdf_button, self.json_button):
+        for button in (self.save_button, self.pdf_button, self.json_button, self.launch_button):
             button.setEnabled(True)
         figures = {k.label: k.value for k in key_figures(r)}
         self.headline.setText(f"{figures['Hardware']} · {figures['Wall time']} · {figures['Cost range']}")
@@ -90,7 +104,7 @@ class SummaryPage(PlanPage):
         self.assumptions.set_rows([Row([a.name, a.value, a.source, a.date or "—"]) for a in r.assumptions])
 
     def clear_analysis(self) -> None:
-        for button in (self.save_button, self.pdf_button, self.json_button):
+        for button in (self.save_button, self.pdf_button, self.json_button, self.launch_button):
             button.setEnabled(False)
         self.headline.setText("")
         self.conclusion.setText("")

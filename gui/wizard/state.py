@@ -251,3 +251,8 @@ class PlanState(QObject):
     @property
     def pending(self) -> bool:
         return self._timer.isActive()
+
+    @property
+    def executor(self) -> Executor:
+        """Where the wizard's other slow work runs too (the launch files' export)."""
+        return self._executor

@@ -1,0 +1,60 @@
+"""`tuneplan launch REQUEST.json --format FORMAT [-o DIR]`: write the launch files that reproduce a plan.
+
+The request is planned exactly as `tuneplan plan` plans it, and the files are written from that result
+(``core.launch``), so what runs is what was planned. A setting the format cannot express is a one-sentence
+error (exit 1) and nothing is written; an unknown format is a usage error (exit 2, argparse's). With
+``--format all`` the formats that can express the plan are written and each refusal is printed (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from core.cli.common import EXIT_ERROR, CliError
+from core.cli.plan import load_request
+from core.validation import validation_message
+
+# core.launch.FORMATS' names, spelt here so that building the parser imports no planner (every `tuneplan` call
+# builds it); tests/core/test_cli_launch.py checks that the two agree.
+FORMAT_NAMES = ("deepspeed", "accelerate", "torchrun", "slurm", "skypilot", "axolotl", "torchtune")
+
+
+def register(subparsers: Any) -> None:
+    """Add the `launch` subcommand (called by core.cli.main)."""
+    p = subparsers.add_parser("launch", help="write the launch files (DeepSpeed, accelerate, Slurm, ...) of a plan")
+    p.add_argument("request", help="plan request JSON file (- for stdin)")
+    p.add_argument("--format", required=True, choices=[*FORMAT_NAMES, "all"], help="which files to write")
+    p.add_argument("-o", "--output", default=".", help="folder to write them into (default: here)")
+    p.add_argument("--name", help="the plan's name in the files' headers (default: the request file's name)")
+    p.set_defaults(func=cmd_launch)
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    from core.launch import LaunchError, write_launch_files
+    from core.planner.models import PlanRequest
+    from core.planner.plan import PlanError, plan
+
+    try:
+        request = PlanRequest.model_validate(load_request(args.request))
+    except ValidationError as exc:
+        raise CliError(validation_message(exc)) from exc
+    try:
+        result = plan(request)
+    except PlanError as exc:
+        raise CliError(str(exc)) from exc
+    name = args.name or (Path(args.request).stem if args.request != "-" else None)
+    try:
+        written = write_launch_files(request, result, args.format, args.output, name=name,
+                                     partial=args.format == "all")
+    except LaunchError as exc:
+        raise CliError(f"{args.format}: {exc}") from exc
+    for path in written.paths:
+        print(path)
+    for fmt, why in written.refused.items():
+        print(f"tuneplan: {fmt}: {why}", file=sys.stderr)
+    return EXIT_ERROR if written.refused else 0

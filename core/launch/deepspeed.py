@@ -1,0 +1,109 @@
+"""`deepspeed`: the DeepSpeed config JSON (``ds_config.json``) for the plan, and its sidecar README.
+
+JSON has no comments, and DeepSpeed's sub-sections are pydantic models that refuse unknown keys
+(``DeepSpeedConfigModel``: ``extra="forbid"``), so the plan's header goes into ``ds_config.README.md`` next
+to the JSON rather than into a key of it.
+
+Keys and defaults are DeepSpeed's (https://www.deepspeed.ai/docs/config-json/ and
+deepspeed/runtime/zero/config.py of deepspeed 0.19.8): ``reduce_bucket_size`` and ``allgather_bucket_size``
+5e8 (its defaults), ``stage3_prefetch_bucket_size`` 5e7 and ``stage3_param_persistence_threshold`` 1e5
+(its defaults), ``overlap_comm`` on (DeepSpeed turns it on by itself for stage 3; the plan's step model assumes
+communication overlaps compute at every stage, ``assumptions.comm_overlap``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from core.launch.plan_view import LaunchError, LaunchPlan
+from core.planner.models import Precision, Sharding
+
+FILE = "ds_config.json"
+README = "ds_config.README.md"
+
+# deepspeed/runtime/zero/config.py (0.19.8) defaults, written out so the file says what runs.
+REDUCE_BUCKET = 500_000_000
+ALLGATHER_BUCKET = 500_000_000
+STAGE3_PREFETCH_BUCKET = 50_000_000
+STAGE3_PERSISTENCE_THRESHOLD = 100_000
+
+
+def check(p: LaunchPlan) -> None:
+    """The plan settings DeepSpeed's JSON cannot carry, as one sentence each (the first one met)."""
+    t = p.training
+    if t.sharding in (Sharding.fsdp, Sharding.hsdp):
+        raise LaunchError(
+            f"training.sharding {t.sharding.value} is PyTorch FSDP, which a DeepSpeed config cannot express; "
+            "use --format accelerate or torchtune, or plan with sharding zero3"
+        )
+    if t.tensor_parallel > 1 or t.pipeline_parallel > 1 or t.context_parallel > 1:
+        raise LaunchError(
+            f"training.tensor_parallel {t.tensor_parallel} / pipeline_parallel {t.pipeline_parallel} / "
+            f"context_parallel {t.context_parallel}: a DeepSpeed config sets data parallelism and ZeRO only "
+            "(tensor and pipeline layouts are built in the training code, e.g. Megatron-DeepSpeed); plan with 1"
+        )
+    if t.precision is Precision.fp8:
+        raise LaunchError(
+            "training.precision fp8 is not a DeepSpeed config setting (FP8 comes from Transformer Engine in the "
+            "model code); use amp_bf16 for this file"
+        )
+    if t.precision is Precision.pure_bf16 and p.zero_stage == 0:
+        raise LaunchError(
+            "training.precision pure_bf16 needs a ZeRO stage in DeepSpeed (bf16_master_weights_and_grads is "
+            "ZeRO 1-3 only); plan with sharding zero1, zero2 or zero3, or precision amp_bf16"
+        )
+
+
+def config(p: LaunchPlan) -> dict[str, Any]:
+    """The DeepSpeed config dict for the plan (call `check` first)."""
+    t = p.training
+    zero: dict[str, Any] = {
+        "stage": p.zero_stage,
+        "overlap_comm": True,
+        "contiguous_gradients": True,
+        "reduce_bucket_size": REDUCE_BUCKET,
+    }
+    if p.zero_stage in (1, 2):
+        zero["allgather_bucket_size"] = ALLGATHER_BUCKET
+    if p.zero_stage == 3:
+        zero["stage3_prefetch_bucket_size"] = STAGE3_PREFETCH_BUCKET
+        zero["stage3_param_persistence_threshold"] = STAGE3_PERSISTENCE_THRESHOLD
+        zero["stage3_gather_16bit_weights_on_model_save"] = True
+    if p.offload_optimizer:
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if p.offload_params:
+        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    cfg: dict[str, Any] = {
+        "train_batch_size": p.global_batch,
+        "train_micro_batch_size_per_gpu": p.micro_batch,
+        "gradient_accumulation_steps": p.accumulation,
+        "zero_optimization": zero,
+        "steps_per_print": 100,
+        "wall_clock_breakdown": False,
+    }
+    if t.precision in (Precision.amp_bf16, Precision.pure_bf16):
+        bf16: dict[str, Any] = {"enabled": True}
+        if t.precision is Precision.pure_bf16:
+            bf16 |= {"bf16_master_weights_and_grads": True, "bf16_optimizer_states": True}
+        cfg["bf16"] = bf16
+    elif t.precision is Precision.amp_fp16:
+        # Dynamic loss scaling (loss_scale 0), DeepSpeed's default and the one its docs show.
+        cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16}
+    return cfg
+
+
+def files(p: LaunchPlan) -> dict[str, str]:
+    """``ds_config.json`` and the README that carries its header."""
+    check(p)
+    body = json.dumps(config(p), indent=2) + "\n"
+    notes = [
+        "",
+        f"`{FILE}` is the DeepSpeed config of this plan. JSON has no comments, so its header is this file.",
+        "Activation checkpointing is the training code's switch (e.g. `gradient_checkpointing=True` in "
+        f"transformers): the plan has it {p.training.checkpointing}.",
+        "Pass it as `--deepspeed ds_config.json` (transformers, axolotl) or `deepspeed_config_file` (accelerate).",
+    ]
+    head = p.header_lines()
+    readme = [f"# {head[0]}", "", *(f"- {line}" for line in head[1:]), *notes]
+    return {FILE: body, README: "\n".join(readme) + "\n"}

@@ -1,0 +1,173 @@
+"""The planned run as the launch formats need it: world size, batch arithmetic, paths, and the header.
+
+Every format reads the same numbers from here, so a DeepSpeed JSON and an sbatch script written from one plan
+cannot disagree about the micro-batch or the accumulation. The arithmetic is the planner's own
+(``core.planner.step.evaluate``): dp = GPUs ÷ (tp · pp · cp) (``core.planner.parallel.data_parallel``) and
+gradient accumulation = ⌈global batch ÷ (micro-batch × dp)⌉, so the batch a launch file runs is
+micro × accumulation × dp, which equals the planned global batch whenever it divides evenly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from dataclasses import dataclass
+from importlib import metadata
+
+from core.catalog.records import PricingMode, StorageTier
+from core.planner.models import Method, Offload, PlanResult, Precision, Sharding, TrainingSpec
+from core.planner.parallel import data_parallel
+from core.planner.step import global_batch
+from core.units import fmt_bytes, fmt_hours
+
+
+class LaunchError(ValueError):
+    """A plan setting the chosen format cannot express: one sentence naming the setting and the way out."""
+
+
+# Where each storage tier's checkpoints go on the machines. These are conventions (heuristic), not vendor
+# figures: a local NVMe is usually mounted under /mnt or /scratch by the image, a parallel or network file
+# system under a shared path, object storage through a bucket mounted by the launcher (SkyPilot) or written
+# with the framework's own remote-path support. Users change the one CHECKPOINT_DIR variable each file sets.
+CHECKPOINT_DIRS: dict[StorageTier, str] = {
+    StorageTier.local_nvme: "/mnt/local_nvme/checkpoints",
+    StorageTier.parallel_fs: "/shared/checkpoints",
+    StorageTier.block: "/mnt/block/checkpoints",
+    StorageTier.nfs: "/shared/checkpoints",
+    StorageTier.object: "/checkpoints",  # the bucket's mount point (SkyPilot file_mounts)
+}
+
+
+def tuneplan_version() -> str:
+    """The installed tuneplan's version (a source checkout that was never installed says so)."""
+    try:
+        return metadata.version("tuneplan")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def slug(text: str) -> str:
+    """A name a scheduler, a bucket and a file system all accept: lowercase letters, digits and dashes."""
+    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return s[:48] or "plan"
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What a launch file is written from: the plan's request and result, with the derived run settings."""
+
+    result: PlanResult
+    name: str
+    date: dt.date
+
+    @property
+    def name_slug(self) -> str:
+        return slug(self.name)
+
+    @property
+    def training(self) -> TrainingSpec:
+        return self.result.request.training
+
+    @property
+    def nodes(self) -> int:
+        return self.result.hardware.nodes
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.result.hardware.gpus_per_node
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def data_parallel(self) -> int:
+        return int(data_parallel(self.world_size, self.training))
+
+    @property
+    def micro_batch(self) -> int:
+        return self.training.micro_batch_size
+
+    @property
+    def planned_global_batch(self) -> int:
+        """Sequences per optimizer step as planned (the request's, else the planner's default)."""
+        return global_batch(self.training, self.result.request.data.seq_len)
+
+    @property
+    def accumulation(self) -> int:
+        """⌈global ÷ (micro × dp)⌉, at least 1: the planner's own rounding (core/planner/step.py)."""
+        return max(1, math.ceil(self.planned_global_batch / (self.micro_batch * self.data_parallel)))
+
+    @property
+    def global_batch(self) -> int:
+        """The batch the launch files run: micro × accumulation × dp (DeepSpeed asserts exactly this)."""
+        return self.micro_batch * self.accumulation * self.data_parallel
+
+    @property
+    def seq_len(self) -> int:
+        return self.result.request.data.seq_len
+
+    @property
+    def zero_stage(self) -> int:
+        """DeepSpeed's ZeRO stage for the plan's sharding (0 for DDP); FSDP and HSDP are not ZeRO stages."""
+        return {Sharding.none: 0, Sharding.zero1: 1, Sharding.zero2: 2, Sharding.zero3: 3}[self.training.sharding]
+
+    @property
+    def offload_optimizer(self) -> bool:
+        return self.training.offload is not Offload.none
+
+    @property
+    def offload_params(self) -> bool:
+        return self.training.offload is Offload.optimizer_and_params
+
+    @property
+    def spot(self) -> bool:
+        return self.result.request.pricing.mode is PricingMode.spot
+
+    @property
+    def checkpoint_tier(self) -> StorageTier:
+        return self.result.request.assumptions.checkpoint_tier
+
+    @property
+    def checkpoint_dir(self) -> str:
+        return CHECKPOINT_DIRS[self.checkpoint_tier]
+
+    @property
+    def save_steps(self) -> int:
+        """Optimizer steps between checkpoints: the planned interval ÷ the planned step time, at least 1."""
+        step_s = self.result.compute.step_time_s
+        interval_s = self.result.checkpoint.interval_minutes * 60.0
+        if step_s <= 0:
+            return 1
+        return max(1, min(self.result.compute.steps or 1, int(interval_s // step_s)))
+
+    @property
+    def lora(self) -> bool:
+        return self.training.method is not Method.full
+
+    @property
+    def bf16(self) -> bool:
+        return self.training.precision in (Precision.amp_bf16, Precision.pure_bf16)
+
+    def header_lines(self) -> list[str]:
+        """The lines each file starts with: plan, version, date, and what the run should show if it matches."""
+        r = self.result
+        t = self.training
+        batch = f"micro-batch {self.micro_batch} × accumulation {self.accumulation} × {self.data_parallel} " \
+                f"data-parallel = {self.global_batch} sequences per step"
+        if self.global_batch != self.planned_global_batch:
+            batch += f" (planned {self.planned_global_batch}; rounded up as the planner does)"
+        layout = f"tp {t.tensor_parallel}, pp {t.pipeline_parallel}, cp {t.context_parallel}"
+        return [
+            f"tuneplan launch file for plan '{self.name}' ({r.model_name}, {t.method.value})",
+            f"written by tuneplan {tuneplan_version()} on {self.date.isoformat()}",
+            f"hardware: {self.nodes} node(s) × {self.gpus_per_node} {r.hardware.gpu} = {self.world_size} GPUs; "
+            f"sharding {t.sharding.value}, offload {t.offload.value}, {layout}; precision {t.precision.value}",
+            f"batch: {batch}; sequence length {self.seq_len}",
+            f"expect: {fmt_bytes(r.memory.per_gpu.total)} per GPU reserved (nvidia-smi), "
+            f"{fmt_bytes(r.memory.allocated_peak)} allocated peak; {r.compute.tokens_per_second:,.0f} tokens/s; "
+            f"{r.compute.step_time_s:.2f} s per step; {fmt_hours(r.time.hours)} for {r.compute.steps} steps",
+            f"checkpoints: every {self.save_steps} steps (~{r.checkpoint.interval_minutes:.0f} min) "
+            f"to {self.checkpoint_dir} ({self.checkpoint_tier.value})",
+        ]

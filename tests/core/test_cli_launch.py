@@ -1,0 +1,85 @@
+"""`tuneplan launch` as a user runs it: real subprocesses, files on disk, exit codes, one-sentence errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.core.launch_cases import CASES
+
+ROOT = Path(__file__).parents[2]
+
+
+def tuneplan(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)
+
+
+def request_file(tmp_path: Path, index: int, **training: object) -> str:
+    raw = dict(CASES[index].request)
+    raw["training"] = {**raw["training"], **training}
+    path = tmp_path / f"{CASES[index].name}.json"
+    path.write_text(json.dumps(raw))
+    return str(path)
+
+
+def test_launch_writes_the_files_and_lists_them(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = tuneplan("launch", request_file(tmp_path, 2), "--format", "slurm", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(out / "train.sbatch")]
+    text = (out / "train.sbatch").read_text()
+    # The header: the plan (named after the request file), the version, the date, what to expect.
+    assert "plan 'zero3-2node-offload'" in text and "written by tuneplan " in text
+    assert "per GPU reserved" in text and "tokens/s" in text and " steps" in text
+    assert "#SBATCH --nodes=2" in text
+
+
+def test_a_setting_the_format_cannot_express_is_one_sentence_and_exit_1(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = tuneplan("launch", request_file(tmp_path, 1), "--format", "deepspeed", "-o", str(out))
+    assert result.returncode == 1
+    assert result.stderr.startswith("tuneplan: deepspeed: training.sharding fsdp") and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
+def test_the_command_line_offers_every_format() -> None:
+    from core.cli.launch import FORMAT_NAMES
+    from core.launch import FORMATS
+
+    assert tuple(FORMATS) == FORMAT_NAMES
+
+
+def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
+    result = tuneplan("launch", request_file(tmp_path, 0), "--format", "kubeflow")
+    assert result.returncode == 2 and "invalid choice: 'kubeflow'" in result.stderr
+
+
+def test_all_writes_what_can_be_written_and_names_each_refusal(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    # 8-GPU FSDP: DeepSpeed cannot express FSDP; torchtune cannot run amp_bf16 (fp32 master weights).
+    result = tuneplan("launch", request_file(tmp_path, 1), "--format", "all", "-o", str(out))
+    assert result.returncode == 1
+    assert sorted(p.name for p in out.iterdir()) == [
+        "accelerate_config.yaml", "axolotl_config.yaml", "sky_task.yaml", "torchrun.sh", "train.sbatch"]
+    refused = result.stderr.splitlines()
+    assert [line.split(":")[1].strip() for line in refused] == ["deepspeed", "torchtune"]
+
+
+@pytest.mark.parametrize("bad", ["{", "[1]"])
+def test_a_bad_request_file_is_one_sentence(tmp_path: Path, bad: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(bad)
+    result = tuneplan("launch", str(path), "--format", "torchrun")
+    assert result.returncode == 1 and result.stderr.startswith("tuneplan: ") and "Traceback" not in result.stderr
+
+
+def test_an_unwritable_folder_is_one_sentence(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = tuneplan("launch", request_file(tmp_path, 0), "--format", "torchrun", "-o", str(blocker / "sub"))
+    assert result.returncode == 1 and "output folder" in result.stderr and "Traceback" not in result.stderr
