@@ -22,6 +22,11 @@ if .venv/bin/python -c "import torch" 2>/dev/null; then
   .venv/bin/python -m pip install -q -e ".[launch]" || { [ "${CI:-}" = true ] && exit 1; \
     echo "tuneplan: launch parsers not installed; their tests will be skipped" >&2; }
 fi
+# SkyPilot reads the launch task back (sky.Task.from_yaml) in a virtual environment of its own: its seventy
+# dependencies (an API server's) stay out of the project's.
+[ -x .venv-skypilot/bin/python ] || python3 -m venv .venv-skypilot
+.venv-skypilot/bin/python -m pip install -q "skypilot==0.14.1" || { [ "${CI:-}" = true ] && exit 1; \
+  echo "tuneplan: SkyPilot not installed; its read-back test will be skipped" >&2; }
 
 # No QT_QPA_PLATFORM here: the GUI tests start their own Xvfb (tests/gui/xvfb.py) and click and type in a real
 # window; a test that needs Qt headless (the `tuneplan report` subprocess) sets offscreen itself.

@@ -1,6 +1,7 @@
 """`--format skypilot`: the task YAML checked against SkyPilot's own JSON schemas.
 
-Why not ``sky.Task.from_yaml``: skypilot 0.14.1 installs about seventy packages (its API server's fastapi,
+Besides ``sky.Task.from_yaml`` itself (the last test, in SkyPilot's own virtual environment), the schema check
+runs in the project's environment: skypilot 0.14.1 installs about seventy packages (its API server's fastapi,
 uvicorn, SQLAlchemy, asyncpg, alembic, casbin, ...) and a CI minute or more for a four-key file. Its task,
 resources and storage schemas are plain JSON Schema (sky/utils/schemas.py), the same ones ``Task.from_yaml``
 validates with; tests/fixtures/launch/skypilot/schemas.json keeps them as SkyPilot 0.14.1 builds them
@@ -10,6 +11,8 @@ validates with; tests/fixtures/launch/skypilot/schemas.json keeps them as SkyPil
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +97,34 @@ def test_a_gpu_skypilot_has_no_name_for_is_refused(tmp_path: Path) -> None:
     bad = Case(**{**case.__dict__, "request": raw})
     with pytest.raises(LaunchError, match=r"hardware\.gpu GAUDI2 has no SkyPilot accelerator name"):
         write(bad, "skypilot", tmp_path)
+
+
+# SkyPilot's own reader, in the separate virtual environment packaging/test.sh makes for it (.venv-skypilot):
+# its seventy dependencies stay out of the project's environment. It reads the task offline (no cloud account,
+# no catalog download) and builds the Task, its Resources and its Storage mounts.
+SKY_PYTHON = Path(__file__).parents[2] / ".venv-skypilot" / "bin" / "python"
+READ_BACK = """
+import json, sys
+import sky
+task = sky.Task.from_yaml(sys.argv[1])
+(res,) = task.resources
+print(json.dumps({"num_nodes": task.num_nodes, "accelerators": res.accelerators, "use_spot": res.use_spot,
+                  "mounts": sorted(task.storage_mounts), "run_has_rank": "SKYPILOT_NODE_RANK" in task.run}))
+"""
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_sky_task_from_yaml_reads_back_the_plan(case: Case, tmp_path: Path) -> None:
+    if not SKY_PYTHON.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{SKY_PYTHON} is missing: packaging/test.sh installs SkyPilot there in CI")
+        pytest.skip(f"SkyPilot is not installed in {SKY_PYTHON} (packaging/test.sh makes it in CI)")
+    write(case, "skypilot", tmp_path)
+    env = {**os.environ, "HOME": str(tmp_path)}  # SkyPilot writes its state under ~/.sky: keep it in the test
+    done = subprocess.run([str(SKY_PYTHON), "-c", READ_BACK, str(tmp_path / "sky_task.yaml")], capture_output=True,
+                          text=True, timeout=120, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    gpu = {"H100-SXM": "H100", "A100-80GB-SXM": "A100-80GB"}[case.request["hardware"]["gpu"]]
+    assert got == {"num_nodes": case.nodes, "accelerators": {gpu: case.per_node}, "use_spot": case.spot,
+                   "mounts": ["/checkpoints"], "run_has_rank": True}
