@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from core.catalog.records import GPU, PRICING_MODELS, PRICING_MODES, CatalogErro
 from core.catalog.refreshed import with_refreshed
 from core.catalog.refreshed_file import FILE_NAME as REFRESHED_FILE
 from core.catalog.shipped import shipped_catalog, with_reserved_prices
+from core.json_file import write_json_atomic
 from core.paths import config_dir
 from core.validation import validation_message
 
@@ -255,20 +254,6 @@ def load_catalog(user_dir: Path | None = None) -> Catalog:
     return _merged_cached(str(folder.resolve()), tuple(signature))
 
 
-def _write_atomic(path: Path, data: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_user_overrides(
     user_dir: Path | None,
     *,
@@ -293,4 +278,4 @@ def save_user_overrides(
     folder.mkdir(parents=True, exist_ok=True)
     for name, data in new.items():
         if data is not None:
-            _write_atomic(folder / name, files[name])
+            write_json_atomic(folder / name, files[name])

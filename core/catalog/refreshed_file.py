@@ -8,12 +8,11 @@ as it was, byte for byte. Reading never moves or rewrites a damaged file: it is 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from core.catalog.records import CatalogError
+from core.json_file import write_json_atomic
 
 FILE_NAME = "refreshed_prices.json"
 FORMAT = 1
@@ -44,15 +43,4 @@ def read_document(path: Path) -> dict[str, Any] | None:
 def write_document(path: Path, sources: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
     """Replace the file at once: the old one stays whole until the new one is complete on disk."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    document = {"format": FORMAT, "sources": sources, "rows": rows}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(document, fh, indent=1, ensure_ascii=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json_atomic(path, {"format": FORMAT, "sources": sources, "rows": rows}, indent=1)
