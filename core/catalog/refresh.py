@@ -17,7 +17,7 @@ import dataclasses
 import datetime as dt
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,56 +102,60 @@ def _report(name: str, result: ParseResult, urls: list[str]) -> SourceReport:
                         unknown_gpus=dict(Counter(result.unknown_gpus)), skipped=dict(result.skipped))
 
 
-def _skypilot(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
-              timeout: float) -> tuple[SourceReport, ParseResult]:
+def _read_clouds(name: str, clouds: Iterable[str], read_one: Callable[[str], tuple[ParseResult, str] | str],
+                 absent: Callable[[str], str]) -> tuple[SourceReport, ParseResult]:
+    """Read each cloud of one source with ``read_one`` (its parse result and URL, or why it was not read); a
+    cloud the source does not publish (NotPublished) is skipped and said with ``absent(cloud)``; a source that
+    publishes none of them is an error."""
     result, urls = ParseResult(), list[str]()
     not_read: dict[str, str] = {}
     missing: list[NotPublished] = []
     for cloud in clouds:
-        if cloud in skypilot.UNSUPPORTED_CLOUDS:
-            not_read[cloud] = skypilot.UNSUPPORTED_CLOUDS[cloud]
-            continue
         try:
-            got = fetch(f"{url}/{cloud}/vms.csv", timeout)
+            got = read_one(cloud)
         except NotPublished as exc:
             missing.append(exc)
-            not_read[cloud] = f"no catalog at {url}/{cloud}/vms.csv"
+            not_read[cloud] = absent(cloud)
             continue
-        text = _text(got.body, got.url)
-        result.extend(skypilot.parse_vms_csv(text, cloud=cloud, catalog=catalog, source=got.url,
-                                             fetched=fetched, date=got.last_modified))
-        urls.append(got.url)
+        if isinstance(got, str):
+            not_read[cloud] = got
+            continue
+        result.extend(got[0])
+        urls.append(got[1])
     _all_missing(urls, missing)
-    report = _report("skypilot", result, urls)
+    report = _report(name, result, urls)
     report.clouds_skipped = not_read
     return report, result
+
+
+def _skypilot(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
+              timeout: float) -> tuple[SourceReport, ParseResult]:
+    def read_one(cloud: str) -> tuple[ParseResult, str] | str:
+        if cloud in skypilot.UNSUPPORTED_CLOUDS:
+            return skypilot.UNSUPPORTED_CLOUDS[cloud]
+        got = fetch(f"{url}/{cloud}/vms.csv", timeout)
+        text = _text(got.body, got.url)
+        return skypilot.parse_vms_csv(text, cloud=cloud, catalog=catalog, source=got.url, fetched=fetched,
+                                      date=got.last_modified), got.url
+
+    return _read_clouds("skypilot", clouds, read_one, lambda cloud: f"no catalog at {url}/{cloud}/vms.csv")
 
 
 def _gpuhunt(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
              timeout: float) -> tuple[SourceReport, ParseResult]:
-    result, urls = ParseResult(), list[str]()
-    not_read: dict[str, str] = {}
-    missing: list[NotPublished] = []
-    for cloud in clouds:
+    def read_one(cloud: str) -> tuple[ParseResult, str]:
         provider = _GPUHUNT_NAMES.get(cloud, cloud)
-        try:
-            version = _text(fetch(f"{url}/{provider}/version", timeout).body, f"{url}/{provider}/version").strip()
-            if not version or "/" in version or len(version) > 64:
-                raise CatalogError(
-                    f"{url}/{provider}/version does not hold a catalog version (got '{version[:40]}')")
-            got = fetch(f"{url}/{provider}/{version}/catalog.zip", timeout)
-        except NotPublished as exc:
-            missing.append(exc)
-            not_read[cloud] = f"no gpuhunt catalog for {provider} at {url}"
-            continue
+        version_url = f"{url}/{provider}/version"
+        version = _text(fetch(version_url, timeout).body, version_url).strip()
+        if not version or "/" in version or len(version) > 64:
+            raise CatalogError(f"{version_url} does not hold a catalog version (got '{version[:40]}')")
+        got = fetch(f"{url}/{provider}/{version}/catalog.zip", timeout)
         text = gpuhunt.csv_from_zip(got.body, provider, got.url)
-        result.extend(gpuhunt.parse_catalog_csv(text, provider=provider, catalog=catalog, source=got.url,
-                                                fetched=fetched, date=gpuhunt.version_date(version)))
-        urls.append(got.url)
-    _all_missing(urls, missing)
-    report = _report("gpuhunt", result, urls)
-    report.clouds_skipped = not_read
-    return report, result
+        return gpuhunt.parse_catalog_csv(text, provider=provider, catalog=catalog, source=got.url,
+                                         fetched=fetched, date=gpuhunt.version_date(version)), got.url
+
+    return _read_clouds("gpuhunt", clouds, read_one,
+                        lambda cloud: f"no gpuhunt catalog for {_GPUHUNT_NAMES.get(cloud, cloud)} at {url}")
 
 
 def _all_missing(urls: list[str], missing: list[NotPublished]) -> None:
