@@ -222,20 +222,16 @@ class Catalog:
         slug = self.provider_id(provider) if provider is not None else None
         return [p for p in self.prices if p.gpu == gid and (slug is None or p.provider == slug)]
 
-    def best_price(self, gpu_id: str, mode: str, provider: str | None = None, *, allow: Iterable[str] = (),
-                   gpus_per_node: int | None = None) -> Price | None:
+    def best_price(self, gpu_id: str, mode: str, provider: str | None = None, *,
+                   allow: Iterable[str] = ()) -> Price | None:
         """The cheapest record that prices a plan in `mode` (on_demand, spot, reserved); None when none does.
 
-        Serverless records never serve; marketplace and auction ones only when named in `allow`. With
-        `gpus_per_node`, offers are compared by what a node costs — whole instances: a 2-GPU node on an
-        8-GPU-only offer pays for 8 — and offers too small for the node are left out.
+        Serverless records never serve; marketplace and auction ones only when named in `allow`. Per GPU-hour:
+        what a node of some size costs (whole instances) is core.planner.pricing.node_offer's question.
         """
         m = check_pricing_mode(mode)
         allowed = tuple(allow)
         rows = [p for p in self.prices_for(gpu_id, provider) if p.serves(m, allowed)]
-        if gpus_per_node is not None:
-            rows = [p for p in rows if p.billed_gpus(gpus_per_node) is not None]
-            return min(rows, key=lambda p: p.usd_per_gpu_hour * (p.billed_gpus(gpus_per_node) or 0), default=None)
         return min(rows, key=lambda p: p.usd_per_gpu_hour, default=None)
 
     def priced_gpus(self) -> list[str]:

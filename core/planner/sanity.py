@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from core.catalog import PRICING_MODES, STALE_AFTER_DAYS, Catalog, CatalogError, Price
+from core.planner import pricing
 from core.planner.models import HardwareSpec, PlanRequest, PlanResult, SanityWarning
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 
@@ -159,11 +160,12 @@ def mode_totals(result: PlanResult) -> dict[str, float]:
 def _other_provider(result: PlanResult, catalog: Catalog, mode: str) -> str | None:
     """'Nebius has spot at $0.79/GPU-h' for the plan's GPU and node size, when another provider has `mode`."""
     try:
-        row = catalog.best_price(result.hardware.gpu, mode, gpus_per_node=result.hardware.gpus_per_node)
+        offer = pricing.node_offer(catalog, result.hardware.gpu, mode, result.hardware.gpus_per_node)
     except CatalogError:
         return None
-    if row is None:
+    if offer is None:
         return None
+    row = offer.row
     return f"{row.provider_name} has {mode_name(mode)} {result.hardware.gpu} at ${row.usd_per_gpu_hour:.2f}/GPU-h"
 
 

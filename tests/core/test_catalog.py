@@ -22,6 +22,7 @@ from core.catalog import (
     save_user_overrides,
     shipped_catalog,
 )
+from core.planner.pricing import node_offer
 from core.resources import read_json, resource_path
 
 TODAY = dt.date(2026, 11, 29)
@@ -280,8 +281,9 @@ def test_best_price(cat):
     assert cat.best_price("h100", "on_demand").usd_per_gpu_hour == pytest.approx(3.5825)
     # a 1-GPU node pays a whole instance: Mithril's 8-GPU-only offer would cost 8 x 3.5825 = $28.66/h, so the
     # cheapest 1-GPU H100 is RunPod Secure Cloud's 1-GPU pod at $3.99 (Lambda 1x $4.29, Nebius 1-GPU VM $4.50)
-    one = cat.best_price("h100", "on_demand", gpus_per_node=1)
-    assert (one.provider, one.usd_per_gpu_hour) == ("runpod", pytest.approx(3.99))
+    one = node_offer(cat, "h100", "on_demand", 1)
+    assert one is not None and one.billed_gpus == 1
+    assert (one.row.provider, one.row.usd_per_gpu_hour) == ("runpod", pytest.approx(3.99))
     market = cat.best_price("h100", "on_demand", allow=["marketplace"])
     assert (market.provider, market.usd_per_gpu_hour) == ("vastai", pytest.approx(2.4024))
     assert cat.best_price("H100-SXM", "spot").usd_per_gpu_hour == pytest.approx(0.79)  # Nebius preemptible
