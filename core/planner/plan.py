@@ -193,12 +193,13 @@ def _cost(
     storage_lines: list[CostLine],
     disk_bytes: float,
     today: dt.date,
+    offers: dict[str, pricing.NodeOffer | None],
     trusted_only: bool = False,
 ) -> tuple[CostResult, list[str], list[Assumption]]:
+    """The plan's cost from `offers`, the offer per pricing mode that prices this node size (_price_for)."""
     pricing_spec, a = request.pricing, request.assumptions
     warnings: list[str] = []
     assumptions: list[Assumption] = []
-    offers = {mode: _price_for(catalog, gpu, request, mode, hw.gpus_per_node, trusted_only) for mode in PRICING_MODES}
     rows = {m: (o.row if o else None) for m, o in offers.items()}
     chosen_mode = pricing_spec.mode.value
     ref_offer = offers.get(chosen_mode) or offers["on_demand"] or offers["spot"] or offers["reserved"]
@@ -398,8 +399,10 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     )
     disk = tokenized + ckpt_size * a.checkpoints_kept
     trusted_only = not pricing.low_confidence_ok(request, gpu.id, searched=searched)
+    offers = {mode: _price_for(catalog, gpu, request, mode, hw_spec.gpus_per_node, trusted_only)
+              for mode in PRICING_MODES}
     cost_result, cost_warnings, price_assumptions = _cost(
-        request, catalog, gpu, hw_spec, est, ckpt, storage_lines, disk, today, trusted_only=trusted_only,
+        request, catalog, gpu, hw_spec, est, ckpt, storage_lines, disk, today, offers, trusted_only=trusted_only,
     )
     warnings += cost_warnings
     stall = storage.data_stall_warning(needed, a.data_tier, not request.data.packing, nodes=hw_spec.nodes)
@@ -498,8 +501,6 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         assumptions=_assumptions(arch, request, gpu, est) + price_assumptions,
         warnings=warnings,
     )
-    offers = {mode: _price_for(catalog, gpu, request, mode, hw_spec.gpus_per_node, trusted_only)
-              for mode in PRICING_MODES}
     priced_from = {mode: (offer.row if offer else None) for mode, offer in offers.items()}
     result.sanity = sanity.sanity_checks(request, result, catalog, today, prices=priced_from)
     return result
