@@ -10,7 +10,6 @@ micro × accumulation × dp, which equals the planned global batch whenever it d
 from __future__ import annotations
 
 import datetime as dt
-import math
 import re
 from dataclasses import dataclass
 from importlib import metadata
@@ -18,7 +17,7 @@ from importlib import metadata
 from core.catalog.records import PricingMode, StorageTier
 from core.planner.models import Method, Offload, PlanResult, Precision, Sharding, TrainingSpec
 from core.planner.parallel import data_parallel
-from core.planner.step import global_batch
+from core.planner.step import accumulation_steps, global_batch
 from core.units import fmt_bytes, fmt_hours
 
 
@@ -97,7 +96,7 @@ class LaunchPlan:
     @property
     def accumulation(self) -> int:
         """⌈global ÷ (micro × dp)⌉, at least 1: the planner's own rounding (core/planner/step.py)."""
-        return max(1, math.ceil(self.planned_global_batch / (self.micro_batch * self.data_parallel)))
+        return int(accumulation_steps(self.planned_global_batch, self.micro_batch, self.data_parallel))
 
     @property
     def global_batch(self) -> int:

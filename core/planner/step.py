@@ -79,6 +79,11 @@ def global_batch(training: TrainingSpec, seq_len: int) -> int:
     return int(2 ** max(0, round(np.log2(DEFAULT_BATCH_TOKENS / seq_len))))
 
 
+def accumulation_steps(global_sequences: Num, micro_batch: Num, dp: Num) -> Num:
+    """Micro-batches each data-parallel rank runs per optimizer step: ⌈global ÷ (micro·dp)⌉, at least 1."""
+    return np.maximum(np.ceil(global_sequences / (micro_batch * dp)), 1)
+
+
 def evaluate(
     arch: Architecture,
     training: TrainingSpec,
@@ -95,7 +100,7 @@ def evaluate(
     mb = training.micro_batch_size if micro_batch is None else micro_batch
     seq = data.seq_len
     dp = parallel.data_parallel(hw.gpus, training)  # replicas: GPUs ÷ (tp·pp·cp); the FLOPs use every GPU
-    accumulation = np.maximum(np.ceil(global_batch(training, seq) / (mb * dp)), 1)
+    accumulation = accumulation_steps(global_batch(training, seq), mb, dp)
     mem = memory.estimate(
         arch,
         training,
