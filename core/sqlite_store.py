@@ -18,7 +18,9 @@ import errno
 import os
 import sqlite3
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 FULL = "disk full"
 READ_ONLY = "read-only"
@@ -141,6 +143,35 @@ def move_aside(path: Path, now: dt.datetime | None = None) -> Path:
         if side.exists():
             side.rename(target.with_name(target.name + suffix))
     return target
+
+
+Db = TypeVar("Db")
+
+
+def open_or_recover(open_db: Callable[[], Db], path: Path | None, what: str, error: type[StoreFault],
+                    now: dt.datetime | None = None) -> tuple[Db, str | None]:
+    """Open a store file with ``open_db``; only when it is damaged, move it aside and start a new one.
+
+    Returns the database and the notice the user is told (where the damaged file went), or None. Every other
+    fault (full, read-only, locked) raises ``error`` with its one sentence and changes nothing on disk; so does
+    a damaged file that cannot be moved or a new one that cannot be created. ``path`` None: an in-memory store.
+    """
+    try:
+        return open_db(), None
+    except (sqlite3.Error, OSError) as exc:
+        if path is None or fault_kind(exc, path) != CORRUPT:
+            raise fault(exc, what, path, "opened", error) from None
+        damage = exc
+    try:
+        moved = move_aside(path, now)
+    except OSError as move_exc:
+        raise fault(move_exc, what, path, "moved aside", error) from None
+    try:
+        db = open_db()
+    except (sqlite3.Error, OSError) as again:
+        raise fault(again, what, path, "created", error) from None
+    noun = what.split()[-1]  # "plan library" -> "a new, empty library"
+    return db, f"The {what} {path} was damaged ({damage}); it was moved to {moved} and a new, empty {noun} was started."
 
 
 def moved_aside(path: Path) -> list[Path]:

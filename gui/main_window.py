@@ -96,7 +96,7 @@ class MainWindow(QMainWindow):
             raise SystemExit(1) from exc
         window = cls(ThreadExecutor(), store)
         window.add_probe_place()
-        if not store.list():  # the first run (or an emptied library): a whole answer before any typing
+        if store.is_empty():  # the first run (or an emptied library): a whole answer before any typing
             from gui.wizard.first_run import open_sample
 
             open_sample(window.wizard)

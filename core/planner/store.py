@@ -29,12 +29,10 @@ from core.paths import data_dir
 from core.planner.models import PlanRequest, PlanResult
 from core.sqlite_schema import migrate, transaction
 from core.sqlite_store import (
-    CORRUPT,
     StoreFault,
     check_integrity,
     fault,
-    fault_kind,
-    move_aside,
+    open_or_recover,
     secure_file,
     secure_folder,
 )
@@ -153,21 +151,7 @@ class PlanStore:
         self._busy_timeout = busy_timeout  # seconds a write waits for another program's lock before saying so
         self._now = now or (lambda: dt.datetime.now(dt.UTC))
         self.notice: str | None = None
-        try:
-            self.db = self._open()
-        except (sqlite3.Error, OSError) as exc:
-            if fault_kind(exc, self.path) != CORRUPT:
-                raise fault(exc, "plan library", self.path, "opened", StoreError) from None
-            try:
-                moved = move_aside(self.path, self._now())
-            except OSError as move_exc:
-                raise fault(move_exc, "plan library", self.path, "moved aside", StoreError) from None
-            self.notice = (f"The plan library {self.path} was damaged ({exc}); it was moved to {moved} "
-                           "and a new, empty library was started.")
-            try:
-                self.db = self._open()
-            except (sqlite3.Error, OSError) as again:
-                raise fault(again, "plan library", self.path, "created", StoreError) from None
+        self.db, self.notice = open_or_recover(self._open, self.path, "plan library", StoreError, self._now())
 
     # ---- opening
 
@@ -219,6 +203,10 @@ class PlanStore:
                           cost_usd=row["cost_usd"], hours=row["hours"],
                           request=request if isinstance(request, dict) else {}, result_json=row["result_json"],
                           created=row["created"], updated=row["updated"])
+
+    def is_empty(self) -> bool:
+        """No plan saved yet (the first run): one indexed row read, not the whole library."""
+        return not list(self.db.query("SELECT 1 FROM plans LIMIT 1"))
 
     def list(self) -> list[PlanRecord]:
         """All plans, most recently changed first."""

@@ -44,10 +44,10 @@ from core.sqlite_store import (
     CORRUPT,
     StoreFault,
     check_integrity,
-    fault,
     fault_kind,
     fault_sentence,
     move_aside,
+    open_or_recover,
     secure_file,
     secure_folder,
 )
@@ -283,21 +283,7 @@ class ProbeStore:
         self.notice: str | None = None  # the damaged file moved aside at open, and where
         self.fault: str | None = None  # why this session's runs are kept in memory only, when they are
         self._started: dict[int, list[Any]] = {}  # this session's runs: what start_run wrote, to rebuild the row
-        try:
-            self.db = self._open()
-        except (sqlite3.Error, OSError) as exc:
-            if self.path is None or fault_kind(exc, self.path) != CORRUPT:
-                raise fault(exc, "probe history", self.path, "opened", ProbeStoreError) from None
-            try:
-                moved = move_aside(self.path)
-            except OSError as move_exc:
-                raise fault(move_exc, "probe history", self.path, "moved aside", ProbeStoreError) from None
-            self.notice = (f"The probe history {self.path} was damaged ({exc}); it was moved to {moved} and a new, "
-                           "empty history was started.")
-            try:
-                self.db = self._open()
-            except (sqlite3.Error, OSError) as again:
-                raise fault(again, "probe history", self.path, "created", ProbeStoreError) from None
+        self.db, self.notice = open_or_recover(self._open, self.path, "probe history", ProbeStoreError)
 
     @classmethod
     def open_or_memory(cls, path: Path | str | None = None) -> ProbeStore:

@@ -160,3 +160,12 @@ def test_request_to_dict_round_trips_the_public_format():
     assert out["assumptions"] == {"mfu": 0.4}
     assert "search" not in out and "hardware" not in out
     assert PlanRequest.model_validate(json.loads(json.dumps(out))) == request
+
+
+def test_is_empty_until_a_plan_is_saved_and_again_once_it_is_deleted(tmp_path):
+    store = PlanStore(tmp_path / "lib.db")
+    assert store.is_empty()
+    plan_id = store.save("one", REQUEST)
+    assert not store.is_empty()
+    store.delete(plan_id)
+    assert store.is_empty()
