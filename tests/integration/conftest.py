@@ -12,6 +12,7 @@ Fixtures:
                         (closed at teardown)
   ssh_transport         a connected SshTransport to `sshd` whose host key is trusted
   drop_ssh_connections  callable that kills the server side of every live connection (a "network drop")
+  need_torch, need_fio  skip (fail under CI) a test whose torch or fio is missing
 
 When sshd or ssh-keygen is missing the tests are skipped with the reason, except under CI=true where they
 fail.
@@ -19,7 +20,9 @@ fail.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,22 +35,29 @@ from core.probes.transport.ssh import SshTransport
 from core.probes.transport.target import SshTarget
 
 try:
-    from tests.integration.sshd import SshdServer, SshdUnavailable, find_missing_tools
+    from tests.integration.sshd import SshdServer, SshdUnavailable, find_missing_tools, unavailable
 except ImportError:  # tests/ is not importable as a package; pytest put this folder on sys.path instead
-    from sshd import SshdServer, SshdUnavailable, find_missing_tools  # type: ignore[no-redef]
+    from sshd import SshdServer, SshdUnavailable, find_missing_tools, unavailable  # type: ignore[no-redef]
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"sshd integration tests cannot run under CI: {reason}")
-    pytest.skip(reason)
+@pytest.fixture
+def need_torch() -> None:
+    """torch for the collective and distributed probes (packaging/test.sh installs torch==2.13.0)."""
+    if importlib.util.find_spec("torch") is None:
+        unavailable("torch is not installed in this environment (packaging/test.sh installs torch==2.13.0)")
+
+
+@pytest.fixture
+def need_fio() -> None:
+    if shutil.which("fio") is None:
+        unavailable("fio is not installed (apt-get install fio)")
 
 
 def require_sshd() -> None:
     """Skip (or fail under CI=true) when the OpenSSH server tools are missing."""
     missing = find_missing_tools()
     if missing:
-        _unavailable(missing)
+        unavailable(missing)
 
 
 def clear_stale_pyenv_lock() -> None:
@@ -74,7 +84,7 @@ def sshd_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[
         try:
             return server.start()
         except SshdUnavailable as exc:
-            _unavailable(str(exc))
+            unavailable(str(exc))
             raise
 
     yield start

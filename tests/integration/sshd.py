@@ -24,6 +24,16 @@ SSHD = "/usr/sbin/sshd"
 START_TIMEOUT_S = 10.0
 
 
+def unavailable(reason: str) -> None:
+    """Skip a test whose real part (sshd, torch, fio, a tmpfs) is missing, or fail it under CI=true, where CI
+    installs every one of them (packaging/test.sh): a missing part there is a broken install, not a skip."""
+    import pytest
+
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"integration test cannot run under CI: {reason}")
+    pytest.skip(reason)
+
+
 class SshdUnavailable(RuntimeError):
     """sshd or ssh-keygen is missing, or the server cannot start here; the message says which."""
 

@@ -12,10 +12,8 @@ live chart point of the probe under test.
 from __future__ import annotations
 
 import glob
-import importlib.util
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -34,30 +32,12 @@ from core.probes.evidence import ProbeStatus, Verdict
 from core.probes.store import ProbeStore, StoredRun
 
 try:
-    from tests.integration.sshd import SshdServer
+    from tests.integration.sshd import SshdServer, unavailable
 except ImportError:  # tests/ is not importable as a package; pytest put this folder on sys.path instead
-    from sshd import SshdServer  # type: ignore[no-redef]
+    from sshd import SshdServer, unavailable  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"probe fault test cannot run under CI: {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def need_torch() -> None:
-    if importlib.util.find_spec("torch") is None:
-        _missing("torch is not installed in this environment (packaging/test.sh installs torch==2.13.0)")
-
-
-@pytest.fixture
-def need_fio() -> None:
-    if shutil.which("fio") is None:
-        _missing("fio is not installed (apt-get install fio)")
 
 
 @pytest.fixture(autouse=True)
@@ -273,7 +253,7 @@ def test_a_data_path_with_5_mib_free_is_skipped_with_the_reason_and_the_verdict_
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(small)], capture_output=True,
                              text=True)
     if mounted.returncode != 0:
-        _missing(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+        unavailable(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
         db = tmp_path / "probes.db"
         code = cli_main(probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "storage", "--data-path",

@@ -9,7 +9,6 @@ running" and "work directory removed" are checked locally with pgrep and the fil
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shlex
@@ -53,24 +52,6 @@ pytestmark = pytest.mark.integration
 
 QUERY_CSV = Path(__file__).resolve().parent.parent / "fixtures" / "probes" / \
     "nvidia_smi_query_gpu_csv_1xH100_under_gpuburn_590.48.01.csv"
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"probe integration test cannot run under CI: {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def need_torch() -> None:
-    if importlib.util.find_spec("torch") is None:
-        _missing("torch is not installed in this environment (packaging/test.sh installs torch==2.13.0)")
-
-
-@pytest.fixture
-def need_fio() -> None:
-    if shutil.which("fio") is None:
-        _missing("fio is not installed (apt-get install fio)")
 
 
 def small_options(**overrides: Any) -> RunOptions:
