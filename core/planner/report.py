@@ -32,6 +32,7 @@ from core.planner.analysis import (
     GpuMemory,
     ScalingCurve,
     conclusion,
+    cost_range,
     cost_range_text,
     key_figures,
 )
@@ -239,6 +240,17 @@ def price_table(figures: Figures, today: dt.date) -> Table:
     return Table(header=["provider", "mode", "USD per GPU-hour", "seen"], rows=rows, widths=[2, 1, 1, 2])
 
 
+def _cost_sentence(r: PlanResult) -> str:
+    """The summary's cost line; a plan without a price in its mode (or in any) says so, not "— at no provider"."""
+    mode = r.request.pricing.mode.value.replace("_", "-")
+    if cost_range(r) is None:
+        return "Cost: no price for this configuration in any pricing mode (the sanity checks say why)."
+    if r.cost.total_usd is None:
+        at = f" at {r.cost.provider}" if r.cost.provider else ""
+        return f"Cost: {cost_range_text(r)} across pricing modes; no {mode} price{at}."
+    return f"Cost: {cost_range_text(r)} across pricing modes; {fmt_usd(r.cost.total_usd)} {mode} at {r.cost.provider}."
+
+
 def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
     """The report's content: sections of paragraphs, bullets, tables and charts, in reading order."""
     today = today or dt.date.today()
@@ -258,8 +270,7 @@ def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
         f"Time: {fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.1f} GPU-hours at "
         f"{r.compute.tokens_per_second:,.0f} tokens/s (achieved MFU {r.compute.mfu:.0%}, scaling "
         f"{r.compute.scaling_efficiency:.0%}).",
-        f"Cost: {cost_range_text(r)} across pricing modes; {fmt_usd(r.cost.total_usd)} "
-        f"{r.request.pricing.mode.value.replace('_', '-')} at {r.cost.provider or 'no provider'}.",
+        _cost_sentence(r),
     ]
     memory_rows = [[p, fmt_bytes(getattr(m.per_gpu, p))] for p in (*MEMORY_PARTS, "total")]
     cost_rows = [[line.item, fmt_usd(line.usd), line.detail, seen_text(line.date, today)] for line in r.cost.items]

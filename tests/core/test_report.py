@@ -217,3 +217,15 @@ def test_step_rows_leave_out_the_zero_parts_and_share_the_reported_step(analysis
     assert step_rows(zero) == []
     section = time_section(analysis.result.model_copy(update={"compute": zero}))
     assert [b.kind for b in section.blocks] == ["paragraph"]  # no table of nothing
+
+
+def test_a_plan_nobody_rents_says_so_in_the_summary() -> None:
+    # AWS sells the L4 one to an instance (g6.4xlarge) and the catalog has no other non-marketplace L4 offer, so an
+    # 8-GPU L4 node has no price in any mode; the summary says that, not "— on-demand at no provider"
+    a = analyse(PlanRequest.model_validate({**BASE, "hardware": {"gpu": "L4", "gpus_per_node": 8, "nodes": 1},
+                                            "pricing": {}}))
+    assert a.result.cost.total_usd is None and cost_range(a.result) is None
+    summary = next(s for s in build_report(a).sections if s.title == "Executive summary")
+    bullets = summary.blocks[0]
+    assert isinstance(bullets, Bullets)
+    assert bullets.items[-1] == "Cost: no price for this configuration in any pricing mode (the sanity checks say why)."
