@@ -112,9 +112,11 @@ def main(out: Path, only_launch: bool = False) -> int:
     model_page.config_edit.setPlainText('{"hidden_size": 4096, "num_hidden_layers": 32,')
     settle(state)
     save(window, out / "wizard-1-model-config-error.png")
+    # one L40S at the cheapest provider: AWS sells L40S one to an instance (g6e.xlarge), so four at AWS would
+    # be no node anyone rents
     qlora = {**REQUEST, "training": {"method": "qlora", "lora_rank": 16},
-             "hardware": {"gpu": "L40S", "gpus_per_node": 4, "nodes": 1}}
-    wizard.load_request(qlora, name="Llama 3.1 8B QLoRA on 4× L40S")
+             "hardware": {"gpu": "L40S", "gpus_per_node": 1, "nodes": 1}, "pricing": {}}
+    wizard.load_request(qlora, name="Llama 3.1 8B QLoRA on 1× L40S")
     settle(state)
     window.save_as_new(wizard.display_name)
     window.show_place("Library")
@@ -128,6 +130,8 @@ def main(out: Path, only_launch: bool = False) -> int:
         dialog.close()
     catalog_shot(window, out)
     window.show_place("Plan")
+    wizard.load_request(REQUEST, name="Llama 3.1 8B LoRA on 8× H100")  # the PDF of the priced plan
+    settle(state)
     from core.planner.report import build_report
     from gui.pdf import render_report
 
