@@ -145,6 +145,7 @@ class _Worker:
         self.evidence = ProbeEvidence()
         self.resources = resources or resource_path("probes")
         self.sampler: MetricsSampler | None = None
+        self._earlier_samples: list[MetricsSampler] = []  # streams a reconnect replaced: their samples count too
         self.ctx: ProbeContext | None = None
         self.workdir: str | None = None
         self.status: RunStatus = "completed"
@@ -242,6 +243,8 @@ class _Worker:
             return
         ctx.name = "gpu_metrics"
         command, method = sampler_command(ctx)
+        if self.sampler is not None:
+            self._earlier_samples.append(self.sampler)
         self.sampler = MetricsSampler(self.transport, command, interval_s=self.options.metrics_interval_ms / 1000,
                                       on_batch=self.metrics, on_raw=self.raw, on_log=self.log,
                                       clock=self.clock).start()
@@ -323,10 +326,15 @@ class _Worker:
         assert sampler is not None
         sampler.stop()
         now = time.time()
-        status = ProbeStatus.ok if sampler.count else ProbeStatus.failed
-        error = None if sampler.count else "the GPU metrics stream gave no sample"
+        # The run's stream, across reconnects: samples a stream gave before a drop are the run's samples (the
+        # restarted stream's first batch may come after a short last probe has ended).
+        streams = [*self._earlier_samples, sampler]
+        count = sum(s.count for s in streams)
+        status = ProbeStatus.ok if count else ProbeStatus.failed
+        error = None if count else "the GPU metrics stream gave no sample"
+        warnings = list(dict.fromkeys(w for s in streams for w in s.warnings))
         self.finish(ProbeOutcome(name="gpu_metrics", status=status, started=self.t0_wall, ended=now,
-                                 warnings=list(sampler.warnings), error=error))
+                                 warnings=warnings, error=error))
 
     @property
     def t0_wall(self) -> float:
