@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from core.probes.cluster.evidence import ClusterEvidence
 from core.probes.samples import (
     CollectiveResult,
     FioResult,
@@ -114,6 +115,9 @@ class ProbeEvidence(BaseModel):
     # The PCIe link read while every GPU ran matmuls (index, bus id, gen and width): links downshift at idle to
     # save power, so only this reading can show a downtrained link. None: not read (no GPU, no CUDA).
     pcie_under_load: list[GpuInfo] | None = None
+    # A cluster run's own row (core.probes.cluster): agreement and what crossed the network; each node's figures
+    # are in that node's own run. None on a single-host run.
+    cluster: ClusterEvidence | None = None
 
 
 class ProbeStatus(StrEnum):
