@@ -13,6 +13,9 @@ Fixtures:
   ssh_transport         a connected SshTransport to `sshd` whose host key is trusted
   drop_ssh_connections  callable that kills the server side of every live connection (a "network drop")
   need_torch, need_fio  skip (fail under CI) a test whose torch or fio is missing
+  netns_cluster_factory ``make(count)`` → a started `NetnsCluster` (tests/integration/netns.py): ``count``
+                        network namespaces on a bridge, an sshd in each; removed at teardown, which fails the
+                        test when anything it made is left
 
 When sshd or ssh-keygen is missing the tests are skipped with the reason, except under CI=true where they
 fail.
@@ -35,8 +38,10 @@ from core.probes.transport.ssh import SshTransport
 from core.probes.transport.target import SshTarget
 
 try:
+    from tests.integration.netns import NetnsCluster, NetnsUnavailable
     from tests.integration.sshd import SshdServer, SshdUnavailable, find_missing_tools, unavailable
 except ImportError:  # tests/ is not importable as a package; pytest put this folder on sys.path instead
+    from netns import NetnsCluster, NetnsUnavailable  # type: ignore[no-redef]
     from sshd import SshdServer, SshdUnavailable, find_missing_tools, unavailable  # type: ignore[no-redef]
 
 
@@ -151,3 +156,22 @@ def ssh_transport(make_ssh_transport: Callable[..., SshTransport],
 @pytest.fixture
 def drop_ssh_connections(sshd: SshdServer) -> Callable[..., int]:
     return sshd.kill_connections
+
+
+@pytest.fixture
+def netns_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[int], NetnsCluster]]:
+    made: list[NetnsCluster] = []
+
+    def make(count: int) -> NetnsCluster:
+        clear_stale_pyenv_lock()
+        cluster = NetnsCluster(workdir=tmp_path_factory.mktemp("netns"), count=count)
+        made.append(cluster)  # before start(): a start that fails midway is torn down too
+        try:
+            return cluster.start()
+        except NetnsUnavailable as exc:
+            unavailable(str(exc))
+            raise
+
+    yield make
+    problems = [problem for cluster in made for problem in cluster.teardown()]
+    assert not problems, "; ".join(problems)

@@ -1,6 +1,8 @@
 """A real OpenSSH server for integration tests: own host key, own client key, a free port on 127.0.0.1.
 
-Started as ``/usr/sbin/sshd -D -e -f <config>`` (no daemonising, log to a file) and stopped by PID.
+Started as ``/usr/sbin/sshd -D -e -f <config>`` (no daemonising, log to a file) and stopped by PID. With
+``netns`` it runs inside that network namespace (``ip netns exec NS``), and with ``hostname`` in a UTS namespace of
+its own under that name, so several servers on this machine look like several hosts (tests/integration/netns.py).
 Expected values such as the host key fingerprint come from ``ssh-keygen -lf``, a tool independent of the code
 under test.
 """
@@ -106,6 +108,9 @@ class SshdServer:
     port: int = 0
     user: str = field(default_factory=getpass.getuser)
     extra_config: str = ""
+    netns: str | None = None  # the network namespace it listens in (``ip netns exec``); None: this one
+    hostname: str | None = None  # the host name its sessions see (a UTS namespace of its own); None: ours
+    session_env: dict[str, str] = field(default_factory=dict)  # more SetEnv for every session (e.g. TMPDIR)
     process: subprocess.Popen[bytes] | None = None
     _orphan_sessions: set[int] = field(default_factory=set)
 
@@ -186,8 +191,9 @@ class SshdServer:
         # WORKAROUND: a login bash sources ~/.bashrc, and a bashrc that runs `pyenv init` rehashes under a lock
         # file; a test that kills a session mid-rehash leaves the lock behind and every later command then waits
         # PYENV_REHASH_TIMEOUT (60 s). One second keeps such hosts usable; elsewhere the variable is ignored.
+        env = " ".join(f"{k}={v}" for k, v in {"PYENV_REHASH_TIMEOUT": "1", **self.session_env}.items())
         (self.workdir / "sshd_config").write_text(
-            f"""SetEnv PYENV_REHASH_TIMEOUT=1
+            f"""SetEnv {env}
 Port {self.port}
 ListenAddress {self.host}
 HostKey {self.host_key_path}
@@ -212,8 +218,7 @@ LogLevel VERBOSE
         log = self.log_path.open("ab")
         try:
             self.process = subprocess.Popen(
-                [SSHD, "-D", "-e", "-f", str(self.workdir / "sshd_config")],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                self._command(), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             )
         finally:
             log.close()
@@ -231,6 +236,20 @@ LogLevel VERBOSE
                 time.sleep(0.05)
         self.stop()
         return False
+
+    def _command(self) -> list[str]:
+        """sshd's command line; ``ip netns exec`` and ``unshare`` exec in place, so the PID is sshd's own."""
+        command = [SSHD, "-D", "-e", "-f", str(self.workdir / "sshd_config")]
+        if self.hostname is not None:
+            command = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', self.hostname, *command]
+        if self.netns is not None:
+            command = ["ip", "netns", "exec", self.netns, *command]
+        return command
+
+    def session_pids(self) -> list[int]:
+        """Every process below the listening sshd: the per-connection sshd processes and what they started."""
+        assert self.process is not None, "sshd is not running"
+        return _descendants(self.pid)
 
     def kill_connections(self, *, kill_commands: bool = False) -> int:
         """Drop every established SSH connection, as a network failure would; returns how many died.
