@@ -4,13 +4,16 @@ A cluster probe needs nodes that reach each other over a network, each with its 
 server. Network namespaces give exactly that without virtual machines: a bridge in this (the root) namespace
 holds ``.1`` of a private /24 (so the test process reaches every node), each node is a namespace joined to the
 bridge by a veth pair, with loopback up and its own address (``.2``, ``.3``, ...), and an OpenSSH ``sshd``
-(tests/integration/sshd.py) runs inside it on port 22, in a UTS namespace with the node's own host name. The
-namespaces share this machine's file system, so the venv's python with torch is there on every node; each
-node's sessions get a TMPDIR of their own, so a node's work directories can be told apart and checked.
+(tests/integration/sshd.py) runs inside it on port 22, in a UTS namespace with the node's own host name. Each
+node resolves every node's name as a cluster's /etc/hosts would (``/etc/netns/NS/hosts``, which ``ip netns exec``
+mounts over /etc/hosts): torchrun's c10d rendezvous and gloo look up the host name. The namespaces share this
+machine's file system, so the venv's python with torch is there on every node; each node's sessions get a TMPDIR
+of their own, so a node's work directories can be told apart and checked.
 
 Every name starts with a tag unique to the test (``tp<pid><letter>``); teardown removes exactly what was made:
 the sshd processes by their PIDs, every process still in a namespace it made (``ip netns pids``), then its veths,
-bridge and namespaces by name. It is safe after a failure midway and safe to call twice.
+bridge and namespaces by name, and their /etc/netns folders. It is safe after a failure midway and safe to call
+twice.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ except ImportError:  # tests/ is not importable as a package; pytest put this fo
     from sshd import SshdServer, SshdUnavailable, find_missing_tools, keygen  # type: ignore[no-redef]
 
 IP = "/usr/sbin/ip"
+ETC_NETNS = Path("/etc/netns")  # ip netns exec bind-mounts /etc/netns/NS/* over /etc/*
 SSH_PORT = 22
 SUBNET_BASE = "10.77"  # 10.77.X.0/24: X is the first one no interface on this machine uses
 _tags = itertools.count()
@@ -141,6 +145,7 @@ class NetnsCluster:
     subnet: ipaddress.IPv4Network | None = None
     _namespaces: list[str] = field(default_factory=list)
     _links: list[str] = field(default_factory=list)
+    _made_etc_netns: bool = False
 
     @property
     def bridge(self) -> str:
@@ -175,6 +180,9 @@ class NetnsCluster:
         _ip("link", "set", self.bridge, "up")
         for index in range(1, self.count + 1):
             self.nodes.append(self._make_node(f"{self.tag}n{index}", str(hosts[index])))
+        etc_hosts = "127.0.0.1 localhost\n" + "".join(f"{n.address} {n.name}\n" for n in self.nodes)
+        for node in self.nodes:
+            (ETC_NETNS / node.name / "hosts").write_text(etc_hosts)
         known = []
         for node in self.nodes:
             self._start_sshd(node)
@@ -187,6 +195,10 @@ class NetnsCluster:
         host_side = f"{name}h"
         self._namespaces.append(name)
         _ip("netns", "add", name)
+        if not ETC_NETNS.exists():
+            ETC_NETNS.mkdir(mode=0o755)
+            self._made_etc_netns = True
+        (ETC_NETNS / name).mkdir(exist_ok=True)
         self._links.append(host_side)
         _ip("link", "add", host_side, "type", "veth", "peer", "name", name)
         _ip("link", "set", name, "netns", name)
@@ -220,6 +232,10 @@ class NetnsCluster:
             if not _kill_namespace(name):
                 problems.append(f"processes still in namespace {name}: {netns_pids(name)}")
             _ip("netns", "delete", name, check=False)
+            shutil.rmtree(ETC_NETNS / name, ignore_errors=True)
+        if self._made_etc_netns:
+            with contextlib.suppress(OSError):
+                ETC_NETNS.rmdir()  # only when no other namespace has a folder there by now
         existing = link_names()
         for link in reversed(self._links):
             if link in existing:
@@ -230,8 +246,12 @@ class NetnsCluster:
             problems.append(f"namespaces left: {sorted(left_ns)}")
         if left_links:
             problems.append(f"interfaces left: {sorted(left_links)}")
+        left_etc = [name for name in self._namespaces if (ETC_NETNS / name).exists()]
+        if left_etc:
+            problems.append(f"folders left in {ETC_NETNS}: {left_etc}")
         self._namespaces.clear()
         self._links.clear()
+        self._made_etc_netns = False
         return problems
 
 

@@ -56,6 +56,8 @@ def test_nodes_reach_each_other_and_teardown_leaves_nothing(
     assert len(set(cluster.addresses)) == 3
     assert banner_from(first.name, second.address).startswith("SSH-2.0-OpenSSH")
     assert banner_from(third.name, first.address).startswith("SSH-2.0-OpenSSH")
+    # By name too, as torchrun's rendezvous and gloo look nodes up: each node's /etc/hosts names them all.
+    assert banner_from(second.name, third.name).startswith("SSH-2.0-OpenSSH")
     # The sshd runs in its namespace: nothing listens on that address in this one, only the bridge routes it.
     assert first.sshd.pid in netns_pids(first.name)
     assert first.sshd.pid not in netns_pids(second.name)
@@ -80,11 +82,14 @@ def test_nodes_reach_each_other_and_teardown_leaves_nothing(
     sshd_pids = [n.sshd.pid for n in cluster.nodes]
     made_links = {cluster.bridge, *(n.host_veth for n in cluster.nodes)}
     made_namespaces = {n.name for n in cluster.nodes}
+    etc_folders = [Path("/etc/netns") / n.name for n in cluster.nodes]
+    assert all(folder.is_dir() for folder in etc_folders)
     assert made_links <= link_names() and made_namespaces <= netns_names()
     assert cluster.teardown() == []
     assert not made_links & link_names()
     assert not made_namespaces & netns_names()
     assert not [pid for pid in sshd_pids if alive(pid)]
+    assert not [folder for folder in etc_folders if folder.exists()]
     assert cluster.teardown() == []  # twice is harmless
 
 
