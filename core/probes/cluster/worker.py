@@ -201,10 +201,54 @@ class ClusterWorker:
             for session in self.sessions:
                 session.ctx.name = name
             outcome = self._run_one(name)
+            self._mark_gone(name, outcome)
             self._finish(outcome)
             if outcome.status == ProbeStatus.cancelled:
                 self._not_run(list(steps[index - 1:]), ProbeStatus.cancelled, "cancelled before it started")
                 raise Cancelled("cluster run cancelled")
+
+    def _mark_gone(self, step: str, outcome: ProbeOutcome) -> None:
+        """After a failed step, the nodes whose connection died or that no longer answer (a hung node) did not
+        run to the end: their reports say so, so the run is incomplete and names them (each node's own suite had
+        completed, which alone would call the cluster complete), the step's failed node is the gone one rather
+        than the peer that timed out waiting for it, and the later steps go on without them."""
+        if outcome.status != ProbeStatus.failed:
+            return
+        gone = self._not_answering()
+        for node, why in gone.items():
+            report = self.cluster.node(node)
+            if report is not None and report.state == "completed":
+                report.state, report.error = "interrupted", f"{why} during the {step} step"
+                self.log("error", f"{node}: {report.error}; the cluster steps go on without it", step)
+        run = {"distributed": self.cluster.distributed, "allreduce": self.cluster.allreduce}.get(step)
+        if run is not None and gone and run.failed_node not in gone:
+            run.failed_node = next(iter(gone))
+        for session in [s for s in self.sessions if s.node in gone]:
+            self.sessions.remove(session)
+            self.log("warning", f"{session.node}: the work directory {session.workdir} could not be removed: the "
+                                "node does not answer (the next run on this node removes it)")
+
+    def _not_answering(self) -> dict[str, str]:
+        """Node -> why, for every session whose transport is closed or that does not run `true` in time."""
+        answers: dict[str, str | None] = {}
+
+        def ask(session: NodeSession) -> None:
+            if not session.transport.is_alive():
+                answers[session.node] = "the connection was lost"
+                return
+            try:
+                ok = session.transport.run("true", timeout=ANSWER_S).ok
+            except TransportError:
+                ok = False
+            answers[session.node] = None if ok else f"it stopped answering (nothing within {ANSWER_S:.0f} s)"
+
+        threads = [threading.Thread(target=ask, args=(s,), daemon=True) for s in self.sessions]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(ANSWER_S + 5)
+        return {s.node: answers.get(s.node) or f"it stopped answering (nothing within {ANSWER_S:.0f} s)"
+                for s in self.sessions if answers.get(s.node, "") is not None}
 
     def _step(self, name: str) -> Callable[[StepContext], object]:
         level = 2 if "burn" in self.options.probe_names() else 1
