@@ -106,6 +106,7 @@ class SshdServer:
     port: int = 0
     user: str = field(default_factory=getpass.getuser)
     extra_config: str = ""
+    session_env: dict[str, str] = field(default_factory=dict)  # set in every session (sshd takes one SetEnv)
     process: subprocess.Popen[bytes] | None = None
     _orphan_sessions: set[int] = field(default_factory=set)
 
@@ -187,7 +188,7 @@ class SshdServer:
         # file; a test that kills a session mid-rehash leaves the lock behind and every later command then waits
         # PYENV_REHASH_TIMEOUT (60 s). One second keeps such hosts usable; elsewhere the variable is ignored.
         (self.workdir / "sshd_config").write_text(
-            f"""SetEnv PYENV_REHASH_TIMEOUT=1
+            f"""SetEnv PYENV_REHASH_TIMEOUT=1{"".join(f" {k}={v}" for k, v in self.session_env.items())}
 Port {self.port}
 ListenAddress {self.host}
 HostKey {self.host_key_path}

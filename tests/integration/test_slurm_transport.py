@@ -1,0 +1,311 @@
+"""SlurmAllocation and SrunTransport on a real Slurm (tests/integration/slurm.py: munged, slurmctld, two slurmds).
+
+The login node is this machine (`LocalTransport`, which hands its environment, SLURM_CONF included, to every
+command); the compute nodes are the harness's two slurmds, so every command really goes salloc -> slurmctld ->
+slurmd -> slurmstepd. What a test expects comes from outside the code under test: Slurm's own ``squeue``, the
+node's ``sha256sum`` and ``stat``, and /proc.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from core.probes.transport.hostkeys import known_hosts_name
+from core.probes.transport.local import LocalTransport
+from core.probes.transport.slurm import JOB_NAME, AllocationCancelled, SlurmAllocation, SlurmError, SrunTransport
+from core.probes.transport.ssh import SshTransport
+from core.probes.transport.target import SshTarget
+
+try:
+    from tests.integration.slurm import PARTITION, SlurmCluster, SlurmUnavailable
+    from tests.integration.sshd import SshdServer, unavailable
+except ImportError:  # tests/ is not importable as a package; pytest put this folder on sys.path instead
+    from slurm import PARTITION, SlurmCluster, SlurmUnavailable  # type: ignore[no-redef]
+    from sshd import SshdServer, unavailable  # type: ignore[no-redef]
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    """One Slurm for the module; its SLURM_CONF in the environment, so LocalTransport's commands find it."""
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        cluster.start()
+    except SlurmUnavailable as exc:
+        unavailable(f"a test Slurm cannot start here: {exc}")
+    saved = os.environ.get("SLURM_CONF")
+    os.environ.update(cluster.env)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        if saved is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = saved
+
+
+@pytest.fixture
+def login(slurm_cluster: SlurmCluster) -> Iterator[LocalTransport]:
+    transport = LocalTransport()
+    yield transport
+    transport.close()
+
+
+@pytest.fixture
+def allocation(slurm_cluster: SlurmCluster, login: LocalTransport) -> Iterator[SlurmAllocation]:
+    alloc = SlurmAllocation(login)
+    alloc.allocate(2, time_limit_min=5, queue_timeout_s=30)
+    yield alloc
+    alloc.release()
+    assert slurm_cluster.jobs() == []
+
+
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    """True once ``pid`` is no longer a live process (gone, or a zombie nobody has reaped yet)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return True
+        if stat[stat.rfind(")") + 2:].split()[0] == "Z":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _alive(pid: int) -> bool:
+    return not _gone(pid, within_s=0)
+
+
+def test_allocation_holds_the_nodes_slurm_lists(slurm_cluster: SlurmCluster,
+                                                allocation: SlurmAllocation) -> None:
+    assert sorted(allocation.nodes) == sorted(slurm_cluster.nodes)
+    listed = slurm_cluster.run("squeue", "-h", "-j", str(allocation.job_id), "-o", "%j %T %D").stdout.split()
+    assert listed == [JOB_NAME, "RUNNING", "2"]
+    assert allocation.addresses == dict.fromkeys(slurm_cluster.nodes, "127.0.0.1")
+
+
+def test_commands_run_on_the_node_they_name(allocation: SlurmAllocation) -> None:
+    for node in allocation.nodes:
+        transport = allocation.transport(node)
+        result = transport.run('echo "$SLURMD_NODENAME $SLURM_JOB_ID"; echo to-stderr >&2; exit 3', timeout=30)
+        assert result.exit_code == 3
+        assert result.stdout == f"{node} {allocation.job_id}\n"
+        assert result.stderr == "to-stderr\n"  # srun's own "task 0: Exited with exit code 3" line is dropped
+        assert result.command.startswith('echo "$SLURMD_NODENAME')
+        assert transport.is_alive()
+
+
+def test_put_file_round_trip(allocation: SlurmAllocation, tmp_path: Path) -> None:
+    transport = allocation.transport(allocation.nodes[1])
+    payload = os.urandom(300_000) + b"\x00\xff\n no newline at the end"
+    local = tmp_path / "payload.bin"
+    local.write_bytes(payload)
+    workdir = transport.make_workdir()
+    try:
+        remote = f"{workdir}/payload.bin"
+        transport.put_file(local, remote, mode=0o640)
+        check = transport.run(f"sha256sum {remote} | cut -d' ' -f1; stat -c %a {remote}", timeout=30)
+        assert check.ok, check.stderr
+        digest, mode = check.stdout.split()
+        assert digest == hashlib.sha256(payload).hexdigest()
+        assert mode == "640"
+    finally:
+        transport.remove_workdir(workdir)
+
+
+def test_workdir_is_private_and_removed(allocation: SlurmAllocation) -> None:
+    transport = allocation.transport(allocation.nodes[0])
+    workdir = transport.make_workdir()
+    assert transport.run(f"stat -c %a {workdir}", timeout=30).stdout.strip() == "700"
+    transport.remove_workdir(workdir)
+    assert transport.run(f"test -e {workdir}", timeout=30).exit_code == 1
+    transport.remove_workdir(workdir)  # already gone: fine
+    with pytest.raises(ValueError, match="not one this app created"):
+        transport.remove_workdir("/tmp")
+
+
+def test_stream_yields_lines_as_they_come(allocation: SlurmAllocation) -> None:
+    transport = allocation.transport(allocation.nodes[0])
+    started = time.monotonic()
+    seen: list[tuple[str, float]] = []
+    stream = transport.stream("echo first; sleep 1.5; echo second; exit 5", timeout=30, cancel=threading.Event())
+    for line in stream:
+        seen.append((line, time.monotonic() - started))
+    assert [line for line, _ in seen] == ["first", "second"]
+    assert seen[1][1] - seen[0][1] > 1.0  # the first line came before the command slept, not at the end
+    assert stream.result is not None and stream.result.exit_code == 5
+
+
+def _start_sleeper(transport: SrunTransport, cancel: threading.Event,
+                   timeout: float) -> tuple[threading.Thread, dict[str, object]]:
+    """Run ``sleep 300`` (its pid printed first) on the node in a thread; the pid is read from the step's
+    stdout through a stream, so the test knows which process must die."""
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        stream = transport.stream("sh -c 'echo $$; exec sleep 300'", timeout=timeout, cancel=cancel)
+        for line in stream:
+            box["pid"] = int(line)
+        box["result"] = stream.result
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while "pid" not in box and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "pid" in box, "the sleeper did not start on the node"
+    return thread, box
+
+
+def test_cancel_kills_the_task_on_the_node(slurm_cluster: SlurmCluster, allocation: SlurmAllocation) -> None:
+    transport = allocation.transport(allocation.nodes[1])
+    cancel = threading.Event()
+    thread, box = _start_sleeper(transport, cancel=cancel, timeout=120)
+    pid = box["pid"]
+    assert isinstance(pid, int) and _alive(pid)
+    cancel.set()
+    thread.join(20)
+    assert not thread.is_alive()
+    assert _gone(pid), f"sleep 300 (pid {pid}) still runs on the node after cancel"
+    result = box["result"]
+    assert getattr(result, "cancelled", False) and getattr(result, "exit_code", 0) is None
+    assert slurm_cluster.steps() == []
+
+
+def test_timeout_kills_the_task_on_the_node(allocation: SlurmAllocation) -> None:
+    transport = allocation.transport(allocation.nodes[0])
+    started = time.monotonic()
+    result = transport.run("echo $$; exec sleep 300", timeout=2)
+    assert result.timed_out and result.exit_code is None
+    assert time.monotonic() - started < 15
+    assert _gone(int(result.stdout.split()[0])), "sleep 300 still runs on the node after the timeout"
+
+
+def test_kill_step_ends_a_step_whose_srun_died(slurm_cluster: SlurmCluster, login: LocalTransport,
+                                              allocation: SlurmAllocation) -> None:
+    """A lost login connection kills srun with no word to the step: the task keeps running until kill_step."""
+    transport = allocation.transport(allocation.nodes[0])
+    step = "tuneplan-step-killtest"
+    srun = subprocess.Popen(["bash", "-c", transport.srun_command("echo $$; exec sleep 300", step, None)],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert srun.stdout is not None
+    pid = int(srun.stdout.readline())
+    os.killpg(srun.pid, signal.SIGKILL)
+    srun.wait(10)
+    time.sleep(1)
+    assert _alive(pid), "the task died with srun: this test would not show what kill_step does"
+    transport.kill_step(step)
+    assert _gone(pid), f"sleep 300 (pid {pid}) survived kill_step"
+    deadline = time.monotonic() + 10
+    while slurm_cluster.steps() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert slurm_cluster.steps() == []
+
+
+def test_release_frees_the_job(slurm_cluster: SlurmCluster, login: LocalTransport) -> None:
+    alloc = SlurmAllocation(login)
+    with alloc:
+        alloc.allocate(1, time_limit_min=5, queue_timeout_s=30)
+        job = alloc.job_id
+        assert slurm_cluster.jobs() == [job]
+        node = alloc.nodes[0]
+    assert slurm_cluster.jobs() == []
+    alloc.release()  # twice: fine
+    with pytest.raises(SlurmError, match="no Slurm job is allocated"):
+        alloc.transport(node)
+
+
+def test_unknown_partition_is_one_sentence(slurm_cluster: SlurmCluster, login: LocalTransport) -> None:
+    with pytest.raises(SlurmError) as caught:
+        SlurmAllocation(login).allocate(1, partition="gpu-h100", queue_timeout_s=10)
+    message = str(caught.value)
+    assert message == f"partition 'gpu-h100' is not one of the Slurm partitions on local ({PARTITION})"
+    assert slurm_cluster.jobs() == []
+
+
+def test_more_nodes_than_the_partition_has(slurm_cluster: SlurmCluster, login: LocalTransport) -> None:
+    with pytest.raises(SlurmError, match=rf"^partition '{PARTITION}' on local has 2 node\(s\); 3 were asked for$"):
+        SlurmAllocation(login).allocate(3, queue_timeout_s=10)
+    assert slurm_cluster.jobs() == []
+
+
+def test_no_slurm_on_the_login_node(login: LocalTransport, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for tool in ("bash", "sh"):
+        (bare / tool).symlink_to(subprocess.run(["which", tool], capture_output=True, text=True,
+                                                check=True).stdout.strip())
+    monkeypatch.setenv("PATH", str(bare))
+    with pytest.raises(SlurmError, match=r"^no Slurm on the login node local: salloc, srun, scancel, squeue, "
+                                         r"scontrol, sinfo not found on its PATH$"):
+        SlurmAllocation(login).allocate(1)
+
+
+def _hold_every_node(slurm_cluster: SlurmCluster) -> str:
+    """A job of the test's own holding every node whole, so that the next allocation must wait."""
+    held = slurm_cluster.run("salloc", "--no-shell", "--exclusive", "--nodes", "2", "--time", "5")
+    match = re.search(r"Granted job allocation (\d+)", held.stderr)
+    assert match, held.stderr
+    return match.group(1)
+
+
+def test_queue_wait_times_out_and_leaves_no_job(slurm_cluster: SlurmCluster, login: LocalTransport) -> None:
+    holder = _hold_every_node(slurm_cluster)
+    try:
+        with pytest.raises(SlurmError, match=r"did not grant 2 node\(s\) within 2 s; the job waited in the queue"):
+            SlurmAllocation(login).allocate(2, queue_timeout_s=2)
+        assert slurm_cluster.jobs() == [holder]
+    finally:
+        slurm_cluster.run("scancel", holder)
+
+
+def test_cancel_while_queued_leaves_no_job(slurm_cluster: SlurmCluster, login: LocalTransport) -> None:
+    holder = _hold_every_node(slurm_cluster)
+    cancel = threading.Event()
+    threading.Timer(1.0, cancel.set).start()
+    try:
+        started = time.monotonic()
+        with pytest.raises(AllocationCancelled, match="cancelled while it waited in the queue"):
+            SlurmAllocation(login).allocate(2, queue_timeout_s=60, cancel=cancel)
+        assert time.monotonic() - started < 10
+        assert slurm_cluster.jobs() == [holder]
+    finally:
+        slurm_cluster.run("scancel", holder)
+
+
+def test_through_an_ssh_login_node(slurm_cluster: SlurmCluster, sshd_factory: Callable[..., SshdServer],
+                                   tmp_path: Path) -> None:
+    """The way a real cluster is reached: SSH to the login node, srun from there; cancel still kills the task."""
+    server = sshd_factory(session_env=slurm_cluster.env)
+    key_type, key_b64 = server.host_public_key.split()[:2]
+    known = tmp_path / "known_hosts"
+    known.write_text(f"{known_hosts_name(server.host, server.port)} {key_type} {key_b64}\n")
+    target = SshTarget(host=server.host, port=server.port, user=server.user,
+                       identity_files=[str(server.client_key_path)], identities_only=True)
+    with SshTransport(target, known_hosts_file=known, user_known_hosts_file=tmp_path / "absent",
+                      allow_agent=False, look_for_keys=False, connect_timeout=5) as ssh_login, \
+            SlurmAllocation(ssh_login) as alloc:
+        alloc.allocate(2, time_limit_min=5, queue_timeout_s=30)
+        transport = alloc.transport(alloc.nodes[1])
+        assert transport.run("echo $SLURMD_NODENAME", timeout=30).stdout == f"{alloc.nodes[1]}\n"
+        cancel = threading.Event()
+        thread, box = _start_sleeper(transport, cancel=cancel, timeout=120)
+        pid = box["pid"]
+        assert isinstance(pid, int)
+        cancel.set()
+        thread.join(20)
+        assert _gone(pid), f"sleep 300 (pid {pid}) still runs on the node after cancel over SSH"
+    assert slurm_cluster.jobs() == []
