@@ -2,17 +2,20 @@
 
 The login node is this machine (`LocalTransport`, which hands its environment, SLURM_CONF included, to every
 command); the compute nodes are the harness's two slurmds, so every command really goes salloc -> slurmctld ->
-slurmd -> slurmstepd. What a test expects comes from outside the code under test: Slurm's own ``squeue``, the
-node's ``sha256sum`` and ``stat``, and /proc.
+slurmd -> slurmstepd; one test reaches the login node over SSH (tests/integration/sshd.py) as on a real
+cluster, and the last ones run ``tuneplan probe --slurm`` end to end. What a test expects comes from outside the
+code under test: Slurm's own ``squeue``, the node's ``sha256sum`` and ``stat``, and /proc.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from core.cli.main import main as cli_main
+from core.probes.store import ProbeStore
 from core.probes.transport.hostkeys import known_hosts_name
 from core.probes.transport.local import LocalTransport
 from core.probes.transport.slurm import JOB_NAME, AllocationCancelled, SlurmAllocation, SlurmError, SrunTransport
@@ -308,4 +313,61 @@ def test_through_an_ssh_login_node(slurm_cluster: SlurmCluster, sshd_factory: Ca
         cancel.set()
         thread.join(20)
         assert _gone(pid), f"sleep 300 (pid {pid}) still runs on the node after cancel over SSH"
+    assert slurm_cluster.jobs() == []
+
+
+# -------------------------------------------------------------------------- tuneplan probe --slurm, end to end
+
+
+def test_probe_slurm_runs_the_cluster_probe_on_the_allocation(
+        slurm_cluster: SlurmCluster, need_torch: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`tuneplan probe --local --slurm`: the login node is this machine; every node's suite, then torchrun across
+    the two slurmds' nodes (gloo), all through srun; the history has the cluster run and each node's run."""
+    db = tmp_path / "probes.db"
+    code = cli_main(["probe", "--local", "--slurm", "--nodes", "2", "--partition", PARTITION, "--suite", "inventory",
+                     "--python", sys.executable, "--json", "--db", str(db)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["status"] == "completed"
+    cluster = doc["evidence"]["cluster"]
+    job = cluster["slurm_job"]
+    assert job and job.isdigit()
+    assert sorted(n["node"] for n in cluster["nodes"]) == sorted(slurm_cluster.nodes)
+    steps = {o["name"]: o["status"] for o in doc["outcomes"]}
+    assert steps["rendezvous"] == "ok" and steps["distributed"] == "ok" and steps["allreduce"] == "ok", steps
+    assert sorted((r["host"], r["status"]) for r in doc["node_runs"]) == [(n, "completed")
+                                                                         for n in sorted(slurm_cluster.nodes)]
+    store = ProbeStore(db)
+    try:
+        history = {run.host: run.status for run in store.runs()}
+    finally:
+        store.close()
+    assert history == {f"Slurm at this machine, partition {PARTITION}": "completed",
+                       **dict.fromkeys(slurm_cluster.nodes, "completed")}
+    assert f"Slurm job {job}: " in err
+    assert slurm_cluster.jobs() == []  # released
+    assert slurm_cluster.steps() == []
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--local", "--slurm", "--nodes", "1"], "--nodes 1: a cluster run needs 2 nodes or more; probe one node as a "
+                                             "single host"),
+    (["--local", "--partition", "debug"], "--partition only applies to --slurm LOGIN"),
+    (["--slurm"], "--slurm needs a login node: --slurm LOGIN, or --local --slurm for this machine"),
+    (["--slurm", "login1", "node2"], "--slurm takes the login node as its value; TARGET 'node2' cannot be given "
+                                     "with it"),
+])
+def test_probe_slurm_usage_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["probe", *argv]) == 2
+    assert capsys.readouterr().err == f"tuneplan: {message}\n"
+
+
+def test_probe_slurm_unknown_partition_is_one_sentence(slurm_cluster: SlurmCluster, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli_main(["probe", "--local", "--slurm", "--partition", "h100", "--suite", "inventory",
+                     "--db", str(tmp_path / "probes.db")])
+    assert code == 1
+    assert capsys.readouterr().err == (f"tuneplan: partition 'h100' is not one of the Slurm partitions on local "
+                                       f"({PARTITION})\n")
     assert slurm_cluster.jobs() == []
