@@ -21,6 +21,7 @@ from core.cli.probe import EXIT_CANCELLED, _connect, _Exit, _mark_stale, _sigint
 from core.cli.probe_cluster import ClusterProgress, run_and_report
 from core.probes.options import RunOptions
 from core.probes.store import ProbeStore
+from core.probes.transport.slurm import salloc_command
 
 DEFAULT_NODES = 2
 DEFAULT_TIME_LIMIT_MIN = 60
@@ -36,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"with --slurm: how many nodes to allocate (default {DEFAULT_NODES})")
     p.add_argument("--partition", metavar="P", help="with --slurm: the partition to allocate in (default: "
                                                      "Slurm's default partition)")
+    p.add_argument("--salloc-arg", action="append", default=[], metavar="OPTION",
+                   help="with --slurm: one more salloc option the site requires, written with '=' "
+                        "(--salloc-arg=--account=proj, --salloc-arg=--qos=debug); repeat for several")
     p.add_argument("--slurm-time", type=int, default=DEFAULT_TIME_LIMIT_MIN, metavar="MIN",
                    help=f"with --slurm: the allocation's time limit in minutes (default {DEFAULT_TIME_LIMIT_MIN})")
 
@@ -46,6 +50,7 @@ def check_slurm_flags(args: argparse.Namespace) -> None:
     if args.slurm is None:
         given = [flag for flag, value in (("--partition", args.partition),
                                           ("--nodes", args.nodes != DEFAULT_NODES),
+                                          ("--salloc-arg", args.salloc_arg),
                                           ("--slurm-time", args.slurm_time != DEFAULT_TIME_LIMIT_MIN)) if value]
         if given:
             raise _Exit(EXIT_USAGE, f"{', '.join(given)} only applies to --slurm LOGIN")
@@ -62,6 +67,10 @@ def check_slurm_flags(args: argparse.Namespace) -> None:
                                 f"as a single host")
     if args.slurm_time < 1:
         raise _Exit(EXIT_USAGE, f"--slurm-time {args.slurm_time} must be 1 minute or more")
+    try:
+        salloc_command(args.nodes, args.partition, args.slurm_time, extra_args=args.salloc_arg)
+    except ValueError as exc:
+        raise _Exit(EXIT_USAGE, str(exc)) from None
 
 
 def probe_slurm(args: argparse.Namespace, options: RunOptions) -> int:
@@ -85,7 +94,8 @@ def probe_slurm(args: argparse.Namespace, options: RunOptions) -> int:
         progress.say(f"asking Slurm on {login_name} for {args.nodes} nodes{where}")
         try:
             with _sigint_cancels(cancel, lambda m: print(f"tuneplan: {m}", file=sys.stderr, flush=True)):
-                names = allocation.allocate(args.nodes, args.partition, args.slurm_time, cancel=cancel)
+                names = allocation.allocate(args.nodes, args.partition, args.slurm_time,
+                                            extra_args=args.salloc_arg, cancel=cancel)
         except AllocationCancelled as exc:
             print(f"tuneplan: {exc}", file=sys.stderr)
             return EXIT_CANCELLED

@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 
 from core.cli.main import main as cli_main
+from core.probes.cluster.run import ClusterNode, run_cluster
+from core.probes.options import RunOptions
 from core.probes.store import ProbeStore
 from core.probes.transport.hostkeys import known_hosts_name
 from core.probes.transport.local import LocalTransport
@@ -371,3 +373,62 @@ def test_probe_slurm_unknown_partition_is_one_sentence(slurm_cluster: SlurmClust
     assert capsys.readouterr().err == (f"tuneplan: partition 'h100' is not one of the Slurm partitions on local "
                                        f"({PARTITION})\n")
     assert slurm_cluster.jobs() == []
+
+
+def _job_processes(job: str) -> list[int]:
+    """Live processes on this machine (every test node is this machine) that run inside Slurm job ``job``:
+    slurmstepd hands each task SLURM_JOB_ID in its environment, and what the task starts inherits it."""
+    mark = f"SLURM_JOB_ID={job}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if mark in environ and stat[stat.rfind(")") + 2:].split()[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_cancel_mid_cluster_run_kills_every_task_and_removes_every_workdir(
+        slurm_cluster: SlurmCluster, allocation: SlurmAllocation, need_torch: None, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cancel while torchrun runs across the nodes: before the allocation is even released, no process of the
+    job is left on any node and every work directory the run made on them is gone."""
+    node_tmp = tmp_path / "node-tmp"
+    node_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(node_tmp))  # srun hands the login's environment to the step
+    job = allocation.job_id
+    assert job is not None
+    nodes = [ClusterNode(label=n, transport=allocation.transport(n), address=allocation.addresses[n])
+             for n in allocation.nodes]
+    cancel = threading.Event()
+    store = ProbeStore(tmp_path / "probes.db")
+    seen_running: list[int] = []
+    seen_workdirs: list[Path] = []
+
+    def cancel_now() -> None:
+        seen_running.extend(_job_processes(job))
+        seen_workdirs.extend(node_tmp.iterdir())
+        cancel.set()
+
+    try:
+        last = None
+        for event in run_cluster(nodes, RunOptions(suite="inventory", python=sys.executable), store, cancel,
+                                 "slurm cancel test", slurm_job=job):
+            if event.kind == "probe_started" and event.name == "distributed":
+                threading.Timer(2.0, cancel_now).start()
+            last = event
+    finally:
+        store.close()
+    assert last is not None and last.kind == "run_finished" and last.status == "cancelled"
+    assert seen_running, "nothing of the job ran when cancel came: the test shows nothing"
+    assert seen_workdirs, "the run made no work directory under the nodes' TMPDIR: the test shows nothing"
+    deadline = time.monotonic() + 10
+    while _job_processes(job) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _job_processes(job) == []
+    assert list(node_tmp.iterdir()) == []

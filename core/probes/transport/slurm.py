@@ -25,6 +25,7 @@ import secrets
 import shlex
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -88,23 +89,23 @@ class SlurmAllocation:
         self.release()
 
     def allocate(self, nodes: int, partition: str | None = None, time_limit_min: int = DEFAULT_TIME_LIMIT_MIN,
-                 *, queue_timeout_s: float = DEFAULT_QUEUE_TIMEOUT_S,
+                 *, exclusive: bool = True, extra_args: Sequence[str] = (),
+                 queue_timeout_s: float = DEFAULT_QUEUE_TIMEOUT_S,
                  cancel: threading.Event | None = None) -> list[str]:
         """Ask for ``nodes`` nodes (in ``partition``, or the default one) for ``time_limit_min`` minutes, wait
         at most ``queue_timeout_s`` in the queue, and return the node names. Raises `SlurmError` (one
         sentence: no Slurm, unknown partition, not enough nodes, refused, queue wait too long) or
-        `AllocationCancelled`; nothing stays allocated after an error."""
-        if nodes < 1:
-            raise ValueError(f"--nodes must be 1 or more, not {nodes}")
-        if time_limit_min < 1:
-            raise ValueError(f"the allocation's time limit must be 1 minute or more, not {time_limit_min}")
+        `AllocationCancelled`; nothing stays allocated after an error. ``exclusive`` (the default) asks for
+        whole nodes, as a probe of what the nodes can do needs; ``extra_args`` go to salloc as they are
+        (``--account``, ``--qos``, ``--constraint``, ``--gres``: what a site requires)."""
         if self.job_id is not None:
             raise SlurmError(f"this allocation already holds Slurm job {self.job_id}; release it first")
+        command = salloc_command(nodes, partition, time_limit_min, exclusive=exclusive, extra_args=extra_args)
         where = self.login.description
         self._check_tools(where)
         self._check_partition(where, nodes, partition)
         try:
-            self._salloc(where, nodes, partition, time_limit_min, queue_timeout_s, cancel)
+            self._salloc(where, command, nodes, partition, queue_timeout_s, cancel)
             self.nodes = self._read_nodes(where)
             self.addresses = self._read_addresses(where)
         except BaseException:
@@ -170,15 +171,10 @@ class SlurmAllocation:
             raise SlurmError(f"partition '{chosen.name}' on {where} has {chosen.total_nodes} node(s); "
                              f"{nodes} were asked for")
 
-    def _salloc(self, where: str, nodes: int, partition: str | None, time_limit_min: int,
-                queue_timeout_s: float, cancel: threading.Event | None) -> None:
-        """Run ``salloc --no-shell`` and follow what it says; a job left pending (timeout, cancel) is
+    def _salloc(self, where: str, command: str, nodes: int, partition: str | None, queue_timeout_s: float,
+                cancel: threading.Event | None) -> None:
+        """Run the ``salloc --no-shell`` line and follow what it says; a job left pending (timeout, cancel) is
         cancelled so that it cannot start later."""
-        args = ["salloc", "--no-shell", "--nodes", str(nodes), "--time", str(time_limit_min),
-                "--job-name", JOB_NAME]
-        if partition is not None:
-            args += ["--partition", partition]
-        command = " ".join(shlex.quote(a) for a in args) + " 2>&1"
         stream = self.login.stream(command, timeout=queue_timeout_s, cancel=cancel or threading.Event())
         errors: list[str] = []
         pending: str | None = None
@@ -226,6 +222,28 @@ class SlurmAllocation:
         return {node: found.get(node, node) for node in self.nodes}
 
 
+def salloc_command(nodes: int, partition: str | None, time_limit_min: int, *, exclusive: bool = True,
+                   extra_args: Sequence[str] = ()) -> str:
+    """The login-node line asking for the allocation, every value shell-quoted, salloc's messages on stdout.
+    ValueError (one sentence) for values Slurm would refuse anyway."""
+    if nodes < 1:
+        raise ValueError(f"the node count must be 1 or more, not {nodes}")
+    if time_limit_min < 1:
+        raise ValueError(f"the allocation's time limit must be 1 minute or more, not {time_limit_min}")
+    if partition is not None and (not partition or any(c.isspace() or c == "," for c in partition)):
+        raise ValueError(f"partition '{partition}' is not a partition name (one word, no commas)")
+    for arg in extra_args:
+        if not arg.startswith("-") or any(c in arg for c in "\n\r\0"):
+            raise ValueError(f"salloc argument '{arg}' must be one option on one line, such as --account=NAME")
+    args = ["salloc", "--no-shell", "--nodes", str(nodes), "--time", str(time_limit_min), "--job-name", JOB_NAME]
+    if partition is not None:
+        args += ["--partition", partition]
+    if exclusive:
+        args += ["--exclusive", "--mem=0"]  # whole nodes: every CPU, GPU and byte of memory the probes measure
+    args += list(extra_args)
+    return " ".join(shlex.quote(a) for a in args) + " 2>&1"
+
+
 @dataclass(frozen=True)
 class Partition:
     """What a partition line of ``scontrol show partition -o`` tells: its name, node count, default flag."""
@@ -236,30 +254,34 @@ class Partition:
 
 
 def parse_partitions(text: str) -> dict[str, Partition]:
-    """``scontrol show partition -o`` (one ``Key=Value`` line per partition) -> partitions by name."""
+    """``scontrol show partition`` (``-o``: one line a partition; without: a block a partition) -> partitions by
+    name."""
     partitions: dict[str, Partition] = {}
-    for line in text.splitlines():
-        fields = _key_values(line)
-        name = fields.get("PartitionName")
-        if not name:
-            continue
+    for fields in _records(text, "PartitionName"):
+        name = fields["PartitionName"]
         total = fields.get("TotalNodes", "0")
         partitions[name] = Partition(name, int(total) if total.isdigit() else 0, fields.get("Default") == "YES")
     return partitions
 
 
 def parse_node_addresses(text: str) -> dict[str, str]:
-    """``scontrol show node -o`` -> NodeName: NodeAddr."""
-    addresses: dict[str, str] = {}
-    for line in text.splitlines():
-        fields = _key_values(line)
-        if fields.get("NodeName") and fields.get("NodeAddr"):
-            addresses[fields["NodeName"]] = fields["NodeAddr"]
-    return addresses
+    """``scontrol show node`` (one line or a block a node) -> NodeName: NodeAddr."""
+    return {fields["NodeName"]: fields["NodeAddr"] for fields in _records(text, "NodeName") if fields.get("NodeAddr")}
 
 
-def _key_values(line: str) -> dict[str, str]:
-    return dict(part.split("=", 1) for part in line.split() if "=" in part)
+def _records(text: str, first_key: str) -> list[dict[str, str]]:
+    """``Key=Value`` words grouped into records, each opened by ``first_key=``. Values never hold spaces in the
+    keys read here (names, counts, YES/NO, addresses)."""
+    records: list[dict[str, str]] = []
+    for word in text.split():
+        key, sep, value = word.partition("=")
+        if not sep:
+            continue
+        if key == first_key:
+            records.append({})
+        if records:
+            records[-1].setdefault(key, value)
+    return [r for r in records if r.get(first_key)]
 
 
 def _first_line(result: CommandResult) -> str:
@@ -412,4 +434,5 @@ def _new_step_name() -> str:
     return STEP_NAME_PREFIX + secrets.token_hex(6)
 
 
-__all__ = ["AllocationCancelled", "SlurmAllocation", "SlurmError", "SrunTransport", "parse_partitions"]
+__all__ = ["AllocationCancelled", "SlurmAllocation", "SlurmError", "SrunTransport", "parse_node_addresses",
+           "parse_partitions", "salloc_command"]
