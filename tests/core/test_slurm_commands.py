@@ -13,7 +13,13 @@ import shlex
 import pytest
 
 from core.probes.transport.local import LocalTransport
-from core.probes.transport.slurm import SrunTransport, parse_node_addresses, parse_partitions, salloc_command
+from core.probes.transport.slurm import (
+    SrunTransport,
+    parse_node_addresses,
+    parse_node_gpus,
+    parse_partitions,
+    salloc_command,
+)
 
 PARTITION_ONE_LINE = (
     "PartitionName=tptest AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL AllocNodes=ALL Default=YES QoS=N/A "
@@ -62,6 +68,15 @@ def test_node_addresses() -> None:
     assert parse_node_addresses(NODE_LINE) == {"tpnode1": "127.0.0.1", "gpu-node-07": "10.1.2.7"}
 
 
+def test_node_gpus_as_a_step_asks_for_them() -> None:
+    text = ("NodeName=g1 Gres=gpu:h100:8(S:0-1) NodeAddr=10.0.0.1\n"
+            "NodeName=g2 Gres=gpu:a100:4(S:0),gpu:v100:2(S:1),nic:2 NodeAddr=10.0.0.2\n"
+            "NodeName=g3 Gres=gpu:4 NodeAddr=10.0.0.3\n"
+            "NodeName=c1 Gres=(null) NodeAddr=10.0.0.4\n")
+    assert parse_node_gpus(text) == {"g1": "gpu:h100:8", "g2": "gpu:a100:4,gpu:v100:2", "g3": "gpu:4"}
+    assert parse_node_gpus(NODE_LINE) == {}
+
+
 def test_salloc_asks_for_whole_nodes_and_holds_them_without_a_shell() -> None:
     line = salloc_command(4, "gpu", 90, extra_args=["--account=proj x"])
     assert line.endswith(" 2>&1")
@@ -94,9 +109,13 @@ def test_srun_line_names_the_job_node_and_step_and_bounds_the_command() -> None:
     assert words[15] == "-c"
     assert "timeout -k 5 36 bash -c 'echo '\"'\"'a b'\"'\"''" in words[16]
     assert "timeout" not in shlex.split(transport.srun_command("true", "s", None))[16]
+    assert not any(word.startswith("--gres") for word in words)
+    with_gpus = SrunTransport(LocalTransport(), "1234", "g1", gpus="gpu:h100:8")
+    assert shlex.split(with_gpus.srun_command("true", "s", None))[14:16] == ["--gres=gpu:h100:8", "bash"]
 
 
-@pytest.mark.parametrize(("job", "node"), [("12; rm", "n1"), ("12", "n1;reboot"), ("12", "")])
-def test_srun_transport_refuses_odd_ids(job: str, node: str) -> None:
+@pytest.mark.parametrize(("job", "node", "gpus"), [("12; rm", "n1", None), ("12", "n1;reboot", None),
+                                                   ("12", "", None), ("12", "n1", "gpu:8 --x")])
+def test_srun_transport_refuses_odd_ids(job: str, node: str, gpus: str | None) -> None:
     with pytest.raises(ValueError):
-        SrunTransport(LocalTransport(), job, node)
+        SrunTransport(LocalTransport(), job, node, gpus=gpus)

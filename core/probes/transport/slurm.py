@@ -5,8 +5,13 @@ what runs on them must run inside a job. So `SlurmAllocation` asks for an alloca
 `Transport` (``salloc --no-shell``: the job holds the nodes without running anything), reads which nodes it
 got, and `SrunTransport` makes one of those nodes a `Transport` of its own: every command is a job step,
 ``srun --jobid J --nodelist NODE --overlap ... bash -c CMD``, run through the login transport. ``--overlap``
-(Slurm ≥ 20.11) lets the steps share the allocation's CPUs, so the metrics stream and the checks run side by
-side as they do over SSH.
+(Slurm ≥ 20.11) lets the steps share the allocation's CPUs, memory and GPUs, so the metrics stream and the
+checks run side by side as they do over SSH.
+
+Whole nodes: the allocation is ``--exclusive --mem=0`` by default, since the probes measure what a node can do.
+An exclusive job holds every GPU of its nodes, but a step gets the GPUs an exclusive job holds implicitly only
+when it asks for them (srun(1), ``--gres``), so every step asks for its node's GPUs as ``scontrol show node``
+lists them (``--gres=gpu:h100:8``); without that, nvidia-smi in a step would see none.
 
 Killing: the login transport kills the ``srun`` it started on cancel or timeout, but a killed ``srun`` leaves
 its step running on the node (slurmstepd keeps the task alive). So each step gets a name of its own, and after
@@ -80,6 +85,8 @@ class SlurmAllocation:
         self.job_id: str | None = None
         self.nodes: list[str] = []
         self.addresses: dict[str, str] = {}
+        self.gpus: dict[str, str] = {}  # node -> its GPU GRES ("gpu:h100:8"), for every step to ask for
+        self._exclusive = True
 
     def __enter__(self) -> SlurmAllocation:
         return self
@@ -101,13 +108,14 @@ class SlurmAllocation:
         if self.job_id is not None:
             raise SlurmError(f"this allocation already holds Slurm job {self.job_id}; release it first")
         command = salloc_command(nodes, partition, time_limit_min, exclusive=exclusive, extra_args=extra_args)
+        self._exclusive = exclusive
         where = self.login.description
         self._check_tools(where)
         self._check_partition(where, nodes, partition)
         try:
             self._salloc(where, command, nodes, partition, queue_timeout_s, cancel)
             self.nodes = self._read_nodes(where)
-            self.addresses = self._read_addresses(where)
+            self._read_node_info(where)
         except BaseException:
             self.release()
             raise
@@ -120,7 +128,7 @@ class SlurmAllocation:
         if node not in self.nodes:
             raise SlurmError(f"node '{node}' is not in Slurm job {self.job_id}; its nodes are "
                              f"{', '.join(self.nodes)}")
-        return SrunTransport(self.login, self.job_id, node)
+        return SrunTransport(self.login, self.job_id, node, gpus=self.gpus.get(node))
 
     def release(self) -> None:
         """Cancel the job (every step on every node dies with it) and wait until Slurm has let it go. Safe to
@@ -211,15 +219,18 @@ class SlurmAllocation:
                              f"{_first_line(result)}")
         return names
 
-    def _read_addresses(self, where: str) -> dict[str, str]:
-        """Each node's NodeAddr: the address its peers reach it at (a node name need not resolve)."""
+    def _read_node_info(self, where: str) -> None:
+        """Each node's NodeAddr (the address its peers reach it at: a node name need not resolve) and its GPUs
+        (steps get an exclusive job's GPUs only when they ask for them: srun(1), --gres)."""
         result = self.login.run(f"scontrol show node -o {shlex.quote(','.join(self.nodes))}",
                                 timeout=_QUERY_TIMEOUT_S)
         if not result.ok:
             raise SlurmError(f"the nodes of Slurm job {self.job_id} on {where} could not be read: "
                              f"{_first_line(result)}")
         found = parse_node_addresses(result.stdout)
-        return {node: found.get(node, node) for node in self.nodes}
+        self.addresses = {node: found.get(node, node) for node in self.nodes}
+        gpus = parse_node_gpus(result.stdout) if self._exclusive else {}  # a shared job holds only what it asked
+        self.gpus = {node: gpus[node] for node in self.nodes if node in gpus}
 
 
 def salloc_command(nodes: int, partition: str | None, time_limit_min: int, *, exclusive: bool = True,
@@ -269,6 +280,18 @@ def parse_node_addresses(text: str) -> dict[str, str]:
     return {fields["NodeName"]: fields["NodeAddr"] for fields in _records(text, "NodeName") if fields.get("NodeAddr")}
 
 
+def parse_node_gpus(text: str) -> dict[str, str]:
+    """``scontrol show node`` -> NodeName: its GPU GRES as a step asks for it ("gpu:h100:8" from
+    ``Gres=gpu:h100:8(S:0-1),nic:2``); nodes without GPUs are left out."""
+    gpus: dict[str, str] = {}
+    for fields in _records(text, "NodeName"):
+        gres = re.sub(r"\([^)]*\)", "", fields.get("Gres", ""))
+        wanted = [part for part in gres.split(",") if part.split(":")[0] == "gpu" and part[-1:].isdigit()]
+        if wanted:
+            gpus[fields["NodeName"]] = ",".join(wanted)
+    return gpus
+
+
 def _records(text: str, first_key: str) -> list[dict[str, str]]:
     """``Key=Value`` words grouped into records, each opened by ``first_key=``. Values never hold spaces in the
     keys read here (names, counts, YES/NO, addresses)."""
@@ -294,14 +317,17 @@ class SrunTransport(Transport):
     ``node``, run through the ``login`` transport. It does not own the login transport: `close` stops this
     node's use of it, and whoever made the allocation closes the login connection."""
 
-    def __init__(self, login: Transport, job_id: str, node: str) -> None:
+    def __init__(self, login: Transport, job_id: str, node: str, *, gpus: str | None = None) -> None:
         if not job_id.isdigit():
             raise ValueError(f"Slurm job id '{job_id}' is not a number")
         if not node or any(c.isspace() or c in "'\"\\$`;|&<>" for c in node):
             raise ValueError(f"Slurm node name '{node}' is not a plain node name")
+        if gpus is not None and not re.fullmatch(r"[\w.:,-]+", gpus):
+            raise ValueError(f"GPU request '{gpus}' is not a GRES such as gpu:8 or gpu:h100:8")
         self.login = login
         self.job_id = job_id
         self.node = node
+        self.gpus = gpus  # asked for by every step: an exclusive job's GPUs reach a step only when it asks
         self.description = f"{node} (Slurm job {job_id} via {login.description})"
         self._closed = False
 
@@ -318,7 +344,8 @@ class SrunTransport(Transport):
                      f"{limit} {inner}; fi; exec {inner}")
         return " ".join([
             "exec srun", "--jobid", self.job_id, "--nodelist", self.node, "--nodes", "1", "--ntasks", "1",
-            "--overlap", "--quiet", "--job-name", step_name, "bash", "-c", shlex.quote(inner),
+            "--overlap", "--quiet", "--job-name", step_name,
+            *([f"--gres={self.gpus}"] if self.gpus else []), "bash", "-c", shlex.quote(inner),
         ])
 
     def run(self, command: str, *, timeout: float, input: bytes | None = None,
@@ -435,4 +462,4 @@ def _new_step_name() -> str:
 
 
 __all__ = ["AllocationCancelled", "SlurmAllocation", "SlurmError", "SrunTransport", "parse_node_addresses",
-           "parse_partitions", "salloc_command"]
+           "parse_node_gpus", "parse_partitions", "salloc_command"]
