@@ -296,3 +296,15 @@ def test_score_grades_the_cluster_row_and_keeps_the_verdict_rules():
     assert score(ProbeEvidence()).verdict is None  # a single-host run without evidence is untouched
     warned = clean.model_copy(update={"nodes": [node("a", good.ports, clock_offset_s=2.0), node("b", good.ports)]})
     assert score(ProbeEvidence(cluster=warned)).verdict is Verdict.ready_with_warnings
+
+
+def test_efa_plugin_transport_passes():
+    # SOURCES #46: 2x g5.8xlarge over EFA, 'Using network AWS Libfabric' ('found 1 nics' per node).
+    transport = parse_nccl_debug(fixture("nccl_debug_2node_g5_EFA_aws-ofi-nccl_GDR_disabled.log")).value
+    coll = collective("nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log")
+    hosts = ["compute-gpu-st-distributed-ml-1", "compute-gpu-st-distributed-ml-2"]
+    cluster = ClusterEvidence(nodes=[node(h, ports(100.0, 1, prefix="rdmap", layer="InfiniBand")) for h in hosts],
+                              allreduce=sweep(coll, hosts, transport=transport))
+    line = card(cluster)["NCCL transport between nodes"]
+    assert line.status is PASS and line.reason == "NCCL uses its AWS Libfabric net plugin between the nodes"
+    assert "NET/AWS Libfabric/0" in line.measured and "GPUDirect RDMA off" in line.measured
