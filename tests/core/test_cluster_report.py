@@ -91,5 +91,9 @@ def test_the_probe_report_of_a_cluster_run_has_the_section():
     titles = [s.title for s in report.sections]
     assert titles.index("Scorecard") < titles.index("Cluster")
     assert report.conclusion.startswith("NOT READY")  # a lost node, 15 of ~48 GB/s
+    figures = {f.label: f.value for f in report.key_figures}
+    assert figures["GPUs"] == "2 nodes × 1× NVIDIA H100 80GB HBM3"
+    assert figures["Nodes"] == "2 of 3 finished"
+    assert figures["Busbw between nodes"] == "15.0 GB/s at 25 GiB" and figures["NCCL network"] == "IB"
     single = build_probe_report(ProbeRunRecord(host="box", evidence=ProbeEvidence()))
     assert "Cluster" not in [s.title for s in single.sections] and single.title == "GPU node readiness: box"

@@ -131,6 +131,17 @@ def test_gloo_between_cpus_is_reported_not_graded():
     assert "91.7 GB/s" in line.measured  # the table's 16 GiB row
 
 
+def test_busbw_with_nics_assumed_from_the_gpu_class_warns_at_worst():
+    # No port inventory: one NIC per GPU at the H100 class's typical 400 Gb/s (core.catalog.network); 15.0 GB/s is
+    # 31 % of ~48 GB/s, a FAIL on measured ports, but an assumed rate only warns.
+    coll = collective("nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log")
+    hosts = ["MOC-R4PCC04U37", "MOC-R4PCC04U35"]
+    cluster = ClusterEvidence(nodes=[node(h, gpu_model="NVIDIA H100 80GB HBM3", gpu_count=1) for h in hosts],
+                              allreduce=sweep(coll, hosts))
+    line = card(cluster)["All-reduce busbw between nodes"]
+    assert line.status is WARN and "assumed" in line.reason and "1 × 400 Gb/s" in line.expected
+
+
 def test_busbw_without_a_port_inventory_is_not_graded():
     coll = collective("nccl_allreduce_2x8xH200_OCI_RoCE_slurm_wrapper.txt")
     cluster = ClusterEvidence(nodes=[node("GPU-6550"), node("GPU-3841")], allreduce=sweep(coll, ["a", "b"]))
@@ -296,3 +307,15 @@ def test_score_grades_the_cluster_row_and_keeps_the_verdict_rules():
     assert score(ProbeEvidence()).verdict is None  # a single-host run without evidence is untouched
     warned = clean.model_copy(update={"nodes": [node("a", good.ports, clock_offset_s=2.0), node("b", good.ports)]})
     assert score(ProbeEvidence(cluster=warned)).verdict is Verdict.ready_with_warnings
+
+
+def test_efa_plugin_transport_passes():
+    # SOURCES #46: 2x g5.8xlarge over EFA, 'Using network AWS Libfabric' ('found 1 nics' per node).
+    transport = parse_nccl_debug(fixture("nccl_debug_2node_g5_EFA_aws-ofi-nccl_GDR_disabled.log")).value
+    coll = collective("nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log")
+    hosts = ["compute-gpu-st-distributed-ml-1", "compute-gpu-st-distributed-ml-2"]
+    cluster = ClusterEvidence(nodes=[node(h, ports(100.0, 1, prefix="rdmap", layer="InfiniBand")) for h in hosts],
+                              allreduce=sweep(coll, hosts, transport=transport))
+    line = card(cluster)["NCCL transport between nodes"]
+    assert line.status is PASS and line.reason == "NCCL uses its AWS Libfabric net plugin between the nodes"
+    assert "NET/AWS Libfabric/0" in line.measured and "GPUDirect RDMA off" in line.measured

@@ -9,13 +9,16 @@ own report.
 
 from __future__ import annotations
 
-from core.document import BarChart, Block, Bullets, Paragraph, Section, Table
+from collections import Counter
+
+from core.document import BarChart, Block, Bullets, KeyFigure, Paragraph, Section, Table
 from core.probes.cluster.evidence import ClusterEvidence, NcclTransport, NodeReport
 from core.probes.samples import CollectiveResult
 from core.probes.scorecard import thresholds as T
 from core.probes.scorecard.cluster import node_values
 from core.probes.scorecard.cluster_network import cluster_transport, rails
-from core.probes.scorecard.common import plural
+from core.probes.scorecard.common import plural, size_label
+from core.probes.scorecard.expectations import busbw_at_largest
 
 DIFFERS = " ≠"  # appended to a cell whose value another node does not share
 NODE_COLUMNS = [("driver", "driver"), ("cuda", "CUDA"), ("nccl", "NCCL"), ("kernel", "kernel")]
@@ -95,6 +98,32 @@ def _rendezvous(cluster: ClusterEvidence) -> str | None:
     return text + (f"; not from {', '.join(missed)}." if missed else ".")
 
 
+def cluster_gpus(cluster: ClusterEvidence) -> str:
+    """'2 nodes × 8× NVIDIA H100 80GB HBM3', or each kind of node when they differ; 'not reported' without any."""
+    kinds = Counter(f"{n.facts.gpu_count if n.facts.gpu_count is not None else '?'}× {n.facts.gpu_model}"
+                    for n in cluster.nodes if n.facts.gpu_model)
+    if not kinds:
+        return "not reported"
+    return ", ".join(f"{plural(count, 'node')} × {kind}" for kind, count in kinds.most_common())
+
+
+def cluster_key_figures(cluster: ClusterEvidence) -> list[KeyFigure]:
+    """The nodes that finished and the busbw between them, for the report's key figures."""
+    finished = len(cluster.nodes) - len(cluster.failed_nodes)
+    figures = [KeyFigure(label="Nodes", value=f"{finished} of {len(cluster.nodes)} finished")]
+    for coll, label in ((cluster.allreduce.collective if cluster.allreduce else None, "busbw between nodes"),
+                        (cluster.nccl_tests, "nccl-tests between nodes")):
+        found = busbw_at_largest(coll) if coll is not None else None
+        if found is not None:
+            value, size = found
+            at = f" at {size_label(size)}" if size else ""
+            figures.append(KeyFigure(label=label[0].upper() + label[1:], value=f"{value:,.1f} GB/s{at}"))
+    transport = cluster_transport(cluster)
+    if transport is not None and transport.network:
+        figures.append(KeyFigure(label="NCCL network", value=transport.network))
+    return figures
+
+
 def cluster_section(cluster: ClusterEvidence) -> Section:
     """The report's "Cluster" section for a cluster run's evidence."""
     intro = f"{plural(len(cluster.nodes), 'node')} probed together" + (
@@ -138,4 +167,4 @@ def cluster_section(cluster: ClusterEvidence) -> Section:
     return Section(title="Cluster", blocks=blocks)
 
 
-__all__ = ["DIFFERS", "cluster_section", "nodes_table", "transport_line"]
+__all__ = ["DIFFERS", "cluster_gpus", "cluster_key_figures", "cluster_section", "nodes_table", "transport_line"]

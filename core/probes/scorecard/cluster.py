@@ -27,7 +27,8 @@ SHOULD_AGREE = {"kernel": "kernel"}
 
 
 def cluster_checks(cluster: ClusterEvidence, catalog: Catalog) -> list[Check]:
-    """The cluster row's card lines, in card order; the catalog names the GPUs the busbw is graded for."""
+    """The cluster row's card lines, in card order; the catalog gives the typical NICs of the nodes' GPU class when
+    no node reported its ports."""
     checks: list[Check] = []
     node_checks: list[Callable[[ClusterEvidence], Check | None]] = [
         check_nodes_finished, check_node_verdicts, check_same_gpus, check_same_stack, check_same_kernel,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from core.catalog import Catalog
+from core.catalog import Catalog, CatalogError, network
 from core.probes.cluster.evidence import ClusterEvidence, NcclTransport, NodeReport, PairBandwidth
 from core.probes.evidence import Check, CheckStatus
 from core.probes.samples import CollectiveResult, IbPort
@@ -26,9 +26,8 @@ RDMA_NETWORKS = ("IB",)  # NCCL's own RDMA transport; anything not IB and not So
 
 def network_checks(cluster: ClusterEvidence, catalog: Catalog) -> list[Check]:
     """The network lines of the cluster card, in card order."""
-    del catalog  # the NIC figures come from the nodes' own port inventories, not from the GPU class
     found = [check_hca_ports(cluster), check_gpu_nic_affinity(cluster), check_transport(cluster),
-             check_inter_node_busbw(cluster), check_nccl_tests(cluster), check_ib_write_bw(cluster)]
+             check_inter_node_busbw(cluster, catalog), check_nccl_tests(cluster, catalog), check_ib_write_bw(cluster)]
     return [c for c in found if c is not None]
 
 
@@ -69,6 +68,22 @@ def rails(cluster: ClusterEvidence, transport: NcclTransport | None) -> tuple[in
     if not per_node:
         return None
     return min(n for n, _ in per_node), min(rate for _, rate in per_node)
+
+
+def assumed_rails(cluster: ClusterEvidence, catalog: Catalog) -> tuple[int, float] | None:
+    """Without a port inventory: one NIC per GPU at the typical rate of the nodes' GPU class (the planner's own
+    table, core.catalog.network), or None when no node names a GPU the catalog knows."""
+    for node in cluster.nodes:
+        if not node.facts.gpu_model:
+            continue
+        try:
+            gpu = catalog.gpu(node.facts.gpu_model)
+        except CatalogError:
+            continue
+        per_node = max(1, node.facts.gpu_count or 1)
+        rate = float(network.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, per_node))
+        return per_node, rate
+    return None
 
 
 def rdma_nodes(cluster: ClusterEvidence) -> list[str]:
@@ -181,8 +196,10 @@ def check_transport(cluster: ClusterEvidence) -> Check | None:
 # --------------------------------------------------------------------------- busbw between the nodes
 
 
-def _grade_busbw(name: str, coll: CollectiveResult, cluster: ClusterEvidence, backend: str) -> Check:
-    """One inter-node busbw line: in-place busbw at the largest size against NICs × per-NIC figure."""
+def _grade_busbw(name: str, coll: CollectiveResult, cluster: ClusterEvidence, backend: str,
+                 catalog: Catalog) -> Check:
+    """One inter-node busbw line: in-place busbw at the largest size against NICs × per-NIC figure (the NICs
+    assumed from the GPU class when no node reported its ports: then it warns at worst, never fails)."""
     found = busbw_at_largest(coll)
     if found is None:
         return check("network", name, FAIL if coll.failures else INFO, "no bandwidth figure", "—",
@@ -194,11 +211,14 @@ def _grade_busbw(name: str, coll: CollectiveResult, cluster: ClusterEvidence, ba
                      "gloo on CPUs: the data goes through the hosts' TCP stacks, so this is not a NIC test and is "
                      "not graded against NIC figures")
     transport = cluster_transport(cluster)
+    sockets = transport is not None and transport.network == "Socket"
     found_rails = rails(cluster, transport)
+    assumed = found_rails is None and not sockets
+    if assumed:
+        found_rails = assumed_rails(cluster, catalog)
     if found_rails is None:
-        why = ("over TCP sockets with no RDMA port to grade against (see the transport line)"
-               if transport is not None and transport.network == "Socket" else
-               "no node reported its RDMA ports, so there is no NIC figure to grade against")
+        why = ("over TCP sockets with no RDMA port to grade against (see the transport line)" if sockets else
+               "no node reported its RDMA ports or a GPU the catalog knows, so there is no NIC figure to grade against")
         return check("network", name, INFO, measured, "—", T.NCCL_INTER_SOURCE, why)
     count, rate = found_rails
     torch_bench = coll.tool == "torch_all_reduce_bench"
@@ -211,11 +231,16 @@ def _grade_busbw(name: str, coll: CollectiveResult, cluster: ClusterEvidence, ba
     if status is not PASS and size and size < T.NCCL_PLATEAU_BYTES:
         status = cap(status, WARN)
         reason += f"; the largest message ({size_label(size)}) is below 1 GiB, so the curve has not reached its peak"
+    if assumed:
+        expected += " (NICs assumed for this GPU class: no node reported its ports)"
+        if status is FAIL:
+            status = WARN
+            reason += "; the NIC rate was assumed, so this is not graded as a failure"
     source = T.NCCL_INTER_SOURCE + (f"; blocking torch benchmark −5 % ({T.TORCH_BENCH_SOURCE})" if torch_bench else "")
     return check("network", name, status, measured, expected, source, reason)
 
 
-def check_inter_node_busbw(cluster: ClusterEvidence) -> Check | None:
+def check_inter_node_busbw(cluster: ClusterEvidence, catalog: Catalog) -> Check | None:
     """The all_reduce sweep torchrun ran across all nodes (NCCL on GPUs, gloo without)."""
     run = cluster.allreduce
     if run is None:
@@ -223,7 +248,7 @@ def check_inter_node_busbw(cluster: ClusterEvidence) -> Check | None:
     if run.collective is None:
         return check("network", "All-reduce busbw between nodes", FAIL if run.error else INFO, "no result", "—",
                      T.NCCL_INTER_SOURCE, run.error or "the sweep across the nodes gave no figure")
-    return _grade_busbw("All-reduce busbw between nodes", run.collective, cluster, run.backend)
+    return _grade_busbw("All-reduce busbw between nodes", run.collective, cluster, run.backend, catalog)
 
 
 def _integrity(coll: CollectiveResult) -> list[str]:
@@ -239,14 +264,14 @@ def _integrity(coll: CollectiveResult) -> list[str]:
     return problems
 
 
-def check_nccl_tests(cluster: ClusterEvidence) -> Check | None:
+def check_nccl_tests(cluster: ClusterEvidence, catalog: Catalog) -> Check | None:
     """nccl-tests under mpirun/srun across the nodes, when the nodes have it: integrity first, then busbw."""
     coll = cluster.nccl_tests
     if coll is None:
         return None
     launcher = f" ({cluster.nccl_tests_launcher})" if cluster.nccl_tests_launcher else ""
     name = f"nccl-tests between nodes{launcher}"
-    graded = _grade_busbw(name, coll, cluster, "nccl")
+    graded = _grade_busbw(name, coll, cluster, "nccl", catalog)
     problems = _integrity(coll)
     if problems:
         return graded.model_copy(update={"status": FAIL, "reason": "; ".join(problems)})
@@ -297,4 +322,6 @@ def check_ib_write_bw(cluster: ClusterEvidence) -> Check | None:
     return check("network", "ib_write_bw between nodes", status, measured, expected, T.IB_WRITE_BW_SOURCE, reason)
 
 
-__all__ = ["active_ports", "cluster_transport", "nccl_devices", "network_checks", "rails", "rdma_nodes"]
+__all__ = [
+    "active_ports", "assumed_rails", "cluster_transport", "nccl_devices", "network_checks", "rails", "rdma_nodes",
+]
