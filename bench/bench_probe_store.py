@@ -27,7 +27,7 @@ from core.probes.samples import GpuMetric
 from core.probes.store import SAMPLE_COLUMNS, ProbeStore, sample_values
 
 BUDGET_S = 0.5
-FLUSH_S = 0.5  # the runner's sample flush period (core.probes.runner.SAMPLE_FLUSH_S)
+FLUSH_S = 0.5  # the runner's sample flush period (core.probes.run_queue.SAMPLE_FLUSH_S)
 SECTION_TITLE = "## Probe store"
 
 

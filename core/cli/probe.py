@@ -50,10 +50,15 @@ def register(subparsers: Any) -> None:
     """Add `probe` to the `tuneplan` command line (called by core.cli.main)."""
     p = subparsers.add_parser(
         "probe", help="probe a GPU box over SSH (or this machine) and print its readiness scorecard",
-        description="Run a probe suite on TARGET ([user@]host[:port] or an ~/.ssh/config alias) or, with --local, "
-                    "on this machine. Results are saved in the probe history.",
+        description="Run a probe suite on TARGET ([user@]host[:port] or an ~/.ssh/config alias), on several "
+                    "TARGETs as one cluster, or, with --local, on this machine. Results are saved in the probe "
+                    "history.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("target", nargs="?", help="[user@]host[:port] or an alias from ~/.ssh/config")
+    p.add_argument("targets", nargs="*", metavar="TARGET",
+                   help="[user@]host[:port] or an alias from ~/.ssh/config; two or more probe them as one cluster "
+                        "(each node's own suite in parallel, then agreement, rendezvous and the collectives "
+                        "between nodes)")
+    p.add_argument("--name", metavar="NAME", help="the name a cluster run is filed under (default: its hosts)")
     p.add_argument("--local", action="store_true", help="probe this machine instead of a remote host")
     p.add_argument("--suite", default="quick",
                    help="quick (about a minute), full (adds the burn), or probe names separated by commas: "
@@ -135,8 +140,9 @@ def _prompt(label: str) -> str | None:
         return None
 
 
-def _connect(args: argparse.Namespace) -> tuple[Any, str]:
-    """A connected transport and the label runs are filed under; `_Exit` with one sentence on failure."""
+def _connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[Any, str]:
+    """A connected transport and the label runs are filed under; `_Exit` with one sentence on failure (naming
+    the host when several are probed)."""
     from core.probes.transport.base import (
         AuthenticationFailed,
         HostKeyChanged,
@@ -152,8 +158,10 @@ def _connect(args: argparse.Namespace) -> tuple[Any, str]:
     from core.probes.transport.ssh import SshTransport
     from core.probes.transport.target import parse_target
 
+    text = target_text if target_text is not None else args.targets[0]
+    where = f"{text}: " if len(args.targets) > 1 else ""
     try:
-        target = parse_target(args.target)
+        target = parse_target(text)
     except ValueError as exc:
         raise _Exit(EXIT_USAGE, str(exc)) from None
     updates: dict[str, Any] = {}
@@ -172,23 +180,23 @@ def _connect(args: argparse.Namespace) -> tuple[Any, str]:
     try:
         transport.connect()
     except HostKeyRevoked as exc:
-        raise _Exit(EXIT_HOST_KEY, str(exc)) from None
+        raise _Exit(EXIT_HOST_KEY, f"{where}{exc}") from None
     except HostKeyUnknown as exc:
         hint = "" if exc.expected else (f"; if it is right, run again with --accept-new-host-key {exc.fingerprint}")
-        raise _Exit(EXIT_HOST_KEY, f"{exc}{hint}") from None
+        raise _Exit(EXIT_HOST_KEY, f"{where}{exc}{hint}") from None
     except HostKeyChanged as exc:
-        raise _Exit(EXIT_HOST_KEY, f"{exc} (the host was reinstalled, or someone is in the middle; if you know it "
-                                   "was reinstalled, remove its old line from the known-hosts file)") from None
+        raise _Exit(EXIT_HOST_KEY, f"{where}{exc} (the host was reinstalled, or someone is in the middle; if you "
+                                   "know it was reinstalled, remove its old line from the known-hosts file)") from None
     except AuthenticationFailed as exc:
-        raise _Exit(EXIT_AUTH, str(exc)) from None
+        raise _Exit(EXIT_AUTH, f"{where}{exc}") from None
     except Unreachable as exc:
-        raise _Exit(EXIT_UNREACHABLE, str(exc)) from None
+        raise _Exit(EXIT_UNREACHABLE, f"{where}{exc}") from None
     except TransportError as exc:
-        raise _Exit(EXIT_ERROR, str(exc)) from None
+        raise _Exit(EXIT_ERROR, f"{where}{exc}") from None
     finally:  # known_hosts lines skipped, one line each, as OpenSSH would skip them
         for note in transport.notes:
             print(f"tuneplan: note: {note}", file=sys.stderr, flush=True)
-    return transport, args.target.strip()
+    return transport, text.strip()
 
 
 def _label(store: ProbeStore, args: argparse.Namespace, default: str) -> str:
@@ -319,10 +327,14 @@ def _probe(args: argparse.Namespace) -> int:
     from core.probes.runner import run_suite
     from core.probes.scorecard import explain_no_verdict
 
-    if bool(args.local) == bool(args.target):
+    if bool(args.local) == bool(args.targets):
         raise _Exit(EXIT_USAGE, "probe needs either TARGET ([user@]host[:port]) or --local, not both"
                     if args.local else "probe needs a TARGET ([user@]host[:port] or an ssh alias) or --local")
     options = _options(args)
+    if len(args.targets) > 1:
+        from core.cli.probe_cluster import probe_cluster
+
+        return probe_cluster(args, options)
     store = ProbeStore.open_or_memory(Path(args.db).expanduser() if args.db else None)
     for note in (store.notice, store.fault):  # a damaged file moved aside; a history that cannot be kept
         if note:

@@ -30,15 +30,12 @@ a second; the transport kills its process group.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-from pydantic import BaseModel
 
 from core.catalog import load_catalog
 from core.probes import ledger
@@ -69,44 +66,15 @@ from core.probes.events import (
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard
 from core.probes.leases import mark_stale_runs, take_lease
 from core.probes.options import RunOptions
+from core.probes.run_queue import EvidenceSnapshot, Item, LedgerItem, Queue, RawItem, Writer, drain
 from core.probes.samples import GpuMetric
 from core.probes.scorecard import score
 from core.probes.scorecard.outcomes import account_for_outcomes
-from core.probes.store import ProbeStore, StoredSeriesPoint
+from core.probes.store import ProbeStore
 from core.probes.transport.base import CommandResult, Disconnected, Transport, TransportError
 from core.resources import resource_path
 
 log = logging.getLogger(__name__)
-
-SAMPLE_FLUSH_S = 0.5
-_JOIN_S = 60.0
-
-# ----------------------------------------------------------------------------------------- queue items
-
-
-class _Raw(BaseModel):
-    """Internal: a finished command's raw output, to persist (not yielded)."""
-
-    t: float
-    probe: str
-    result: CommandResult
-
-
-class _EvidenceSnapshot(BaseModel):
-    """Internal: the evidence so far, persisted after every probe (not yielded)."""
-
-    evidence: ProbeEvidence
-
-
-class _Ledger(BaseModel):
-    """Internal: a directory made on the host (``kind`` set) or removed (``kind`` None), for the ledger."""
-
-    path: str
-    kind: str | None = None
-
-
-_Item = RunStarted | ProbeStarted | MetricsBatch | SeriesPoint | LogEvent | ProbeFinished | RunFinished | _Raw \
-    | _EvidenceSnapshot | _Ledger
 
 
 # ----------------------------------------------------------------------------------------------- score
@@ -131,7 +99,7 @@ def compute_scorecard(evidence: ProbeEvidence, warn: Callable[[str], None], plan
 class _Worker:
     """Runs the probes on its own thread; talks to the generator only through the queue."""
 
-    def __init__(self, transport: Transport, options: RunOptions, cancel: threading.Event, out: queue.Queue[_Item],
+    def __init__(self, transport: Transport, options: RunOptions, cancel: threading.Event, out: Queue,
                  run_id: int, host: str, probes: list[str], started: float,
                  resources: Path | None = None, leftovers: list[ledger.Created] | None = None) -> None:
         self.transport = transport
@@ -159,8 +127,8 @@ class _Worker:
     def clock(self) -> float:
         return round(time.monotonic() - self.t0, 3)
 
-    def put(self, item: _Item) -> None:
-        self.out.put(item)
+    def put(self, item: Item) -> None:
+        self.out.put((self.run_id, item))
 
     def log(self, level: LogLevel, message: str, probe: str | None = None) -> None:
         self.put(LogEvent(t=self.clock(), level=level, message=message, probe=probe))
@@ -169,18 +137,18 @@ class _Worker:
         self.put(SeriesPoint(t=self.clock(), series=series, x=x, y=y, label=label))
 
     def raw(self, probe: str, result: CommandResult) -> None:
-        self.put(_Raw(t=self.clock(), probe=probe or "setup", result=result))
+        self.put(RawItem(t=self.clock(), probe=probe or "setup", result=result))
 
     def metrics(self, batch: list[GpuMetric]) -> None:
         self.put(MetricsBatch(t=self.clock(), metrics=batch))
 
     def created(self, path: str, kind: str) -> None:
         self.made[path] = kind
-        self.put(_Ledger(path=path, kind=kind))
+        self.put(LedgerItem(path=path, kind=kind))
 
     def removed(self, path: str) -> None:
         self.made.pop(path, None)
-        self.put(_Ledger(path=path))
+        self.put(LedgerItem(path=path))
 
     def finish(self, outcome: ProbeOutcome) -> None:
         self.outcomes.append(outcome)
@@ -214,7 +182,7 @@ class _Worker:
             removed = self._cleanup()
             scorecard = compute_scorecard(self.evidence, lambda m: self.log("warning", m), self.probes,
                                           self.outcomes, self.status)
-            self.put(_EvidenceSnapshot(evidence=self.evidence))
+            self.put(EvidenceSnapshot(evidence=self.evidence))
             self.put(RunFinished(t=self.clock(), run_id=self.run_id, evidence=self.evidence, scorecard=scorecard,
                                  status=self.status, workdir_removed=removed))
 
@@ -274,7 +242,7 @@ class _Worker:
             self.put(ProbeStarted(t=self.clock(), name=name, index=index, total=total, eta_s=eta))
             outcome = self._run_one(name, spec.run, ctx)
             self.finish(outcome)
-            self.put(_EvidenceSnapshot(evidence=self.evidence.model_copy(deep=True)))
+            self.put(EvidenceSnapshot(evidence=self.evidence.model_copy(deep=True)))
             if outcome.status == ProbeStatus.cancelled:
                 self._not_run(self.probes[index:], ProbeStatus.cancelled, "cancelled before it started")
                 raise Cancelled("run cancelled")
@@ -401,68 +369,23 @@ class _Worker:
         return True
 
 
-# ---------------------------------------------------------------------------------------------- writer
-
-
-class _Writer:
-    """Persists queue items; samples are buffered and flushed every `SAMPLE_FLUSH_S`."""
-
-    def __init__(self, store: ProbeStore, run_id: int, host: str) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.host = host
-        self.samples: list[GpuMetric] = []
-        self.points: list[StoredSeriesPoint] = []
-        self.last_flush = time.monotonic()
-
-    def persist(self, item: _Item) -> None:
-        store, run_id = self.store, self.run_id
-        if isinstance(item, MetricsBatch):
-            self.samples.extend(item.metrics)
-        elif isinstance(item, SeriesPoint):
-            self.points.append(StoredSeriesPoint(t=item.t, series=item.series, x=item.x, y=item.y,
-                                                 label=item.label))
-        elif isinstance(item, _Raw):
-            store.add_raw_output(run_id, item.probe, item.result, item.t)
-        elif isinstance(item, LogEvent):
-            store.add_event(run_id, item.t, "log", item.level, item.message, item.probe)
-        elif isinstance(item, RunStarted):
-            if item.workdir:
-                store.set_workdir(run_id, item.workdir)
-        elif isinstance(item, ProbeStarted):
-            store.add_event(run_id, item.t, "probe_started", "info", f"{item.name} ({item.index}/{item.total})",
-                            item.name)
-        elif isinstance(item, ProbeFinished):
-            self.flush()
-            store.add_outcome(run_id, item.outcome)
-        elif isinstance(item, _EvidenceSnapshot):
-            store.save_evidence(run_id, item.evidence)
-        elif isinstance(item, _Ledger):
-            if item.kind is not None:
-                ledger.remember(store, self.host, item.path, "storage" if item.kind == "storage" else "workdir",
-                                run_id)
-            else:
-                ledger.forget(store, self.host, item.path)
-        elif isinstance(item, RunFinished):
-            self.flush()
-            store.finish_run(run_id, item.status, item.evidence, item.scorecard)
-        self.flush_if_due()
-
-    def flush_if_due(self) -> None:
-        if time.monotonic() - self.last_flush >= SAMPLE_FLUSH_S:
-            self.flush()
-
-    def flush(self) -> None:
-        self.last_flush = time.monotonic()
-        if self.samples:
-            batch, self.samples = self.samples, []
-            self.store.add_samples(self.run_id, batch)
-        if self.points:
-            points, self.points = self.points, []
-            self.store.add_series(self.run_id, points)
-
-
 # ---------------------------------------------------------------------------------------------- entry
+
+
+def start_worker(transport: Transport, options: RunOptions, store: ProbeStore, out: Queue, halt: threading.Event,
+                 host_label: str, started: float) -> tuple[Writer, threading.Thread]:
+    """Start one host's run on its own thread, reporting through ``out``: its row (with a lease) is made in the
+    store first, and what earlier runs left on the host is swept by the worker. Returns the run's writer and
+    thread (the caller drains the queue: core.probes.run_queue.drain)."""
+    probes = options.probe_names()
+    leftovers = ledger.leftovers(store, host_label)
+    run_id = store.start_run(host_label, options.suite_label, probes, options.model_dump(mode="json"),
+                             started=time.time())
+    take_lease(store, run_id)
+    worker = _Worker(transport, options, halt, out, run_id, host_label, probes, started, leftovers=leftovers)
+    thread = threading.Thread(target=worker.main, name=f"tuneplan-probe-run-{run_id}", daemon=True)
+    thread.start()
+    return Writer(store, run_id, host_label), thread
 
 
 def run_suite(transport: Transport, options: RunOptions, store: ProbeStore, cancel: threading.Event,
@@ -475,58 +398,13 @@ def run_suite(transport: Transport, options: RunOptions, store: ProbeStore, canc
     Starts the worker thread (which starts the GPU metrics sampler thread when the host has NVIDIA GPUs) and
     waits for it at the end; see the module docstring for why and what they share.
     """
-    probes = options.probe_names()
-    started_wall = time.time()
-    t0 = time.monotonic()
+    options.probe_names()
     mark_stale_runs(store)  # before the ledger is read: a dead client's directories are swept, a live one's not
-    leftovers = ledger.leftovers(store, host_label)
-    run_id = store.start_run(host_label, options.suite_label, probes, options.model_dump(mode="json"),
-                             started=started_wall)
-    take_lease(store, run_id)
-    out: queue.Queue[_Item] = queue.Queue()
+    out: Queue = queue.Queue()
     halt = threading.Event()  # the worker's cancel: the caller's cancel, or the caller leaving early
-    worker = _Worker(transport, options, halt, out, run_id, host_label, probes, t0, leftovers=leftovers)
-    thread = threading.Thread(target=worker.main, name=f"tuneplan-probe-run-{run_id}", daemon=True)
-    writer = _Writer(store, run_id, host_label)
-    thread.start()
-    finished = False
-    try:
-        while True:
-            if cancel.is_set():
-                halt.set()
-            try:
-                item = out.get(timeout=0.1)
-            except queue.Empty:
-                writer.flush_if_due()
-                if not thread.is_alive() and out.empty():
-                    break  # the worker died without a RunFinished (should not happen)
-                continue
-            writer.persist(item)
-            if isinstance(item, _Raw | _EvidenceSnapshot | _Ledger):
-                continue
-            if isinstance(item, RunFinished):
-                finished = True
-                yield item
-                return
-            yield item
-    finally:
-        if not finished:
-            halt.set()
-            deadline = time.monotonic() + _JOIN_S
-            while time.monotonic() < deadline:
-                try:
-                    item = out.get(timeout=0.1)
-                except queue.Empty:
-                    if not thread.is_alive():
-                        break
-                    continue
-                with contextlib.suppress(Exception):
-                    writer.persist(item)
-                if isinstance(item, RunFinished):
-                    break
-            with contextlib.suppress(Exception):
-                writer.flush()
-        thread.join(timeout=5.0)
+    writer, thread = start_worker(transport, options, store, out, halt, host_label, time.monotonic())
+    for _run_id, event in drain(out, {writer.run_id: writer}, [thread], cancel, halt):
+        yield event
 
 
-__all__ = ["compute_scorecard", "run_suite"]
+__all__ = ["compute_scorecard", "run_suite", "start_worker"]

@@ -5,7 +5,7 @@
 pyfacts=$1
 shift
 for tool in nvidia-smi all_reduce_perf fio dmesg journalctl ibstat ibstatus timeout setsid ethtool lscpu nproc \
-    systemd-detect-virt df ip sudo dd torchrun; do
+    systemd-detect-virt df ip sudo dd torchrun ibv_devinfo ib_write_bw dcgmi mpirun srun; do
   found=$(command -v "$tool" 2>/dev/null) && printf 'tool %s %s\n' "$tool" "$found"
 done
 printf 'uid %s\n' "$(id -u 2>/dev/null)"

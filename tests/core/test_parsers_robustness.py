@@ -33,13 +33,13 @@ def assert_no_crash(parser, text):
 
 def test_every_fixture_is_listed_in_sources():
     sources = (FIXTURES / "SOURCES.md").read_text(encoding="utf-8")
-    assert len(FIXTURE_FILES) == 38
+    assert len(FIXTURE_FILES) == 45
     for path in FIXTURE_FILES:
         assert f"`{path.name}`" in sources, path.name
 
 
 def test_all_parsers_exported():
-    assert len(PARSERS) == 13
+    assert len(PARSERS) == 16
 
 
 def test_guard_turns_a_bug_into_a_warning():
@@ -117,6 +117,9 @@ def ansi_crlf(text: str) -> str:
     (parsers.parse_dmon, "nvidia_smi_dmon_1xH100_under_gpuburn_590.48.01.txt"),
     (parsers.parse_query_gpu, "nvidia_smi_query_gpu_csv_1xL40S_idle_595.80.csv"),
     (parsers.parse_perftest, "ib_write_bw_roce400_hostmem_1qp_sweep.log"),
+    (parsers.parse_nccl_debug, "nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log"),
+    (parsers.parse_ibv_devinfo, "ibv_devinfo_v_ConnectX3_mlx4_port2_polling.txt"),
+    (parsers.parse_dcgmi_diag, "dcgmi_diag_r4_all_pass_gcm.txt"),
 ])
 def test_ansi_and_crlf_give_the_same_value(parser, name):
     text = FIXTURE_BYTES[name].decode("utf-8")

@@ -2,7 +2,9 @@
 
 ``ibstat`` prints ``CA 'mlx5_0'`` blocks with ``Port 1:`` sub-blocks (``State: Active``, ``Rate: 400``,
 ``Link layer: InfiniBand|Ethernet``) and may end in ``ibpanic: ... failed`` (exit 255) when a device
-vanished. ``ibstatus`` prints ``state: 4: ACTIVE`` and ``rate: 200 Gb/sec (4X HDR)``. perftest prints a
+vanished. ``ibstatus`` prints ``state: 4: ACTIVE`` and ``rate: 200 Gb/sec (4X HDR)``. ``ibv_devinfo`` (rdma-core) prints
+``hca_id:`` blocks with ``port:`` sub-blocks (``state: PORT_ACTIVE (4)``, ``link_layer: Ethernet``) and, with
+``-v``, ``active_width: 4X (2)`` and ``active_speed: 25.0 Gbps (32)`` per lane. perftest prints a
 banner, then ``#bytes #iterations BW peak BW average MsgRate`` rows in Gb/sec (``--report_gbits``) or MB/sec.
 """
 
@@ -117,6 +119,95 @@ def parse_ibstatus(text: str) -> ParseResult[IbInventory]:
             port.link_layer = value or None
     if not inventory.ports and not inventory.errors:
         return ParseResult(value=None, warnings=[*warnings, "no 'Infiniband device ... port' block found"])
+    return ParseResult(value=inventory, warnings=warnings)
+
+
+_HCA = re.compile(r"^hca_id:\s*(\S+)")
+_DEVINFO_PORT = re.compile(r"^port:\s*(\d{1,9})\s*$")
+_DEVINFO_KV = re.compile(r"^([a-z_]+):\s*(.*)$")
+_PER_LANE = re.compile(r"([0-9.]+)\s*Gbps(?:\s*\((\d+)\))?")
+_WIDTH = re.compile(r"(\d+)X?\b")
+# enum ibv_port_attr.active_speed (rdma-core verbs.h / devinfo.c speed_str): the code in parentheses -> name
+_SPEED_NAMES = {1: "SDR", 2: "DDR", 4: "QDR", 8: "FDR10", 16: "FDR", 32: "EDR", 64: "HDR", 128: "NDR", 256: "XDR"}
+
+
+def _devinfo_word(value: str) -> str | None:
+    """'PORT_ACTIVE (4)' -> 'Active', 'LINK_UP (5)' -> 'LinkUp', 'PORT_INIT (2)' -> 'Initializing' (ibstat's words)."""
+    word = value.split("(", 1)[0].strip()
+    if not word:
+        return None
+    word = word.removeprefix("PORT_")
+    if word == "INIT":
+        return "Initializing"
+    return "".join(part.capitalize() for part in re.split(r"[_ ]+", word) if part)
+
+
+def _devinfo_rate(port: IbPort, width: str | None, speed: str | None) -> None:
+    """Port rate = lanes x per-lane rate ('4X' x '25.0 Gbps' = 100), as ibstat's 'Rate' reports it."""
+    lanes = _WIDTH.search(width) if width else None
+    per_lane = _PER_LANE.search(speed) if speed else None
+    if lanes:
+        port.width = f"{lanes.group(1)}X"
+    if per_lane and per_lane.group(2):
+        port.speed = _SPEED_NAMES.get(int(per_lane.group(2)))
+    if lanes and per_lane:
+        port.rate_gbps = int(lanes.group(1)) * float(per_lane.group(1))
+
+
+@never_raises
+def parse_ibv_devinfo(text: str) -> ParseResult[IbInventory]:
+    """Parse ``ibv_devinfo`` or ``ibv_devinfo -v``; the rate is known only with ``-v`` (active_width/speed)."""
+    inventory = IbInventory()
+    warnings: list[str] = []
+    device: str | None = None
+    firmware: str | None = None
+    port: IbPort | None = None
+    lane: dict[str, str] = {}
+
+    def finish_port() -> None:
+        if port is not None:
+            _devinfo_rate(port, lane.get("active_width"), lane.get("active_speed"))
+
+    for raw in clean_text(text).split("\n"):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.lower().startswith(("failed to", "no ib devices found", "ibv_devinfo:")) or \
+                "command not found" in line.lower():
+            inventory.errors.append(line[:300])
+            continue
+        if hca := _HCA.match(line):
+            finish_port()
+            device, firmware, port, lane = hca.group(1), None, None, {}
+            continue
+        if port_match := _DEVINFO_PORT.match(line):
+            finish_port()
+            lane = {}
+            if device is None:
+                warnings.append(f"port line outside an hca_id block: {line[:120]!r}")
+                port = None
+                continue
+            port = IbPort(device=device, port=int(port_match.group(1)), firmware=firmware)
+            inventory.ports.append(port)
+            continue
+        kv = _DEVINFO_KV.match(line)
+        if kv is None:
+            continue  # -v capability flag lists and free-text lines
+        key, value = kv.group(1), kv.group(2).strip()
+        if port is None:
+            if key == "fw_ver":
+                firmware = value or None
+        elif key == "state":
+            port.state = _devinfo_word(value)
+        elif key == "phys_state":
+            port.phys_state = _devinfo_word(value)
+        elif key == "link_layer":
+            port.link_layer = value or None
+        elif key in ("active_width", "active_speed"):
+            lane[key] = value
+    finish_port()
+    if not inventory.ports and not inventory.errors:
+        return ParseResult(value=None, warnings=[*warnings, "no hca_id/port block found in ibv_devinfo output"])
     return ParseResult(value=inventory, warnings=warnings)
 
 

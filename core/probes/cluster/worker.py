@@ -1,0 +1,260 @@
+"""The cluster run's own worker: after every node's suite has ended, the steps that need all nodes, in order.
+
+It runs on a thread of its own and reports through the run queue (core.probes.run_queue), exactly as a node's
+worker does, so every step's events, raw outputs and evidence are persisted as they arrive. Before the steps it
+asks every node that finished its suite to answer (``true`` within a short timeout): a node that hangs is named
+and left out, and the steps go on with the others. Every work directory it made is removed at the end, also
+after a cancel or a failure; what cannot be removed stays in the ledger of that node for its next run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from core.probes.checks.base import (
+    Cancelled,
+    HostFacts,
+    LogLevel,
+    ProbeCallbacks,
+    ProbeContext,
+    ProbeFailed,
+    ProbeSkipped,
+)
+from core.probes.cluster.evidence import ClusterEvidence, NodeReport
+from core.probes.cluster.session import NodeSession
+from core.probes.cluster.steps import (
+    StepContext,
+    agreement,
+    allreduce,
+    dcgm,
+    distributed,
+    ib_write_bw,
+    nccl_tests,
+    rendezvous,
+)
+from core.probes.events import LogEvent, ProbeFinished, ProbeStarted, RunFinished, RunStatus, SeriesPoint
+from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
+from core.probes.options import RunOptions
+from core.probes.run_queue import EvidenceSnapshot, Item, LedgerItem, Queue, RawItem
+from core.probes.runner import compute_scorecard
+from core.probes.transport.base import CommandResult, Transport, TransportError
+from core.resources import resource_path
+
+log = logging.getLogger(__name__)
+
+CLUSTER_STEPS = ("nodes", "agreement", "rendezvous", "distributed", "allreduce", "nccl_tests", "ib_write_bw", "dcgm")
+ANSWER_S = 10.0  # a node that does not run `true` within this after its suite is taken as hung
+# Steps that need at least two answering nodes (everything after the agreement).
+_NEED_TWO = ("rendezvous", "distributed", "allreduce", "nccl_tests", "ib_write_bw", "dcgm")
+
+
+class ClusterWorker:
+    """Runs the cluster steps for one cluster run; talks to the generator only through the queue."""
+
+    def __init__(self, transports: dict[str, Transport], facts: dict[str, HostFacts], cluster: ClusterEvidence,
+                 options: RunOptions, halt: threading.Event, out: Queue, run_id: int, label: str, t0: float,
+                 *, addresses: dict[str, str | None], slurm_job: str | None = None) -> None:
+        self.transports = transports
+        self.facts = facts
+        self.cluster = cluster
+        self.options = options
+        self.halt = halt
+        self.out = out
+        self.run_id = run_id
+        self.label = label
+        self.t0 = t0
+        self.addresses = addresses
+        self.slurm_job = slurm_job
+        self.sessions: list[NodeSession] = []
+        self.outcomes: list[ProbeOutcome] = []
+        self.finished = False  # RunFinished is on the queue
+
+    def clock(self) -> float:
+        return round(time.monotonic() - self.t0, 3)
+
+    def put(self, item: Item) -> None:
+        self.out.put((self.run_id, item))
+
+    def log(self, level: LogLevel, message: str, step: str | None = None) -> None:
+        self.put(LogEvent(t=self.clock(), level=level, message=message, probe=step))
+
+    # -- main --------------------------------------------------------------------------------------------
+
+    def main(self, nodes_started: float) -> None:
+        status: RunStatus = "completed"
+        try:
+            self._nodes_outcome(nodes_started)
+            answering = self._answering()
+            self._open_sessions(answering)
+            self._run_steps()
+        except Cancelled:
+            status = "cancelled"
+        except Exception as exc:  # by design: a bug must still end the run cleanly and keep the data
+            log.exception("cluster run failed")
+            status = "failed"
+            self.log("error", f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            if self.halt.is_set():
+                status = "cancelled"
+            elif status == "completed" and self.cluster.failed_nodes:
+                status = "incomplete"
+            self._close_sessions()
+            evidence = ProbeEvidence(cluster=self.cluster)
+            card = compute_scorecard(evidence, lambda m: self.log("warning", m), list(CLUSTER_STEPS),
+                                     self.outcomes, status)
+            self.put(EvidenceSnapshot(evidence=evidence))
+            self.put(RunFinished(t=self.clock(), run_id=self.run_id, evidence=evidence, scorecard=card,
+                                 status=status, workdir_removed=True))
+            self.finished = True
+
+    def _finish(self, outcome: ProbeOutcome) -> None:
+        self.outcomes.append(outcome)
+        self.put(ProbeFinished(t=self.clock(), outcome=outcome))
+        self.put(EvidenceSnapshot(evidence=ProbeEvidence(cluster=self.cluster.model_copy(deep=True))))
+
+    def _nodes_outcome(self, started: float) -> None:
+        failed = self.cluster.failed_nodes
+        error = "; ".join(f"{node}: {why}" for node, why in failed.items()) or None
+        status = ProbeStatus.cancelled if self.halt.is_set() else ProbeStatus.failed if failed else ProbeStatus.ok
+        self._finish(ProbeOutcome(name="nodes", status=status, started=started, ended=time.time(), error=error))
+        if self.halt.is_set():
+            self._not_run(list(CLUSTER_STEPS[1:]), ProbeStatus.cancelled, "cancelled before it started")
+            raise Cancelled("cluster run cancelled")
+
+    def _answering(self) -> list[NodeReport]:
+        """The nodes that ran their suite and still answer; a hung one is named and left out."""
+        candidates = [n for n in self.cluster.nodes if n.state in ("completed", "incomplete")]
+        answers: dict[str, CommandResult | str] = {}
+
+        def ask(report: NodeReport) -> None:
+            try:
+                answers[report.node] = self.transports[report.node].run("true", timeout=ANSWER_S)
+            except TransportError as exc:
+                answers[report.node] = str(exc)
+
+        threads = [threading.Thread(target=ask, args=(n,), daemon=True) for n in candidates]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(ANSWER_S + 5)
+        alive = []
+        for report in candidates:
+            answer = answers.get(report.node)
+            if isinstance(answer, CommandResult) and answer.ok:
+                alive.append(report)
+                continue
+            why = answer if isinstance(answer, str) else f"did not answer within {ANSWER_S:.0f} s (it hangs)"
+            report.state, report.error = "failed", f"after its suite: {why}"
+            self.log("error", f"{report.node} {report.error}; the cluster steps go on without it")
+        return alive
+
+    # -- sessions ----------------------------------------------------------------------------------------
+
+    def _open_sessions(self, reports: list[NodeReport]) -> None:
+        for report in reports:
+            transport = self.transports[report.node]
+            workdir = transport.make_workdir()
+            self.put(LedgerItem(path=workdir, kind="workdir", host=report.node))
+            ctx = ProbeContext(transport=transport, options=self.options, workdir=workdir,
+                               facts=self.facts.get(report.node, HostFacts()), evidence=ProbeEvidence(),
+                               cancel=self.halt, callbacks=self._callbacks(report.node), clock=self.clock,
+                               resources=resource_path("probes"))
+            self.sessions.append(NodeSession(node=report.node, transport=transport, facts=ctx.facts, ctx=ctx,
+                                             address=self.addresses.get(report.node)))
+
+    def _callbacks(self, node: str) -> ProbeCallbacks:
+        def raw(probe: str, result: CommandResult) -> None:
+            self.put(RawItem(t=self.clock(), probe=probe if "@" in probe else f"{probe}@{node}", result=result))
+
+        return ProbeCallbacks(
+            log=lambda level, message, probe: self.log(level, f"{node}: {message}", probe),
+            point=lambda series, x, y, label: None, raw=raw,
+            created=lambda path, kind: self.put(LedgerItem(path=path, kind=kind, host=node)),
+            removed=lambda path: self.put(LedgerItem(path=path, host=node)))
+
+    def _close_sessions(self) -> None:
+        for session in self.sessions:
+            try:
+                if session.transport.is_alive():
+                    session.transport.remove_workdir(session.workdir)
+                    self.put(LedgerItem(path=session.workdir, host=session.node))
+                    continue
+            except (TransportError, ValueError) as exc:
+                self.log("warning", f"{session.node}: the work directory {session.workdir} could not be removed: "
+                                    f"{exc}")
+                continue
+            self.log("warning", f"{session.node}: the work directory {session.workdir} could not be removed: no "
+                                "connection (the next run on this node removes it)")
+
+    # -- steps -------------------------------------------------------------------------------------------
+
+    def _run_steps(self) -> None:
+        steps = CLUSTER_STEPS[1:]
+        for index, name in enumerate(steps, start=2):
+            if self.halt.is_set():
+                self._not_run(list(steps[index - 2:]), ProbeStatus.cancelled, "cancelled before it started")
+                raise Cancelled("cluster run cancelled")
+            self.put(ProbeStarted(t=self.clock(), name=name, index=index, total=len(CLUSTER_STEPS)))
+            for session in self.sessions:
+                session.ctx.name = name
+            outcome = self._run_one(name)
+            self._finish(outcome)
+            if outcome.status == ProbeStatus.cancelled:
+                self._not_run(list(steps[index - 1:]), ProbeStatus.cancelled, "cancelled before it started")
+                raise Cancelled("cluster run cancelled")
+
+    def _step(self, name: str) -> Callable[[StepContext], object]:
+        level = 2 if "burn" in self.options.probe_names() else 1
+        return {"agreement": agreement, "rendezvous": rendezvous, "distributed": distributed,
+                "allreduce": allreduce, "nccl_tests": nccl_tests, "ib_write_bw": ib_write_bw,
+                "dcgm": lambda step: dcgm(step, level)}[name]
+
+    def _run_one(self, name: str) -> ProbeOutcome:
+        started = time.time()
+        warnings: list[str] = []
+        step = StepContext(sessions=self.sessions, cluster=self.cluster, options=self.options, halt=self.halt,
+                           run_id=self.run_id, slurm_job=self.slurm_job,
+                           log=lambda level, message: self.log(level, message, name),
+                           point=lambda x, y: self.put(SeriesPoint(t=self.clock(), series="busbw", x=x, y=y,
+                                                                   label="inter-node")),
+                           warn=lambda message: warnings.append(message))
+        status, error = ProbeStatus.ok, None
+        try:
+            if name in _NEED_TWO and len(self.sessions) < 2:
+                raise ProbeSkipped(f"only {len(self.sessions)} node answers, so nothing crosses a network")
+            self._step(name)(step)
+        except ProbeSkipped as exc:
+            status, error = ProbeStatus.skipped, str(exc)
+        except Cancelled:
+            status, error = ProbeStatus.cancelled, "cancelled by the user"
+        except ProbeFailed as exc:
+            status, error = ProbeStatus.failed, str(exc)
+        except TransportError as exc:
+            status, error = ProbeStatus.failed, str(exc)
+        except Exception as exc:  # by design: one step's bug must not end the run
+            log.exception("cluster step %s failed", name)
+            status, error = ProbeStatus.failed, f"internal error in the {name} step: {type(exc).__name__}: {exc}"
+        if status == ProbeStatus.ok and self.halt.is_set():
+            status, error = ProbeStatus.cancelled, "cancelled by the user"
+        if status == ProbeStatus.failed and error:
+            self.log("error", f"{name}: {error}", name)
+        elif status == ProbeStatus.skipped and error:
+            self.log("info", f"{name} skipped: {error}", name)
+        for session in self.sessions:
+            warnings.extend(f"{session.node}: {w}" for w in session.ctx.warnings)
+            session.ctx.warnings = []
+        return ProbeOutcome(name=name, status=status, started=started, ended=time.time(),
+                            warnings=list(dict.fromkeys(warnings)), error=error)
+
+    def _not_run(self, names: list[str], status: ProbeStatus, why: str) -> None:
+        now = time.time()
+        for name in names:
+            self._finish(ProbeOutcome(name=name, status=status, started=now, ended=now, error=why))
+
+
+
+
+__all__ = ["ANSWER_S", "CLUSTER_STEPS", "ClusterWorker"]
