@@ -28,7 +28,17 @@ from gui.probe.hostkey_dialog import HostKeyDialog
 from gui.probe.pane import ProbePane
 from gui.probe.suite_picker import SuiteChoice
 from gui.workers import ThreadExecutor
-from tests.gui.probe_driver import click, click_host, click_into, click_tab, pick_probes, show_pane, table_cells, type_keys
+from tests.gui.probe_driver import (
+    click,
+    click_host,
+    click_into,
+    click_row,
+    click_tab,
+    pick_probes,
+    show_pane,
+    table_cells,
+    type_keys,
+)
 
 try:
     from tests.integration.sshd import SshdServer, SshdUnavailable, find_missing_tools, unavailable
@@ -175,20 +185,34 @@ def test_a_real_cluster_run_of_two_nodes_shows_each_node_the_verdict_and_the_his
         qtbot.waitUntil(lambda: pane.node_table.isVisible(), timeout=5000)
         qtbot.waitUntil(lambda: not pane.running, timeout=60_000)
 
-        cells = table_cells(pane.node_table.table)
-        assert [row[0] for row in cells] == ["node-a", "node-b"]
-        assert [row[2] for row in cells] == ["completed", "completed"], cells
         runs = {r.host: r for r in probe_store.runs()}
-        assert set(runs) == {"pair", "node-a", "node-b"}
+        assert set(runs) == {"pair", "node-a", "node-b"}  # the cluster's row and one row of its own per node
+        nodes = [["node-a", "—", "completed", runs["node-a"].verdict or "no verdict"],
+                 ["node-b", "—", "completed", runs["node-b"].verdict or "no verdict"]]
+        assert table_cells(pane.node_table.table) == nodes
+        logged = [text for _level, text in pane.log.lines()]
+        for node in ("node-a", "node-b"):
+            assert f"node {node}: run {runs[node].id} started" in logged
+        assert any(line.startswith("distributed skipped: torch.distributed is not installed") for line in logged)
         assert pane.showing.text().startswith(f"Live: run {runs['pair'].id} on pair")
-        banner = pane.scorecard_view.banner.text()
-        click_tab(qtbot, pane.tabs, "Scorecard")
-        assert pane.scorecard_view.banner.isVisible() and banner
         assert pane.eta.text().startswith(f"Run {runs['pair'].status}")
+
+        click_tab(qtbot, pane.tabs, "Scorecard")  # the cluster run's own scorecard, not a node's
+        banner = pane.scorecard_view.banner
+        assert banner.isVisible() and banner.verdict == runs["pair"].verdict
+        if runs["pair"].verdict is None:
+            assert banner.text().startswith("No verdict") and "distributed skipped" in banner.text()
         click_tab(qtbot, pane.tabs, "History")
         history = table_cells(pane.history.table)
         assert sorted((row[0], row[1]) for row in history) == sorted((str(r.id), r.host) for r in runs.values())
         assert pane.history.title.text() == "Past runs of pair and its nodes node-a, node-b: 3"
+
+        pane.disconnect_host()  # a reopened cluster run shows its nodes as they ended
+        click_row(qtbot, pane.history.table, [row[1] for row in history].index("pair"))
+        click(qtbot, pane.history.buttons["reopen"])
+        assert pane.shown_run == runs["pair"].id and pane.node_table.isVisible()
+        assert table_cells(pane.node_table.table) == [[n, "—", "completed", v if v != "no verdict" else "—"]
+                                                      for n, _p, _s, v in nodes]
     finally:
         pane.shutdown()
         assert executor.stop_all(10_000)
