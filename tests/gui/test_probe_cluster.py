@@ -41,10 +41,16 @@ from tests.gui.probe_driver import (
 )
 
 try:
-    from tests.integration.sshd import SshdServer, SshdUnavailable, find_missing_tools, unavailable
+    from tests.integration.sshd import SshdServer, SshdUnavailable, find_missing_tools, free_port, unavailable
 except ImportError:  # tests/ is not a package here; load the helper from its folder
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-    from sshd import SshdServer, SshdUnavailable, find_missing_tools, unavailable  # type: ignore[no-redef]
+    from sshd import (  # type: ignore[no-redef]
+        SshdServer,
+        SshdUnavailable,
+        find_missing_tools,
+        free_port,
+        unavailable,
+    )
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # the host's own interpreter: no torch, so the steps between nodes skip
 
@@ -153,6 +159,63 @@ def host_python_options(choice: SuiteChoice) -> Any:
     return backend.make_options(choice).model_copy(update={"python": SYSTEM_PYTHON})
 
 
+def test_renaming_a_host_renames_it_in_its_cluster(qtbot, probe_store, tmp_path):
+    save_nodes(probe_store)
+    save_group(probe_store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
+    pane = show_pane(qtbot, probe_store, tmp_path, ThreadExecutor(), runner=ReplayRunner())
+    click_host(qtbot, pane, "node-b")
+    with qtbot.waitSignal(pane.hosts.editing, timeout=2000) as opened:
+        click(qtbot, pane.hosts.buttons["edit"])
+    dialog = opened.args[0]
+    qtbot.waitExposed(dialog)
+    click_into(qtbot, dialog.name)
+    type_keys(qtbot, "-2")
+    click(qtbot, dialog.buttons.button(QDialogButtonBox.StandardButton.Save))
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=2000)
+    assert group(probe_store, "pair").hosts == ["node-a", "node-b-2"]
+    assert list_texts(pane)[-1] == "pair  —  cluster of 2: node-a, node-b-2"
+
+
+def make_ssh_pane(qtbot, store: ProbeStore, tmp_path: Path, executor: ThreadExecutor) -> ProbePane:
+    options = {"user_known_hosts_file": tmp_path / "no_user_known_hosts", "allow_agent": False,
+               "look_for_keys": False}
+    pane = ProbePane(executor, store, known_hosts_file=tmp_path / "app" / "known_hosts",
+                     transport_options=options, make_options=host_python_options)
+    qtbot.addWidget(pane)
+    pane.resize(1280, 900)
+    pane.show()
+    qtbot.waitExposed(pane)
+    return pane
+
+
+@pytest.mark.integration
+def test_a_node_that_cannot_be_reached_is_named_and_the_others_are_closed(qtbot, sshd, probe_store, tmp_path):
+    key_type, key_b64 = sshd.host_public_key.split()[:2]
+    app_file = tmp_path / "app" / "known_hosts"
+    app_file.parent.mkdir(parents=True)
+    app_file.write_text(f"[127.0.0.1]:{sshd.port} {key_type} {key_b64}\n")  # node-a is known: no question
+    key = str(sshd.client_key_path)
+    probe_store.save_host(HostProfile(name="node-a", target=sshd.target, identity_file=key))
+    closed_port = free_port()  # nothing listens there
+    probe_store.save_host(HostProfile(name="node-b", target=f"{sshd.user}@127.0.0.1:{closed_port}", identity_file=key))
+    save_group(probe_store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
+    executor = ThreadExecutor()
+    pane = make_ssh_pane(qtbot, probe_store, tmp_path, executor)
+    reached: list[Any] = []
+    pane.connector.connected.connect(reached.append)
+    try:
+        click_host(qtbot, pane, "pair")
+        click(qtbot, pane.connect_button)
+        qtbot.waitUntil(lambda: pane.status.text().startswith("Not connected: "), timeout=20000)
+        assert pane.status.text().startswith("Not connected: node 'node-b': "), pane.status.text()
+        assert str(closed_port) in pane.status.text()
+        assert len(reached) == 1 and not reached[0].is_alive()  # node-a was reached, then closed again
+        assert not pane.connected and not pane.start_button.isEnabled() and pane.connect_button.isEnabled()
+    finally:
+        pane.shutdown()
+        assert executor.stop_all(10_000)
+
+
 @pytest.mark.integration
 def test_a_real_cluster_run_of_two_nodes_shows_each_node_the_verdict_and_the_history(qtbot, sshd, probe_store,
                                                                                      tmp_path):
@@ -160,14 +223,7 @@ def test_a_real_cluster_run_of_two_nodes_shows_each_node_the_verdict_and_the_his
     save_nodes(probe_store, target=sshd.target, key=key)
     save_group(probe_store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
     executor = ThreadExecutor()
-    options = {"user_known_hosts_file": tmp_path / "no_user_known_hosts", "allow_agent": False,
-               "look_for_keys": False}
-    pane = ProbePane(executor, probe_store, known_hosts_file=tmp_path / "app" / "known_hosts",
-                     transport_options=options, make_options=host_python_options)
-    qtbot.addWidget(pane)
-    pane.resize(1280, 900)
-    pane.show()
-    qtbot.waitExposed(pane)
+    pane = make_ssh_pane(qtbot, probe_store, tmp_path, executor)
     try:
         click_host(qtbot, pane, "pair")
         with qtbot.waitSignal(pane.connector.asking, timeout=15000) as asked:
