@@ -176,6 +176,24 @@ def test_renaming_a_host_renames_it_in_its_cluster(qtbot, probe_store, tmp_path)
     assert list_texts(pane)[-1] == "pair  —  cluster of 2: node-a, node-b-2"
 
 
+def test_editing_a_cluster_starts_from_its_nodes_and_cancel_changes_nothing(qtbot, probe_store, tmp_path):
+    save_nodes(probe_store)
+    save_group(probe_store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
+    pane = show_pane(qtbot, probe_store, tmp_path, ThreadExecutor(), runner=ReplayRunner())
+    click_host(qtbot, pane, "pair")
+    with qtbot.waitSignal(pane.hosts.editing, timeout=2000) as opened:
+        click(qtbot, pane.hosts.buttons["edit"])
+    dialog = opened.args[0]
+    assert isinstance(dialog, GroupDialog) and dialog.windowTitle() == "Edit cluster"
+    qtbot.waitExposed(dialog)
+    assert dialog.name.text() == "pair" and dialog.chosen_hosts() == ["node-a", "node-b"]
+    click(qtbot, dialog.host_boxes["node-a"])
+    assert dialog.error.text() == "hosts: a group needs at least 2 saved hosts; only one host picked"
+    click(qtbot, dialog.buttons.button(QDialogButtonBox.StandardButton.Cancel))
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=2000)
+    assert groups(probe_store) == [HostGroup(name="pair", hosts=["node-a", "node-b"])]
+
+
 def make_ssh_pane(qtbot, store: ProbeStore, tmp_path: Path, executor: ThreadExecutor) -> ProbePane:
     options = {"user_known_hosts_file": tmp_path / "no_user_known_hosts", "allow_agent": False,
                "look_for_keys": False}
