@@ -5,7 +5,7 @@ Debian's slurm-wlm (22.05) is built with multiple-slurmd support, so each test "
 real slurmd/slurmstepd pairs. Everything lives in one temporary folder (config, state, spool, logs, a munge key
 and munged's socket), nothing touches /etc; Slurm's commands find the config through ``SLURM_CONF``, which
 `SlurmCluster.env` gives and the tests put in the environment. Process tracking is ``proctrack/linuxproc``:
-no cgroup setup is needed. The daemons are started in the foreground and stopped by PID.
+no cgroup setup is needed (cgroup.conf only lets slurmd start on a cgroup v2 host without systemd). The daemons are started in the foreground and stopped by PID.
 """
 
 from __future__ import annotations
@@ -201,6 +201,9 @@ KillWait=5
 {node_lines}
 PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """)
+        # slurmd 22.05 starts its cgroup plugin whatever the process tracking; on a cgroup v2 host without a
+        # systemd to ask (a container), it builds its own hierarchy instead of failing (cgroup.conf(5)).
+        (work / "cgroup.conf").write_text("CgroupPlugin=autodetect\nIgnoreSystemdOnFailure=yes\n")
         (work / "state").mkdir(exist_ok=True)
 
     def _launch(self, name: str, argv: list[str]) -> None:

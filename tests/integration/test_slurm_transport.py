@@ -27,6 +27,7 @@ from core.cli.main import main as cli_main
 from core.probes.cluster.run import ClusterNode, run_cluster
 from core.probes.options import RunOptions
 from core.probes.store import ProbeStore
+from core.probes.transport.base import Disconnected
 from core.probes.transport.hostkeys import known_hosts_name
 from core.probes.transport.local import LocalTransport
 from core.probes.transport.slurm import JOB_NAME, AllocationCancelled, SlurmAllocation, SlurmError, SrunTransport
@@ -432,3 +433,18 @@ def test_cancel_mid_cluster_run_kills_every_task_and_removes_every_workdir(
         time.sleep(0.1)
     assert _job_processes(job) == []
     assert list(node_tmp.iterdir()) == []
+
+
+def test_a_job_that_ended_is_a_lost_node(slurm_cluster: SlurmCluster, allocation: SlurmAllocation) -> None:
+    """The allocation's time limit or an admin's scancel ends the job under the run: the node is lost (the runner
+    keeps what it measured), not a probe that failed on it."""
+    transport = allocation.transport(allocation.nodes[0])
+    assert transport.run("true", timeout=30).ok
+    slurm_cluster.run("scancel", str(allocation.job_id))
+    deadline = time.monotonic() + 10
+    while slurm_cluster.jobs() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with pytest.raises(Disconnected, match=rf"^Slurm job {allocation.job_id} has ended \(its time limit, or "
+                                           rf"scancel\), so {allocation.nodes[0]} cannot be reached through it"):
+        transport.run("echo hi", timeout=30)
+    assert not transport.is_alive()

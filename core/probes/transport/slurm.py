@@ -61,6 +61,9 @@ _REMOTE_KILL_GRACE_S = 5
 _GRANTED_RE = re.compile(r"Granted job allocation (\d+)")
 _PENDING_RE = re.compile(r"Pending job allocation (\d+)")
 _SALLOC_ERROR_RE = re.compile(r"^salloc: error: (.*)$")
+# srun's words when the job itself is gone (time limit, scancel): no command can reach the node through it again.
+_JOB_GONE_RE = re.compile(r"^srun: error: (?:Slurm job \d+ has expired|Unable to create step for job \d+: "
+                          r"(?:Invalid job id specified|Job/step already completing or completed))", re.MULTILINE)
 # srun's own line for a task that exited non-zero, printed even with --quiet: the exit code already says it.
 _TASK_EXIT_RE = re.compile(r"^srun: error: \S+: task \d+: Exited with exit code \d+\n?", re.MULTILINE)
 
@@ -360,6 +363,7 @@ class SrunTransport(Transport):
         finally:
             if not ended:
                 self.kill_step(step)
+        self._check_job(result)
         return result.model_copy(update={"command": command, "stderr": _TASK_EXIT_RE.sub("", result.stderr)})
 
     def stream(self, command: str, *, timeout: float | None, cancel: threading.Event) -> CommandStream:
@@ -384,8 +388,17 @@ class SrunTransport(Transport):
                 self.kill_step(step)
         if result is None:
             return ExecOutcome(None, b"", False, False)
+        self._check_job(result)
         return ExecOutcome(result.exit_code, _TASK_EXIT_RE.sub("", result.stderr).encode("utf-8"),
                            result.timed_out, result.cancelled)
+
+    def _check_job(self, result: CommandResult) -> None:
+        """`Disconnected` when srun says the job has ended: the runner then counts the node as lost (what it
+        measured is kept), not as a probe that failed on it."""
+        if result.exit_code not in (0, None) and _JOB_GONE_RE.search(result.stderr):
+            self._closed = True
+            raise Disconnected(f"Slurm job {self.job_id} has ended (its time limit, or scancel), so {self.node} "
+                               f"cannot be reached through it any more")
 
     def kill_step(self, step_name: str) -> None:
         """Kill every process of the step named ``step_name`` on the node, then end the step. Best effort:
