@@ -323,10 +323,14 @@ def test_through_an_ssh_login_node(slurm_cluster: SlurmCluster, sshd_factory: Ca
 
 
 def test_probe_slurm_runs_the_cluster_probe_on_the_allocation(
-        slurm_cluster: SlurmCluster, need_torch: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        slurm_cluster: SlurmCluster, need_torch: None, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """`tuneplan probe --local --slurm`: the login node is this machine; every node's suite, then torchrun across
     the two slurmds' nodes (gloo), all through srun; the history has the cluster run and each node's run."""
     db = tmp_path / "probes.db"
+    node_tmp = tmp_path / "node-tmp"
+    node_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(node_tmp))  # where the nodes' work directories go (srun passes it on)
     code = cli_main(["probe", "--local", "--slurm", "--nodes", "2", "--partition", PARTITION, "--suite", "inventory",
                      "--python", sys.executable, "--json", "--db", str(db)])
     out, err = capsys.readouterr()
@@ -351,6 +355,9 @@ def test_probe_slurm_runs_the_cluster_probe_on_the_allocation(
     assert f"Slurm job {job}: " in err
     assert slurm_cluster.jobs() == []  # released
     assert slurm_cluster.steps() == []
+    assert list(node_tmp.iterdir()) == []  # every work directory removed on every node
+    workdirs = {r["summary"]["workdir"] for r in doc["node_runs"]}
+    assert all(w and w.startswith(f"{node_tmp}/tuneplan.") for w in workdirs), workdirs  # they were made there
 
 
 @pytest.mark.parametrize(("argv", "message"), [
