@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-.venv/bin/python}
 [ -x "$PY" ] || { echo "build.sh: no $PY; run bash packaging/install.sh --no-run first (or set PYTHON)" >&2; exit 1; }
-"$PY" -m pip install -q -e ".[bundle]"
+# --no-install: the environment already has the bundle extra (packaging/test.sh installs it before the tests).
+[ "${1:-}" = --no-install ] || "$PY" -m pip install -q -e ".[bundle]"
 "$PY" -m PyInstaller --noconfirm --clean --log-level WARN --distpath dist --workpath build/pyinstaller \
   packaging/tuneplan.spec
 cp packaging/tuneplan.desktop dist/tuneplan/

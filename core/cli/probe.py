@@ -60,6 +60,9 @@ def register(subparsers: Any) -> None:
                         "between nodes)")
     p.add_argument("--name", metavar="NAME", help="the name a cluster run is filed under (default: its hosts)")
     p.add_argument("--local", action="store_true", help="probe this machine instead of a remote host")
+    from core.cli.probe_slurm import add_arguments as add_slurm_arguments  # here: it imports this module
+
+    add_slurm_arguments(p)
     p.add_argument("--suite", default="quick",
                    help="quick (about a minute), full (adds the burn), or probe names separated by commas: "
                         "inventory,gpu_metrics,health,compute,collectives,storage,distributed,burn")
@@ -324,9 +327,13 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace) -> int:
+    from core.cli.probe_slurm import check_slurm_flags, probe_slurm
     from core.probes.runner import run_suite
     from core.probes.scorecard import explain_no_verdict
 
+    if args.slurm is not None:
+        return probe_slurm(args, _options(args))
+    check_slurm_flags(args)
     if bool(args.local) == bool(args.targets):
         raise _Exit(EXIT_USAGE, "probe needs either TARGET ([user@]host[:port]) or --local, not both"
                     if args.local else "probe needs a TARGET ([user@]host[:port] or an ssh alias) or --local")

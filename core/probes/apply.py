@@ -6,7 +6,10 @@ TFLOP/s is set there (E_mm = measured ÷ peak); the slowest because synchronous 
 pace of its slowest rank. The note compares it with the MAMF reference the scorecard uses (e.g. 794.5 TFLOP/s
 for H100 SXM). Measured busbw replaces the planner's link assumption: single-node runs set ``intra_node_busbw_gbs``
 directly; multi-node runs set ``inter_node_gbps`` to the per-node rate at which the planner's inter-node busbw
-(rate ÷ GPUs per node ÷ 8 × its 0.8 efficiency, see ``core.planner.comms``) equals the measured busbw.
+(rate ÷ GPUs per node ÷ 8 × its 0.8 efficiency, see ``core.planner.comms``) equals the measured busbw. A cluster
+run measures that figure between the nodes themselves (its NCCL all-reduce across them, else nccl-tests), so it
+sets ``inter_node_gbps`` of a multi-node plan the same way; a 1-node plan has no inter-node network to set, and
+gloo between CPUs measures the hosts' TCP stacks, not the GPUs' network, so neither is applied.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from __future__ import annotations
 from core.catalog import GPU, Catalog, CatalogError, load_catalog, network
 from core.planner import comms
 from core.planner.models import HardwareSpec, PlanRequest
+from core.probes.cluster.evidence import ClusterEvidence
 from core.probes.evidence import ComputeResult, ProbeEvidence
-from core.probes.samples import GpuInfo
+from core.probes.samples import CollectiveResult, GpuInfo
 from core.probes.scorecard import NO_GPU
 from core.probes.scorecard.common import fmt_num, size_label
 from core.probes.scorecard.expectations import busbw_at_largest, matmul_reference, probed_gpu
@@ -36,6 +40,22 @@ def multi_gpu_busbw(evidence: ProbeEvidence) -> tuple[float, int] | None:
     return busbw_at_largest(coll)
 
 
+def cluster_busbw(cluster: ClusterEvidence | None) -> tuple[CollectiveResult, str, str] | None:
+    """The collective measured between the nodes (the NCCL all-reduce across them, else nccl-tests), what ran it
+    ('nccl' or 'gloo') and in words; None when the cluster run measured none."""
+    if cluster is None:
+        return None
+    run = cluster.allreduce
+    if run is not None and run.collective is not None and run.backend == "nccl":
+        return run.collective, "nccl", f"the NCCL all-reduce across {run.nnodes} nodes"
+    if cluster.nccl_tests is not None:
+        launcher = f" under {cluster.nccl_tests_launcher}" if cluster.nccl_tests_launcher else ""
+        return cluster.nccl_tests, "nccl", f"nccl-tests{launcher} across {len(cluster.nodes) or 2} nodes"
+    if run is not None and run.collective is not None:
+        return run.collective, run.backend, f"the {run.backend} all-reduce across {run.nnodes} nodes"
+    return None
+
+
 def nothing_to_apply(evidence: ProbeEvidence | None, catalog: Catalog) -> str | None:
     """Why applying this run would change nothing, or None when it has something for a plan: a GPU model the
     catalog knows (the plan's hardware), a GPU matmul figure (its matmul TFLOP/s) or a multi-GPU all-reduce (its
@@ -44,14 +64,29 @@ def nothing_to_apply(evidence: ProbeEvidence | None, catalog: Catalog) -> str | 
         return "Nothing to apply to a plan: this run has no evidence."
     if gpu_matmul(evidence.compute) or multi_gpu_busbw(evidence) is not None or probed_gpu(evidence, catalog):
         return None
+    if cluster_busbw(evidence.cluster) is not None or _cluster_gpu(evidence.cluster, catalog)[0] is not None:
+        return None
     inv = evidence.inventory
     if inv is not None and not (inv.nvidia and inv.nvidia.gpus) and not (evidence.health and evidence.health.gpus):
         return f"Nothing to apply to a plan: {NO_GPU} on this host."
     return "Nothing to apply to a plan: this run measured no GPU model, GPU matmul or multi-GPU all-reduce."
 
 
+def _cluster_gpu(cluster: ClusterEvidence | None, catalog: Catalog) -> tuple[GPU | None, int]:
+    """The catalog GPU the cluster's nodes report (the first node that names one the catalog knows) and its count."""
+    for node in cluster.nodes if cluster is not None else []:
+        if node.facts.gpu_model:
+            try:
+                return catalog.gpu(node.facts.gpu_model), node.facts.gpu_count or 0
+            except CatalogError:
+                continue
+    return None, 0
+
+
 def _probed_gpu(evidence: ProbeEvidence, catalog: Catalog) -> tuple[GPU | None, int]:
-    """The catalog GPU the box reports and how many it has (0 when unknown)."""
+    """The catalog GPU the box reports and how many it has (0 when unknown); a cluster row's from its nodes."""
+    if evidence.cluster is not None:
+        return _cluster_gpu(evidence.cluster, catalog)
     gpus: list[GpuInfo] = []
     for report in (evidence.inventory.nvidia if evidence.inventory else None, evidence.health):
         if report is not None and report.gpus:
@@ -136,18 +171,65 @@ def _apply_busbw(request: PlanRequest, evidence: ProbeEvidence, catalog: Catalog
                                              if coll.nranks != hw.gpus_per_node else "")
         notes.append(f"Intra-node busbw {old} → {busbw:,.1f} GB/s from the all-reduce measured{ranks}{at}.")
         return request.model_copy(update={"hardware": hw.model_copy(update={"intra_node_busbw_gbs": busbw})})
-    # The planner gives each GPU node_rate / gpus_per_node and reaches 0.8 of it as busbw (core.planner.comms).
-    per_node = busbw * 8 / comms.BUSBW_EFFICIENCY * hw.gpus_per_node
+    per_node = node_gbps_for_busbw(busbw, hw.gpus_per_node)
+    notes.append(f"Inter-node network {_old_inter_node(hw, gpu)} → {per_node:,.0f} Gb/s per node from "
+                 f"{busbw:,.1f} GB/s all-reduce busbw measured across {nodes} nodes{at}.")
+    return request.model_copy(update={"hardware": hw.model_copy(update={"inter_node_gbps": per_node})})
+
+
+def node_gbps_for_busbw(busbw_gbs: float, gpus_per_node: int) -> float:
+    """The per-node Gbit/s at which the planner's inter-node busbw equals ``busbw_gbs`` GB/s: the planner gives
+    each GPU node_rate ÷ gpus_per_node and reaches 0.8 of it as busbw (core.planner.comms.inter_bytes_per_s),
+    so node_rate = busbw × 8 ÷ 0.8 × gpus_per_node (GB/s → Gbit/s is × 8)."""
+    return busbw_gbs * 8 / comms.BUSBW_EFFICIENCY * gpus_per_node
+
+
+def _old_inter_node(hw: HardwareSpec, gpu: GPU | None) -> str:
+    """The inter-node figure the plan had, for the note: its own, else the network type's default per node."""
     if hw.inter_node_gbps is not None:
-        old = f"{hw.inter_node_gbps:,.0f}"
-    elif gpu is not None:
-        per_gpu = (network.DEFAULT_GPU_GBPS[hw.interconnect] if hw.interconnect else
-                   network.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, hw.gpus_per_node))
-        old = f"{float(per_gpu) * hw.gpus_per_node:,.0f} (default)"
-    else:
-        old = "default"
-    notes.append(f"Inter-node network {old} → {per_node:,.0f} Gb/s per node from {busbw:,.1f} GB/s all-reduce "
-                 f"busbw measured across {nodes} nodes{at}.")
+        return f"{hw.inter_node_gbps:,.0f}"
+    if gpu is None:
+        return "default"
+    per_gpu = (network.DEFAULT_GPU_GBPS[hw.interconnect] if hw.interconnect else
+               network.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, hw.gpus_per_node))
+    return f"{float(per_gpu) * hw.gpus_per_node:,.0f} (default)"
+
+
+def _apply_cluster_busbw(request: PlanRequest, cluster: ClusterEvidence, catalog: Catalog,
+                         notes: list[str]) -> PlanRequest:
+    """A cluster run's busbw between the nodes sets the plan's inter_node_gbps (multi-node plans only)."""
+    hw = request.hardware
+    found = cluster_busbw(cluster)
+    if hw is None:
+        return request
+    if found is None:
+        notes.append("Inter-node network unchanged: the cluster run measured no all-reduce between the nodes.")
+        return request
+    coll, backend, what = found
+    if hw.nodes < 2:
+        notes.append("Inter-node network unchanged: the plan runs on 1 node, so the bandwidth measured between "
+                     "nodes does not apply (plan 2 or more nodes to use it).")
+        return request
+    if backend != "nccl":
+        notes.append(f"Inter-node network unchanged: {what} ran over {backend} on CPUs, which measures the hosts' "
+                     "TCP stacks, not the GPUs' network.")
+        return request
+    if coll.failures or coll.wrong_total > 0:
+        notes.append("Inter-node network unchanged: the all-reduce between the nodes reported errors.")
+        return request
+    largest = busbw_at_largest(coll)
+    if largest is None or largest[0] <= 0:
+        notes.append("Inter-node network unchanged: the all-reduce between the nodes gave no busbw figure.")
+        return request
+    busbw, size = largest
+    try:
+        gpu: GPU | None = catalog.gpu(hw.gpu)
+    except CatalogError:
+        gpu = None
+    per_node = node_gbps_for_busbw(busbw, hw.gpus_per_node)
+    at = f" at {size_label(size)}" if size else ""
+    notes.append(f"Inter-node network {_old_inter_node(hw, gpu)} → {per_node:,.0f} Gb/s per node from "
+                 f"{busbw:,.1f} GB/s busbw measured by {what}{at}.")
     return request.model_copy(update={"hardware": hw.model_copy(update={"inter_node_gbps": per_node})})
 
 
@@ -160,8 +242,14 @@ def apply_to_plan(request: PlanRequest, evidence: ProbeEvidence,
     hw = _hardware(request, gpu, count, catalog, notes)
     if hw is None:
         return request, notes
+    nodes = len([n for n in evidence.cluster.nodes if n.state == "completed"]) if evidence.cluster else 0
+    if request.hardware is None and nodes > 1:  # the probed cluster supplies the hardware: all of its nodes
+        hw = hw.model_copy(update={"nodes": nodes})
+        notes[-1] = f"Hardware set to {nodes} nodes × {hw.gpus_per_node}× {hw.gpu}, the probed cluster."
     updated = request.model_copy(update={"hardware": hw})
     updated = _apply_matmul(updated, evidence, gpu, notes)
     updated = _apply_busbw(updated, evidence, catalog, notes)
+    if evidence.cluster is not None:
+        updated = _apply_cluster_busbw(updated, evidence.cluster, catalog, notes)
     # Validate the result once so a figure outside the model's bounds fails here, with the field named.
     return PlanRequest.model_validate(updated.model_dump()), notes

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core.catalog import Catalog, load_catalog
 from core.document import BarChart, Block, Bullets, KeyFigure, LineChart, Paragraph, Report, Section, Series, Table
+from core.probes.cluster.report import cluster_gpus, cluster_key_figures, cluster_section
 from core.probes.evidence import CheckStatus, ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.parsers._common import clock_reasons_from_mask
 from core.probes.samples import CollectiveResult, GpuMetric
@@ -203,9 +204,12 @@ def key_figures(evidence: ProbeEvidence, card: Scorecard, host: str, status: str
     tally = " · ".join(f"{counts[s]} {s.value}" for s in (CheckStatus.passed, CheckStatus.warn, CheckStatus.fail,
                                                           CheckStatus.info) if counts[s])
     verdict = card.verdict.value if card.verdict is not None else "no verdict"
+    gpus = cluster_gpus(evidence.cluster) if evidence.cluster is not None else \
+        _gpu_label(evidence) or "no NVIDIA GPU found"
     figures = [KeyFigure(label="Verdict", value=verdict), KeyFigure(label="Host", value=host),
-               KeyFigure(label="GPUs", value=_gpu_label(evidence) or "no NVIDIA GPU found"),
-               KeyFigure(label="Checks", value=tally or "none")]
+               KeyFigure(label="GPUs", value=gpus), KeyFigure(label="Checks", value=tally or "none")]
+    if evidence.cluster is not None:
+        figures += cluster_key_figures(evidence.cluster)
     if status not in (None, "completed"):
         figures.insert(1, KeyFigure(label="Run", value=str(status)))
     c = evidence.compute
@@ -493,6 +497,8 @@ def build_probe_report(run: ProbeRunRecord | StoredRun, catalog: Catalog | None 
             Paragraph(text="The connection dropped while these probes ran; what they had measured is kept and "
                            "graded above, but it is not the whole test."),
             Bullets(items=[f"{name}: {what}" for name, what in evidence.partial.items()])]))
+    if evidence.cluster is not None:
+        sections.append(cluster_section(evidence.cluster))
     network: list[Block] = []
     if evidence.collectives is not None:
         exp = expected_busbw(evidence, catalog)
@@ -533,7 +539,8 @@ def build_probe_report(run: ProbeRunRecord | StoredRun, catalog: Catalog | None 
     sections.append(Section(title="Appendix: evidence", blocks=appendix(evidence, warnings)))
     if refs.urls:
         sections.append(Section(title="Sources", blocks=[refs.block()]))
-    return Report(title=f"GPU node readiness: {host}", date=_when(record.started), conclusion=card.summary,
+    kind = "cluster" if evidence.cluster is not None else "node"
+    return Report(title=f"GPU {kind} readiness: {host}", date=_when(record.started), conclusion=card.summary,
                   key_figures=key_figures(evidence, card, host, record.status), sections=sections)
 
 

@@ -36,6 +36,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core.paths import data_dir
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
+from core.probes.host_groups import v3_host_groups
 from core.probes.samples import GpuMetric
 from core.probes.store_rescue import can_rescue, kept, to_memory
 from core.probes.transport.base import CommandResult
@@ -52,7 +53,7 @@ from core.sqlite_store import (
     secure_folder,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "probes.db"
 SAMPLE_COLUMNS = ("t", "gpu", "util", "mem_used", "mem_total", "temp", "power", "sm_clock", "mem_clock", "throttle")
 RUN_STATUSES = ("running", "completed", "incomplete", "cancelled", "interrupted", "failed")
@@ -229,7 +230,8 @@ def _v2(db: sqlite_utils.Database) -> None:
         run_id INTEGER, created REAL NOT NULL, UNIQUE(host, path))""")
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]  # MIGRATIONS[i] makes version i + 1
+# MIGRATIONS[i] makes version i + 1; the third (host groups) lives beside the groups (core.probes.host_groups)
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, v3_host_groups]
 
 
 # --------------------------------------------------------------------------- helpers

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QV
 
 from core.probes.evidence import Check, Scorecard
 from core.probes.scorecard import check_key, check_path
-from core.probes.store import RunSummary
+from core.probes.store import RunSummary, StoredRun
 from gui.probe.scorecard_view import StatusRowsModel, VerdictBanner, verdict_value
 from gui.table_model import Row, make_table
 
@@ -80,6 +80,11 @@ def compare_rows(a: Scorecard | None, b: Scorecard | None) -> list[Row]:
 
 class CompareDialog(QDialog):
     """Non-modal; rows are built once from the two sides."""
+
+    @classmethod
+    def of_runs(cls, a: StoredRun, b: StoredRun, parent: QWidget | None = None) -> CompareDialog:
+        """Two stored runs side by side, by their summaries and scorecards."""
+        return cls(Side(a.summary, a.scorecard), Side(b.summary, b.scorecard), parent)
 
     def __init__(self, a: Side, b: Side, parent: QWidget | None = None) -> None:
         super().__init__(parent)

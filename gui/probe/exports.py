@@ -11,11 +11,28 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
 from core.probes.store import ProbeStore
 from gui.forms import chosen_path
 from gui.workers import Executor
+
+
+def export_buttons(pdf: Callable[[], object], json_file: Callable[[], object]) -> tuple[QHBoxLayout, QPushButton,
+                                                                                  QPushButton]:
+    """The scorecard tab's "Export PDF…" and "Export JSON…" buttons, right-aligned in a row, calling ``pdf`` and
+    ``json_file`` with no argument (the run shown)."""
+    row = QHBoxLayout()
+    row.addStretch(1)
+    buttons = []
+    for text, name, slot in (("Export PDF…", "Export probe PDF", pdf),
+                             ("Export JSON…", "Export probe JSON", json_file)):
+        button = QPushButton(text)
+        button.setAccessibleName(name)
+        button.clicked.connect(lambda _c=False, s=slot: s())
+        row.addWidget(button)
+        buttons.append(button)
+    return row, buttons[0], buttons[1]
 
 
 class RunExports:

@@ -1,10 +1,12 @@
-"""Past runs of the selected host: reopen one (charts, events and scorecard from the store), compare two
-runs, or compare with a run of another host, and export a run.
+"""Past runs of the selected host (for a cluster, its own runs and its nodes'): reopen one (charts, events and
+scorecard from the store), compare two runs, or compare with a run of another host, and export a run.
 
 Store reads are short and run on the GUI thread; a run's samples come back as NumPy columns in one query.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from PySide6.QtCore import Signal, SignalInstance
 from PySide6.QtWidgets import (
@@ -85,6 +87,7 @@ class HistoryView(QWidget):
         super().__init__(parent)
         self.store = store
         self.host: str | None = None
+        self.also: list[str] = []  # a cluster's nodes, whose runs are listed with the cluster's
         self.setAccessibleName("Run history")
         layout = QVBoxLayout(self)
         self.title = QLabel("Past runs")
@@ -105,14 +108,19 @@ class HistoryView(QWidget):
         self.picker: RunPicker | None = None
         self._enable()
 
-    def show_host(self, host: str | None) -> None:
-        self.host = host
+    def show_host(self, host: str | None, also: Sequence[str] = ()) -> None:
+        """List the runs of ``host``; for a cluster, ``also`` names its nodes, whose own runs are listed too."""
+        self.host, self.also = host, list(also)
         self.refresh()
 
     def refresh(self) -> None:
         runs = self.store.runs_for_host(self.host) if self.host else []
+        for node in self.also:
+            runs += self.store.runs_for_host(node)
+        runs.sort(key=lambda r: (r.started, r.id), reverse=True)
         self.model.set_rows([run_row(r) for r in runs])
-        self.title.setText(f"Past runs of {self.host}: {len(runs)}" if self.host else "Past runs")
+        nodes = f" and its nodes {', '.join(self.also)}" if self.also else ""
+        self.title.setText(f"Past runs of {self.host}{nodes}: {len(runs)}" if self.host else "Past runs")
         self._enable()
 
     def runs(self) -> list[RunSummary]:

@@ -1,8 +1,9 @@
-"""Saved hosts: the list on the left of the pane, and the add/edit dialog.
+"""Saved hosts and host groups: the list on the left of the pane, and the add/edit dialog.
 
 Profiles come from the probe store and hold no secrets (a key file's *path*, never a password). "This
-machine" is always first; editing it saves its data and checkpoint paths like any other profile. Store
-calls are short and run on the GUI thread.
+machine" is always first; editing it saves its data and checkpoint paths like any other profile. Host groups
+(cluster targets, core.probes.host_groups) follow the hosts; a host in a group is not removed from under it,
+and renaming a host renames it in its groups. Store calls are short and run on the GUI thread.
 """
 
 from __future__ import annotations
@@ -25,21 +26,26 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.probes import host_groups
+from core.probes.host_groups import HostGroup
 from core.probes.store import HostProfile, ProbeStore
 from core.probes.transport.target import split_target
+from gui.probe.groups import GroupDialog, group_text
 
 LOCAL_NAME = "This machine"
 MIN_WIDTH = 560  # the placeholders and a two-line error read in full
 LOCAL_TARGET = "local"
 PROFILE_ROLE = Qt.ItemDataRole.UserRole + 1
+# What the list's rows are: one saved host, or a group of them probed as one cluster.
+Target = HostProfile | HostGroup
 
 
 def local_profile() -> HostProfile:
     return HostProfile(name=LOCAL_NAME, target=LOCAL_TARGET, local=True)
 
 
-def host_label(profile: HostProfile) -> str:
-    """The name runs are filed under in the history: the profile name (stable across target edits)."""
+def host_label(profile: Target) -> str:
+    """The name runs are filed under in the history: the profile's or group's name (stable across edits)."""
     return profile.name
 
 
@@ -48,7 +54,7 @@ def name_error(name: str, taken: set[str]) -> str | None:
     if not name.strip():
         return "name is empty; give the host a label, e.g. 'lambda-8xh100'"
     if name.strip() in taken:
-        return f"name '{name.strip()}' is already used by another saved host"
+        return f"name '{name.strip()}' is already used by another saved host or cluster"
     return None
 
 
@@ -61,11 +67,13 @@ def target_error(target: str) -> str | None:
     return None
 
 
-def connection_text(selected: HostProfile, connected: HostProfile | None) -> str:
+def connection_text(selected: Target, connected: Target | None) -> str:
     """The status line for the host just selected: connected to it, to another one, or to none."""
     if connected is None:
         return "Not connected"
     if connected.name == selected.name:
+        if isinstance(connected, HostGroup):
+            return f"Connected to the {len(connected.hosts)} nodes of {connected.name}"
         return "Ready to probe this machine" if connected.local else f"Connected to {connected.name}"
     return f"Not connected to {selected.name} (still connected to {connected.name})"
 
@@ -193,8 +201,8 @@ class HostDialog(QDialog):
 
 
 class HostList(QWidget):
-    """Signals: ``selected(object)`` the HostProfile now selected; ``message(str)`` for the status line;
-    ``editing(object)`` a HostDialog just opened (tests fill it through this)."""
+    """Signals: ``selected(object)`` the HostProfile or HostGroup now selected; ``message(str)`` for the status
+    line; ``editing(object)`` a HostDialog, GroupDialog or question just opened (tests fill it through this)."""
 
     selected = Signal(object)
     message = Signal(str)
@@ -222,13 +230,22 @@ class HostList(QWidget):
             row.addWidget(button)
             self.buttons[key] = button
         layout.addLayout(row)
-        self.dialog: HostDialog | None = None
+        cluster = QPushButton("New cluster…")  # a host group: two or more saved hosts probed together
+        cluster.setAccessibleName("New cluster")
+        cluster.setToolTip("Group two or more saved hosts into one cluster target")
+        cluster.clicked.connect(lambda _c=False: self.add_group())
+        layout.addWidget(cluster)
+        self.buttons["cluster"] = cluster
+        self.dialog: HostDialog | GroupDialog | None = None
         self.refresh()
 
     def profiles(self) -> list[HostProfile]:
         saved = self.store.hosts()
         local = next((p for p in saved if p.local), None) or local_profile()
         return [local, *(p for p in saved if not p.local)]
+
+    def groups(self) -> list[HostGroup]:
+        return host_groups.groups(self.store)
 
     def refresh(self, select: str | None = None) -> None:
         current = select or (self.current().name if self.list.currentItem() is not None else None)
@@ -240,15 +257,20 @@ class HostList(QWidget):
             item.setData(PROFILE_ROLE, profile)
             item.setToolTip("Probe the machine tuneplan runs on" if profile.local else profile.target)
             self.list.addItem(item)
+        for group in self.groups():
+            item = QListWidgetItem(group_text(group))
+            item.setData(PROFILE_ROLE, group)
+            item.setToolTip(f"A cluster: probes {', '.join(group.hosts)} together and the network between them")
+            self.list.addItem(item)
         self.list.blockSignals(False)
         names = [self.list.item(i).data(PROFILE_ROLE).name for i in range(self.list.count())]
         self.list.setCurrentRow(names.index(current) if current in names else 0)
         self._emit_selected()
 
-    def current(self) -> HostProfile:
+    def current(self) -> Target:
         item = self.list.currentItem()
         profile = item.data(PROFILE_ROLE) if item is not None else None
-        return profile if isinstance(profile, HostProfile) else local_profile()
+        return profile if isinstance(profile, HostProfile | HostGroup) else local_profile()
 
     def select(self, name: str) -> None:
         for i in range(self.list.count()):
@@ -259,14 +281,17 @@ class HostList(QWidget):
 
     def _emit_selected(self) -> None:
         profile = self.current()
-        self.buttons["remove"].setEnabled(not profile.local)
+        self.buttons["remove"].setEnabled(isinstance(profile, HostGroup) or not profile.local)
         self.selected.emit(profile)
+
+    def _taken(self, keep: str | None) -> set[str]:
+        """Names a new host or group may not take: every saved host's and group's, but the one being edited."""
+        return ({p.name for p in self.profiles()} | {g.name for g in self.groups()}) - ({keep} if keep else set())
 
     # ---- editing
 
     def _open(self, profile: HostProfile | None) -> None:
-        taken = {p.name for p in self.profiles()} - ({profile.name} if profile else set())
-        dialog = HostDialog(profile, taken, self)
+        dialog = HostDialog(profile, self._taken(profile.name if profile else None), self)
         self.dialog = dialog
 
         def finished(result: int) -> None:
@@ -275,6 +300,7 @@ class HostList(QWidget):
                 new = dialog.profile()
                 if profile is not None and profile.name != new.name:
                     self.store.delete_host(profile.name)
+                    host_groups.rename_member(self.store, profile.name, new.name)
                 self.store.save_host(new)
                 self.refresh(select=new.name)
                 self.message.emit(f"Saved host “{new.name}”")
@@ -284,25 +310,59 @@ class HostList(QWidget):
         dialog.open()
         self.editing.emit(dialog)
 
+    def _open_group(self, group: HostGroup | None) -> None:
+        dialog = GroupDialog(group, self.profiles(), self._taken(group.name if group else None), self)
+        self.dialog = dialog
+
+        def finished(result: int) -> None:
+            self.dialog = None
+            if result == int(QDialog.DialogCode.Accepted):
+                new = dialog.group()
+                if group is not None and group.name != new.name:
+                    host_groups.delete_group(self.store, group.name)
+                host_groups.save_group(self.store, new)
+                self.refresh(select=new.name)
+                self.message.emit(f"Saved cluster “{new.name}” of {len(new.hosts)} hosts")
+            dialog.deleteLater()
+
+        dialog.finished.connect(finished)
+        dialog.open()
+        self.editing.emit(dialog)
+
     def add(self) -> None:
         self._open(None)
 
+    def add_group(self) -> None:
+        self._open_group(None)
+
     def edit(self) -> None:
-        self._open(self.current())
+        target = self.current()
+        if isinstance(target, HostGroup):
+            self._open_group(target)
+        else:
+            self._open(target)
 
     def remove(self) -> None:
         profile = self.current()
-        if profile.local:
+        if isinstance(profile, HostProfile) and profile.local:
             return
-        box = QMessageBox(QMessageBox.Icon.Question, "Remove host",
+        kind = "cluster" if isinstance(profile, HostGroup) else "host"
+        if isinstance(profile, HostProfile) and (holders := host_groups.groups_with(self.store, profile.name)):
+            self.message.emit(f"Host “{profile.name}” is a node of the cluster “{holders[0]}”; remove it from "
+                              "that cluster first")
+            return
+        box = QMessageBox(QMessageBox.Icon.Question, f"Remove {kind}",
                           f"Remove “{profile.name}” from the host list? Its past runs stay in the history.",
                           QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
 
         def finished(result: int) -> None:
             if result == int(QMessageBox.StandardButton.Yes):
-                self.store.delete_host(profile.name)
+                if isinstance(profile, HostGroup):
+                    host_groups.delete_group(self.store, profile.name)
+                else:
+                    self.store.delete_host(profile.name)
                 self.refresh()
-                self.message.emit(f"Removed host “{profile.name}”")
+                self.message.emit(f"Removed {kind} “{profile.name}”")
             box.deleteLater()
 
         box.finished.connect(finished)

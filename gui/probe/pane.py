@@ -1,10 +1,12 @@
-"""The Probe place: pick a host, connect, run a suite with live charts, read the verdict, look back.
+"""The Probe place: pick a host or a cluster, connect, run a suite with live charts, read the verdict, look back.
 
 Long work never runs here: connecting and the suite run on the executor (``gui/workers.py``), and the
 runner's events come back on the GUI thread one by one, matched on their type here; what each one means on
 screen (chart, log lines, progress and ETA) is worked out in ``run_feed``, and the exports live in ``exports``.
 Events only append to buffers; one QTimer (≤ 20 Hz) repaints the charts. Stop sets the runner's cancel event,
 so the runner kills the remote process group, removes its temp dir and still reports how the run ended.
+A cluster target (a host group) connects each node as that host alone would (``cluster_connect``) and runs
+``run_cluster``; each node's own events go to the node table (``node_table``), the cluster's steps to the rest.
 
 Signals: ``apply_to_plan(object)`` a PlanRequest with measured figures applied (the main window routes it
 to the wizard); ``message(str)`` a line for the status bar.
@@ -15,13 +17,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QShowEvent
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -36,22 +37,25 @@ from PySide6.QtWidgets import (
 from core.catalog import load_catalog
 from core.planner.models import PlanRequest
 from core.probes.apply import nothing_to_apply
+from core.probes.cluster.run import NodeEvent
 from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
+from core.probes.host_groups import HostGroup
 from core.probes.leases import mark_stale_runs
 from core.probes.scorecard import explain_no_verdict
-from core.probes.scorecard.outcomes import account_for_outcomes
 from core.probes.store import HostProfile, ProbeStore, StoredRun
 from core.probes.transport.base import Transport
 from core.validation import validation_message
 from gui.probe import backend
-from gui.probe.compare import CompareDialog, Side
+from gui.probe.cluster_connect import ClusterConnector, ConnectedNode, close_nodes, member_profiles
+from gui.probe.compare import CompareDialog
 from gui.probe.connection import Connector, connect_spec
 from gui.probe.event_log import EventLog
-from gui.probe.exports import RunExports
+from gui.probe.exports import RunExports, export_buttons
 from gui.probe.history import HistoryView
 from gui.probe.history_banner import HistoryBanner
-from gui.probe.hosts import HostList, connection_text, host_label, local_profile
+from gui.probe.hosts import HostList, Target, connection_text, host_label, local_profile
+from gui.probe.node_table import NodeTable, with_nodes
 from gui.probe.run_charts import RunCharts
 from gui.probe.run_feed import (
     PROGRESS_STEPS,
@@ -64,6 +68,7 @@ from gui.probe.run_feed import (
 )
 from gui.probe.scorecard_view import NO_RUN_TO_APPLY, ScorecardView, verdict_value
 from gui.probe.suite_picker import SuitePicker
+from gui.probe.window_close import OnWindowClose
 from gui.workers import Executor, Job, ThreadExecutor
 
 STOP_GRACE_MS = 30_000
@@ -72,14 +77,16 @@ STOP_GRACE_MS = 30_000
 class ProbePane(QWidget):
     """Hosts and suite on the left with the event log; live charts, scorecard and history in tabs.
 
-    ``run_suite`` and ``make_options`` default to the real runner (tests pass a replay); the store is used
-    on the GUI thread for hosts and history and handed to the worker for the run (it serialises writes).
+    ``run_suite``, ``run_cluster`` and ``make_options`` default to the real runner (tests pass a replay); the
+    store is used on the GUI thread for hosts and history and handed to the worker for the run (it serialises
+    writes).
     """
 
     apply_to_plan = Signal(object)
     message = Signal(str)
 
     def __init__(self, executor: Executor, store: ProbeStore, *, run_suite: backend.RunSuite | None = None,
+                 run_cluster: backend.RunCluster | None = None,
                  make_options: backend.MakeOptions | None = None, known_hosts_file: Path | None = None,
                  ssh_config: Path | None = None, transport_options: dict[str, Any] | None = None,
                  plan_request_source: Callable[[], PlanRequest | None] | None = None,
@@ -88,12 +95,13 @@ class ProbePane(QWidget):
         self.setAccessibleName("Probe")
         self.executor, self.store = executor, store
         self.exports = RunExports(store, executor, self, self._set_status)
-        self.run_suite = run_suite or backend.run_suite
+        self.run_suite, self.run_cluster = run_suite or backend.run_suite, run_cluster or backend.run_cluster
         self.make_options = make_options or backend.make_options
         self.plan_request_source = plan_request_source
         self.transport: Transport | None = None
-        self.connected_profile: HostProfile | None = None
-        self._pending_profile: HostProfile | None = None
+        self.cluster_nodes: list[ConnectedNode] = []  # a connected cluster target's nodes, in its order
+        self.connected_profile: Target | None = None
+        self._pending_profile: Target | None = None
         self._start_when_connected = False  # "Probe this machine": connect, then start the quick suite
         self.cancel_event: threading.Event | None = None
         self.job: Job | None = None
@@ -108,13 +116,16 @@ class ProbePane(QWidget):
         self.compare_dialog: CompareDialog | None = None
         self.throttle = ThrottleWatch()
         self.run_progress = RunProgress()
-        self._window_filter = False
+        self.close_hook = OnWindowClose(self, self.shutdown)  # the window it is in closes: stop and disconnect
 
         self.connector = Connector(executor, self, known_hosts_file=known_hosts_file, ssh_config=ssh_config,
                                    transport_options=transport_options)
         self.connector.connected.connect(self._connected)
         self.connector.failed.connect(self._connect_failed)
         self.connector.status.connect(self._set_status)
+        self.cluster = ClusterConnector(self.connector)  # after the pane's own slots: see _connected
+        self.cluster.connected.connect(self._cluster_connected)
+        self.cluster.failed.connect(self._connect_failed)
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -220,26 +231,17 @@ class ProbePane(QWidget):
     def _right_panel(self) -> QWidget:
         self.tabs = QTabWidget()
         self.tabs.setAccessibleName("Probe views")
-        self.run_charts = RunCharts()
+        self.run_charts, self.node_table = RunCharts(), NodeTable()
         self.showing, self.gpu_charts = self.run_charts.showing, self.run_charts.gpu_charts
         self.point_charts = self.run_charts.point_charts
-        self.tabs.addTab(self.run_charts, "Live")
+        self.tabs.addTab(with_nodes(self.node_table, self.run_charts), "Live")
         self.scorecard_view = ScorecardView()
         self.scorecard_view.apply_requested.connect(self.apply_measured)
         score_tab = QWidget()
         score_layout = QVBoxLayout(score_tab)
         score_layout.addWidget(self.scorecard_view, 1)
-        export_row = QHBoxLayout()
-        self.export_pdf_button = QPushButton("Export PDF…")
-        self.export_pdf_button.setAccessibleName("Export probe PDF")
-        self.export_pdf_button.clicked.connect(lambda _c=False: self.export_pdf())
-        self.export_json_button = QPushButton("Export JSON…")
-        self.export_json_button.setAccessibleName("Export probe JSON")
-        self.export_json_button.clicked.connect(lambda _c=False: self.export_json())
-        export_row.addStretch(1)
-        export_row.addWidget(self.export_pdf_button)
-        export_row.addWidget(self.export_json_button)
-        score_layout.addLayout(export_row)
+        row, self.export_pdf_button, self.export_json_button = export_buttons(self.export_pdf, self.export_json)
+        score_layout.addLayout(row)
         self.tabs.addTab(score_tab, "Scorecard")
         self.history = HistoryView(self.store)
         self.history.reopen.connect(self.reopen)
@@ -251,15 +253,20 @@ class ProbePane(QWidget):
 
     # ---- state
 
+    @property
+    def connected(self) -> bool:
+        """A host's transport, or every node of a cluster, is connected."""
+        return self.transport is not None or bool(self.cluster_nodes)
+
     def _enable(self) -> None:
-        connected = self.transport is not None
+        connected, busy = self.connected, self.connector.busy or self.cluster.busy
         same_host = connected and self.connected_profile is not None and \
             self.connected_profile.name == self.hosts.current().name
-        self.connect_button.setEnabled(not self.running and not self.connector.busy and not same_host)
+        self.connect_button.setEnabled(not self.running and not busy and not same_host)
         self.disconnect_button.setEnabled(connected and not self.running)
         self.start_button.setEnabled(bool(same_host) and not self.running)
         self.stop_button.setEnabled(self.running)
-        self.probe_here_button.setEnabled(not self.running and not self.connector.busy)
+        self.probe_here_button.setEnabled(not self.running and not busy)
         self.hosts.setEnabled(not self.running)
         self.suite.setEnabled(not self.running)
         has_run = self.shown_run is not None
@@ -270,14 +277,15 @@ class ProbePane(QWidget):
         self.status.setText(text)
         self.message.emit(text)
 
-    def _host_selected(self, profile: HostProfile) -> None:
-        self.suite.set_choice(self.suite.choice().suite, data_path=profile.data_path or "",
-                              checkpoint_path=profile.checkpoint_path or "")
-        self.history.show_host(host_label(profile))
+    def _host_selected(self, profile: Target) -> None:
+        host = profile if isinstance(profile, HostProfile) else None  # a cluster's nodes keep their own paths
+        self.suite.set_choice(self.suite.choice().suite, data_path=host.data_path or "" if host else "",
+                              checkpoint_path=host.checkpoint_path or "" if host else "")
+        self.history.show_host(host_label(profile), also=profile.hosts if isinstance(profile, HostGroup) else ())
         if not self.running:  # another host's progress, status and verdict say nothing about this one
             self.progress.setValue(0)
             self.eta.setText("")
-            self._set_status(connection_text(profile, self.connected_profile if self.transport else None))
+            self._set_status(connection_text(profile, self.connected_profile if self.connected else None))
             if self.shown_host not in (None, host_label(profile)):
                 self._reset_view()
                 self.scorecard_view.show_scorecard(None, f"No verdict yet for {profile.name}: run a suite or "
@@ -293,13 +301,27 @@ class ProbePane(QWidget):
         profile = self.hosts.current()
         self.disconnect_host()
         self._pending_profile = profile
-        self.connector.connect_to(connect_spec(profile))
+        if isinstance(profile, HostGroup):
+            try:
+                self.cluster.connect_group(member_profiles(profile, self.store.hosts()))
+            except ValueError as exc:
+                self._connect_failed(str(exc))
+        else:
+            self.connector.connect_to(connect_spec(profile))
+        self._enable()
+
+    def _cluster_connected(self, nodes: list[ConnectedNode]) -> None:
+        self.cluster_nodes, self.connected_profile = nodes, self._pending_profile
+        self._set_status(connection_text(self.hosts.current(), self.connected_profile))
+        self.log.add("info", f"connected to the cluster's nodes: {', '.join(p.name for p, _t in nodes)}")
         self._enable()
 
     def _connected(self, transport: Transport) -> None:
+        if self.cluster.busy:  # a node of a cluster being connected: ClusterConnector takes it
+            return
         self.transport = transport
         self.connected_profile = self._pending_profile or self.hosts.current()
-        if self.connected_profile.local:
+        if isinstance(self.connected_profile, HostProfile) and self.connected_profile.local:
             self._set_status("Ready to probe this machine")
         else:
             self._set_status(f"Connected to {self.connected_profile.name}")
@@ -319,6 +341,8 @@ class ProbePane(QWidget):
         self.connect_selected()
 
     def _connect_failed(self, reason: str) -> None:
+        if self.cluster.busy:  # one node failed: ClusterConnector closes the others and names it
+            return
         self._start_when_connected = False
         self._set_status(f"Not connected: {reason}")
         self.log.add("error", f"connection failed: {reason}")
@@ -326,9 +350,12 @@ class ProbePane(QWidget):
 
     def disconnect_host(self) -> None:
         transport, self.transport, self.connected_profile = self.transport, None, None
+        nodes, self.cluster_nodes = self.cluster_nodes, []
+        close_nodes(nodes)
         if transport is not None:
             with contextlib.suppress(Exception):
                 transport.close()
+        if transport is not None or nodes:
             self._set_status("Not connected")
         self._enable()
 
@@ -336,7 +363,7 @@ class ProbePane(QWidget):
 
     def start(self) -> bool:
         """Run the chosen suite on the connected host; False (with a status line) when it cannot start."""
-        if self.running or self.transport is None or self.connected_profile is None:
+        if self.running or not self.connected or self.connected_profile is None:
             self._set_status("Connect to the host first")
             return False
         choice = self.suite.choice()
@@ -357,18 +384,13 @@ class ProbePane(QWidget):
         self.showing.setText(f"Live: {choice.label} suite on {self.connected_profile.name}")
         cancel = self.cancel_event = threading.Event()
         transport, store, label, run = self.transport, self.store, host_label(self.connected_profile), self.run_suite
-
-        def events(job: Job) -> Iterator[Any]:
-            stream = run(transport, options, store, cancel, label)
-            try:
-                for event in stream:
-                    yield event
-                    if job.cancelled:
-                        cancel.set()
-            finally:
-                close = getattr(stream, "close", None)
-                if close is not None:
-                    close()
+        nodes, run_cluster = [(host_label(p), node) for p, node in self.cluster_nodes], self.run_cluster
+        if transport is None:  # a cluster: every node's own suite, then the steps between nodes
+            self.node_table.start([name for name, _t in nodes])
+            events = backend.relay(lambda: run_cluster(backend.cluster_nodes(nodes), options, store, cancel, label),
+                                   cancel)
+        else:
+            events = backend.relay(lambda: run(transport, options, store, cancel, label), cancel)
 
         self.log.add("info", f"starting the {choice.label} suite on {self.connected_profile.name}")
         self.gpu_charts.start()
@@ -395,6 +417,7 @@ class ProbePane(QWidget):
 
     def _reset_view(self) -> None:
         self.run_charts.clear()
+        self.node_table.clear()
         self.log.clear()
         self.scorecard_view.show_scorecard(None, "Running…")
         self.scorecard_view.set_apply_reason("Nothing to apply to a plan until the run ends.")
@@ -432,6 +455,8 @@ class ProbePane(QWidget):
                 self._note_empty_charts(None, ended=False)
             case RunFinished():
                 self._run_finished(event)
+            case NodeEvent():
+                self._add_lines(self.node_table.add(event))
         if self.store.fault is not None:
             self.check_history()
 
@@ -499,24 +524,12 @@ class ProbePane(QWidget):
 
     def apply_measured(self) -> PlanRequest | None:
         """Put the measured TFLOP/s and busbw into the plan and emit ``apply_to_plan``."""
-        reason = nothing_to_apply(self.evidence, load_catalog())
-        if reason is not None or self.evidence is None:
-            self._set_status(reason or "")
-            return None
-        from core.probes.apply import apply_to_plan
-
-        request = self.plan_request_source() if self.plan_request_source is not None else None
-        if request is None:
-            request = PlanRequest.model_validate(backend.DEFAULT_PLAN)
-        try:
-            new, notes = apply_to_plan(request, self.evidence, load_catalog())
-        except (ValueError, LookupError) as exc:
-            self._set_status(f"Cannot apply to the plan: {exc}")
-            return None
+        new, notes, status = backend.measured_plan(self.evidence, self.plan_request_source)
         for note in notes:
             self.log.add("info", f"plan: {note}")
-        self.apply_to_plan.emit(new)
-        self._set_status("Measured figures sent to the plan" + (f": {notes[0]}" if notes else ""))
+        if new is not None:
+            self.apply_to_plan.emit(new)
+        self._set_status(status)
         return new
 
     def reopen(self, run_id: int) -> StoredRun | None:
@@ -530,6 +543,7 @@ class ProbePane(QWidget):
             self._set_status(str(exc.args[0]))
             return None
         self._reset_view()
+        self.node_table.show_reports(run.evidence.cluster.nodes if run.evidence and run.evidence.cluster else [])
         self.gpu_charts.history.load_table(run.samples)
         self.gpu_charts.redraw()
         for point in run.series:
@@ -537,9 +551,7 @@ class ProbePane(QWidget):
         self._redraw_points()
         for ev in run.events:
             self.log.add(ev.level, ev.message, when=run.summary.started + ev.t)
-        card = account_for_outcomes(run.scorecard, run.summary.probes, run.outcomes, run.summary.status,
-                                    run.evidence) if run.scorecard else None
-        card = explain_no_verdict(card, run.outcomes, run.summary.status) if card else None
+        card = backend.stored_scorecard(run)
         self.evidence, self.scorecard, self.outcomes = run.evidence, card, list(run.outcomes)
         self.run_probes = list(run.summary.probes)
         self.scorecard_view.show_scorecard(card, f"No verdict: the run ended {run.summary.status}.")
@@ -557,11 +569,10 @@ class ProbePane(QWidget):
 
     def compare(self, a_id: int, b_id: int) -> CompareDialog | None:
         try:
-            a, b = self.store.load_run(a_id), self.store.load_run(b_id)
+            dialog = CompareDialog.of_runs(self.store.load_run(a_id), self.store.load_run(b_id), self)
         except KeyError as exc:
             self._set_status(str(exc.args[0]))
             return None
-        dialog = CompareDialog(Side(a.summary, a.scorecard), Side(b.summary, b.scorecard), self)
         self.compare_dialog = dialog
         dialog.show()
         return dialog
@@ -576,17 +587,6 @@ class ProbePane(QWidget):
         self.exports.export_pdf(run_id if run_id is not None else self.shown_run, path, on_done)
 
     # ---- shutdown
-
-    def showEvent(self, event: QShowEvent) -> None:
-        if not self._window_filter and self.window() is not self:
-            self.window().installEventFilter(self)
-            self._window_filter = True
-        super().showEvent(event)
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.window() and event.type() == QEvent.Type.Close:
-            self.shutdown()
-        return False
 
     def shutdown(self) -> None:
         """Cancel a run, answer open prompts and drop the connection (the window is closing)."""

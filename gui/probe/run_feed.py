@@ -41,9 +41,11 @@ SERIES_ROUTES: dict[str, tuple[str, str | None]] = {
 
 
 # The probes whose points each result chart shows (the on-demand compute and CPU charts are hidden while empty).
-CHART_PROBES: dict[str, tuple[str, ...]] = {"busbw": ("collectives",), "throughput": ("storage",),
+# A cluster run's busbw comes from its inter-node all_reduce sweep (core.probes.cluster.run CLUSTER_STEPS).
+CHART_PROBES: dict[str, tuple[str, ...]] = {"busbw": ("collectives", "allreduce"), "throughput": ("storage",),
                                             "iops": ("storage",)}
 NO_GPU_NOTE = "skipped: no GPU"
+INTER_NODE = "inter-node"  # the label of a cluster run's busbw points: its own legend entry, "busbw inter-node"
 
 
 def fmt_time(unix: float | None) -> str:
@@ -65,7 +67,7 @@ def route_point(series: str, x: float, label: str, t: float) -> tuple[str, str, 
     chart, name = SERIES_ROUTES.get(series, ("cpu", series))
     if name is None:
         name = label or series
-    elif label and chart == "compute":
+    elif label and (chart == "compute" or label == INTER_NODE):
         name = f"{name} {label}"
     return chart, name, (t if series == "compute_tflops" else x)
 
@@ -99,7 +101,7 @@ def chart_notes(probes: Sequence[str], outcomes: Sequence[ProbeOutcome], ended: 
         mine = [name for name in feeding if name in probes]
         done = [finished[name] for name in mine if name in finished]
         if not mine:
-            notes[chart] = f"not measured: {' or '.join(feeding)} is not in this suite"
+            notes[chart] = f"not measured: {feeding[0]} is not in this suite"
         elif not done:
             if ended:
                 notes[chart] = f"not measured: the run ended before {mine[0]}"

@@ -25,7 +25,7 @@ def listen(port, count, timeout):
         server.settimeout(max(0.1, deadline - time.monotonic()))
         try:
             conn, address = server.accept()
-        except socket.timeout:
+        except TimeoutError:
             break
         conn.settimeout(5.0)
         try:

@@ -56,9 +56,20 @@ def test_nccl_debug_srun_prefixed_lines_read_the_same():
     assert parse_nccl_debug(prefixed).value == parse_nccl_debug(text).value
 
 
+def test_nccl_debug_efa_plugin_with_gdr_disabled():
+    t = parse_nccl_debug(fixture("nccl_debug_2node_g5_EFA_aws-ofi-nccl_GDR_disabled.log")).value
+    assert t is not None
+    assert t.network == "AWS Libfabric"  # line 26 'Using network AWS Libfabric'
+    assert t.plugin == "aws-ofi-nccl 1.12.1-aws"  # line 11 'NET/OFI Initializing aws-ofi-nccl 1.12.1-aws'
+    assert t.channels_via == ["NET/AWS Libfabric/0"]  # lines 84-97: the plugin's name has a space
+    assert t.gdr is False  # line 22 'NET/OFI Could not disable CUDA API usage for HMEM, disabling GDR'
+    assert t.nccl_version == "2.23.4+cuda12.4" and t.oob_interface == "ens5"  # lines 2 and 4
+    assert t.devices == []  # a plugin lists no NET/IB or NET/Socket devices
+
+
 def test_nccl_debug_gdrdma_path_and_plugin_name():
-    # Line formats as NCCL prints them (transport/net.cc 'via NET/%s/%d%s'; the plugin loader's 'Loaded net plugin');
-    # no full capture with these lines was found (SOURCES.md, note after #45).
+    # Line formats as NCCL prints them (transport/net.cc 'via NET/%s/%d%s'; the plugin loader's 'Loaded net plugin'):
+    # the '/GDRDMA' suffix and the 'Loaded net plugin' line are not in any capture kept here.
     text = ("host-a:1:2 [0] NCCL INFO NET/Plugin: Loaded net plugin AWS Libfabric (v6)\n"
             "host-a:1:2 [0] NCCL INFO Using network AWS Libfabric\n"
             "host-a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/AWS Libfabric/0/GDRDMA\n")

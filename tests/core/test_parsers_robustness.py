@@ -33,7 +33,7 @@ def assert_no_crash(parser, text):
 
 def test_every_fixture_is_listed_in_sources():
     sources = (FIXTURES / "SOURCES.md").read_text(encoding="utf-8")
-    assert len(FIXTURE_FILES) == 45
+    assert len(FIXTURE_FILES) == 46
     for path in FIXTURE_FILES:
         assert f"`{path.name}`" in sources, path.name
 

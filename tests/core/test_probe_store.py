@@ -104,7 +104,7 @@ def test_host_profiles_hold_no_secrets_and_update_by_name(tmp_path: Path) -> Non
 
 def test_schema_version_and_newer_file_refused(tmp_path: Path) -> None:
     path = tmp_path / "p.db"
-    assert ProbeStore(path).schema_version == 2  # v2: the run lease and the ledger of created paths
+    assert ProbeStore(path).schema_version == 3  # v2: the run lease and the ledger of created paths; v3: host groups
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA user_version = 99")
     conn.close()

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from core.planner.store import PlanStore
 from core.probes.options import SUITES
 from core.probes.replay import ReplayRunner
-from core.probes.store import ProbeStore
+from core.probes.store import HostProfile, ProbeStore
 from gui.probe.pane import ProbePane
 from gui.probe.suite_picker import SuiteChoice
 from gui.wizard.first_run import WHAT_YOU_SEE
@@ -98,7 +98,7 @@ def test_probe_this_machine_connects_here_and_runs_the_quick_suite(qtbot, tmp_pa
         pane.show()
     qtbot.mouseClick(pane.probe_here_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: bool(chosen) and not pane.running, timeout=20000)
-    assert pane.connected_profile is not None and pane.connected_profile.local
+    assert isinstance(pane.connected_profile, HostProfile) and pane.connected_profile.local
     assert chosen[0].probes == SUITES["quick"]
     assert "This machine" in pane.showing.text(), pane.showing.text()
     pane.close()

@@ -46,7 +46,7 @@ def test_malformed_target_is_one_sentence(ssh_config):
 
 def test_profile_form_errors():
     assert profile_error("", "host", False, set()) == "name is empty; give the host a label, e.g. 'lambda-8xh100'"
-    assert profile_error("a", "host", False, {"a"}) == "name 'a' is already used by another saved host"
+    assert profile_error("a", "host", False, {"a"}) == "name 'a' is already used by another saved host or cluster"
     error = profile_error("a", "us er@host", False, set())
     assert error is not None and error.startswith("target: user name 'us er'")
     assert profile_error("a", "ubuntu@10.0.0.5:22", False, set()) is None

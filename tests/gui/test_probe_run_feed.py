@@ -85,3 +85,14 @@ def test_an_empty_chart_is_told_why():
     assert chart_notes(["storage"], [no_gpu], ended=True)["throughput"] == "failed: no GPU"
     assert gpu_chart_note(False) == "skipped: no GPU" and gpu_chart_note(True) is None and gpu_chart_note(None) is None
     assert first_clause("fio could not write /data: Permission denied.") == "fio could not write /data"
+
+
+def test_a_cluster_runs_inter_node_busbw_has_its_own_legend_entry_and_its_chart_waits_for_allreduce():
+    from gui.probe.run_feed import route_point
+
+    assert route_point("busbw", 1 << 20, "inter-node", 3.0) == ("busbw", "busbw inter-node", 1 << 20)
+    assert route_point("busbw", 1 << 20, "", 3.0) == ("busbw", "busbw", 1 << 20)  # a single host's, as before
+    steps = ["nodes", "agreement", "rendezvous", "distributed", "allreduce"]
+    assert "busbw" not in chart_notes(steps, [], ended=False)  # the all_reduce sweep is still to come
+    assert chart_notes(steps, [], ended=True)["busbw"] == "not measured: the run ended before allreduce"
+    assert chart_notes(["inventory"], [], ended=False)["busbw"] == "not measured: collectives is not in this suite"

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.probes.store import HostProfile
 from tests.gui.wizard_driver import choose, click, next_page, settle, type_like_a_person
 
 pytestmark = pytest.mark.real_window
@@ -171,8 +172,9 @@ def test_typing_a_new_host_keeps_every_key_and_saves_it(qtbot):
     save = dialog.buttons.button(QDialogButtonBox.StandardButton.Save)
     assert save.isEnabled(), dialog.error.text()
     click(qtbot, save)
-    assert hosts.current().name == "lambda-8xh100"
-    assert (hosts.current().target, hosts.current().port) == ("ubuntu@10.0.0.5", 2222)
+    saved = hosts.current()
+    assert isinstance(saved, HostProfile) and saved.name == "lambda-8xh100"
+    assert (saved.target, saved.port) == ("ubuntu@10.0.0.5", 2222)
     assert hosts.list.currentItem().text() == "lambda-8xh100  —  ubuntu@10.0.0.5"
     settle(qtbot, window.wizard.state)
     window.close()

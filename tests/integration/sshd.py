@@ -110,7 +110,7 @@ class SshdServer:
     extra_config: str = ""
     netns: str | None = None  # the network namespace it listens in (``ip netns exec``); None: this one
     hostname: str | None = None  # the host name its sessions see (a UTS namespace of its own); None: ours
-    session_env: dict[str, str] = field(default_factory=dict)  # more SetEnv for every session (e.g. TMPDIR)
+    session_env: dict[str, str] = field(default_factory=dict)  # set in every session (sshd takes one SetEnv)
     process: subprocess.Popen[bytes] | None = None
     _orphan_sessions: set[int] = field(default_factory=set)
 
@@ -191,9 +191,8 @@ class SshdServer:
         # WORKAROUND: a login bash sources ~/.bashrc, and a bashrc that runs `pyenv init` rehashes under a lock
         # file; a test that kills a session mid-rehash leaves the lock behind and every later command then waits
         # PYENV_REHASH_TIMEOUT (60 s). One second keeps such hosts usable; elsewhere the variable is ignored.
-        env = " ".join(f"{k}={v}" for k, v in {"PYENV_REHASH_TIMEOUT": "1", **self.session_env}.items())
         (self.workdir / "sshd_config").write_text(
-            f"""SetEnv {env}
+            f"""SetEnv PYENV_REHASH_TIMEOUT=1{"".join(f" {k}={v}" for k, v in self.session_env.items())}
 Port {self.port}
 ListenAddress {self.host}
 HostKey {self.host_key_path}

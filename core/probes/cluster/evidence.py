@@ -118,7 +118,9 @@ class DcgmDiag(BaseModel):
 
     @property
     def passed(self) -> bool:
-        return self.error is None and all(v.lower() in ("pass", "skip") for v in self.results.values())
+        # DCGM prints a cell as a word and its detail ("Pass - All", "Fail - GPU: 0"): the word decides.
+        return self.error is None and all((v.split() or [""])[0].lower() in ("pass", "skip")
+                                          for v in self.results.values())
 
 
 class ClusterEvidence(BaseModel):

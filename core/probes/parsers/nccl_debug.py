@@ -10,7 +10,8 @@ it (``host:pid:tid [0] NCCL INFO ...``, srun's ``0: ``, mpirun's ``[1,0]<stdout>
 * ``Using network IB`` / ``Socket`` / ``AWS Libfabric`` (the one it chose; ``Using internal Network IB`` before
   2.4), and from 2.27 ``Assigned NET plugin Socket to comm``,
 * ``Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/1/GDRDMA`` (what each connection runs over),
-* ``Connected all rings ... GDR 0`` and ``GPU Direct RDMA Enabled|Disabled for HCA`` (GPUDirect RDMA).
+* ``Connected all rings ... GDR 0``, ``GPU Direct RDMA Enabled|Disabled for HCA`` and aws-ofi-nccl's
+  ``NET/OFI ... disabling GDR`` (GPUDirect RDMA).
 
 The chosen network is taken from the first of: ``Using network``, the plugin assignment, the ``via NET/...``
 paths, the one ``NET/... : Using`` transport that found devices.
@@ -36,6 +37,7 @@ _BOOTSTRAP = re.compile(r"^Bootstrap\s*:\s*Using\s+(?:\[\d+\])?([^\s:<]+)")
 _VIA = re.compile(r"\bvia\s+(NET/.+?/\d+(?:/[A-Za-z]+)?)(?=\s|$)")  # NET/<name>/<dev>[/GDRDMA]; names have spaces
 _GDR_FLAG = re.compile(r"\bGDR\s+([01])\b")
 _GDR_HCA = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for HCA")
+_GDR_OFI_OFF = re.compile(r"^NET/OFI\b.*\bdisabling GDR\b")  # aws-ofi-nccl turned GPUDirect off
 _PLUGIN = (
     re.compile(r"^NET/OFI Initializing\s+(aws-ofi-nccl.*?)\s*$"),
     re.compile(r"^NET/Plugin\s*:\s*Loaded net plugin\s+(.+?)\s*$"),
@@ -73,6 +75,7 @@ def parse_nccl_debug(text: str) -> ParseResult[NcclTransport]:
     assigned: str | None = None
     transports: dict[str, list[str]] = {}
     gdr_seen: list[bool] = []
+    gdr_off_by_plugin = False
     bootstrap: str | None = None
     info_lines = 0
     for raw in clean_text(text).split("\n"):
@@ -110,6 +113,8 @@ def parse_nccl_debug(text: str) -> ParseResult[NcclTransport]:
             gdr_seen.append(flag.group(1) == "1")
         if hca := _GDR_HCA.search(message):
             gdr_seen.append(hca.group(1) == "Enabled")
+        if _GDR_OFI_OFF.search(message):
+            gdr_off_by_plugin = True
         if found.plugin is None or found.plugin == "internal":
             plugin = _plugin(message)
             if plugin is not None and (found.plugin is None or plugin != "internal"):
@@ -122,7 +127,7 @@ def parse_nccl_debug(text: str) -> ParseResult[NcclTransport]:
     chosen_devices = transports.get("Socket" if found.network == "Socket" else "IB", [])
     found.devices = chosen_devices if found.network in ("IB", "Socket") else []
     found.oob_interface = found.oob_interface or bootstrap
-    found.gdr = True if any(gdr_seen) else False if gdr_seen else None
+    found.gdr = True if any(gdr_seen) else False if gdr_seen or gdr_off_by_plugin else None
     return ParseResult(value=found, warnings=warnings)
 
 

@@ -11,8 +11,9 @@ with a summary that says why: "READY" would vouch for a box that nothing was mea
 This module runs the questions in card order and words the verdict; each question is a module of its own:
 ``inventory`` (is this the machine ordered?), ``health`` (are the cards and links healthy?), ``network`` (does
 the interconnect deliver?), ``compute`` (do the GPUs compute at speed?), ``storage`` (can storage feed the
-job?) and ``stability`` (does it hold across ranks and under load?). ``expectations`` holds the expected figures
-they grade against, ``common`` the view of the evidence and the helpers they share.
+job?) and ``stability`` (does it hold across ranks and under load?); a cluster run's row adds ``cluster`` (do the
+nodes agree and finish?) and ``cluster_network`` (does the network between them deliver?). ``expectations`` holds
+the expected figures they grade against, ``common`` the view of the evidence and the helpers they share.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from core.catalog import Catalog, load_catalog
 from core.probes.evidence import Check, ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard, Verdict
 from core.probes.samples import GpuMetric
 from core.probes.scorecard import thresholds as T
+from core.probes.scorecard.cluster import cluster_checks
 from core.probes.scorecard.common import (
     FAIL,
     INFO,
@@ -107,6 +109,8 @@ def score(evidence: ProbeEvidence, catalog: Catalog | None = None, *, expected: 
     checks += check_storage(box, read_need_bytes_per_s)
     checks += check_distributed(evidence.distributed, box)
     checks += check_burn(evidence.burn, box)
+    if evidence.cluster is not None:  # a cluster run's own row: what only the nodes together can answer
+        checks += cluster_checks(evidence.cluster, catalog)
     summary = summarise(checks, label=NO_GPU_VERDICT if box.no_gpu else None)
     return Scorecard(verdict=verdict_of(checks), checks=checks, summary=summary)
 

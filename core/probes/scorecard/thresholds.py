@@ -196,3 +196,31 @@ OBJECT_FILESYSTEMS = ("s3", "gcsfuse", "goofys", "mountpoint", "rclone", "blobfu
 DIST_SOURCE = f"stas00 torch-distributed-gpu-test.py ({STAS00_DIST_TEST})"
 BAD_SOCKET_IFACES = ("lo", "docker", "virbr", "veth", "mlx5_bond")
 IFACE_SOURCE = f"stas00 network debug ({STAS00_NETWORK_DEBUG})"
+
+# --------------------------------------------------------------------------- cluster (several nodes)
+
+# Clocks: a chosen tolerance. Above 1 s the nodes' logs and traces no longer line up event by event; at MIT
+# Kerberos' default clockskew of 300 s tickets between the nodes start to be refused (and TLS validity windows
+# are not far off), so a cluster that far apart is not one to train on.
+KRB5_CONF = "https://web.mit.edu/kerberos/krb5-latest/doc/admin/conf_files/krb5_conf.html"
+CLOCK_WARN_S = 1.0
+CLOCK_FAIL_S = 300.0
+CLOCK_SOURCE = f"chosen tolerance: 1 s for log correlation; 300 s is Kerberos' default clockskew ({KRB5_CONF})"
+# Every node must run the same stack: NCCL refuses or misbehaves across versions, torch elastic ranks must agree.
+AGREEMENT_SOURCE = f"Azure NHC checks every node against one expected driver/CUDA/NCCL set ({AZURE_NHC}); " \
+                   f"stas00 network debug ({STAS00_NETWORK_DEBUG})"
+# GPUDirect RDMA wants the GPU and the HCA under the same PCIe root complex; NODE/SYS cross the CPU.
+GPUDIRECT_RDMA_MANUAL = ("https://docs.nvidia.com/networking/display/GPUDirectRDMAv18/"
+                         "System+Requirements+and+Recommendations")
+AFFINITY_SOURCE = f"NVIDIA GPUDirect RDMA manual: HCA and GPU on the same PCIe root complex ({GPUDIRECT_RDMA_MANUAL})"
+CLOSE_NIC_LINKS = frozenset({"PIX", "PXB", "PHB"})
+# ib_write_bw between two nodes: a healthy link tops out near line rate (96.6 of 100 Gb/s on EDR, NVIDIA forum);
+# 90 % leaves room for run-to-run spread, below 75 % the link or its configuration is at fault (chosen band).
+NVIDIA_FORUM_EDR = "https://forums.developer.nvidia.com/t/theortical-bandwidth-and-latency-of-nic/273376"
+IB_WRITE_BW_BAND = Band(0.90, 0.75)
+IB_WRITE_BW_SOURCE = f"ib_write_bw reaches 96.6 of 100 Gb/s on EDR ({NVIDIA_FORUM_EDR}); 90/75 % is a chosen band"
+TORCHRUN_DOCS = "https://pytorch.org/docs/stable/elastic/run.html"
+RENDEZVOUS_SOURCE = f"torchrun --rdzv-backend c10d: every node connects to the endpoint's port ({TORCHRUN_DOCS})"
+DCGM_SOURCE = f"dcgmi diag result table ({DCGM_DIAG})"
+# The seed's verdict for nodes that only have TCP between them; ~4-6 GB/s over 100G TCP (nccl#450, nccl#209).
+TCP_ONLY_VERDICT = "nodes talk over plain TCP sockets: multi-node training will be communication-bound"
