@@ -367,14 +367,14 @@ def typing(profile: bool) -> tuple[Typing, Any, Any]:
     app = make_app(["bench"])
     worker_s: list[float] = []
     delivery_s: list[float] = []
-    analyse = state_module.analyse
+    plan_on_worker = state_module.plan_on_worker
     planning = threading.Event()  # a plan is on the worker
 
     def timed_analyse(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         planning.set()
         try:
-            return analyse(*args, **kwargs)
+            return plan_on_worker(*args, **kwargs)
         finally:
             planning.clear()
             worker_s.append(time.perf_counter() - start)
@@ -386,7 +386,7 @@ def typing(profile: bool) -> tuple[Typing, Any, Any]:
         on_analysis(self, generation, analysis)
         delivery_s.append(time.perf_counter() - start)
 
-    state_module.analyse = timed_analyse
+    state_module.plan_on_worker = timed_analyse
     state_module.PlanState._on_analysis = timed_delivery  # type: ignore[method-assign]
     scratch = Path(tempfile.mkdtemp(prefix="tuneplan-bench-"))
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
@@ -446,7 +446,7 @@ def typing(profile: bool) -> tuple[Typing, Any, Any]:
                    navigation=Stats(nav), sessions=[max(gaps)], steps=[by_step],
                    profile=profile_text(profiler) if profiler else "", to_screen=Stats(keys.all),
                    to_screen_during_plan=Stats(keys.during_plan), lost=keys.lost)
-    state_module.analyse = analyse
+    state_module.plan_on_worker = plan_on_worker
     state_module.PlanState._on_analysis = on_analysis  # type: ignore[method-assign]
     return typed, window, app
 
