@@ -63,7 +63,9 @@ def library_is_empty(path: Path | None = None) -> bool | None:
     the store: True when there is no file yet; None when the file cannot be read as it is (damaged, locked, of
     another schema version), and then only opening the store can say what is wrong, or recover it.
 
-    Nothing is created, migrated or moved aside here: the store does that when it opens.
+    Nothing is created, migrated or moved aside here: the store does that when it opens. (Reading a WAL file
+    may leave its -wal and -shm beside it, empty and with the file's own 0600 mode; the store removes them when
+    it closes.)
     """
     path = Path(path) if path is not None else default_db_path()
     if not path.exists():
