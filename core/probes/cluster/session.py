@@ -119,6 +119,31 @@ def launch_everywhere(sessions: list[NodeSession], command: Callable[[NodeSessio
     return parts
 
 
+def not_answering(transports: dict[str, Transport], within: float) -> dict[str, str]:
+    """Node -> why, for each node whose connection is closed or that does not run ``true`` within ``within``
+    seconds (a hung node); all are asked at once."""
+    why: dict[str, str] = {}
+    answered: set[str] = set()
+
+    def ask(node: str, transport: Transport) -> None:
+        if not transport.is_alive():
+            why[node] = "the connection was lost"
+            return
+        try:
+            if transport.run("true", timeout=within).ok:
+                answered.add(node)
+        except TransportError as exc:
+            why[node] = str(exc)
+
+    threads = [threading.Thread(target=ask, args=item, daemon=True) for item in transports.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(within + 5)
+    return {node: why.get(node, f"it stopped answering (nothing within {within:.0f} s)")
+            for node in transports if node not in answered}
+
+
 def first_failure(parts: list[Launched]) -> Launched | None:
     """The node whose part failed on its own (not stopped because of another), first in node order."""
     for part in parts:
@@ -142,5 +167,5 @@ def failure_text(part: Launched) -> str:
     return tail[-1][:300] if tail else f"exit status {result.exit_code}"
 
 
-__all__ = ["Launched", "NodeSession", "failure_text", "first_failure", "launch_everywhere", "own_address",
-           "route_to"]
+__all__ = ["Launched", "NodeSession", "failure_text", "first_failure", "launch_everywhere", "not_answering",
+           "own_address", "route_to"]

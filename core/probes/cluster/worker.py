@@ -24,7 +24,7 @@ from core.probes.checks.base import (
     ProbeSkipped,
 )
 from core.probes.cluster.evidence import ClusterEvidence, NodeReport
-from core.probes.cluster.session import NodeSession
+from core.probes.cluster.session import NodeSession, not_answering
 from core.probes.cluster.steps import (
     StepContext,
     agreement,
@@ -127,29 +127,12 @@ class ClusterWorker:
     def _answering(self) -> list[NodeReport]:
         """The nodes that ran their suite and still answer; a hung one is named and left out."""
         candidates = [n for n in self.cluster.nodes if n.state in ("completed", "incomplete")]
-        answers: dict[str, CommandResult | str] = {}
-
-        def ask(report: NodeReport) -> None:
-            try:
-                answers[report.node] = self.transports[report.node].run("true", timeout=ANSWER_S)
-            except TransportError as exc:
-                answers[report.node] = str(exc)
-
-        threads = [threading.Thread(target=ask, args=(n,), daemon=True) for n in candidates]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(ANSWER_S + 5)
-        alive = []
+        gone = not_answering({n.node: self.transports[n.node] for n in candidates}, ANSWER_S)
         for report in candidates:
-            answer = answers.get(report.node)
-            if isinstance(answer, CommandResult) and answer.ok:
-                alive.append(report)
-                continue
-            why = answer if isinstance(answer, str) else f"did not answer within {ANSWER_S:.0f} s (it hangs)"
-            report.state, report.error = "failed", f"after its suite: {why}"
-            self.log("error", f"{report.node} {report.error}; the cluster steps go on without it")
-        return alive
+            if report.node in gone:
+                report.state, report.error = "failed", f"after its suite: {gone[report.node]}"
+                self.log("error", f"{report.node} {report.error}; the cluster steps go on without it")
+        return [n for n in candidates if n.node not in gone]
 
     # -- sessions ----------------------------------------------------------------------------------------
 
@@ -214,7 +197,7 @@ class ClusterWorker:
         than the peer that timed out waiting for it, and the later steps go on without them."""
         if outcome.status != ProbeStatus.failed:
             return
-        gone = self._not_answering()
+        gone = not_answering({s.node: s.transport for s in self.sessions}, ANSWER_S)
         for node, why in gone.items():
             report = self.cluster.node(node)
             if report is not None and report.state == "completed":
@@ -227,28 +210,6 @@ class ClusterWorker:
             self.sessions.remove(session)
             self.log("warning", f"{session.node}: the work directory {session.workdir} could not be removed: the "
                                 "node does not answer (the next run on this node removes it)")
-
-    def _not_answering(self) -> dict[str, str]:
-        """Node -> why, for every session whose transport is closed or that does not run `true` in time."""
-        answers: dict[str, str | None] = {}
-
-        def ask(session: NodeSession) -> None:
-            if not session.transport.is_alive():
-                answers[session.node] = "the connection was lost"
-                return
-            try:
-                ok = session.transport.run("true", timeout=ANSWER_S).ok
-            except TransportError:
-                ok = False
-            answers[session.node] = None if ok else f"it stopped answering (nothing within {ANSWER_S:.0f} s)"
-
-        threads = [threading.Thread(target=ask, args=(s,), daemon=True) for s in self.sessions]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(ANSWER_S + 5)
-        return {s.node: answers.get(s.node) or f"it stopped answering (nothing within {ANSWER_S:.0f} s)"
-                for s in self.sessions if answers.get(s.node, "") is not None}
 
     def _step(self, name: str) -> Callable[[StepContext], object]:
         level = 2 if "burn" in self.options.probe_names() else 1
