@@ -367,14 +367,14 @@ def typing(profile: bool) -> tuple[Typing, Any, Any]:
     app = make_app(["bench"])
     worker_s: list[float] = []
     delivery_s: list[float] = []
-    analyse = state_module.analyse
+    plan_on_worker = state_module.plan_on_worker
     planning = threading.Event()  # a plan is on the worker
 
     def timed_analyse(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         planning.set()
         try:
-            return analyse(*args, **kwargs)
+            return plan_on_worker(*args, **kwargs)
         finally:
             planning.clear()
             worker_s.append(time.perf_counter() - start)
@@ -386,7 +386,7 @@ def typing(profile: bool) -> tuple[Typing, Any, Any]:
         on_analysis(self, generation, analysis)
         delivery_s.append(time.perf_counter() - start)
 
-    state_module.analyse = timed_analyse
+    state_module.plan_on_worker = timed_analyse
     state_module.PlanState._on_analysis = timed_delivery  # type: ignore[method-assign]
     scratch = Path(tempfile.mkdtemp(prefix="tuneplan-bench-"))
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
@@ -446,7 +446,7 @@ def typing(profile: bool) -> tuple[Typing, Any, Any]:
                    navigation=Stats(nav), sessions=[max(gaps)], steps=[by_step],
                    profile=profile_text(profiler) if profiler else "", to_screen=Stats(keys.all),
                    to_screen_during_plan=Stats(keys.during_plan), lost=keys.lost)
-    state_module.analyse = analyse
+    state_module.plan_on_worker = plan_on_worker
     state_module.PlanState._on_analysis = on_analysis  # type: ignore[method-assign]
     return typed, window, app
 
@@ -568,12 +568,14 @@ def section_markdown(info: dict[str, str], cold: ColdStart, typed: Typing, probe
         f"{len(cold.total.values)} fresh processes, after one first run that writes the "
         f"bytecode caches ({_ms(cold.first)}; an installed app has them): interpreter start "
         f"{_ms(cold.interpreter.median)}, QApplication with PySide6 {_ms(cold.qt_app.median)}, the window's "
-        f"modules (NumPy, pydantic, sqlite-utils, the engine) {_ms(cold.imports.median)}, building the window "
-        f"{_ms(cold.build.median)}, show → first paint → idle {_ms(cold.to_idle.median)}. The first plan "
-        f"(debounced, on a worker) is on screen {_ms(cold.first_plan.median)} after spawn. pyqtgraph is not "
-        "imported at start (a third of a second: it touches every Qt class); the wizard imports it on a worker "
-        "after a second without edits, or on reaching the Method page, and builds the hidden plots one per "
-        "event-loop turn.", "",
+        f"modules (pydantic, the request and catalog models, the pages) {_ms(cold.imports.median)}, building the "
+        f"window {_ms(cold.build.median)}, show → first paint → idle {_ms(cold.to_idle.median)}. The first plan "
+        f"(debounced, on a worker) is on screen {_ms(cold.first_plan.median)} after spawn: that worker imports "
+        "the planner and NumPy, which nothing on screen needs before a plan's figures. The plan library opens "
+        "once the event loop runs (a worker imports sqlite-utils; the first run is read with plain sqlite3), and "
+        "the PDF writer and the launch-file writers load when used. pyqtgraph is not imported at start (a third "
+        "of a second: it touches every Qt class); the wizard imports it on a worker after a second without "
+        "edits, or on reaching the Method page, and builds the hidden plots one per event-loop turn.", "",
         f"**Typing**: {len(typed.sessions)} sessions, each in a new window whose user reads the first page for "
         f"{READ_MS / 1000:g} s, then types {typed.keys // max(len(typed.sessions), 1)} keys into the Data page's "
         f"tokens field ({typed.seconds:.1f} s of typing in all) with the production debounce (150 ms) and thread "

@@ -5,10 +5,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING
 
-import sqlite_utils
+if TYPE_CHECKING:  # only named here: the stores import it when they open (sqlite-utils loads NumPy, click, pluggy)
+    import sqlite_utils
 
-Migration = Callable[[sqlite_utils.Database], None]
+Migration = Callable[["sqlite_utils.Database"], None]
 
 
 @contextmanager

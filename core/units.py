@@ -126,3 +126,17 @@ def fmt_usd(usd: float | None) -> str:
     if abs(usd) >= 1e9:
         return "$" + fmt_large(usd).removeprefix("about ")
     return f"${usd:,.0f}" if abs(usd) >= 100 else f"${usd:,.2f}"
+
+
+def fmt_percent(share: float) -> str:
+    """0.41 → '41%': a chart axis's share, the same in the window and the PDF."""
+    return f"{share:.0%}"
+
+
+def fmt_tick(v: float) -> str:
+    """A chart axis's number, short: 1500000 → '1.5M', 20000 → '20k', 3 → '3' (the window's and the PDF's)."""
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:g}M"
+    if abs(v) >= 1e3:
+        return f"{v / 1e3:g}k"
+    return f"{v:g}"

@@ -30,8 +30,8 @@ from PySide6.QtGui import QColor, QFontMetrics, QPalette
 from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 
 from core.document import BarChart, LineChart, ScatterChart
+from core.units import fmt_percent, fmt_tick
 from gui.colors import MUTED, highlight_color, is_dark, series_colors
-from gui.pdf import percent, tick_text
 
 Chart = BarChart | ScatterChart | LineChart
 _preloading = False
@@ -86,7 +86,7 @@ def _compact_axis(orientation: str) -> Any:
         base: Any = pg.AxisItem
 
         class CompactAxis(base):
-            formatter: Callable[[float], str] = staticmethod(tick_text)
+            formatter: Callable[[float], str] = staticmethod(fmt_tick)
 
             def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
                 return [self.formatter(v * scale) for v in values]
@@ -257,8 +257,8 @@ class ChartView(QWidget):
         left, bottom = self._axes["left"], self._axes["bottom"]
         left.setTicks(None)
         left.setWidth(None)
-        left.formatter = tick_text
-        bottom.formatter = tick_text
+        left.formatter = fmt_tick
+        bottom.formatter = fmt_tick
         item.invertY(False)
         _background, foreground, dark = self._colors()
         if isinstance(chart, BarChart):
@@ -344,7 +344,7 @@ class ChartView(QWidget):
                                          symbolSize=5, symbolBrush=QColor(c), symbolPen=pg.mkPen(None)))
             entries.append(("┅" if dashed else "━", c, series.name))
         if chart.x_percent:
-            self._axes["bottom"].formatter = percent
+            self._axes["bottom"].formatter = fmt_percent
         if chart.vline is not None:
             label = chart.vline_label or ""
             if chart.x_percent:

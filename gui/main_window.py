@@ -3,6 +3,10 @@
 Window geometry is UI state, kept in QSettings; preferences live elsewhere. ``closeEvent`` stops every
 worker (bounded wait) and the wizard's timers, so no thread or plan outlives the window.
 
+The window `tuneplan` opens shows before its plan library is open: the SQLite layer (sqlite-utils, which loads
+NumPy) is imported on a worker once the event loop runs, and the library opened on this thread then (sqlite3's
+rule); whatever needs the library sooner (a save, the About box) opens it at once.
+
 Saving never loses work: Save updates the library plan the wizard shows, under the name it has in the library
 now; a plan not in the library yet, and "Save as new…", ask for a name, and a name another plan has is only
 reused when the user says to replace that plan. New plan, Open and Quit ask before unsaved edits go. The title
@@ -14,11 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QSettings, Qt
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QInputDialog,
+    QLabel,
     QListWidget,
     QMainWindow,
     QMessageBox,
@@ -27,10 +32,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.catalog import CatalogError
-from core.planner.analysis import hardware_label
-from core.planner.report import build_report
 from core.planner.request_file import RequestFileError, read_request_file
-from core.planner.store import PlanRecord, PlanStore, StoreError, request_to_dict
+from core.planner.store import PlanRecord, PlanStore, StoreError, library_is_empty, request_to_dict
 from gui.catalog.refresh_button import RefreshPricesButton
 from gui.catalog.view import CatalogView
 from gui.forms import chosen_path, show_problem
@@ -40,10 +43,14 @@ from gui.workers import Executor, ThreadExecutor
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, executor: Executor, store: PlanStore, settings: QSettings | None = None,
+    """``store`` None: the library opens later (:meth:`open_library_in_background`, or at first use)."""
+
+    def __init__(self, executor: Executor, store: PlanStore | None, settings: QSettings | None = None,
                  debounce_ms: int = 150) -> None:
         super().__init__()
-        self.executor, self.store = executor, store
+        self.executor = executor
+        self._store: PlanStore | None = None
+        self._library: LibraryWidget | None = None
         self.settings = settings or QSettings()
         self.setAccessibleName("tuneplan main window")
         self._closed = False
@@ -61,9 +68,10 @@ class MainWindow(QMainWindow):
         self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
         self.places: dict[str, QWidget] = {}
         self.wizard = PlanWizard(executor, debounce_ms=debounce_ms)
-        self.library = LibraryWidget(store, executor)
         self.add_place("Plan", self.wizard)
-        self.add_place("Library", self.library)
+        self.add_place("Library", QLabel("Opening the plan library…", alignment=Qt.AlignmentFlag.AlignCenter))
+        if store is not None:
+            self._attach_library(store)
         self.catalog_view = CatalogView()
         self.refresh_prices = RefreshPricesButton(executor)
         self.catalog_view.refresh_area.addWidget(self.refresh_prices)
@@ -73,13 +81,10 @@ class MainWindow(QMainWindow):
         self.wizard.export_pdf_requested.connect(self.export_pdf)
         self.wizard.export_json_requested.connect(self.export_json)
         self.wizard.document_changed.connect(self._update_title)
-        self.library.open_requested.connect(self.open_record)
-        self.library.renamed.connect(self._library_renamed)
-        self.library.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self._make_actions()
         self.sidebar.currentRowChanged.connect(self._place_changed)
         self.sidebar.setCurrentRow(0)
-        self.statusBar().showMessage(store.notice or "Ready", 15000)
+        self.statusBar().showMessage(store.notice if store is not None and store.notice else "Ready", 15000)
         if isinstance(executor, ThreadExecutor):  # a background error nobody handled shows here, not on stderr
             executor.set_report(lambda text: self.statusBar().showMessage(text, 15000))
         self._restore_geometry()
@@ -88,19 +93,70 @@ class MainWindow(QMainWindow):
 
     @classmethod
     def create_default(cls) -> MainWindow:
-        """The window the `tuneplan` command opens: threaded executor, library in the user data folder."""
-        try:
-            store = PlanStore()
-        except StoreError as exc:
-            QMessageBox.critical(None, "tuneplan", str(exc))
-            raise SystemExit(1) from exc
+        """The window the `tuneplan` command opens: threaded executor, library in the user data folder.
+
+        Whether the library is empty (the first run) is read with plain sqlite3; the store itself opens once the
+        window is on screen. A file that cannot be read so (damaged, locked, an older schema) is opened now, as
+        the store's checks, recovery and error dialog need.
+        """
+        store, empty = None, library_is_empty()
+        if empty is None:
+            store = _open_store_or_exit(None)
+            empty = store.is_empty()
         window = cls(ThreadExecutor(), store)
         window.add_probe_place()
-        if store.is_empty():  # the first run (or an emptied library): a whole answer before any typing
+        if empty:  # the first run (or an emptied library): a whole answer before any typing
             from gui.wizard.first_run import open_sample
 
             open_sample(window.wizard)
+        if store is None:
+            QTimer.singleShot(0, window.open_library_in_background)  # once the event loop runs: after the show
         return window
+
+    # ---- the plan library
+
+    @property
+    def store(self) -> PlanStore:
+        """The plan library, opened now if the background opening has not done it yet."""
+        return self._open_library()
+
+    @property
+    def library(self) -> LibraryWidget:
+        """The Library place (made when the library opens)."""
+        self._open_library()
+        assert self._library is not None
+        return self._library
+
+    def _open_library(self) -> PlanStore:
+        if self._store is None:
+            self._attach_library(_open_store_or_exit(self))
+        assert self._store is not None
+        return self._store
+
+    def open_library_in_background(self) -> None:
+        """Import the SQLite layer on a worker, then open the library here, on the thread that will use it."""
+        def opened(_result: object = None) -> None:
+            if self._store is None and not self._closed:
+                self._open_library()
+
+        self.executor.submit(_import_store_layer, opened, opened)  # an import that failed fails again, and says so
+
+    def _attach_library(self, store: PlanStore) -> None:
+        """The Library place with `store`'s plans, where its placeholder was in the sidebar."""
+        self._store = store
+        library = self._library = LibraryWidget(store, self.executor)
+        library.open_requested.connect(self.open_record)
+        library.renamed.connect(self._library_renamed)
+        library.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        placeholder = self.places["Library"]
+        index = self.stack.indexOf(placeholder)
+        self.stack.insertWidget(index, library)
+        self.stack.removeWidget(placeholder)
+        placeholder.deleteLater()
+        self.places["Library"] = library
+        self.stack.setCurrentIndex(self.sidebar.currentRow())
+        if store.notice:  # a file moved aside (damaged): said at once, also when the library opens after the start
+            self.statusBar().showMessage(store.notice, 15000)
 
     def _prices_refreshed(self) -> None:
         """New refreshed prices are on disk: the Catalog place and the plan being edited use them at once."""
@@ -325,6 +381,8 @@ class MainWindow(QMainWindow):
 
     def _proposed_name(self) -> str:
         """'llama-3.1-8b lora on 8× H100-SXM', with ' (2)' and up when the library already has that name."""
+        from core.planner.analysis import hardware_label  # loaded by the plan being saved
+
         analysis = self.wizard.state.analysis
         assert analysis is not None
         r = analysis.result
@@ -407,6 +465,7 @@ class MainWindow(QMainWindow):
         path = chosen_path(self, path, "Export PDF", "plan.pdf", "PDF (*.pdf)", save=True)
         if path is None:
             return
+        from core.planner.report import build_report
         from gui.pdf import render_report
 
         report = build_report(analysis)
@@ -440,5 +499,21 @@ class MainWindow(QMainWindow):
             self.settings.sync()
             self.wizard.shutdown()
             self.executor.stop_all(2000)
-            self.store.close()
+            if self._store is not None:
+                self._store.close()
         super().closeEvent(event)
+
+
+def _import_store_layer() -> None:
+    """On a worker: the modules opening a store needs (sqlite-utils and what it loads), so the GUI thread does not."""
+    import sqlite_utils  # noqa: F401
+
+
+def _open_store_or_exit(parent: QWidget | None) -> PlanStore:
+    """The library in the user data folder; one that cannot be opened is said in a dialog, and the app ends."""
+    try:
+        return PlanStore()
+    except StoreError as exc:
+        QMessageBox.critical(parent, "tuneplan", str(exc))
+        raise SystemExit(1) from exc
+

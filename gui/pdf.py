@@ -32,6 +32,7 @@ from PySide6.QtGui import (
 )
 
 from core.document import BarChart, Bullets, KeyFigure, LineChart, Paragraph, Report, ScatterChart, Table
+from core.units import fmt_percent, fmt_tick
 from gui.colors import HIGHLIGHT, MUTED, series_color
 
 DPI = 72  # one device unit = one point
@@ -110,18 +111,6 @@ def tick_x(center: float, width: float, plot: QRectF) -> float:
     """Left edge of a tick label centred under its tick, kept from running past the plot's right side (the last
     tick sits on the edge, and the chart spans the text width)."""
     return min(center - width / 2, plot.right() + 6 - width)
-
-
-def percent(v: float) -> str:
-    return f"{v:.0%}"
-
-
-def tick_text(v: float) -> str:
-    if abs(v) >= 1e6:
-        return f"{v / 1e6:g}M"
-    if abs(v) >= 1e3:
-        return f"{v / 1e3:g}k"
-    return f"{v:g}"
 
 
 class Renderer:
@@ -267,7 +256,7 @@ class Renderer:
         return y + 14 - rect.top()
 
     def _axes(self, p: QPainter, plot: QRectF, xs: list[float], ys: list[float], x_label: str, y_label: str,
-              x_fmt: Callable[[float], str] = tick_text) -> tuple[Callable[[float], float], Callable[[float], float]]:
+              x_fmt: Callable[[float], str] = fmt_tick) -> tuple[Callable[[float], float], Callable[[float], float]]:
         x_lo, x_hi = xs[0], xs[-1]
         y_lo, y_hi = ys[0], ys[-1]
 
@@ -289,7 +278,7 @@ class Renderer:
         for v in ys:
             grid.moveTo(plot.left(), fy(v))
             grid.lineTo(plot.right(), fy(v))
-            label = tick_text(v)
+            label = fmt_tick(v)
             p.drawText(QPointF(plot.left() - text_width(label, f, self.writer) - 3, fy(v) + 3), label)
         p.setPen(QPen(GRID, 0.5))
         p.drawPath(grid)
@@ -330,7 +319,7 @@ class Renderer:
             grid.moveTo(fx(v), plot.top())
             grid.lineTo(fx(v), plot.bottom())
             p.setPen(TEXT)
-            label = tick_text(v)
+            label = fmt_tick(v)
             p.drawText(QPointF(tick_x(fx(v), text_width(label, font(7), self.writer), plot), plot.bottom() + 10),
                        label)
         p.setPen(QPen(GRID, 0.5))
@@ -401,7 +390,7 @@ class Renderer:
             top_value = min(top_value, chart.y_max)
         ys = nice_ticks(min(0.0, min(values, default=0.0)), top_value)
         fx, fy = self._axes(p, plot, xs, ys, chart.x_label, chart.y_label,
-                            x_fmt=percent if chart.x_percent else tick_text)
+                            x_fmt=fmt_percent if chart.x_percent else fmt_tick)
         p.save()
         p.setClipRect(plot)
         for s, series in enumerate(chart.series):

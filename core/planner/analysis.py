@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from core.catalog import GPU, PRICING_MODES, Catalog, CatalogError, load_catalog
 from core.document import KeyFigure
 from core.planner import cost, pricing, sanity, search
+from core.planner.choices import OVERRIDABLE as OVERRIDABLE
 from core.planner.models import (
     Candidate,
     ComputeCost,
@@ -355,7 +356,6 @@ def _candidates(request: PlanRequest, result: PlanResult, catalog: Catalog) -> t
     return found.candidates, found.reason or note
 
 
-OVERRIDABLE = ("gradient_checkpointing", "micro_batch_size", "sharding")
 
 
 def _override_sentence(name: str, wanted: object, got: object, found: search.SearchOutcome,

@@ -71,3 +71,8 @@ class Framework(StrEnum):
     torchtitan = "torchtitan"
     megatron = "megatron"
     deepspeed = "deepspeed"
+
+
+# The training fields a request may pin over the hardware search's choice: the window's Method page notes what
+# pinning each costs. Here, not in core.planner.analysis, so that page is built without the planner loaded.
+OVERRIDABLE = ("gradient_checkpointing", "micro_batch_size", "sharding")

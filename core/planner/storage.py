@@ -1,6 +1,7 @@
 """Dataset and checkpoint storage: sizes, throughput, object-store requests and what they cost.
 
-Pure functions over the tier figures in resources/catalog/storage_tiers.json (each with a source and a date).
+Pure functions over the tier figures in resources/catalog/storage_tiers.json (each with a source and a date,
+read by core.planner.storage_tiers).
 Prices come from the caller (the catalog, or the user's overrides) as plain floats or any object with
 ``usd_per_gb_month``, ``source`` and ``date``, so this module never depends on the catalog loader.
 Throughput functions take floats or NumPy arrays, for the vectorised hardware search.
@@ -10,102 +11,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, NamedTuple, Protocol, overload
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.planner.models import CostLine, StorageTier
-from core.resources import read_json
+from core.planner.storage_tiers import GB, default_figure, tier_figures, tier_name
 from core.units import fmt_bytes
 
 FloatArray = NDArray[np.float64]
 Num = float | FloatArray
 
-GB = 1e9
 UINT16_VOCAB_LIMIT = 65_536  # token ids 0..65,535 fit in two bytes
-
-
-# --------------------------------------------------------------------------- tier figures
-
-
-class Figure(BaseModel):
-    """One catalog number with where it came from."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    value: float
-    source: str
-    date: str | None = None
-    source_date: str | None = None
-    note: str = ""
-
-
-class TierSpec(BaseModel):
-    """What one storage tier typically delivers. Throughput figures are GB/s (1e9 bytes)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    title: str
-    billing: str
-    read_gb_s_per_node: Figure
-    write_gb_s_per_node: Figure
-    small_file_read_gb_s_per_node: Figure | None = None
-    per_file_latency_s: Figure
-    aggregate_read_gb_s: Figure | None = None
-    aggregate_write_gb_s: Figure | None = None
-    get_per_s_per_prefix: Figure | None = None
-
-    @property
-    def read_bytes_per_s(self) -> float:
-        return self.read_gb_s_per_node.value * GB
-
-    @property
-    def write_bytes_per_s(self) -> float:
-        return self.write_gb_s_per_node.value * GB
-
-
-class StorageCatalog(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    schema_version: int = Field(1, alias="schema")
-    about: str = ""
-    tiers: dict[StorageTier, TierSpec]
-    defaults: dict[str, Figure]
-
-    @model_validator(mode="after")
-    def _complete(self) -> StorageCatalog:
-        missing = [t.value for t in StorageTier if t not in self.tiers]
-        needed = ("typical_file_bytes", "ranged_get_bytes", "readers_per_node")
-        absent = [n for n in needed if n not in self.defaults]
-        if missing or absent:
-            raise ValueError(f"storage_tiers.json lacks tiers {missing} or defaults {absent}")
-        return self
-
-
-@lru_cache(maxsize=1)
-def storage_catalog() -> StorageCatalog:
-    return StorageCatalog.model_validate(read_json("catalog", "storage_tiers.json"))
-
-
-def _tier_name(tier: StorageTier | str) -> StorageTier:
-    try:
-        return StorageTier(tier)
-    except ValueError:
-        allowed = ", ".join(t.value for t in StorageTier)
-        raise ValueError(f"storage tier '{tier}' is unknown; use one of {allowed}") from None
-
-
-def tier_figures(tier: StorageTier | str) -> TierSpec:
-    """The catalog figures for a tier; unknown names raise an error that lists the allowed ones."""
-    return storage_catalog().tiers[_tier_name(tier)]
-
-
-def default_figure(name: str) -> Figure:
-    """A default from the catalog ('typical_file_bytes', 'ranged_get_bytes', 'readers_per_node')."""
-    return storage_catalog().defaults[name]
 
 
 def _arr(value: Any, name: str, *, positive: bool = False) -> FloatArray:
@@ -376,7 +294,7 @@ def storage_cost(
             raise ValueError(f"{name} must be a finite number, 0 or more (got {value})")
     if checkpoints_kept < 0:
         raise ValueError(f"checkpoints_kept must be 0 or more (got {checkpoints_kept})")
-    data_t, ckpt_t = _tier_name(data_tier), _tier_name(checkpoint_tier)
+    data_t, ckpt_t = tier_name(data_tier), tier_name(checkpoint_tier)
 
     lines = [_stored_line("Dataset storage", dataset_bytes, data_t, data_price, months)]
     if checkpoints_kept > 0:
@@ -425,7 +343,7 @@ def data_stall_warning(
         raise ValueError(f"needed_bytes_per_s must be 0 or more (got {needed_bytes_per_s})")
     if nodes < 1:
         raise ValueError(f"nodes must be at least 1 (got {nodes})")
-    tier_t = _tier_name(tier)
+    tier_t = tier_name(tier)
     spec = tier_figures(tier_t)
     available = tier_read_bytes_per_s(tier_t, nodes, read_bytes_per_s_per_node)
     if needed_bytes_per_s > available:

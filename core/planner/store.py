@@ -8,7 +8,9 @@ Why it is built this way:
   and reported to the caller, never wiped; a full disk, a read-only folder or a lock is one sentence (StoreError,
   with its kind) and nothing is renamed (core.sqlite_store tells them apart);
 - the file is created 0600 in a 0700 folder: plans are the user's own work;
-- the connection belongs to the thread that opened the store (the GUI thread): sqlite3's rule.
+- the connection belongs to the thread that opened the store (the GUI thread): sqlite3's rule;
+- sqlite-utils (with NumPy, click and pluggy, a tenth of a second) is imported when a store opens, not with this
+  module: the window asks :func:`library_is_empty` with plain sqlite3 and opens the store once it is on screen.
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
 from pydantic import ValidationError
 
 from core.paths import data_dir
@@ -36,6 +37,9 @@ from core.sqlite_store import (
     secure_file,
     secure_folder,
 )
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 SCHEMA_VERSION = 2
 DB_NAME = "tuneplan.db"
@@ -52,6 +56,33 @@ class StoreError(StoreFault):
 def default_db_path() -> Path:
     """The plan library in the user's data folder (core.paths.data_dir)."""
     return data_dir() / DB_NAME
+
+
+def library_is_empty(path: Path | None = None) -> bool | None:
+    """Whether the library at `path` holds no plan (the first run), read with plain sqlite3 and without opening
+    the store: True when there is no file yet; None when the file cannot be read as it is (damaged, locked, of
+    another schema version), and then only opening the store can say what is wrong, or recover it.
+
+    Nothing is created, migrated or moved aside here: the store does that when it opens. (Reading a WAL file
+    may leave its -wal and -shm beside it, empty and with the file's own 0600 mode; the store removes them when
+    it closes.)
+    """
+    path = Path(path) if path is not None else default_db_path()
+    if not path.exists():
+        return True
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0.5)
+    except sqlite3.Error:
+        return None
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version != SCHEMA_VERSION:
+            return None
+        return conn.execute("SELECT 1 FROM plans LIMIT 1").fetchone() is None
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
 
 
 def request_to_dict(request: PlanRequest) -> dict[str, Any]:
@@ -156,6 +187,8 @@ class PlanStore:
     # ---- opening
 
     def _open(self) -> sqlite_utils.Database:
+        import sqlite_utils
+
         secure_folder(self.path.parent, tighten=self.path.parent == data_dir())
         secure_file(self.path)
         db = sqlite_utils.Database(sqlite3.connect(str(self.path), timeout=self._busy_timeout))

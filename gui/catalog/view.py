@@ -5,6 +5,9 @@ pricing model, seen when. The table shows the catalog's price records as they ar
 and marketplace rows included, marked by their pricing model); the filters narrow it by GPU, provider, pricing
 model and maximum age. With a maximum age set, undated records are hidden too: their age is unknown, so they
 cannot be shown to be within it. The strip at the top is kept for the catalog refresh button.
+
+Made without a catalog (the window's place), it reads the user's catalog when it is first shown: filling the
+table is a few hundredths of a second the window's start should not wait for, and the place is not on screen then.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyModel
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from core.catalog import PRICING_MODELS, STALE_AFTER_DAYS, Catalog, CatalogError, Price, load_catalog
@@ -132,13 +136,18 @@ class CatalogView(QWidget):
         self.proxy = _PriceProxy(self, self.today)
         self.table = make_table(self.model, "Prices", proxy=self.proxy)
         layout.addWidget(self.table, 1)
-        if catalog is None:
-            try:
-                catalog = load_catalog()
-            except CatalogError as exc:
-                self.show_problem(str(exc))
+        self._unread = catalog is None  # the user's catalog is read when the place is first shown
         if catalog is not None:
             self.set_catalog(catalog)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        if self._unread:
+            self._unread = False
+            try:
+                self.set_catalog(load_catalog())
+            except CatalogError as exc:
+                self.show_problem(str(exc))
+        super().showEvent(event)
 
     def _combo(self, name: str) -> QComboBox:
         combo = QComboBox()
@@ -153,6 +162,7 @@ class CatalogView(QWidget):
 
     def set_catalog(self, catalog: Catalog) -> None:
         """Show `catalog`'s prices (after a refresh too), keeping the filters where the values still exist."""
+        self._unread = False
         self.error.hide()
         prices = catalog.prices
         self._fill(self.gpu, "All GPUs", [(g, g) for g in sorted({p.gpu for p in prices})])

@@ -6,7 +6,6 @@ from typing import Any
 
 from PySide6.QtWidgets import QDialog, QLabel, QVBoxLayout, QWidget
 
-from core.planner.analysis import cost_range_text, hardware_label
 from core.planner.models import PlanResult
 from core.planner.store import PlanRecord
 from core.units import fmt_bytes, fmt_hours, fmt_usd
@@ -37,6 +36,8 @@ def shown(value: Any) -> str:
 
 
 def _figures(record: PlanRecord, result: PlanResult | None) -> dict[str, str]:
+    from core.planner.analysis import cost_range_text, hardware_label  # the planner is not loaded at start
+
     out = {"name": record.name, "updated": record.updated}
     if result is None:
         return {**out, "result": "not planned"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from PySide6.QtCore import QTimer, Signal
@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.planner.analysis import Analysis, analyse
 from core.planner.models import PlanRequest
 from core.planner.request_file import RequestFileError, read_request_file
 from core.planner.store import PlanRecord, PlanStore, StoreError, request_to_dict
@@ -34,6 +33,9 @@ from gui.forms import button_row, chosen_path, make_error_label, show_problem
 from gui.library.compare import CompareDialog
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 from gui.workers import Executor
+
+if TYPE_CHECKING:
+    from core.planner.analysis import Analysis
 
 UNDO_SECONDS = 10
 
@@ -292,7 +294,12 @@ class LibraryWidget(QWidget):
         def failed(exc: BaseException) -> None:
             self._save_import(stem, raw, None, str(exc))
 
-        self.executor.submit(lambda: analyse(request), saved, failed)
+        def plan() -> Analysis:
+            from core.planner.analysis import analyse  # on the worker: the planner is not loaded at start
+
+            return analyse(request)
+
+        self.executor.submit(plan, saved, failed)
 
     def _save_import(self, name: str, raw: dict[str, Any], analysis: Analysis | None, problem: str = "") -> None:
         try:

@@ -12,7 +12,7 @@ longer than a frame (docs/performance.md, "Window").
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QShowEvent
@@ -27,10 +27,12 @@ from PySide6.QtWidgets import (
     QWizardPage,
 )
 
-from core.planner.analysis import Analysis
 from gui.forms import make_error_label
 from gui.wizard.fields import FieldBox
 from gui.wizard.state import PLAN_PATH, PlanState, owner_path, under
+
+if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+    from core.planner.analysis import Analysis
 
 F = TypeVar("F", bound=FieldBox)
 VISIBLE_ROWS = 6  # the least a table in a page shows before its own scroll bar takes over

@@ -9,15 +9,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSplitter
 
 from core.catalog import PRICING_MODES, CatalogError, default_user_dir, load_catalog, save_user_overrides
-from core.planner.analysis import Analysis, PricedOption, ProviderCost, hardware_label
 from core.planner.models import CostResult, PricingMode
-from core.planner.report import break_even_chart, provider_chart, seconds
 from core.units import fmt_amount, fmt_bytes, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.forms import make_error_label, make_hint_label
@@ -27,6 +25,9 @@ from gui.wizard.fields import CheckField, ComboField, FieldBox, MemberCheckField
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 from gui.wizard.step_view import StepBreakdownView
+
+if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+    from core.planner.analysis import Analysis, PricedOption, ProviderCost
 
 MODES = PRICING_MODES
 TIER_HINTS = {
@@ -81,6 +82,8 @@ def provider_row(p: ProviderCost, chosen: str | None, gpus_per_node: int = 1) ->
 
 def priced_option_text(option: PricedOption, planned_gpu: str) -> str:
     """'No spot price for MI300X; the cheapest option with one: 1× A100-80GB-SXM at Mithril, $0.99 spot in 15.7 h.'"""
+    from core.planner.analysis import hardware_label  # loaded by the plan the option comes from
+
     mode = option.mode.replace("_", "-")
     return (f"No {mode} price for {planned_gpu}; the cheapest option with one: {hardware_label(option.hardware)} at "
             f"{option.provider or 'an unnamed provider'}, {fmt_usd(option.compute_usd)} {mode} compute in "
@@ -262,6 +265,8 @@ class CostPage(PlanPage):
     # ---- figures
 
     def show_analysis(self, analysis: Analysis) -> None:
+        from core.planner.report import break_even_chart, provider_chart, seconds  # with the plan that arrived
+
         r, f = analysis.result, analysis.figures
         c, ck = r.cost, r.checkpoint
         mode = r.request.pricing.mode.value.replace("_", "-")

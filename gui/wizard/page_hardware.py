@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QSplitter
 
 from core.catalog import load_catalog
 from core.catalog.network import network_node_gbps, network_text
-from core.planner.analysis import Analysis, hardware_label
 from core.planner.models import Candidate
-from core.planner.report import candidate_label, pareto_chart, scaling_chart
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.table_model import Row, RowsModel, make_table, selected_payload
@@ -21,6 +19,9 @@ from gui.wizard.fields import ComboField, FieldBox, TextField, set_enabled
 from gui.wizard.page import PlanPage
 from gui.wizard.parallelism import PARALLELISM_PATHS, ParallelismGroup
 from gui.wizard.state import PlanState
+
+if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+    from core.planner.analysis import Analysis
 
 AUTO = ""
 
@@ -49,6 +50,8 @@ def groups_text(candidates: list[Candidate], chosen_gpu: str | None) -> str:
 
 
 def candidate_row(c: Candidate) -> Row:
+    from core.planner.report import candidate_label  # loaded with the plan the candidates come from
+
     return Row(
         cells=[candidate_label(c), str(c.micro_batch_size), "yes" if c.gradient_checkpointing else "no",
                fmt_bytes(c.memory_per_gpu), fmt_hours(c.hours), fmt_usd(c.cost_usd), c.provider or "—",
@@ -215,6 +218,9 @@ class HardwarePage(PlanPage):
             {"hardware": hardware})
 
     def show_analysis(self, analysis: Analysis) -> None:
+        from core.planner.analysis import hardware_label  # loaded by the plan that arrived
+        from core.planner.report import pareto_chart, scaling_chart
+
         r, f = analysis.result, analysis.figures
         t = r.request.training
         how = "you chose" if self.state.get("hardware") is not None else "the planner chose"

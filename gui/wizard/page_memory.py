@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSplitter
 
-from core.planner.analysis import Analysis, GpuMemory, hardware_label
-from core.planner.report import memory_chart
 from core.units import fmt_bytes
 from gui.charts import ChartView
 from gui.table_model import Row, RowsModel, make_table
 from gui.wizard.page import PlanPage
 from gui.wizard.parallelism import PARALLELISM_PATHS
 from gui.wizard.state import PlanState
+
+if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+    from core.planner.analysis import Analysis, GpuMemory
 
 PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead", "total")
 
@@ -66,6 +69,9 @@ class MemoryPage(PlanPage):
         self.body.addWidget(self.suggestions)
 
     def show_analysis(self, analysis: Analysis) -> None:
+        from core.planner.analysis import hardware_label  # loaded by the plan that arrived
+        from core.planner.report import memory_chart
+
         r, f = analysis.result, analysis.figures
         m = r.memory
         verdict = "fits" if m.fits else "does NOT fit"

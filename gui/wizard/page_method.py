@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtWidgets import QBoxLayout, QGridLayout, QLabel
 
-from core.planner.analysis import OVERRIDABLE, Analysis
+from core.planner.choices import OVERRIDABLE
 from core.planner.models import Attention, CrossEntropy, Framework, Method, Offload, Optimizer, Precision, Sharding
 from gui.wizard import choices
 from gui.wizard.fields import CheckField, ComboField, FieldBox, TextField, enum_options, set_enabled
 from gui.wizard.page import PlanPage
 from gui.wizard.parallelism import PARALLELISM_PATHS
 from gui.wizard.state import PlanState
+
+if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+    from core.planner.analysis import Analysis
 
 METHOD_HINTS = {
     "full": "updates every weight: best quality headroom, needs gradients and optimizer states for all of them",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QMimeData, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QStandardItem, QStandardItemModel
@@ -23,11 +23,13 @@ from PySide6.QtWidgets import (
 )
 
 from core.catalog import load_catalog
-from core.planner.analysis import Analysis
 from core.units import fmt_count
 from gui.forms import make_error_label, make_hint_label
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
+
+if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+    from core.planner.analysis import Analysis
 
 PRESET, CONFIG, PARAMS = 0, 1, 2
 CONFIG_PATH = "model.config"  # where config.json text errors are shown

@@ -3,14 +3,18 @@ the exits."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QListWidget, QPushButton, QWidget
 
-from core.planner.analysis import Analysis, conclusion, key_figures
 from gui.table_model import Row, RowsModel, make_table
-from gui.wizard.launch_dialog import LaunchDialog
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
+
+if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+    from core.planner.analysis import Analysis
+    from gui.wizard.launch_dialog import LaunchDialog
 
 # The window's words for a key figure where they say more than the report's short label.
 LABELS = {"MFU": "Achieved MFU (model-FLOPs utilisation)"}
@@ -81,10 +85,14 @@ class SummaryPage(PlanPage):
         """The export dialog for the plan on screen, window-modal (open(), not exec(): the window keeps running)."""
         if self.state.analysis is None:
             return
+        from gui.wizard.launch_dialog import LaunchDialog  # the launch writers load NumPy: only when asked
+
         self.launch_dialog = LaunchDialog(self.state.analysis.result, self.state.executor, parent=self)
         self.launch_dialog.open()
 
     def show_analysis(self, analysis: Analysis) -> None:
+        from core.planner.analysis import conclusion, key_figures  # loaded by the plan that arrived
+
         r = analysis.result
         for button in (self.save_button, self.pdf_button, self.json_button, self.launch_button):
             button.setEnabled(True)

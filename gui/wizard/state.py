@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.catalog import CatalogError
-from core.planner.analysis import Analysis, analyse
 from core.planner.models import PlanRequest
-from core.planner.plan import PlanError
 from core.validation import field_errors
 from gui.workers import Executor
+
+if TYPE_CHECKING:
+    from core.planner.analysis import Analysis
 
 DEFAULT_REQUEST: dict[str, Any] = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}}
 PLAN_PATH = "plan"  # errors from planning that name no field
@@ -40,6 +41,18 @@ def owner_path(path: str, message: str) -> str:
     'training.sequence_parallel needs ...') belongs to that field, anything else to its own path."""
     named = plan_error_path(message)
     return named if named.startswith(path + ".") else path
+
+
+def plan_on_worker(request: PlanRequest) -> Analysis:
+    """The plan and what the pages show of it, computed on the executor's thread.
+
+    The planner and NumPy are imported here, by the first plan, and not when the window is built: they are a
+    third of the start-up's imports, and nothing on screen needs them before a plan's figures arrive. The
+    import then runs on the worker while the window already answers.
+    """
+    from core.planner.analysis import analyse
+
+    return analyse(request)
 
 
 def under(path: str, prefixes: tuple[str, ...]) -> bool:
@@ -206,7 +219,7 @@ class PlanState(QObject):
             return
         request, generation = self.request, self._generation
         self._running = True
-        self._executor.submit(lambda: analyse(request), lambda a: self._finished(generation, a, None),
+        self._executor.submit(lambda: plan_on_worker(request), lambda a: self._finished(generation, a, None),
                               lambda exc: self._finished(generation, None, exc))
 
     def _finished(self, generation: int, analysis: Analysis | None, exc: BaseException | None) -> None:
@@ -230,7 +243,7 @@ class PlanState(QObject):
     def _on_error(self, generation: int, exc: BaseException) -> None:
         if generation != self._generation:
             return
-        if not isinstance(exc, PlanError | CatalogError | ValueError):
+        if not isinstance(exc, CatalogError | ValueError):  # PlanError is a ValueError
             message = f"the planner failed unexpectedly: {type(exc).__name__}: {exc}"
         else:
             message = str(exc)

@@ -2,7 +2,8 @@
 
 The rows and their words come from ``core.planner.report`` (``step_rows``), the same the PDF's Time section
 prints, so the window and the report agree. A kind of work that takes no time is not shown: seven rows of
-"0 s" would hide the two that matter.
+"0 s" would hide the two that matter. The rows are made when the first plan is shown: the report module comes
+with the planner, which loads with that plan, not when the window is built.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 from PySide6.QtWidgets import QGridLayout, QGroupBox, QLabel, QProgressBar, QVBoxLayout
 
 from core.planner.models import ComputeResult
-from core.planner.report import STEP_HEADER, STEP_PARTS, share_text, step_rows, step_seconds
 
 TITLE = "Time per optimizer step"
 
@@ -35,10 +35,22 @@ class StepBreakdownView(QGroupBox):
         column.addWidget(self.mfu)
         self.grid = QGridLayout()
         self.grid.setHorizontalSpacing(12)
+        self.header: list[QLabel] = []
+        self.rows: dict[str, tuple[QLabel, QLabel, QLabel, QProgressBar]] = {}
+        column.addLayout(self.grid)
+        self.empty = QLabel("The step model gives no breakdown for this plan.")
+        self.empty.setAccessibleName("Step breakdown note")
+        column.addWidget(self.empty)
+        self.clear()
+
+    def _make_rows(self) -> None:
+        """The header and one hidden row per kind of work, in the order the step runs them (once)."""
+        from core.planner.report import STEP_HEADER, STEP_PARTS
+
         self.header = [QLabel(f"<b>{text}</b>") for text in STEP_HEADER]
         for i, label in enumerate(self.header):
             self.grid.addWidget(label, 0, i)
-        self.rows: dict[str, tuple[QLabel, QLabel, QLabel, QProgressBar]] = {}
+            label.hide()
         for r, (_key, name) in enumerate(STEP_PARTS, start=1):
             seconds, share = QLabel(), QLabel()
             label = QLabel(name)
@@ -54,14 +66,13 @@ class StepBreakdownView(QGroupBox):
                 widget.hide()
             self.rows[name] = (label, seconds, share, bar)
         self.grid.setColumnStretch(3, 1)
-        column.addLayout(self.grid)
-        self.empty = QLabel("The step model gives no breakdown for this plan.")
-        self.empty.setAccessibleName("Step breakdown note")
-        column.addWidget(self.empty)
-        self.clear()
 
     def show_compute(self, compute: ComputeResult) -> None:
         """Show one plan's step; the rows with time, in the order the step runs them."""
+        from core.planner.report import share_text, step_rows, step_seconds  # loaded with the plan shown
+
+        if not self.rows:
+            self._make_rows()
         self.summary.setText(f"{step_seconds(compute.step_time_s)} per optimizer step of "
                              f"{compute.tokens_per_step:,} tokens · {compute.tokens_per_second:,.0f} tokens/s")
         hfu = f"; hardware-FLOPs utilisation (HFU) {compute.hfu:.0%}" if compute.hfu > 0 else ""

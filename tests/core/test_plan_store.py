@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from core.planner.models import PlanRequest
-from core.planner.store import SCHEMA_VERSION, PlanStore, StoreError, default_db_path, request_to_dict
+from core.planner.store import (
+    SCHEMA_VERSION,
+    PlanStore,
+    StoreError,
+    default_db_path,
+    library_is_empty,
+    request_to_dict,
+)
 from core.sqlite_schema import transaction
 
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8}}
@@ -55,6 +62,38 @@ def test_migrates_from_v1_and_backfills_hours(tmp_path):
     [old] = store.list()
     assert (old.name, old.cost_usd, old.hours, old.created) == ("old", 12.5, 3.5, "2025-01-01")
     assert "plans_updated" in {i.name for i in store.db.table("plans").indexes}
+
+
+def test_library_is_empty_reads_the_first_run_without_opening_the_store(tmp_path):
+    """The window's first-run question, answered with plain sqlite3 before the store's SQLite layer is loaded."""
+    db = tmp_path / "lib.db"
+    assert library_is_empty(db) is True  # no file yet: the first run
+    assert not db.exists()  # and asking created nothing
+    store = PlanStore(db)
+    assert library_is_empty(db) is True  # a library with no plan
+    store.save("mine", REQUEST)
+    assert library_is_empty(db) is False  # read while the store holds the file open (WAL)
+    store.close()
+    assert library_is_empty(db) is False
+
+
+def test_library_is_empty_leaves_files_it_cannot_judge_to_the_store(tmp_path):
+    """None (open the store now) for what only the store may handle: an older schema it migrates, a newer one it
+    refuses, a file that is no database; none of them is changed by the question."""
+    v1 = tmp_path / "v1.db"
+    make_v1(v1)
+    newer = tmp_path / "newer.db"
+    con = sqlite3.connect(newer)
+    con.execute("CREATE TABLE plans (id INTEGER PRIMARY KEY)")  # empty: only its version says not to read it
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con.commit()
+    con.close()
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not a database, " * 512)
+    for path in (v1, newer, garbage):
+        before = path.read_bytes()
+        assert library_is_empty(path) is None, path.name
+        assert path.read_bytes() == before, path.name
 
 
 def test_a_newer_library_is_refused_not_touched(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 from PySide6.QtGui import QColor, QPalette
@@ -14,14 +15,24 @@ from gui.workers import InlineExecutor
 def test_run_opens_the_main_window_and_returns(qapp, user_dirs, monkeypatch):
     from PySide6.QtCore import QEvent
 
+    from gui.library.widget import LibraryWidget
     from gui.main_window import MainWindow
 
     titles: list[str] = []
 
+    library_at_show: list[bool] = []
+
     def one_turn() -> int:
-        """Stand-in for exec(): a real exec() ends the shared test application's event loop for good."""
-        qapp.processEvents()
+        """Stand-in for exec(): a real exec() ends the shared test application's event loop for good. It runs
+        the loop until the plan library, which opens once the window is on screen, is open."""
         windows = [w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()]
+        library_at_show.extend(isinstance(w.places["Library"], LibraryWidget) for w in windows)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not all(isinstance(w.places["Library"], LibraryWidget)
+                                                      for w in windows):
+            qapp.processEvents()
+            time.sleep(0.01)
+        qapp.processEvents()
         titles.extend(w.windowHandle().title() for w in windows)  # the title as the window system shows it
         for w in windows:
             w.close()
@@ -34,6 +45,7 @@ def test_run_opens_the_main_window_and_returns(qapp, user_dirs, monkeypatch):
     monkeypatch.setattr(qapp, "exec", one_turn)
     assert run() == 0
     assert titles == ["Sample plan — tuneplan"]  # an empty library: the first run opens on the sample plan
+    assert library_at_show == [False]  # shown before the library (and its SQLite layer) is open
     # The library went to the user data folder (XDG_DATA_HOME), not the working directory.
     assert (user_dirs / "data" / "tuneplan" / "tuneplan.db").is_file()
 

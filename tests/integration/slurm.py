@@ -5,7 +5,8 @@ Debian's slurm-wlm (22.05) is built with multiple-slurmd support, so each test "
 real slurmd/slurmstepd pairs. Everything lives in one temporary folder (config, state, spool, logs, a munge key
 and munged's socket), nothing touches /etc; Slurm's commands find the config through ``SLURM_CONF``, which
 `SlurmCluster.env` gives and the tests put in the environment. Process tracking is ``proctrack/linuxproc``:
-no cgroup setup is needed (cgroup.conf only lets slurmd start on a cgroup v2 host without systemd). The daemons are started in the foreground and stopped by PID.
+no cgroup setup is needed (cgroup.conf only lets slurmd start on a cgroup v2 host without systemd). The
+daemons are started in the foreground and stopped by PID.
 """
 
 from __future__ import annotations
