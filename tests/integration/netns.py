@@ -174,8 +174,8 @@ class NetnsCluster:
         keygen(self.client_key_path)
         self.subnet = _free_subnet()
         hosts = list(self.subnet.hosts())
-        self._links.append(self.bridge)
         _ip("link", "add", self.bridge, "type", "bridge")
+        self._links.append(self.bridge)  # recorded once made: a name someone else holds is never ours to delete
         _ip("addr", "add", f"{hosts[0]}/{self.subnet.prefixlen}", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
         for index in range(1, self.count + 1):
@@ -193,14 +193,14 @@ class NetnsCluster:
 
     def _make_node(self, name: str, address: str) -> Node:
         host_side = f"{name}h"
-        self._namespaces.append(name)
         _ip("netns", "add", name)
+        self._namespaces.append(name)
         if not ETC_NETNS.exists():
             ETC_NETNS.mkdir(mode=0o755)
             self._made_etc_netns = True
         (ETC_NETNS / name).mkdir(exist_ok=True)
-        self._links.append(host_side)
         _ip("link", "add", host_side, "type", "veth", "peer", "name", name)
+        self._links.append(host_side)
         _ip("link", "set", name, "netns", name)
         _ip("link", "set", host_side, "master", self.bridge, "up")
         assert self.subnet is not None

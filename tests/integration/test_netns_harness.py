@@ -21,9 +21,25 @@ from core.probes.transport.ssh import SshTransport
 from core.probes.transport.target import SshTarget
 
 try:
-    from tests.integration.netns import NetnsCluster, link_names, netns_names, netns_pids
+    from tests.integration.netns import (
+        NetnsCluster,
+        NetnsUnavailable,
+        find_missing_privileges,
+        link_names,
+        netns_names,
+        netns_pids,
+    )
+    from tests.integration.sshd import unavailable
 except ImportError:  # tests/ is not importable as a package; pytest put this folder on sys.path instead
-    from netns import NetnsCluster, link_names, netns_names, netns_pids  # type: ignore[no-redef]
+    from netns import (  # type: ignore[no-redef]
+        NetnsCluster,
+        NetnsUnavailable,
+        find_missing_privileges,
+        link_names,
+        netns_names,
+        netns_pids,
+    )
+    from sshd import unavailable  # type: ignore[no-redef]
 
 pytestmark = pytest.mark.integration
 
@@ -116,3 +132,21 @@ def in_namespace(namespace: str, pid: int) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_a_start_that_fails_midway_removes_what_it_made_and_nothing_else(tmp_path: Path) -> None:
+    missing = find_missing_privileges()
+    if missing:
+        unavailable(missing)
+    cluster = NetnsCluster(workdir=tmp_path / "nodes", count=3)
+    taken = f"{cluster.tag}n2"  # someone else's namespace holds the second node's name
+    subprocess.run(["ip", "netns", "add", taken], check=True, timeout=30)
+    try:
+        with pytest.raises(NetnsUnavailable, match=taken):
+            cluster.start()
+        assert cluster.teardown() == []
+        assert not {f"{cluster.tag}n1", f"{cluster.tag}n3"} & netns_names()
+        assert not {cluster.bridge, f"{cluster.tag}n1h", f"{cluster.tag}n2h"} & link_names()
+        assert taken in netns_names()  # not ours: left alone
+    finally:
+        subprocess.run(["ip", "netns", "delete", taken], check=False, timeout=30)

@@ -112,20 +112,33 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+def clock_offset(session: NodeSession, timeout: float) -> tuple[float | None, str]:
+    """(node clock minus ours, what the node printed): its ``date`` against the moment that line arrives here.
+
+    Not against the midpoint of the whole command: the remote shell's start-up (a login shell sourcing
+    ~/.bashrc, seconds on a loaded host) comes before ``date`` runs and would count as half its length of clock
+    skew; the line's way back is one network trip, milliseconds."""
+    text, arrived = "", None
+    for line in session.ctx.stream("date +%s.%N", timeout=timeout):
+        if arrived is None and line.strip():
+            text, arrived = line.strip(), time.time()
+    try:
+        return (round(float(text) - arrived, 3) if arrived is not None else None), text
+    except ValueError:
+        return None, text
+
+
 def agreement(step: StepContext) -> None:
-    """Clock offsets (half the round trip taken off), HCA ports by ibv_devinfo where ibstat gave none, then
-    every agreed property compared."""
+    """Clock offsets (`clock_offset`), HCA ports by ibv_devinfo where ibstat gave none, then every agreed
+    property compared."""
     for session in step.sessions:
         report = step.cluster.node(session.node)
         if report is None:
             continue
-        before = time.time()
-        result = session.ctx.run("date +%s.%N", timeout=step.options.timeouts.command_s)
-        after = time.time()
-        try:
-            report.facts.clock_offset_s = round(float(result.stdout.strip()) - (before + after) / 2, 3)
-        except ValueError:
-            step.warn(f"{session.node}: its clock could not be read ({result.stdout.strip()[:40]!r})")
+        offset, text = clock_offset(session, step.options.timeouts.command_s)
+        report.facts.clock_offset_s = offset
+        if offset is None:
+            step.warn(f"{session.node}: its clock could not be read ({text[:40]!r})")
         if not report.facts.hca_ports and session.facts.has("ibv_devinfo"):
             parsed = parse_ibv_devinfo(session.ctx.run("ibv_devinfo -v", timeout=step.options.timeouts.command_s)
                                        .stdout)
