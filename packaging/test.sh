@@ -31,8 +31,14 @@ if .venv/bin/python -c "import torch" 2>/dev/null; then
     echo "tuneplan: launch parsers not installed; their tests will be skipped" >&2; }
 fi
 
-# No QT_QPA_PLATFORM here: the GUI tests start their own Xvfb (tests/gui/xvfb.py) and click and type in a real
-# window; a test that needs Qt headless (the `tuneplan report` subprocess) sets offscreen itself.
+# The desktop bundle is built and its frozen app smoke-tested (packaging/build.sh) in CI, or when asked: in the
+# background while the checks below run (PyInstaller is single-threaded); its failure fails the run.
+BUILD_PID=
+if [ "${CI:-}" = true ] || [ "${TUNEPLAN_BUNDLE:-}" = 1 ]; then
+  .venv/bin/python -m pip install -q -e ".[bundle]"
+  bash packaging/build.sh --no-install > build/bundle-build.log 2>&1 &
+  BUILD_PID=$!
+fi
 .venv/bin/ruff check .
 .venv/bin/lint-imports
 .venv/bin/mypy
@@ -41,18 +47,11 @@ if ! wait "$SKYPILOT_PID"; then
   [ "${CI:-}" = true ] && exit 1
   echo "tuneplan: SkyPilot not installed; its read-back test will be skipped" >&2
 fi
-# The desktop bundle is built and its frozen app smoke-tested (packaging/build.sh) in CI, or when asked: on the
-# second core while the tests run (PyInstaller is single-threaded); its log is shown, and its failure fails.
-BUILD_PID=
-if [ "${CI:-}" = true ] || [ "${TUNEPLAN_BUNDLE:-}" = 1 ]; then
-  .venv/bin/python -m pip install -q -e ".[bundle]"
-  bash packaging/build.sh --no-install > build/bundle-build.log 2>&1 &
-  BUILD_PID=$!
-fi
-status=0
-.venv/bin/python -m pytest "$@" || status=$?
 if [ -n "$BUILD_PID" ]; then
   if wait "$BUILD_PID"; then tail -n 3 build/bundle-build.log; else
-    cat build/bundle-build.log >&2; echo "tuneplan: the bundle build failed" >&2; status=1; fi
+    cat build/bundle-build.log >&2; echo "tuneplan: the bundle build failed" >&2; exit 1; fi
 fi
-exit "$status"
+# No QT_QPA_PLATFORM here: the GUI tests start their own Xvfb (tests/gui/xvfb.py) and click and type in a real
+# window; a test that needs Qt headless (the `tuneplan report` subprocess) sets offscreen itself. Two test
+# processes, each test file in one of them (loadfile: a file's fixtures and servers stay in one process).
+.venv/bin/python -m pytest -n "${TUNEPLAN_TEST_PROCESSES:-2}" --dist loadfile "$@"
