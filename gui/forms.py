@@ -13,7 +13,17 @@ from typing import Literal
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QFileDialog, QHBoxLayout, QLabel, QMessageBox, QPushButton, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QWidget,
+)
 
 from gui.colors import error_color, is_dark
 
@@ -59,6 +69,19 @@ def make_error_label(name: str) -> QLabel:
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     label.hide()
     return label
+
+
+def form_footer(form: QFormLayout, error_name: str, on_save: Callable[[], object],
+                on_cancel: Callable[[], object]) -> tuple[QLabel, QDialogButtonBox]:
+    """The bottom of a dialog's form: the line its one-sentence errors go on, then Save and Cancel."""
+    error = ToneLabel(error_name, "error")
+    error.setAccessibleName(error_name)
+    form.addRow(error)
+    buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+    buttons.accepted.connect(on_save)
+    buttons.rejected.connect(on_cancel)
+    form.addRow(buttons)
+    return error, buttons
 
 
 def make_hint_label(name: str, text: str = "") -> QLabel:

@@ -71,15 +71,21 @@ def nodes_table(doc: dict[str, Any]) -> str:
     return table(rows, ["node", "state", "verdict", "address", "interface", "run"], align="text", max_cell=40)
 
 
-def probe_cluster(args: argparse.Namespace, options: RunOptions) -> int:
-    from core.probes.cluster.run import ClusterNode, check_nodes
-
+def open_history(args: argparse.Namespace) -> tuple[ProbeStore, ClusterProgress]:
+    """The probe history (its notes said on stderr, dead clients' runs marked) and the progress printer."""
     store = ProbeStore.open_or_memory(Path(args.db).expanduser() if args.db else None)
     for note in (store.notice, store.fault):
         if note:
             print(f"tuneplan: {note}", file=sys.stderr, flush=True)
     progress = ClusterProgress(sys.stderr if args.json else sys.stdout)
     _mark_stale(store, progress)
+    return store, progress
+
+
+def probe_cluster(args: argparse.Namespace, options: RunOptions) -> int:
+    from core.probes.cluster.run import ClusterNode, check_nodes
+
+    store, progress = open_history(args)
     label = args.name or "cluster " + " + ".join(t.strip() for t in args.targets)
     nodes: list[ClusterNode] = []
     try:
@@ -161,4 +167,4 @@ def _close(nodes: list[Any]) -> None:
             node.transport.close()
 
 
-__all__ = ["ClusterProgress", "nodes_table", "probe_cluster", "run_and_report"]
+__all__ = ["ClusterProgress", "nodes_table", "open_history", "probe_cluster", "run_and_report"]

@@ -13,14 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 from core.cli.common import EXIT_ERROR, EXIT_USAGE
-from core.cli.probe import EXIT_CANCELLED, _connect, _Exit, _mark_stale, _sigint_cancels
-from core.cli.probe_cluster import ClusterProgress, run_and_report
+from core.cli.probe import EXIT_CANCELLED, _connect, _Exit, _sigint_cancels
+from core.cli.probe_cluster import open_history, run_and_report
 from core.probes.options import RunOptions
-from core.probes.store import ProbeStore
 from core.probes.transport.slurm import salloc_command
 
 DEFAULT_NODES = 2
@@ -79,12 +77,7 @@ def probe_slurm(args: argparse.Namespace, options: RunOptions) -> int:
     from core.probes.transport.slurm import AllocationCancelled, SlurmAllocation, SlurmError
 
     check_slurm_flags(args)
-    store = ProbeStore.open_or_memory(Path(args.db).expanduser() if args.db else None)
-    for note in (store.notice, store.fault):
-        if note:
-            print(f"tuneplan: {note}", file=sys.stderr, flush=True)
-    progress = ClusterProgress(sys.stderr if args.json else sys.stdout)
-    _mark_stale(store, progress)
+    store, progress = open_history(args)
     login, login_label = _connect(args, args.slurm.strip() or None)  # --local: this machine
     login_name = "this machine" if args.local else login_label
     allocation = SlurmAllocation(login)

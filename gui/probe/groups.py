@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from core.probes.host_groups import HostGroup, group_error
 from core.probes.store import HostProfile
+from gui.forms import form_footer
 
 MIN_WIDTH = 520
 
@@ -72,16 +73,7 @@ class GroupDialog(QDialog):
         note = QLabel("Each node is probed with its own saved connection; the group only names them.")
         note.setWordWrap(True)
         form.addRow(note)
-        self.error = QLabel("")
-        self.error.setAccessibleName("Cluster form error")
-        self.error.setStyleSheet("color: #c62828;")
-        self.error.setWordWrap(True)
-        form.addRow(self.error)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
-                                        | QDialogButtonBox.StandardButton.Cancel)
-        self.buttons.accepted.connect(self._save)
-        self.buttons.rejected.connect(self.reject)
-        form.addRow(self.buttons)
+        self.error, self.buttons = form_footer(form, "Cluster form error", self._save, self.reject)
         self.name.textEdited.connect(lambda _t: self._touch("name"))
         self._validate()
 

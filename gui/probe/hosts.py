@@ -30,6 +30,7 @@ from core.probes import host_groups
 from core.probes.host_groups import HostGroup
 from core.probes.store import HostProfile, ProbeStore
 from core.probes.transport.target import split_target
+from gui.forms import form_footer
 from gui.probe.groups import GroupDialog, group_text
 
 LOCAL_NAME = "This machine"
@@ -140,16 +141,7 @@ class HostDialog(QDialog):
         note = QLabel("No password or passphrase is saved: they are asked when the host needs them.")
         note.setWordWrap(True)
         form.addRow(note)
-        self.error = QLabel("")
-        self.error.setAccessibleName("Host form error")
-        self.error.setStyleSheet("color: #c62828;")
-        self.error.setWordWrap(True)
-        form.addRow(self.error)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
-                                        | QDialogButtonBox.StandardButton.Cancel)
-        self.buttons.accepted.connect(self._save)
-        self.buttons.rejected.connect(self.reject)
-        form.addRow(self.buttons)
+        self.error, self.buttons = form_footer(form, "Host form error", self._save, self.reject)
         for key, edit in (("name", self.name), ("target", self.target)):
             edit.textEdited.connect(lambda _t, k=key: self._touch(k))
             edit.textChanged.connect(lambda _t: self._validate())

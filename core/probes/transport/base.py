@@ -208,6 +208,47 @@ def check_workdir_path(path: str) -> None:
         )
 
 
+def _why(result: CommandResult) -> str:
+    """A failed command's first line of stderr (else stdout), or its exit status."""
+    text = (result.stderr.strip() or result.stdout.strip()).splitlines()
+    return text[0] if text else f"exit status {result.exit_code}"
+
+
+def make_remote_workdir(transport: Transport, description: str, timeout: float = 60) -> str:
+    """A private work directory made by a shell on the host (``mktemp -d`` under its TMPDIR, mode 0700), checked
+    to be one of ours: the SSH and Slurm transports' `make_workdir`."""
+    script = (f'umask 077 && d=$(mktemp -d "${{TMPDIR:-/tmp}}/{WORKDIR_PREFIX}XXXXXXXX") '
+              '&& chmod 700 "$d" && printf "%s\\n" "$d"')
+    result = transport.run(script, timeout=timeout)
+    path = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    if not result.ok:
+        raise TransportError(f"could not create a work directory on {description}: {_why(result)}")
+    try:
+        check_workdir_path(path)
+    except ValueError as exc:
+        raise TransportError(f"{description} returned an unexpected work directory '{path}'") from exc
+    return path
+
+
+def remove_remote_workdir(transport: Transport, description: str, path: str, timeout: float = 120) -> None:
+    """Resolve ``path`` on the host (``..``, symlinks), check the result is one of ours, remove it; a path that
+    is already gone is fine: the SSH and Slurm transports' `remove_workdir`."""
+    check_workdir_name(path)
+    found = transport.run(resolve_script(path), timeout=60)
+    if not found.ok:
+        raise TransportError(f"could not resolve {path} on {description}: {_why(found)}")
+    resolved = found.stdout.strip().splitlines()[-1] if found.stdout.strip() else ""
+    if not resolved:
+        return
+    try:
+        check_workdir_path(resolved)
+    except ValueError as exc:
+        raise ValueError(f"{path} resolves to {resolved} on {description}: {exc}") from None
+    result = transport.run(f"rm -rf -- {shlex.quote(resolved)}", timeout=timeout)
+    if not result.ok:
+        raise TransportError(f"could not remove {path} on {description}: {_why(result)}")
+
+
 class Transport(ABC):
     """Run commands on one host. See the module docstring for threading rules."""
 

@@ -36,7 +36,6 @@ from pathlib import Path
 from types import TracebackType
 
 from core.probes.transport.base import (
-    WORKDIR_PREFIX,
     CommandResult,
     CommandStream,
     Disconnected,
@@ -44,9 +43,8 @@ from core.probes.transport.base import (
     ExecOutcome,
     Transport,
     TransportError,
-    check_workdir_name,
-    check_workdir_path,
-    resolve_script,
+    make_remote_workdir,
+    remove_remote_workdir,
 )
 
 JOB_NAME = "tuneplan-probe"
@@ -426,36 +424,10 @@ class SrunTransport(Transport):
                                  f"{_first_line(result)}")
 
     def make_workdir(self) -> str:
-        script = (f'umask 077 && d=$(mktemp -d "${{TMPDIR:-/tmp}}/{WORKDIR_PREFIX}XXXXXXXX") '
-                  '&& chmod 700 "$d" && printf "%s\\n" "$d"')
-        result = self.run(script, timeout=60)
-        path = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
-        if not result.ok:
-            raise TransportError(f"could not create a work directory on {self.description}: "
-                                 f"{_first_line(result)}")
-        try:
-            check_workdir_path(path)
-        except ValueError as exc:
-            raise TransportError(f"{self.description} returned an unexpected work directory '{path}'") from exc
-        return path
+        return make_remote_workdir(self, self.description)
 
     def remove_workdir(self, path: str) -> None:
-        """Resolve ``path`` on the node (``..``, symlinks), check the result is one of ours, remove it; a path
-        that is already gone is fine."""
-        check_workdir_name(path)
-        found = self.run(resolve_script(path), timeout=60)
-        if not found.ok:
-            raise TransportError(f"could not resolve {path} on {self.description}: {_first_line(found)}")
-        resolved = found.stdout.strip().splitlines()[-1] if found.stdout.strip() else ""
-        if not resolved:
-            return
-        try:
-            check_workdir_path(resolved)
-        except ValueError as exc:
-            raise ValueError(f"{path} resolves to {resolved} on {self.description}: {exc}") from None
-        result = self.run(f"rm -rf -- {shlex.quote(resolved)}", timeout=120)
-        if not result.ok:
-            raise TransportError(f"could not remove {path} on {self.description}: {_first_line(result)}")
+        remove_remote_workdir(self, self.description, path)
 
     # -- life -------------------------------------------------------------------------------------------
 

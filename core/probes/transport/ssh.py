@@ -23,7 +23,6 @@ import math
 import os
 import secrets
 import select
-import shlex
 import socket
 import threading
 import time
@@ -33,7 +32,6 @@ from pathlib import Path
 import paramiko
 
 from core.probes.transport.base import (
-    WORKDIR_PREFIX,
     AuthenticationFailed,
     ChunkedTransport,
     Disconnected,
@@ -43,9 +41,8 @@ from core.probes.transport.base import (
     HostKeyUnknown,
     TransportError,
     Unreachable,
-    check_workdir_name,
-    check_workdir_path,
-    resolve_script,
+    make_remote_workdir,
+    remove_remote_workdir,
 )
 from core.probes.transport.hostkeys import (
     StrictHostKeyPolicy,
@@ -531,39 +528,10 @@ class SshTransport(ChunkedTransport):
             sftp.close()
 
     def make_workdir(self) -> str:
-        script = (f'umask 077 && d=$(mktemp -d "${{TMPDIR:-/tmp}}/{WORKDIR_PREFIX}XXXXXXXX") '
-                  '&& chmod 700 "$d" && printf "%s\\n" "$d"')
-        result = self.run(script, timeout=30)
-        path = result.stdout.strip()
-        if not result.ok:
-            raise TransportError(f"could not create a work directory on {self.description}: "
-                                 f"{result.stderr.strip() or 'exit status ' + str(result.exit_code)}")
-        try:
-            check_workdir_path(path)
-        except ValueError as exc:
-            raise TransportError(
-                f"{self.description} returned an unexpected work directory '{path}'") from exc
-        return path
+        return make_remote_workdir(self, self.description)
 
     def remove_workdir(self, path: str) -> None:
-        """Resolve ``path`` on the host (``..``, symlinks), check the result is one of ours, remove it; a path
-        that is already gone is fine."""
-        check_workdir_name(path)
-        found = self.run(resolve_script(path), timeout=30)
-        resolved = found.stdout.strip().splitlines()[-1] if found.ok and found.stdout.strip() else ""
-        if not found.ok:
-            raise TransportError(f"could not resolve {path} on {self.description}: "
-                                 f"{found.stderr.strip() or 'exit status ' + str(found.exit_code)}")
-        if not resolved:
-            return
-        try:
-            check_workdir_path(resolved)
-        except ValueError as exc:
-            raise ValueError(f"{path} resolves to {resolved} on {self.description}: {exc}") from None
-        result = self.run(f"rm -rf -- {shlex.quote(resolved)}", timeout=120)
-        if not result.ok:
-            raise TransportError(f"could not remove {path} on {self.description}: "
-                                 f"{result.stderr.strip() or 'exit status ' + str(result.exit_code)}")
+        remove_remote_workdir(self, self.description, path)
 
 
 def _open_agent(notes: list[str]) -> paramiko.Agent | None:
