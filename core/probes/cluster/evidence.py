@@ -60,6 +60,7 @@ class Rendezvous(BaseModel):
 
     host: str
     port: int
+    node: str | None = Field(default=None, description="the node it runs on (the first node that answers)")
     reached_from: dict[str, bool] = Field(default_factory=dict, description="node -> its TCP connect succeeded")
     errors: dict[str, str] = Field(default_factory=dict, description="node -> why it could not connect")
 

@@ -185,7 +185,7 @@ def rendezvous(step: StepContext) -> Rendezvous:
     assert first.address is not None
     timeout = step.options.timeouts.command_s
     port = free_port(first, timeout)
-    result = Rendezvous(host=first.address, port=port)
+    result = Rendezvous(host=first.address, port=port, node=first.node)
     step.cluster.rendezvous = result
     scripts = {s.node: s.ctx.upload("rdzv_check.py") for s in step.sessions}
     others = step.sessions[1:]
@@ -217,6 +217,18 @@ def rendezvous(step: StepContext) -> Rendezvous:
         raise ProbeFailed(f"the rendezvous port {first.address}:{port} on {first.node} cannot be reached from {who}")
     step.log("info", f"rendezvous {first.address}:{port} on {first.node} reached from every node")
     return result
+
+
+def _require_rendezvous(step: StepContext) -> None:
+    """A rendezvous every node reached, on the first node still in the run: when the node that held it was lost
+    in an earlier step, the next node that answers holds a new one (instead of every torchrun waiting out its
+    join timeout on a node that is gone)."""
+    held = step.cluster.rendezvous
+    if held is None or not held.ok:
+        raise ProbeSkipped("the rendezvous port cannot be reached, so torchrun cannot start across nodes")
+    if held.node is not None and held.node != step.first.node:
+        step.log("warning", f"{held.node}, which held the rendezvous, is gone; {step.first.node} holds a new one")
+        rendezvous(step)
 
 
 def _require_python(step: StepContext) -> None:
@@ -290,8 +302,7 @@ def _launch_failed(step: StepContext, parts: list[Launched], what: str) -> tuple
 def distributed(step: StepContext) -> InterNodeRun:
     """dist_sanity.py across every node: each rank's RANK/LOCAL_RANK/WORLD_SIZE and one exact all_reduce."""
     launch = plan_node_launch(step, "torch.distributed check across nodes")
-    if step.cluster.rendezvous is None or not step.cluster.rendezvous.ok:
-        raise ProbeSkipped("the rendezvous port cannot be reached, so torchrun cannot start across nodes")
+    _require_rendezvous(step)
     scripts = {s.node: s.ctx.upload("dist_sanity.py") for s in step.sessions}
     timeout_s = max(30, int(step.options.timeouts.distributed_s) - 30)
     parts = launch_everywhere(
@@ -340,8 +351,7 @@ def _transport(parts: list[Launched], launch: NodeLaunch) -> NcclTransport | Non
 def allreduce(step: StepContext) -> InterNodeRun:
     """allreduce_bench.py across every node: busbw per message size, charted as rows arrive."""
     launch = plan_node_launch(step, "all_reduce benchmark across nodes")
-    if step.cluster.rendezvous is None or not step.cluster.rendezvous.ok:
-        raise ProbeSkipped("the rendezvous port cannot be reached, so torchrun cannot start across nodes")
+    _require_rendezvous(step)
     on_gpu = launch.backend == "nccl"
     scripts = {s.node: s.ctx.upload("allreduce_bench.py") for s in step.sessions}
     max_bytes = step.options.collective_max_bytes or (GPU_MAX_BYTES if on_gpu else CPU_MAX_BYTES)
