@@ -535,7 +535,8 @@ def build_probe_report(run: ProbeRunRecord | StoredRun, catalog: Catalog | None 
     charts = metric_charts(samples or [])
     if charts:
         sections.append(Section(title="GPU metrics over time", blocks=list(charts)))
-    sections.append(Section(title="Inventory", blocks=inventory_tables(evidence)))
+    if evidence.cluster is None:  # a cluster run's row has no inventory of its own: each node's report has it
+        sections.append(Section(title="Inventory", blocks=inventory_tables(evidence)))
     sections.append(Section(title="Appendix: evidence", blocks=appendix(evidence, warnings)))
     if refs.urls:
         sections.append(Section(title="Sources", blocks=[refs.block()]))

@@ -21,6 +21,7 @@ from gui.table_model import Row, RowsModel, make_table
 
 HEADER = ["node", "current probe", "state", "verdict"]
 WAITING = "waiting"
+MAX_TABLE_HEIGHT = 160  # about four rows; more nodes scroll
 
 
 @dataclass
@@ -86,7 +87,6 @@ class NodeTable(QWidget):
         self.progress = NodeProgress()
         self.model = RowsModel(HEADER, self)
         self.table = make_table(self.model, "Cluster nodes", sortable=False)
-        self.table.setMaximumHeight(160)
         layout.addWidget(self.table)
         self.setVisible(False)
 
@@ -115,6 +115,16 @@ class NodeTable(QWidget):
 
     def _show(self) -> None:
         self.model.set_rows(self.progress.table_rows())
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        """As tall as its rows, up to MAX_TABLE_HEIGHT: two nodes leave the charts below the room, many scroll."""
+        table = self.table
+        rows = sum(table.rowHeight(r) for r in range(self.model.rowCount()))
+        scrollbar = table.horizontalScrollBar()
+        wanted = (table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth()
+                  + (scrollbar.sizeHint().height() if scrollbar.isVisible() else 0))
+        table.setFixedHeight(min(MAX_TABLE_HEIGHT, wanted))
 
     def cells(self) -> list[list[str]]:
         """Every cell's text, row by row, as shown."""

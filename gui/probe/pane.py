@@ -58,6 +58,7 @@ from gui.probe.hosts import HostList, Target, connection_text, host_label, local
 from gui.probe.node_table import NodeTable, with_nodes
 from gui.probe.run_charts import RunCharts
 from gui.probe.run_feed import (
+    CLUSTER_GPU_NOTE,
     PROGRESS_STEPS,
     LogLine,
     RunProgress,
@@ -387,6 +388,7 @@ class ProbePane(QWidget):
         nodes, run_cluster = [(host_label(p), node) for p, node in self.cluster_nodes], self.run_cluster
         if transport is None:  # a cluster: every node's own suite, then the steps between nodes
             self.node_table.start([name for name, _t in nodes])
+            self.gpu_charts.say_empty(CLUSTER_GPU_NOTE)  # the cluster's row samples no GPU itself
             events = backend.relay(lambda: run_cluster(backend.cluster_nodes(nodes), options, store, cancel, label),
                                    cancel)
         else:

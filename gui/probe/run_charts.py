@@ -37,7 +37,7 @@ class RunCharts(QWidget):
         row = QHBoxLayout(results)
         row.setContentsMargins(0, 0, 0, 0)
         self.point_charts = {
-            "busbw": PointChart("NCCL bus bandwidth", "message size", "busbw (GB/s)", log_x=True),
+            "busbw": PointChart("All-reduce bus bandwidth", "message size", "busbw (GB/s)", log_x=True),
             "throughput": PointChart("Storage throughput", "time (s)", "MB/s"),
             "iops": PointChart("Storage IOPS", "time (s)", "IOPS"),
             "compute": PointChart("Compute", "run time (s)", "TFLOP/s", small_unit=("GFLOP/s", 1e3)),

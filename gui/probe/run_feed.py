@@ -45,6 +45,8 @@ SERIES_ROUTES: dict[str, tuple[str, str | None]] = {
 CHART_PROBES: dict[str, tuple[str, ...]] = {"busbw": ("collectives", "allreduce"), "throughput": ("storage",),
                                             "iops": ("storage",)}
 NO_GPU_NOTE = "skipped: no GPU"
+# A cluster run's own steps sample no GPU: each node's samples go to that node's own run (core.probes.cluster.run).
+CLUSTER_GPU_NOTE = "charted in each node's own run (History)"
 INTER_NODE = "inter-node"  # the label of a cluster run's busbw points: its own legend entry, "busbw inter-node"
 
 

@@ -97,3 +97,28 @@ def test_the_probe_report_of_a_cluster_run_has_the_section():
     assert figures["Busbw between nodes"] == "15.0 GB/s at 25 GiB" and figures["NCCL network"] == "IB"
     single = build_probe_report(ProbeRunRecord(host="box", evidence=ProbeEvidence()))
     assert "Cluster" not in [s.title for s in single.sections] and single.title == "GPU node readiness: box"
+
+
+def test_nodes_without_gpus_on_gloo_say_so_and_not_that_nccl_lines_went_missing():
+    ev = evidence()
+    assert ev.allreduce is not None
+    cpu_only = NodeFacts(gpu_count=0, kernel="6.18.44")  # what node_facts keeps from a GPU-less node's inventory
+    gloo = ev.allreduce.model_copy(update={"backend": "gloo", "transport": None})
+    ev = ev.model_copy(update={"nodes": [n.model_copy(update={"facts": cpu_only}) for n in ev.nodes[:2]],
+                               "allreduce": gloo, "distributed": gloo.model_copy(update={"collective": None})})
+    section = cluster_section(ev)
+    assert [row[3] for row in blocks(section, Table)[0].rows] == ["none", "none"]
+    text = " ".join(p.text for p in blocks(section, Paragraph))
+    assert "torch ran gloo over TCP (no GPU on the nodes), so NCCL did not run" in text
+    assert "no NCCL_DEBUG=INFO lines were captured" not in text
+    ev = ev.model_copy(update={"allreduce": gloo.model_copy(update={"backend": "nccl"})})  # NCCL ran: lines missing
+    assert "no NCCL_DEBUG=INFO lines were captured" in " ".join(p.text for p in blocks(cluster_section(ev),
+                                                                                        Paragraph))
+
+
+def test_a_cluster_report_leaves_the_inventory_to_each_nodes_own_report():
+    report = build_probe_report(ProbeRunRecord(host="moc-pair", evidence=ProbeEvidence(cluster=evidence()),
+                                               status="completed"))
+    assert "Inventory" not in [s.title for s in report.sections]
+    single = build_probe_report(ProbeRunRecord(host="box", evidence=ProbeEvidence()))
+    assert "Inventory" in [s.title for s in single.sections]

@@ -270,6 +270,7 @@ def test_a_real_cluster_run_of_two_nodes_shows_each_node_the_verdict_and_the_his
         assert any(line.startswith("distributed skipped: torch.distributed is not installed") for line in logged)
         assert pane.showing.text().startswith(f"Live: run {runs['pair'].id} on pair")
         assert pane.eta.text().startswith(f"Run {runs['pair'].status}")
+        assert pane.gpu_charts.status.text() == "No GPU samples: charted in each node's own run (History)"
 
         click_tab(qtbot, pane.tabs, "Scorecard")  # the cluster run's own scorecard, not a node's
         banner = pane.scorecard_view.banner

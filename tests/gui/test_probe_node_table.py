@@ -10,7 +10,7 @@ from core.probes.cluster.evidence import NodeReport
 from core.probes.cluster.run import NodeEvent
 from core.probes.events import LogEvent, ProbeFinished, ProbeStarted, RunFinished, RunStarted
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard, Verdict
-from gui.probe.node_table import NodeProgress
+from gui.probe.node_table import MAX_TABLE_HEIGHT, NodeProgress, NodeTable
 
 
 def cells(progress: NodeProgress) -> list[list[str]]:
@@ -43,3 +43,19 @@ def test_a_reopened_cluster_run_shows_its_nodes_as_they_ended():
                            NodeReport(node="b", state="unreachable", error="node 'b' refused the connection")])
     assert cells(progress) == [["a", "—", "completed", "READY"],
                                ["b", "node 'b' refused the connection", "unreachable", "—"]]
+
+
+def test_the_table_is_as_tall_as_its_rows_and_scrolls_past_four(qtbot):
+    table = NodeTable()
+    qtbot.addWidget(table)
+    table.resize(900, 400)
+    table.start(["a", "b"])
+    qtbot.waitUntil(table.isVisible, timeout=2000)
+    view = table.table
+    two = view.height()
+    every_row = view.horizontalHeader().height() + view.rowHeight(0) + view.rowHeight(1)
+    assert every_row <= two < every_row + 12  # both rows shown whole, no blank rows under them
+    assert view.verticalScrollBar().maximum() == 0
+    table.start([f"node-{i}" for i in range(12)])
+    assert view.height() == MAX_TABLE_HEIGHT  # twelve nodes: capped, the rest scroll
+    qtbot.waitUntil(lambda: view.verticalScrollBar().maximum() > 0, timeout=2000)

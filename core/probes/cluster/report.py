@@ -40,6 +40,8 @@ def _gpus(cluster: ClusterEvidence, node: NodeReport) -> str:
     model, count = node.facts.gpu_model, node.facts.gpu_count
     if model is None and count is None:
         return "—"
+    if model is None and count == 0:  # looked for and none found (a CPU-only node), not a model left unreported
+        return "none" + (DIFFERS if _differing(cluster, "gpu_count") else "")
     text = f"{count if count is not None else '?'}× {model or 'model not reported'}"
     return text + (DIFFERS if _differing(cluster, "gpu_model") or _differing(cluster, "gpu_count") else "")
 
@@ -49,7 +51,7 @@ def nodes_table(cluster: ClusterEvidence) -> Table:
     header = ["node", "state", "verdict", "GPUs", *(label for _, label in NODE_COLUMNS)]
     rows = [[n.node, n.state, n.verdict or "—", _gpus(cluster, n), *(_cell(cluster, n, f) for f, _ in NODE_COLUMNS)]
             for n in cluster.nodes]
-    return Table(header=header, rows=rows, widths=[1.4, 0.9, 1.2, 1.6, 0.9, 0.6, 0.8, 1.0])
+    return Table(header=header, rows=rows, widths=[1.4, 1.1, 1.1, 1.4, 0.8, 0.6, 0.6, 1.4])
 
 
 def transport_line(transport: NcclTransport | None) -> str:
@@ -72,6 +74,18 @@ def transport_line(transport: NcclTransport | None) -> str:
     if transport.network == "Socket":
         sentence += f" In plain words: {T.TCP_ONLY_VERDICT}."
     return sentence
+
+
+def transport_paragraph(cluster: ClusterEvidence) -> str:
+    """The transport sentence for this run: NCCL's choice, or, when every run between the nodes was gloo (nodes
+    without GPUs) and no nccl-tests ran, that NCCL had no transport to choose — not that its lines went missing."""
+    transport = cluster_transport(cluster)
+    runs = [r for r in (cluster.distributed, cluster.allreduce) if r is not None]
+    if (transport is None or transport.network is None) and runs and cluster.nccl_tests is None \
+            and all(r.backend == "gloo" for r in runs):
+        return ("Between the nodes torch ran gloo over TCP (no GPU on the nodes), so NCCL did not run and chose no "
+                "transport; on GPU nodes this line names NCCL's choice (NET/IB or NET/Socket).")
+    return transport_line(transport)
 
 
 def _reference(cluster: ClusterEvidence) -> float | None:
@@ -137,7 +151,7 @@ def cluster_section(cluster: ClusterEvidence) -> Section:
         lost = f"{plural(len(failed), 'node')} did not finish; the rest of the evidence is kept:"
         blocks.append(Paragraph(text=lost))
         blocks.append(Bullets(items=[f"{node}: {why}" for node, why in failed.items()]))
-    blocks.append(Paragraph(text=transport_line(cluster_transport(cluster))))
+    blocks.append(Paragraph(text=transport_paragraph(cluster)))
     reference = _reference(cluster)
     for coll, title in ((cluster.allreduce.collective if cluster.allreduce else None,
                          "All-reduce bus bandwidth between the nodes"),
@@ -167,4 +181,5 @@ def cluster_section(cluster: ClusterEvidence) -> Section:
     return Section(title="Cluster", blocks=blocks)
 
 
-__all__ = ["DIFFERS", "cluster_gpus", "cluster_key_figures", "cluster_section", "nodes_table", "transport_line"]
+__all__ = ["DIFFERS", "cluster_gpus", "cluster_key_figures", "cluster_section", "nodes_table", "transport_line",
+           "transport_paragraph"]
