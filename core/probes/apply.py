@@ -64,8 +64,12 @@ def nothing_to_apply(evidence: ProbeEvidence | None, catalog: Catalog) -> str | 
         return "Nothing to apply to a plan: this run has no evidence."
     if gpu_matmul(evidence.compute) or multi_gpu_busbw(evidence) is not None or probed_gpu(evidence, catalog):
         return None
-    if cluster_busbw(evidence.cluster) is not None or _cluster_gpu(evidence.cluster, catalog)[0] is not None:
+    found = cluster_busbw(evidence.cluster)
+    if (found is not None and found[1] == "nccl") or _cluster_gpu(evidence.cluster, catalog)[0] is not None:
         return None
+    if found is not None:
+        return ("Nothing to apply to a plan: the all-reduce between the nodes ran over gloo on CPUs, which says "
+                "nothing about the GPUs' network.")
     inv = evidence.inventory
     if inv is not None and not (inv.nvidia and inv.nvidia.gpus) and not (evidence.health and evidence.health.gpus):
         return f"Nothing to apply to a plan: {NO_GPU} on this host."

@@ -100,3 +100,10 @@ def test_a_cluster_without_hardware_in_the_plan_supplies_it():
 def test_a_cluster_run_without_a_collective_has_nothing_to_apply():
     evidence = ProbeEvidence(cluster=ClusterEvidence(nodes=nodes(["a", "b"])))
     assert nothing_to_apply(evidence, load_catalog()) is not None
+
+
+def test_a_gloo_only_cluster_run_of_gpu_less_nodes_offers_nothing_to_apply():
+    """The window's "Apply to plan" is off for it, with the reason: gloo on CPUs is not the GPUs' network."""
+    cluster = ClusterEvidence(nodes=nodes(["a", "b"]), allreduce=moc_run("gloo"))
+    reason = nothing_to_apply(ProbeEvidence(cluster=cluster), load_catalog())
+    assert reason is not None and "gloo on CPUs" in reason
