@@ -613,6 +613,13 @@ def section_markdown(info: dict[str, str], cold: ColdStart, typed: Typing, probe
     ])
 
 
+def close_discarding(window: Any) -> None:
+    """Close a window whose plan holds the bench's typed edits: they are throwaway, so the "Discard unsaved
+    changes?" question (which would wait for a click nobody makes) is answered yes."""
+    window._may_replace_plan = lambda: True
+    window.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="fresh processes for cold start, PDF exports")
@@ -634,19 +641,19 @@ def main(argv: list[str] | None = None) -> int:
         typed, window, app = typing(args.profile)
         typed.control = control
         for _ in range(args.typing_runs - 1):  # several sessions: one slow moment is not a verdict either way
-            window.close()
+            close_discarding(window)
             again, window, app = typing(args.profile)
             typed = typed.merged(again)
         if not args.profile and max(typed.gaps.max, typed.navigation.max) > FRAME_BUDGET_S:
             again, window2, _app = typing(True)
             typed.profile = again.profile
-            window2.close()
+            close_discarding(window2)
         with tempfile.TemporaryDirectory(prefix="tuneplan-bench-") as scratch:
             probe = probe_first_open(child_env(env, scratch), runs)
         pdf = pdf_export(window, env, runs, args.profile)
         if not args.profile and pdf.in_app.max > PDF_BUDGET_S:
             pdf.profile = pdf_export(window, env, 1, True).profile
-        window.close()
+        close_discarding(window)
         app.processEvents()
     print(f"{'case':<92} {'median':>9} {'worst':>9} {'budget':>9} {'ratio':>7}  verdict")
     for row in report_rows(cold, typed, probe, pdf):
