@@ -37,6 +37,22 @@ def test_a_display_the_session_has_is_used_as_it_is():
     assert env == {"DISPLAY": ":42", "QT_QPA_PLATFORM": "xcb"}
 
 
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed (apt-get install xvfb)")
+def test_a_test_process_of_pytest_xdist_starts_its_own_xvfb_instead_of_sharing_the_controllers():
+    """The controller of a two-process run loads this conftest too and starts an Xvfb its workers inherit; on
+    one X server the two workers' windows take the keyboard from each other, so each starts its own."""
+    env = {"DISPLAY": ":42", xvfb.PRIVATE_MARK: ":42", "PYTEST_XDIST_WORKER": "gw1"}
+    display = xvfb.choose_display(env)
+    try:
+        assert display.real and display.server is not None and display.number != 42
+        assert env["DISPLAY"] == env[xvfb.PRIVATE_MARK] == f":{display.number}"
+    finally:
+        display.stop()
+    # A display the session had (not one a test process started) is still used as it is, in a worker too.
+    session = {"DISPLAY": ":42", "PYTEST_XDIST_WORKER": "gw1"}
+    assert xvfb.choose_display(session).server is None and session["DISPLAY"] == ":42"
+
+
 def test_without_xvfb_the_tests_fall_back_to_offscreen_and_say_why(monkeypatch):
     monkeypatch.setattr(xvfb.shutil, "which", lambda _name: None)
     env: dict[str, str] = {}

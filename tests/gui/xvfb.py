@@ -49,6 +49,9 @@ def _taken(number: int) -> bool:
     return Path(f"/tmp/.X{number}-lock").exists() or (SOCKETS / f"X{number}").exists()
 
 
+PRIVATE_MARK = "TUNEPLAN_TEST_XVFB"  # the display a test process started for itself (see choose_display)
+
+
 def _start_xvfb(xvfb: str) -> tuple[subprocess.Popen[bytes] | None, int | None, str]:
     """Start Xvfb on the first free display from a per-process offset (other test runs may share the machine);
     a display another server took in the meantime makes Xvfb exit at once, and the next one is tried."""
@@ -78,7 +81,12 @@ def choose_display(environ: MutableMapping[str, str] = os.environ) -> Display:
 
     Sets ``DISPLAY`` and ``QT_QPA_PLATFORM`` in ``environ`` accordingly; call it before any QApplication exists.
     """
-    if environ.get("DISPLAY"):
+    display = environ.get("DISPLAY")
+    # Under pytest-xdist the controller loads this conftest too and starts an Xvfb; its workers inherit that
+    # DISPLAY. Two workers on one X server take the keyboard from each other's windows (a key "went to no
+    # widget"), so each worker starts a server of its own instead.
+    inherited = display is not None and display == environ.get(PRIVATE_MARK) and "PYTEST_XDIST_WORKER" in environ
+    if display and not inherited:
         environ["QT_QPA_PLATFORM"] = "xcb"
         return Display(real=True)
     xvfb = shutil.which("Xvfb")
@@ -91,7 +99,7 @@ def choose_display(environ: MutableMapping[str, str] = os.environ) -> Display:
         environ["QT_QPA_PLATFORM"] = "offscreen"
         return Display(real=False, reason=f"Xvfb did not start ({error}): the GUI tests run on Qt's offscreen "
                        "platform")
-    environ["DISPLAY"] = f":{number}"
+    environ["DISPLAY"] = environ[PRIVATE_MARK] = f":{number}"
     environ["QT_QPA_PLATFORM"] = "xcb"
     environ.pop("WAYLAND_DISPLAY", None)
     return Display(real=True, server=server, number=number)
