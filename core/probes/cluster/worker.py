@@ -71,6 +71,7 @@ class ClusterWorker:
         self.sessions: list[NodeSession] = []
         self.outcomes: list[ProbeOutcome] = []
         self.finished = False  # RunFinished is on the queue
+        self.left_behind = False  # a work directory stayed on a node that stopped answering
 
     def clock(self) -> float:
         return round(time.monotonic() - self.t0, 3)
@@ -101,13 +102,13 @@ class ClusterWorker:
                 status = "cancelled"
             elif status == "completed" and self.cluster.failed_nodes:
                 status = "incomplete"
-            self._close_sessions()
+            removed = self._close_sessions() and not self.left_behind
             evidence = ProbeEvidence(cluster=self.cluster)
             card = compute_scorecard(evidence, lambda m: self.log("warning", m), list(CLUSTER_STEPS),
                                      self.outcomes, status)
             self.put(EvidenceSnapshot(evidence=evidence))
             self.put(RunFinished(t=self.clock(), run_id=self.run_id, evidence=evidence, scorecard=card,
-                                 status=status, workdir_removed=True))
+                                 status=status, workdir_removed=removed))
             self.finished = True
 
     def _finish(self, outcome: ProbeOutcome) -> None:
@@ -158,7 +159,9 @@ class ClusterWorker:
             created=lambda path, kind: self.put(LedgerItem(path=path, kind=kind, host=node)),
             removed=lambda path: self.put(LedgerItem(path=path, host=node)))
 
-    def _close_sessions(self) -> None:
+    def _close_sessions(self) -> bool:
+        """Remove every session's work directory; True when all went (what stays is in that node's ledger)."""
+        removed = True
         for session in self.sessions:
             try:
                 if session.transport.is_alive():
@@ -168,9 +171,12 @@ class ClusterWorker:
             except (TransportError, ValueError) as exc:
                 self.log("warning", f"{session.node}: the work directory {session.workdir} could not be removed: "
                                     f"{exc}")
+                removed = False
                 continue
+            removed = False
             self.log("warning", f"{session.node}: the work directory {session.workdir} could not be removed: no "
                                 "connection (the next run on this node removes it)")
+        return removed
 
     # -- steps -------------------------------------------------------------------------------------------
 
@@ -208,6 +214,7 @@ class ClusterWorker:
             run.failed_node = next(iter(gone))
         for session in [s for s in self.sessions if s.node in gone]:
             self.sessions.remove(session)
+            self.left_behind = True
             self.log("warning", f"{session.node}: the work directory {session.workdir} could not be removed: the "
                                 "node does not answer (the next run on this node removes it)")
 
