@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pydantic import BaseModel
 
 from core.probes import ledger
+from core.probes.checks.base import LogLevel
 from core.probes.events import (
     LogEvent,
     MetricsBatch,
@@ -64,6 +65,25 @@ class LedgerItem(BaseModel):
 Item = RunStarted | ProbeStarted | MetricsBatch | SeriesPoint | LogEvent | ProbeFinished | RunFinished | RawItem \
     | EvidenceSnapshot | LedgerItem
 Queue = queue.Queue[tuple[int, Item]]
+
+
+class Reporter:
+    """What a run's worker (a host's, or a cluster's) reports through: its items on the queue, tagged with its
+    run, and the run's clock (seconds since it started)."""
+
+    def __init__(self, out: Queue, run_id: int, t0: float) -> None:
+        self.out = out
+        self.run_id = run_id
+        self.t0 = t0
+
+    def clock(self) -> float:
+        return round(time.monotonic() - self.t0, 3)
+
+    def put(self, item: Item) -> None:
+        self.out.put((self.run_id, item))
+
+    def log(self, level: LogLevel, message: str, probe: str | None = None) -> None:
+        self.put(LogEvent(t=self.clock(), level=level, message=message, probe=probe))
 
 
 class Writer:
@@ -176,5 +196,5 @@ def _persist_rest(out: Queue, writers: dict[int, Writer], threads: list[threadin
             writer.flush()
 
 
-__all__ = ["JOIN_S", "SAMPLE_FLUSH_S", "EvidenceSnapshot", "Item", "LedgerItem", "Queue", "RawItem", "Writer",
-           "drain"]
+__all__ = ["JOIN_S", "SAMPLE_FLUSH_S", "EvidenceSnapshot", "Item", "LedgerItem", "Queue", "RawItem", "Reporter",
+           "Writer", "drain"]

@@ -43,7 +43,6 @@ from core.probes.checks import PROBES
 from core.probes.checks.base import (
     Cancelled,
     HostFacts,
-    LogLevel,
     ProbeCallbacks,
     ProbeContext,
     ProbeFailed,
@@ -53,7 +52,6 @@ from core.probes.checks.base import (
 from core.probes.checks.facts import detect_facts
 from core.probes.checks.gpu_metrics import MetricsSampler, sampler_command
 from core.probes.events import (
-    LogEvent,
     MetricsBatch,
     ProbeFinished,
     ProbeStarted,
@@ -66,7 +64,7 @@ from core.probes.events import (
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard
 from core.probes.leases import mark_stale_runs, take_lease
 from core.probes.options import RunOptions
-from core.probes.run_queue import EvidenceSnapshot, Item, LedgerItem, Queue, RawItem, Writer, drain
+from core.probes.run_queue import EvidenceSnapshot, LedgerItem, Queue, RawItem, Reporter, Writer, drain
 from core.probes.samples import GpuMetric
 from core.probes.scorecard import score
 from core.probes.scorecard.outcomes import account_for_outcomes
@@ -96,20 +94,18 @@ def compute_scorecard(evidence: ProbeEvidence, warn: Callable[[str], None], plan
 # ---------------------------------------------------------------------------------------------- worker
 
 
-class _Worker:
+class _Worker(Reporter):
     """Runs the probes on its own thread; talks to the generator only through the queue."""
 
     def __init__(self, transport: Transport, options: RunOptions, cancel: threading.Event, out: Queue,
                  run_id: int, host: str, probes: list[str], started: float,
                  resources: Path | None = None, leftovers: list[ledger.Created] | None = None) -> None:
+        super().__init__(out, run_id, started)
         self.transport = transport
         self.options = options
         self.cancel = cancel
-        self.out = out
-        self.run_id = run_id
         self.host = host
         self.probes = probes
-        self.t0 = started
         self.evidence = ProbeEvidence()
         self.resources = resources or resource_path("probes")
         self.sampler: MetricsSampler | None = None
@@ -123,15 +119,6 @@ class _Worker:
         self.made: dict[str, str] = {}  # what this run made on the host and has not removed yet: path -> kind
 
     # -- queue helpers ---------------------------------------------------------------------------------
-
-    def clock(self) -> float:
-        return round(time.monotonic() - self.t0, 3)
-
-    def put(self, item: Item) -> None:
-        self.out.put((self.run_id, item))
-
-    def log(self, level: LogLevel, message: str, probe: str | None = None) -> None:
-        self.put(LogEvent(t=self.clock(), level=level, message=message, probe=probe))
 
     def point(self, series: str, x: float, y: float, label: str) -> None:
         self.put(SeriesPoint(t=self.clock(), series=series, x=x, y=y, label=label))

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from core.probes.checks.base import (
     Cancelled,
     HostFacts,
-    LogLevel,
     ProbeCallbacks,
     ProbeContext,
     ProbeFailed,
@@ -35,10 +34,10 @@ from core.probes.cluster.steps import (
     nccl_tests,
     rendezvous,
 )
-from core.probes.events import LogEvent, ProbeFinished, ProbeStarted, RunFinished, RunStatus, SeriesPoint
+from core.probes.events import ProbeFinished, ProbeStarted, RunFinished, RunStatus, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
 from core.probes.options import RunOptions
-from core.probes.run_queue import EvidenceSnapshot, Item, LedgerItem, Queue, RawItem
+from core.probes.run_queue import EvidenceSnapshot, LedgerItem, Queue, RawItem, Reporter
 from core.probes.runner import compute_scorecard
 from core.probes.transport.base import CommandResult, Transport, TransportError
 from core.resources import resource_path
@@ -51,36 +50,25 @@ ANSWER_S = 10.0  # a node that does not run `true` within this after its suite i
 _NEED_TWO = ("rendezvous", "distributed", "allreduce", "nccl_tests", "ib_write_bw", "dcgm")
 
 
-class ClusterWorker:
+class ClusterWorker(Reporter):
     """Runs the cluster steps for one cluster run; talks to the generator only through the queue."""
 
     def __init__(self, transports: dict[str, Transport], facts: dict[str, HostFacts], cluster: ClusterEvidence,
                  options: RunOptions, halt: threading.Event, out: Queue, run_id: int, label: str, t0: float,
                  *, addresses: dict[str, str | None], slurm_job: str | None = None) -> None:
+        super().__init__(out, run_id, t0)
         self.transports = transports
         self.facts = facts
         self.cluster = cluster
         self.options = options
         self.halt = halt
-        self.out = out
-        self.run_id = run_id
         self.label = label
-        self.t0 = t0
         self.addresses = addresses
         self.slurm_job = slurm_job
         self.sessions: list[NodeSession] = []
         self.outcomes: list[ProbeOutcome] = []
         self.finished = False  # RunFinished is on the queue
         self.left_behind = False  # a work directory stayed on a node that stopped answering
-
-    def clock(self) -> float:
-        return round(time.monotonic() - self.t0, 3)
-
-    def put(self, item: Item) -> None:
-        self.out.put((self.run_id, item))
-
-    def log(self, level: LogLevel, message: str, step: str | None = None) -> None:
-        self.put(LogEvent(t=self.clock(), level=level, message=message, probe=step))
 
     # -- main --------------------------------------------------------------------------------------------
 
