@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from core.cli.common import EXIT_ERROR, EXIT_USAGE
 from core.cli.table import table
 from core.probes.run_json import run_json
-from core.probes.store import ProbeStore
+from core.probes.store import ProbeStore, StoredRun
 from core.validation import validation_message
 
 EXIT_OK = 0
@@ -317,6 +317,16 @@ def _logging(verbose: bool) -> None:
                 logger.addHandler(logging.NullHandler())
 
 
+def load_explained(store: ProbeStore, run_id: int) -> StoredRun:
+    """A stored run whose scorecard, when it graded nothing, says what became of its probes."""
+    from core.probes.scorecard import explain_no_verdict
+
+    run = store.load_run(run_id)
+    if run.scorecard is None:
+        return run
+    return dataclasses.replace(run, scorecard=explain_no_verdict(run.scorecard, run.outcomes, run.summary.status))
+
+
 def cmd_probe(args: argparse.Namespace) -> int:
     _logging(args.verbose)
     try:
@@ -329,7 +339,6 @@ def cmd_probe(args: argparse.Namespace) -> int:
 def _probe(args: argparse.Namespace) -> int:
     from core.cli.probe_slurm import check_slurm_flags, probe_slurm
     from core.probes.runner import run_suite
-    from core.probes.scorecard import explain_no_verdict
 
     if args.slurm is not None:
         return probe_slurm(args, _options(args))
@@ -363,9 +372,7 @@ def _probe(args: argparse.Namespace) -> int:
         transport.close()
     if finished is None:
         raise _Exit(EXIT_ERROR, "the probe run ended without a result")
-    run = store.load_run(finished.run_id)
-    if run.scorecard is not None:  # a run with nothing to grade says what became of its probes
-        run = dataclasses.replace(run, scorecard=explain_no_verdict(run.scorecard, run.outcomes, run.summary.status))
+    run = load_explained(store, finished.run_id)
     doc = run_json(run)
     store.close()
     if args.json:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import sys
 import threading
@@ -29,12 +28,13 @@ from core.cli.probe import (
     _mark_stale,
     _Progress,
     _sigint_cancels,
+    load_explained,
     render_scorecard,
 )
 from core.cli.table import table
 from core.probes.options import RunOptions
 from core.probes.run_json import run_json
-from core.probes.store import ProbeStore, StoredRun
+from core.probes.store import ProbeStore
 
 
 class ClusterProgress(_Progress):
@@ -106,7 +106,6 @@ def run_and_report(nodes: list[Any], options: RunOptions, store: ProbeStore, lab
                    progress: ClusterProgress, slurm_job: str | None = None) -> int:
     """Run the cluster (connected nodes), print the result, return the exit code; the transports are closed."""
     from core.probes.cluster.run import run_cluster
-    from core.probes.scorecard import explain_no_verdict
 
     cancel = threading.Event()
     finished: Any = None
@@ -120,11 +119,11 @@ def run_and_report(nodes: list[Any], options: RunOptions, store: ProbeStore, lab
         _close(nodes)
     if finished is None:
         raise _Exit(EXIT_ERROR, "the cluster run ended without a result")
-    run = _with_explained_card(store.load_run(finished.run_id), explain_no_verdict)
+    run = load_explained(store, finished.run_id)
     doc = run_json(run)
     cluster = run.evidence.cluster if run.evidence is not None else None
     node_ids = [n.run_id for n in cluster.nodes if n.run_id is not None] if cluster is not None else []
-    doc["node_runs"] = [run_json(_with_explained_card(store.load_run(i), explain_no_verdict)) for i in node_ids]
+    doc["node_runs"] = [run_json(load_explained(store, i)) for i in node_ids]
     store.close()
     if as_json:
         print(json.dumps(doc, indent=2, default=str))
@@ -137,12 +136,6 @@ def run_and_report(nodes: list[Any], options: RunOptions, store: ProbeStore, lab
             progress.say(f"\nsaved as run {finished.run_id} (and node runs {', '.join(map(str, node_ids))}) in "
                          f"{store.path}")
     return _exit_code(finished.status, cluster, label, finished.run_id)
-
-
-def _with_explained_card(run: StoredRun, explain: Any) -> StoredRun:
-    if run.scorecard is None:
-        return run
-    return dataclasses.replace(run, scorecard=explain(run.scorecard, run.outcomes, run.summary.status))
 
 
 def _exit_code(status: str, cluster: Any, label: str, run_id: int) -> int:

@@ -30,7 +30,7 @@ from core.probes.events import (
     RunStarted,
     SeriesPoint,
 )
-from core.probes.evidence import ProbeEvidence
+from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
 from core.probes.samples import GpuMetric
 from core.probes.store import ProbeStore, StoredSeriesPoint
 from core.probes.transport.base import CommandResult
@@ -75,6 +75,7 @@ class Reporter:
         self.out = out
         self.run_id = run_id
         self.t0 = t0
+        self.outcomes: list[ProbeOutcome] = []  # what became of each planned probe (or step), in order
 
     def clock(self) -> float:
         return round(time.monotonic() - self.t0, 3)
@@ -84,6 +85,16 @@ class Reporter:
 
     def log(self, level: LogLevel, message: str, probe: str | None = None) -> None:
         self.put(LogEvent(t=self.clock(), level=level, message=message, probe=probe))
+
+    def finish(self, outcome: ProbeOutcome) -> None:
+        self.outcomes.append(outcome)
+        self.put(ProbeFinished(t=self.clock(), outcome=outcome))
+
+    def not_run(self, names: list[str], status: ProbeStatus, why: str) -> None:
+        """Planned probes that will not run (cancelled, or the connection is gone): an outcome each, with why."""
+        now = time.time()
+        for name in names:
+            self.finish(ProbeOutcome(name=name, status=status, started=now, ended=now, error=why))
 
 
 class Writer:

@@ -53,7 +53,6 @@ from core.probes.checks.facts import detect_facts
 from core.probes.checks.gpu_metrics import MetricsSampler, sampler_command
 from core.probes.events import (
     MetricsBatch,
-    ProbeFinished,
     ProbeStarted,
     RunEvent,
     RunFinished,
@@ -114,7 +113,6 @@ class _Worker(Reporter):
         self.workdir: str | None = None
         self.status: RunStatus = "completed"
         self.run_warnings: list[str] = []
-        self.outcomes: list[ProbeOutcome] = []
         self.leftovers = list(leftovers or [])  # what earlier runs left on this host (swept at the start)
         self.made: dict[str, str] = {}  # what this run made on the host and has not removed yet: path -> kind
 
@@ -136,10 +134,6 @@ class _Worker(Reporter):
     def removed(self, path: str) -> None:
         self.made.pop(path, None)
         self.put(LedgerItem(path=path))
-
-    def finish(self, outcome: ProbeOutcome) -> None:
-        self.outcomes.append(outcome)
-        self.put(ProbeFinished(t=self.clock(), outcome=outcome))
 
     # -- main ------------------------------------------------------------------------------------------
 
@@ -217,7 +211,7 @@ class _Worker(Reporter):
         total = len(self.probes)
         for index, name in enumerate(self.probes, start=1):
             if self.cancel.is_set():
-                self._not_run(self.probes[index - 1:], ProbeStatus.cancelled, "cancelled before it started")
+                self.not_run(self.probes[index - 1:], ProbeStatus.cancelled, "cancelled before it started")
                 raise Cancelled("run cancelled")
             spec = PROBES[name]
             ctx.name = name
@@ -231,10 +225,10 @@ class _Worker(Reporter):
             self.finish(outcome)
             self.put(EvidenceSnapshot(evidence=self.evidence.model_copy(deep=True)))
             if outcome.status == ProbeStatus.cancelled:
-                self._not_run(self.probes[index:], ProbeStatus.cancelled, "cancelled before it started")
+                self.not_run(self.probes[index:], ProbeStatus.cancelled, "cancelled before it started")
                 raise Cancelled("run cancelled")
             if outcome.status == ProbeStatus.lost and not self._reconnect(name):
-                self._not_run(self.probes[index:], ProbeStatus.lost, "not run: the connection was lost")
+                self.not_run(self.probes[index:], ProbeStatus.lost, "not run: the connection was lost")
                 raise Disconnected(f"the connection to {self.host} was lost during {name}")
         if self.sampler is not None and "gpu_metrics" not in self.probes:
             self._sampler_outcome()
@@ -270,11 +264,6 @@ class _Worker(Reporter):
             self.log("info", f"{name} skipped: {error}", name)
         return ProbeOutcome(name=name, status=status, started=started, ended=time.time(),
                             warnings=list(dict.fromkeys(ctx.warnings)), error=error)
-
-    def _not_run(self, names: list[str], status: ProbeStatus, why: str) -> None:
-        now = time.time()
-        for name in names:
-            self.finish(ProbeOutcome(name=name, status=status, started=now, ended=now, error=why))
 
     def _sampler_outcome(self) -> None:
         sampler = self.sampler

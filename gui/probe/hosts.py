@@ -8,6 +8,8 @@ and renaming a host renames it in its groups. Store calls are short and run on t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
@@ -284,37 +286,39 @@ class HostList(QWidget):
 
     def _open(self, profile: HostProfile | None) -> None:
         dialog = HostDialog(profile, self._taken(profile.name if profile else None), self)
-        self.dialog = dialog
 
-        def finished(result: int) -> None:
-            self.dialog = None
-            if result == int(QDialog.DialogCode.Accepted):
-                new = dialog.profile()
-                if profile is not None and profile.name != new.name:
-                    self.store.delete_host(profile.name)
-                    host_groups.rename_member(self.store, profile.name, new.name)
-                self.store.save_host(new)
-                self.refresh(select=new.name)
-                self.message.emit(f"Saved host “{new.name}”")
-            dialog.deleteLater()
+        def save() -> None:
+            new = dialog.profile()
+            if profile is not None and profile.name != new.name:
+                self.store.delete_host(profile.name)
+                host_groups.rename_member(self.store, profile.name, new.name)
+            self.store.save_host(new)
+            self.refresh(select=new.name)
+            self.message.emit(f"Saved host “{new.name}”")
 
-        dialog.finished.connect(finished)
-        dialog.open()
-        self.editing.emit(dialog)
+        self._show_dialog(dialog, save)
 
     def _open_group(self, group: HostGroup | None) -> None:
         dialog = GroupDialog(group, self.profiles(), self._taken(group.name if group else None), self)
+
+        def save() -> None:
+            new = dialog.group()
+            if group is not None and group.name != new.name:
+                host_groups.delete_group(self.store, group.name)
+            host_groups.save_group(self.store, new)
+            self.refresh(select=new.name)
+            self.message.emit(f"Saved cluster “{new.name}” of {len(new.hosts)} hosts")
+
+        self._show_dialog(dialog, save)
+
+    def _show_dialog(self, dialog: HostDialog | GroupDialog, save: Callable[[], None]) -> None:
+        """Open an edit dialog (window-modal, not blocking); ``save`` runs when it is accepted."""
         self.dialog = dialog
 
         def finished(result: int) -> None:
             self.dialog = None
             if result == int(QDialog.DialogCode.Accepted):
-                new = dialog.group()
-                if group is not None and group.name != new.name:
-                    host_groups.delete_group(self.store, group.name)
-                host_groups.save_group(self.store, new)
-                self.refresh(select=new.name)
-                self.message.emit(f"Saved cluster “{new.name}” of {len(new.hosts)} hosts")
+                save()
             dialog.deleteLater()
 
         dialog.finished.connect(finished)

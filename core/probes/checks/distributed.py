@@ -60,7 +60,8 @@ def consistency_problems(ranks: list[dict[str, Any]], world: int) -> list[str]:
     return problems
 
 
-def _rank_row(record: dict[str, Any]) -> dict[str, str]:
+def rank_row(record: dict[str, Any]) -> dict[str, str]:
+    """One rank's line of the check: what torchrun told it, where it ran, its interfaces and its sum."""
     env = _env(record)
     row = {key: str(env.get(key)) for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
     row.update({"host": str(record.get("host")), "device": str(record.get("device")),
@@ -92,7 +93,7 @@ def run(ctx: ProbeContext) -> None:
     ctx.evidence.distributed = DistributedResult(
         backend=str(summary.get("backend")) if summary else launch.backend,
         world_size=world,
-        ranks=[_rank_row(r) for r in ranks],
+        ranks=[rank_row(r) for r in ranks],
         all_reduce_ok=all_ok,
         nccl_socket_ifname=",".join(ifnames) or None,
         error=error,

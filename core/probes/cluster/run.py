@@ -132,7 +132,7 @@ def run_cluster(nodes: list[ClusterNode], options: RunOptions, store: ProbeStore
         if cancel.is_set():
             halt.set()
         worker = ClusterWorker({n.label: n.transport for n in nodes}, tracker.facts, cluster, options, halt, out,
-                               cluster_id, label, t0, addresses={n.label: n.address for n in nodes},
+                               cluster_id, t0, addresses={n.label: n.address for n in nodes},
                                slurm_job=slurm_job)
         thread = threading.Thread(target=worker.main, args=(nodes_started,), name=f"tuneplan-cluster-{cluster_id}",
                                   daemon=True)

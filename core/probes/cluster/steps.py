@@ -16,10 +16,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from core.probes.checks.base import HostFacts, LogLevel, ProbeFailed, ProbeSkipped, q
 from core.probes.checks.collectives import CPU_MAX_BYTES, CPU_MIN_BYTES, GPU_MAX_BYTES, GPU_MIN_BYTES, live_row
-from core.probes.checks.distributed import consistency_problems, parse_sanity
+from core.probes.checks.distributed import consistency_problems, parse_sanity, rank_row
 from core.probes.cluster.evidence import (
     AgreementRow,
     ClusterEvidence,
@@ -331,13 +332,10 @@ def distributed(step: StepContext) -> InterNodeRun:
     return run
 
 
-def _rank_row(record: dict[str, object]) -> dict[str, str]:
-    env = record.get("env") if isinstance(record.get("env"), dict) else {}
-    assert isinstance(env, dict)
-    row = {key: str(env.get(key)) for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
-    row.update({"host": str(record.get("host")), "device": str(record.get("device")),
-                "ifname": str(env.get("GLOO_SOCKET_IFNAME") or env.get("NCCL_SOCKET_IFNAME") or "")})
-    return row
+def _rank_row(record: dict[str, Any]) -> dict[str, str]:
+    """The single-host check's rank line, plus the interface the rank was told to use (gloo's, else NCCL's)."""
+    row = rank_row(record)
+    return {**row, "ifname": row["GLOO_SOCKET_IFNAME"] or row["NCCL_SOCKET_IFNAME"]}
 
 
 def _transport(parts: list[Launched], launch: NodeLaunch) -> NcclTransport | None:

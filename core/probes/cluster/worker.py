@@ -34,7 +34,7 @@ from core.probes.cluster.steps import (
     nccl_tests,
     rendezvous,
 )
-from core.probes.events import ProbeFinished, ProbeStarted, RunFinished, RunStatus, SeriesPoint
+from core.probes.events import ProbeStarted, RunFinished, RunStatus, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
 from core.probes.options import RunOptions
 from core.probes.run_queue import EvidenceSnapshot, LedgerItem, Queue, RawItem, Reporter
@@ -54,7 +54,7 @@ class ClusterWorker(Reporter):
     """Runs the cluster steps for one cluster run; talks to the generator only through the queue."""
 
     def __init__(self, transports: dict[str, Transport], facts: dict[str, HostFacts], cluster: ClusterEvidence,
-                 options: RunOptions, halt: threading.Event, out: Queue, run_id: int, label: str, t0: float,
+                 options: RunOptions, halt: threading.Event, out: Queue, run_id: int, t0: float,
                  *, addresses: dict[str, str | None], slurm_job: str | None = None) -> None:
         super().__init__(out, run_id, t0)
         self.transports = transports
@@ -62,11 +62,9 @@ class ClusterWorker(Reporter):
         self.cluster = cluster
         self.options = options
         self.halt = halt
-        self.label = label
         self.addresses = addresses
         self.slurm_job = slurm_job
         self.sessions: list[NodeSession] = []
-        self.outcomes: list[ProbeOutcome] = []
         self.finished = False  # RunFinished is on the queue
         self.left_behind = False  # a work directory stayed on a node that stopped answering
 
@@ -99,18 +97,18 @@ class ClusterWorker(Reporter):
                                  status=status, workdir_removed=removed))
             self.finished = True
 
-    def _finish(self, outcome: ProbeOutcome) -> None:
-        self.outcomes.append(outcome)
-        self.put(ProbeFinished(t=self.clock(), outcome=outcome))
+    def finish(self, outcome: ProbeOutcome) -> None:
+        """The outcome, then the evidence so far (persisted after every step, as a host's run does)."""
+        super().finish(outcome)
         self.put(EvidenceSnapshot(evidence=ProbeEvidence(cluster=self.cluster.model_copy(deep=True))))
 
     def _nodes_outcome(self, started: float) -> None:
         failed = self.cluster.failed_nodes
         error = "; ".join(f"{node}: {why}" for node, why in failed.items()) or None
         status = ProbeStatus.cancelled if self.halt.is_set() else ProbeStatus.failed if failed else ProbeStatus.ok
-        self._finish(ProbeOutcome(name="nodes", status=status, started=started, ended=time.time(), error=error))
+        self.finish(ProbeOutcome(name="nodes", status=status, started=started, ended=time.time(), error=error))
         if self.halt.is_set():
-            self._not_run(list(CLUSTER_STEPS[1:]), ProbeStatus.cancelled, "cancelled before it started")
+            self.not_run(list(CLUSTER_STEPS[1:]), ProbeStatus.cancelled, "cancelled before it started")
             raise Cancelled("cluster run cancelled")
 
     def _answering(self) -> list[NodeReport]:
@@ -172,16 +170,16 @@ class ClusterWorker(Reporter):
         steps = CLUSTER_STEPS[1:]
         for index, name in enumerate(steps, start=2):
             if self.halt.is_set():
-                self._not_run(list(steps[index - 2:]), ProbeStatus.cancelled, "cancelled before it started")
+                self.not_run(list(steps[index - 2:]), ProbeStatus.cancelled, "cancelled before it started")
                 raise Cancelled("cluster run cancelled")
             self.put(ProbeStarted(t=self.clock(), name=name, index=index, total=len(CLUSTER_STEPS)))
             for session in self.sessions:
                 session.ctx.name = name
             outcome = self._run_one(name)
             self._mark_gone(name, outcome)
-            self._finish(outcome)
+            self.finish(outcome)
             if outcome.status == ProbeStatus.cancelled:
-                self._not_run(list(steps[index - 1:]), ProbeStatus.cancelled, "cancelled before it started")
+                self.not_run(list(steps[index - 1:]), ProbeStatus.cancelled, "cancelled before it started")
                 raise Cancelled("cluster run cancelled")
 
     def _mark_gone(self, step: str, outcome: ProbeOutcome) -> None:
@@ -248,13 +246,6 @@ class ClusterWorker(Reporter):
             session.ctx.warnings = []
         return ProbeOutcome(name=name, status=status, started=started, ended=time.time(),
                             warnings=list(dict.fromkeys(warnings)), error=error)
-
-    def _not_run(self, names: list[str], status: ProbeStatus, why: str) -> None:
-        now = time.time()
-        for name in names:
-            self._finish(ProbeOutcome(name=name, status=status, started=now, ended=now, error=why))
-
-
 
 
 __all__ = ["ANSWER_S", "CLUSTER_STEPS", "ClusterWorker"]
