@@ -147,8 +147,9 @@ def _exit_code(status: str, cluster: Any, label: str, run_id: int) -> int:
     failed = cluster.failed_nodes if cluster is not None else {}
     if status in ("interrupted", "incomplete") and failed:
         named = "; ".join(f"{node}: {why}" for node, why in failed.items())
+        kept = "what was measured" if len(failed) == len(cluster.nodes) else "what the others measured"
         print(f"tuneplan: {len(failed)} node{'s' if len(failed) > 1 else ''} of {label} did not run to the end "
-              f"({named}); what the others measured is saved as run {run_id}", file=sys.stderr)
+              f"({named}); {kept} is saved as run {run_id}", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(f"tuneplan: the cluster run failed; see run {run_id} for what was measured", file=sys.stderr)
     return EXIT_ERROR
