@@ -9,6 +9,8 @@ than dropping it. ``write_launch_files`` is the one entry point for the CLI and 
 from __future__ import annotations
 
 import datetime as dt
+import os
+import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +73,7 @@ def write_launch_files(request: PlanRequest, result: PlanResult, fmt: str | Iter
     raises its LaunchError and the folder is left as it was; with it (the window's "all", the CLI's
     ``--format all``) the formats that can express the plan are written and the refusals returned, because
     one format's limit (pipeline stages in torchtune) says nothing about the others. An existing file of the
-    same name is replaced: these files are generated, and the folder is the user's choice.
+    same name is replaced (`_write_replacing`): these files are generated, and the folder is the user's choice.
     """
     fmts = list(FORMATS) if fmt == "all" else [fmt] if isinstance(fmt, str) else list(fmt)
     if not fmts:
@@ -98,11 +100,28 @@ def write_launch_files(request: PlanRequest, result: PlanResult, fmt: str | Iter
     written = []
     for filename, text in texts.items():
         path = out / filename
-        try:
-            path.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise LaunchError(f"cannot write {path}: {exc.strerror or exc}") from exc
-        if filename.endswith((".sh", ".sbatch")):
-            path.chmod(0o755)
+        _write_replacing(path, text, 0o755 if filename.endswith((".sh", ".sbatch")) else 0o644)
         written.append(path)
     return Written(written, refused)
+
+
+def _write_replacing(path: Path, text: str, mode: int) -> None:
+    """Write `text` to a new file beside `path`, then rename it over `path`.
+
+    The new file is made with ``O_EXCL | O_NOFOLLOW``, and the rename replaces whatever `path` was: a symlink
+    planted at ``train.sbatch`` is replaced by the file rather than followed (its target is never written or
+    made executable), and a reader never sees half a file.
+    """
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+                os.fchmod(fh.fileno(), mode)
+            os.replace(tmp, path)
+        finally:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+    except OSError as exc:
+        raise LaunchError(f"cannot write {path}: {exc.strerror or exc}") from exc

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.launch import yaml_text
+from core.launch import emit
 from core.launch.model_ref import decoder_layer
 from core.launch.plan_view import LaunchError, LaunchPlan
 from core.planner.models import Precision, Sharding
@@ -116,4 +116,4 @@ def files(p: LaunchPlan) -> dict[str, str]:
                       "--machine_rank $NODE_RANK --main_process_ip $MASTER_ADDR train.py")
     else:
         header.append("run: accelerate launch --config_file accelerate_config.yaml train.py")
-    return {FILE: yaml_text.dump(config(p), header)}
+    return {FILE: emit.yaml_document(config(p), header)}

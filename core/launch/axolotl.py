@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.launch import deepspeed, yaml_text
+from core.launch import deepspeed, emit
 from core.launch.model_ref import decoder_layer
 from core.launch.plan_view import LaunchError, LaunchPlan
 from core.planner.lora import target_set
@@ -102,7 +102,7 @@ def config(p: LaunchPlan, repo: str) -> dict[str, Any]:
 
 
 def files(p: LaunchPlan, repo: str) -> dict[str, str]:
-    out = {FILE: yaml_text.dump(config(p, repo), [*p.header_lines(), "",
+    out = {FILE: emit.yaml_document(config(p, repo), [*p.header_lines(), "",
                                                   "run: axolotl train axolotl_config.yaml",
                                                   "the dataset is a placeholder: set datasets[0].path"])}
     if p.training.sharding in (Sharding.zero1, Sharding.zero2, Sharding.zero3):

@@ -13,9 +13,9 @@ communication overlaps compute at every stage, ``assumptions.comm_overlap``).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from core.launch import emit
 from core.launch.plan_view import LaunchError, LaunchPlan
 from core.planner.models import Precision, Sharding
 
@@ -96,7 +96,7 @@ def config(p: LaunchPlan) -> dict[str, Any]:
 def files(p: LaunchPlan) -> dict[str, str]:
     """``ds_config.json`` and the README that carries its header."""
     check(p)
-    body = json.dumps(config(p), indent=2) + "\n"
+    body = emit.json_document(config(p))
     notes = [
         "",
         f"`{FILE}` is the DeepSpeed config of this plan. JSON has no comments, so its header is this file.",
@@ -105,5 +105,6 @@ def files(p: LaunchPlan) -> dict[str, str]:
         "Pass it as `--deepspeed ds_config.json` (transformers, axolotl) or `deepspeed_config_file` (accelerate).",
     ]
     head = p.header_lines()
-    readme = [f"# {head[0]}", "", *(f"- {line}" for line in head[1:]), *notes]
+    readme = [*emit.comment_lines(head[:1]), "", *emit.comment_lines(head[1:], "-"),
+              *(emit.one_line(n) for n in notes)]
     return {FILE: body, README: "\n".join(readme) + "\n"}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from core.catalog.records import PricingMode, StorageTier
+from core.launch.emit import one_line
 from core.planner.models import Method, Offload, PlanResult, Precision, Sharding, TrainingSpec
 from core.planner.parallel import data_parallel
 from core.planner.step import accumulation_steps, global_batch
@@ -150,7 +151,11 @@ class LaunchPlan:
         return self.training.precision in (Precision.amp_bf16, Precision.pure_bf16)
 
     def header_lines(self) -> list[str]:
-        """The lines each file starts with: plan, version, date, and what the run should show if it matches."""
+        """The lines each file starts with: plan, version, date, and what the run should show if it matches.
+
+        The plan's and the model's names are the user's (or a downloaded config's) text: they are made one line
+        here, and each format writes these lines through ``emit.comment_lines``, which does so again.
+        """
         r = self.result
         t = self.training
         batch = f"micro-batch {self.micro_batch} × accumulation {self.accumulation} × {self.data_parallel} " \
@@ -159,7 +164,7 @@ class LaunchPlan:
             batch += f" (planned {self.planned_global_batch}; rounded up as the planner does)"
         layout = f"tp {t.tensor_parallel}, pp {t.pipeline_parallel}, cp {t.context_parallel}"
         return [
-            f"tuneplan launch file for plan '{self.name}' ({r.model_name}, {t.method.value})",
+            f"tuneplan launch file for plan '{one_line(self.name)}' ({one_line(r.model_name)}, {t.method.value})",
             f"written by tuneplan {tuneplan_version()} on {self.date.isoformat()}",
             f"hardware: {self.nodes} node(s) × {self.gpus_per_node} {r.hardware.gpu} = {self.world_size} GPUs; "
             f"sharding {t.sharding.value}, offload {t.offload.value}, {layout}; precision {t.precision.value}",

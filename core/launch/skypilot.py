@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.launch import yaml_text
+from core.launch import emit
 from core.launch.plan_view import LaunchError, LaunchPlan
 
 FILE = "sky_task.yaml"
@@ -94,4 +94,4 @@ def config(p: LaunchPlan) -> dict[str, Any]:
 def files(p: LaunchPlan) -> dict[str, str]:
     launch = "sky jobs launch sky_task.yaml" if p.spot else "sky launch -c tuneplan sky_task.yaml"
     header = [*p.header_lines(), "", f"run: {launch}  (checkpoints go to the bucket mounted at {MOUNT})"]
-    return {FILE: yaml_text.dump(config(p), header)}
+    return {FILE: emit.yaml_document(config(p), header)}

@@ -10,6 +10,7 @@ spot (preemptible) plan asks Slurm to requeue the job (``--requeue``) and append
 
 from __future__ import annotations
 
+from core.launch import emit
 from core.launch.plan_view import LaunchPlan
 from core.launch.torchrun import PORT, quoted
 
@@ -35,7 +36,7 @@ def files(p: LaunchPlan) -> dict[str, str]:
     lines = [
         "#!/bin/bash",
         *(f"#SBATCH {flag}" for flag in sbatch),
-        *(f"# {line}" if line else "#" for line in p.header_lines()),
+        *emit.comment_lines(p.header_lines()),
         "#",
         "# Submit: sbatch train.sbatch [training script arguments]; TRAIN_SCRIPT defaults to train.py.",
         *(["# A requeued job may start on other nodes: checkpoints on each node's local disk do not follow it;",

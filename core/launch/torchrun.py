@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shlex
 
+from core.launch import emit
 from core.launch.plan_view import LaunchPlan
 
 FILE = "torchrun.sh"
@@ -32,7 +33,7 @@ def quoted(args: list[str]) -> str:
 
 
 def files(p: LaunchPlan) -> dict[str, str]:
-    lines = ["#!/usr/bin/env bash", *(f"# {line}" if line else "#" for line in p.header_lines()), "#",
+    lines = ["#!/usr/bin/env bash", *emit.comment_lines(p.header_lines()), "#",
              "# Run this on every node with NODE_RANK set (0 on the node whose address is MASTER_ADDR);",
              "# arguments after the script name go to the training script (TRAIN_SCRIPT, default train.py).",
              "set -euo pipefail", 'TRAIN_SCRIPT="${TRAIN_SCRIPT:-train.py}"']

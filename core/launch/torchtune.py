@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.launch import yaml_text
+from core.launch import emit
 from core.launch.plan_view import LaunchError, LaunchPlan
 from core.planner.lora import target_set
 from core.planner.models import Method, Offload, Optimizer, Precision, Sharding
@@ -171,4 +171,4 @@ def files(p: LaunchPlan, repo: str) -> dict[str, str]:
               "is not a setting its recipes take",
               "the dataset is a placeholder (alpaca_cleaned_dataset): point `dataset` at your data;",
               "checkpoint_files: set max_filename to the number of safetensors shards in checkpoint_dir"]
-    return {FILE: yaml_text.dump(cfg, header)}
+    return {FILE: emit.yaml_document(cfg, header)}
