@@ -16,7 +16,7 @@ LINE_BREAKS = ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "
 
 
 def test_round_trip_through_pyyaml() -> None:
-    data = {
+    data: dict[str, object] = {
         "plain": "train.py",
         "colon": "a: b",
         "hash": "x # not a comment",
