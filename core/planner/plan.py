@@ -14,6 +14,7 @@ from core.catalog import (
     PRICING_MODES,
     Catalog,
     CatalogError,
+    PricingMode,
     load_catalog,
     network,
 )
@@ -368,14 +369,15 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     ckpt_size = checkpoint_bytes(arch, request.training)
     sharded = request.training.sharding is not Sharding.none
     write_s = float(storage.checkpoint_write_seconds(ckpt_size, a.checkpoint_tier, hw_spec.nodes if sharded else 1))
-    ckpt = reliability.plan_checkpoints(
-        size_bytes=ckpt_size,
-        write_seconds=write_s,
-        solve_hours=float(est.hours),
-        gpu_mtbf_hours=a.gpu_mtbf_hours,
-        gpus=hw_spec.gpus,
-        restart_s=a.restart_minutes * 60,
-    )
+    # Failures alone for the on-demand and reserved hours; a spot plan checkpoints for failures and
+    # preemptions together (1/M = N/M_gpu + λ), the rate its cost already bills, so its interval, its expected
+    # wall time and the launch files' save interval are the ones a preempted job needs.
+    ckpt_args: dict[str, Any] = dict(size_bytes=ckpt_size, write_seconds=write_s, solve_hours=float(est.hours),
+                                     gpu_mtbf_hours=a.gpu_mtbf_hours, gpus=hw_spec.gpus,
+                                     restart_s=a.restart_minutes * 60)
+    ckpt_on_demand = reliability.plan_checkpoints(**ckpt_args)
+    ckpt = ckpt_on_demand if request.pricing.mode is not PricingMode.spot else \
+        reliability.plan_checkpoints(**ckpt_args, preemptions_per_hour=a.spot_preemptions_per_hour)
     requests = storage.object_request_counts(tokenized, request.data.epochs, request.data.file_count, raw_bytes=raw)
     provider = request.pricing.provider or "aws"
     obj = catalog.storage_price(provider, StorageTier.object.value)
@@ -402,7 +404,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     offers = {mode: _price_for(catalog, gpu, request, mode, hw_spec.gpus_per_node, trusted_only)
               for mode in PRICING_MODES}
     cost_result, cost_warnings, price_assumptions = _cost(
-        request, catalog, gpu, hw_spec, est, ckpt, storage_lines, disk, today, offers, trusted_only=trusted_only,
+        request, catalog, gpu, hw_spec, est, ckpt_on_demand, storage_lines, disk, today, offers,
+        trusted_only=trusted_only,
     )
     warnings += cost_warnings
     stall = storage.data_stall_warning(needed, a.data_tier, not request.data.packing, nodes=hw_spec.nodes)

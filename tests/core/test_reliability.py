@@ -147,3 +147,35 @@ def test_plan_checkpoints_with_preemptions_uses_daly_interval():
     )
     assert result.interval_minutes == pytest.approx(1_566.34 / 60, rel=1e-4)
     assert result.overhead_fraction == pytest.approx(0.3891, abs=0.001)
+
+
+def _daly_minutes(delta_s: float, mtbf_s: float) -> float:
+    """Daly 2006, eq. (37), written out again here: τ = √(2δM)·[1 + ⅓√(δ/2M) + (δ/2M)/9] − δ for δ < 2M."""
+    x = delta_s / (2 * mtbf_s)
+    return (math.sqrt(2 * delta_s * mtbf_s) * (1 + math.sqrt(x) / 3 + x / 9) - delta_s) / 60
+
+
+def test_a_spot_plan_checkpoints_for_preemptions_and_failures_an_on_demand_plan_for_failures():
+    """Issue: a 2-node spot plan checkpointed once, at its last step, while its cost billed preemptions."""
+    from core.planner.models import PlanRequest
+    from core.planner.plan import plan
+
+    raw = {"model": {"preset": "llama-3.1-70b"}, "data": {"tokens": 2e9, "seq_len": 4096},
+           "training": {"method": "full", "sharding": "zero3", "offload": "optimizer_and_params"},
+           "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 2},
+           "pricing": {"provider": "aws", "mode": "spot"},
+           "assumptions": {"spot_preemptions_per_hour": 0.1, "gpu_mtbf_hours": 50_700}}
+    spot = plan(PlanRequest.model_validate(raw))
+    on_demand = plan(PlanRequest.model_validate({**raw, "pricing": {"provider": "aws", "mode": "on_demand"}}))
+    # 1/M = N/M_gpu + λ (DESIGN: job MTBF), with N = 16 GPUs and λ = 0.1 per hour.
+    m_spot_h = 1 / (16 / 50_700 + 0.1)
+    assert spot.checkpoint.job_mtbf_hours == pytest.approx(m_spot_h, rel=1e-9)
+    assert on_demand.checkpoint.job_mtbf_hours == pytest.approx(50_700 / 16, rel=1e-9)
+    delta = spot.checkpoint.write_seconds
+    assert spot.checkpoint.interval_minutes == pytest.approx(_daly_minutes(delta, m_spot_h * 3600), rel=1e-9)
+    assert spot.checkpoint.interval_minutes < on_demand.checkpoint.interval_minutes
+    assert spot.checkpoint.interval_minutes * 60 < spot.compute.step_time_s * spot.compute.steps  # not once at the end
+    # The wall time a spot plan states is the one its spot cost bills; the on-demand price is not raised by it.
+    assert spot.cost.spot_expected_lost_hours is not None
+    assert spot.time.hours > on_demand.time.hours
+    assert spot.cost.compute_usd.on_demand == pytest.approx(on_demand.cost.compute_usd.on_demand, rel=1e-9)
