@@ -4,11 +4,14 @@ The request is planned exactly as `tuneplan plan` plans it, and the files are wr
 (``core.launch``), so what runs is what was planned. A setting the format cannot express is a one-sentence
 error (exit 1) and nothing is written; an unknown format is a usage error (exit 2, argparse's). With
 ``--format all`` the formats that can express the plan are written and each refusal is printed (exit 1).
+``--json`` prints what was written and refused as one JSON object (and nothing else on stdout), for scripts
+that hand the files to the next step.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--format", required=True, choices=[*FORMAT_NAMES, "all"], help="which files to write")
     p.add_argument("-o", "--output", default=".", help="folder to write them into (default: here)")
     p.add_argument("--name", help="the plan's name in the files' headers (default: the request file's name)")
+    p.add_argument("--json", action="store_true",
+                   help="print {written: {format: [paths]}, refused: {format: sentence}} as JSON")
     p.set_defaults(func=cmd_launch)
 
 
@@ -53,8 +58,12 @@ def cmd_launch(args: argparse.Namespace) -> int:
                                      partial=args.format == "all")
     except LaunchError as exc:
         raise CliError(f"{args.format}: {exc}") from exc
-    for path in written.paths:
-        print(path)
+    if args.json:
+        print(json.dumps({"written": {f: [str(p) for p in paths] for f, paths in written.by_format.items()},
+                          "refused": written.refused}, indent=2))
+    else:
+        for path in written.paths:
+            print(path)
     for fmt, why in written.refused.items():
         print(f"tuneplan: {fmt}: {why}", file=sys.stderr)
     return EXIT_ERROR if written.refused else 0

@@ -59,10 +59,15 @@ def render(result: PlanResult, fmt: str, name: str | None = None, today: dt.date
 
 @dataclass(frozen=True)
 class Written:
-    """What `write_launch_files` wrote, and the formats that refused the plan (format -> the sentence)."""
+    """What `write_launch_files` wrote, and the formats that refused the plan (format -> the sentence).
+
+    ``by_format`` names each format's files (a ``ds_config.json`` that axolotl and accelerate both refer to is
+    listed under each of them, and written once).
+    """
 
     paths: list[Path]
     refused: dict[str, str] = field(default_factory=dict)
+    by_format: dict[str, list[Path]] = field(default_factory=dict)
 
 
 def write_launch_files(request: PlanRequest, result: PlanResult, fmt: str | Iterable[str], out_dir: str | Path,
@@ -84,13 +89,17 @@ def write_launch_files(request: PlanRequest, result: PlanResult, fmt: str | Iter
     plan = _plan(request, result, name, today)
     texts: dict[str, str] = {}
     refused: dict[str, str] = {}
+    names: dict[str, list[str]] = {}
     for f in fmts:
         try:
-            texts |= _RENDERERS[f](plan)
+            files = _RENDERERS[f](plan)
         except LaunchError as exc:
             if not partial:
                 raise
             refused[f] = str(exc)
+            continue
+        texts |= files
+        names[f] = list(files)
     out = Path(out_dir).expanduser()
     if texts:
         try:
@@ -102,7 +111,7 @@ def write_launch_files(request: PlanRequest, result: PlanResult, fmt: str | Iter
         path = out / filename
         _write_replacing(path, text, 0o755 if filename.endswith((".sh", ".sbatch")) else 0o644)
         written.append(path)
-    return Written(written, refused)
+    return Written(written, refused, {f: [out / n for n in files] for f, files in names.items()})
 
 
 def _write_replacing(path: Path, text: str, mode: int) -> None:

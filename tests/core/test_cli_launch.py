@@ -83,3 +83,16 @@ def test_an_unwritable_folder_is_one_sentence(tmp_path: Path) -> None:
     blocker.write_text("not a folder")
     result = tuneplan("launch", request_file(tmp_path, 0), "--format", "torchrun", "-o", str(blocker / "sub"))
     assert result.returncode == 1 and "output folder" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_json_lists_each_formats_files_and_each_refusal(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = tuneplan("launch", request_file(tmp_path, 2), "--format", "all", "-o", str(out), "--json")
+    listed = json.loads(result.stdout)  # nothing but the JSON on stdout
+    assert set(listed) == {"written", "refused"}
+    on_disk = sorted(p.name for p in out.iterdir())
+    named = sorted({Path(p).name for paths in listed["written"].values() for p in paths})
+    assert named == on_disk and all(Path(p).parent == out for paths in listed["written"].values() for p in paths)
+    assert listed["written"]["slurm"] == [str(out / "train.sbatch")]
+    assert set(listed["written"]).isdisjoint(listed["refused"])
+    assert result.returncode == (1 if listed["refused"] else 0)
