@@ -7,14 +7,21 @@ copies each key of those sections onto the parsed arguments. accelerate 1.15.0.
 
 The micro-batch is the training script's DataLoader ``batch_size`` and, under FSDP or DDP, the
 accumulation is ``Accelerator(gradient_accumulation_steps=...)``: the header says both; a DeepSpeed run
-carries the accumulation in ``deepspeed_config``.
+carries everything in the ``ds_config.json`` that ``--format deepspeed`` writes, written beside this file.
+
+Why a file and not inline keys: one DeepSpeed config, the same one the deepspeed and axolotl formats write
+(optimizer, bucket sizes, precision), instead of a second, shorter copy. accelerate then refuses the inline
+keys the file decides (``DeepSpeedPlugin._deepspeed_config_checks``: gradient_accumulation_steps, zero_stage,
+offload devices, zero3_save_16bit_model, and a ``mixed_precision`` from the config file; accelerate 1.15.0),
+so the section holds only ``deepspeed_config_file``, ``zero3_init_flag`` and ``deepspeed_multinode_launcher``,
+and ``mixed_precision`` is left out (bf16/fp16 are in the JSON).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from core.launch import emit
+from core.launch import deepspeed, emit
 from core.launch.model_ref import decoder_layer
 from core.launch.plan_view import LaunchError, LaunchPlan
 from core.planner.models import Precision, Sharding
@@ -77,13 +84,10 @@ def config(p: LaunchPlan) -> dict[str, Any]:
         # main_process_ip is node 0's address, known only once the machines exist: given on the command line.
         cfg |= {"main_process_port": MAIN_PORT, "rdzv_backend": "c10d", "same_network": True}
     if distributed == "DEEPSPEED":
+        del cfg["mixed_precision"]  # the JSON's bf16/fp16 section decides; accelerate refuses both
         cfg["deepspeed_config"] = {
-            "zero_stage": p.zero_stage,
-            "offload_optimizer_device": "cpu" if p.offload_optimizer else "none",
-            "offload_param_device": "cpu" if p.offload_params else "none",
-            "gradient_accumulation_steps": p.accumulation,
+            "deepspeed_config_file": deepspeed.FILE,
             "zero3_init_flag": p.zero_stage == 3,
-            "zero3_save_16bit_model": p.zero_stage == 3,
             "deepspeed_multinode_launcher": "standard",
         }
     if distributed == "FSDP":
@@ -116,4 +120,7 @@ def files(p: LaunchPlan) -> dict[str, str]:
                       "--machine_rank $NODE_RANK --main_process_ip $MASTER_ADDR train.py")
     else:
         header.append("run: accelerate launch --config_file accelerate_config.yaml train.py")
-    return {FILE: emit.yaml_document(config(p), header)}
+    out = {FILE: emit.yaml_document(config(p), header)}
+    if p.training.sharding in (Sharding.zero1, Sharding.zero2, Sharding.zero3):
+        out |= deepspeed.files(p)  # the ds_config.json deepspeed_config_file names, and its README
+    return out

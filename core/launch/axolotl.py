@@ -84,7 +84,11 @@ def config(p: LaunchPlan, repo: str) -> dict[str, Any]:
         "tf32": t.precision is Precision.fp32,
         "gradient_checkpointing": t.checkpointing == "full",
         "attn_implementation": ATTENTION[t.attention],
+        # The plan's checkpoint interval and kept count, resuming from the newest checkpoint in output_dir
+        # (AxolotlInputConfig save_steps, save_total_limit, auto_resume_from_checkpoints).
         "save_steps": p.save_steps,
+        "save_total_limit": p.result.request.assumptions.checkpoints_kept,
+        "auto_resume_from_checkpoints": True,
     }
     if t.tensor_parallel > 1:
         cfg["tensor_parallel_size"] = t.tensor_parallel

@@ -9,6 +9,15 @@ deepspeed/runtime/zero/config.py of deepspeed 0.19.8): ``reduce_bucket_size`` an
 5e8 (its defaults), ``stage3_prefetch_bucket_size`` 5e7 and ``stage3_param_persistence_threshold`` 1e5
 (its defaults), ``overlap_comm`` on (DeepSpeed turns it on by itself for stage 3; the plan's step model assumes
 communication overlaps compute at every stage, ``assumptions.comm_overlap``).
+
+The ``optimizer`` block: under CPU offload DeepSpeed must build the optimizer itself. ``deepspeed.initialize``
+with offload and a client optimizer refuses to run unless it is DeepSpeed's CPU optimizer
+(``zero_force_ds_cpu_optimizer``, on by default, deepspeed/runtime/engine.py 0.19.8), and from a config
+``AdamW`` / ``Lion`` it builds ``DeepSpeedCPUAdam`` / ``DeepSpeedCPULion`` when offload is on
+(``_configure_basic_optimizer``). So the plan's AdamW and Lion are written as DeepSpeed optimizer types; an
+optimizer DeepSpeed has no config type for (bitsandbytes 8-bit or paged, Adafactor, SGD) is refused with
+offload and otherwise left to the training code (the client optimizer). A plan chooses no learning rate: the
+file uses the other formats' convention, 2e-4 for adapters and 2e-5 for a full fine-tune.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from typing import Any
 
 from core.launch import emit
 from core.launch.plan_view import LaunchError, LaunchPlan
-from core.planner.models import Precision, Sharding
+from core.planner.models import Optimizer, Precision, Sharding
 
 FILE = "ds_config.json"
 README = "ds_config.README.md"
@@ -27,6 +36,24 @@ REDUCE_BUCKET = 500_000_000
 ALLGATHER_BUCKET = 500_000_000
 STAGE3_PREFETCH_BUCKET = 50_000_000
 STAGE3_PERSISTENCE_THRESHOLD = 100_000
+# The plan's optimizer -> DeepSpeed's config type (deepspeed/runtime/config.py DEEPSPEED_OPTIMIZERS).
+OPTIMIZERS = {Optimizer.adamw: "AdamW", Optimizer.lion: "Lion"}
+
+
+def learning_rate(p: LaunchPlan) -> float:
+    """The launch formats' convention (a plan chooses none): 2e-4 for adapters, 2e-5 for a full fine-tune."""
+    return 2e-4 if p.lora else 2e-5
+
+
+def optimizer(p: LaunchPlan) -> dict[str, Any] | None:
+    """DeepSpeed's optimizer block for the plan, or None where the training code's optimizer is used."""
+    kind = OPTIMIZERS.get(p.training.optimizer)
+    if kind is None:
+        return None
+    params: dict[str, Any] = {"lr": learning_rate(p), "weight_decay": 0.0}
+    if kind == "AdamW":
+        params |= {"betas": [0.9, 0.999], "eps": 1e-8}
+    return {"type": kind, "params": params}
 
 
 def check(p: LaunchPlan) -> None:
@@ -47,6 +74,11 @@ def check(p: LaunchPlan) -> None:
         raise LaunchError(
             "training.precision fp8 is not a DeepSpeed config setting (FP8 comes from Transformer Engine in the "
             "model code); use amp_bf16 for this file"
+        )
+    if p.offload_optimizer and t.optimizer not in OPTIMIZERS:
+        raise LaunchError(
+            f"training.optimizer {t.optimizer.value} with CPU offload: DeepSpeed offload runs only its own CPU "
+            "optimizers (DeepSpeedCPUAdam, DeepSpeedCPULion); plan with adamw or lion, or offload none"
         )
     if t.precision is Precision.pure_bf16 and p.zero_stage == 0:
         raise LaunchError(
@@ -79,6 +111,7 @@ def config(p: LaunchPlan) -> dict[str, Any]:
         "train_micro_batch_size_per_gpu": p.micro_batch,
         "gradient_accumulation_steps": p.accumulation,
         "zero_optimization": zero,
+        **({"optimizer": opt} if (opt := optimizer(p)) else {}),
         "steps_per_print": 100,
         "wall_clock_breakdown": False,
     }
@@ -103,6 +136,16 @@ def files(p: LaunchPlan) -> dict[str, str]:
         "Activation checkpointing is the training code's switch (e.g. `gradient_checkpointing=True` in "
         f"transformers): the plan has it {p.training.checkpointing}.",
         "Pass it as `--deepspeed ds_config.json` (transformers, axolotl) or `deepspeed_config_file` (accelerate).",
+        (f"optimizer: {OPTIMIZERS[p.training.optimizer]} at lr {learning_rate(p):g} (a plan chooses no learning "
+         "rate: 2e-4 adapters, 2e-5 full), built by DeepSpeed"
+         + (" as its CPU optimizer, which offload needs" if p.offload_optimizer else "")
+         if p.training.optimizer in OPTIMIZERS else
+         f"optimizer: none here; DeepSpeed has no config type for {p.training.optimizer.value}, so the training "
+         "code's optimizer is used"),
+        f"checkpoints: DeepSpeed's JSON has no save path or interval; the training code saves every "
+        f"{p.save_steps} steps to {p.checkpoint_dir} (CHECKPOINT_DIR), keeps "
+        f"{p.result.request.assumptions.checkpoints_kept}, and resumes from the newest "
+        "(e.g. transformers save_steps, save_total_limit, resume_from_checkpoint).",
     ]
     head = p.header_lines()
     readme = [*emit.comment_lines(head[:1]), "", *emit.comment_lines(head[1:], "-"),

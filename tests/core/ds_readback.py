@@ -71,6 +71,8 @@ def main(path: str, dp: int) -> None:
         "fp16": bool(c.float16_config.enabled),
         "overlap_comm": bool(z.overlap_comm),
         "reduce_bucket_size": int(z.reduce_bucket_size),
+        "optimizer": c.optimizer_name,
+        "optimizer_params": c.optimizer_params,
     }))
 
 

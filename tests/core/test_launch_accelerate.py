@@ -28,13 +28,14 @@ def _argv(section: dict[str, Any]) -> list[str]:
     return argv
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_accelerate_reads_back_the_plan(case: Case, tmp_path: Path) -> None:
-    write(case, "accelerate", tmp_path)
+@pytest.mark.parametrize("case", CASES, ids=[f"{i}-accelerate-1.15.0" for i in IDS])
+def test_accelerate_reads_back_the_plan(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """accelerate 1.15.0 reads the file back (the spot case included)."""
+    written = write(case, "accelerate", tmp_path)
     path = tmp_path / "accelerate_config.yaml"
     cfg = ClusterConfig.from_yaml_file(str(path))
     assert (cfg.num_processes, cfg.num_machines) == (case.world, case.nodes)
-    assert cfg.mixed_precision == "bf16"
+    assert cfg.mixed_precision == (None if case.stage in (1, 2, 3) else "bf16")  # DeepSpeed: in the JSON
     args = launch_command_parser().parse_args(["--config_file", str(path), "train.py"])
     args, _defaults, _mp = _validate_launch_command(args)
     assert (args.num_processes, args.num_machines) == (case.world, case.nodes)
@@ -51,10 +52,19 @@ def test_accelerate_reads_back_the_plan(case: Case, tmp_path: Path) -> None:
     else:
         assert cfg.distributed_type.value == "DEEPSPEED" and args.use_deepspeed
         ds = launch_command_parser().parse_args([*_argv(cfg.deepspeed_config), "train.py"])
-        assert ds.zero_stage == case.stage
-        assert ds.gradient_accumulation_steps == case.accumulation
-        assert ds.offload_optimizer_device == ("cpu" if case.offload_optimizer else "none")
-        assert ds.offload_param_device == ("cpu" if case.offload_params else "none")
+        assert ds.deepspeed_config_file == "ds_config.json"
+        assert {p.name for p in written.paths} == {"accelerate_config.yaml", "ds_config.json", "ds_config.README.md"}
+        # DeepSpeedPlugin reads the JSON and runs accelerate's own check that no inline key contradicts it
+        from accelerate.utils import DeepSpeedPlugin
+
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("ACCELERATE_CONFIG_DS_FIELDS", ",".join(cfg.deepspeed_config).lower())
+        plugin = DeepSpeedPlugin(hf_ds_config="ds_config.json")
+        plugin._deepspeed_config_checks()
+        assert plugin.deepspeed_config["zero_optimization"]["stage"] == case.stage
+        assert plugin.deepspeed_config["gradient_accumulation_steps"] == case.accumulation
+        offload = plugin.deepspeed_config["zero_optimization"].get("offload_optimizer", {}).get("device")
+        assert offload == ("cpu" if case.offload_optimizer else None)
 
 
 def test_hsdp_replicates_across_nodes_and_shards_within(tmp_path: Path) -> None:

@@ -106,14 +106,18 @@ def validate(schema: Any, cfg: dict[str, Any], case: Case) -> Any:
                                      "env_capabilities": {"torch_version": "2.13.0"}})
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", CASES, ids=[f"{i}-axolotl-067b021" for i in IDS])
 def test_axolotl_validates_the_plan(axolotl_schema: Any, case: Case, tmp_path: Path) -> None:
+    """axolotl's schema at 067b021 validates the file (the spot case included)."""
     written = write(case, "axolotl", tmp_path)
     cfg = yaml.safe_load((tmp_path / "axolotl_config.yaml").read_text())
     got = validate(axolotl_schema, cfg, case)
     assert got.micro_batch_size == case.micro
     assert got.gradient_accumulation_steps == case.accumulation
     assert got.sequence_len == 4096
+    # checkpoints: the plan's kept count (2, the request default), resumed from output_dir
+    assert got.save_total_limit == 2 and got.auto_resume_from_checkpoints is True
+    assert got.save_steps >= 1 and got.output_dir == "/mnt/local_nvme/checkpoints"
     lora = case.request["training"]["method"] == "lora"
     assert (got.adapter == "lora") == lora
     if lora:

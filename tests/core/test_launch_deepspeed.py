@@ -29,8 +29,9 @@ DS_CASES = [c for c in CASES if c.stage is not None]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", DS_CASES, ids=[c.name for c in DS_CASES])
+@pytest.mark.parametrize("case", DS_CASES, ids=[f"{c.name}-deepspeed-0.19.8" for c in DS_CASES])
 def test_deepspeed_reads_back_the_plan(case: Case, tmp_path: Path) -> None:
+    """DeepSpeed 0.19.8's DeepSpeedConfig parses the file (the spot case included)."""
     write(case, "deepspeed", tmp_path)
     got = readback(tmp_path / "ds_config.json", case.dp)
     assert got["world_size"] == case.dp
@@ -42,6 +43,27 @@ def test_deepspeed_reads_back_the_plan(case: Case, tmp_path: Path) -> None:
     assert got["bf16"] and not got["fp16"]  # the cases plan amp_bf16, the default precision
     assert got["overlap_comm"]
     assert got["reduce_bucket_size"] == 500_000_000  # DeepSpeed's documented default, written out
+    # the plan's AdamW as DeepSpeed's own (its CPU Adam under offload), lr by the formats' convention
+    lora = case.request["training"]["method"] == "lora"
+    assert got["optimizer"] == "adamw"
+    assert got["optimizer_params"]["lr"] == (2e-4 if lora else 2e-5)
+
+
+@pytest.mark.parametrize(("optimizer", "offload", "refused"), [
+    ("adamw_8bit", "optimizer", True), ("paged_adamw_8bit", "none", False), ("lion", "optimizer", False)])
+def test_an_optimizer_deepspeed_cannot_build_is_left_to_the_code_or_refused(
+        optimizer: str, offload: str, refused: bool, tmp_path: Path) -> None:
+    if refused:
+        with pytest.raises(LaunchError, match=f"training.optimizer {optimizer} with CPU offload"):
+            write(CASES[3], "deepspeed", tmp_path, optimizer=optimizer, offload=offload)
+        return
+    write(CASES[3], "deepspeed", tmp_path, optimizer=optimizer, offload=offload)
+    cfg = json.loads((tmp_path / "ds_config.json").read_text())
+    readme = (tmp_path / "ds_config.README.md").read_text()
+    if optimizer == "lion":
+        assert cfg["optimizer"]["type"] == "Lion"
+    else:
+        assert "optimizer" not in cfg and "the training code's optimizer is used" in readme
 
 
 @pytest.mark.slow

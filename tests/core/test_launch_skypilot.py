@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 
 from core.launch import LaunchError
-from tests.core.launch_cases import CASES, IDS, Case, write
+from tests.core.launch_cases import CASES, Case, write
 
 jsonschema = pytest.importorskip("jsonschema", reason="the launch extra brings jsonschema")
 yaml = pytest.importorskip("yaml", reason="the launch extra brings PyYAML")
@@ -60,23 +61,82 @@ def validate(task: dict[str, Any]) -> None:
             _check(mount, SCHEMAS["storage"])
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+# What each case must run on, worked out by hand from the plan's priced offer (resources/catalog/prices.json)
+# and SkyPilot's catalogs (tests/fixtures/launch/skypilot/catalogs): accelerator in that cloud's spelling,
+# the cloud, the instance the plan priced, and whether the multi-node network tier is asked for.
+LAMBDA = Case(**{**CASES[0].__dict__, "name": "lambda-h100-sxm",
+                 "request": {**CASES[0].request, "pricing": {"provider": "lambda"}}})
+SKY_CASES = [*CASES, LAMBDA]
+SKY_IDS = [f"{c.name}-skypilot-0.14.1" for c in SKY_CASES]
+EXPECTED = {
+    # cheapest H100-SXM: RunPod Secure Cloud, one GPU (RunPod spells the SXM part H100-SXM)
+    "single-gpu-lora": ({"H100-SXM": 1}, "runpod", "1x_H100-SXM_SECURE", None),
+    "fsdp-8gpu-full": ({"H100": 8}, "mithril", "h100-80gb.sxm.8x", None),
+    # Mithril has no network_tier in SkyPilot 0.14.1 (CUSTOM_NETWORK_TIER unsupported): none is written
+    "zero3-2node-offload": ({"H100": 8}, "mithril", "h100-80gb.sxm.8x", None),
+    "spot-zero2-2node": ({"A100-80GB": 8}, "aws", "p4de.24xlarge", "best"),
+    # the issue's case: H100: 1 on Lambda alone picks gpu_1x_h100_pcie ($3.29) before gpu_1x_h100_sxm5 ($4.29)
+    "lambda-h100-sxm": ({"H100": 1}, "lambda", "gpu_1x_h100_sxm5", None),
+}
+
+
+@pytest.mark.parametrize("case", SKY_CASES, ids=SKY_IDS)
 def test_skypilot_task_matches_the_plan(case: Case, tmp_path: Path) -> None:
+    """Checked against SkyPilot 0.14.1's task, resources and storage schemas."""
     write(case, "skypilot", tmp_path)
     task = yaml.safe_load((tmp_path / "sky_task.yaml").read_text())
     validate(task)
     assert task["num_nodes"] == case.nodes
-    gpu = case.request["hardware"]["gpu"]
-    assert task["resources"]["accelerators"] == {{"H100-SXM": "H100", "A100-80GB-SXM": "A100-80GB"}[gpu]:
-                                                 case.per_node}
-    assert task["resources"].get("use_spot", False) == case.spot
-    assert ("job_recovery" in task["resources"]) == case.spot
+    accelerators, infra, instance, tier = EXPECTED[case.name]
+    res = task["resources"]
+    assert (res["accelerators"], res["infra"], res["instance_type"]) == (accelerators, infra, instance)
+    assert res.get("network_tier") == tier
+    assert res.get("use_spot", False) == case.spot
+    if case.spot:  # managed-job recovery; the spot case prices on AWS: the bucket is S3
+        assert res["job_recovery"] == {"strategy": "EAGER_NEXT_REGION", "max_restarts_on_errors": 3}
+        assert task["file_mounts"]["/checkpoints"]["store"] == "s3"
+    else:
+        assert "job_recovery" not in res
     mount = task["file_mounts"]["/checkpoints"]
-    assert mount["mode"] == "MOUNT_CACHED" and task["envs"]["CHECKPOINT_DIR"] == "/checkpoints"
-    for var in ("SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS", "SKYPILOT_NUM_NODES", "SKYPILOT_NUM_GPUS_PER_NODE"):
+    assert mount["mode"] == "MOUNT_CACHED"
+    # the plan's checkpoint interval and kept count (2, the request default) for the user's script
+    assert task["envs"]["CHECKPOINT_DIR"] == "/checkpoints" and task["envs"]["SAVE_TOTAL_LIMIT"] == "2"
+    assert int(task["envs"]["SAVE_STEPS"]) >= 1
+    for var in ("SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS", "SKYPILOT_NUM_NODES"):
         assert f"${var}" in task["run"]
-    if case.spot:  # the spot case prices on AWS: the bucket is S3 and the task runs there
-        assert mount["store"] == "s3" and task["resources"]["infra"] == "aws"
+    assert f"--nproc-per-node={case.per_node} " in task["run"]
+    text = (tmp_path / "sky_task.yaml").read_text()
+    assert f"# instance_type {instance} on {infra} is the instance the plan priced" in text
+
+
+CATALOG = Path(__file__).parents[1] / "fixtures/launch/skypilot/catalogs"
+
+
+def test_accelerator_names_are_skypilots_catalog_spelling() -> None:
+    """Every name written is spelled exactly as SkyPilot's accelerators.csv spells it (for that cloud)."""
+    import csv
+
+    from core.launch import skypilot
+
+    with (CATALOG / "v8/common/accelerators.csv").open(newline="") as fh:
+        rows = {r["AcceleratorName"]: r["Clouds"].lower() for r in csv.DictReader(fh)}
+    for gpu, name in skypilot.ACCELERATORS.items():
+        assert name in rows, f"{gpu} -> {name} is not a SkyPilot catalog name"
+    for cloud_name, names in skypilot.CLOUD_ACCELERATORS.items():
+        for name in names.values():
+            assert name in rows and cloud_name in rows[name], f"{name} is not in {cloud_name}'s catalog"
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_pinned_instances_carry_the_accelerators_in_skypilots_catalog(name: str) -> None:
+    """Each instance a case pins is a row of that cloud's SkyPilot catalog with the accelerators written."""
+    import csv
+
+    accelerators, infra, instance, _tier = EXPECTED[name]
+    with (CATALOG / f"v8/{infra}/vms.csv").open(newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["InstanceType"] == instance]
+    assert rows, f"{instance} is not in SkyPilot's {infra} catalog"
+    assert {r["AcceleratorName"]: int(float(r["AcceleratorCount"])) for r in rows} == accelerators
 
 
 def test_the_schema_check_can_fail(tmp_path: Path) -> None:
@@ -100,8 +160,11 @@ def test_a_gpu_skypilot_has_no_name_for_is_refused(tmp_path: Path) -> None:
 
 
 # SkyPilot's own reader, in the separate virtual environment packaging/test.sh makes for it (.venv-skypilot):
-# its seventy dependencies stay out of the project's environment. It reads the task offline (no cloud account,
-# no catalog download) and builds the Task, its Resources and its Storage mounts.
+# its seventy dependencies stay out of the project's environment. It reads the task offline (no cloud account)
+# and builds the Task, its Resources and its Storage mounts. Resources with an instance_type are checked
+# against the cloud's catalog (the instance exists there and carries the accelerators asked for), which SkyPilot
+# would download from skypilot-catalog: the test gives it the rows it needs under ~/.sky/catalogs instead
+# (tests/fixtures/launch/SOURCES.md says where each came from).
 SKY_PYTHON = Path(__file__).parents[2] / ".venv-skypilot" / "bin" / "python"
 READ_BACK = """
 import json, sys
@@ -109,22 +172,37 @@ import sky
 task = sky.Task.from_yaml(sys.argv[1])
 (res,) = task.resources
 print(json.dumps({"num_nodes": task.num_nodes, "accelerators": res.accelerators, "use_spot": res.use_spot,
+                  "cloud": str(res.cloud).lower(), "instance_type": res.instance_type,
+                  "network_tier": res.network_tier.value if res.network_tier else None,
+                  "job_recovery": res.job_recovery, "envs": task.envs,
                   "mounts": sorted(task.storage_mounts), "run_has_rank": "SKYPILOT_NODE_RANK" in task.run}))
 """
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_sky_task_from_yaml_reads_back_the_plan(case: Case, tmp_path: Path) -> None:
+def sky_read(path: Path, home: Path) -> subprocess.CompletedProcess[str]:
     if not SKY_PYTHON.exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"{SKY_PYTHON} is missing: packaging/test.sh installs SkyPilot there in CI")
         pytest.skip(f"SkyPilot is not installed in {SKY_PYTHON} (packaging/test.sh makes it in CI)")
+    shutil.copytree(CATALOG, home / ".sky" / "catalogs")  # fresh files: SkyPilot does not re-download them
+    env = {**os.environ, "HOME": str(home)}  # SkyPilot writes its state under ~/.sky: keep it in the test
+    return subprocess.run([str(SKY_PYTHON), "-c", READ_BACK, str(path)], capture_output=True, text=True,
+                          timeout=120, env=env, check=False)
+
+
+@pytest.mark.parametrize("case", SKY_CASES, ids=SKY_IDS)
+def test_sky_task_from_yaml_reads_back_the_plan(case: Case, tmp_path: Path) -> None:
+    """sky.Task.from_yaml of SkyPilot 0.14.1 reads the file and builds the resources the plan priced."""
     write(case, "skypilot", tmp_path)
-    env = {**os.environ, "HOME": str(tmp_path)}  # SkyPilot writes its state under ~/.sky: keep it in the test
-    done = subprocess.run([str(SKY_PYTHON), "-c", READ_BACK, str(tmp_path / "sky_task.yaml")], capture_output=True,
-                          text=True, timeout=120, env=env, check=False)
+    done = sky_read(tmp_path / "sky_task.yaml", tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    gpu = {"H100-SXM": "H100", "A100-80GB-SXM": "A100-80GB"}[case.request["hardware"]["gpu"]]
-    assert got == {"num_nodes": case.nodes, "accelerators": {gpu: case.per_node}, "use_spot": case.spot,
-                   "mounts": ["/checkpoints"], "run_has_rank": True}
+    accelerators, infra, instance, tier = EXPECTED[case.name]
+    assert got["envs"]["SAVE_TOTAL_LIMIT"] == "2"
+    assert got["job_recovery"] == ({"strategy": "EAGER_NEXT_REGION", "max_restarts_on_errors": 3}
+                                   if case.spot else None)
+    del got["envs"], got["job_recovery"]
+    assert got == {"num_nodes": case.nodes, "accelerators": accelerators, "use_spot": case.spot, "cloud": infra,
+                   "instance_type": instance, "network_tier": tier, "mounts": ["/checkpoints"],
+                   "run_has_rank": True}
+
