@@ -21,6 +21,13 @@ mkdir -p build
 ( [ -x .venv-skypilot/bin/python ] || python3 -m venv .venv-skypilot
   .venv-skypilot/bin/python -m pip install -q "skypilot==0.14.1" ) > build/skypilot-install.log 2>&1 &
 SKYPILOT_PID=$!
+# torchtune reads its recipe config back (`tune validate`) in one too: torchtune 0.6.1 with the CPU torch above
+# (never another: a newer torch is gigabytes) and torchao pinned to 0.11.0, which imports with both: torchtune
+# imports torchao when it validates, and later torchao (0.18.0) no longer has torchao.dtypes.nf4tensor.
+( [ -x .venv-torchtune/bin/python ] || python3 -m venv .venv-torchtune
+  .venv-torchtune/bin/python -m pip install -q "torch==2.13.0" "torchtune==0.6.1" "torchao==0.11.0" \
+  ) > build/torchtune-install.log 2>&1 &
+TORCHTUNE_PID=$!
 .venv/bin/python -m pip install -q -e ".[test]"
 # CPU torch for the gloo all_reduce tests; optional outside CI (those tests skip with the reason).
 .venv/bin/python -m pip install -q "torch==2.13.0" || { [ "${CI:-}" = true ] && exit 1; \
@@ -46,6 +53,11 @@ if ! wait "$SKYPILOT_PID"; then
   cat build/skypilot-install.log >&2
   [ "${CI:-}" = true ] && exit 1
   echo "tuneplan: SkyPilot not installed; its read-back test will be skipped" >&2
+fi
+if ! wait "$TORCHTUNE_PID"; then
+  cat build/torchtune-install.log >&2
+  [ "${CI:-}" = true ] && exit 1
+  echo "tuneplan: torchtune not installed; its read-back test will be skipped" >&2
 fi
 if [ -n "$BUILD_PID" ]; then
   if wait "$BUILD_PID"; then tail -n 3 build/bundle-build.log; else
