@@ -81,3 +81,14 @@ def write(case: Case, fmt: str, out: Path, **training: Any) -> Written:
     raw["training"] = {**raw["training"], **training}
     request = PlanRequest.model_validate(raw)
     return write_launch_files(request, plan(request), fmt, out, name=case.name, today=TODAY)
+
+# Not in CASES (every format's tests run those): a spot plan longer than a day on InfiniBand, for the formats
+# whose output depends on the wall time and the network (Slurm's --time in D-HH:MM:SS, its MaxTime note).
+# 4 nodes × 8 H100, 70B full with ZeRO-3: dp 32; 256 / (1 × 32) = 8.
+SPOT_LONG = Case("spot-long-4node-ib",
+                 _req({"method": "full", "sharding": "zero3", "micro_batch_size": 1, "global_batch_size": 256},
+                      {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 4, "interconnect": "infiniband"},
+                      preset="llama-3.1-70b", pricing={"provider": "lambda", "mode": "spot"})
+                 | {"data": {"tokens": 2e9, "seq_len": 4096}},
+                 world=32, nodes=4, per_node=8, dp=32, micro=1, accumulation=8, global_batch=256, stage=3,
+                 offload_optimizer=False, offload_params=False, spot=True)

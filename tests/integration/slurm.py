@@ -7,6 +7,14 @@ and munged's socket), nothing touches /etc; Slurm's commands find the config thr
 `SlurmCluster.env` gives and the tests put in the environment. Process tracking is ``proctrack/linuxproc``:
 no cgroup setup is needed (cgroup.conf only lets slurmd start on a cgroup v2 host without systemd). The
 daemons are started in the foreground and stopped by PID.
+
+A cluster for judging GPU jobs (``SlurmCluster(gpus=8, cpus=64)``) gives each node ``Gres=gpu:N`` and a gres.conf
+line ``Name=gpu File=<workdir>/dev/gpu[0-N-1]`` naming N empty files made there. The files are needed: slurmd 22.05
+drops a GPU without ``File`` ("Removing file-less GPU gpu:(null) from final GRES list", gres/gpu), and slurmctld then
+drains the node (gres/gpu count reported lower than configured); it only checks that a File exists. With
+``proctrack/linuxproc`` and ``task/none`` nothing opens them, so ``--gpus-per-node`` is scheduled and checked as on a
+real cluster. ``cpus`` above what this machine has needs ``SlurmdParameters=config_overrides``, which makes slurmd
+report the configured node instead of draining it for missing CPUs (slurm.conf(5)).
 """
 
 from __future__ import annotations
@@ -74,6 +82,8 @@ class SlurmCluster:
 
     workdir: Path
     nodes: tuple[str, ...] = ("tpnode1", "tpnode2")
+    gpus: int = 0  # GPUs per node as a counted GRES (0: none configured)
+    cpus: int | None = None  # CPUs per node as configured (None: what slurmd sees here)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @property
@@ -169,11 +179,22 @@ class SlurmCluster:
     def _write_config(self) -> None:
         ctld_port, *node_ports = _free_ports(1 + len(self.nodes))
         host = socket.gethostname().split(".")[0]
-        cpus = _cpus()
+        cpus = self.cpus or _cpus()
+        gres = f" Gres=gpu:{self.gpus}" if self.gpus else ""
         node_lines = "\n".join(
-            f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} CPUs={cpus} "
+            f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} CPUs={cpus}{gres} "
             f"RealMemory=500 State=UNKNOWN" for node, port in zip(self.nodes, node_ports, strict=True))
         work = self.workdir
+        extra = ""
+        if self.gpus:
+            extra += "GresTypes=gpu\n"
+            devices = work / "dev"
+            devices.mkdir(exist_ok=True)
+            for i in range(self.gpus):
+                (devices / f"gpu{i}").touch()
+            (work / "gres.conf").write_text(f"Name=gpu File={devices}/gpu[0-{self.gpus - 1}]\n")
+        if self.cpus:
+            extra += "SlurmdParameters=config_overrides\n"
         self.conf_path.write_text(f"""ClusterName=tuneplantest
 SlurmctldHost={host}(127.0.0.1)
 SlurmctldPort={ctld_port}
@@ -199,7 +220,7 @@ MpiDefault=none
 SwitchType=switch/none
 ReturnToService=2
 KillWait=5
-{node_lines}
+{extra}{node_lines}
 PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """)
         # slurmd 22.05 starts its cgroup plugin whatever the process tracking; on a cgroup v2 host without a
