@@ -20,7 +20,8 @@ InfiniBand), which a multi-node plan's all-reduce assumes, but SkyPilot 0.14.1 d
 search, so asking for it there would make the task unlaunchable.
 
 A spot plan runs as a managed job that recovers from preemption (``job_recovery``) and resumes from the
-checkpoints in the bucket: the training script reads CHECKPOINT_DIR, SAVE_STEPS and SAVE_TOTAL_LIMIT.
+checkpoints in the bucket: the training script reads CHECKPOINT_DIR, SAVE_STEPS, SAVE_TOTAL_LIMIT and RESUME,
+as it does under torchrun.sh and train.sbatch.
 """
 
 from __future__ import annotations
@@ -181,7 +182,8 @@ def run_script(p: LaunchPlan) -> str:
     """torchrun on every node: tuneplan's own words and the plan's numbers, no user text."""
     return "\n".join([
         "set -euo pipefail",
-        'MASTER_ADDR="$(echo "$SKYPILOT_NODE_IPS" | head -n 1)"',
+        # sed, not head: under pipefail a writer killed by head's early exit (SIGPIPE) would end the job.
+        'MASTER_ADDR="$(echo "$SKYPILOT_NODE_IPS" | sed -n 1p)"',
         f'torchrun --nnodes="$SKYPILOT_NUM_NODES" --nproc-per-node={int(p.gpus_per_node)} '
         '--node-rank="$SKYPILOT_NODE_RANK" --master-addr="$MASTER_ADDR" --master-port=29500 '
         '"$TRAIN_SCRIPT"',
@@ -216,6 +218,7 @@ def config(p: LaunchPlan, catalog: Catalog | None = None) -> dict[str, Any]:
         "file_mounts": {MOUNT: bucket},
         "envs": {"CHECKPOINT_DIR": MOUNT, "SAVE_STEPS": str(p.save_steps),
                  "SAVE_TOTAL_LIMIT": str(p.result.request.assumptions.checkpoints_kept),
+                 "RESUME": "1",  # as torchrun.sh and train.sbatch: resume from the newest checkpoint when one is there
                  "TRAIN_SCRIPT": "train.py"},
         "workdir": ".",
         "run": run_script(p),

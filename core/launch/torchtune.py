@@ -17,6 +17,7 @@ from typing import Any
 
 from core.launch import emit
 from core.launch.plan_view import LaunchError, LaunchPlan
+from core.launch.torchrun import PORT
 from core.planner.lora import target_set
 from core.planner.models import Method, Offload, Optimizer, Precision, Sharding
 
@@ -256,6 +257,8 @@ def files(p: LaunchPlan, repo: str) -> dict[str, str]:
     cfg = config(p, model_dir)
     preset = str(p.result.request.model.preset)
     rank_args = f"--nnodes {p.nodes} --nproc_per_node {p.gpus_per_node} " if p.world_size > 1 else ""
+    if p.nodes > 1:  # tune run passes torchrun's own arguments on: the c10d rendezvous, as torchrun.sh has it
+        rank_args += f"--rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:{PORT} --rdzv_id {p.name_slug} "
     run = f"tune run {rank_args}{recipe(p)} --config {FILE}"
     if p.spot:  # resume only when the previous attempt left recipe state behind (see checkpoint_lines)
         run += (f" resume_from_checkpoint=$(test -f {p.checkpoint_dir}/{RECIPE_STATE} "

@@ -101,6 +101,7 @@ def test_skypilot_task_matches_the_plan(case: Case, tmp_path: Path) -> None:
     assert mount["mode"] == "MOUNT_CACHED"
     # the plan's checkpoint interval and kept count (2, the request default) for the user's script
     assert task["envs"]["CHECKPOINT_DIR"] == "/checkpoints" and task["envs"]["SAVE_TOTAL_LIMIT"] == "2"
+    assert task["envs"]["RESUME"] == "1"
     assert int(task["envs"]["SAVE_STEPS"]) >= 1
     for var in ("SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS", "SKYPILOT_NUM_NODES"):
         assert f"${var}" in task["run"]

@@ -15,6 +15,7 @@ import ast
 import dataclasses
 import os
 import re
+import shlex
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -106,8 +107,16 @@ def test_torchtune_config_matches_the_plan(case: Case, training: dict[str, Any],
     if lora:  # all-linear: q, k, v, o and the MLP; rank 16 as requested
         assert cfg["model"]["lora_attn_modules"] == ["q_proj", "k_proj", "v_proj", "output_proj"]
         assert cfg["model"]["apply_lora_to_mlp"] is True and cfg["model"]["lora_rank"] == 16
-    ranks = f"--nnodes {case.nodes} --nproc_per_node {case.per_node} " if case.world > 1 else ""
-    assert f"# run: tune run {ranks}{RECIPES[case.name]} --config torchtune_config.yaml" in text
+    # `tune run` hands its leading arguments to torchrun's own parser (torchtune/_cli/run.py): read them with it.
+    torch_run = pytest.importorskip("torch.distributed.run", reason="torch (CPU) provides torchrun's parser")
+    (run,) = [line.removeprefix("# run: tune run ") for line in text.splitlines() if line.startswith("# run: ")]
+    args = torch_run.get_args_parser().parse_args(shlex.split(run.split(" resume_from_checkpoint=")[0]))
+    assert args.training_script == RECIPES[case.name] and args.training_script_args == ["--config",
+                                                                                         "torchtune_config.yaml"]
+    if case.world > 1:
+        assert (args.nnodes, args.nproc_per_node) == (str(case.nodes), str(case.per_node))
+    if case.nodes > 1:  # several nodes meet at the c10d rendezvous, as torchrun.sh and train.sbatch do
+        assert args.rdzv_backend == "c10d" and args.rdzv_endpoint == "$MASTER_ADDR:29500"
 
 
 @pytest.mark.parametrize("preset", list(MODELS))
