@@ -395,6 +395,17 @@ class StepBreakdown(BaseModel):
     bubble: float = 0.0
 
 
+class Band(BaseModel):
+    """The likely range of a planned figure: the point estimate scaled by the spread of the calibration residuals
+    (published ÷ planned) of the plan's regime, and how often held-out published runs fell inside it."""
+
+    low: float
+    high: float
+    coverage: float = Field(..., description="the share of held-out published runs of this regime inside their band")
+    regime: str = Field(..., description="the calibration regime the band is taken from (framework, method, scale)")
+    cases: int = Field(..., description="published runs behind the band's width")
+
+
 class ComputeResult(BaseModel):
     params_total: int
     params_active: int
@@ -412,11 +423,14 @@ class ComputeResult(BaseModel):
     steps: int
     tokens_per_step: int
     step_breakdown_s: StepBreakdown = Field(default_factory=StepBreakdown)
+    tokens_per_second_range: Band | None = Field(
+        None, description="likely tokens/s (low-high), from calibration residuals")
 
 
 class TimeResult(BaseModel):
     hours: float
     gpu_hours: float
+    hours_range: Band | None = Field(None, description="likely wall hours (low-high), from calibration residuals")
 
 
 class CheckpointResult(BaseModel):
@@ -494,6 +508,7 @@ class CostResult(BaseModel):
     egress_usd: float
     idle_usd: float
     total_usd: float | None
+    total_usd_range: Band | None = Field(None, description="the total cost at the ends of the hours' band")
     items: list[CostLine]
     buy_vs_rent: BuyVsRent | None
 
