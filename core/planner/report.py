@@ -198,12 +198,16 @@ def _risks(result: PlanResult, today: dt.date) -> list[str]:
                    f"{fmt_usd(c.compute_usd.spot)} against {fmt_usd(c.compute_usd.on_demand)} on-demand.")
     else:
         out.append("Preemption: no spot price for this GPU and provider, so no preemption risk is priced.")
-    out.append(f"Failures: one job-killing failure every {fmt_hours(ck.job_mtbf_hours)} on "
-               f"{result.hardware.gpus} GPUs (one per {a.gpu_mtbf_hours:,.0f} GPU-hours); expect "
-               f"{ck.expected_failures:.2f} during the run.")
+    # A spot plan's checkpoints are planned for failures and preemptions together (plan.py): say so.
+    spot = result.request.pricing.mode.value == "spot"
+    events = "job-killing failure or preemption" if spot else "job-killing failure"
+    rates = (f"one failure per {a.gpu_mtbf_hours:,.0f} GPU-hours"
+             + (f" and {a.spot_preemptions_per_hour:g} spot preemptions per hour" if spot else ""))
+    out.append(f"Failures: one {events} every {fmt_hours(ck.job_mtbf_hours)} on {result.hardware.gpus} GPUs "
+               f"({rates}); expect {ck.expected_failures:.2f} during the run.")
     out.append(f"Checkpoint plan: {fmt_bytes(ck.size_bytes)} every {ck.interval_minutes:.0f} min "
-               f"(Young/Daly optimum), {seconds(ck.write_seconds)} per write, {ck.overhead_fraction:.1%} time "
-               "overhead.")
+               f"(Young/Daly optimum{' for failures and preemptions' if spot else ''}), "
+               f"{seconds(ck.write_seconds)} per write, {ck.overhead_fraction:.1%} time overhead.")
     age = price_age_days(result, today)
     if age is None:
         out.append(f"Price age: the {c.provider or 'chosen'} price has no date in its source; check it before "
