@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from bench import calibrate_bands, calibrate_fit
 from bench.calibrate_cases import MEMORY_METRICS, THROUGHPUT_METRICS, Built, build, source_of
 from core.catalog import Catalog, load_catalog
-from core.planner import memory
+from core.planner import bands, memory
 from core.planner.models import PlanResult
 from core.planner.plan import PlanError, plan
 
@@ -118,6 +119,7 @@ class Row:
     reason: str | None = None
     assumed: tuple[str, ...] = field(default=())
     measured: bool = True
+    baseline: float | None = None  # the same figure from a flat 50%-MFU plan (throughput only)
 
     @property
     def kind(self) -> str:
@@ -139,6 +141,15 @@ class Row:
     @property
     def within(self) -> bool | None:
         err = self.error
+        return None if err is None else abs(err) <= self.tolerance
+
+    @property
+    def baseline_error(self) -> float | None:
+        return None if self.baseline is None else self.baseline / self.published - 1
+
+    @property
+    def baseline_within(self) -> bool | None:
+        err = self.baseline_error
         return None if err is None else abs(err) <= self.tolerance
 
 
@@ -172,7 +183,22 @@ def planned_figure(built: Built, result: PlanResult) -> float:
     return used / (1e9 if metric == "peak_mem_gb_per_gpu" else 2**30)
 
 
-def compare(built: Built, catalog: Catalog) -> Row:
+BASELINE_MFU = 0.5  # the flat guess the planner must beat: model FLOPs ÷ (peak × 50%)
+
+
+def _baseline(built: Built, catalog: Catalog) -> float | None:
+    """The case's figure from the same request with the step forced to model FLOPs ÷ (peak × 50%)."""
+    assert built.request is not None
+    request = built.request.model_copy(update={
+        "assumptions": built.request.assumptions.model_copy(update={"mfu": BASELINE_MFU})})
+    try:
+        return planned_figure(built, plan(request, catalog, today=PLAN_DATE))
+    except (PlanError, ValueError):
+        return None
+
+
+def compare(built: Built, catalog: Catalog, baseline: bool = True) -> Row:
+    """The case planned (and, for throughput with `baseline`, planned at a flat 50% MFU too)."""
     case = built.case
     row = Row(id=built.id, source=source_of(case), half=half_of(case), metric=built.metric,
               published=float(case["value"]), planned=None, assumed=built.assumed,
@@ -188,7 +214,8 @@ def compare(built: Built, catalog: Catalog) -> Row:
     figure = planned_figure(built, result)
     if not math.isfinite(figure) or figure <= 0:
         return _replace(row, reason=f"the planner gave {figure} for {built.metric}")
-    return _replace(row, planned=figure)
+    flat = _baseline(built, catalog) if baseline and row.kind == "throughput" else None
+    return _replace(row, planned=figure, baseline=flat)
 
 
 def _replace(row: Row, **changes: Any) -> Row:
@@ -229,6 +256,21 @@ def summary(rows: Sequence[Row]) -> dict[str, Share]:
     return out
 
 
+def baseline_line(rows: Sequence[Row]) -> str:
+    """The planner against the flat 50%-MFU guess on the same throughput figures."""
+    both = [r for r in rows if r.kind == "throughput" and r.planned is not None and r.baseline is not None]
+    if not both:
+        return "no throughput figure to compare with the flat 50%-MFU baseline."
+    mine = median_log_error(both)
+    flat = statistics.median(abs(math.log(r.baseline / r.published)) for r in both if r.baseline)
+    wins = sum(bool(r.within) for r in both)
+    flat_wins = sum(bool(r.baseline_within) for r in both)
+    verdict = "the planner beats it" if (wins, -mine) > (flat_wins, -flat) else "the planner does not beat it"
+    return (f"against a flat {BASELINE_MFU:.0%}-MFU baseline on the same {len(both)} throughput figures: within "
+            f"±{THROUGHPUT_TOLERANCE:.0%} planner {wins}, baseline {flat_wins}; median |ln error| planner "
+            f"{mine:.3f}, baseline {flat:.3f}: {verdict}.")
+
+
 def median_log_error(rows: Sequence[Row]) -> float:
     """Median |ln(planned ÷ published)| of the planned throughput rows: the fit's objective (inf when none)."""
     errors = [r.log_error for r in rows if r.kind == "throughput" and r.log_error is not None]
@@ -236,6 +278,12 @@ def median_log_error(rows: Sequence[Row]) -> float:
 
 
 # --------------------------------------------------------------------------- fitting one constant
+
+
+def fit_cases(cases: Iterable[dict[str, Any]] | None = None) -> list[Built]:
+    """Half A's throughput cases that the harness can plan: all a fit may see."""
+    return [b for b in (build(c) for c in (load_cases() if cases is None else cases))
+            if b.request is not None and half_of(b.case) == FIT and kind_of(b.metric) == "throughput"]
 
 
 def _attribute(name: str) -> tuple[Any, str]:
@@ -310,8 +358,7 @@ def fit(
         if not (math.isfinite(shipped) and shipped > 0):
             raise ValueError(f"{constant_name} is not a positive number; give the values to scan")
         values = [float(v) for v in shipped * np.geomspace(0.25, 4.0, 33)]
-    built = [b for b in (build(c) for c in (load_cases() if cases is None else cases))
-             if b.request is not None and half_of(b.case) == FIT and kind_of(b.metric) == "throughput"]
+    built = fit_cases(cases)
     if not built:
         raise ValueError("half A has no throughput case the planner can plan")
     scan = []
@@ -357,16 +404,18 @@ def markdown_half(rows: Sequence[Row], half: str) -> str:
     sources = sorted({r.source for r in mine})
     title = "Half A (fit)" if half == FIT else "Half B (report)"
     out = [f"#### {title}: {', '.join(sources)}", "",
-           "| case | figure | published | planned | error | within goal |", "|---|---|---:|---:|---:|---|"]
+           f"| case | figure | published | planned | error | flat {BASELINE_MFU:.0%} MFU | its error | within goal |",
+           "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in mine:
         if r.planned is None:
             continue
         flag = "yes" if r.within else "no"
         if not r.measured:
             flag += " (reported, not measured)"
+        flat = ("—", "—") if r.baseline is None else (_num(r.baseline), f"{(r.baseline_error or 0):+.0%}")
         out.append(f"| {r.id} | {_label(r.metric)} | {_num(r.published)} | {_num(r.planned)} | "
-                   f"{(r.error or 0):+.0%} | {flag} |")
-    out += ["", f"Summary: {summary_line(mine)}"]
+                   f"{(r.error or 0):+.0%} | {flat[0]} | {flat[1]} | {flag} |")
+    out += ["", f"Summary: {summary_line(mine)}", "", f"Baseline: {baseline_line(mine)}"]
     skipped = [r for r in mine if r.planned is None]
     if skipped:
         out += ["", "Not planned:", ""] + [f"- {r.id}: not planned: {r.reason}" for r in skipped]
@@ -383,7 +432,9 @@ def as_json(rows: Sequence[Row]) -> dict[str, Any]:
         return {"sources": sorted({r.source for r in mine}),
                 "summary": {k: {**asdict(s), "share": s.share, "met": s.met} for k, s in summary(mine).items()},
                 "median_abs_log_error_throughput": median_log_error(mine),
-                "rows": [{**asdict(r), "kind": r.kind, "error": r.error, "within": r.within} for r in mine]}
+                "baseline": baseline_line(mine),
+                "rows": [{**asdict(r), "kind": r.kind, "error": r.error, "within": r.within,
+                          "baseline_error": r.baseline_error} for r in mine]}
 
     return {"goals": {"memory": {"tolerance": MEMORY_TOLERANCE, "share": MEMORY_GOAL},
                       "throughput": {"tolerance": THROUGHPUT_TOLERANCE, "share": THROUGHPUT_GOAL}},
@@ -405,10 +456,12 @@ def doc_section(rows: Sequence[Row], today: dt.date) -> str:
         "torchtitan's logged `max_reserved` and LLMs-from-scratch's `memory_reserved` → `per_gpu.total` less the "
         "CUDA context; "
         "nvidia-smi → `per_gpu.total`). The cases are split by the repository that published them "
-        "(`bench/calibrate.py: HALVES`, with the reasoning): half A may be used to estimate one planner "
-        "constant (`bench.calibrate.fit`: the value with the least median absolute log error of the "
-        "throughput figures of half A); half B is only reported, with the constant as shipped. No constant has "
-        "been fitted yet: both tables show the engine as shipped. Goals: memory within ±10% on at least 90% of "
+        "(`bench/calibrate.py: HALVES`, with the reasoning): the named efficiencies of "
+        "`core/planner/efficiency.py` were fitted on half A only (`--fit-all`: coordinate descent within bounds "
+        "around each cited prior, least mean absolute log error of half A's throughput figures plus a weak pull "
+        "to the prior; `bench/calibrate_fit.py`); half B is only reported, with the constants as shipped. Each "
+        "table has a flat 50%-MFU baseline beside the planner (the same request with the step forced to model "
+        "FLOPs ÷ (peak × 50%)). Goals: memory within ±10% on at least 90% of "
         "the measured cases, throughput within ±20% on at least 80%. A case the planner cannot express is "
         "listed as not planned, with the reason; settings taken from a framework default are named in "
         "`--json` (`assumed`).", width=112, break_on_hyphens=False, break_long_words=False)
@@ -419,8 +472,27 @@ def doc_section(rows: Sequence[Row], today: dt.date) -> str:
         method,
         "",
         markdown(rows).rstrip("\n"),
+        "",
+        "#### Fitted constants (core/planner/efficiency.py)",
+        "",
+        calibrate_fit.constants_markdown(),
+        "",
+        "#### Error band (resources/calibration/bands.json)",
+        "",
+        calibrate_bands.bands_markdown(bands.shipped_table()),
         END,
     ]) + "\n"
+
+
+def bands_content(rows: Sequence[Row], today: dt.date) -> dict[str, Any]:
+    """bands.json from the rows: half A's residuals set the widths, half B's measure the coverage."""
+    built = {b.id: b for b in (build(c) for c in load_cases())}
+
+    def pairs(half: str) -> list[tuple[Built, float]]:
+        return [(built[r.id], calibrate_bands.residual(r.metric, r.published, r.planned)) for r in rows
+                if r.half == half and r.kind == "throughput" and r.planned is not None]
+
+    return calibrate_bands.build_bands(pairs(FIT), pairs(REPORT), today)
 
 
 def write_docs(path: Path, section: str) -> None:
@@ -444,12 +516,14 @@ def text_report(rows: Sequence[Row]) -> str:
     for half in (FIT, REPORT):
         mine = [r for r in rows if r.half == half]
         lines.append(f"{'Half A (fit)' if half == FIT else 'Half B (report)'}: {summary_line(mine)}")
+        lines.append(f"  baseline: {baseline_line(mine)}")
         for r in mine:
             if r.planned is None:
                 lines.append(f"  {r.id:58} not planned: {r.reason}")
             else:
+                flat = "" if r.baseline_error is None else f"  (50% MFU {r.baseline_error:+.0%})"
                 lines.append(f"  {r.id:58} {_label(r.metric):20} {_num(r.published):>9} {_num(r.planned):>9} "
-                             f"{(r.error or 0):+6.0%} {'ok' if r.within else 'MISS'}")
+                             f"{(r.error or 0):+6.0%} {'ok' if r.within else 'MISS'}{flat}")
         lines.append("")
     return "\n".join(lines)
 
@@ -463,8 +537,16 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"rewrite the calibration section of FILE (default {DOC.relative_to(ROOT)})")
     parser.add_argument("--fit", metavar="MODULE.CONSTANT", help="estimate this constant on half A")
     parser.add_argument("--values", help="comma-separated values to scan with --fit (default: shipped × 0.25…4)")
+    parser.add_argument("--write-bands", action="store_true",
+                        help=f"write {calibrate_bands.BANDS_PATH.relative_to(ROOT)} from the residuals")
+    parser.add_argument("--fit-all", action="store_true",
+                        help="fit every constant of core/planner/efficiency.py on half A and print the values")
     args = parser.parse_args(argv)
     catalog = load_catalog()
+    if args.fit_all:
+        built = fit_cases()
+        fitted, start, end = calibrate_fit.fit_all(built, catalog)
+        print(calibrate_fit.fit_text(fitted, start, end, len(built)))
     if args.fit:
         try:
             values = [float(v) for v in args.values.split(",")] if args.values else None
@@ -478,6 +560,10 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown(rows))
     else:
         print(text_report(rows))
+    if args.write_bands:
+        calibrate_bands.write(bands_content(rows, dt.date.today()))
+        bands.shipped_table.cache_clear()
+        print(f"wrote {calibrate_bands.BANDS_PATH}", file=sys.stderr)
     if args.write_docs:
         write_docs(args.write_docs, doc_section(rows, dt.date.today()))
         print(f"wrote the calibration section of {args.write_docs}", file=sys.stderr)

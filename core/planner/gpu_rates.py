@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.catalog import GPU, network
-from core.planner import kernels
+from core.planner import efficiency, kernels
 from core.planner.models import Assumption, Attention, PlanRequest, Precision
 
 if TYPE_CHECKING:
@@ -36,9 +36,16 @@ def pcie_gbs(gpu: GPU) -> float:
 
 
 def rates(gpu: GPU, precision: Precision, measured_matmul_tflops: float | None = None) -> GpuRates:
+    """The benchmark rates times the fitted efficiencies: the GEMM rate × the family's sustained factor, the
+    FlashAttention-2 rate × the attention scale (efficiency.py; both fitted on half A of the published runs)."""
     mm, mm_source = kernels.matmul_efficiency(gpu, precision, measured_matmul_tflops)
     attn, attn_source = kernels.attention_efficiency(gpu.architecture)
-    return GpuRates(kernels.hbm_bytes_per_s(gpu) / 1e9, mm, mm_source, attn, attn_source, pcie_gbs(gpu))
+    sustained = efficiency.gemm_sustained(gpu.architecture)
+    mm_source += (f"; × {sustained:.2f} sustained in training ({efficiency.family(gpu.architecture)} family, "
+                  "fitted on half A: docs/formulas.md, Calibration)")
+    attn_source += f"; × {efficiency.ATTENTION_SCALE:.2f} in training (fitted on half A)"
+    return GpuRates(kernels.hbm_bytes_per_s(gpu) / 1e9, min(mm * sustained, 1.0), mm_source,
+                    attn * efficiency.ATTENTION_SCALE, attn_source, pcie_gbs(gpu))
 
 
 def time_assumptions(request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from core.catalog.records import GPU
+from core.planner import efficiency
 from core.planner.memory import master_bytes, optimizer_state_bytes, weight_bytes
 from core.planner.models import Attention, Optimizer, Precision
 
@@ -89,12 +90,14 @@ def hbm_bytes_per_s(gpu: GPU) -> float:
 
 
 def gemm_seconds(m: Num, n: Num, k: Num, peak_flops: Num, hbm: Num, elem: float = 2.0) -> Num:
-    """One GEMM (m×k)·(k×n): max(2mnk ÷ (peak·E_mm), (mk + kn + mn)·elem ÷ HBM) — the roofline.
+    """One GEMM (m×k)·(k×n): max(2mnk ÷ (peak·E_mm·f(d)), (mk + kn + mn)·elem ÷ HBM) — the roofline.
 
-    `peak_flops` is already peak × E_mm (FLOP/s); `hbm` is bytes/s. A GEMM with a small dimension (a LoRA
-    adapter of rank r, a micro-batch of a few tokens) has low arithmetic intensity and lands on the HBM side.
+    `peak_flops` is already peak × E_mm (FLOP/s); `hbm` is bytes/s. f(d) = d ÷ (d + D½) for the smallest
+    dimension d (efficiency.gemm_size_factor): a small GEMM fills fewer tiles and waves than the benchmark's
+    best shape. A GEMM with a small dimension (a LoRA adapter of rank r, a micro-batch of a few tokens) has
+    low arithmetic intensity and usually lands on the HBM side anyway.
     """
-    flops = 2.0 * m * n * k
+    flops = 2.0 * m * n * k / efficiency.gemm_size_factor(m, n, k)
     traffic = (m * k + k * n + m * n) * elem
     return np.maximum(flops / peak_flops, traffic / hbm)
 

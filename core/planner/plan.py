@@ -18,7 +18,7 @@ from core.catalog import (
     load_catalog,
     network,
 )
-from core.planner import cost, gpu_rates, memory, parallel, pricing, reliability, sanity, search, storage
+from core.planner import bands, cost, gpu_rates, memory, parallel, pricing, reliability, sanity, search, storage
 from core.planner.advice import suggestions
 from core.planner.frameworks import effective_training
 from core.planner.memory import CUDA_CONTEXT_BYTES, checkpoint_bytes
@@ -475,6 +475,11 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
             f"the run would take {fmt_hours(hours)}, more than 10 years: no one can run this; check data.tokens "
             "and data.epochs, or give it more GPUs"
         )
+    tps_band, hours_band = bands.time_bands(request.training, hw_spec.gpus, hw_spec.nodes, float(est.tokens_per_s),
+                                            hours, a.restart_minutes / 60 * (1 + ckpt.overhead_fraction))
+    compute_result.tokens_per_second_range = tps_band
+    cost_result.total_usd_range = bands.cost_band(
+        hours_band, hours, getattr(cost_result.compute_usd, request.pricing.mode.value), cost_result.total_usd)
     if candidates:
         # The chosen row shows the plan's own figures (checkpoint writes and restarts included), so the headline
         # and the table agree figure for figure; the other rows stay failure-free estimates.
@@ -487,7 +492,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         hardware=hw_spec,
         memory=memory_result,
         compute=compute_result,
-        time=TimeResult(hours=hours, gpu_hours=hours * hw_spec.gpus),
+        time=TimeResult(hours=hours, gpu_hours=hours * hw_spec.gpus, hours_range=hours_band),
         checkpoint=ckpt,
         storage=StorageResult(
             dataset_raw_bytes=int(raw),

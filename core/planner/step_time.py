@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.planner import comms, compute, kernels, lora, parallel
+from core.planner import comms, compute, efficiency, kernels, lora, parallel
 from core.planner.memory import MemoryEstimate, shard_degree, weight_bytes
 from core.planner.models import Assumptions, Attention, CrossEntropy, Method, Offload, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
@@ -119,7 +119,7 @@ def _layer_linears(arch: Architecture, t: TrainingSpec, tokens: Num, mm: Num, hb
 
 def _layer_elementwise_bytes(arch: Architecture, t: TrainingSpec, tokens: Num, elem: float) -> Num:
     """Forward bytes of norms, residual adds, rotary and the MLP activation for one layer (sharded by TP/SP)."""
-    tp, compiled = t.tensor_parallel, t.compile
+    tp, compiled = t.tensor_parallel, efficiency.fused_elementwise(t.framework, t.compile)
     seq_shard = tp if t.sequence_parallel else 1
     norm = LAYERNORM_BYTES if arch.layer_norm else RMSNORM_BYTES[compiled]
     norms = (1 if arch.parallel_block else 2) * norm * arch.hidden / seq_shard
@@ -146,7 +146,8 @@ def _head(arch: Architecture, t: TrainingSpec, tokens: Num, mm: Num, hbm: Num, e
 
 def micro_batch_costs(arch: Architecture, t: TrainingSpec, seq_len: Num, hw: Hardware,
                       micro_batch: Num) -> tuple[Num, Num, Num]:
-    """(GEMM, attention, memory-bound incl. the launch floor) seconds of one micro-batch on one GPU."""
+    """(GEMM, attention, memory-bound incl. the launch floor and the framework's per-layer host time) seconds
+    of one micro-batch on one GPU."""
     elem = weight_bytes(t.precision)
     tokens = micro_batch * seq_len / t.context_parallel
     peak = hw.peak_tflops * 1e12
@@ -165,11 +166,14 @@ def micro_batch_costs(arch: Architecture, t: TrainingSpec, seq_len: Num, hw: Har
                                           head_dim, attn_runs, peak, hw.attention_efficiency,
                                           hw.matmul_efficiency, hbm)
     memory = (lin.memory + elementwise) / hbm
-    launches = (ELEMENTWISE_KERNELS[t.compile] + lin.kernels) * (forward_runs + kernels.BACKWARD_BYTES_FACTOR)
+    fused = efficiency.fused_elementwise(t.framework, t.compile)
+    launches = (ELEMENTWISE_KERNELS[fused] + lin.kernels) * (forward_runs + kernels.BACKWARD_BYTES_FACTOR)
     floor_excess = np.maximum(kernels.launch_floor_seconds(launches) - (lin.gemm + attention + memory), 0.0)
+    # The framework's host time per layer (hooks, wrappers), per forward and backward pass pair.
+    overhead = efficiency.layer_overhead_s(t.framework) * (forward_runs + 1.0) / 2.0
     head_gemm, head_memory = _head(arch, t, tokens, mm, hbm, elem)
     gemm = layers * lin.gemm + head_gemm
-    return gemm, layers * attention, layers * (memory + floor_excess) + head_memory / hbm
+    return gemm, layers * attention, layers * (memory + floor_excess + overhead) + head_memory / hbm
 
 
 def _host_seconds(t: TrainingSpec, hw: Hardware, mem: MemoryEstimate, trainable_gpu: Num, n_shard: Num,

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.catalog import load_catalog
-from core.planner import memory
+from core.planner import gpu_rates, memory
 from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.params import Architecture
 from core.planner.plan import on_candidate, plan
@@ -223,3 +223,33 @@ def test_no_search_candidate_has_more_replicas_than_the_global_batch(preset: str
     for c in result.candidates:
         replicas = c.gpus_per_node * c.nodes // (c.tensor_parallel * c.pipeline_parallel)
         assert replicas * c.micro_batch_size <= batch, c
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    preset=st.sampled_from(["llama-3.1-8b", "qwen2.5-14b", "llama-3.1-70b", "mixtral-8x7b"]),
+    method=methods,
+    gpu=st.sampled_from(["H100-SXM", "A100-80GB-SXM", "L4", "B200", "RTX-4090"]),
+    gpus=st.sampled_from([1, 8]),
+    ckpt=st.booleans(),
+    attention=st.sampled_from(["flash", "eager"]),
+    seq=st.sampled_from([512, 2048, 8192]),
+)
+def test_achieved_mfu_never_exceeds_the_gemm_efficiency_and_the_band_holds_the_point(
+    preset: str, method: str, gpu: str, gpus: int, ckpt: bool, attention: str, seq: int
+) -> None:
+    """No step runs its model FLOPs faster than its GEMMs run; every band contains the figure it is around."""
+    result = plan(PlanRequest.model_validate({
+        "model": {"preset": preset}, "data": {"tokens": 1e8, "seq_len": seq},
+        "training": {"method": method, "gradient_checkpointing": ckpt, "attention": attention,
+                     "sharding": "fsdp" if gpus > 1 else "none"},
+        "hardware": {"gpu": gpu, "gpus_per_node": gpus}}), CATALOG)
+    rate = gpu_rates.rates(CATALOG.gpu(gpu), result.request.training.precision)
+    assert result.compute.mfu <= rate.matmul_efficiency + 1e-9
+    tps, hours = result.compute.tokens_per_second_range, result.time.hours_range
+    assert tps is not None and hours is not None
+    assert tps.low <= result.compute.tokens_per_second <= tps.high
+    assert hours.low <= result.time.hours <= hours.high
+    usd = result.cost.total_usd_range
+    if result.cost.total_usd is not None:
+        assert usd is not None and usd.low <= result.cost.total_usd <= usd.high

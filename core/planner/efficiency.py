@@ -1,0 +1,122 @@
+"""The step model's fitted efficiencies: a handful of named, physical constants, each with its prior and source.
+
+The explicit costs (step_time.py) take their rates from benchmarks: the best-shape matmul (MAMF table), the
+FlashAttention-2 paper, HBM bandwidth. A training run gets less than a benchmark: its GEMMs have the model's
+shapes, it runs for hours at the clocks its power cap allows, and the framework spends host time on every
+module call. Each constant below names one such loss, starts from a prior with a cited source, and was fitted
+on half A of the published runs (`python -m bench.calibrate --fit-all`, split by source; docs/formulas.md,
+"Calibration") within bounds around that prior. Half B was never seen by the fit and is only reported.
+
+The planner reads every constant as `efficiency.NAME` at run time (never copied at import) so that the fit can
+patch it; nothing here is fitted when a plan runs. No constant is per case or per model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from core.planner.models import Framework
+
+Num = Any
+
+
+@dataclass(frozen=True)
+class Constant:
+    """One fitted efficiency: what it means, its prior and source, the bounds the fit searched and its half."""
+
+    name: str
+    meaning: str
+    prior: float
+    low: float
+    high: float
+    source: str
+    half: str = "A"
+
+
+# ----------------------------------------------------------------------------- the fitted values
+
+# Sustained GEMM rate in training ÷ the best-shape benchmark (MAMF, or the probe's matmul), per GPU family.
+GEMM_SUSTAINED_HOPPER = 0.72
+GEMM_SUSTAINED_AMPERE = 0.85
+GEMM_SUSTAINED_ADA = 0.62
+GEMM_SUSTAINED_OTHER = 1.05
+# The GEMM dimension at which a matmul runs at half its large-shape rate: factor d ÷ (d + D½), d = the GEMM's
+# smallest dimension (tokens, d_in or d_out).
+GEMM_HALF_DIM = 150.0
+# Flash/SDPA attention in training ÷ the FlashAttention-2 paper's figures (kernels.ATTENTION_EFFICIENCY).
+ATTENTION_SCALE = 0.69
+# Host-side seconds per decoder layer per micro-batch (forward + backward) of a Hugging Face model: module
+# hooks, PEFT wrappers, FSDP's per-module pre/post hooks, the Python of every unfused op.
+HF_LAYER_OVERHEAD_S = 1e-4
+
+FAMILY_KEYS = ("hopper", "ampere", "ada", "other")
+
+CONSTANTS: tuple[Constant, ...] = (
+    Constant("GEMM_SUSTAINED_HOPPER", "sustained GEMM rate ÷ MAMF, Hopper", 1.0, 0.6, 1.05,
+             "prior 1: the MAMF table as measured (stas00/ml-engineering, 'Maximum Achievable Matmul FLOPS', "
+             "best shape, 100 iterations); H100's 700 W cap lowers clocks under sustained load"),
+    Constant("GEMM_SUSTAINED_AMPERE", "sustained GEMM rate ÷ MAMF, Ampere", 1.0, 0.6, 1.05,
+             "prior 1: the MAMF table as measured (A100 SXM 86.9%)"),
+    Constant("GEMM_SUSTAINED_ADA", "sustained GEMM rate ÷ the 70% heuristic, Ada (L4, L40S, RTX 40)", 1.0, 0.5,
+             1.05, "prior 1: kernels.FALLBACK_MATMUL_EFFICIENCY (no MAMF row); these cards run power-limited "
+             "(L4: 72 W for a 121 TFLOP/s dense BF16 peak)"),
+    Constant("GEMM_SUSTAINED_OTHER", "sustained GEMM rate ÷ MAMF or the 70% heuristic, other families", 1.0, 0.6,
+             1.05, "prior 1: the MAMF table, or kernels.FALLBACK_MATMUL_EFFICIENCY where it has no row"),
+    Constant("GEMM_HALF_DIM", "GEMM dimension at half the large-shape rate", 128.0, 16.0, 1024.0,
+             "prior 128: NVIDIA Matrix Multiplication Background User's Guide (tile quantization; 128-wide "
+             "thread-block tiles leave a GEMM dimension below a tile mostly idle)"),
+    Constant("ATTENTION_SCALE", "flash/SDPA fwd+bwd in training ÷ the FlashAttention-2 paper's rate", 1.0, 0.4,
+             1.3, "prior 1: FlashAttention-2 (arXiv:2307.08691) 50% of A100 peak, 335 TFLOP/s on H100"),
+    Constant("HF_LAYER_OVERHEAD_S", "host seconds per layer per micro-batch, Hugging Face stacks", 1e-4, 1e-6,
+             1e-3, "prior 100 µs: ~10 µs of eager dispatch per module call (CUDA Graphs post, developer.nvidia"
+             ".com/blog/cuda-graphs/: launch overheads of a few µs) × ~10 calls per layer forward and backward"),
+)
+
+# Framework profiles whose model is a Hugging Face transformers module (hooks, PEFT wrappers): they pay
+# HF_LAYER_OVERHEAD_S. Megatron-Core, torchtitan, litgpt and torchtune run their own module trees; no half-A
+# case measures them, so they keep the prior of no extra host time (docs/formulas.md, "Calibration").
+HF_MODEL_FRAMEWORKS = frozenset({Framework.hf_trainer, Framework.axolotl, Framework.deepspeed, Framework.unsloth})
+
+# Frameworks whose default recipes run fused elementwise kernels (norm, RoPE, activation) without
+# torch.compile: Megatron-Core with Transformer Engine (TE's LayerNormLinear fuses the norm into the GEMM;
+# `apply_rope_fusion` and `bias_activation_fusion` default True in megatron/core/transformer/
+# transformer_config.py). A documented default, not fitted.
+FUSED_FRAMEWORKS = frozenset({Framework.megatron})
+
+
+def family(architecture: str) -> str:
+    """The GPU family key of a catalog architecture name ('Hopper' → 'hopper')."""
+    key = architecture.lower().replace(" ", "")
+    if key.startswith("ada"):
+        return "ada"
+    return key if key in ("hopper", "ampere") else "other"
+
+
+def gemm_sustained(architecture: str) -> float:
+    """The fitted sustained-GEMM factor of a GPU family."""
+    return float({"hopper": GEMM_SUSTAINED_HOPPER, "ampere": GEMM_SUSTAINED_AMPERE, "ada": GEMM_SUSTAINED_ADA}.get(
+        family(architecture), GEMM_SUSTAINED_OTHER))
+
+
+def gemm_size_factor(m: Num, n: Num, k: Num) -> Num:
+    """d ÷ (d + D½) for the GEMM's smallest dimension d: small GEMMs fill fewer tiles and waves (≤ 1)."""
+    d = np.minimum(np.minimum(m, n), k)
+    return d / (d + GEMM_HALF_DIM)
+
+
+def layer_overhead_s(framework: Framework) -> float:
+    """Host seconds per layer per micro-batch pass (forward + backward) for a framework profile."""
+    return HF_LAYER_OVERHEAD_S if framework in HF_MODEL_FRAMEWORKS else 0.0
+
+
+def fused_elementwise(framework: Framework, compiled: bool) -> bool:
+    """Whether the norm/RoPE/activation passes run fused: torch.compile, or a framework that fuses them."""
+    return compiled or framework in FUSED_FRAMEWORKS
+
+
+def constants() -> list[tuple[Constant, float]]:
+    """Every constant with its shipped (fitted) value, in table order."""
+    return [(c, float(globals()[c.name])) for c in CONSTANTS]
