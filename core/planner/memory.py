@@ -391,6 +391,7 @@ class MemoryEstimate:
     paged: Num = 0.0  # paged optimizer states (unified memory): bytes that may spill to host under pressure
     host_bytes_per_step: Num = 0.0  # bytes each GPU moves over its host link per optimizer step (offload)
     host_exposed_bytes_per_step: Num = 0.0  # the part of them the next compute waits for (not overlapped)
+    paged_spilled: Num = 0.0  # paged states paged out to host RAM under memory pressure (0 while they fit)
 
 
 def grads_at_activation_peak(training: TrainingSpec, gradients: Num, accumulation: Num) -> Num:
@@ -465,5 +466,5 @@ def estimate(
     hidden_host = states.host_step_bytes / 2 + (states.host_micro_bytes + 2 * offloaded_act) * accumulation
     return MemoryEstimate(
         states.weights, states.gradients, states.optimizer + resident, act, logits, overhead, allocated,
-        fixed + resident, cpu, states.paged, hidden_host + exposed_host, exposed_host,
+        fixed + resident, cpu, states.paged, hidden_host + exposed_host, exposed_host, spilled,
     )

@@ -133,3 +133,18 @@ def paged_resident(paged: Num, fixed_total: Num, gpu_memory: Num | None) -> Num:
     if gpu_memory is None:
         return paged
     return np.clip(np.asarray(gpu_memory, dtype=float) - fixed_total, 0.0, paged)
+
+
+def paged_spill_warning(paged: float, spilled: float) -> str | None:
+    """What a plan says when paged optimizer states spill; nothing while they fit.
+
+    The driver evicts unified-memory pages only under pressure (when the GPU is full), so states that fit next
+    to the peak are never paged out and cost no host traffic. The spilled part is faulted back for every
+    optimizer step (bitsandbytes prefetches the paged states and synchronises before its update kernels) and
+    evicted again when the next forward needs the room: twice over PCIe per step, waited for.
+    """
+    if paged <= 0 or spilled <= 0:
+        return None
+    return (f"paged optimizer states: {spilled / 1e9:.1f} of {paged / 1e9:.1f} GB do not fit next to the peak and "
+            f"page out to host RAM; each optimizer step pages them back and out again ({2 * spilled / 1e9:.1f} GB "
+            "over PCIe, waited for). A smaller micro-batch or checkpointing keeps them on the GPU")

@@ -122,3 +122,44 @@ def test_more_fsdp_gpus_lower_the_torchtitan_peak_by_the_state_shards() -> None:
     states = 12 * PARAMS * (1 / 8 - 1 / 128) / GIB
     assert drop == pytest.approx(states * (1 + memory.ALLOCATOR_RESERVE), rel=0.02)
     assert 0 < drop < 82.4 - 67.0
+
+
+# ----------------------------------------------------------------------------- paged optimizer states
+
+
+def _paged_qlora(micro_batch: int) -> PlanRequest:
+    return PlanRequest.model_validate({
+        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 1e7, "seq_len": 2048},
+        "training": {"method": "qlora", "optimizer": "paged_adamw_32bit", "precision": "pure_bf16",
+                     "micro_batch_size": micro_batch, "gradient_checkpointing": True},
+        "hardware": {"gpu": "RTX-4090", "gpus_per_node": 1, "nodes": 1},
+    })
+
+
+def test_paged_states_that_fit_are_never_paged_out_and_cost_no_host_time() -> None:
+    """Llama 3.1 8B QLoRA r16 all-linear on a 24 GB card, checkpointing on, micro-batch 1: the adapters'
+    32-bit AdamW states, 8 B × 41,943,040 = 0.34 GB, fit next to the peak. The driver evicts unified memory
+    only when the GPU is full, so nothing moves and the plan says nothing about paging."""
+    result = plan(_paged_qlora(1), CATALOG)
+    assert result.memory.fits
+    assert result.compute.step_breakdown_s.host_transfer == 0.0
+    assert result.memory.cpu_ram_needed == 0
+    assert not [w for w in result.warnings if "paged optimizer states" in w]
+
+
+def test_paged_states_spill_only_the_part_that_does_not_fit_and_the_plan_says_so() -> None:
+    """A 12 GB card with 10 GB of paged states and 5 GB of everything else keeps 7 GB and pages 3 GB out;
+    the step moves the 3 GB back and out again (6 GB over PCIe, waited for), and the warning says so."""
+    est_spill = 3e9
+    assert float(savers.paged_resident(10e9, 5e9, 12e9)) == 10e9 - est_spill
+    note = savers.paged_spill_warning(10e9, est_spill)
+    assert note is not None and "3.0 of 10.0 GB" in note and "6.0 GB over PCIe" in note
+    assert savers.paged_spill_warning(10e9, 0.0) is None
+    t = TrainingSpec(method="qlora", optimizer="paged_adamw_32bit", precision="pure_bf16")
+    arch = LLAMA31_8B
+    roomy = memory.estimate(arch, t, dp=1, gpus_per_node=1, micro_batch=1, seq_len=2048, gpu_memory=80e9)
+    tight = memory.estimate(arch, t, dp=1, gpus_per_node=1, micro_batch=1, seq_len=2048,
+                            gpu_memory=float(roomy.total) - float(roomy.paged) / 2)
+    assert float(roomy.paged_spilled) == 0.0 and float(roomy.host_exposed_bytes_per_step) == 0.0
+    assert float(tight.paged_spilled) == pytest.approx(float(roomy.paged) / 2)
+    assert float(tight.host_exposed_bytes_per_step) == pytest.approx(float(roomy.paged))
