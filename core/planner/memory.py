@@ -25,7 +25,7 @@ import numpy as np
 
 from core.planner import parallel, savers
 from core.planner.lora import largest_trainable_matrix, lora_params, target_set, trainable_params
-from core.planner.models import Attention, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
+from core.planner.models import Attention, Framework, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
 from core.planner.params import Architecture
 from core.planner.savers import logits_bytes
 
@@ -122,7 +122,9 @@ def model_states(
         total if method is Method.full else float(lora_params(arch, training.lora_rank or 16, training.lora_targets))
     )
     frozen = 0.0 if method is Method.full else total
-    n = shard_degree(sharding, dp, gpus_per_node)
+    # Context-parallel ranks hold the same weights: FSDP2 (torchtitan shards over its "dp_shard_cp" mesh),
+    # Megatron's distributed optimizer and ZeRO with Ulysses shard the states over data × context parallel.
+    n = shard_degree(sharding, dp * training.context_parallel, gpus_per_node)
     stage = {
         Sharding.none: 0,
         Sharding.zero1: 1,
@@ -346,8 +348,9 @@ def activation_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Nu
 
     none: every layer's saved tensors. full: each layer keeps only its input (h per token; with activation
     offload only the few in flight, `savers.inputs_kept_on_gpu`) and one layer is recomputed at a time during
-    backward. selective: every layer's tensors except the attention core, which is recomputed. A layer's worth
-    of transient gradient tensors is always added.
+    backward. selective: every layer's tensors except the attention core, which is recomputed (Megatron); under
+    torchtitan its per-op policy (`savers.op_sac_parts`). A layer's worth of transient gradient tensors is
+    always added.
     """
     elem = weight_bytes(training.precision)
     by = parallel.activation_split(arch, training)
@@ -361,6 +364,9 @@ def activation_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Nu
         stored = inputs * layers / arch.layers / (by.rest * by.tokens) + per_layer
     elif training.checkpointing == "selective":
         kept = parallel_elements_per_token_layer(arch, training, seq_len, attention_core=False) * elem * tokens
+        if training.framework is Framework.torchtitan:  # its selective default is the per-op policy
+            rest, split, kv = savers.op_sac_parts(arch, training)
+            kept = (rest / by.rest + split / by.split + kv / by.kv) * elem * tokens
         stored = layers * kept
     else:
         stored = layers * per_layer
@@ -385,6 +391,23 @@ class MemoryEstimate:
     paged: Num = 0.0  # paged optimizer states (unified memory): bytes that may spill to host under pressure
     host_bytes_per_step: Num = 0.0  # bytes each GPU moves over its host link per optimizer step (offload)
     host_exposed_bytes_per_step: Num = 0.0  # the part of them the next compute waits for (not overlapped)
+    paged_spilled: Num = 0.0  # paged states paged out to host RAM under memory pressure (0 while they fit)
+
+
+def grads_at_activation_peak(training: TrainingSpec, gradients: Num, accumulation: Num) -> Num:
+    """The gradient bytes alive with every activation, at the start of backward.
+
+    PyTorch FSDP (1 and 2) writes each sharded gradient in its unit's post-backward reduce-scatter, and the
+    optimizer's zero_grad() sets them to None (its default since PyTorch 2.0; torchtitan calls it at the start
+    of every step): with one micro-batch per step no gradient exists while the activations are all alive, and
+    the sharded gradients grow only as the layers' activations are freed. With accumulation they persist.
+    DDP buckets and DeepSpeed's flat fp32 partitions are allocated once and stay.
+    """
+    if training.sharding not in (Sharding.fsdp, Sharding.hsdp) or training.offload is not Offload.none:
+        return gradients
+    if np.ndim(accumulation) == 0 and np.ndim(gradients) == 0:
+        return gradients if float(accumulation) > 1 else 0.0
+    return np.where(np.asarray(accumulation) > 1, gradients, 0.0 * gradients)
 
 
 def estimate(
@@ -401,9 +424,10 @@ def estimate(
 ) -> MemoryEstimate:
     """Peak memory per GPU.
 
-    Peak = weights + optimizer + gradients + max(activations + logits, optimizer-step workspace) + working
-    buffers: with gradient accumulation the gradients persist while the next micro-batch's activations are
-    alive, so they add.
+    Peak = weights + optimizer + working buffers + max(live gradients + activations + logits, gradients +
+    optimizer-step workspace): with gradient accumulation (or persistent DDP/DeepSpeed buffers) the gradients
+    are alive with the next micro-batch's activations and add; FSDP's, without accumulation, are not yet
+    allocated then (`grads_at_activation_peak`).
     Reserved = allocated × (1 + allocator reserve) + CUDA context, plus the paged optimizer states that stay
     resident: they live outside the allocator and fill what `gpu_memory` leaves free (all of them when it is
     not given); the rest spills to host RAM. `accumulation` (micro-batches per optimizer step) scales the host
@@ -417,9 +441,11 @@ def estimate(
     working = states.gathered + COMM_BUCKET_BYTES * (np.asarray(dp) > 1)
     if training.method is Method.qlora:
         working = working + 2 * arch.largest_matrix_params * 2  # dequantized bf16 weight, forward and backward
-    # The optimizer step runs after backward has freed the activations: its workspace only adds beyond them.
-    step_excess = np.maximum(states.step_workspace - act - logits, 0.0)
-    allocated = states.weights + states.gradients + states.optimizer + act + logits + working + step_excess
+    # The optimizer step runs after backward has freed the activations: the gradients it reads and its workspace
+    # only add beyond them (the gradients alive at the activation peak are counted there).
+    live_grads = grads_at_activation_peak(training, states.gradients, accumulation)
+    step_excess = np.maximum(states.gradients + states.step_workspace - live_grads - act - logits, 0.0)
+    allocated = states.weights + live_grads + states.optimizer + act + logits + working + step_excess
     reserve = allocated * ALLOCATOR_RESERVE
     fixed = allocated + reserve + CUDA_CONTEXT_BYTES
     resident = savers.paged_resident(states.paged, fixed, gpu_memory)
@@ -440,5 +466,5 @@ def estimate(
     hidden_host = states.host_step_bytes / 2 + (states.host_micro_bytes + 2 * offloaded_act) * accumulation
     return MemoryEstimate(
         states.weights, states.gradients, states.optimizer + resident, act, logits, overhead, allocated,
-        fixed + resident, cpu, states.paged, hidden_host + exposed_host, exposed_host,
+        fixed + resident, cpu, states.paged, hidden_host + exposed_host, exposed_host, spilled,
     )

@@ -18,7 +18,19 @@ from core.catalog import (
     load_catalog,
     network,
 )
-from core.planner import bands, cost, gpu_rates, memory, parallel, pricing, reliability, sanity, search, storage
+from core.planner import (
+    bands,
+    cost,
+    gpu_rates,
+    memory,
+    parallel,
+    pricing,
+    reliability,
+    sanity,
+    savers,
+    search,
+    storage,
+)
 from core.planner.advice import suggestions
 from core.planner.frameworks import effective_training
 from core.planner.memory import CUDA_CONTEXT_BYTES, checkpoint_bytes
@@ -417,6 +429,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         warnings.append(
             f"does not fit: needs {float(mem.total) / 1e9:.1f} GB per GPU, {gpu.id} has {gpu.memory_bytes / 1e9:.0f} GB"
         )
+    spill = savers.paged_spill_warning(float(mem.paged), float(mem.paged_spilled))
+    if spill:
+        warnings.append(spill)
     if float(est.scaling_efficiency) < 0.7:
         warnings.append(
             f"communication-bound: scaling efficiency {float(est.scaling_efficiency):.0%}; fewer "

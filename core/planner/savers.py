@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from core.planner.models import CrossEntropy, Precision, TrainingSpec
+from core.planner.models import Attention, CrossEntropy, Framework, Precision, TrainingSpec
 from core.planner.params import Architecture
 
 Num = Any
@@ -23,6 +23,10 @@ CE_CHUNKS = 8
 # saved tensors stay on the GPU while their copy to the host is in flight; with per-layer checkpointing each
 # layer saves one (its input), so 5 layers' inputs. Backward brings one back while the next is in use (2 ≤ 5).
 OFFLOAD_IN_FLIGHT_LAYERS = 5
+# Frameworks that torch.compile the loss when training.compile is on: torchtitan's build_cross_entropy_loss
+# (torchtitan/components/loss.py: `if job_config.training.compile: loss_fn = torch.compile(loss_fn)`) and
+# torchtune (training.compile compiles the loss as well).
+LOSS_COMPILED_BY = (Framework.torchtitan, Framework.torchtune)
 
 
 def logits_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Num, seq_len: Num) -> Num:
@@ -50,6 +54,11 @@ def logits_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Num, s
             # 16-bit chunk and its log-sum-exp instead of the fp32 log-softmax, recomputing it pointwise.
             return tokens * arch.vocab * (elem + 4.0 / CE_CHUNKS)
         return tokens * arch.vocab * (elem + 4.0 + 4.0 / CE_CHUNKS)
+    if training.compile and training.framework in LOSS_COMPILED_BY:
+        # A compiled `cross_entropy(pred.float(), labels)` saves the 16-bit logits and two fp32 numbers per token
+        # (the row max and log-sum-exp: AOTAutograd's min-cut recomputes the fp32 log-softmax in the fused
+        # backward kernel, which writes the 16-bit gradient): 16-bit logits + their gradient, 2 + 2 B per logit.
+        return tokens * arch.vocab * 2 * elem + tokens * 8.0
     per_logit = 6.0 if training.precision is Precision.pure_bf16 else 12.0
     return tokens * arch.vocab * per_logit
 
@@ -66,6 +75,32 @@ def fused_ce_chunk_tokens(tokens: Num, vocab: int, hidden: int) -> Num:
     chunk = 2.0 ** np.ceil(np.log2(np.maximum(per_chunk, 1.0)))
     out = np.minimum(chunk, tokens)
     return float(out) if np.ndim(out) == 0 else out
+
+
+def op_sac_parts(arch: Architecture, training: TrainingSpec) -> tuple[float, float, float]:
+    """16-bit elements per token per layer that torchtitan's selective "op" checkpointing keeps, as
+    (replicated by tp, sharded by tp, key/value) like `memory.activation_parts`.
+
+    torchtitan's `_apply_ac_to_transformer_block` (selective_ac_option = "op", the default of its Llama train
+    configs) marks MUST_SAVE the outputs of the ops in `_save_list` (aten.mm, the flash/efficient SDPA kernels,
+    reduce_scatter, max) "except every second mm", counting mm calls afresh in each block; every other op is
+    recomputed in backward. So a block keeps its input, the outputs of its 1st, 3rd, 5th… matmul in call order
+    and the attention output with its fp32 log-sum-exp (one per head). Llama (q, k, v, o, gate, up, down) keeps
+    q, v, gate and down: h + q + v + (o + 2·heads) + F + h. Float8 linears are still aten.mm when the
+    checkpoint's dispatch mode sees them (the mode runs before the Float8 tensor subclass), so FP8 keeps the same.
+    """
+    h, mlp = float(arch.hidden), float(arch.active_mlp_width)
+    attn_mms = [("split", float(arch.q_width + arch.k_width + arch.v_width))] if arch.fused_qkv else [
+        ("split", float(arch.q_width)), ("kv", float(arch.k_width)), ("kv", float(arch.v_width))]
+    mlp_mms = [("split", mlp), ("split", mlp)] if arch.gated_mlp else [("split", mlp)]
+    # The row-parallel outputs (o, down) are whole-width partial sums on every tp rank.
+    mms = [*attn_mms, ("rest", h), *mlp_mms, ("rest", h)]
+    kept = {"rest": h, "split": 0.0, "kv": 0.0}  # the block's input, for the recomputation
+    for kind, width in mms[::2]:
+        kept[kind] += width
+    if training.attention is not Attention.eager:
+        kept["split"] += arch.o_width + 2.0 * arch.heads  # SDPA output + fp32 log-sum-exp per head
+    return kept["rest"], kept["split"], kept["kv"]
 
 
 def checkpointed_inputs_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Num, seq_len: Num) -> Num:
@@ -98,3 +133,18 @@ def paged_resident(paged: Num, fixed_total: Num, gpu_memory: Num | None) -> Num:
     if gpu_memory is None:
         return paged
     return np.clip(np.asarray(gpu_memory, dtype=float) - fixed_total, 0.0, paged)
+
+
+def paged_spill_warning(paged: float, spilled: float) -> str | None:
+    """What a plan says when paged optimizer states spill; nothing while they fit.
+
+    The driver evicts unified-memory pages only under pressure (when the GPU is full), so states that fit next
+    to the peak are never paged out and cost no host traffic. The spilled part is faulted back for every
+    optimizer step (bitsandbytes prefetches the paged states and synchronises before its update kernels) and
+    evicted again when the next forward needs the room: twice over PCIe per step, waited for.
+    """
+    if paged <= 0 or spilled <= 0:
+        return None
+    return (f"paged optimizer states: {spilled / 1e9:.1f} of {paged / 1e9:.1f} GB do not fit next to the peak and "
+            f"page out to host RAM; each optimizer step pages them back and out again ({2 * spilled / 1e9:.1f} GB "
+            "over PCIe, waited for). A smaller micro-batch or checkpointing keeps them on the GPU")

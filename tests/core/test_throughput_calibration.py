@@ -44,10 +44,6 @@ _TT_TPS = (
     "fast on these rows after the half-A fit (long sequences most: attention at 32k-256k tokens) and the "
     "per-case cause is not yet isolated"
 )
-_TT_MEM = (
-    "torchtitan's selective checkpointing is per-op SAC (matmul outputs kept, the rest recomputed), not "
-    "the attention-core recompute the engine models, so nearly every activation is planned as kept"
-)
 _NEMO_LORA = (
     "NeMo's 24.07 LoRA defaults (the case note: attention_qkv only, rank 32, not verified) differ from "
     "the all-linear r16 planned, and Megatron's fused kernels (Transformer Engine norm-linear, RoPE, "
@@ -73,7 +69,6 @@ _MEGATRON_GEMM = (
 KNOWN_MISSES: dict[str, str] = {
     "nemo2407-llama2-13b-full-h100-8g-tps": _MEGATRON_GEMM,
     "tt-h100-llama3.1-8b-fsdp-8g-tps": _TT_TPS,
-    "tt-h100-llama3.1-8b-fsdp-8g-mem": _TT_MEM,
     "tt-h100-llama3.1-8b-fsdp-compile-8g-tps": _TT_TPS,
     "tt-h100-llama3.1-8b-fsdp-compile-fp8-8g-tps": _TT_TPS,
     "tt-h100-llama3.1-8b-fsdp-128g-tps": _TT_TPS,
@@ -82,7 +77,6 @@ KNOWN_MISSES: dict[str, str] = {
     "tt-h100-llama3.1-70b-fsdp32-tp8-256g-tps": _TT_TPS,
     "tt-h100-llama3-70b-bf16-fsdp32-tp8-256g-tps": _TT_TPS,
     "tt-h100-llama3-8b-bf16-fsdp8-tp8-64g-tps": _TT_TPS,
-    "tt-h200-llama3.1-8b-fp8-32g-mem": _TT_MEM,
     "nemo2407-llama2-70b-full-h100-16g-tps": _TP_OVERLAP,
     "nemo2407-llama2-7b-lora-h100-8g-tps": _NEMO_LORA,
     "nemo2407-llama2-13b-lora-h100-8g-tps": _NEMO_LORA,
