@@ -223,3 +223,19 @@ def test_no_search_candidate_has_more_replicas_than_the_global_batch(preset: str
     for c in result.candidates:
         replicas = c.gpus_per_node * c.nodes // (c.tensor_parallel * c.pipeline_parallel)
         assert replicas * c.micro_batch_size <= batch, c
+
+
+@settings(max_examples=20, deadline=None)
+@given(nodes=st.sampled_from([1, 2, 16, 64, 256]), micro=st.sampled_from([1, 2, 4]),
+       seq=st.sampled_from([2048, 8192, 32768]))
+def test_the_default_global_batch_never_refuses_a_request(nodes: int, micro: int, seq: int) -> None:
+    # The README: without training.global_batch_size the batch is the default grown to micro × replicas, so
+    # a 2,048-GPU request plans, every replica gets a micro-batch, and the assumptions name the batch.
+    result = plan(PlanRequest.model_validate({
+        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 1e9, "seq_len": seq},
+        "training": {"method": "full", "sharding": "fsdp", "micro_batch_size": micro},
+        "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": nodes}}))
+    sequences = result.compute.tokens_per_step / seq
+    assert sequences >= 8 * nodes * micro
+    named = [a for a in result.assumptions if a.name == "global batch"]
+    assert len(named) == 1 and f"{round(sequences):,} sequences" in named[0].value
