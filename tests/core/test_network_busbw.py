@@ -90,8 +90,9 @@ def test_geforce_cards_collect_through_host_memory() -> None:
 
 def test_two_rtx_4090s_ddp_fsdp_and_offload_differ_as_their_traffic_does() -> None:
     # ZeRO-3/FSDP moves at least 1.5× the bytes of DDP per step (Rajbhandari et al. 2020, arXiv:1910.02054 §7.2.2:
-    # 3Ψ against 2Ψ); through host memory that traffic is no longer hidden behind the compute, and offloading the
-    # optimizer adds the PCIe transfers and the CPU step on top.
+    # 3Ψ against 2Ψ) — more here, as its gathers repeat for every micro-batch — and offloading the optimizer adds
+    # the PCIe transfers and the CPU step on top. Whether FSDP's traffic shows in the step depends on how much of
+    # it the compute hides (assumptions.comm_overlap), so only its time on the wire is compared with DDP's.
     from core.planner.models import PlanRequest
     from core.planner.plan import plan
 
@@ -104,4 +105,4 @@ def test_two_rtx_4090s_ddp_fsdp_and_offload_differ_as_their_traffic_does() -> No
 
     ddp, fsdp, offload = run("none"), run("fsdp"), run("fsdp", "optimizer")
     assert fsdp[1] >= 1.5 * ddp[1]
-    assert ddp[0] < fsdp[0] < offload[0]
+    assert ddp[0] <= fsdp[0] < offload[0]
