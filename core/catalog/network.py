@@ -47,6 +47,29 @@ SCALE_OUT_GBPS_PER_GPU = {
 }
 PCIE_NODE_GBPS = 100.0
 
+# GeForce cards have no peer-to-peer over PCIe (sjeaugey, NVIDIA/nccl-tests#287: "GeForce cards do not support
+# P2P"), so NCCL's SHM transport stages every transfer in a host-memory buffer: the sender writes it across its
+# PCIe link and the receiver reads it back across its own, and the CPU's memory carries both. PROBES.md §2.1 puts
+# such boxes at the low end of the 10–25 GB/s PCIe range; we take half the link's achieved rate (12.5 GB/s busbw
+# on Gen4 x16 after the 0.8 of comms.intra_bytes_per_s is undone), an estimate to replace with a measured
+# intra-node busbw (hardware.intra_node_busbw_gbs) when one exists.
+HOST_STAGED_FRACTION = 0.5
+
+
+def peer_to_peer(gpu_name: str) -> bool:
+    """Whether the card can write into another card's memory over PCIe: GeForce cards cannot (driver-disabled)."""
+    return "geforce" not in gpu_name.lower()
+
+
+def intra_node_gbs(gpu: Any, gpus_per_node: int) -> float:
+    """The link figure collectives inside a node run on: NVLink, a bridged pair, PCIe peer-to-peer, or — on
+    cards without peer-to-peer over PCIe — the host-memory path at HOST_STAGED_FRACTION of the PCIe link."""
+    link = float(gpu.intra_node_bandwidth_gbs(gpus_per_node))
+    bridged = gpus_per_node == 2 and gpu.nvlink_pair_gbs
+    if gpu.intra_node_link == "pcie" and not bridged and not peer_to_peer(gpu.name):
+        return link * HOST_STAGED_FRACTION
+    return link
+
 
 def typical_gpu_net_gbps(intra_node_link: str, architecture: str, gpus_per_node: Num) -> Num:
     """Per-GPU inter-node bandwidth of a typical node of this GPU class (see the table above)."""

@@ -91,8 +91,9 @@ class LaunchPlan:
 
     @property
     def planned_global_batch(self) -> int:
-        """Sequences per optimizer step as planned (the request's, else the planner's default)."""
-        return global_batch(self.training, self.result.request.data.seq_len)
+        """Sequences per optimizer step as planned (the request's, else the planner's default, grown to dp ×
+        micro-batch when more replicas run than it feeds)."""
+        return int(global_batch(self.training, self.result.request.data.seq_len, self.data_parallel))
 
     @property
     def accumulation(self) -> int:

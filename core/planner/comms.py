@@ -4,7 +4,10 @@ Bandwidth terms follow nccl-tests PERFORMANCE.md: an all-reduce moves 2(n−1)/n
 and all-gather (n−1)/n each, at the bus bandwidth (busbw). Latency follows what NCCL does: a ring inside the node
 (2(g−1) hops) and, across nodes, the cheaper of a ring (2(N−1) hops) and a tree (2·log2 N hops) — NCCL switches
 to trees at scale, which is why a flat-ring latency of 2(n−1) hops at 2,048 GPUs (0.25 s) is wrong. Inside a node
-the GPU's NVLink/PCIe busbw applies (or the measured one), across nodes each GPU's share of the node's network.
+the GPU's NVLink/PCIe busbw applies (or the measured one). Across nodes NCCL gives each GPU its own NIC (a rail):
+a collective whose group has k GPUs on each node runs k rings at once, one per rail, so its bus bandwidth is the
+sum over those k rails — 8 × 400G ≈ 384 GB/s for an H100 node, 8 × 200G ≈ 192 GB/s for an A100 node, which is
+what nccl-tests measures between such nodes (PROBES.md §2.1), not one NIC's ~48 GB/s.
 DDP all-reduces gradients once per optimizer step; ZeRO-1/2 reduce-scatter + all-gather (the same volume);
 ZeRO-3/FSDP all-gather the parameters in forward and backward of every micro-batch. Tensor parallelism
 (Megatron-LM, arXiv:1909.08053) all-reduces activations twice forward and twice backward per layer; sequence
@@ -22,9 +25,12 @@ from core.planner.models import Sharding
 
 Num = Any
 
-# NCCL reaches ~80% of link bandwidth as busbw at large sizes (PROBES.md §2.1: 8×H100 NVSwitch ≈ 360–480 of
-# 450 GB/s; 400G IB ≈ 45–48 of 50 GB/s per rail).
+# NCCL reaches ~80% of link bandwidth as busbw at large sizes inside a node (PROBES.md §2.1: 8×H100 NVSwitch ≈
+# 360–480 of 450 GB/s).
 BUSBW_EFFICIENCY = 0.80
+# Across nodes a ring reaches ~48 GB/s per 400G NIC, ~24 per 200G, ~12 per 100G (sjeaugey, nccl-tests#119;
+# PROBES.md §2.1 and its inter-node verdict row): 96% of the line rate per rail.
+RAIL_EFFICIENCY = 0.96
 LATENCY_S = {"intra": 20e-6, "inter": 60e-6}  # per hop, heuristic (docs/formulas.md, Communication)
 DDP_BUCKET_BYTES = 25 * 2**20  # PyTorch DistributedDataParallel bucket_cap_mb = 25: one all-reduce per bucket
 
@@ -34,16 +40,21 @@ def intra_bytes_per_s(intra_gbs: Num, measured_intra_gbs: float | None = None) -
     return (measured_intra_gbs * 1e9) if measured_intra_gbs else intra_gbs * 1e9 * BUSBW_EFFICIENCY
 
 
-def inter_bytes_per_s(gpu_net_gbps: Num) -> Num:
-    """busbw across nodes: each GPU's share of the node's network (Gbit/s) × 0.8."""
-    return gpu_net_gbps * 1e9 / 8 * BUSBW_EFFICIENCY
+def inter_bytes_per_s(gpu_net_gbps: Num, rails: Num = 1.0) -> Num:
+    """busbw across nodes over `rails` NICs of `gpu_net_gbps` each (one per GPU), × 0.96 per rail.
+
+    One rail is what a point-to-point send or a group with one GPU per node gets; a group with k GPUs per node
+    drives k rails at once (NCCL builds one ring per NIC), so the rails add up."""
+    return gpu_net_gbps * np.asarray(rails, dtype=float) * 1e9 / 8 * RAIL_EFFICIENCY
 
 
-def busbw_bytes_per_s(intra_gbs: Num, gpu_net_gbps: Num, nodes: Num, measured_intra_gbs: float | None = None) -> Num:
-    """The bus bandwidth a collective over all GPUs sees: the intra-node link on one node, else the slower of it
-    and each GPU's network share (a hierarchical collective is limited by its slowest stage)."""
+def busbw_bytes_per_s(intra_gbs: Num, gpu_net_gbps: Num, nodes: Num, measured_intra_gbs: float | None = None,
+                      group_per_node: Num = 1.0) -> Num:
+    """The bus bandwidth a collective sees: the intra-node link on one node, else the slower of it and the sum
+    over the rails of the group's `group_per_node` GPUs on each node (a hierarchical collective is limited by
+    its slowest stage). A data-parallel group spanning whole 8-GPU nodes thus gets all 8 rails."""
     intra = intra_bytes_per_s(intra_gbs, measured_intra_gbs)
-    inter = inter_bytes_per_s(gpu_net_gbps)
+    inter = inter_bytes_per_s(gpu_net_gbps, np.maximum(group_per_node, 1.0))
     return np.where(np.asarray(nodes) > 1, np.minimum(intra, inter), intra)
 
 

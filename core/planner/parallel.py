@@ -107,8 +107,7 @@ def hardware_problem(training: TrainingSpec, gpus_per_node: int, gpus: int, micr
         return (f"training.expert_parallel {training.expert_parallel} must divide data × context parallel "
                 f"{dp * training.context_parallel}")
     if not batch_fits(dp, micro_batch, global_batch):
-        given = "" if training.global_batch_size else " (the default, about 262,144 tokens per step)"
-        return (f"training.global_batch_size {global_batch}{given} is smaller than {dp} data-parallel replicas × "
+        return (f"training.global_batch_size {global_batch} is smaller than {dp} data-parallel replicas × "
                 f"micro-batch {micro_batch}: each replica needs a micro-batch; use a global batch of at least "
                 f"{dp * micro_batch}, or fewer GPUs")
     return None

@@ -58,7 +58,15 @@ from core.planner.models import (
     TimeResult,
 )
 from core.planner.params import Architecture, ConfigError
-from core.planner.step import Hardware, StepEstimate, evaluate, global_batch, trained_tokens
+from core.planner.step import (
+    DEFAULT_BATCH_TOKENS,
+    Hardware,
+    StepEstimate,
+    default_global_batch,
+    evaluate,
+    global_batch,
+    trained_tokens,
+)
 from core.units import fmt_hours
 
 
@@ -98,7 +106,7 @@ def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision) -> Hardware
     return Hardware(
         memory_bytes=gpu.memory_bytes,
         peak_tflops=gpu.peak_tflops(precision.value),
-        intra_gbs=gpu.intra_node_gbs if spec.gpus_per_node > 1 else 1e6,
+        intra_gbs=network.intra_node_gbs(gpu, spec.gpus_per_node) if spec.gpus_per_node > 1 else 1e6,
         hbm_gbs=r.hbm_gbs,
         matmul_efficiency=r.matmul_efficiency,
         attention_efficiency=r.attention_efficiency,
@@ -128,8 +136,9 @@ def _check_request(request: PlanRequest, arch: Architecture) -> None:
         raise PlanError("training.sharding hsdp needs hardware.nodes ≥ 2 (it replicates across nodes)")
     problem = parallel.model_problem(arch, request.training, seq)
     if problem is None and hw:
-        problem = parallel.hardware_problem(request.training, hw.gpus_per_node, hw.gpus,
-                                            request.training.micro_batch_size, global_batch(request.training, seq))
+        t = request.training
+        problem = parallel.hardware_problem(t, hw.gpus_per_node, hw.gpus, t.micro_batch_size,
+                                            global_batch(t, seq, max(hw.gpus // t.model_parallel, 1)))
     if problem:
         raise PlanError(problem)
 
@@ -532,6 +541,22 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
 PEAK_SOURCE_KEY = {"fp8": "fp8_tflops", "amp_fp16": "fp16_tflops", "fp32": "tf32_tflops"}
 
 
+def _batch_assumption(request: PlanRequest, est: StepEstimate) -> list[Assumption]:
+    """Name the global batch when it is the planner's default: the user did not choose it, so say what it is."""
+    t, seq = request.training, request.data.seq_len
+    if t.global_batch_size:
+        return []
+    default = default_global_batch(seq)
+    sequences = round(float(est.tokens_per_step) / seq)
+    grown = (f", grown from {default:,} to one micro-batch per data-parallel replica"
+             if sequences > default else "")
+    return [Assumption(
+        name="global batch",
+        value=f"{sequences:,} sequences ({sequences * seq:,} tokens) per optimizer step{grown}",
+        source=f"tuneplan default: about {DEFAULT_BATCH_TOKENS:,} tokens per step, at least data-parallel replicas "
+               "× micro-batch (set training.global_batch_size to choose)")]
+
+
 def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:
     a, t = request.assumptions, request.training
     src = gpu.sources
@@ -565,6 +590,7 @@ def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEs
             source="REFERENCES.md: calculators use 0.65–1 GiB; reserved exceeds allocated by 10–25%",
         ),
         Assumption(name="comm/compute overlap", value=f"{a.comm_overlap:.0%}", source="tuneplan default"),
+        *_batch_assumption(request, est),
         Assumption(
             name="trained tokens",
             value=f"{trained_tokens(request.data):.3g}",

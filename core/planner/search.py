@@ -111,7 +111,7 @@ def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
         ids.append(gpu.id)
         mem.append(gpu.memory_bytes)
         peak.append(gpu.peak_tflops(request.training.precision.value))
-        intra.append(gpu.intra_node_gbs)
+        intra.append(network.intra_node_gbs(gpu, 8))  # one figure for every node width; no bridged pairs
         r = gpu_rates.rates(gpu, request.training.precision)
         hbm.append(r.hbm_gbs)
         matmul.append(r.matmul_efficiency)
@@ -293,7 +293,6 @@ def search(
         ).reshape(g, -1, 1, 1),
     )
 
-    batch = global_batch(request.training, request.data.seq_len)
     rows: list[tuple[np.ndarray, ...]] = []
     evaluated = 0
     grid = [
@@ -326,7 +325,7 @@ def search(
         # The layout on this hardware (parallel.hardware_problem, vectorised): tp inside a node, whole replicas,
         # and a full micro-batch for every replica.
         ok &= np.broadcast_to((gpn >= tp) & (gpn % tp == 0) & (gpus % mp == 0), shape)
-        ok &= np.broadcast_to(parallel.batch_fits(dp, mb, batch), shape)
+        ok &= np.broadcast_to(parallel.batch_fits(dp, mb, global_batch(training, request.data.seq_len, dp, mb)), shape)
         if sharding is not Sharding.none:
             ok &= np.broadcast_to(dp, shape) > 1
         evaluated += int(layout_ok.sum())
@@ -508,9 +507,10 @@ def scaling_curve(
     `dropped_nodes` names them and `global_batch` says why; the chart's caption says it.
     """
     t = request.training
-    batch = global_batch(t, request.data.seq_len)
+    batch = global_batch(t, request.data.seq_len)  # the default before it grows: what the caption names
     gpus = hw.gpus_per_node * np.array(nodes, float)
-    possible = parallel.batch_fits(parallel.data_parallel(gpus, t), t.micro_batch_size, batch)
+    dp = parallel.data_parallel(gpus, t)
+    possible = parallel.batch_fits(dp, t.micro_batch_size, global_batch(t, request.data.seq_len, dp))
     possible &= gpus % t.model_parallel == 0
     n = np.array(nodes, float)[possible]
     dropped = [float(x) for x in np.array(nodes, float)[~possible]]

@@ -72,11 +72,22 @@ def trained_tokens(data: DataSpec) -> float:
 DEFAULT_BATCH_TOKENS = 262_144  # ~0.25M tokens per optimizer step, a common fine-tuning batch
 
 
-def global_batch(training: TrainingSpec, seq_len: int) -> int:
-    """Sequences per optimizer step: the user's, else a power of two near 256k tokens."""
+def default_global_batch(seq_len: int) -> int:
+    """The default's token budget in sequences: a power of two near 256k tokens."""
+    return int(2 ** max(0, round(np.log2(DEFAULT_BATCH_TOKENS / seq_len))))
+
+
+def global_batch(training: TrainingSpec, seq_len: int, dp: Num = 1, micro_batch: Num | None = None) -> Num:
+    """Sequences per optimizer step: the user's, else the ~256k-token default grown to dp × micro-batch.
+
+    A default is ours, not the user's, so it must never be why a layout is refused: when more data-parallel
+    replicas run than the default can feed one micro-batch each, the batch grows to one micro-batch per replica
+    (the plan's assumptions say so). A batch the user gave is kept and checked as given."""
     if training.global_batch_size:
         return training.global_batch_size
-    return int(2 ** max(0, round(np.log2(DEFAULT_BATCH_TOKENS / seq_len))))
+    mb = training.micro_batch_size if micro_batch is None else micro_batch
+    grown = np.maximum(default_global_batch(seq_len), np.asarray(dp) * np.asarray(mb))
+    return int(grown) if np.ndim(grown) == 0 else grown
 
 
 def accumulation_steps(global_sequences: Num, micro_batch: Num, dp: Num) -> Num:
@@ -100,7 +111,7 @@ def evaluate(
     mb = training.micro_batch_size if micro_batch is None else micro_batch
     seq = data.seq_len
     dp = parallel.data_parallel(hw.gpus, training)  # replicas: GPUs ÷ (tp·pp·cp); the FLOPs use every GPU
-    accumulation = accumulation_steps(global_batch(training, seq), mb, dp)
+    accumulation = accumulation_steps(global_batch(training, seq, dp, mb), mb, dp)
     mem = memory.estimate(
         arch,
         training,

@@ -219,7 +219,12 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
     elem = weight_bytes(t.precision)
     tokens = micro_batch * seq_len / cp
     intra = comms.intra_bytes_per_s(hw.intra_gbs, hw.measured_intra_busbw_gbs)
+    # One rail: what HSDP's cross-node stage (dp_per_node concurrent all-reduces, one GPU per node each), context
+    # and expert parallelism get. The data-parallel all-reduce of a whole node's replicas runs over all of their
+    # rails (NCCL's hierarchical rings and trees: ~190 GB/s on 8×200G A100 nodes, ~380-480 GB/s on 8×400G).
     busbw = comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, hw.nodes, hw.measured_intra_busbw_gbs)
+    busbw_dp = comms.busbw_bytes_per_s(hw.intra_gbs, hw.gpu_net_gbps, hw.nodes, hw.measured_intra_busbw_gbs,
+                                       group_per_node=dp_per_node)
     grad_bytes = trainable_gpu * wb
     param_bytes = arch.total_params * share * wb  # gathers move the 16-bit compute copy
     layers_gpu = arch.layers / pp
@@ -229,7 +234,7 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
         data_parallel = gathers + comms.allreduce_seconds(grad_bytes / dp_per_node, dp_per_node, dp_nodes, busbw)
     else:
         payload = comms.step_comm_bytes(t.sharding, grad_bytes, param_bytes, accumulation)
-        data_parallel = comms.allreduce_seconds(payload, dp_per_node, dp_nodes, busbw, calls)
+        data_parallel = comms.allreduce_seconds(payload, dp_per_node, dp_nodes, busbw_dp, calls)
     activation = tokens * arch.hidden * elem
     forward_runs = 2.0 if t.checkpointing == "full" else 1.0
     tensor = comms.tensor_parallel_seconds(activation, tp, layers_gpu, forward_runs, intra) * accumulation

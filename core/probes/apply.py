@@ -175,17 +175,25 @@ def _apply_busbw(request: PlanRequest, evidence: ProbeEvidence, catalog: Catalog
                                              if coll.nranks != hw.gpus_per_node else "")
         notes.append(f"Intra-node busbw {old} → {busbw:,.1f} GB/s from the all-reduce measured{ranks}{at}.")
         return request.model_copy(update={"hardware": hw.model_copy(update={"intra_node_busbw_gbs": busbw})})
-    per_node = node_gbps_for_busbw(busbw, hw.gpus_per_node)
+    per_node = node_gbps_for_busbw(busbw, hw.gpus_per_node, _ranks_per_node(coll, nodes, hw.gpus_per_node))
     notes.append(f"Inter-node network {_old_inter_node(hw, gpu)} → {per_node:,.0f} Gb/s per node from "
                  f"{busbw:,.1f} GB/s all-reduce busbw measured across {nodes} nodes{at}.")
     return request.model_copy(update={"hardware": hw.model_copy(update={"inter_node_gbps": per_node})})
 
 
-def node_gbps_for_busbw(busbw_gbs: float, gpus_per_node: int) -> float:
-    """The per-node Gbit/s at which the planner's inter-node busbw equals ``busbw_gbs`` GB/s: the planner gives
-    each GPU node_rate ÷ gpus_per_node and reaches 0.8 of it as busbw (core.planner.comms.inter_bytes_per_s),
-    so node_rate = busbw × 8 ÷ 0.8 × gpus_per_node (GB/s → Gbit/s is × 8)."""
-    return busbw_gbs * 8 / comms.BUSBW_EFFICIENCY * gpus_per_node
+def node_gbps_for_busbw(busbw_gbs: float, gpus_per_node: int, measured_per_node: int | None = None) -> float:
+    """The per-node Gbit/s at which the planner's inter-node busbw equals ``busbw_gbs`` GB/s as measured with
+    ``measured_per_node`` GPUs on each node (default: as many as the plan): the planner gives each GPU its rail,
+    node_rate ÷ gpus_per_node, and a group with k GPUs per node sums k rails at 0.96 of their rate
+    (core.planner.comms.inter_bytes_per_s), so one rail = busbw × 8 ÷ 0.96 ÷ k Gbit/s and the node has
+    gpus_per_node of them."""
+    k = max(measured_per_node or gpus_per_node, 1)
+    return busbw_gbs * 8 / comms.RAIL_EFFICIENCY / k * gpus_per_node
+
+
+def _ranks_per_node(coll: CollectiveResult, nodes: int, default: int) -> int:
+    """GPUs per node in a multi-node run: its ranks ÷ its hosts, else the plan's GPUs per node."""
+    return max(coll.nranks // nodes, 1) if coll.nranks and nodes else default
 
 
 def _old_inter_node(hw: HardwareSpec, gpu: GPU | None) -> str:
@@ -230,7 +238,9 @@ def _apply_cluster_busbw(request: PlanRequest, cluster: ClusterEvidence, catalog
         gpu: GPU | None = catalog.gpu(hw.gpu)
     except CatalogError:
         gpu = None
-    per_node = node_gbps_for_busbw(busbw, hw.gpus_per_node)
+    hosts = {d.host for d in coll.devices if d.host}
+    per_node = node_gbps_for_busbw(busbw, hw.gpus_per_node,
+                                   _ranks_per_node(coll, len(hosts), hw.gpus_per_node) if hosts else None)
     at = f" at {size_label(size)}" if size else ""
     notes.append(f"Inter-node network {_old_inter_node(hw, gpu)} → {per_node:,.0f} Gb/s per node from "
                  f"{busbw:,.1f} GB/s busbw measured by {what}{at}.")

@@ -253,3 +253,19 @@ def test_achieved_mfu_never_exceeds_the_gemm_efficiency_and_the_band_holds_the_p
     usd = result.cost.total_usd_range
     if result.cost.total_usd is not None:
         assert usd is not None and usd.low <= result.cost.total_usd <= usd.high
+
+
+@settings(max_examples=20, deadline=None)
+@given(nodes=st.sampled_from([1, 2, 16, 64, 256]), micro=st.sampled_from([1, 2, 4]),
+       seq=st.sampled_from([2048, 8192, 32768]))
+def test_the_default_global_batch_never_refuses_a_request(nodes: int, micro: int, seq: int) -> None:
+    # The README: without training.global_batch_size the batch is the default grown to micro × replicas, so
+    # a 2,048-GPU request plans, every replica gets a micro-batch, and the assumptions name the batch.
+    result = plan(PlanRequest.model_validate({
+        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 1e9, "seq_len": seq},
+        "training": {"method": "full", "sharding": "fsdp", "micro_batch_size": micro},
+        "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": nodes}}))
+    sequences = result.compute.tokens_per_step / seq
+    assert sequences >= 8 * nodes * micro
+    named = [a for a in result.assumptions if a.name == "global batch"]
+    assert len(named) == 1 and f"{round(sequences):,} sequences" in named[0].value

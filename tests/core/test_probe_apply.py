@@ -97,11 +97,12 @@ def test_multi_node_busbw_sets_the_inter_node_network_and_slows_the_plan():
     coll = parse_nccl_tests(text("nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log")).value
     before = request(gpu="H100-SXM", gpus_per_node=1, nodes=2)
     after, notes = apply_to_plan(before, ProbeEvidence(collectives=coll, collective_interconnect="roce"))
-    # 2 hosts (MOC-R4PCC04U35/U37), in-place busbw 15.00 GB/s at 25 GiB; the planner's inter-node busbw is
-    # rate / 8 × 0.8, so the rate that reproduces 15.00 GB/s is 15.00 × 8 / 0.8 = 150 Gb/s per node.
+    # 2 hosts (MOC-R4PCC04U35/U37), one GPU each, in-place busbw 15.00 GB/s at 25 GiB; the planner's busbw over
+    # one rail is rate / 8 × 0.96 (sjeaugey's ~48 GB/s per 400G NIC), so the rate that reproduces 15.00 GB/s is
+    # 15.00 × 8 / 0.96 = 125 Gb/s per GPU, and per node of 1.
     assert after.hardware is not None
-    assert after.hardware.inter_node_gbps == pytest.approx(150.0)
-    assert "400 (default) → 150 Gb/s per node" in notes[0] and "2 nodes" in notes[0]
+    assert after.hardware.inter_node_gbps == pytest.approx(125.0)
+    assert "400 (default) → 125 Gb/s per node" in notes[0] and "2 nodes" in notes[0]
     assert plan(after).compute.comm_time_s > plan(before).compute.comm_time_s
     assert plan(after).time.hours > plan(before).time.hours
 

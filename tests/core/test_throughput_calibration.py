@@ -82,6 +82,9 @@ KNOWN_MISSES: dict[str, str] = {
     "nemo2407-llama2-13b-lora-h100-8g-tps": _NEMO_LORA,
     "nemo2407-llama2-70b-lora-h100-8g-tps": _NEMO_LORA,
     "nemo2407-llama3-8b-pretrain-h100-8g-tps": _FP8,
+    # torchtitan on 4 H200 nodes: the FSDP traffic between nodes now runs over all eight rails of a node (as NCCL's
+    # hierarchical collectives do) and hides under compute; the FP8 casts are not counted: +29%.
+    "tt-h200-llama3.1-8b-fp8-32g-tps": _FP8,
     "mbridge2511-llama3-70b-pretrain-fp8cs-h100-64g-tps": _TP_OVERLAP,
     "mbridge2511-llama3-8b-pretrain-fp8cs-b200-8g-tps": _FP8,
     "litgpt-a100-40g-llama2-7b-lora-mbs2-mem": "10.2% under, at the edge of the ±10% goal",
