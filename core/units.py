@@ -97,22 +97,38 @@ def fmt_amount(n: float, decimals: int = 1) -> str:
     return f"{n:,.{decimals}f}"
 
 
+def _hours_unit(hours: float) -> tuple[float, str] | None:
+    """The hours per unit and the unit's name that ``fmt_hours`` writes `hours` in; None where it writes words."""
+    if not math.isfinite(hours) or hours / HOURS_PER_YEAR >= 1000:
+        return None
+    if hours < 1:
+        return 1 / 60, "min"
+    if hours < 72:
+        return 1.0, "h"
+    return (24.0, "days") if hours / HOURS_PER_YEAR < 2 else (HOURS_PER_YEAR, "years")
+
+
 def fmt_hours(hours: float) -> str:
     """'12.5 min', '3.2 h', '40.1 days', '2.7 years', 'about 2.1 million years'."""
     if math.isnan(hours):
         return "unknown"
     if math.isinf(hours):
         return "forever"
-    if hours < 1:
-        return f"{hours * 60:.1f} min"
-    if hours < 72:
-        return f"{hours:.1f} h"
-    years = hours / HOURS_PER_YEAR
-    if years < 2:
-        return f"{hours / 24:.1f} days"
-    if years < 1000:
-        return f"{years:.1f} years"
-    return f"{fmt_large(years)} years"
+    unit = _hours_unit(hours)
+    if unit is None:
+        return f"{fmt_large(hours / HOURS_PER_YEAR)} years"
+    per, name = unit
+    return f"{hours / per:.1f} {name}"
+
+
+def fmt_hours_range(low: float, high: float, like: float) -> str:
+    """'2.6–4.1 h': both ends in the unit ``fmt_hours`` gives `like` (the figure the range brackets), one decimal
+    each, so 'likely 3.2 h (range 2.6–4.1 h)' never mixes '58.0 min' with '1.2 h' or rounds one end coarser."""
+    unit = _hours_unit(like)
+    if unit is None or not (math.isfinite(low) and math.isfinite(high)):
+        return f"{fmt_hours(low)}–{fmt_hours(high)}"
+    per, name = unit
+    return f"{low / per:,.1f}–{high / per:,.1f} {name}"
 
 
 def fmt_usd(usd: float | None) -> str:
@@ -126,6 +142,20 @@ def fmt_usd(usd: float | None) -> str:
     if abs(usd) >= 1e9:
         return "$" + fmt_large(usd).removeprefix("about ")
     return f"${usd:,.0f}" if abs(usd) >= 100 else f"${usd:,.2f}"
+
+
+def fmt_usd_range(low: float, high: float, like: float) -> str:
+    """'$44–$71', '$17.50–$23.10': both ends rounded as ``fmt_usd`` rounds `like` (whole dollars from $100, cents
+    below), so the range reads at the precision of the figure it brackets; words past a billion, as fmt_usd."""
+    if not (math.isfinite(like) and math.isfinite(low) and math.isfinite(high)) or abs(like) >= 1e9:
+        return f"{fmt_usd(low)}–{fmt_usd(high)}"
+    decimals = 0 if abs(like) >= 100 else 2
+    return f"${low:,.{decimals}f}–${high:,.{decimals}f}"
+
+
+def fmt_rate_range(low: float, high: float) -> str:
+    """'55,000–80,000': a throughput range in whole units, as a plan's tokens/s are written."""
+    return f"{low:,.0f}–{high:,.0f}"
 
 
 def fmt_percent(share: float) -> str:

@@ -7,7 +7,7 @@ Run it in a real window: ``xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/pyt
 
 It plans real requests from the shipped catalog in a throwaway user folder, so the user's own library and
 price overrides are never read or written. Files it writes are replaced; ``probe*`` files belong to the Probe
-place's own script and are left alone.
+place's own script and ``ranges-*`` to ``packaging/screenshots_ranges.py``; both are left alone.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def main(out: Path, only_launch: bool = False) -> int:
     window.show()
     wizard, state = window.wizard, window.wizard.state
     for old in [] if only_launch else out.glob("*.png"):
-        if not old.name.startswith("probe"):
+        if not old.name.startswith(("probe", "ranges")):
             old.unlink()
     from gui.wizard.first_run import open_sample
 

@@ -104,6 +104,28 @@ def price_offer(c: Any) -> str:
     return f" {c.instance} ({c.pricing_model}{low})"
 
 
+def time_lines(r: Any) -> list[str]:
+    """The Time line; with the plan's bands, 'likely X (range A–B)' for the wall time, a Speed line for tokens/s and
+    a Range line saying how often published runs of this kind fell inside (without bands, the Time line alone)."""
+    from core.planner.report import band_notes, likely_hours, likely_tokens_per_second
+
+    c = r.compute
+    speed = likely_tokens_per_second(r)
+    rate = "" if speed else f"{c.tokens_per_second:,.0f} tokens/s, "
+    lines = [f"Time     {likely_hours(r) or fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.0f} GPU-hours, "
+             f"{c.steps:,} steps of {c.step_time_s:.2f} s ({rate}scaling {c.scaling_efficiency:.0%})"]
+    lines += [f"Speed    {speed}"] if speed else []
+    return lines + [f"Range    {note}" for note in band_notes(r)]
+
+
+def cost_lines(r: Any) -> list[str]:
+    """'Total    likely $54.06 (range $44.00–$70.00)' under the cost table when the plan has a cost band."""
+    from core.planner.report import likely_cost
+
+    total = likely_cost(r)
+    return [f"Total    {total}"] if total else []
+
+
 def render_plan(result: Any) -> str:
     """The human summary: headline, memory table, time, cost, candidates, warnings."""
     r = result
@@ -131,8 +153,7 @@ def render_plan(result: Any) -> str:
         "",
         f"Compute  {fmt_count(c.params_total)} params ({fmt_count(c.params_trainable)} trainable), "
         f"{c.total_flops:.3g} FLOPs, MFU {c.mfu:.0%} ({c.achieved_tflops_per_gpu:.0f} TFLOP/s per GPU)",
-        f"Time     {fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.0f} GPU-hours, {c.steps:,} steps of "
-        f"{c.step_time_s:.2f} s ({c.tokens_per_second:,.0f} tokens/s, scaling {c.scaling_efficiency:.0%})",
+        *time_lines(r),
         f"Checkpt  {fmt_bytes(r.checkpoint.size_bytes)} every {r.checkpoint.interval_minutes:.0f} min "
         f"(write {r.checkpoint.write_seconds:.0f} s; job MTBF {fmt_hours(r.checkpoint.job_mtbf_hours)})",
         "",
@@ -146,6 +167,7 @@ def render_plan(result: Any) -> str:
                 ("total", fmt_usd(r.cost.total_usd)),
             ]
         ),
+        *cost_lines(r),
         f"Prices: {r.cost.provider or 'none'}{price_offer(r.cost)}, seen {r.cost.price_date or 'undated'} "
         f"({r.cost.price_source or '—'})",
     ]

@@ -14,6 +14,7 @@ from core.document import (
     BarChart,
     Block,
     Bullets,
+    KeyFigure,
     LineChart,
     Paragraph,
     Point,
@@ -36,9 +37,9 @@ from core.planner.analysis import (
     cost_range_text,
     key_figures,
 )
-from core.planner.models import Candidate, ComputeResult, PlanResult
+from core.planner.models import Band, Candidate, ComputeResult, PlanResult
 from core.planner.sanity import seen_text
-from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_usd
+from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_hours_range, fmt_rate_range, fmt_usd, fmt_usd_range
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
 
@@ -55,6 +56,68 @@ MEMORY_CAPTION = (
     "nothing fits within the search limits, drawn at the plan's counts. GPU types without a figure for this "
     "precision are left out."
 )
+
+
+# --------------------------------------------------------------------------- likely ranges
+
+
+def likely_hours(result: PlanResult) -> str | None:
+    """'likely 3.2 h (range 2.6–4.1 h)', or None without a band: the CLI, the window and the PDF say it alike."""
+    band = result.time.hours_range
+    if band is None:
+        return None
+    return f"likely {fmt_hours(result.time.hours)} (range {fmt_hours_range(band.low, band.high, result.time.hours)})"
+
+
+def likely_tokens_per_second(result: PlanResult) -> str | None:
+    """'likely 68,198 tokens/s (range 55,000–80,000)', or None without a band."""
+    band, point = result.compute.tokens_per_second_range, result.compute.tokens_per_second
+    if band is None:
+        return None
+    return f"likely {point:,.0f} tokens/s (range {fmt_rate_range(band.low, band.high)})"
+
+
+def likely_cost(result: PlanResult) -> str | None:
+    """'likely $54.06 (range $44.00–$70.00)', or None without a band or without a price."""
+    band, total = result.cost.total_usd_range, result.cost.total_usd
+    if band is None or total is None:
+        return None
+    return f"likely {fmt_usd(total)} (range {fmt_usd_range(band.low, band.high, total)})"
+
+
+def bands(result: PlanResult) -> list[Band]:
+    """The plan's bands that are filled: time, throughput, cost."""
+    found = (result.time.hours_range, result.compute.tokens_per_second_range, result.cost.total_usd_range)
+    return [b for b in found if b is not None]
+
+
+def band_note(band: Band) -> str:
+    """'80% of held-out published runs of this kind fell inside (regime: …, from 24 runs)': how far to trust it."""
+    return (f"{band.coverage:.0%} of held-out published runs of this kind fell inside (regime: {band.regime}, "
+            f"from {band.cases} runs)")
+
+
+def band_notes(result: PlanResult) -> list[str]:
+    """One note per distinct band basis (the cost band follows the time band, so usually one)."""
+    return list(dict.fromkeys(band_note(b) for b in bands(result)))
+
+
+def band_source(result: PlanResult) -> str | None:
+    """Where the ranges come from, for the PDF: a reader of a range must see what it rests on."""
+    notes = band_notes(result)
+    if not notes:
+        return None
+    return ("Likely ranges: the planned figure scaled by the spread of the calibration residuals (published ÷ "
+            "planned) of published runs of the same regime; the coverage is measured on held-out runs: "
+            + "; ".join(notes) + ".")
+
+
+def shown_key_figures(result: PlanResult) -> list[KeyFigure]:
+    """The headline figures, with 'likely X (range A–B)' for wall time, throughput and total cost where the plan
+    has bands (the report's table and the window's Summary page show the same)."""
+    ranged = {"Wall time": likely_hours(result), "Throughput": likely_tokens_per_second(result),
+              "Total cost": likely_cost(result)}
+    return [KeyFigure(label=k.label, value=ranged.get(k.label) or k.value) for k in key_figures(result)]
 
 
 def memory_label(row: GpuMemory) -> str:
@@ -252,7 +315,8 @@ def _cost_sentence(r: PlanResult) -> str:
     if r.cost.total_usd is None:
         at = f" at {r.cost.provider}" if r.cost.provider else ""
         return f"Cost: {cost_range_text(r)} across pricing modes; no {mode} price{at}."
-    return f"Cost: {cost_range_text(r)} across pricing modes; {fmt_usd(r.cost.total_usd)} {mode} at {r.cost.provider}."
+    total = likely_cost(r) or fmt_usd(r.cost.total_usd)
+    return f"Cost: {cost_range_text(r)} across pricing modes; {total} {mode} at {r.cost.provider}."
 
 
 def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
@@ -271,10 +335,11 @@ def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
         f"Memory: {fmt_bytes(m.per_gpu.total)} per GPU of {fmt_bytes(m.gpu_memory)} "
         f"({'fits' if m.fits else 'does not fit'}); largest micro-batch {m.max_micro_batch}, longest sequence "
         f"{m.max_seq_len:,}.",
-        f"Time: {fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.1f} GPU-hours at "
+        f"Time: {likely_hours(r) or fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.1f} GPU-hours at "
         f"{r.compute.tokens_per_second:,.0f} tokens/s (achieved MFU {r.compute.mfu:.0%}, scaling "
         f"{r.compute.scaling_efficiency:.0%}).",
         _cost_sentence(r),
+        *([source] if (source := band_source(r)) else []),
     ]
     memory_rows = [[p, fmt_bytes(getattr(m.per_gpu, p))] for p in (*MEMORY_PARTS, "total")]
     cost_rows = [[line.item, fmt_usd(line.usd), line.detail, seen_text(line.date, today)] for line in r.cost.items]
@@ -309,4 +374,4 @@ def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
         rows=[[a.name, a.value, a.source, a.date or "—"] for a in r.assumptions])]))
     sections.append(Section(title="Appendix: formulas", blocks=[Bullets(items=FORMULAS)]))
     return Report(title=f"Fine-tuning plan: {r.model_name} ({t.method.value})", date=today.isoformat(),
-                  conclusion=conclusion(r), key_figures=key_figures(r), sections=sections)
+                  conclusion=conclusion(r), key_figures=shown_key_figures(r), sections=sections)

@@ -27,15 +27,39 @@ from PySide6.QtWidgets import (
     QWizardPage,
 )
 
-from gui.forms import make_error_label
+from gui.forms import make_error_label, make_hint_label
 from gui.wizard.fields import FieldBox
 from gui.wizard.state import PLAN_PATH, PlanState, owner_path, under
 
 if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
     from core.planner.analysis import Analysis
+    from core.planner.models import PlanResult
 
 F = TypeVar("F", bound=FieldBox)
 VISIBLE_ROWS = 6  # the least a table in a page shows before its own scroll bar takes over
+
+
+def make_band_label() -> QLabel:
+    """The small line under a page's answer that says how far its likely ranges go (hidden without a band)."""
+    label = make_hint_label("Likely range")
+    label.setWordWrap(True)
+    return label
+
+
+def show_band(label: QLabel, result: PlanResult | None) -> None:
+    """The throughput's likely range and how often published runs of this kind fell inside their range, with
+    where the ranges come from as the tooltip; hidden when the plan has no band, so nothing claims a range."""
+    parts: list[str] = []
+    source = ""
+    if result is not None:  # a cleared page imports nothing: the planner loads with the first plan
+        from core.planner.report import band_notes, band_source, likely_tokens_per_second
+
+        speed = likely_tokens_per_second(result)
+        parts = ([f"Throughput {speed}."] if speed else []) + [f"{n[0].upper()}{n[1:]}." for n in band_notes(result)]
+        source = band_source(result) or ""
+    label.setText(" ".join(parts))
+    label.setToolTip(source)
+    label.setVisible(bool(parts))
 
 
 class PlanPage(QWizardPage):

@@ -15,14 +15,14 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSplitter
 
 from core.catalog import PRICING_MODES, CatalogError, default_user_dir, load_catalog, save_user_overrides
-from core.planner.models import CostResult, PricingMode
+from core.planner.models import CostResult, PlanResult, PricingMode
 from core.units import fmt_amount, fmt_bytes, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.forms import make_error_label, make_hint_label
 from gui.table_model import Row, RowsModel, make_table
 from gui.wizard import choices
 from gui.wizard.fields import CheckField, ComboField, FieldBox, MemberCheckField, TextField
-from gui.wizard.page import PlanPage
+from gui.wizard.page import PlanPage, make_band_label, show_band
 from gui.wizard.state import PlanState
 from gui.wizard.step_view import StepBreakdownView
 
@@ -90,6 +90,18 @@ def priced_option_text(option: PricedOption, planned_gpu: str) -> str:
             f"{fmt_hours(option.hours)} (price seen {option.price_date or 'undated'}).")
 
 
+def headline_text(r: PlanResult) -> str:
+    """The page's answer: wall time, GPU-hours and total ('likely X (range A–B)' where the plan has bands)."""
+    from core.planner.report import likely_cost, likely_hours  # loaded by the plan the headline is of
+
+    c = r.cost
+    mode = r.request.pricing.mode.value.replace("_", "-")
+    hours, total = likely_hours(r) or fmt_hours(r.time.hours), likely_cost(r) or fmt_usd(c.total_usd)
+    return (f"<b>{hours} wall, {fmt_amount(r.time.gpu_hours)} GPU-hours; {total} total {mode}</b> at "
+            f"{c.provider or 'no provider'}{offer_text(c)} (price seen {c.price_date or 'undated'})."
+            + (f" It {c.billing}." if c.billing else ""))
+
+
 def _read_json(path: Path, empty: Any) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -108,6 +120,8 @@ class CostPage(PlanPage):
         self.headline.setAccessibleName("Time and cost headline")
         self.headline.setWordWrap(True)
         self.pin(self.headline)
+        self.band = make_band_label()
+        self.pin(self.band)
         self.priced_elsewhere = QLabel()
         self.priced_elsewhere.setAccessibleName("Best options with a spot or reserved price")
         self.priced_elsewhere.setWordWrap(True)
@@ -269,11 +283,8 @@ class CostPage(PlanPage):
 
         r, f = analysis.result, analysis.figures
         c, ck = r.cost, r.checkpoint
-        mode = r.request.pricing.mode.value.replace("_", "-")
-        self.headline.setText(
-            f"<b>{fmt_hours(r.time.hours)} wall, {fmt_amount(r.time.gpu_hours)} GPU-hours; {fmt_usd(c.total_usd)} "
-            f"total {mode}</b> at {c.provider or 'no provider'}{offer_text(c)} (price seen "
-            f"{c.price_date or 'undated'})." + (f" It {c.billing}." if c.billing else ""))
+        self.headline.setText(headline_text(r))
+        show_band(self.band, r)
         lines = [priced_option_text(o, r.hardware.gpu) for o in f.priced_alternatives]
         self.priced_elsewhere.setText("\n".join(lines))
         self.priced_elsewhere.setVisible(bool(lines))
@@ -310,6 +321,7 @@ class CostPage(PlanPage):
 
     def clear_analysis(self) -> None:
         self.headline.setText("")
+        show_band(self.band, None)
         self.priced_elsewhere.setText("")
         self.priced_elsewhere.hide()
         self.step.clear()

@@ -9,7 +9,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QListWidget, QPushButton, QWidget
 
 from gui.table_model import Row, RowsModel, make_table
-from gui.wizard.page import PlanPage
+from gui.wizard.page import PlanPage, make_band_label, show_band
 from gui.wizard.state import PlanState
 
 if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at 
 
 # The window's words for a key figure where they say more than the report's short label.
 LABELS = {"MFU": "Achieved MFU (model-FLOPs utilisation)"}
+RANGED = ("Wall time", "Throughput", "Total cost")  # the figures a plan's bands give a likely range
 
 
 class SummaryPage(PlanPage):
@@ -39,6 +40,8 @@ class SummaryPage(PlanPage):
         font.setBold(True)
         self.headline.setFont(font)
         self.pin(self.headline)
+        self.band = make_band_label()
+        self.pin(self.band)
         self.conclusion = QLabel()
         self.conclusion.setAccessibleName("Plan conclusion")
         self.conclusion.setWordWrap(True)
@@ -91,19 +94,24 @@ class SummaryPage(PlanPage):
         self.launch_dialog.open()
 
     def show_analysis(self, analysis: Analysis) -> None:
-        from core.planner.analysis import conclusion, key_figures  # loaded by the plan that arrived
+        from core.planner.analysis import conclusion  # loaded by the plan that arrived
+        from core.planner.report import band_source, shown_key_figures
 
         r = analysis.result
         for button in (self.save_button, self.pdf_button, self.json_button, self.launch_button):
             button.setEnabled(True)
-        figures = {k.label: k.value for k in key_figures(r)}
+        figures = {k.label: k.value for k in shown_key_figures(r)}
         self.headline.setText(f"{figures['Hardware']} · {figures['Wall time']} · {figures['Cost range']}")
+        show_band(self.band, r)
         self.conclusion.setText(conclusion(r))
         while self.figures.rowCount():
             self.figures.removeRow(0)
+        source = band_source(r) or ""
         for label, value in figures.items():
             shown = QLabel(value)
             shown.setAccessibleName(LABELS.get(label, label))
+            if label in RANGED and "range" in value:
+                shown.setToolTip(source)
             self.figures.addRow(LABELS.get(label, label), shown)
         self.warnings.clear()
         self.warnings.addItems(r.warnings or ["none"])
@@ -115,6 +123,7 @@ class SummaryPage(PlanPage):
         for button in (self.save_button, self.pdf_button, self.json_button, self.launch_button):
             button.setEnabled(False)
         self.headline.setText("")
+        show_band(self.band, None)
         self.conclusion.setText("")
         self.warnings.clear()
         self.sanity.clear()
