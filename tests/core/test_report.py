@@ -228,4 +228,4 @@ def test_a_plan_nobody_rents_says_so_in_the_summary() -> None:
     summary = next(s for s in build_report(a).sections if s.title == "Executive summary")
     bullets = summary.blocks[0]
     assert isinstance(bullets, Bullets)
-    assert bullets.items[-1] == "Cost: no price for this configuration in any pricing mode (the sanity checks say why)."
+    assert "Cost: no price for this configuration in any pricing mode (the sanity checks say why)." in bullets.items
