@@ -358,7 +358,7 @@ def typing(profile: bool) -> tuple[Typing, Any, Any]:
     from PySide6.QtTest import QTest
 
     import gui.wizard.state as state_module
-    from core.planner.store import PlanStore
+    from core.library.store import PlanStore
     from gui.app import make_app
     from gui.main_window import MainWindow
     from gui.wizard.fields import TextField

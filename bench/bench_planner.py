@@ -30,7 +30,7 @@ import numpy as np
 
 from bench import perf_doc
 from core.catalog import Catalog, load_catalog, shipped_catalog
-from core.planner import search as planner_search
+from core.planner.choose import search as planner_search
 from core.planner.models import PlanRequest
 from core.planner.plan import plan, resolve_model
 
@@ -222,7 +222,7 @@ def _run(empty: str, repeat: int, warmup: int, profile_all: bool) -> dict[str, A
              lambda: plan(single, catalog), SINGLE_PLAN_BUDGET_S),
         Case("plan_search_8b", "plan with search, 8B LoRA (search + plan of the winner)",
              lambda: plan(searched, catalog), SEARCH_BUDGET_S),
-        Case("search_8b", "search only, 8B LoRA (core.planner.search.search)",
+        Case("search_8b", "search only, 8B LoRA (core.planner.choose.search.search)",
              lambda: planner_search.search(arch8, searched, catalog), SEARCH_BUDGET_S),
         Case("plan_search_70b", "plan with search, 70B full fine-tune",
              lambda: plan(full70, catalog), SEARCH_BUDGET_S),
@@ -326,7 +326,7 @@ def section_markdown(result: dict[str, Any], today: dt.date) -> str:
         "What the cases measure: *single plan* is `core.planner.plan.plan()` with fixed hardware (memory, "
         "compute, communication, storage, checkpoints, cost, and the vectorised search for the largest "
         "micro-batch and sequence that fit). *Plan with search* is the same request without `hardware`: "
-        "`core.planner.search.search` over the whole priced catalog, then a full plan of the recommended "
+        "`core.planner.choose.search.search` over the whole priced catalog, then a full plan of the recommended "
         "configuration. *Search only* times `search()` alone. *Catalog cold* clears the in-process cache and "
         "parses `resources/catalog/*.json` again; *cached* is every later `load_catalog()` call.",
     ]

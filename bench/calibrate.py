@@ -34,9 +34,10 @@ import numpy as np
 from bench import calibrate_bands, calibrate_fit
 from bench.calibrate_cases import MEMORY_METRICS, THROUGHPUT_METRICS, Built, build, source_of
 from core.catalog import Catalog, load_catalog
-from core.planner import bands, memory
+from core.planner.model import memory
 from core.planner.models import PlanResult
 from core.planner.plan import PlanError, plan
+from core.planner.speed import bands
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests/fixtures/planner/throughput_cases.json"
@@ -289,7 +290,7 @@ def fit_cases(cases: Iterable[dict[str, Any]] | None = None) -> list[Built]:
 def _attribute(name: str) -> tuple[Any, str]:
     module_name, _, attr = name.rpartition(".")
     if not module_name:
-        raise ValueError(f"constant {name!r} must be written module.ATTRIBUTE, e.g. core.planner.memory.X")
+        raise ValueError(f"constant {name!r} must be written module.ATTRIBUTE, e.g. core.planner.model.memory.X")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -457,7 +458,7 @@ def doc_section(rows: Sequence[Row], today: dt.date) -> str:
         "CUDA context; "
         "nvidia-smi → `per_gpu.total`). The cases are split by the repository that published them "
         "(`bench/calibrate.py: HALVES`, with the reasoning): the named efficiencies of "
-        "`core/planner/efficiency.py` were fitted on half A only (`--fit-all`: coordinate descent within bounds "
+        "`core/planner/speed/efficiency.py` were fitted on half A only (`--fit-all`: coordinate descent within bounds "
         "around each cited prior, least mean absolute log error of half A's throughput figures plus a weak pull "
         "to the prior; `bench/calibrate_fit.py`); half B is only reported, with the constants as shipped. Each "
         "table has a flat 50%-MFU baseline beside the planner (the same request with the step forced to model "
@@ -473,7 +474,7 @@ def doc_section(rows: Sequence[Row], today: dt.date) -> str:
         "",
         markdown(rows).rstrip("\n"),
         "",
-        "#### Fitted constants (core/planner/efficiency.py)",
+        "#### Fitted constants (core/planner/speed/efficiency.py)",
         "",
         calibrate_fit.constants_markdown(),
         "",
@@ -540,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-bands", action="store_true",
                         help=f"write {calibrate_bands.BANDS_PATH.relative_to(ROOT)} from the residuals")
     parser.add_argument("--fit-all", action="store_true",
-                        help="fit every constant of core/planner/efficiency.py on half A and print the values")
+                        help="fit every constant of core/planner/speed/efficiency.py on half A and print the values")
     args = parser.parse_args(argv)
     catalog = load_catalog()
     if args.fit_all:

@@ -1,4 +1,4 @@
-"""The error bands a plan states (core/planner/bands.py), from the calibration residuals; and their coverage.
+"""The error bands a plan states (core/planner/speed/bands.py), from the calibration residuals; and their coverage.
 
     python -m bench.calibrate --write-bands
 
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from bench.calibrate_cases import Built
-from core.planner import bands, efficiency
+from core.planner.speed import bands, efficiency
 
 LOW_Q, HIGH_Q = 0.10, 0.90
 NOMINAL = HIGH_Q - LOW_Q
@@ -41,7 +41,7 @@ def residual(metric: str, published: float, planned: float) -> float:
 def keys_of(built: Built) -> list[str]:
     req = built.request
     assert req is not None and req.hardware is not None
-    from core.planner.frameworks import effective_training
+    from core.planner.speed.frameworks import effective_training
 
     return bands.regime_keys(effective_training(req.training), req.hardware.gpus, req.hardware.nodes)
 
@@ -92,7 +92,8 @@ def build_bands(fit_rows: Sequence[tuple[Built, float]], report_rows: Sequence[t
             "date": today.isoformat(),
             "cases": "tests/fixtures/planner/throughput_cases.json; half A (fit) sets the widths, half B (report) "
                      "measures the coverage (bench/calibrate.py: HALVES)",
-            "residual": "ln(published ÷ planned tokens/s) with the shipped constants of core/planner/efficiency.py",
+            "residual": "ln(published ÷ planned tokens/s) with the shipped constants of "
+                        "core/planner/speed/efficiency.py",
             "quantiles": [LOW_Q, HIGH_Q],
             "nominal_coverage": round(NOMINAL, 2),
             "min_cases_per_regime": MIN_CASES,

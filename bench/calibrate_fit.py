@@ -1,4 +1,4 @@
-"""Fit the step model's named efficiencies (core/planner/efficiency.py) on half A of the published runs.
+"""Fit the step model's named efficiencies (core/planner/speed/efficiency.py) on half A of the published runs.
 
     python -m bench.calibrate --fit-all
 
@@ -24,7 +24,7 @@ import numpy as np
 
 from bench.calibrate_cases import Built
 from core.catalog import Catalog
-from core.planner import efficiency
+from core.planner.speed import efficiency
 
 PRIOR_WEIGHT = 0.01
 GRID = 25
@@ -94,7 +94,7 @@ def fit_text(fitted: Sequence[Fitted], start: float, end: float, cases: int) -> 
 
 
 def constants_markdown() -> str:
-    """Every fitted constant of core/planner/efficiency.py: prior, fitted value, bounds, half, source."""
+    """Every fitted constant of core/planner/speed/efficiency.py: prior, fitted value, bounds, half, source."""
     out = ["| constant | what it is | prior | fitted | bounds searched | fitted on | prior's source |",
            "|---|---|---:|---:|---|---|---|"]
     for c, value in efficiency.constants():

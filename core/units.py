@@ -125,8 +125,14 @@ def fmt_hours_range(low: float, high: float, like: float) -> str:
     """'2.6–4.1 h': both ends in the unit ``fmt_hours`` gives `like` (the figure the range brackets), one decimal
     each, so 'likely 3.2 h (range 2.6–4.1 h)' never mixes '58.0 min' with '1.2 h' or rounds one end coarser."""
     unit = _hours_unit(like)
-    if unit is None or not (math.isfinite(low) and math.isfinite(high)):
+    if not (math.isfinite(low) and math.isfinite(high)):
         return f"{fmt_hours(low)}–{fmt_hours(high)}"
+    if unit is None:  # past a million years: '35.3–50.0 million years', not 'about 35.3 million years–about ...'
+        ends = [fmt_large(h / HOURS_PER_YEAR).removeprefix("about ") for h in (low, high)]
+        words = [e.split(" ", 1) for e in ends]
+        if all(len(w) == 2 for w in words) and words[0][1] == words[1][1]:
+            return f"{words[0][0]}–{words[1][0]} {words[0][1]} years"
+        return f"{ends[0]} years–{ends[1]} years"
     per, name = unit
     return f"{low / per:,.1f}–{high / per:,.1f} {name}"
 

@@ -32,8 +32,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.catalog import CatalogError
+from core.library.store import PlanRecord, PlanStore, StoreError, library_is_empty, request_to_dict
 from core.planner.request_file import RequestFileError, read_request_file
-from core.planner.store import PlanRecord, PlanStore, StoreError, library_is_empty, request_to_dict
 from gui.catalog.refresh_button import RefreshPricesButton
 from gui.catalog.view import CatalogView
 from gui.forms import chosen_path, show_problem

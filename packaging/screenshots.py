@@ -71,7 +71,7 @@ def main(out: Path, only_launch: bool = False) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="tuneplan-shots-"))
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
-    from core.planner.store import PlanStore
+    from core.library.store import PlanStore
     from gui.app import make_app
     from gui.main_window import MainWindow
     from gui.workers import InlineExecutor

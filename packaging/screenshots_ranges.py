@@ -60,8 +60,8 @@ def main(out: Path, example: bool) -> int:
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
     if example:
         example_bands()
+    from core.library.store import PlanStore
     from core.planner.report import build_report
-    from core.planner.store import PlanStore
     from gui.app import make_app
     from gui.main_window import MainWindow
     from gui.pdf import render_report

@@ -227,7 +227,7 @@ class Catalog:
         """The cheapest record that prices a plan in `mode` (on_demand, spot, reserved); None when none does.
 
         Serverless records never serve; marketplace and auction ones only when named in `allow`. Per GPU-hour:
-        what a node of some size costs (whole instances) is core.planner.pricing.node_offer's question.
+        what a node of some size costs (whole instances) is core.planner.money.pricing.node_offer's question.
         """
         m = check_pricing_mode(mode)
         allowed = tuple(allow)

@@ -65,7 +65,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
         data: list[Any] = [g.model_dump() for g in cat.gpus.values()]
         header = ("id", "name", "memory", "bandwidth", "bf16 TFLOP/s", "fp16 TFLOP/s", "source")
     elif args.what == "models":
-        from core.planner.params import Architecture
+        from core.planner.model.params import Architecture
 
         rows, data = [], []
         for p in cat.models.values():

@@ -175,7 +175,7 @@ def render_plan(result: Any) -> str:
         out.append(f"Billing: {r.cost.billing}: {fmt_amount(r.cost.billed_gpu_hours or 0)} GPU-hours billed for "
                    f"{fmt_amount(r.time.gpu_hours)} used")
     if r.candidates:
-        from core.planner.search import shown_candidates  # the planner loads only when a plan is printed
+        from core.planner.choose.search import shown_candidates  # the planner loads only when a plan is printed
 
         fastest = min(k.hours for k in r.candidates)
         priced = [k.cost_usd for k in r.candidates if k.cost_usd is not None]

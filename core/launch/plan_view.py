@@ -2,7 +2,7 @@
 
 Every format reads the same numbers from here, so a DeepSpeed JSON and an sbatch script written from one plan
 cannot disagree about the micro-batch or the accumulation. The arithmetic is the planner's own
-(``core.planner.step.evaluate``): dp = GPUs ÷ (tp · pp · cp) (``core.planner.parallel.data_parallel``) and
+(``core.planner.speed.step.evaluate``): dp = GPUs ÷ (tp · pp · cp) (``core.planner.model.parallel.data_parallel``) and
 gradient accumulation = ⌈global batch ÷ (micro-batch × dp)⌉, so the batch a launch file runs is
 micro × accumulation × dp, which equals the planned global batch whenever it divides evenly.
 """
@@ -16,9 +16,9 @@ from importlib import metadata
 
 from core.catalog.records import PricingMode, StorageTier
 from core.launch.emit import one_line
+from core.planner.model.parallel import data_parallel
 from core.planner.models import Method, Offload, PlanResult, Precision, Sharding, TrainingSpec
-from core.planner.parallel import data_parallel
-from core.planner.step import accumulation_steps, global_batch
+from core.planner.speed.step import accumulation_steps, global_batch
 from core.units import fmt_bytes, fmt_hours
 
 
@@ -97,7 +97,7 @@ class LaunchPlan:
 
     @property
     def accumulation(self) -> int:
-        """⌈global ÷ (micro × dp)⌉, at least 1: the planner's own rounding (core/planner/step.py)."""
+        """⌈global ÷ (micro × dp)⌉, at least 1: the planner's own rounding (core/planner/speed/step.py)."""
         return int(accumulation_steps(self.planned_global_batch, self.micro_batch, self.data_parallel))
 
     @property

@@ -23,8 +23,9 @@ from pydantic import BaseModel, Field
 
 from core.catalog import GPU, PRICING_MODES, Catalog, CatalogError, load_catalog
 from core.document import KeyFigure
-from core.planner import cost, pricing, sanity, search
 from core.planner.choices import OVERRIDABLE as OVERRIDABLE
+from core.planner.choose import search
+from core.planner.model.params import Architecture
 from core.planner.models import (
     Candidate,
     ComputeCost,
@@ -34,7 +35,7 @@ from core.planner.models import (
     PricingMode,
     Sharding,
 )
-from core.planner.params import Architecture
+from core.planner.money import cost, pricing, sanity
 from core.planner.plan import PlanError, gpu_hardware, on_candidate, plan, resolve_model
 from core.units import fmt_amount, fmt_bytes, fmt_hours, fmt_usd
 

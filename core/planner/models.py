@@ -27,7 +27,7 @@ from core.planner.choices import (  # the request's named choices, re-exported: 
     Precision,
     Sharding,
 )
-from core.planner.lora import target_set
+from core.planner.model.lora import target_set
 from core.units import HOURS_PER_YEAR, parse_count
 
 
@@ -547,7 +547,7 @@ SanityKind = Literal["price_outlier", "not_rentable", "low_headroom", "long_run"
 
 
 class SanityWarning(BaseModel):
-    """One finding of the sanity layer (core.planner.sanity): what kind, one sentence, and the figure it is about."""
+    """One finding of the sanity layer (core.planner.money.sanity): what kind, one sentence, the figure it is about."""
 
     kind: SanityKind
     message: str

@@ -18,22 +18,11 @@ from core.catalog import (
     load_catalog,
     network,
 )
-from core.planner import (
-    bands,
-    cost,
-    gpu_rates,
-    memory,
-    parallel,
-    pricing,
-    reliability,
-    sanity,
-    savers,
-    search,
-    storage,
-)
-from core.planner.advice import suggestions
-from core.planner.frameworks import effective_training
-from core.planner.memory import CUDA_CONTEXT_BYTES, checkpoint_bytes
+from core.planner.choose import search
+from core.planner.choose.advice import suggestions
+from core.planner.model import memory, parallel, savers
+from core.planner.model.memory import CUDA_CONTEXT_BYTES, checkpoint_bytes
+from core.planner.model.params import Architecture, ConfigError
 from core.planner.models import (
     TEN_YEARS_HOURS,
     Assumption,
@@ -57,8 +46,10 @@ from core.planner.models import (
     StorageTier,
     TimeResult,
 )
-from core.planner.params import Architecture, ConfigError
-from core.planner.step import (
+from core.planner.money import cost, pricing, reliability, sanity, storage
+from core.planner.speed import bands, gpu_rates
+from core.planner.speed.frameworks import effective_training
+from core.planner.speed.step import (
     DEFAULT_BATCH_TOKENS,
     Hardware,
     StepEstimate,
@@ -190,7 +181,7 @@ def _price_for(catalog: Catalog, gpu: GPU, request: PlanRequest, mode: str, gpus
 
 def _price_warnings(offer: pricing.NodeOffer, mode: str, gpu: GPU) -> list[str]:
     """What to know about a price the plan uses: low confidence, or a marketplace/auction offer the user allowed.
-    (Its age is a sanity check: core/planner/sanity.py.)"""
+    (Its age is a sanity check: core/planner/money/sanity.py.)"""
     row, label = offer.row, mode.replace("_", "-")
     out = []
     if row.confidence == "low":

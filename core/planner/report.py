@@ -24,7 +24,6 @@ from core.document import (
     Series,
     Table,
 )
-from core.planner import search
 from core.planner.analysis import (
     MODES,
     Analysis,
@@ -37,8 +36,9 @@ from core.planner.analysis import (
     cost_range_text,
     key_figures,
 )
+from core.planner.choose import search
 from core.planner.models import Band, Candidate, ComputeResult, PlanResult
-from core.planner.sanity import seen_text
+from core.planner.money.sanity import seen_text
 from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_hours_range, fmt_rate_range, fmt_usd, fmt_usd_range
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
@@ -66,7 +66,8 @@ def likely_hours(result: PlanResult) -> str | None:
     band = result.time.hours_range
     if band is None:
         return None
-    return f"likely {fmt_hours(result.time.hours)} (range {fmt_hours_range(band.low, band.high, result.time.hours)})"
+    point = fmt_hours(result.time.hours).removeprefix("about ")  # 'likely about …' says it twice
+    return f"likely {point} (range {fmt_hours_range(band.low, band.high, result.time.hours)})"
 
 
 def likely_tokens_per_second(result: PlanResult) -> str | None:

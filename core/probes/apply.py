@@ -6,7 +6,7 @@ TFLOP/s is set there (E_mm = measured ÷ peak); the slowest because synchronous 
 pace of its slowest rank. The note compares it with the MAMF reference the scorecard uses (e.g. 794.5 TFLOP/s
 for H100 SXM). Measured busbw replaces the planner's link assumption: single-node runs set ``intra_node_busbw_gbs``
 directly; multi-node runs set ``inter_node_gbps`` to the per-node rate at which the planner's inter-node busbw
-(rate ÷ GPUs per node ÷ 8 × its 0.8 efficiency, see ``core.planner.comms``) equals the measured busbw. A cluster
+(rate ÷ GPUs per node ÷ 8 × its 0.8 efficiency, see ``core.planner.speed.comms``) equals the measured busbw. A cluster
 run measures that figure between the nodes themselves (its NCCL all-reduce across them, else nccl-tests), so it
 sets ``inter_node_gbps`` of a multi-node plan the same way; a 1-node plan has no inter-node network to set, and
 gloo between CPUs measures the hosts' TCP stacks, not the GPUs' network, so neither is applied.
@@ -15,8 +15,8 @@ gloo between CPUs measures the hosts' TCP stacks, not the GPUs' network, so neit
 from __future__ import annotations
 
 from core.catalog import GPU, Catalog, CatalogError, load_catalog, network
-from core.planner import comms
 from core.planner.models import HardwareSpec, PlanRequest
+from core.planner.speed import comms
 from core.probes.cluster.evidence import ClusterEvidence
 from core.probes.evidence import ComputeResult, ProbeEvidence
 from core.probes.samples import CollectiveResult, GpuInfo
@@ -185,7 +185,7 @@ def node_gbps_for_busbw(busbw_gbs: float, gpus_per_node: int, measured_per_node:
     """The per-node Gbit/s at which the planner's inter-node busbw equals ``busbw_gbs`` GB/s as measured with
     ``measured_per_node`` GPUs on each node (default: as many as the plan): the planner gives each GPU its rail,
     node_rate ÷ gpus_per_node, and a group with k GPUs per node sums k rails at 0.96 of their rate
-    (core.planner.comms.inter_bytes_per_s), so one rail = busbw × 8 ÷ 0.96 ÷ k Gbit/s and the node has
+    (core.planner.speed.comms.inter_bytes_per_s), so one rail = busbw × 8 ÷ 0.96 ÷ k Gbit/s and the node has
     gpus_per_node of them."""
     k = max(measured_per_node or gpus_per_node, 1)
     return busbw_gbs * 8 / comms.RAIL_EFFICIENCY / k * gpus_per_node

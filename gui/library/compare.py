@@ -6,8 +6,8 @@ from typing import Any
 
 from PySide6.QtWidgets import QDialog, QLabel, QVBoxLayout, QWidget
 
+from core.library.store import PlanRecord
 from core.planner.models import PlanResult
-from core.planner.store import PlanRecord
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 from gui.table_model import Row, RowsModel, make_table
 

@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.library.store import PlanRecord, PlanStore, StoreError, request_to_dict
 from core.planner.models import PlanRequest
 from core.planner.request_file import RequestFileError, read_request_file
-from core.planner.store import PlanRecord, PlanStore, StoreError, request_to_dict
 from core.units import fmt_hours, fmt_usd
 from core.validation import validation_message
 from gui.forms import button_row, chosen_path, make_error_label, show_problem

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QFormLayout, QGridLayout, QLabel, QWidget
 
-from core.planner.storage_tiers import tier_figures
+from core.planner.money.storage_tiers import tier_figures
 from core.units import fmt_bytes, fmt_count, fmt_usd
 from gui.wizard.fields import CheckField, TextField
 from gui.wizard.page import PlanPage

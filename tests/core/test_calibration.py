@@ -14,11 +14,11 @@ import pytest
 
 from bench.calibrate_cases import shape_keys
 from core.catalog import load_catalog
-from core.planner import memory
+from core.planner.model import memory
+from core.planner.model.params import Architecture
 from core.planner.models import Assumptions, DataSpec, HardwareSpec, PlanRequest, Precision, TrainingSpec
-from core.planner.params import Architecture
 from core.planner.plan import gpu_hardware, plan
-from core.planner.step import evaluate
+from core.planner.speed.step import evaluate
 
 CASES = {
     c["id"]: c for c in json.loads((Path(__file__).parents[1] / "fixtures/planner/calibration_cases.json").read_text())

@@ -22,7 +22,7 @@ from core.catalog import (
     save_user_overrides,
     shipped_catalog,
 )
-from core.planner.pricing import node_offer
+from core.planner.money.pricing import node_offer
 from core.resources import read_json, resource_path
 
 TODAY = dt.date(2026, 11, 29)

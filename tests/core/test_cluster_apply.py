@@ -2,7 +2,7 @@
 
 The planner gives each GPU one rail of node_rate / gpus_per_node Gbit/s, reaches 0.96 of it as busbw in GB/s (÷ 8;
 sjeaugey's ~48 GB/s per 400G NIC) and sums the rails of a group's GPUs on each node: see
-core.planner.comms.inter_bytes_per_s. The expected node rates below invert that by hand from the captures' own
+core.planner.speed.comms.inter_bytes_per_s. The expected node rates below invert that by hand from the captures' own
 busbw figures (SOURCES #20 and #24)."""
 
 from __future__ import annotations

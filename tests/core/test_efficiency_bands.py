@@ -1,4 +1,4 @@
-"""The fitted efficiencies (core/planner/efficiency.py) and the error band (core/planner/bands.py).
+"""The fitted efficiencies (core/planner/speed/efficiency.py) and the error band (core/planner/speed/bands.py).
 
 Expected figures here come from outside the code under test: the flat-MFU baseline from the catalog peak and
 the definition of MFU, the band's ends from a hand-written table, the shipped bands.json from a fresh run of
@@ -14,9 +14,9 @@ import pytest
 
 from bench import calibrate
 from core.catalog import load_catalog
-from core.planner import bands, efficiency, kernels
 from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.plan import plan
+from core.planner.speed import bands, efficiency, kernels
 
 CATALOG = load_catalog()
 

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 from core.catalog import load_catalog
-from core.planner import attention_layers, compute, memory
+from core.planner.model import attention_layers, memory
+from core.planner.model.params import Architecture, ConfigError
 from core.planner.models import Attention, Method, TrainingSpec
-from core.planner.params import Architecture, ConfigError
+from core.planner.speed import compute
 
 ROOT = Path(__file__).parents[2]
 

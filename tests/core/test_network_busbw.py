@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from core.catalog import load_catalog, network
-from core.planner import comms
+from core.planner.speed import comms
 from core.probes.parsers import parse_nccl_tests
 from core.probes.scorecard.expectations import busbw_at_largest
 

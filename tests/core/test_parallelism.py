@@ -13,13 +13,14 @@ import pytest
 
 from core.catalog import load_catalog
 from core.cli.plan import render_plan
-from core.planner import memory, search
 from core.planner.analysis import scaling
+from core.planner.choose import search
+from core.planner.model import memory
+from core.planner.model.params import Architecture
 from core.planner.models import PlanRequest, TrainingSpec
-from core.planner.params import Architecture
 from core.planner.plan import PlanError, plan, resolve_model
 from core.planner.report import scaling_chart
-from core.planner.step import global_batch
+from core.planner.speed.step import global_batch
 
 CATALOG = load_catalog()
 
@@ -174,7 +175,7 @@ def test_experts_must_divide_by_expert_parallel() -> None:
 def test_kv_heads_split_or_replicate_under_tensor_parallel() -> None:
     # Llama 3.1 8B: 32 heads, 8 KV heads. tp 16 replicates each KV head twice (16 % 8 == 0): allowed by heads and KV.
     arch = arch_of("llama-3.1-8b")
-    from core.planner import parallel
+    from core.planner.model import parallel
 
     assert parallel.model_problem(arch, TrainingSpec(tensor_parallel=16), 4096) is None
     odd = Architecture(name="odd", hidden=4096, layers=32, heads=24, kv_heads=6, head_dim=128, intermediate=11008,

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.planner.models import PlanRequest
-from core.planner.store import (
+from core.library.store import (
     SCHEMA_VERSION,
     PlanStore,
     StoreError,
@@ -21,6 +20,7 @@ from core.planner.store import (
     library_is_empty,
     request_to_dict,
 )
+from core.planner.models import PlanRequest
 from core.sqlite_schema import transaction
 
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8}}
@@ -174,7 +174,7 @@ def test_a_crash_in_the_middle_of_a_write_loses_nothing_committed(tmp_path):
     store.close()
     crash = textwrap.dedent(f"""
         import os
-        from core.planner.store import PlanStore
+        from core.library.store import PlanStore
         s = PlanStore({str(db)!r})
         s.db.conn.execute("BEGIN IMMEDIATE")
         s.db.conn.execute("INSERT INTO plans (name, request_json, created, updated) VALUES ('half', '{{}}', 'x', 'x')")

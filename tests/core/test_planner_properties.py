@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.catalog import load_catalog
-from core.planner import gpu_rates, memory
+from core.planner.choose.search import pareto_mask
+from core.planner.model import memory
+from core.planner.model.params import Architecture
 from core.planner.models import PlanRequest, TrainingSpec
-from core.planner.params import Architecture
 from core.planner.plan import on_candidate, plan
-from core.planner.search import pareto_mask
+from core.planner.speed import gpu_rates
 
 CATALOG = load_catalog()
 PRESETS = sorted(CATALOG.models)

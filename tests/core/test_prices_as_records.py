@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.catalog import PRICING_MODELS, PricingModel, shipped_catalog
+from core.planner.choose.search import GPUS_PER_NODE
 from core.planner.models import PlanRequest, PlanResult
 from core.planner.plan import PlanError, plan
-from core.planner.search import GPUS_PER_NODE
 
 CATALOG = shipped_catalog()
 TODAY = dt.date(2026, 12, 1)

@@ -125,8 +125,8 @@ def test_nothing_to_apply_says_why():
 def test_multi_node_busbw_reproduces_the_measured_figure_with_eight_gpus_per_node():
     """The planner's inter-node busbw after applying equals what was measured, whatever the node width."""
     from core.catalog import load_catalog
-    from core.planner import comms
     from core.planner.plan import gpu_hardware
+    from core.planner.speed import comms
 
     coll = parse_nccl_tests(text("nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log")).value
     after, _ = apply_to_plan(request(gpu="H100-SXM", gpus_per_node=8, nodes=2),

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.planner.reliability import (
+from core.planner.money.reliability import (
     daly_interval_s,
     expected_failures,
     expected_wall_hours,

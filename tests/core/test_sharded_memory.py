@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 
 from core.catalog import load_catalog
-from core.planner import memory, savers
-from core.planner.frameworks import effective_training
+from core.planner.model import memory, savers
+from core.planner.model.params import Architecture
 from core.planner.models import PlanRequest, TrainingSpec
-from core.planner.params import Architecture
 from core.planner.plan import plan
+from core.planner.speed.frameworks import effective_training
 
 CATALOG = load_catalog()
 LLAMA31_8B = Architecture.from_hf_config(CATALOG.model("llama-3.1-8b").config)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from core.planner.models import StorageTier
-from core.planner.storage import (
+from core.planner.money.storage import (
     GbMonthPrice,
     checkpoint_write_seconds,
     data_stall_warning,

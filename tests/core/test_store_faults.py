@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from core.planner.store import PlanStore, StoreError
+from core.library.store import PlanStore, StoreError
 from core.probes.store import HostProfile, ProbeStore, ProbeStoreError
 from core.sqlite_store import FULL, LOCKED, READ_ONLY
 

@@ -24,7 +24,7 @@ import pytest
 from bench import calibrate
 from bench.calibrate import FIT, HALVES, REPORT, Row, fit, half_of, load_cases
 from bench.calibrate_cases import build, model_config, source_of
-from core.planner.params import Architecture
+from core.planner.model.params import Architecture
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = load_cases()
@@ -257,8 +257,8 @@ def test_fit_uses_half_a_only() -> None:
 
 
 def test_fit_names_a_bad_constant() -> None:
-    with pytest.raises(ValueError, match=r"core\.planner\.memory has no attribute NO_SUCH"):
-        fit("core.planner.memory.NO_SUCH", cases=CASES)
+    with pytest.raises(ValueError, match=r"core\.planner\.model\.memory has no attribute NO_SUCH"):
+        fit("core.planner.model.memory.NO_SUCH", cases=CASES)
 
 
 # ----------------------------------------------------------------------------- output

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 
-from core.planner.store import PlanStore
+from core.library.store import PlanStore
 from gui.workers import InlineExecutor, ThreadExecutor
 from tests.gui.dialogs import answering
 from tests.gui.qt_leaks import LeakWatch

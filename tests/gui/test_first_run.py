@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from core.planner.store import PlanStore
+from core.library.store import PlanStore
 from core.probes.options import SUITES
 from core.probes.replay import ReplayRunner
 from core.probes.store import HostProfile, ProbeStore
@@ -62,7 +62,7 @@ def test_an_empty_library_opens_on_the_sample_plan_with_a_line_per_page(qtbot):
 
 
 def test_a_library_with_plans_opens_without_the_sample(qtbot, user_dirs: Path):
-    from core.planner.store import default_db_path
+    from core.library.store import default_db_path
 
     seeded = PlanStore(default_db_path())
     seeded.save("mine", {"model": {"preset": "qwen2.5-7b"}, "data": {"tokens": 1e8}})

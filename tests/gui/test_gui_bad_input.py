@@ -72,7 +72,9 @@ def test_a_run_of_millions_of_years_reads_as_years_and_is_warned_about(qtbot, wi
     go_to(qtbot, wizard, cost)
     headline = cost.headline.text()
     # 1e18 tokens on one L4: tens of millions of years, whatever the exact step time
-    years = re.match(r"<b>about ([\d.]+) million years wall, about [\d.]+ billion GPU-hours; ", headline)
+    # (with its calibrated band: 'likely 48.2 million years (range 35.3–50.0 million years) wall')
+    years = re.match(r"<b>likely ([\d.]+) million years \(range [\d.]+–[\d.]+ million years\) wall, "
+                     r"about [\d.]+ billion GPU-hours; ", headline)
     assert years is not None, headline
     assert " days" not in headline
     go_to(qtbot, wizard, wizard.summary_page)

@@ -137,7 +137,7 @@ def test_import_refuses_a_bad_request_with_the_field_named(qtbot, window, tmp_pa
 
 
 def test_damaged_library_notice_is_shown(qtbot, executor, settings, tmp_path: Path):
-    from core.planner.store import PlanStore
+    from core.library.store import PlanStore
     from gui.main_window import MainWindow
 
     db = tmp_path / "lib.db"

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.planner.store import PlanStore
+from core.library.store import PlanStore
 from gui.main_window import MainWindow
 from tests.gui.dialogs import press_ok, the_dialog
 from tests.gui.wizard_driver import settle

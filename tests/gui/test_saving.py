@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLineEdit, QWizard
 
-from core.planner.store import PlanStore
+from core.library.store import PlanStore
 from gui.main_window import MainWindow
 from gui.wizard.fields import TextField
 from gui.workers import InlineExecutor

@@ -2,7 +2,7 @@
 
 The numeric axes are NumPy arrays evaluated by the same formulas as a single plan (step.evaluate); only the
 few categorical choices (tensor × pipeline parallel layout, sharding, checkpointing) loop in Python. Layouts the
-frameworks refuse are dropped (core/planner/parallel.py), and tp · pp > 1 is tried only when no GPU of the
+frameworks refuse are dropped (core/planner/model/parallel.py), and tp · pp > 1 is tried only when no GPU of the
 search holds the model's unsharded states: a model that fits needs no model parallelism, and the search stays
 within its 100 ms budget. Ranking uses failure-free GPU-hours × the
 catalog price; the chosen plan then adds checkpoint writes, spot losses and storage.
@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.catalog import network
-from core.planner import gpu_rates, memory, parallel, pricing, reliability, storage
-from core.planner.frameworks import effective_training
+from core.planner.model import memory, parallel
+from core.planner.model.params import Architecture
 from core.planner.models import Candidate, Method, Offload, PlanRequest, Sharding, TrainingSpec
-from core.planner.params import Architecture
-from core.planner.step import Hardware, evaluate, global_batch
+from core.planner.money import pricing, reliability, storage
+from core.planner.speed import gpu_rates
+from core.planner.speed.frameworks import effective_training
+from core.planner.speed.step import Hardware, evaluate, global_batch
 
 if TYPE_CHECKING:
     from core.catalog import Catalog

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.planner import attention_layers
+from core.planner.model import attention_layers
+from core.planner.model.params import Architecture
 from core.planner.models import Attention, Method, TrainingSpec
-from core.planner.params import Architecture
 
 Num = Any
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from core.planner import attention_layers
-from core.planner.attention_layers import LayerAttention
+from core.planner.model import attention_layers
+from core.planner.model.attention_layers import LayerAttention
 
 _PLAIN_MLP_TYPES = {
     "falcon", "gpt2", "gpt_neox", "opt", "bloom", "phi", "stablelm_alpha", "gptj", "starcoder2", "mpt",

@@ -1,6 +1,6 @@
 """How long each kind of GPU work takes: GEMMs, attention, memory-bound passes, launches, the optimizer step.
 
-The step model (core/planner/step_time.py) times a training step as the sum of explicit costs instead of one
+The step model (core/planner/speed/step_time.py) times a training step as the sum of explicit costs instead of one
 utilisation factor, because the costs scale differently: a LoRA adapter GEMM of rank 16 moves more bytes than
 it computes (it is memory-bound at any size), a norm or a residual add is pure HBM traffic, and attention runs
 in its own kernel at its own efficiency. Every function takes scalars or NumPy arrays that broadcast (GPU type ×
@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from core.catalog.records import GPU
-from core.planner import efficiency
-from core.planner.memory import master_bytes, optimizer_state_bytes, weight_bytes
+from core.planner.model.memory import master_bytes, optimizer_state_bytes, weight_bytes
 from core.planner.models import Attention, Optimizer, Precision
+from core.planner.speed import efficiency
 
 Num = Any
 

@@ -1,7 +1,7 @@
 """The storage tiers' figures (resources/catalog/storage_tiers.json): what each tier delivers, each figure with its
 source and date.
 
-Apart from core.planner.storage, whose arithmetic needs NumPy, so the window lists the tiers by name (the Cost
+Apart from core.planner.money.storage, whose arithmetic needs NumPy, so the window lists the tiers by name (the Cost
 page's choices) before the planner is loaded.
 """
 

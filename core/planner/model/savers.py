@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from core.planner.model.params import Architecture
 from core.planner.models import Attention, CrossEntropy, Framework, Precision, TrainingSpec
-from core.planner.params import Architecture
 
 Num = Any
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from core.planner.model.params import Architecture
 from core.planner.models import Sharding, TrainingSpec
-from core.planner.params import Architecture
 
 Num = Any
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.catalog import GPU, network
-from core.planner import efficiency, kernels
 from core.planner.models import Assumption, Attention, PlanRequest, Precision
+from core.planner.speed import efficiency, kernels
 
 if TYPE_CHECKING:
-    from core.planner.step import StepEstimate
+    from core.planner.speed.step import StepEstimate
 
 PCIE_SOURCE = "stas00/ml-engineering network/README.md: ~80% of the x16 per-direction spec is achieved"
 

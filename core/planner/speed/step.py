@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from core.planner import compute, lora, memory, parallel, step_time
+from core.planner.model import lora, memory, parallel
+from core.planner.model.params import Architecture
 from core.planner.models import Assumptions, DataSpec, TrainingSpec
-from core.planner.params import Architecture
+from core.planner.speed import compute, step_time
 
 Num = Any
 

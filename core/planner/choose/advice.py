@@ -7,11 +7,11 @@ when their own arithmetic (savers.py) says they save something here.
 from __future__ import annotations
 
 from core.catalog import GPU
-from core.planner import savers
-from core.planner.memory import PAGED_OPTIMIZERS
+from core.planner.model import savers
+from core.planner.model.memory import PAGED_OPTIMIZERS
+from core.planner.model.params import Architecture
 from core.planner.models import CrossEntropy, Framework, Method, Offload, Optimizer, PlanRequest, Precision, Sharding
-from core.planner.params import Architecture
-from core.planner.step import StepEstimate
+from core.planner.speed.step import StepEstimate
 
 GB = 1e9
 

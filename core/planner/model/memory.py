@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from core.planner import parallel, savers
-from core.planner.lora import largest_trainable_matrix, lora_params, target_set, trainable_params
+from core.planner.model import parallel, savers
+from core.planner.model.lora import largest_trainable_matrix, lora_params, target_set, trainable_params
+from core.planner.model.params import Architecture
+from core.planner.model.savers import logits_bytes
 from core.planner.models import Attention, Framework, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
-from core.planner.params import Architecture
-from core.planner.savers import logits_bytes
 
 Num = Any  # a float or a NumPy array, broadcast together
 

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.planner import comms, compute, efficiency, kernels, lora, parallel
-from core.planner.memory import MemoryEstimate, shard_degree, weight_bytes
+from core.planner.model import lora, parallel
+from core.planner.model.memory import MemoryEstimate, shard_degree, weight_bytes
+from core.planner.model.params import Architecture
 from core.planner.models import Assumptions, Attention, CrossEntropy, Method, Offload, Precision, Sharding, TrainingSpec
-from core.planner.params import Architecture
+from core.planner.speed import comms, compute, efficiency, kernels
 
 if TYPE_CHECKING:
-    from core.planner.step import Hardware
+    from core.planner.speed.step import Hardware
 
 Num = Any
 

@@ -1,7 +1,7 @@
 """Dataset and checkpoint storage: sizes, throughput, object-store requests and what they cost.
 
 Pure functions over the tier figures in resources/catalog/storage_tiers.json (each with a source and a date,
-read by core.planner.storage_tiers).
+read by core.planner.money.storage_tiers).
 Prices come from the caller (the catalog, or the user's overrides) as plain floats or any object with
 ``usd_per_gb_month``, ``source`` and ``date``, so this module never depends on the catalog loader.
 Throughput functions take floats or NumPy arrays, for the vectorised hardware search.
@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from core.planner.models import CostLine, StorageTier
-from core.planner.storage_tiers import GB, default_figure, tier_figures, tier_name
+from core.planner.money.storage_tiers import GB, default_figure, tier_figures, tier_name
 from core.units import fmt_bytes
 
 FloatArray = NDArray[np.float64]

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from core.planner.model.params import Architecture, Linear
     from core.planner.models import TrainingSpec
-    from core.planner.params import Architecture, Linear
 
 KINDS = ("q", "k", "v", "o", "gate", "up", "down", "head")
 PRESETS = {

@@ -1,0 +1,1 @@
+"""The plan library: saved plans on disk (SQLite), not planning."""

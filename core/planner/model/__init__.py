@@ -1,0 +1,1 @@
+"""The model and what each GPU holds: parameters, attention layers, LoRA, memory, savers, parallel layouts."""

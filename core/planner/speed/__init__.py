@@ -1,0 +1,1 @@
+"""How long a step takes: FLOPs, kernel rates, fitted efficiencies, communication, the step and its band."""
