@@ -15,16 +15,17 @@ rows the request's own training settings win, so the search changes a setting th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from core.catalog import network
+from core.planner.choose.ranking import Rows, SearchOutcome, Table, pareto_mask, rank
 from core.planner.model import memory, parallel
 from core.planner.model.params import Architecture
 from core.planner.models import Candidate, Method, Offload, PlanRequest, Sharding, TrainingSpec
-from core.planner.money import pricing, reliability, storage
+from core.planner.money import pricing
 from core.planner.speed import gpu_rates
 from core.planner.speed.frameworks import effective_training
 from core.planner.speed.step import Hardware, evaluate, global_batch
@@ -41,16 +42,6 @@ PIPELINE_PARALLEL = (1, 2, 4, 8, 16)
 # With tp · pp > 1: plain data parallel, Megatron's distributed optimizer / DeepSpeed ZeRO-1 (the one ZeRO stage
 # pipelines allow) and torchtitan's FSDP2 + TP + PP.
 MODEL_PARALLEL_SHARDINGS = (Sharding.none, Sharding.zero1, Sharding.fsdp)
-SHOWN = 25
-
-
-@dataclass
-class SearchOutcome:
-    candidates: list[Candidate] = field(default_factory=list)
-    best: Candidate | None = None
-    reason: str | None = None
-    evaluated: int = 0
-    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -164,18 +155,6 @@ def _column(values: np.ndarray) -> np.ndarray:
     return values.reshape(-1, 1, 1, 1)
 
 
-def pareto_mask(hours: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """True where no other point is at least as fast and as cheap and strictly better in one."""
-    order = np.lexsort((cost, hours))
-    mask = np.zeros(len(hours), dtype=bool)
-    best_cost = np.inf
-    for i in order:
-        if cost[i] < best_cost:
-            mask[i] = True
-            best_cost = cost[i]
-    return mask
-
-
 def needs_model_parallel(arch: Architecture, training: TrainingSpec, largest_gpu_bytes: float, tp: int = 1) -> bool:
     """True when no GPU of the search holds the model's unsharded weights, gradients and optimizer states
     (split over `tp` tensor-parallel GPUs)."""
@@ -229,21 +208,93 @@ def _pipeline_choices(arch: Architecture) -> tuple[int, ...]:
     return tuple(d for d in range(1, 17) if arch.layers % d == 0)
 
 
-def _with_checkpoints(arch: Architecture, request: PlanRequest, solve_hours: np.ndarray, gpus: np.ndarray,
-                      writers: np.ndarray) -> np.ndarray:
-    """Expected wall hours of each row (Daly 2006), as plan() computes them for the chosen configuration."""
-    a, t = request.assumptions, request.training
-    write_s = storage.checkpoint_write_seconds(memory.checkpoint_bytes(arch, t), a.checkpoint_tier, writers)
-    m_s = reliability.job_mtbf_hours(a.gpu_mtbf_hours, gpus) * reliability.SECONDS_PER_HOUR
-    tau = reliability.optimal_interval_s(write_s, m_s, solve_hours)
-    return reliability.expected_wall_hours(solve_hours, tau, write_s, a.restart_minutes * 60, m_s)
-
-
 def _shardings(base: tuple[Sharding, ...], tp: int, pp: int, keep: frozenset[str]) -> tuple[Sharding, ...]:
     """Sharding choices for one layout: the searched set at 1 × 1, the model-parallel set otherwise."""
     if tp * pp > 1 and "sharding" not in keep:
         base = MODEL_PARALLEL_SHARDINGS
     return tuple(s for s in base if pp == 1 or s not in parallel.PIPELINE_INCOMPATIBLE)
+
+
+@dataclass(frozen=True)
+class _Axes:
+    """The categorical choices a search loops over, and the grid every layout is evaluated on."""
+
+    micro_batches: tuple[int, ...]
+    shardings: tuple[Sharding, ...]
+    all_shardings: tuple[Sharding, ...]  # the index space of the rows' sharding column
+    checkpointing: tuple[bool | str, ...]
+    gpn: np.ndarray
+    shape: tuple[int, int, int, int]
+
+
+def _axes(request: PlanRequest, gpus: int, keep: frozenset[str]) -> _Axes:
+    t = request.training
+    micro_batches = (t.micro_batch_size,) if "micro_batch_size" in keep else MICRO_BATCHES
+    shardings = (t.sharding,) if "sharding" in keep else SHARDINGS
+    # Off and full recompute are always tried; selective too when the request asks for it.
+    checkpointing = ((t.gradient_checkpointing,) if "gradient_checkpointing" in keep
+                     else tuple(dict.fromkeys((False, t.gradient_checkpointing, True))))
+    return _Axes(micro_batches, shardings, tuple(dict.fromkeys([*shardings, *MODEL_PARALLEL_SHARDINGS])),
+                 checkpointing, np.array(GPUS_PER_NODE, float).reshape(1, -1, 1, 1),
+                 (gpus, len(GPUS_PER_NODE), len(NODES), len(micro_batches)))
+
+
+def _grid_hardware(table: _GpuTable, gpn: np.ndarray) -> Hardware:
+    """Every GPU of the table along the grid's first axis, GPUs per node along the second, nodes the third."""
+    nodes = np.array(NODES, float).reshape(1, 1, -1, 1)
+    return Hardware(
+        memory_bytes=_column(table.memory), peak_tflops=_column(table.peak), intra_gbs=_column(table.intra),
+        hbm_gbs=_column(table.hbm), matmul_efficiency=_column(table.matmul),
+        attention_efficiency=_column(table.attention), pcie_gbs=_column(table.pcie), gpus_per_node=gpn,
+        nodes=nodes,
+        gpu_net_gbps=np.stack([
+            np.broadcast_to(network.typical_gpu_net_gbps(link, arch_name, gpn), gpn.shape)
+            for link, arch_name in zip(table.links, table.architectures, strict=True)
+        ]).reshape(len(table.ids), -1, 1, 1),
+    )
+
+
+def _layout_rows(arch: Architecture, request: PlanRequest, table: _GpuTable, hw: Hardware, axes: _Axes,
+                 tp: int, pp: int, sharding: Sharding, ckpt: bool | str) -> tuple[Rows | None, int]:
+    """The rows of one layout × sharding × checkpointing that fit and run, and how many configurations it tried."""
+    t, gpn, shape = request.training, axes.gpn, axes.shape
+    training = t.model_copy(update={
+        "sharding": sharding, "gradient_checkpointing": ckpt, "tensor_parallel": tp, "pipeline_parallel": pp,
+        "pipeline_virtual_stages": t.pipeline_virtual_stages if pp > 1 else 1,
+        "sequence_parallel": t.sequence_parallel and tp > 1})
+    if training.offload.value != "none" and sharding is Sharding.none:
+        return None, 0
+    mp = training.model_parallel
+    # An odd factor in tp·pp·cp (pp = 3, 5, 7, 15 for a 105-layer model) never divides a power-of-two GPU
+    # count: such a layout gets node counts that are multiples of it (1, 2, 4 … × the odd factor).
+    layout_nodes = np.array(NODES, float) * _odd_part(mp)
+    nodes = layout_nodes.reshape(1, 1, -1, 1)
+    mb = np.array(axes.micro_batches, float).reshape(1, 1, 1, -1)
+    layout_ok = np.broadcast_to((gpn * nodes) <= request.search.max_gpus, shape)
+    est = evaluate(arch, training, request.data, replace(hw, nodes=nodes), request.assumptions, micro_batch=mb)
+    gpus = gpn * nodes
+    dp = parallel.data_parallel(gpus, training)
+    ok = layout_ok & np.broadcast_to(est.fits, shape)
+    ok &= np.broadcast_to(table.offered.reshape(len(table.ids), -1, 1, 1), shape)  # whole instances one can rent
+    ok &= (np.broadcast_to(nodes, shape) > 1) if sharding is Sharding.hsdp else True
+    # The layout on this hardware (parallel.hardware_problem, vectorised): tp inside a node, whole replicas,
+    # and a full micro-batch for every replica.
+    ok &= np.broadcast_to((gpn >= tp) & (gpn % tp == 0) & (gpus % mp == 0), shape)
+    ok &= np.broadcast_to(parallel.batch_fits(dp, mb, global_batch(training, request.data.seq_len, dp, mb)), shape)
+    if sharding is not Sharding.none:
+        ok &= np.broadcast_to(dp, shape) > 1
+    idx = np.nonzero(ok)
+    if not idx[0].size:
+        return None, int(layout_ok.sum())
+    n = idx[0].size
+    return Rows(
+        gi=idx[0], gp=np.array(GPUS_PER_NODE)[idx[1]], nd=layout_nodes.astype(int)[idx[2]],
+        m=np.array(axes.micro_batches)[idx[3]], sh=np.full(n, axes.all_shardings.index(sharding)),
+        ck=np.full(n, axes.checkpointing.index(ckpt)), tps=np.full(n, tp), pps=np.full(n, pp),
+        hours=np.broadcast_to(est.hours, shape)[idx],
+        cost=np.broadcast_to(est.gpu_hours, shape)[idx] * table.price[idx[0], idx[1]],  # hours × nodes × node price
+        mem=np.broadcast_to(est.memory.total, shape)[idx], eff=np.broadcast_to(est.scaling_efficiency, shape)[idx],
+    ), int(layout_ok.sum())
 
 
 def search(
@@ -261,101 +312,18 @@ def search(
             + (f" at {request.pricing.provider}" if request.pricing.provider else "")
             + _allow_hint(request, catalog)
         )
-    t = request.training
-    micro_batches = (t.micro_batch_size,) if "micro_batch_size" in keep else MICRO_BATCHES
-    shardings = (t.sharding,) if "sharding" in keep else SHARDINGS
-    all_shardings = tuple(dict.fromkeys([*shardings, *MODEL_PARALLEL_SHARDINGS]))  # index space of the rows
-    # Off and full recompute are always tried; selective too when the request asks for it.
-    checkpointing = (
-        (t.gradient_checkpointing,)
-        if "gradient_checkpointing" in keep
-        else tuple(dict.fromkeys((False, t.gradient_checkpointing, True)))
-    )
-    g = len(table.ids)
-    gpn = np.array(GPUS_PER_NODE, float).reshape(1, -1, 1, 1)
-    nodes = np.array(NODES, float).reshape(1, 1, -1, 1)
-    mb = np.array(micro_batches, float).reshape(1, 1, 1, -1)
-    shape = (g, len(GPUS_PER_NODE), len(NODES), len(micro_batches))
-    base_ok = np.broadcast_to((gpn * nodes) <= request.search.max_gpus, shape)
-    hw = Hardware(
-        memory_bytes=_column(table.memory),
-        peak_tflops=_column(table.peak),
-        intra_gbs=_column(table.intra),
-        hbm_gbs=_column(table.hbm),
-        matmul_efficiency=_column(table.matmul),
-        attention_efficiency=_column(table.attention),
-        pcie_gbs=_column(table.pcie),
-        gpus_per_node=gpn,
-        nodes=nodes,
-        gpu_net_gbps=np.stack(
-            [
-                np.broadcast_to(network.typical_gpu_net_gbps(link, arch_name, gpn), gpn.shape)
-                for link, arch_name in zip(table.links, table.architectures, strict=True)
-            ]
-        ).reshape(g, -1, 1, 1),
-    )
-
-    rows: list[tuple[np.ndarray, ...]] = []
+    axes = _axes(request, len(table.ids), keep)
+    hw = _grid_hardware(table, axes.gpn)
+    found: list[Rows] = []
     evaluated = 0
-    grid = [
-        (tp, pp, sharding, ckpt)
-        for tp, pp in layouts(arch, request, float(table.memory.max()), keep)
-        for sharding in _shardings(shardings, tp, pp, keep)
-        for ckpt in checkpointing
-    ]
-    for tp, pp, sharding, ckpt in grid:
-        training = request.training.model_copy(update={
-            "sharding": sharding, "gradient_checkpointing": ckpt, "tensor_parallel": tp, "pipeline_parallel": pp,
-            "pipeline_virtual_stages": t.pipeline_virtual_stages if pp > 1 else 1,
-            "sequence_parallel": t.sequence_parallel and tp > 1})
-        if training.offload.value != "none" and sharding is Sharding.none:
-            continue
-        mp = training.model_parallel
-        # An odd factor in tp·pp·cp (pp = 3, 5, 7, 15 for a 105-layer model) never divides a power-of-two GPU
-        # count: such a layout gets node counts that are multiples of it (1, 2, 4 … × the odd factor).
-        odd = _odd_part(mp)
-        layout_nodes = np.array(NODES, float) * odd
-        nodes = layout_nodes.reshape(1, 1, -1, 1)
-        layout_hw = replace(hw, nodes=nodes) if odd > 1 else hw
-        layout_ok = np.broadcast_to((gpn * nodes) <= request.search.max_gpus, shape) if odd > 1 else base_ok
-        est = evaluate(arch, training, request.data, layout_hw, request.assumptions, micro_batch=mb)
-        gpus = gpn * nodes
-        dp = parallel.data_parallel(gpus, training)
-        ok = layout_ok & np.broadcast_to(est.fits, shape)
-        ok &= np.broadcast_to(table.offered.reshape(g, -1, 1, 1), shape)  # whole instances: a node one can rent
-        ok &= (np.broadcast_to(nodes, shape) > 1) if sharding is Sharding.hsdp else True
-        # The layout on this hardware (parallel.hardware_problem, vectorised): tp inside a node, whole replicas,
-        # and a full micro-batch for every replica.
-        ok &= np.broadcast_to((gpn >= tp) & (gpn % tp == 0) & (gpus % mp == 0), shape)
-        ok &= np.broadcast_to(parallel.batch_fits(dp, mb, global_batch(training, request.data.seq_len, dp, mb)), shape)
-        if sharding is not Sharding.none:
-            ok &= np.broadcast_to(dp, shape) > 1
-        evaluated += int(layout_ok.sum())
-        idx = np.nonzero(ok)
-        if not idx[0].size:
-            continue
-        hours = np.broadcast_to(est.hours, shape)[idx]
-        gpu_hours = np.broadcast_to(est.gpu_hours, shape)[idx]
-        mem = np.broadcast_to(est.memory.total, shape)[idx]
-        eff = np.broadcast_to(est.scaling_efficiency, shape)[idx]
-        cost = gpu_hours * table.price[idx[0], idx[1]]  # = hours × nodes × a whole node's price
-        rows.append(
-            (
-                idx[0],
-                np.array(GPUS_PER_NODE)[idx[1]],
-                layout_nodes.astype(int)[idx[2]],
-                np.array(micro_batches)[idx[3]],
-                np.full(idx[0].size, all_shardings.index(sharding)),
-                np.full(idx[0].size, checkpointing.index(ckpt)),
-                np.full(idx[0].size, tp),
-                np.full(idx[0].size, pp),
-                hours,
-                cost,
-                mem,
-                eff,
-            )
-        )
-    if not rows:
+    for tp, pp in layouts(arch, request, float(table.memory.max()), keep):
+        for sharding in _shardings(axes.shardings, tp, pp, keep):
+            for ckpt in axes.checkpointing:
+                rows, tried = _layout_rows(arch, request, table, hw, axes, tp, pp, sharding, ckpt)
+                evaluated += tried
+                if rows is not None:
+                    found.append(rows)
+    if not found:
         which = f"no configuration of {', '.join(table.ids)}" if request.search.gpus else "no catalog GPU"
         return SearchOutcome(
             evaluated=evaluated,
@@ -366,124 +334,8 @@ def search(
                 "try method qlora, a shorter data.seq_len or a larger search.max_gpus"
             ),
         )
-    gi, gp, nd, m, sh, ck, tps, pps, hours, cost, mem, eff = (np.concatenate(c) for c in zip(*rows, strict=True))
-    # Rank on what the plan will report: checkpoint writes, lost work and restarts included, so the chosen row
-    # and the plan agree and no row is compared on a different basis.
-    wall = _with_checkpoints(arch, request, hours, gp * nd, np.where(np.array(
-        [s is not Sharding.none for s in all_shardings])[sh], nd, 1))
-    cost, hours = cost * wall / hours, wall
-    priced = ~np.isnan(cost)
-    ranking_cost = np.where(priced, cost, np.inf)
-    objective = request.search.objective
-    deadline = request.search.deadline_hours
-    if objective == "time":
-        key = hours
-    elif objective == "cost_under_deadline" and deadline:
-        late = hours > deadline
-        if late.all():
-            return SearchOutcome(
-                evaluated=evaluated,
-                reason=(
-                    f"search.deadline_hours {deadline:g} h cannot be met: the fastest configuration that fits takes "
-                    f"{hours.min():.1f} h"
-                ),
-            )
-        key = np.where(late, np.inf, ranking_cost)
-    else:
-        key = np.where(priced, ranking_cost, np.inf)
-    warnings: list[str] = []
-    longest = request.search.longest_hours
-    if longest and not (objective == "cost_under_deadline" and deadline):
-        # Rank honestly: a plan longer than the longest run asked for is no answer while a shorter one fits.
-        too_long = hours > longest
-        if too_long.all():
-            warnings.append(
-                f"no configuration finishes within {longest / 24:g} days (search.longest_hours {longest:g}); "
-                f"showing the {'fastest' if objective == 'time' else 'cheapest'} that fits")
-        else:
-            key = np.where(too_long, np.inf, key)
-    # Tie-break on fewer GPUs, then fewer nodes: same cost and time, simpler job; then on the request's settings.
-    unlike_checkpointing = np.array([c != t.gradient_checkpointing for c in checkpointing])
-    unlike_request = (m != t.micro_batch_size).astype(int) + unlike_checkpointing[ck]
-    unlike_request += np.array([s is not t.sharding for s in all_shardings])[sh]
-    unlike_request += (tps != t.tensor_parallel).astype(int) + (pps != t.pipeline_parallel)
-    # Between equal layouts, fewer pipeline stages first: Narayanan et al. 2021 (arXiv:2104.04473 §3.3, takeaway
-    # #1) use tensor parallelism up to the GPUs of a node and pipeline parallelism only beyond it.
-    order = np.lexsort((unlike_request, tps * pps, pps, gp * nd, hours, key))
-    groups = np.stack([gi, gp, nd, sh, tps, pps], axis=1)[order]
-    _, first = np.unique(groups, axis=0, return_index=True)
-    kept = order[np.sort(first)]  # the best row of each GPU × count × nodes × sharding, still in rank order
-    front = np.zeros(len(hours), dtype=bool)
-    front[kept] = pareto_mask(hours[kept], ranking_cost[kept]) & priced[kept]
-    chosen = list(dict.fromkeys([*kept[:SHOWN].tolist(), *np.nonzero(front)[0].tolist()]))
-    chosen.sort(key=lambda i: (key[i], hours[i]))
-    best_i = order[0]
-    fastest = hours[front].min() if front.any() else hours.min()
-    cheapest = ranking_cost[front].min() if front.any() else np.nan
-
-    def why(i: int) -> str:
-        parts = []
-        if i == best_i:
-            parts.append(
-                {"time": "fastest that fits", "cost_under_deadline": f"cheapest within {deadline} h"}.get(
-                    objective, "cheapest that fits"
-                )
-            )
-        elif front[i]:
-            parts.append(
-                f"Pareto: {hours[i] / fastest:.1f}× the fastest time for "
-                f"{ranking_cost[i] / cheapest:.2f}× the lowest cost"
-            )
-        else:
-            parts.append("fits")
-        if tps[i] * pps[i] > 1:
-            parts.append(f"tensor {tps[i]} × pipeline {pps[i]}")
-        cap = table.memory[gi[i]]
-        parts.append(f"{mem[i] / 1e9:.0f} of {cap / 1e9:.0f} GB")
-        k = GPUS_PER_NODE.index(int(gp[i]))
-        pays, instance = table.billed[gi[i]][k], table.instance[gi[i]][k]
-        if pays is not None and instance is not None and pays > gp[i]:
-            parts.append(f"pays for {pays} GPUs per node ({instance})")
-        if gp[i] * nd[i] > 1:
-            parts.append(f"{eff[i]:.0%} scaling")
-        if checkpointing[ck[i]] == "selective":
-            parts.append("recomputes the attention core")
-        elif checkpointing[ck[i]]:
-            parts.append("recomputes activations")
-        return "; ".join(parts)
-
-    candidates = [
-        Candidate(
-            gpu=table.ids[gi[i]],
-            gpus_per_node=int(gp[i]),
-            nodes=int(nd[i]),
-            sharding=all_shardings[sh[i]],
-            method=request.training.method,
-            gradient_checkpointing=checkpointing[ck[i]],
-            micro_batch_size=int(m[i]),
-            tensor_parallel=int(tps[i]),
-            pipeline_parallel=int(pps[i]),
-            fits=True,
-            memory_per_gpu=int(mem[i]),
-            hours=float(hours[i]),
-            cost_usd=float(cost[i]) if priced[i] else None,
-            provider=table.provider[gi[i]][GPUS_PER_NODE.index(int(gp[i]))],
-            pareto=bool(front[i]),
-            why=why(i),
-            instance=table.instance[gi[i]][GPUS_PER_NODE.index(int(gp[i]))],
-            billed_gpus=table.billed[gi[i]][GPUS_PER_NODE.index(int(gp[i]))],
-        )
-        for i in chosen
-    ]
-    return SearchOutcome(
-        candidates=candidates,
-        best=candidates[0] if np.isfinite(key[best_i]) else None,
-        evaluated=evaluated,
-        warnings=warnings,
-        reason=None
-        if np.isfinite(key[best_i])
-        else "no configuration that fits has a price; set pricing.usd_per_gpu_hour",
-    )
+    view = Table(table.ids, table.memory, table.billed, table.instance, table.provider, GPUS_PER_NODE)
+    return rank(arch, request, view, Rows.concatenate(found), axes.all_shardings, axes.checkpointing, evaluated)
 
 
 def shown_candidates(candidates: list[Candidate], limit: int) -> list[Candidate]:
