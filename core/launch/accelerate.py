@@ -58,6 +58,11 @@ def check(p: LaunchPlan) -> None:
                 "training.gradient_checkpointing selective: accelerate's fsdp_activation_checkpointing "
                 "recomputes whole layers; plan with true or false"
             )
+        if (t.checkpoint_every_k_blocks or 1) > 1:
+            raise LaunchError(
+                f"training.checkpoint_every_k_blocks {t.checkpoint_every_k_blocks}: accelerate's "
+                "fsdp_activation_checkpointing recomputes every layer; plan without it"
+            )
 
 
 def config(p: LaunchPlan) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 from core.launch import deepspeed, emit
 from core.launch.model_ref import decoder_layer
 from core.launch.plan_view import LaunchError, LaunchPlan
-from core.planner.model.lora import target_set
+from core.planner.model.lora import PARAMETER_KINDS, target_parameter_kinds, target_set
 from core.planner.models import Attention, Method, Optimizer, Precision, Sharding
 
 FILE = "axolotl_config.yaml"
@@ -35,6 +35,9 @@ MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "
 ATTENTION = {Attention.flash: "flash_attention_2", Attention.sdpa: "sdpa", Attention.eager: "eager"}
 
 
+# The fused expert weights' names in transformers' MoE blocks (gpt-oss: GptOssExperts under model.layers.N.mlp).
+PARAMETERS = {"experts_gate_up": "mlp.experts.gate_up_proj", "experts_down": "mlp.experts.down_proj"}
+
 def check(p: LaunchPlan) -> None:
     t = p.training
     if t.pipeline_parallel > 1:
@@ -51,6 +54,9 @@ def check(p: LaunchPlan) -> None:
     if t.checkpointing == "selective":
         raise LaunchError("training.gradient_checkpointing selective: axolotl's gradient_checkpointing recomputes "
                           "whole layers; plan with true or false")
+    if (t.checkpoint_every_k_blocks or 1) > 1:
+        raise LaunchError(f"training.checkpoint_every_k_blocks {t.checkpoint_every_k_blocks}: axolotl's "
+                          "gradient_checkpointing recomputes every layer; plan without it")
 
 
 def config(p: LaunchPlan, repo: str) -> dict[str, Any]:
@@ -73,6 +79,10 @@ def config(p: LaunchPlan, repo: str) -> dict[str, Any]:
         cfg |= {"lora_r": rank, "lora_alpha": 2 * rank, "lora_dropout": t.lora_dropout,
                 "lora_target_modules": [MODULES[k] for k in ("q", "k", "v", "o", "gate", "up", "down", "head")
                                         if k in kinds]}
+        if t.lora_target_parameters:
+            # axolotl passes lora_target_parameters to PEFT's LoraConfig(target_parameters=...) (schemas/peft.py).
+            cfg["lora_target_parameters"] = [PARAMETERS[k] for k in PARAMETER_KINDS
+                                             if k in target_parameter_kinds(t.lora_target_parameters)]
     cfg |= {
         "micro_batch_size": p.micro_batch,
         "gradient_accumulation_steps": p.accumulation,

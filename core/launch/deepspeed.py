@@ -126,6 +126,14 @@ def config(p: LaunchPlan) -> dict[str, Any]:
     return cfg
 
 
+def recompute(p: LaunchPlan) -> str:
+    """The plan's activation recompute in words: none, selective, full, or every k-th block."""
+    k = p.training.checkpoint_every_k_blocks or 1
+    if p.training.checkpointing == "full" and k > 1:
+        return f"on one block in {k} only (torchtitan's selective_ac_option \"{k}\"; HF's switch does every block)"
+    return p.training.checkpointing
+
+
 def files(p: LaunchPlan) -> dict[str, str]:
     """``ds_config.json`` and the README that carries its header."""
     check(p)
@@ -134,7 +142,7 @@ def files(p: LaunchPlan) -> dict[str, str]:
         "",
         f"`{FILE}` is the DeepSpeed config of this plan. JSON has no comments, so its header is this file.",
         "Activation checkpointing is the training code's switch (e.g. `gradient_checkpointing=True` in "
-        f"transformers): the plan has it {p.training.checkpointing}.",
+        f"transformers): the plan has it {recompute(p)}.",
         "Pass it as `--deepspeed ds_config.json` (transformers, axolotl) or `deepspeed_config_file` (accelerate).",
         (f"optimizer: {OPTIMIZERS[p.training.optimizer]} at lr {learning_rate(p):g} (a plan chooses no learning "
          "rate: 2e-4 adapters, 2e-5 full), built by DeepSpeed"

@@ -164,6 +164,10 @@ class LaunchPlan:
         if self.global_batch != self.planned_global_batch:
             batch += f" (planned {self.planned_global_batch}; rounded up as the planner does)"
         layout = f"tp {t.tensor_parallel}, pp {t.pipeline_parallel}, cp {t.context_parallel}"
+        ends = [f"{n} stage {k} layers" for n, k in (("first", t.pipeline_first_stage_layers),
+                                                    ("last", t.pipeline_last_stage_layers)) if k is not None]
+        if ends and t.pipeline_parallel > 1:
+            layout += f" ({', '.join(ends)})"
         return [
             f"tuneplan launch file for plan '{one_line(self.name)}' ({one_line(r.model_name)}, {t.method.value})",
             f"written by tuneplan {tuneplan_version()} on {self.date.isoformat()}",

@@ -125,6 +125,9 @@ def check(p: LaunchPlan) -> tuple[str, str, str, str, str]:
     if t.checkpointing == "selective":
         raise LaunchError("training.gradient_checkpointing selective: torchtune checkpoints whole layers "
                           "(enable_activation_checkpointing); plan with true or false")
+    if (t.checkpoint_every_k_blocks or 1) > 1:
+        raise LaunchError(f"training.checkpoint_every_k_blocks {t.checkpoint_every_k_blocks}: torchtune's "
+                          "enable_activation_checkpointing checkpoints every layer; plan without it")
     if t.optimizer_in_backward and p.lora:
         raise LaunchError("training.optimizer_in_backward: torchtune's LoRA recipes have no optimizer_in_bwd; "
                           "plan with false")

@@ -27,7 +27,7 @@ from core.planner.choices import (  # the request's named choices, re-exported: 
     Precision,
     Sharding,
 )
-from core.planner.model.lora import target_set
+from core.planner.model.lora import check_target_parameters, target_set
 from core.units import HOURS_PER_YEAR, parse_count
 
 
@@ -38,6 +38,11 @@ def _count(value: Any) -> Any:
 
 TokenCount = Annotated[float, BeforeValidator(_count)]
 TEN_YEARS_HOURS = 10 * HOURS_PER_YEAR
+
+
+def _unset(value: Any) -> bool:
+    """Optional fields a request leaves out stay out of its JSON (older requests' plans read the same)."""
+    return value is None
 
 
 def within(low: float, high: float, allowed: str, low_open: bool = False) -> AfterValidator:
@@ -138,6 +143,9 @@ class TrainingSpec(_Strict):
         description="all-linear, attention, a comma list of q,k,v,o,gate,up,down, or PEFT target_modules names "
         "such as [\"q_proj\", \"v_proj\"]",
     )
+    lora_target_parameters: list[str] | None = Field(None, title="LoRA target parameters", exclude_if=_unset,
+        description="PEFT target_parameters: fused expert weights, [\"mlp.experts.gate_up_proj\", "
+        "\"mlp.experts.down_proj\"] (short: experts_gate_up, experts_down)")
     precision: Precision = Field(Precision.amp_bf16, title="Precision")
     optimizer: Optimizer = Field(Optimizer.adamw, title="Optimizer")
     sharding: Sharding = Field(Sharding.none, title="Sharding")
@@ -148,6 +156,9 @@ class TrainingSpec(_Strict):
         description="true (every layer's input kept, the layer recomputed), selective (only the attention core "
         "recomputed, Korthikanti et al. 2022) or false",
     )
+    checkpoint_every_k_blocks: int | None = Field(None, ge=1, le=1024, title="Checkpoint every k-th block",
+        exclude_if=_unset, description="with gradient_checkpointing true: recompute only blocks k, 2k, 3k … "
+        "(torchtitan's selective_ac_option \"k\", fms-fsdp's selective_checkpointing 1/k)")
     attention: Attention = Field(Attention.flash, title="Attention")
     micro_batch_size: int = Field(1, ge=1, le=4096, title="Micro-batch")
     global_batch_size: int | None = Field(
@@ -171,6 +182,11 @@ class TrainingSpec(_Strict):
     pipeline_virtual_stages: int = Field(
         1, ge=1, le=64, title="Virtual stages", description="interleaved model chunks per pipeline GPU"
     )
+    pipeline_first_stage_layers: int | None = Field(None, ge=1, le=100_000, title="First stage layers",
+        exclude_if=_unset, description="layers of the first pipeline stage (Megatron-LM's "
+        "--decoder-first-pipeline-num-layers); the middle stages split the rest evenly")
+    pipeline_last_stage_layers: int | None = Field(None, ge=1, le=100_000, title="Last stage layers",
+        exclude_if=_unset, description="layers of the last pipeline stage (--decoder-last-pipeline-num-layers)")
     context_parallel: int = Field(1, ge=1, le=512, title="Context parallel", description="GPUs sharing a sequence")
     sequence_parallel: bool = Field(
         False, title="Sequence parallel", description="shard norms and dropout along the sequence (needs tp > 1)"
@@ -183,6 +199,12 @@ class TrainingSpec(_Strict):
         if self.gradient_checkpointing == "selective":
             return "selective"
         return "full" if self.gradient_checkpointing else "none"
+
+    def checkpointed_fraction(self, layers: int) -> float:
+        """Share of the blocks that recompute their forward: 1 under true, 0 under false or selective, ⌊L/k⌋ of L
+        with checkpoint_every_k_blocks k (torchtitan wraps the blocks whose 1-based count % k == 0)."""
+        k = self.checkpoint_every_k_blocks or 1
+        return 0.0 if self.checkpointing != "full" else (layers // k) / layers if layers > 0 else 1.0
 
     @property
     def model_parallel(self) -> int:
@@ -214,6 +236,13 @@ class TrainingSpec(_Strict):
             )
         if self.pipeline_virtual_stages > 1 and self.pipeline_parallel == 1:
             raise ValueError("training.pipeline_virtual_stages needs training.pipeline_parallel of 2 or more")
+        if self.checkpoint_every_k_blocks is not None and self.gradient_checkpointing is not True:
+            raise ValueError("training.checkpoint_every_k_blocks needs gradient_checkpointing true: it picks the "
+                             f"blocks that recompute (it is {str(self.gradient_checkpointing).lower()})")
+        if (self.checkpoint_every_k_blocks or 1) > 1 and self.activation_offload:
+            raise ValueError("training.activation_offload needs every block checkpointed; leave out "
+                             "training.checkpoint_every_k_blocks (or set it to 1)")
+        check_target_parameters(self.lora_target_parameters, self.method.value, self.lora_dropout)
         return self
 
 

@@ -337,7 +337,8 @@ def on_candidate(request: PlanRequest, c: Candidate) -> PlanRequest:
             "pipeline_parallel": c.pipeline_parallel,
             # Virtual stages and sequence parallel need pp > 1 and tp > 1: keep them only where they still apply.
             "pipeline_virtual_stages": request.training.pipeline_virtual_stages if c.pipeline_parallel > 1 else 1,
-            "sequence_parallel": request.training.sequence_parallel and c.tensor_parallel > 1}),
+            "sequence_parallel": request.training.sequence_parallel and c.tensor_parallel > 1,
+            **parallel.unkept_fields(request.training, c.pipeline_parallel, c.gradient_checkpointing)}),
     })
 
 

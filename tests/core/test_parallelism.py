@@ -138,7 +138,8 @@ def test_expert_parallel_divides_the_routed_experts() -> None:
      "training.tensor_parallel 3 must divide the 32 attention heads of llama-3.1-8b; use 1, 2, 4, 8, 16 or 32"),
     ({"pipeline_parallel": 5}, None, 4096,
      "training.pipeline_parallel 5 must divide the 32 layers of llama-3.1-8b (Megatron needs layers % (pp × "
-     "virtual stages) == 0); use 2, 4, 8, 16 or 32"),
+     "virtual stages) == 0); use 2, 4, 8, 16 or 32, or give the first and last stages their own counts "
+     "(training.pipeline_first_stage_layers, pipeline_last_stage_layers)"),
     ({"pipeline_parallel": 2, "sharding": "zero3"}, None, 4096,
      "training.sharding zero3 cannot run with training.pipeline_parallel 2 (DeepSpeed pipelines allow ZeRO-1 "
      "only); use zero1, fsdp or hsdp, or pipeline_parallel 1"),

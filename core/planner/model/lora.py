@@ -13,6 +13,7 @@ so PEFT gives them no adapter: `Architecture.experts_fused` marks such models.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -46,6 +47,15 @@ MODULE_NAMES: dict[str, frozenset[str]] = {
     **{kind: frozenset({kind}) for kind in KINDS},
 }
 _MLA_NAMES = {"q_a": "q", "kv_a": "k", "kv": "v"}
+# PEFT target_parameters (PEFT >= 0.17, peft/tuners/lora/layer.py ParamWrapper): the fused 3-D expert weights of
+# transformers' MoE blocks, named as the PEFT docs do ("mlp.experts.gate_up_proj", Llama 4's
+# "feed_forward.experts.gate_up_proj") or by a suffix; the short kinds name the same two parameters.
+PARAMETER_KINDS = ("experts_gate_up", "experts_down")
+_PARAMETER_SUFFIXES = {"gate_up_proj": "experts_gate_up", "down_proj": "experts_down"}
+_PARAMETERS_ALLOWED = (
+    "mlp.experts.gate_up_proj and mlp.experts.down_proj (or feed_forward.experts.…, experts.…; short: "
+    "experts_gate_up, experts_down)"
+)
 _ALLOWED = (
     "all-linear, attention, qv, or module names q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, "
     "lm_head (short: q, k, v, o, gate, up, down, head)"
@@ -72,6 +82,97 @@ def target_set(targets: str | list[str]) -> frozenset[str]:
     return frozenset(kinds)
 
 
+def target_parameter_kinds(names: list[str] | None) -> frozenset[str]:
+    """The fused expert parameters PEFT's ``target_parameters`` names: experts_gate_up and/or experts_down."""
+    if names is None:
+        return frozenset()
+    if not names:
+        raise ValueError(f"training.lora_target_parameters is an empty list; name {_PARAMETERS_ALLOWED}")
+    kinds: set[str] = set()
+    for raw in names:
+        name = str(raw).strip().lower()
+        if name in PARAMETER_KINDS:
+            kinds.add(name)
+            continue
+        parts = name.split(".")
+        if len(parts) >= 2 and parts[-2] == "experts" and parts[-1] in _PARAMETER_SUFFIXES:
+            kinds.add(_PARAMETER_SUFFIXES[parts[-1]])
+            continue
+        raise ValueError(
+            f"training.lora_target_parameters has unknown parameter {str(raw)!r}; use {_PARAMETERS_ALLOWED}")
+    return frozenset(kinds)
+
+
+def check_target_parameters(names: list[str] | None, method: str, dropout: float) -> None:
+    """One sentence when ``lora_target_parameters`` cannot hold with the method or the dropout."""
+    if names is None:
+        return
+    if method == "full":
+        raise ValueError("training.lora_target_parameters is only allowed with method lora or qlora (method is "
+                         "full: every parameter trains)")
+    target_parameter_kinds(names)  # one sentence naming an unknown parameter
+    if dropout > 0:
+        # PEFT's ParamWrapper raises "does not work with lora_dropout != 0" (x cannot be factored out of B·A·x).
+        raise ValueError("training.lora_target_parameters needs lora_dropout 0: PEFT's ParamWrapper cannot apply "
+                         f"dropout to a parameter (lora_dropout is {dropout:g})")
+
+
+@dataclass(frozen=True)
+class ExpertParameter:
+    """One fused expert weight PEFT wraps: (experts, d_in, d_out) per MoE layer. ParamWrapper gives every expert
+    its own rank-r pair: lora_A is Linear(d_in, r·E), lora_B Linear(r·E, d_out) (update_layer), so r·E·(d_in +
+    d_out) trainable elements, and each forward materialises ΔW = B·A for all E experts (get_delta_weight)."""
+
+    kind: str
+    experts: int
+    d_in: int
+    d_out: int
+
+    @property
+    def elements(self) -> int:
+        """Elements of the fused weight (and of the ΔW and W + ΔW each forward builds)."""
+        return self.experts * self.d_in * self.d_out
+
+    def adapter_params(self, rank: int) -> int:
+        return rank * self.experts * (self.d_in + self.d_out)
+
+
+def expert_parameters(arch: Architecture, names: list[str] | None) -> list[ExpertParameter]:
+    """The fused expert weights one MoE layer has adapted through ``target_parameters``.
+
+    transformers' GptOssExperts: gate_up_proj (E, hidden, 2·expert_dim), down_proj (E, expert_dim, hidden); a
+    model without a gated MLP has an up projection alone (E, hidden, expert_dim).
+    """
+    kinds = target_parameter_kinds(names)
+    h, w, e = arch.hidden, arch.expert_intermediate, arch.experts
+    out = []
+    if "experts_gate_up" in kinds:
+        out.append(ExpertParameter("experts_gate_up", e, h, (2 if arch.gated_mlp else 1) * w))
+    if "experts_down" in kinds:
+        out.append(ExpertParameter("experts_down", e, w, h))
+    return out
+
+
+def target_parameters_problem(arch: Architecture, names: list[str] | None) -> str | None:
+    """One sentence when the model has no fused expert weights for ``target_parameters`` to adapt."""
+    if names is None:
+        return None
+    if not arch.is_moe:
+        return (f"training.lora_target_parameters adapts fused mixture-of-experts weights; {arch.name} is dense: "
+                "leave it out and name its modules in training.lora_targets")
+    if not arch.experts_fused:
+        return (f"training.lora_target_parameters adapts experts stored as 3-D parameters (gpt-oss); the experts of "
+                f"{arch.name} are linear modules that training.lora_targets adapts: leave it out")
+    return None
+
+
+def expert_parameter_lora_params(arch: Architecture, rank: int, names: list[str] | None) -> int:
+    """Adapter elements on the fused experts of every MoE layer: r·E·(d_in + d_out) per wrapped parameter."""
+    if not arch.experts_fused:
+        return 0
+    return sum(p.adapter_params(rank) for p in expert_parameters(arch, names)) * arch.moe_layers
+
+
 def kind(lin: Linear) -> str:
     """The target kind of one matrix (DeepSeek MLA's q_a/kv_a/kv count as q/k/v)."""
     return _MLA_NAMES.get(lin.name, lin.name)
@@ -96,10 +197,13 @@ def lora_params(arch: Architecture, rank: int, targets: str | list[str]) -> int:
 
 
 def trainable_params(arch: Architecture, training: TrainingSpec) -> float:
-    """Parameters the optimizer steps: every one in a full fine-tune, the adapters under LoRA/QLoRA."""
+    """Parameters the optimizer steps: every one in a full fine-tune, the adapters under LoRA/QLoRA (on the
+    target modules, and on the fused expert weights ``lora_target_parameters`` names)."""
     if training.method.value == "full":
         return float(arch.total_params)
-    return float(lora_params(arch, training.lora_rank or 16, training.lora_targets))
+    rank = training.lora_rank or 16
+    return float(lora_params(arch, rank, training.lora_targets)
+                 + expert_parameter_lora_params(arch, rank, training.lora_target_parameters))
 
 
 def largest_trainable_matrix(arch: Architecture, training: TrainingSpec) -> int:
@@ -110,4 +214,5 @@ def largest_trainable_matrix(arch: Architecture, training: TrainingSpec) -> int:
     widths = [max(lin.d_in, lin.d_out) for lin in adapted_linears(arch, training.lora_targets)]
     if "head" in target_set(training.lora_targets):
         widths.append(max(arch.vocab, arch.hidden))
-    return rank * max(widths, default=0)
+    experts = [p.experts * max(p.d_in, p.d_out) for p in expert_parameters(arch, training.lora_target_parameters)]
+    return rank * max([*widths, *experts], default=0)

@@ -24,7 +24,13 @@ from typing import Any
 import numpy as np
 
 from core.planner.model import parallel, savers
-from core.planner.model.lora import largest_trainable_matrix, lora_params, target_set, trainable_params
+from core.planner.model.lora import (
+    expert_parameters,
+    largest_trainable_matrix,
+    target_parameter_kinds,
+    target_set,
+    trainable_params,
+)
 from core.planner.model.params import Architecture
 from core.planner.model.savers import logits_bytes
 from core.planner.models import Attention, Framework, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
@@ -118,9 +124,7 @@ def model_states(
     precision, method, sharding = training.precision, training.method, training.sharding
     total = float(total_params if total_params is not None else arch.total_params)
     largest = float(largest_layer_params if largest_layer_params is not None else arch.largest_layer_params)
-    trainable = (
-        total if method is Method.full else float(lora_params(arch, training.lora_rank or 16, training.lora_targets))
-    )
+    trainable = total if method is Method.full else trainable_params(arch, training)
     frozen = 0.0 if method is Method.full else total
     # Context-parallel ranks hold the same weights: FSDP2 (torchtitan shards over its "dp_shard_cp" mesh),
     # Megatron's distributed optimizer and ZeRO with Ulysses shard the states over data × context parallel.
@@ -286,10 +290,16 @@ def activation_parts(
     qkv_in = _linear_inputs(arch, training, ("q", "k", "v"), h, fused=arch.fused_qkv)
     mlp_in = _linear_inputs(arch, training, ("gate", "up") if arch.gated_mlp else ("up",), h)
     down_width = mlp_width
+    expert_down = 0.0
     if arch.experts_fused and not full:
-        # Fused experts carry no adapter (see lora.py): only dense layers and shared experts keep MLP inputs.
+        # Fused experts carry no adapter from lora_targets (see lora.py): only dense layers and shared experts keep
+        # MLP inputs. An expert weight named in lora_target_parameters trains through W + ΔW, so the experts'
+        # matmul keeps its input for the weight gradient (gate_up: the hidden state; down: the activation).
+        wrapped = target_parameter_kinds(training.lora_target_parameters)
         mlp_in = mlp_in * ((1 - moe_frac) + moe_frac * (arch.shared_intermediate > 0))
+        mlp_in = mlp_in + (h * moe_frac if "experts_gate_up" in wrapped else 0)
         down_width = arch.intermediate * (1 - moe_frac) + arch.shared_intermediate * moe_frac
+        expert_down = mlp_width - down_width if "experts_down" in wrapped else 0.0
     if arch.parallel_block and qkv_in == h and mlp_in == h:
         mlp_in = 0  # one shared norm output feeds both
     attn = q_w + o_w  # q and the output (also the o-projection's raw input); k and v below
@@ -303,7 +313,7 @@ def activation_parts(
     o_in = _linear_inputs(arch, training, ("o",), o_w)
     attn = attn + (o_in if o_in != o_w else 0)
     mlp = (3 if arch.gated_mlp else 1) * mlp_width + (_linear_inputs(arch, training, ("down",), down_width)
-                                                       if down_width else 0)
+                                                       if down_width else 0) + expert_down
     router = arch.experts * 2 * moe_frac  # fp32 router logits
     norms = norm if arch.parallel_block else 2 * norm
     if arch.uses_mla:
@@ -356,22 +366,46 @@ def activation_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Nu
     by = parallel.activation_split(arch, training)
     tokens = micro_batch * seq_len / by.tokens  # context parallelism: each GPU holds 1/cp of the sequence
     per_layer = parallel_elements_per_token_layer(arch, training, seq_len) * elem * tokens
-    # Pipeline: the first stage's L/pp layers, for every micro-batch 1F1B keeps in flight there.
-    layers = parallel.stage_layers(arch, training) * parallel.in_flight_factor(training)
+    # Pipeline: the busiest stage's layers, for every micro-batch 1F1B keeps in flight there.
+    layers = parallel.activation_layers(arch, training)
+    recomputed = training.checkpointed_fraction(arch.layers)
+    merged = merged_expert_weight_bytes(arch, training) * arch.moe_fraction  # per layer, kept like activations
     if training.checkpointing == "full":
-        # The layer inputs of all L layers (or the few in flight when offloaded), scaled to this GPU's share.
+        # The layer inputs of the checkpointed layers (all L under true, ⌊L/k⌋ with checkpoint_every_k_blocks;
+        # or the few in flight when offloaded), scaled to this GPU's share; the other blocks keep everything.
+        # A recomputed block's tensors add at the peak when the last block is one of them (backward starts by
+        # recomputing it); later in backward the blocks already freed make room (torchtitan: block L is
+        # checkpointed when k divides L).
         inputs = savers.inputs_kept_on_gpu(arch, training, micro_batch, seq_len)
-        stored = inputs * layers / arch.layers / (by.rest * by.tokens) + per_layer
+        last_recomputed = arch.layers % (training.checkpoint_every_k_blocks or 1) == 0
+        stored = (recomputed * inputs * layers / arch.layers / (by.rest * by.tokens)
+                  + (1 - recomputed) * layers * (per_layer + merged) + (per_layer if last_recomputed else 0.0))
     elif training.checkpointing == "selective":
         kept = parallel_elements_per_token_layer(arch, training, seq_len, attention_core=False) * elem * tokens
         if training.framework is Framework.torchtitan:  # its selective default is the per-op policy
             rest, split, kv = savers.op_sac_parts(arch, training)
             kept = (rest / by.rest + split / by.split + kv / by.kv) * elem * tokens
-        stored = layers * kept
+        stored = layers * (kept + merged)
     else:
-        stored = layers * per_layer
+        stored = layers * (per_layer + merged)
     final_norm = 3 * arch.hidden / by.rest * elem * tokens
-    return stored + final_norm + per_layer  # + one layer of transient gradient tensors
+    # PEFT's ParamWrapper builds ΔW and, in backward, the gradient of W + ΔW for one layer at a time (and W + ΔW
+    # again for a recomputed layer).
+    wrapped_transient = merged_expert_weight_bytes(arch, training) * (2 + (recomputed > 0))
+    return stored + final_norm + per_layer + wrapped_transient  # + one layer of transient gradient tensors
+
+
+def merged_expert_weight_bytes(arch: Architecture, training: TrainingSpec) -> float:
+    """W + ΔW of the fused expert weights one MoE layer adapts through ``lora_target_parameters``, per GPU.
+
+    PEFT's ParamWrapper (peft/tuners/lora/layer.py, ``_activate_lora``) parametrizes the expert weight as
+    W + B·A for the forward; the experts' matmul saves that merged tensor for backward, so every MoE layer whose
+    activations are kept holds a copy the size of its expert weights (÷ tp, and ÷ ep: each rank has its experts).
+    """
+    if training.method is Method.full or not training.lora_target_parameters or not arch.experts_fused:
+        return 0.0
+    elements = sum(p.elements for p in expert_parameters(arch, training.lora_target_parameters))
+    return elements * weight_bytes(training.precision) / (training.tensor_parallel * training.expert_parallel)
 
 
 # ----------------------------------------------------------------------------- the whole GPU

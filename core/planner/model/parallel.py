@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from core.planner.model import lora
 from core.planner.model.params import Architecture
 from core.planner.models import Sharding, TrainingSpec
 
@@ -65,15 +66,19 @@ def model_problem(arch: Architecture, training: TrainingSpec, seq_len: int) -> s
             ok = [d for d in _divisors(arch.heads) if arch.kv_heads % d == 0 or d % arch.kv_heads == 0]
             return (f"training.tensor_parallel {tp} must divide the {arch.kv_heads} key/value heads of {name} or be "
                     f"a multiple of them (replicated KV); use {_allowed(ok)}")
+    uneven = uneven_problem(arch, t)
+    if uneven:
+        return uneven
     if pp > 1:
         if pp > arch.layers:
             return f"training.pipeline_parallel {pp} is more stages than the {arch.layers} layers of {name}"
-        if arch.layers % (pp * v):
+        if not uneven_stages(t) and arch.layers % (pp * v):
             # Megatron-LM asserts num_layers % pipeline_model_parallel_size == 0 (and per virtual stage).
             ok = [d for d in _divisors(arch.layers, 512) if d > 1 and arch.layers % (d * v) == 0] or [1]
             what = f"{pp} × {v} virtual stages" if v > 1 else str(pp)
             return (f"training.pipeline_parallel {what} must divide the {arch.layers} layers of {name} (Megatron "
-                    f"needs layers % (pp × virtual stages) == 0); use {_allowed(ok[:8])}")
+                    f"needs layers % (pp × virtual stages) == 0); use {_allowed(ok[:8])}, or give the first and "
+                    "last stages their own counts (training.pipeline_first_stage_layers, pipeline_last_stage_layers)")
         if t.sharding in PIPELINE_INCOMPATIBLE:
             return (f"training.sharding {t.sharding.value} cannot run with training.pipeline_parallel {pp} (DeepSpeed "
                     "pipelines allow ZeRO-1 only); use zero1, fsdp or hsdp, or pipeline_parallel 1")
@@ -81,6 +86,9 @@ def model_problem(arch: Architecture, training: TrainingSpec, seq_len: int) -> s
         # Load-balanced causal context parallelism cuts each sequence into 2·cp chunks (Megatron-Core CP).
         return (f"training.context_parallel {cp} needs data.seq_len divisible by 2 × {cp} = {2 * cp} (each GPU takes "
                 f"two of 2·cp chunks); data.seq_len is {seq_len}")
+    target_parameters = lora.target_parameters_problem(arch, t.lora_target_parameters)
+    if target_parameters:
+        return target_parameters
     if ep > 1:
         if not arch.is_moe:
             return f"training.expert_parallel {ep} needs a mixture-of-experts model; {name} is dense: use 1"
@@ -88,6 +96,62 @@ def model_problem(arch: Architecture, training: TrainingSpec, seq_len: int) -> s
             return (f"training.expert_parallel {ep} must divide the {arch.experts} experts of {name}; "
                     f"use {_allowed(_divisors(arch.experts, 1024)[:8])}")
     return None
+
+
+def uneven_stages(training: TrainingSpec) -> bool:
+    """Whether the first or last pipeline stage has its own layer count."""
+    return training.pipeline_parallel > 1 and (
+        training.pipeline_first_stage_layers is not None or training.pipeline_last_stage_layers is not None)
+
+
+def _uneven_fits(layers: int, pp: int, v: int, first: int | None, last: int | None) -> bool:
+    """Megatron-LM's rule (TransformerConfig.__post_init__, "Uneven PP"): the given end stages are multiples of
+    the virtual stages; the middle stages split what is left evenly, each a multiple of the virtual stages; no
+    layers are left without a middle stage and no middle stage without layers."""
+    rest = layers - (first or 0) - (last or 0)
+    middle = pp - (first is not None) - (last is not None)
+    if any(n is not None and n % v for n in (first, last)) or rest < 0 or bool(rest) != bool(middle):
+        return False
+    return not middle or (rest % middle == 0 and (rest // middle) % v == 0)
+
+
+def uneven_problem(arch: Architecture, training: TrainingSpec) -> str | None:
+    """One sentence when the first/last stage counts do not add up to the model's layers the way Megatron-LM
+    builds them (megatron/core/transformer/transformer_block.py, get_num_layers_to_build)."""
+    t = training
+    for field_name in ("pipeline_first_stage_layers", "pipeline_last_stage_layers"):
+        if getattr(t, field_name) is not None and t.pipeline_parallel == 1:
+            return (f"training.{field_name} needs training.pipeline_parallel of 2 or more (it sizes one pipeline "
+                    "stage); leave it out for a single stage")
+    if not uneven_stages(t):
+        return None
+    pp, v, first, last, layers = (t.pipeline_parallel, t.pipeline_virtual_stages, t.pipeline_first_stage_layers,
+                                  t.pipeline_last_stage_layers, arch.layers)
+    if _uneven_fits(layers, pp, v, first, last):
+        return None
+    given = [f"pipeline_first_stage_layers {first}" if first is not None else "",
+             f"pipeline_last_stage_layers {last}" if last is not None else ""]
+    said = " and ".join(g for g in given if g)
+    middle = pp - (first is not None) - (last is not None)
+    rest = layers - (first or 0) - (last or 0)
+    # Values that work for the same choice: first = last = x when both are given, else the one given.
+    both = first is not None and last is not None
+    ok = [x for x in range(v, layers, v) if _uneven_fits(layers, pp, v, x if first is not None else None,
+                                                            x if last is not None else None)]
+    field = "pipeline_first_stage_layers and pipeline_last_stage_layers each" if both else (
+        "pipeline_first_stage_layers" if first is not None else "pipeline_last_stage_layers")
+    virtual = f", each stage a multiple of the {v} virtual stages" if v > 1 else ""
+    advice = f"use training.{field} {_allowed(ok[:6])}" if ok else "use another training.pipeline_parallel"
+    verb = "leave" if first is not None and last is not None else "leaves"
+    return (f"training.{said} {verb} {rest} of the {layers} layers of {arch.name} for {middle} middle pipeline "
+            f"stage{'s' if middle != 1 else ''}, which must split them evenly{virtual} (Megatron-LM); {advice}")
+
+
+def unkept_fields(training: TrainingSpec, pp: int, gradient_checkpointing: object) -> dict[str, None]:
+    """The request's fields a search candidate drops: uneven stage counts hold for the request's pipeline depth
+    only, checkpoint_every_k_blocks with recompute on."""
+    dropped = [] if pp == training.pipeline_parallel else ["pipeline_first_stage_layers", "pipeline_last_stage_layers"]
+    return dict.fromkeys(dropped + ([] if gradient_checkpointing is True else ["checkpoint_every_k_blocks"]))
 
 
 def hardware_problem(training: TrainingSpec, gpus_per_node: int, gpus: int, micro_batch: int,
@@ -149,8 +213,18 @@ def state_share(arch: Architecture, training: TrainingSpec) -> float:
     experts = routed_expert_params(arch)
     blocks = total - float(arch.embedding_params) - float(arch.hidden)  # layers (the final norm is one h)
     dense_blocks = blocks - experts
+    per_layer = (dense_blocks + experts / ep) / arch.layers
     # One stage: everything; else the first stage's input embedding and its layers/pp.
-    stage = total - experts + experts / ep if pp == 1 else embed_in + (dense_blocks + experts / ep) / pp
+    if pp == 1:
+        stage = total - experts + experts / ep
+    elif not uneven_stages(training):
+        stage = embed_in + per_layer * arch.layers / pp
+    else:
+        # Uneven stages: the largest of the first (input embedding + its layers), a middle one (its layers) and
+        # the last (its layers + the output layer and final norm; untied or tied, Megatron keeps a copy there).
+        first, middle, last = stage_layer_counts(arch, training)
+        head = float(arch.vocab * arch.hidden + arch.hidden)
+        stage = max(embed_in + per_layer * first, per_layer * middle if pp > 2 else 0.0, head + per_layer * last)
     return stage / tp / total
 
 
@@ -190,13 +264,50 @@ def in_flight_factor(training: TrainingSpec) -> float:
     return pp * penalty
 
 
+def stage_layer_counts(arch: Architecture, training: TrainingSpec) -> tuple[float, float, float]:
+    """Layers on the (first, middle, last) pipeline stages: L/pp each unless the first or last stage has its own
+    count (Megatron-LM's get_num_layers_to_build: the middle stages split the rest evenly). pp = 1: the one stage
+    is first and last."""
+    t, layers = training, float(arch.layers)
+    pp = t.pipeline_parallel
+    if pp == 1:
+        return layers, layers, layers
+    first, last = t.pipeline_first_stage_layers, t.pipeline_last_stage_layers
+    if first is None and last is None:
+        even = layers / pp
+        return even, even, even
+    middle_stages = pp - (first is not None) - (last is not None)
+    rest = layers - (first or 0) - (last or 0)
+    middle = rest / middle_stages if middle_stages else 0.0
+    return (float(first) if first is not None else middle, middle, float(last) if last is not None else middle)
+
+
 def stage_layers(arch: Architecture, training: TrainingSpec) -> float:
-    """Transformer layers on one pipeline GPU."""
-    return arch.layers / training.pipeline_parallel
+    """Transformer layers on the pipeline GPU with the most of them (L/pp when the stages are even)."""
+    first, middle, last = stage_layer_counts(arch, training)
+    return max(first, last, middle if training.pipeline_parallel > 2 else 0.0)
+
+
+def activation_layers(arch: Architecture, training: TrainingSpec) -> float:
+    """Layers' worth of one micro-batch's activations the busiest pipeline GPU holds: its layers × the micro-batches
+    in flight there.
+
+    1F1B keeps pp − i micro-batches in flight on stage i (Narayanan et al. 2021 §2.2): L/pp × pp = L on the first
+    of even stages. With uneven stages the peak is the largest layers_i × (pp − i): for Llama 3 405B's 16 stages
+    of 7, 8 … 8, 7 layers the second stage (8 × 15 = 120) rather than the first (7 × 16 = 112).
+    """
+    pp = training.pipeline_parallel
+    if pp == 1 or not uneven_stages(training):
+        return stage_layers(arch, training) * in_flight_factor(training)
+    first, middle, last = stage_layer_counts(arch, training)
+    per_stage = [first, *([middle] * (pp - 2)), last]
+    penalty = in_flight_factor(training) / pp  # the interleaved schedule's extra, as on the first stage
+    return max(n * (pp - i) for i, n in enumerate(per_stage)) * penalty
 
 
 __all__ = [
     "ParallelSplit",
+    "activation_layers",
     "activation_split",
     "batch_fits",
     "check",
@@ -205,7 +316,11 @@ __all__ = [
     "in_flight_factor",
     "model_problem",
     "routed_expert_params",
+    "stage_layer_counts",
     "stage_layers",
     "state_share",
+    "uneven_problem",
+    "uneven_stages",
+    "unkept_fields",
 ]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.planner.model import attention_layers
+from core.planner.model import attention_layers, lora
 from core.planner.model.params import Architecture
 from core.planner.models import Attention, Method, TrainingSpec
 
@@ -73,8 +73,26 @@ def flops_per_token(arch: Architecture, training: TrainingSpec, seq_len: Num, tr
         attn_rerun = eager
     regime = training.checkpointing
     if regime == "full":
+        # Every block recomputes its forward under true; ⌊L/k⌋ of the L blocks with checkpoint_every_k_blocks k.
+        recomputed = training.checkpointed_fraction(arch.layers)
         adapters = 0.0 if training.method is Method.full else 2.0 * trainable
-        total = total + 2.0 * n + adapters + attn_rerun
+        total = total + recomputed * (2.0 * n + adapters + attn_rerun)
     elif regime == "selective":
         total = total + attn_rerun
-    return total
+    return total + wrapped_expert_flops_per_token(arch, training, seq_len)
+
+
+def wrapped_expert_flops_per_token(arch: Architecture, training: TrainingSpec, seq_len: Num) -> Num:
+    """What PEFT's ParamWrapper adds for the fused expert weights ``lora_target_parameters`` names: their full
+    weight gradient (2 FLOPs per active expert weight per token), and ΔW = B·A built for every expert in each
+    forward and turned back into A's and B's gradients in backward (3 × 2·E·d_in·d_out·r per MoE layer and
+    sequence: counted per sequence of seq_len tokens, an upper bound for larger micro-batches)."""
+    if training.method is Method.full or not training.lora_target_parameters or not arch.experts_fused:
+        return 0.0 * seq_len
+    rank = training.lora_rank or 16
+    wgrad = 0.0
+    delta = 0.0
+    for p in lora.expert_parameters(arch, training.lora_target_parameters):
+        wgrad += 2.0 * p.d_in * p.d_out * arch.experts_per_token * arch.moe_layers
+        delta += 3.0 * 2.0 * p.elements * rank * arch.moe_layers
+    return wgrad + delta / seq_len

@@ -52,6 +52,8 @@ def effective_training(training: TrainingSpec) -> TrainingSpec:
     checkpointing off) is dropped rather than turned into an error the user did not cause.
     """
     profile = {k: v for k, v in PROFILES[training.framework].items() if k not in training.model_fields_set}
+    if training.checkpoint_every_k_blocks is not None:
+        profile.pop("gradient_checkpointing", None)  # every k-th block is the user's recompute choice
     if not profile:
         return training
     merged = {**training.model_dump(exclude_unset=True), **profile}

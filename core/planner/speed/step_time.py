@@ -90,6 +90,11 @@ def _layer_linears(arch: Architecture, t: TrainingSpec, tokens: Num, mm: Num, hb
     tp, ep = t.tensor_parallel, t.expert_parallel
     full = t.method is Method.full
     adapted = set() if full else set(lora.adapted_linears(arch, t.lora_targets))
+    # Fused expert weights adapted through lora_target_parameters train as W + ΔW: their weight gradient is
+    # computed in full (PEFT's ParamWrapper), then reduced to the adapters.
+    wrapped = set() if full or not arch.experts_fused else lora.target_parameter_kinds(t.lora_target_parameters)
+    wrapped_kinds = ({"gate", "up"} if "experts_gate_up" in wrapped else set()) | (
+        {"down"} if "experts_down" in wrapped else set())
     rank = t.lora_rank or 16
     gemm = 0.0 * tokens
     memory = 0.0 * tokens
@@ -102,7 +107,8 @@ def _layer_linears(arch: Architecture, t: TrainingSpec, tokens: Num, mm: Num, hb
         calls = lin.count_total / ep if expert else lin.count_total
         m = tokens * (lin.count_active / lin.count_total * ep if expert else 1.0)
         one = kernels.gemm_seconds(m, d_out, d_in, mm, hbm, elem)
-        gemm = gemm + calls * one * (forward_runs + 1 + full)  # forward(s) + dgrad (+ wgrad when trained)
+        trained = full or (lin.expert and lin.name in wrapped_kinds)
+        gemm = gemm + calls * one * (forward_runs + 1 + trained)  # forward(s) + dgrad (+ wgrad when trained)
         kernels_fwd += np.ceil(calls)
         if t.method is Method.qlora:  # dequantize NF4 → bf16 for each forward and for the dgrad
             memory = memory + calls * d_in * d_out * kernels.DEQUANT_BYTES_PER_PARAM * (forward_runs + 1)
@@ -115,6 +121,18 @@ def _layer_linears(arch: Architecture, t: TrainingSpec, tokens: Num, mm: Num, hb
             per_token = LORA_OUT_BYTES * d_out + (LORA_DROPOUT_BYTES * d_in if t.lora_dropout > 0 else 0.0)
             memory = memory + calls * m * per_token * (elem / 2) * (forward_runs + kernels.BACKWARD_BYTES_FACTOR)
             kernels_fwd += np.ceil(calls) * (4 + (t.lora_dropout > 0))
+    if wrapped:
+        # Each forward builds ΔW = B·A for every expert (E GEMMs of d_in × d_out × r) and adds it onto W (read W
+        # and ΔW, write W + ΔW); backward turns the weight gradient into those of A and B (two GEMMs of that size).
+        rank = t.lora_rank or 16
+        for p in lora.expert_parameters(arch, t.lora_target_parameters):
+            experts = p.experts / ep * arch.moe_fraction
+            d_in = p.d_in / (tp if p.kind == "experts_down" else 1)
+            d_out = p.d_out / (1 if p.kind == "experts_down" else tp)
+            delta = kernels.gemm_seconds(d_in, d_out, rank, mm, hbm, elem)
+            gemm = gemm + experts * delta * (forward_runs + 2)
+            memory = memory + experts * d_in * d_out * 3 * elem * forward_runs
+            kernels_fwd += 3.0
     return _Layer(gemm, memory, kernels_fwd)
 
 
@@ -155,13 +173,12 @@ def micro_batch_costs(arch: Architecture, t: TrainingSpec, seq_len: Num, hw: Har
     mm = peak * hw.matmul_efficiency
     hbm = hw.hbm_gbs * 1e9
     regime = t.checkpointing
-    forward_runs = 2.0 if regime == "full" else 1.0
-    layers = arch.layers / t.pipeline_parallel
+    forward_runs = 1.0 + t.checkpointed_fraction(arch.layers)  # 2 under full recompute, 1 + 1/k every k-th block
     lin = _layer_linears(arch, t, tokens, mm, hbm, elem, forward_runs)
     elementwise = _layer_elementwise_bytes(arch, t, tokens, elem) * (forward_runs + kernels.BACKWARD_BYTES_FACTOR)
     # Flash/SDPA skip the tiles outside each layer's window or chunk; eager multiplies every query by every key.
     span = seq_len if t.attention is Attention.eager else compute.attention_span(arch, seq_len)
-    attn_runs = 2.0 if regime in ("full", "selective") else 1.0
+    attn_runs = 2.0 if regime == "selective" else forward_runs
     head_dim = (arch.qk_head_dim + arch.value_head_dim) / 2  # MLA: QKᵀ at 192, PV at 128 (the mean per matmul)
     attention = kernels.attention_seconds(t.attention, tokens, span, arch.heads / t.tensor_parallel,
                                           head_dim, attn_runs, peak, hw.attention_efficiency,
@@ -173,8 +190,17 @@ def micro_batch_costs(arch: Architecture, t: TrainingSpec, seq_len: Num, hw: Har
     # The framework's host time per layer (hooks, wrappers), per forward and backward pass pair.
     overhead = efficiency.layer_overhead_s(t.framework) * (forward_runs + 1.0) / 2.0
     head_gemm, head_memory = _head(arch, t, tokens, mm, hbm, elem)
-    gemm = layers * lin.gemm + head_gemm
-    return gemm, layers * attention, layers * (memory + floor_excess + overhead) + head_memory / hbm
+    layer_memory = memory + floor_excess + overhead
+    # The slowest pipeline stage: the last (its layers + the output layer and loss), or with uneven stages a
+    # stage of more layers when that takes longer (Llama 3 405B's middle stages of 8 against the last of 7).
+    first, middle, last = parallel.stage_layer_counts(arch, t)
+    busiest = max(first, middle if t.pipeline_parallel > 2 else 0.0)
+    per_layer = lin.gemm + attention + layer_memory
+    last_slowest = last * per_layer + head_gemm + head_memory / hbm >= busiest * per_layer
+    layers = np.where(last_slowest, last, busiest) if np.ndim(last_slowest) else (last if last_slowest else busiest)
+    head = np.where(last_slowest, 1.0, 0.0) if np.ndim(last_slowest) else float(last_slowest)
+    return (layers * lin.gemm + head * head_gemm, layers * attention,
+            layers * layer_memory + head * head_memory / hbm)
 
 
 def _host_seconds(t: TrainingSpec, hw: Hardware, mem: MemoryEstimate, trainable_gpu: Num, n_shard: Num,
@@ -228,7 +254,7 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
                                        group_per_node=dp_per_node)
     grad_bytes = trainable_gpu * wb
     param_bytes = arch.total_params * share * wb  # gathers move the 16-bit compute copy
-    layers_gpu = arch.layers / pp
+    layers_gpu = parallel.stage_layers(arch, t)
     calls = comms.collectives_per_step(t.sharding, grad_bytes, layers_gpu, accumulation)
     if t.sharding is Sharding.hsdp:
         gathers = comms.allreduce_seconds(param_bytes * accumulation, dp_per_node, 1.0, intra, calls)
@@ -237,7 +263,7 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
         payload = comms.step_comm_bytes(t.sharding, grad_bytes, param_bytes, accumulation)
         data_parallel = comms.allreduce_seconds(payload, dp_per_node, dp_nodes, busbw_dp, calls)
     activation = tokens * arch.hidden * elem
-    forward_runs = 2.0 if t.checkpointing == "full" else 1.0
+    forward_runs = 1.0 + t.checkpointed_fraction(arch.layers)
     tensor = comms.tensor_parallel_seconds(activation, tp, layers_gpu, forward_runs, intra) * accumulation
     send_bw = np.where(hw.gpus_per_node >= tp * cp * pp, intra, comms.inter_bytes_per_s(hw.gpu_net_gbps))
     pipeline = comms.pipeline_send_seconds(activation / tp if t.sequence_parallel else activation, pp, v,
@@ -245,7 +271,7 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
     cp_bw = np.where(hw.gpus_per_node >= tp * cp, intra, busbw)
     context = comms.context_parallel_seconds(tokens * (arch.k_width + arch.v_width) * elem / tp, cp, layers_gpu, cp_bw)
     context_exposed = np.maximum(context - attn_mb, 0.0) * accumulation
-    moe_layers = arch.moe_layers / pp
+    moe_layers = layers_gpu * arch.moe_fraction if parallel.uneven_stages(t) else arch.moe_layers / pp
     ep_bw = np.where(hw.gpus_per_node >= ep, intra, busbw)
     expert = comms.expert_parallel_seconds(activation * arch.experts_per_token, ep, moe_layers, ep_bw) * accumulation
     exposed = (comms.exposed_comm(data_parallel, compute, assumptions.comm_overlap)
