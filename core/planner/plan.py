@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,8 @@ from core.planner.models import (
     Assumption,
     Candidate,
     CheckpointResult,
-    ComputeCost,
     ComputeResult,
     CostLine,
-    CostResult,
     HardwareSpec,
     MemoryBreakdown,
     MemoryResult,
@@ -46,7 +45,8 @@ from core.planner.models import (
     StorageTier,
     TimeResult,
 )
-from core.planner.money import cost, pricing, reliability, sanity, storage
+from core.planner.money import pricing, reliability, sanity, storage
+from core.planner.money.plan_cost import plan_cost, price_for
 from core.planner.speed import bands, gpu_rates
 from core.planner.speed.frameworks import effective_training
 from core.planner.speed.step import (
@@ -167,166 +167,6 @@ def _largest_fitting(arch: Architecture, request: PlanRequest, hw: Hardware, *, 
     return largest(np.arange(low, high, dtype=np.int64))
 
 
-def _price_for(catalog: Catalog, gpu: GPU, request: PlanRequest, mode: str, gpus_per_node: int,
-               trusted_only: bool) -> pricing.NodeOffer | None:
-    """The offer a node of this plan is priced from in `mode` (whole instances, the request's allowances)."""
-    try:
-        return pricing.node_offer(catalog, gpu.id, mode, gpus_per_node, provider=request.pricing.provider,
-                                  allow=[a.value for a in request.pricing.allow], trusted_only=trusted_only)
-    except CatalogError:
-        raise
-    except Exception:
-        return None
-
-
-def _price_warnings(offer: pricing.NodeOffer, mode: str, gpu: GPU) -> list[str]:
-    """What to know about a price the plan uses: low confidence, or a marketplace/auction offer the user allowed.
-    (Its age is a sanity check: core/planner/money/sanity.py.)"""
-    row, label = offer.row, mode.replace("_", "-")
-    out = []
-    if row.confidence == "low":
-        out.append(f"{row.provider_name} {label} price for {gpu.id} (${row.usd_per_gpu_hour:.2f}/GPU-h, "
-                   f"{row.instance}) is marked low-confidence in its source: check it before you rent")
-    if row.pricing_model.value in ("marketplace", "auction"):
-        article = "an" if row.pricing_model.value == "auction" else "a"
-        out.append(f"the {label} price for {gpu.id} is {article} {row.pricing_model.value} offer ({row.provider_name} "
-                   f"{row.instance}), used because pricing.allow names it: "
-                   + ("community hosts vary in reliability and network" if row.pricing_model.value == "marketplace"
-                      else "an auction floor is a bid, not a price anyone is sure to get"))
-    return out
-
-
-def _cost(
-    request: PlanRequest,
-    catalog: Catalog,
-    gpu: GPU,
-    hw: HardwareSpec,
-    est: StepEstimate,
-    ckpt: CheckpointResult,
-    storage_lines: list[CostLine],
-    disk_bytes: float,
-    today: dt.date,
-    offers: dict[str, pricing.NodeOffer | None],
-    trusted_only: bool = False,
-) -> tuple[CostResult, list[str], list[Assumption]]:
-    """The plan's cost from `offers`, the offer per pricing mode that prices this node size (_price_for)."""
-    pricing_spec, a = request.pricing, request.assumptions
-    warnings: list[str] = []
-    assumptions: list[Assumption] = []
-    rows = {m: (o.row if o else None) for m, o in offers.items()}
-    chosen_mode = pricing_spec.mode.value
-    ref_offer = offers.get(chosen_mode) or offers["on_demand"] or offers["spot"] or offers["reserved"]
-    ref = ref_offer.row if ref_offer else None
-    per_hour = {m: (r.usd_per_gpu_hour if r else None) for m, r in rows.items()}
-    # What each mode costs per GPU the plan uses: a whole node's price spread over its GPUs. The user's own
-    # price (pricing.usd_per_gpu_hour) prices the GPUs used, as it says.
-    per_used = {m: (o.usd_per_used_gpu_hour if o else None) for m, o in offers.items()}
-    if pricing_spec.usd_per_gpu_hour is not None:
-        per_hour[chosen_mode] = per_used[chosen_mode] = pricing_spec.usd_per_gpu_hour
-    chosen_offer = offers[chosen_mode]
-    billed_per_node = hw.gpus_per_node if pricing_spec.usd_per_gpu_hour is not None else (
-        chosen_offer.billed_gpus if chosen_offer else None)
-    solve_hours = float(est.hours)
-    gpu_hours = solve_hours * (1 + ckpt.overhead_fraction) * hw.gpus
-    spot = cost.spot_cost(
-        solve_hours=solve_hours,
-        gpus=hw.gpus,
-        spot_usd_per_gpu_hour=per_used["spot"],
-        gpu_mtbf_hours=a.gpu_mtbf_hours,
-        preemptions_per_hour=a.spot_preemptions_per_hour,
-        checkpoint_write_s=ckpt.write_seconds,
-        restart_s=a.restart_minutes * 60,
-        discount=pricing_spec.discount,
-    )
-    compute_usd = cost.compute_costs(
-        gpu_hours,
-        per_used["on_demand"],
-        per_used["spot"],
-        per_used["reserved"],
-        pricing_spec.discount,
-        spot_gpu_hours=spot.gpu_hours,
-    )
-    used_hours = spot.gpu_hours if chosen_mode == "spot" else gpu_hours
-    billed_hours = None if billed_per_node is None else used_hours * billed_per_node / hw.gpus_per_node
-    billing = "" if pricing_spec.usd_per_gpu_hour is not None or chosen_offer is None else \
-        pricing.billing_note(chosen_offer)
-    for mode, offer in offers.items():
-        if offer is None:
-            continue
-        row = offer.row
-        warnings += _price_warnings(offer, mode, gpu)
-        note = pricing.billing_note(offer)
-        assumptions.append(
-            Assumption(
-                name=f"{mode.replace('_', '-')} price",
-                value=f"${row.usd_per_gpu_hour:.2f}/GPU-h "
-                f"({row.provider_name} {row.instance}, {row.region}, {row.pricing_model.value}"
-                + (f", {row.confidence} confidence" if row.confidence == "low" else "")
-                + (f"; {note}" if note else "") + ")",
-                source=row.source,
-                date=row.date,
-            )
-        )
-    block = catalog.storage_price(ref.provider if ref else "aws", StorageTier.block.value)
-    idle = cost.idle_cost(a.idle_hours, disk_bytes, block.usd_per_gb_month if block else None) or 0.0
-    egress_row = catalog.egress_price(ref.provider if ref else "aws")
-    egress = cost.egress_cost(a.egress_gb, egress_row.usd_per_gb if egress_row else None) or 0.0
-    storage_usd = sum(line.usd or 0.0 for line in storage_lines)
-    chosen = getattr(compute_usd, chosen_mode)
-    items = [
-        CostLine.cited(
-            f"compute ({chosen_mode.replace('_', '-')})",
-            chosen,
-            f"{billed_hours if billed_hours is not None else gpu_hours:,.0f} GPU-h billed × "
-            f"${per_hour[chosen_mode] or 0:.2f}"
-            + (f" (spot: {spot.gpu_hours:,.0f} GPU-h used incl. expected lost work)" if chosen_mode == "spot" else "")
-            + (f"; {billing}" if billing else ""),
-            ref,
-        ),
-        *storage_lines,
-        CostLine.cited("idle disks", idle, f"{a.idle_hours:g} h stopped with {disk_bytes / 1e9:,.0f} GB", block),
-        CostLine.cited("egress", egress, f"{a.egress_gb:g} GB out", egress_row),
-    ]
-    total = None if chosen is None else chosen + storage_usd + idle + egress
-    if chosen is None:
-        why = pricing.missing_price_reason(
-            catalog, gpu.id, chosen_mode, hw.gpus_per_node, provider=pricing_spec.provider,
-            allow=[x.value for x in pricing_spec.allow], trusted_only=trusted_only)
-        warnings.append(
-            f"no {chosen_mode.replace('_', '-')} price for {gpu.id}"
-            + (f" at {pricing_spec.provider}" if pricing_spec.provider else "")
-            + (f" ({why})" if why else "")
-            + "; set pricing.usd_per_gpu_hour"
-        )
-    capex = (sum(gpu.street_price_usd) / 2) if gpu.street_price_usd else None
-    rent = per_hour["on_demand"] or per_hour["reserved"] or per_hour["spot"]
-    bvr = cost.buy_vs_rent(a.buy, capex, rent) if (capex or a.buy.capex_usd_per_gpu) else None
-    return (
-        CostResult(
-            provider=ref.provider_name if ref else None,
-            price_date=ref.date if ref else None,
-            price_source=ref.source if ref else None,
-            instance=ref.instance if ref else None,
-            pricing_model=ref.pricing_model.value if ref else None,
-            confidence=ref.confidence if ref else None,
-            billed_gpus_per_node=billed_per_node,
-            billed_gpu_hours=billed_hours,
-            billing=billing,
-            usd_per_gpu_hour=ComputeCost(**per_hour),
-            compute_usd=compute_usd,
-            spot_expected_lost_hours=spot.lost_gpu_hours if per_hour["spot"] is not None else None,
-            storage_usd=storage_usd,
-            egress_usd=egress,
-            idle_usd=idle,
-            total_usd=total,
-            items=items,
-            buy_vs_rent=bvr,
-        ),
-        warnings,
-        assumptions,
-    )
-
-
 def on_candidate(request: PlanRequest, c: Candidate) -> PlanRequest:
     """The request set to a search candidate: its hardware and the training settings the search chose for it."""
     return request.model_copy(update={
@@ -342,43 +182,39 @@ def on_candidate(request: PlanRequest, c: Candidate) -> PlanRequest:
     })
 
 
-def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | None = None) -> PlanResult:
-    """Plan one request. Without `hardware`, search the catalog and plan the recommended configuration."""
-    catalog = catalog or load_catalog()
-    today = today or dt.date.today()
-    try:
-        request = request.model_copy(update={"training": effective_training(request.training)})
-    except ValueError as exc:
-        raise PlanError(str(exc)) from exc
-    arch, warnings = resolve_model(request.model, catalog)
-    _check_request(request, arch)
-    candidates: list[Any] = []
-    searched = request.hardware is None
-    if request.hardware is None:
-        found = search.search(arch, request, catalog)
-        candidates = found.candidates
-        warnings += found.warnings
-        if not found.best:
-            raise PlanError(
-                found.reason
-                or "nothing fits: no GPU, count and sharding in the catalog can hold "
-                "this model; try method qlora or a shorter data.seq_len"
-            )
-        request = on_candidate(request, found.best)
-    hw_spec = request.hardware
-    assert hw_spec is not None
-    try:
-        gpu = catalog.gpu(hw_spec.gpu)
-    except CatalogError as exc:
-        raise PlanError(str(exc)) from exc
-    hw = gpu_hardware(gpu, hw_spec, request.training.precision)
-    est = evaluate(arch, request.training, request.data, hw, request.assumptions)
-    mem = est.memory
+def _hardware(request: PlanRequest, arch: Architecture, catalog: Catalog
+              ) -> tuple[PlanRequest, list[Candidate], list[str]]:
+    """The request with its hardware: the user's, or the search's recommendation (with the rows it ranked)."""
+    if request.hardware is not None:
+        return request, [], []
+    found = search.search(arch, request, catalog)
+    if not found.best:
+        raise PlanError(found.reason or "nothing fits: no GPU, count and sharding in the catalog can hold this "
+                        "model; try method qlora or a shorter data.seq_len")
+    return on_candidate(request, found.best), found.candidates, found.warnings
 
-    vocab = arch.vocab
-    raw, tokenized = storage.dataset_bytes(request.data.tokens, request.data.bytes_per_token, vocab)
-    needed = storage.read_bytes_per_s_needed(float(est.tokens_per_s), vocab)
-    a = request.assumptions
+
+@dataclass(frozen=True)
+class _Storage:
+    """The dataset, the checkpoints and what keeping them costs."""
+
+    raw: float
+    tokenized: float
+    needed: float  # bytes per second the run reads
+    checkpoint_bytes: float
+    ckpt_on_demand: CheckpointResult  # failures only: the on-demand and reserved hours
+    ckpt: CheckpointResult  # the plan's: with preemptions for a spot plan
+    requests: storage.ObjectRequests
+    object_price: Any
+    lines: list[CostLine]
+    disk: float
+
+
+def _storage(arch: Architecture, request: PlanRequest, est: StepEstimate, catalog: Catalog) -> _Storage:
+    hw_spec, a = request.hardware, request.assumptions
+    assert hw_spec is not None
+    raw, tokenized = storage.dataset_bytes(request.data.tokens, request.data.bytes_per_token, arch.vocab)
+    needed = storage.read_bytes_per_s_needed(float(est.tokens_per_s), arch.vocab)
     ckpt_size = checkpoint_bytes(arch, request.training)
     sharded = request.training.sharding is not Sharding.none
     write_s = float(storage.checkpoint_write_seconds(ckpt_size, a.checkpoint_tier, hw_spec.nodes if sharded else 1))
@@ -394,136 +230,144 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     requests = storage.object_request_counts(tokenized, request.data.epochs, request.data.file_count, raw_bytes=raw)
     provider = request.pricing.provider or "aws"
     obj = catalog.storage_price(provider, StorageTier.object.value)
-    data_price = catalog.storage_price(provider, a.data_tier.value)
-    ckpt_price = catalog.storage_price(provider, a.checkpoint_tier.value)
-    storage_lines = storage.storage_cost(
-        dataset_bytes=tokenized,
-        data_tier=a.data_tier,
-        data_price=data_price,
-        checkpoint_bytes=ckpt_size,
-        checkpoints_kept=a.checkpoints_kept,
-        checkpoint_tier=a.checkpoint_tier,
-        checkpoint_price=ckpt_price,
-        archive_final=a.archive_final_checkpoint,
-        object_price=obj,
-        months=a.storage_months,
+    lines = storage.storage_cost(
+        dataset_bytes=tokenized, data_tier=a.data_tier, data_price=catalog.storage_price(provider, a.data_tier.value),
+        checkpoint_bytes=ckpt_size, checkpoints_kept=a.checkpoints_kept, checkpoint_tier=a.checkpoint_tier,
+        checkpoint_price=catalog.storage_price(provider, a.checkpoint_tier.value),
+        archive_final=a.archive_final_checkpoint, object_price=obj, months=a.storage_months,
         get_requests=requests.packed_gets if a.data_tier is StorageTier.object else 0,
-        get_usd_per_1000=obj.get_per_1000 if obj else None,
-        request_source=obj.source if obj else None,
+        get_usd_per_1000=obj.get_per_1000 if obj else None, request_source=obj.source if obj else None,
         request_date=obj.date if obj else None,
     )
-    disk = tokenized + ckpt_size * a.checkpoints_kept
-    trusted_only = not pricing.low_confidence_ok(request, gpu.id, searched=searched)
-    offers = {mode: _price_for(catalog, gpu, request, mode, hw_spec.gpus_per_node, trusted_only)
-              for mode in PRICING_MODES}
-    cost_result, cost_warnings, price_assumptions = _cost(
-        request, catalog, gpu, hw_spec, est, ckpt_on_demand, storage_lines, disk, today, offers,
-        trusted_only=trusted_only,
-    )
-    warnings += cost_warnings
-    stall = storage.data_stall_warning(needed, a.data_tier, not request.data.packing, nodes=hw_spec.nodes)
-    if stall:
-        warnings.append(stall)
+    return _Storage(raw, tokenized, needed, ckpt_size, ckpt_on_demand, ckpt, requests, obj, lines,
+                    tokenized + ckpt_size * a.checkpoints_kept)
 
-    fits = bool(est.fits)
-    if not fits:
-        warnings.append(
-            f"does not fit: needs {float(mem.total) / 1e9:.1f} GB per GPU, {gpu.id} has {gpu.memory_bytes / 1e9:.0f} GB"
-        )
+
+def _warnings(request: PlanRequest, est: StepEstimate, gpu: GPU, st: _Storage, hours: float) -> list[str]:
+    """What the plan should say beside its figures: it does not fit, spills, stalls, is communication-bound."""
+    hw_spec, t, mem = request.hardware, request.training, est.memory
+    assert hw_spec is not None
+    out = []
+    stall = storage.data_stall_warning(st.needed, request.assumptions.data_tier, not request.data.packing,
+                                       nodes=hw_spec.nodes)
+    if stall:
+        out.append(stall)
+    if not bool(est.fits):
+        out.append(f"does not fit: needs {float(mem.total) / 1e9:.1f} GB per GPU, {gpu.id} has "
+                   f"{gpu.memory_bytes / 1e9:.0f} GB")
     spill = savers.paged_spill_warning(float(mem.paged), float(mem.paged_spilled))
     if spill:
-        warnings.append(spill)
+        out.append(spill)
     if float(est.scaling_efficiency) < 0.7:
-        warnings.append(
-            f"communication-bound: scaling efficiency {float(est.scaling_efficiency):.0%}; fewer "
-            "nodes or a faster interconnect may finish cheaper"
-        )
+        out.append(f"communication-bound: scaling efficiency {float(est.scaling_efficiency):.0%}; fewer "
+                   "nodes or a faster interconnect may finish cheaper")
     # Data-parallel replicas; _check_request already refused more replicas × micro-batch than the global batch.
-    replicas = int(parallel.data_parallel(hw_spec.gpus, request.training))
-    if request.training.optimizer_in_backward and float(est.accumulation) > 1:
-        warnings.append(
+    replicas = int(parallel.data_parallel(hw_spec.gpus, t))
+    if t.optimizer_in_backward and float(est.accumulation) > 1:
+        out.append(
             f"optimizer_in_backward steps each weight as its gradient arrives, so it cannot accumulate "
             f"{int(est.accumulation)} micro-batches per step (torchtune refuses it): raise the micro-batch or GPUs, "
-            f"lower global_batch_size to {request.training.micro_batch_size * replicas}, or turn it off"
+            f"lower global_batch_size to {t.micro_batch_size * replicas}, or turn it off"
         )
-    if request.training.method is Method.full and request.training.lora_rank is not None:
-        warnings.append("lora_rank ignored for a full fine-tune")
+    if t.method is Method.full and t.lora_rank is not None:
+        out.append("lora_rank ignored for a full fine-tune")
+    if not hours <= TEN_YEARS_HOURS:  # NaN too
+        out.append(f"the run would take {fmt_hours(hours)}, more than 10 years: no one can run this; check "
+                   "data.tokens and data.epochs, or give it more GPUs")
+    return out
 
-    memory_result = MemoryResult(
-        per_gpu=MemoryBreakdown(
-            weights=int(mem.weights),
-            gradients=int(mem.gradients),
-            optimizer=int(mem.optimizer),
-            activations=int(mem.activations),
-            logits=int(mem.logits),
-            overhead=int(mem.overhead),
-            total=int(mem.total),
-        ),
+
+def _memory_result(arch: Architecture, request: PlanRequest, est: StepEstimate, gpu: GPU, hw: Hardware
+                   ) -> MemoryResult:
+    mem = est.memory
+    return MemoryResult(
+        per_gpu=MemoryBreakdown(weights=int(mem.weights), gradients=int(mem.gradients), optimizer=int(mem.optimizer),
+                                activations=int(mem.activations), logits=int(mem.logits),
+                                overhead=int(mem.overhead), total=int(mem.total)),
         gpu_memory=gpu.memory_bytes,
-        fits=fits,
+        fits=bool(est.fits),
         cpu_ram_needed=int(mem.cpu_ram),
         allocated_peak=int(mem.allocated),
         max_micro_batch=_largest_fitting(arch, request, hw, vary="micro"),
         max_seq_len=_largest_fitting(arch, request, hw, vary="seq"),
         suggestions=suggestions(request, est, gpu, arch),
     )
-    compute_result = ComputeResult(
-        params_total=arch.total_params,
-        params_active=arch.active_params,
-        params_trainable=int(est.trainable_params),
-        flops_per_token=float(est.flops_per_token),
-        model_flops_per_token=float(est.model_flops_per_token),
-        total_flops=float(est.total_flops),
-        tokens_per_second=float(est.tokens_per_s),
-        mfu=float(est.mfu),
-        hfu=float(est.hfu),
-        achieved_tflops_per_gpu=float(est.achieved_tflops),
-        step_time_s=float(est.step_s),
-        comm_time_s=float(est.comm_s),
-        scaling_efficiency=float(est.scaling_efficiency),
-        steps=int(est.steps),
+
+
+def _compute_result(arch: Architecture, est: StepEstimate) -> ComputeResult:
+    return ComputeResult(
+        params_total=arch.total_params, params_active=arch.active_params,
+        params_trainable=int(est.trainable_params), flops_per_token=float(est.flops_per_token),
+        model_flops_per_token=float(est.model_flops_per_token), total_flops=float(est.total_flops),
+        tokens_per_second=float(est.tokens_per_s), mfu=float(est.mfu), hfu=float(est.hfu),
+        achieved_tflops_per_gpu=float(est.achieved_tflops), step_time_s=float(est.step_s),
+        comm_time_s=float(est.comm_s), scaling_efficiency=float(est.scaling_efficiency), steps=int(est.steps),
         tokens_per_step=int(est.tokens_per_step),
         step_breakdown_s=StepBreakdown(**{k: float(v) for k, v in est.breakdown.items()}),
     )
-    hours = float(est.hours) * (1 + ckpt.overhead_fraction)
-    if not hours <= TEN_YEARS_HOURS:  # NaN too
-        warnings.append(
-            f"the run would take {fmt_hours(hours)}, more than 10 years: no one can run this; check data.tokens "
-            "and data.epochs, or give it more GPUs"
-        )
+
+
+def _storage_result(request: PlanRequest, st: _Storage) -> StorageResult:
+    assert request.hardware is not None
+    per_1000 = st.object_price.get_per_1000 if st.object_price else None
+    return StorageResult(
+        dataset_raw_bytes=int(st.raw), dataset_tokenized_bytes=int(st.tokenized), read_bytes_per_s_needed=st.needed,
+        tier_read_bytes_per_s=float(storage.tier_read_bytes_per_s(request.assumptions.data_tier,
+                                                                  request.hardware.nodes)),
+        unpacked_requests=st.requests.unpacked_gets, packed_requests=st.requests.packed_gets,
+        unpacked_request_usd=storage.request_cost(st.requests.unpacked_gets, per_1000),
+        packed_request_usd=storage.request_cost(st.requests.packed_gets, per_1000),
+    )
+
+
+def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | None = None) -> PlanResult:
+    """Plan one request. Without `hardware`, search the catalog and plan the recommended configuration."""
+    catalog = catalog or load_catalog()
+    today = today or dt.date.today()
+    try:
+        request = request.model_copy(update={"training": effective_training(request.training)})
+    except ValueError as exc:
+        raise PlanError(str(exc)) from exc
+    arch, warnings = resolve_model(request.model, catalog)
+    _check_request(request, arch)
+    searched = request.hardware is None
+    request, candidates, search_warnings = _hardware(request, arch, catalog)
+    warnings += search_warnings
+    hw_spec, a = request.hardware, request.assumptions
+    assert hw_spec is not None
+    try:
+        gpu = catalog.gpu(hw_spec.gpu)
+    except CatalogError as exc:
+        raise PlanError(str(exc)) from exc
+    hw = gpu_hardware(gpu, hw_spec, request.training.precision)
+    est = evaluate(arch, request.training, request.data, hw, request.assumptions)
+    st = _storage(arch, request, est, catalog)
+    trusted_only = not pricing.low_confidence_ok(request, gpu.id, searched=searched)
+    offers = {mode: price_for(catalog, gpu, request, mode, hw_spec.gpus_per_node, trusted_only)
+              for mode in PRICING_MODES}
+    cost_result, cost_warnings, price_assumptions = plan_cost(
+        request, catalog, gpu, hw_spec, float(est.hours), st.ckpt_on_demand, st.lines, st.disk, offers,
+        trusted_only=trusted_only)
+    hours = float(est.hours) * (1 + st.ckpt.overhead_fraction)
+    warnings += cost_warnings + _warnings(request, est, gpu, st, hours)
+    compute_result = _compute_result(arch, est)
     tps_band, hours_band = bands.time_bands(request.training, hw_spec.gpus, hw_spec.nodes, float(est.tokens_per_s),
-                                            hours, a.restart_minutes / 60 * (1 + ckpt.overhead_fraction))
+                                            hours, a.restart_minutes / 60 * (1 + st.ckpt.overhead_fraction))
     compute_result.tokens_per_second_range = tps_band
-    cost_result.total_usd_range = bands.cost_band(
-        hours_band, hours, getattr(cost_result.compute_usd, request.pricing.mode.value), cost_result.total_usd)
+    chosen_usd = getattr(cost_result.compute_usd, request.pricing.mode.value)
+    cost_result.total_usd_range = bands.cost_band(hours_band, hours, chosen_usd, cost_result.total_usd)
     if candidates:
         # The chosen row shows the plan's own figures (checkpoint writes and restarts included), so the headline
         # and the table agree figure for figure; the other rows stay failure-free estimates.
         candidates[0] = candidates[0].model_copy(update={
-            "hours": hours, "cost_usd": getattr(cost_result.compute_usd, request.pricing.mode.value),
-            "billed_gpus": cost_result.billed_gpus_per_node, "instance": cost_result.instance})
+            "hours": hours, "cost_usd": chosen_usd, "billed_gpus": cost_result.billed_gpus_per_node,
+            "instance": cost_result.instance})
     result = PlanResult(
-        request=request,
-        model_name=arch.name,
-        hardware=hw_spec,
-        memory=memory_result,
-        compute=compute_result,
+        request=request, model_name=arch.name, hardware=hw_spec,
+        memory=_memory_result(arch, request, est, gpu, hw), compute=compute_result,
         time=TimeResult(hours=hours, gpu_hours=hours * hw_spec.gpus, hours_range=hours_band),
-        checkpoint=ckpt,
-        storage=StorageResult(
-            dataset_raw_bytes=int(raw),
-            dataset_tokenized_bytes=int(tokenized),
-            read_bytes_per_s_needed=needed,
-            tier_read_bytes_per_s=float(storage.tier_read_bytes_per_s(a.data_tier, hw_spec.nodes)),
-            unpacked_requests=requests.unpacked_gets,
-            packed_requests=requests.packed_gets,
-            unpacked_request_usd=storage.request_cost(requests.unpacked_gets, obj.get_per_1000 if obj else None),
-            packed_request_usd=storage.request_cost(requests.packed_gets, obj.get_per_1000 if obj else None),
-        ),
-        cost=cost_result,
-        candidates=candidates,
-        assumptions=_assumptions(arch, request, gpu, est) + price_assumptions,
-        warnings=warnings,
+        checkpoint=st.ckpt, storage=_storage_result(request, st), cost=cost_result, candidates=candidates,
+        assumptions=_assumptions(arch, request, gpu, est) + price_assumptions, warnings=warnings,
     )
     priced_from = {mode: (offer.row if offer else None) for mode, offer in offers.items()}
     result.sanity = sanity.sanity_checks(request, result, catalog, today, prices=priced_from)
