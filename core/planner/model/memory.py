@@ -168,34 +168,50 @@ def model_states(
         grads = np.minimum(grads, one / (n if stage >= 2 else 1))
 
     n_opt = n if stage >= 1 else 1
-    offloaded = 0.0 * weights
-    paged = 0.0 * optimizer
-    host_step = 0.0 * weights
-    host_micro = 0.0 * weights
-    if training.offload is not Offload.none:
-        # ZeRO-Offload (arXiv:2101.06840 §4.1): each step moves this GPU's 16-bit gradient partition to the
-        # host and the updated 16-bit parameters back (2 + 2 bytes per parameter of the partition).
-        host_step = 2 * trainable * wb / n_opt
-        offloaded = optimizer + grads
-        optimizer, grads = 0.0 * optimizer, 0.0 * grads
-        if training.offload is Offload.optimizer_and_params:
-            # Offloaded parameters are fetched to the GPU for the forward and again for the backward.
-            host_micro = 2 * weights
-            offloaded = offloaded + weights
-            weights = 0.0 * weights
-    elif training.optimizer in PAGED_OPTIMIZERS:
-        # bitsandbytes pages its optimizer states (cudaMallocManaged): outside PyTorch's caching allocator,
-        # evicted to host RAM under pressure. The fp32 master copy, where there is one, is an ordinary tensor.
-        paged = trainable * optimizer_state_bytes(training.optimizer, precision) / n_opt
-        optimizer = optimizer - paged
+    moved = _host_side(training, trainable, wb, n_opt, weights, grads, optimizer)
+    weights, grads, optimizer = moved.weights, moved.grads, moved.optimizer
     workspace = 0.0 * optimizer
     torch_adamw = training.optimizer is Optimizer.adamw and not deepspeed and not training.optimizer_in_backward
     if torch_adamw and training.offload is Offload.none:
         # PyTorch's multi-tensor AdamW (the default on GPUs) materialises sqrt(v) for every weight it steps
         # at once: one state's worth. DeepSpeed's fused Adam and a per-weight step in backward work in place.
         workspace = trainable * (2.0 if precision is Precision.pure_bf16 else 4.0) / n_opt
-    states = ModelStates(weights, grads, optimizer, gathered, offloaded, workspace, paged, host_step, host_micro)
+    states = ModelStates(weights, grads, optimizer, gathered, moved.offloaded, workspace, moved.paged, moved.host_step,
+                         moved.host_micro)
     return parallel_split(states, arch, training)
+
+
+@dataclass(frozen=True)
+class _HostSide:
+    """The GPU's states once offload or paging has moved some of them to host memory, and the traffic."""
+
+    weights: Num
+    grads: Num
+    optimizer: Num
+    offloaded: Num
+    paged: Num
+    host_step: Num
+    host_micro: Num
+
+
+def _host_side(training: TrainingSpec, trainable: float, wb: float, n_opt: Num, weights: Num, grads: Num,
+               optimizer: Num) -> _HostSide:
+    """What ZeRO-Offload moves to the host (optimizer and gradients, parameters too) or bitsandbytes pages."""
+    zero_w, zero_g, zero_o = 0.0 * weights, 0.0 * grads, 0.0 * optimizer  # the shapes the grid broadcasts
+    if training.offload is not Offload.none:
+        # ZeRO-Offload (arXiv:2101.06840 §4.1): each step moves this GPU's 16-bit gradient partition to the
+        # host and the updated 16-bit parameters back (2 + 2 bytes per parameter of the partition).
+        host_step = 2 * trainable * wb / n_opt
+        if training.offload is Offload.optimizer_and_params:
+            # Offloaded parameters are fetched to the GPU for the forward and again for the backward.
+            return _HostSide(zero_w, zero_g, zero_o, optimizer + grads + weights, zero_o, host_step, 2 * weights)
+        return _HostSide(weights, zero_g, zero_o, optimizer + grads, zero_o, host_step, zero_w)
+    if training.optimizer in PAGED_OPTIMIZERS:
+        # bitsandbytes pages its optimizer states (cudaMallocManaged): outside PyTorch's caching allocator,
+        # evicted to host RAM under pressure. The fp32 master copy, where there is one, is an ordinary tensor.
+        paged = trainable * optimizer_state_bytes(training.optimizer, training.precision) / n_opt
+        return _HostSide(weights, grads, optimizer - paged, zero_w, paged, zero_w, zero_w)
+    return _HostSide(weights, grads, optimizer, zero_w, zero_o, zero_w, zero_w)
 
 
 def parallel_split(states: ModelStates, arch: Architecture, training: TrainingSpec) -> ModelStates:
