@@ -107,21 +107,8 @@ class Architecture:
             else cfg
         )
 
-        def need(*keys: str) -> int:
-            for key in keys:
-                value = cfg.get(key)
-                if value is not None:
-                    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                        raise ConfigError(f"config.json key {key} must be a positive integer (got {value!r})")
-                    return int(value)
-            raise ConfigError(f"config.json lacks {keys[0]}; it is needed to size the model")
-
-        def opt(*keys: str) -> int | None:
-            for key in keys:
-                if cfg.get(key) is not None:
-                    return need(key)
-            return None
-
+        keys = _Keys(cfg)
+        need, opt = keys.need, keys.opt
         hidden = need("hidden_size", "n_embd", "d_model")
         layers = need("num_hidden_layers", "n_layer", "num_layers", "n_layers")
         heads = need("num_attention_heads", "n_head", "num_heads", "n_heads")
@@ -133,21 +120,9 @@ class Architecture:
         head_dim = opt("head_dim") or hidden // heads
         vocab = need("vocab_size")
         model_type = str(cfg.get("model_type", "")).lower()
-        act = str(cfg.get("hidden_act") or cfg.get("hidden_activation") or "").lower()
-        gated = model_type not in _PLAIN_MLP_TYPES and (act in _GATED_ACTS or not act or model_type != "")
-        # MPT states its MLP as expansion_ratio × d_model (mosaicml/llm-foundry MPTConfig, default 4).
-        ratio = cfg.get("expansion_ratio")
-        expanded = int(ratio * hidden) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else None
-        intermediate = opt("intermediate_size", "ffn_hidden_size", "n_inner") or expanded or 4 * hidden
-        experts = opt("num_local_experts", "num_experts", "n_routed_experts") or 0
-        expert_inter = opt("moe_intermediate_size") or (intermediate if experts else 0)
-        shared = opt("n_shared_experts") or 0
-        if model_type in ("llama4", "llama4_text"):
-            # Llama4TextConfig: intermediate_size is each routed expert's and the one shared expert's width,
-            # intermediate_size_mlp the dense (non-MoE) layers' (modeling_llama4.py Llama4TextMoe, Llama4TextMLP).
-            shared = 1 if experts else 0
-            intermediate = opt("intermediate_size_mlp") or intermediate
-        shared_inter = opt("shared_expert_intermediate_size") or (expert_inter * shared if shared else 0)
+        mlp = _mlp_shape(cfg, keys, hidden, model_type)
+        intermediate, experts, expert_inter, shared_inter = (mlp.intermediate, mlp.experts, mlp.expert_intermediate,
+                                                             mlp.shared_intermediate)
         tied = cfg.get("tie_word_embeddings")
         if tied is None:
             tied = model_type in {"gemma", "gemma2", "gemma3", "gemma3_text", "falcon", "mpt"}
@@ -161,7 +136,7 @@ class Architecture:
             intermediate=intermediate,
             vocab=vocab,
             tied_embeddings=bool(tied),
-            gated_mlp=gated,
+            gated_mlp=mlp.gated,
             max_position=opt("max_position_embeddings", "n_positions", "seq_length"),
             experts=experts,
             experts_per_token=(opt("num_experts_per_tok", "num_experts_per_token", "top_k") or 2) if experts else 0,
@@ -412,3 +387,55 @@ class Architecture:
     @cached_property
     def largest_matrix_params(self) -> int:
         return max(lin.params for lin in self.linears())
+
+
+class _Keys:
+    """config.json's numbers, read under any of their names: the first present must be a positive integer."""
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        self.cfg = cfg
+
+    def need(self, *keys: str) -> int:
+        for key in keys:
+            value = self.cfg.get(key)
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                    raise ConfigError(f"config.json key {key} must be a positive integer (got {value!r})")
+                return int(value)
+        raise ConfigError(f"config.json lacks {keys[0]}; it is needed to size the model")
+
+    def opt(self, *keys: str) -> int | None:
+        for key in keys:
+            if self.cfg.get(key) is not None:
+                return self.need(key)
+        return None
+
+
+@dataclass(frozen=True)
+class _Mlp:
+    gated: bool
+    intermediate: int
+    experts: int
+    expert_intermediate: int
+    shared_intermediate: int
+
+
+def _mlp_shape(cfg: dict[str, Any], keys: _Keys, hidden: int, model_type: str) -> _Mlp:
+    """The MLP's widths, dense and mixture-of-experts, under each family's own key names."""
+    opt = keys.opt
+    act = str(cfg.get("hidden_act") or cfg.get("hidden_activation") or "").lower()
+    gated = model_type not in _PLAIN_MLP_TYPES and (act in _GATED_ACTS or not act or model_type != "")
+    # MPT states its MLP as expansion_ratio × d_model (mosaicml/llm-foundry MPTConfig, default 4).
+    ratio = cfg.get("expansion_ratio")
+    expanded = int(ratio * hidden) if isinstance(ratio, int | float) and not isinstance(ratio, bool) else None
+    intermediate = opt("intermediate_size", "ffn_hidden_size", "n_inner") or expanded or 4 * hidden
+    experts = opt("num_local_experts", "num_experts", "n_routed_experts") or 0
+    expert_inter = opt("moe_intermediate_size") or (intermediate if experts else 0)
+    shared = opt("n_shared_experts") or 0
+    if model_type in ("llama4", "llama4_text"):
+        # Llama4TextConfig: intermediate_size is each routed expert's and the one shared expert's width,
+        # intermediate_size_mlp the dense (non-MoE) layers' (modeling_llama4.py Llama4TextMoe, Llama4TextMLP).
+        shared = 1 if experts else 0
+        intermediate = opt("intermediate_size_mlp") or intermediate
+    shared_inter = opt("shared_expert_intermediate_size") or (expert_inter * shared if shared else 0)
+    return _Mlp(gated, intermediate, experts, expert_inter, shared_inter)
