@@ -62,6 +62,10 @@ FULL_70B_REQUEST: dict[str, Any] = {
     "pricing": {"provider": "aws", "mode": "on_demand"},
 }
 
+# A search that must try tensor × pipeline layouts: a 405B model's unsharded states fit no GPU, so the search
+# adds tp 1-8 and, since tp 8 alone is not enough either, pipelines of 2-16 stages (search.layouts).
+FULL_405B_REQUEST: dict[str, Any] = {**FULL_70B_REQUEST, "model": {"preset": "llama-3.1-405b"}}
+
 # What a fresh interpreter pays before its first answer (imports, catalog parse, first plan).
 _FRESH_PROCESS = """
 import json, sys, time
@@ -210,8 +214,10 @@ def _run(empty: str, repeat: int, warmup: int, profile_all: bool) -> dict[str, A
     single = PlanRequest.model_validate(DESIGN_REQUEST)
     searched = single.model_copy(update={"hardware": None})
     full70 = PlanRequest.model_validate(FULL_70B_REQUEST)
+    full405 = PlanRequest.model_validate(FULL_405B_REQUEST)
     arch8, _ = resolve_model(searched.model, catalog)
     arch70, _ = resolve_model(full70.model, catalog)
+    arch405, _ = resolve_model(full405.model, catalog)
 
     def cold_catalog() -> object:
         shipped_catalog.cache_clear()
@@ -228,6 +234,8 @@ def _run(empty: str, repeat: int, warmup: int, profile_all: bool) -> dict[str, A
              lambda: plan(full70, catalog), SEARCH_BUDGET_S),
         Case("search_70b", "search only, 70B full fine-tune",
              lambda: planner_search.search(arch70, full70, catalog), SEARCH_BUDGET_S),
+        Case("search_405b", "search only, 405B full fine-tune (tensor × pipeline layouts tried)",
+             lambda: planner_search.search(arch405, full405, catalog), SEARCH_BUDGET_S),
         Case("catalog_cold", "catalog load, cold (parse + validate resources/catalog)", cold_catalog, None),
         Case("catalog_cached", "catalog load, cached", lambda: load_catalog(Path(empty)), None),
     ]
@@ -236,7 +244,8 @@ def _run(empty: str, repeat: int, warmup: int, profile_all: bool) -> dict[str, A
     catalog = load_catalog(Path(empty))
 
     searches = {}
-    for key, arch, request in (("search_8b", arch8, searched), ("search_70b", arch70, full70)):
+    for key, arch, request in (("search_8b", arch8, searched), ("search_70b", arch70, full70),
+                               ("search_405b", arch405, full405)):
         found = planner_search.search(arch, request, catalog)
         best = found.best
         parallel = ""
@@ -315,7 +324,7 @@ def section_markdown(result: dict[str, Any], today: dt.date) -> str:
         "",
     ]
     for key, s in result["searches"].items():
-        label = "8B LoRA" if key.endswith("8b") else "70B full fine-tune"
+        label = {"search_8b": "8B LoRA", "search_70b": "70B full fine-tune"}.get(key, "405B full fine-tune")
         out.append(f"- {label}: {s['evaluated']:,} configurations, {s['kept']} shown; "
                    f"recommended {s['best']}.")
     out += [
