@@ -6,7 +6,8 @@ TFLOP/s is set there (E_mm = measured ÷ peak); the slowest because synchronous 
 pace of its slowest rank. The note compares it with the MAMF reference the scorecard uses (e.g. 794.5 TFLOP/s
 for H100 SXM). Measured busbw replaces the planner's link assumption: single-node runs set ``intra_node_busbw_gbs``
 directly; multi-node runs set ``inter_node_gbps`` to the per-node rate at which the planner's inter-node busbw
-(rate ÷ GPUs per node ÷ 8 × its 0.8 efficiency, see ``core.planner.speed.comms``) equals the measured busbw. A cluster
+(one rail per GPU of rate ÷ GPUs per node, summed over the measured group's GPUs per node at 0.96 of line rate,
+see ``core.planner.speed.comms``) equals the measured busbw. A cluster
 run measures that figure between the nodes themselves (its NCCL all-reduce across them, else nccl-tests), so it
 sets ``inter_node_gbps`` of a multi-node plan the same way; a 1-node plan has no inter-node network to set, and
 gloo between CPUs measures the hosts' TCP stacks, not the GPUs' network, so neither is applied.
