@@ -70,6 +70,12 @@ HALVES: dict[str, str] = {
     "NVIDIA-NeMo/Megatron-Bridge": REPORT,
     "NVIDIA/Megatron-LM": REPORT,
     "Lightning-AI/litgpt": REPORT,
+    # Added together, one to each half, so that both halves carry Hugging Face-stack fine-tuning: half A already
+    # had Phil Schmid's TRL runs and the transformers doc, half B had none. torchtune's README table (a
+    # PyTorch-native stack, single-GPU full fine-tunes) goes to A; Answer.AI's fsdp_qlora benchmarks
+    # (transformers + PEFT + bitsandbytes under FSDP: QLoRA/LoRA wall times) go to B, held out.
+    "pytorch/torchtune": FIT,
+    "AnswerDotAI/fsdp_qlora": REPORT,
 }
 
 # What each source's memory figure measures (tests/fixtures/planner/THROUGHPUT.md "Units"):

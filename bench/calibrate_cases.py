@@ -58,6 +58,7 @@ GPU_NAMES: tuple[tuple[str, str, str | None], ...] = (
     ("a10g", "A10G", None),
     ("l4 24gb", "L4", None),
     ("v100-sxm2 16gb", "V100-16GB", None),
+    ("rtx 4090", "RTX-4090", None),
 )
 
 # Sources whose framework the planner names (training.framework sets that framework's documented defaults).
@@ -69,6 +70,10 @@ FRAMEWORK_BY_SOURCE: dict[str, Framework] = {
     "Lightning-AI/litgpt": Framework.litgpt,
     "philschmid/deep-learning-pytorch-huggingface": Framework.hf_trainer,  # TRL SFTTrainer is a Trainer
     "huggingface/transformers": Framework.hf_trainer,
+    "pytorch/torchtune": Framework.torchtune,
+    # Answer.AI's train.py runs transformers models with PEFT-style adapters and bitsandbytes under its own
+    # PyTorch FSDP loop: the Hugging Face stack without the Trainer; hf_trainer is the nearest profile.
+    "AnswerDotAI/fsdp_qlora": Framework.hf_trainer,
 }
 
 # Where a case leaves activation checkpointing null, the framework's default, with where it is defined.
@@ -214,6 +219,8 @@ def _lora(case: dict[str, Any], method: Method, assumed: list[str]) -> dict[str,
         out["lora_targets"] = "q,v"
     elif targets == ["linear_qkv"]:  # Megatron-Core's fused q/k/v projection
         out["lora_targets"] = "q,k,v"
+    elif isinstance(targets, list) and targets and all(str(t).endswith("_proj") for t in targets):
+        out["lora_targets"] = list(targets)  # HF module names (q_proj, …), which the planner reads as they are
     elif isinstance(targets, str) and ("all-linear" in targets or "all *_proj" in targets):
         out["lora_targets"] = "all-linear"
         if "lm_head" in targets:
@@ -252,7 +259,8 @@ def model_config(case: dict[str, Any]) -> dict[str, Any]:
     MPT (llm-foundry), Megatron's GPT, GPT-2 and BERT have a plain 4h GELU MLP with LayerNorm; the shape comes
     in Llama-style key names, so they are planned as model_type "gpt2", which params.py reads that way. MPT ties
     its embedding (`tied wte` in the notes), GPT-2-style models in LLMs-from-scratch and Megatron's GPT do not.
-    Llama, Qwen and TinyLlama are SwiGLU with RMSNorm, untied.
+    Llama, Qwen and TinyLlama are SwiGLU with RMSNorm, untied, except Llama 3.2 (1B, 3B), which ties its head
+    to the embedding (tie_word_embeddings true in its config.json).
     """
     m = case["model"]
     name = m["name"].lower()
@@ -263,7 +271,7 @@ def model_config(case: dict[str, Any]) -> dict[str, Any]:
     elif "qwen2" in name:
         cfg.update(model_type="qwen2", hidden_act="silu", tie_word_embeddings=False)
     else:
-        cfg.update(model_type="llama", hidden_act="silu", tie_word_embeddings=False)
+        cfg.update(model_type="llama", hidden_act="silu", tie_word_embeddings="llama-3.2" in name)
     return cfg
 
 
@@ -274,6 +282,8 @@ def wall_time_tokens(case: dict[str, Any]) -> tuple[float, str]:
         return 262_144.0, "262,144 tokens (512 × 512, stated)"
     if "5.54M tokens in every packed row" in notes and "No packing" not in notes:
         return 5.54e6, "5.54M tokens (derived in the case notes from steps × batch × 1024, not published)"
+    if "2,097,152 tokens trained" in notes:  # Answer.AI fsdp_qlora: 1,024 dummy samples × 2,048 tokens (stated)
+        return 2_097_152.0, "2,097,152 tokens (1,024 full-length samples × 2,048, stated)"
     raise NotPlanned("wall time without a published token count")
 
 

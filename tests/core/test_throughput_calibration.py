@@ -1,4 +1,4 @@
-"""The planner against 77 published training runs (tests/fixtures/planner/throughput_cases.json), split by source.
+"""The planner against 84 published training runs (tests/fixtures/planner/throughput_cases.json), split by source.
 
 Every expected figure is the published measurement quoted in the fixture (its source URL and row), compared
 in the source's own unit by bench/calibrate.py; none is computed by tuneplan. Half A ("fit") may tune one
@@ -66,7 +66,15 @@ _MEGATRON_GEMM = (
     "are Composer and AutoModel; Megatron-Core with Transformer Engine keeps more of the MAMF rate, and no half-A "
     "run measures it, so the megatron profile is planned too slow"
 )
+_RTX4090_2G = (
+    "two RTX 4090s on PCIe without NVLink, Llama-2 7B at 2,048 tokens (Answer.AI fsdp_qlora): the engine plans "
+    "about twice the measured time for both the DDP LoRA and the FSDP QLoRA row, while the same source's "
+    "A100/H100 70B rows land within 20%; no half-A case runs on a consumer Ada GPU, so the RTX 4090's sustained "
+    "GEMM rate and its PCIe collectives are uncalibrated, and the per-case cause is not yet isolated"
+)
 KNOWN_MISSES: dict[str, str] = {
+    "fsdpqlora-rtx4090-llama2-7b-lora-ddp-2g-time": _RTX4090_2G,
+    "fsdpqlora-rtx4090-llama2-7b-qlora-fsdp-2g-time": _RTX4090_2G,
     "nemo2407-llama2-13b-full-h100-8g-tps": _MEGATRON_GEMM,
     "tt-h100-llama3.1-8b-fsdp-8g-tps": _TT_TPS,
     "tt-h100-llama3.1-8b-fsdp-compile-8g-tps": _TT_TPS,
@@ -101,17 +109,17 @@ KNOWN_MISSES: dict[str, str] = {
 
 
 def test_fixture_is_what_sources_md_describes() -> None:
-    """SOURCES.md and THROUGHPUT.md: 77 cases from ten repositories, unique ids, each pinned and quoted."""
-    assert len(CASES) == 77
-    assert len(BY_ID) == 77, "case ids must be unique"
-    assert len({source_of(c) for c in CASES}) == 10
+    """SOURCES.md and THROUGHPUT.md: 84 cases from twelve repositories, unique ids, each pinned and quoted."""
+    assert len(CASES) == 84
+    assert len(BY_ID) == 84, "case ids must be unique"
+    assert len({source_of(c) for c in CASES}) == 12
     for c in CASES:
         assert re.match(r"https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/", c["source_url"]), c["id"]
         assert c["source_quote"].strip(), c["id"]
-    # THROUGHPUT.md: "Methods: pretraining 46, LoRA 15, QLoRA 8, full fine-tuning 8" and the metric counts.
-    assert Counter(c["method"] for c in CASES) == {"pretraining (full)": 46, "LoRA": 15, "QLoRA": 8, "full": 8}
+    # THROUGHPUT.md: "Methods: pretraining 46, LoRA 16, QLoRA 12, full fine-tuning 10" and the metric counts.
+    assert Counter(c["method"] for c in CASES) == {"pretraining (full)": 46, "LoRA": 16, "QLoRA": 12, "full": 10}
     assert Counter(c["metric"] for c in CASES) == {
-        "tokens_per_s_per_gpu": 48, "peak_mem_gb_per_gpu": 11, "wall_time_s": 7, "peak_mem_gib_per_gpu": 5,
+        "tokens_per_s_per_gpu": 50, "peak_mem_gb_per_gpu": 11, "wall_time_s": 12, "peak_mem_gib_per_gpu": 5,
         "achieved_tflops_per_gpu": 5, "tokens_per_s_total": 1}
 
 
