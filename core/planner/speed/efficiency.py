@@ -40,7 +40,7 @@ class Constant:
 
 # Sustained GEMM rate in training ÷ the best-shape benchmark (MAMF, or the probe's matmul), per GPU family.
 GEMM_SUSTAINED_HOPPER = 0.72
-GEMM_SUSTAINED_AMPERE = 0.85
+GEMM_SUSTAINED_AMPERE = 0.83
 GEMM_SUSTAINED_ADA = 0.62
 # Not fitted: half A holds one run of the other families (a V100), and a factor from one Volta run says nothing
 # about Volta, Turing, AMD or Gaudi kernels in general. They keep the benchmark rate (the prior). Blackwell
@@ -50,7 +50,7 @@ GEMM_SUSTAINED_OTHER = 1.0
 # smallest dimension (tokens, d_in or d_out).
 GEMM_HALF_DIM = 150.0
 # Flash/SDPA attention in training ÷ the FlashAttention-2 paper's figures (kernels.ATTENTION_EFFICIENCY).
-ATTENTION_SCALE = 0.69
+ATTENTION_SCALE = 0.76
 # Host-side seconds per decoder layer per micro-batch (forward + backward) of a Hugging Face model: module
 # hooks, PEFT wrappers, FSDP's per-module pre/post hooks, the Python of every unfused op.
 HF_LAYER_OVERHEAD_S = 1e-4
