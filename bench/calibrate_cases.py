@@ -74,6 +74,8 @@ FRAMEWORK_BY_SOURCE: dict[str, Framework] = {
     # Answer.AI's train.py runs transformers models with PEFT-style adapters and bitsandbytes under its own
     # PyTorch FSDP loop: the Hugging Face stack without the Trainer; hf_trainer is the nearest profile.
     "AnswerDotAI/fsdp_qlora": Framework.hf_trainer,
+    # The Hugging Face blog's FSDP-vs-DeepSpeed runs go through Accelerate with a transformers model.
+    "huggingface/blog": Framework.hf_trainer,
 }
 
 # Where a case leaves activation checkpointing null, the framework's default, with where it is defined.

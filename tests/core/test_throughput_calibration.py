@@ -1,4 +1,4 @@
-"""The planner against 84 published training runs (tests/fixtures/planner/throughput_cases.json), split by source.
+"""The planner against 86 published training runs (tests/fixtures/planner/throughput_cases.json), split by source.
 
 Every expected figure is the published measurement quoted in the fixture (its source URL and row), compared
 in the source's own unit by bench/calibrate.py; none is computed by tuneplan. Half A ("fit") may tune one
@@ -112,17 +112,17 @@ KNOWN_MISSES: dict[str, str] = {
 
 
 def test_fixture_is_what_sources_md_describes() -> None:
-    """SOURCES.md and THROUGHPUT.md: 84 cases from twelve repositories, unique ids, each pinned and quoted."""
-    assert len(CASES) == 84
-    assert len(BY_ID) == 84, "case ids must be unique"
-    assert len({source_of(c) for c in CASES}) == 12
+    """SOURCES.md and THROUGHPUT.md: 86 cases from thirteen repositories, unique ids, each pinned and quoted."""
+    assert len(CASES) == 86
+    assert len(BY_ID) == 86, "case ids must be unique"
+    assert len({source_of(c) for c in CASES}) == 13
     for c in CASES:
         assert re.match(r"https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/", c["source_url"]), c["id"]
         assert c["source_quote"].strip(), c["id"]
-    # THROUGHPUT.md: "Methods: pretraining 46, LoRA 16, QLoRA 12, full fine-tuning 10" and the metric counts.
-    assert Counter(c["method"] for c in CASES) == {"pretraining (full)": 46, "LoRA": 16, "QLoRA": 12, "full": 10}
+    # THROUGHPUT.md: "Methods: pretraining 46, LoRA 16, QLoRA 12, full fine-tuning 12" and the metric counts.
+    assert Counter(c["method"] for c in CASES) == {"pretraining (full)": 46, "LoRA": 16, "QLoRA": 12, "full": 12}
     assert Counter(c["metric"] for c in CASES) == {
-        "tokens_per_s_per_gpu": 50, "peak_mem_gb_per_gpu": 11, "wall_time_s": 12, "peak_mem_gib_per_gpu": 5,
+        "tokens_per_s_per_gpu": 52, "peak_mem_gb_per_gpu": 11, "wall_time_s": 12, "peak_mem_gib_per_gpu": 5,
         "achieved_tflops_per_gpu": 5, "tokens_per_s_total": 1}
 
 
