@@ -39,7 +39,7 @@ class Constant:
 # ----------------------------------------------------------------------------- the fitted values
 
 # Sustained GEMM rate in training ÷ the best-shape benchmark (MAMF, or the probe's matmul), per GPU family.
-GEMM_SUSTAINED_HOPPER = 0.72
+GEMM_SUSTAINED_HOPPER = 0.71
 GEMM_SUSTAINED_AMPERE = 0.83
 GEMM_SUSTAINED_ADA = 0.62
 # Not fitted: half A holds one run of the other families (a V100), and a factor from one Volta run says nothing
@@ -50,7 +50,7 @@ GEMM_SUSTAINED_OTHER = 1.0
 # smallest dimension (tokens, d_in or d_out).
 GEMM_HALF_DIM = 150.0
 # Flash/SDPA attention in training ÷ the FlashAttention-2 paper's figures (kernels.ATTENTION_EFFICIENCY).
-ATTENTION_SCALE = 0.76
+ATTENTION_SCALE = 0.8
 # Host-side seconds per decoder layer per micro-batch (forward + backward) of a Hugging Face model: module
 # hooks, PEFT wrappers, FSDP's per-module pre/post hooks, the Python of every unfused op.
 HF_LAYER_OVERHEAD_S = 1e-4
@@ -92,7 +92,7 @@ def family(architecture: str) -> str:
     """The GPU family key of a catalog architecture name ('Hopper' → 'hopper').
 
     Blackwell takes Hopper's factor: half A has no Blackwell run, and leaving it at the benchmark rate while
-    Hopper runs at the fitted 0.72 would make a B200 look 1.4× faster against an H100 than anything measured
+    Hopper runs at the fitted 0.71 would make a B200 look 1.4× faster against an H100 than anything measured
     says. Hopper is the nearest generation, its MAMF row measured the same way, and it loses clocks to its power
     cap under sustained load as Blackwell does.
     """
