@@ -97,7 +97,7 @@ def config(p: LaunchPlan, repo: str) -> dict[str, Any]:
         # The plan's checkpoint interval and kept count, resuming from the newest checkpoint in output_dir
         # (AxolotlInputConfig save_steps, save_total_limit, auto_resume_from_checkpoints).
         "save_steps": p.save_steps,
-        "save_total_limit": p.result.request.assumptions.checkpoints_kept,
+        "save_total_limit": p.checkpoints_kept,
         "auto_resume_from_checkpoints": True,
     }
     if t.tensor_parallel > 1:

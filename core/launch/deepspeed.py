@@ -152,7 +152,7 @@ def files(p: LaunchPlan) -> dict[str, str]:
          "code's optimizer is used"),
         f"checkpoints: DeepSpeed's JSON has no save path or interval; the training code saves every "
         f"{p.save_steps} steps to {p.checkpoint_dir} (CHECKPOINT_DIR), keeps "
-        f"{p.result.request.assumptions.checkpoints_kept}, and resumes from the newest "
+        f"{p.checkpoints_kept}, and resumes from the newest "
         "(e.g. transformers save_steps, save_total_limit, resume_from_checkpoint).",
     ]
     head = p.header_lines()

@@ -144,6 +144,18 @@ class LaunchPlan:
         return max(1, min(self.result.compute.steps or 1, int(interval_s // step_s)))
 
     @property
+    def checkpoints_kept(self) -> int:
+        """The plan's number of hot checkpoints (``assumptions.checkpoints_kept``): the number every format keeps."""
+        return self.result.request.assumptions.checkpoints_kept
+
+    def checkpoint_env(self, directory: str | None = None) -> dict[str, str]:
+        """What a launched training script reads to checkpoint and resume as planned: the folder (`directory`, else
+        the plan's tier's), the interval in optimizer steps, the kept count, and RESUME=1 (start from the newest
+        checkpoint there when one exists). torchrun.sh and train.sbatch export these, SkyPilot sets them as envs."""
+        return {"CHECKPOINT_DIR": directory or self.checkpoint_dir, "SAVE_STEPS": str(self.save_steps),
+                "SAVE_TOTAL_LIMIT": str(self.checkpoints_kept), "RESUME": "1"}
+
+    @property
     def lora(self) -> bool:
         return self.training.method is not Method.full
 

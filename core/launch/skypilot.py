@@ -216,10 +216,7 @@ def config(p: LaunchPlan, catalog: Catalog | None = None) -> dict[str, Any]:
         "num_nodes": p.nodes,
         "resources": resources,
         "file_mounts": {MOUNT: bucket},
-        "envs": {"CHECKPOINT_DIR": MOUNT, "SAVE_STEPS": str(p.save_steps),
-                 "SAVE_TOTAL_LIMIT": str(p.result.request.assumptions.checkpoints_kept),
-                 "RESUME": "1",  # as torchrun.sh and train.sbatch: resume from the newest checkpoint when one is there
-                 "TRAIN_SCRIPT": "train.py"},
+        "envs": {**p.checkpoint_env(MOUNT), "TRAIN_SCRIPT": "train.py"},  # as torchrun.sh and train.sbatch export
         "workdir": ".",
         "run": run_script(p),
     }
@@ -244,6 +241,6 @@ def files(p: LaunchPlan) -> dict[str, str]:
                      f"network: SkyPilot 0.14.1 has no network_tier on {res.get('infra')}; the instance's own "
                      "interconnect is what the run gets")
     notes.append(f"the training script saves every SAVE_STEPS={p.save_steps} steps to CHECKPOINT_DIR, keeps "
-                 f"SAVE_TOTAL_LIMIT={p.result.request.assumptions.checkpoints_kept}, and resumes from the "
+                 f"SAVE_TOTAL_LIMIT={p.checkpoints_kept}, and resumes from the "
                  "newest checkpoint there" + (" after a preemption (managed-job recovery)" if p.spot else ""))
     return {FILE: emit.yaml_document(cfg, [*p.header_lines(), "", *notes])}

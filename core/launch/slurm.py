@@ -80,11 +80,14 @@ def signal_lead_s(p: LaunchPlan) -> int:
     return min(SIGNAL_MAX_S, save_grace_s(p) + STOP_S)
 
 
+def _margin_minutes(p: LaunchPlan) -> int:
+    return math.ceil(p.result.time.hours * 60 * TIME_MARGIN - 1e-9)
+
+
 def time_limit_minutes(p: LaunchPlan) -> int:
     """The plan's hours × `TIME_MARGIN` in whole minutes, and at least twice the signal's lead, so a short
     plan still runs as long before USR1 as it is given to stop."""
-    planned = math.ceil(p.result.time.hours * 60 * TIME_MARGIN - 1e-9)
-    return max(planned, 2 * math.ceil(signal_lead_s(p) / 60), 1)
+    return max(_margin_minutes(p), 2 * math.ceil(signal_lead_s(p) / 60), 1)
 
 
 def slurm_time(minutes: int) -> str:
@@ -100,6 +103,11 @@ def torchrun_args(p: LaunchPlan) -> list[str]:
             "--rdzv-backend=c10d", "--rdzv-endpoint=$MASTER_ADDR:$MASTER_PORT", "--rdzv-id=$SLURM_JOB_ID"]
 
 
+def cpus_per_task(p: LaunchPlan) -> int:
+    """The CPUs a node must have for the job (`CPUS_PER_GPU` per GPU); srun then gives the task all it holds."""
+    return CPUS_PER_GPU * p.gpus_per_node
+
+
 def whole_nodes(p: LaunchPlan) -> bool:
     """The plan fills its nodes, so it asks for them exclusively and with all their memory."""
     return p.nodes > 1 or p.gpus_per_node >= WHOLE_NODE_GPUS
@@ -111,7 +119,7 @@ def directives(p: LaunchPlan) -> list[str]:
         f"--nodes={p.nodes}",
         "--ntasks-per-node=1",
         f"--gpus-per-node={p.gpus_per_node}",
-        f"--cpus-per-task={CPUS_PER_GPU * p.gpus_per_node}",
+        f"--cpus-per-task={cpus_per_task(p)}",
         *(["--exclusive", "--mem=0"] if whole_nodes(p) else []),
         f"--time={slurm_time(time_limit_minutes(p))}",
         f"--signal=B:USR1@{signal_lead_s(p)}",
@@ -129,7 +137,8 @@ def notes(p: LaunchPlan) -> list[str]:
     out = [
         "Submit: sbatch train.sbatch [training script arguments]; TRAIN_SCRIPT defaults to train.py.",
         f"--time {slurm_time(minutes)}: the plan's {p.result.time.hours:.2f} h × {TIME_MARGIN} margin, "
-        "rounded up to whole minutes.",
+        + ("rounded up to whole minutes." if minutes == _margin_minutes(p) else
+           f"raised to twice the {lead} s the job is given to stop before its limit."),
     ]
     if minutes > 24 * 60:
         out += ["That is more than a day: partitions often cap a job's time (MaxTime: sinfo -o '%P %l'), and a "
@@ -165,8 +174,7 @@ def stop_lines(p: LaunchPlan) -> list[str]:
 
 
 def files(p: LaunchPlan) -> dict[str, str]:
-    cpus = CPUS_PER_GPU * p.gpus_per_node
-    srun = f'srun --kill-on-bad-exit=1 --cpus-per-task="${{SLURM_CPUS_ON_NODE:-{cpus}}}"'
+    srun = f'srun --kill-on-bad-exit=1 --cpus-per-task="${{SLURM_CPUS_ON_NODE:-{cpus_per_task(p)}}}"'
     lines = [
         "#!/bin/bash",
         *directives(p),

@@ -70,19 +70,15 @@ def export(name: str, value: str | int) -> str:
 
 def checkpoint_lines(p: LaunchPlan) -> list[str]:
     """The checkpoint settings the training script reads, named and commented."""
-    kept = p.result.request.assumptions.checkpoints_kept
     return [
         *emit.comment_lines([
             f"Checkpoints, for the training script to read: every {p.save_steps} optimizer steps "
             f"(~{p.result.checkpoint.interval_minutes:.0f} min, the interval the plan sets from the failure"
             + (" and preemption" if p.spot else "") + " rates),",
-            f"the newest {kept} kept, and RESUME=1: start from the newest checkpoint in CHECKPOINT_DIR when one is "
-            "there (Trainer: save_steps, save_total_limit, resume_from_checkpoint).",
+            f"the newest {p.checkpoints_kept} kept, and RESUME=1: start from the newest checkpoint in CHECKPOINT_DIR "
+            "when one is there (Trainer: save_steps, save_total_limit, resume_from_checkpoint).",
         ]),
-        export("CHECKPOINT_DIR", p.checkpoint_dir),
-        export("SAVE_STEPS", p.save_steps),
-        export("SAVE_TOTAL_LIMIT", kept),
-        export("RESUME", 1),
+        *(export(name, value) for name, value in p.checkpoint_env().items()),
     ]
 
 

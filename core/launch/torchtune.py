@@ -242,7 +242,7 @@ def checkpoint_lines(p: LaunchPlan) -> list[str]:
              f"in {out}); the planned interval ({p.save_steps} steps) is not a setting its recipes take"]
     if not p.spot:
         return lines
-    kept = p.result.request.assumptions.checkpoints_kept
+    kept = p.checkpoints_kept
     lines += [
         f"spot: a preemption loses the epoch in progress; restart with resume_from_checkpoint=True once "
         f"{out}/{RECIPE_STATE} exists (the run line above does), which {VERSION} refuses on a first run",
