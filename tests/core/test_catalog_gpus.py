@@ -141,10 +141,13 @@ def test_mamf_only_where_ml_engineering_measured_it(cat) -> None:
         assert cat.gpu(gid).matmul_efficiency_bf16 is None, gid
 
 
-def test_a10g_has_no_bf16_figure_and_says_why(cat) -> None:
+def test_a10g_bf16_is_derived_from_its_sms_and_clock_and_says_how(cat) -> None:
+    # 80 SMs × 512 dense FLOPs/clock/SM (GA102 with FP32 accumulate, as the RTX 3090's 71 TFLOPS) × 1.710 GHz
     g = cat.gpu("A10G")
-    assert not g.supports("amp_bf16")
-    assert "no citable" in g.notes["bf16_tflops"]
+    assert g.supports("amp_bf16") and g.supports("pure_bf16")
+    assert g.bf16_tflops == pytest.approx(80 * 512 * 1.710e9 / 1e12, rel=1e-3)
+    assert g.bf16_tflops < cat.gpu("A10").bf16_tflops  # NVIDIA's A10 sheet: 125 TFLOPS, the full GA102 rate
+    assert "derived" in g.notes["bf16_tflops"] and "80 x 512 x 1.710" in g.notes["bf16_tflops"]
     assert g.memory_bandwidth_gbs == 600  # Baseten's A10 vs A10G comparison: same 600 GB/s as the A10
 
 
@@ -197,8 +200,8 @@ def test_catalog_gpus_lists_every_card_with_its_figures_and_sources() -> None:
     # MI355X: 288 GB, 8000 GB/s, 2500 (amd.com)
     assert "288 GB" in rows["MI355X"] and "8000 GB/s" in rows["MI355X"] and "2500" in rows["MI355X"]
     assert rows["MI355X"].rstrip().endswith("amd.com")
-    # A10G: no bf16/fp16 figure is printed as a dash, not a number
-    assert "—" in rows["A10G"]
+    # T4: no bf16 figure (Turing has none) is printed as a dash, not a number
+    assert "—" in rows["T4"]
     for gid, *_ in VENDOR_FIGURES:
         assert gid in rows, gid
 
