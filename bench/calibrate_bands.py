@@ -2,13 +2,15 @@
 
     python -m bench.calibrate --write-bands
 
-Half A's throughput residuals ln(published ÷ planned tokens/s) are grouped by regime (framework × method ×
-scale, and the coarser regimes a plan falls back to); each regime with at least MIN_CASES runs gets the
-residuals' LOW_Q and HIGH_Q quantiles (a nominal 80% band), widened to contain 0 so that the band always holds
-the point estimate. Half B then measures what the band is worth: the share of its runs whose published figure
-falls inside the band their plan states. That measured share, not the nominal 80%, is the coverage written
-beside each regime (the regime's own half-B share when it has MIN_COVERAGE_CASES runs there, else the share
-over all of half B).
+Half A's throughput residuals ln(published ÷ planned tokens/s) are grouped by regime (framework × method × scale,
+and the coarser regimes a plan falls back to); each regime with at least MIN_CASES runs gets the residuals' LOW_Q
+and HIGH_Q quantiles (a nominal 80% band), each publication weighing the same (runs from one source share its
+software, hardware and way of measuring, so sixteen llm-foundry rows are closer to one witness than to sixteen:
+counting them each once made the band as narrow as that one source's spread), widened to contain 0 so that the band
+always holds the point estimate. Half B then measures what the band is worth: the share of its runs whose published
+figure falls inside the band their plan states. That measured share, not the nominal 80%, is the coverage written
+beside each regime (the regime's own half-B share when it has MIN_COVERAGE_CASES runs there, else the share over all
+of half B).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.calibrate_cases import Built
+from bench.calibrate_cases import Built, source_of
 from core.planner.speed import bands, efficiency
 
 LOW_Q, HIGH_Q = 0.10, 0.90
@@ -46,18 +48,31 @@ def keys_of(built: Built) -> list[str]:
     return bands.regime_keys(effective_training(req.training), req.hardware.gpus, req.hardware.nodes)
 
 
+def weighted_quantiles(values: Sequence[float], weights: Sequence[float], qs: Sequence[float]) -> list[float]:
+    """Quantiles of a weighted sample (the midpoints of each value's cumulative weight, interpolated)."""
+    order = np.argsort(values)
+    v, w = np.asarray(values, float)[order], np.asarray(weights, float)[order]
+    cum = (np.cumsum(w) - w / 2) / w.sum()
+    return [float(np.interp(q, cum, v)) for q in qs]
+
+
 def table(fit_rows: Sequence[tuple[Built, float]]) -> dict[str, Any]:
-    """Regime → quantiles of half A's residuals; regimes with fewer than MIN_CASES runs are left out."""
-    grouped: dict[str, list[float]] = {}
+    """Regime → source-weighted quantiles of half A's residuals; regimes with fewer than MIN_CASES runs are left
+    out."""
+    per_source: dict[str, int] = {}
+    for built, _ in fit_rows:
+        per_source[source_of(built.case)] = per_source.get(source_of(built.case), 0) + 1
+    grouped: dict[str, list[tuple[float, float]]] = {}
     for built, r in fit_rows:
         for key in keys_of(built):
-            grouped.setdefault(key, []).append(r)
+            grouped.setdefault(key, []).append((r, 1.0 / per_source[source_of(built.case)]))
     regimes = {}
-    for key, rs in sorted(grouped.items()):
-        if len(rs) < MIN_CASES and key != bands.ALL:
+    for key, rows in sorted(grouped.items()):
+        if len(rows) < MIN_CASES and key != bands.ALL:
             continue
-        lo, hi = (float(q) for q in np.quantile(rs, [LOW_Q, HIGH_Q]))
-        regimes[key] = {"log_low": round(min(lo, 0.0), 4), "log_high": round(max(hi, 0.0), 4), "cases": len(rs),
+        lo, hi = weighted_quantiles([r for r, _ in rows], [w for _, w in rows], [LOW_Q, HIGH_Q])
+        regimes[key] = {"log_low": round(min(lo, 0.0), 4), "log_high": round(max(hi, 0.0), 4), "cases": len(rows),
+                        "sources": len({source_of(b.case) for b, _ in fit_rows if key in keys_of(b)}),
                         "coverage": None}
     return {"regimes": regimes}
 
