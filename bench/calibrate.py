@@ -48,16 +48,11 @@ MEMORY_TOLERANCE, MEMORY_GOAL = 0.10, 0.90
 THROUGHPUT_TOLERANCE, THROUGHPUT_GOAL = 0.20, 0.80
 
 FIT, REPORT = "fit", "report"
-# litgpt's published QLoRA peaks were measured with the bitsandbytes of litgpt#1112, which kept every quantized
-# linear's input for backward; re-run on an H200 with today's bitsandbytes they do not reproduce (docs/formulas.md,
-# "litgpt measured peaks"), while the LoRA and full rows of the same tables do within 1%. The engine models
-# today's bitsandbytes: these rows stay in the tables and the counts, and the summary also gives the count
-# without them.
-SUPERSEDED_BNB_ROWS = frozenset({
-    "litgpt-a100-40g-llama2-7b-qlora-nf4-mem",
-    "litgpt-a100-40g-llama2-13b-qlora-nf4-mem",
-    "litgpt-a10g-llama3-8b-qlora-mem",
-})
+# litgpt's QLoRA peaks, measured with litgpt#1112's bitsandbytes (it kept each 4-bit linear's input), do not
+# reproduce on an H200 with today's, while the LoRA and full rows do (docs/formulas.md, "litgpt measured peaks").
+# They stay in the tables and counts; the summary also counts without them.
+SUPERSEDED_BNB_ROWS = frozenset({"litgpt-a100-40g-llama2-7b-qlora-nf4-mem", "litgpt-a100-40g-llama2-13b-qlora-nf4-mem",
+                                 "litgpt-a10g-llama3-8b-qlora-mem"})
 # The split, by source. All cases of one repository stay in one half, so a constant fitted on half A has never
 # seen the software stack, cluster or measurement habits behind any half-B figure. The three Megatron-Core
 # sources (NeMo 24.07, Megatron-Bridge, Megatron-LM) share one stack and are kept together in B for the same
