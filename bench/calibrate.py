@@ -507,15 +507,15 @@ def doc_section(rows: Sequence[Row], today: dt.date) -> str:
     ]) + "\n"
 
 
-def bands_content(rows: Sequence[Row], today: dt.date) -> dict[str, Any]:
-    """bands.json from the rows: half A's residuals set the widths, half B's measure the coverage."""
+def bands_content(rows: Sequence[Row], today: dt.date, folds: dict[str, dict[str, float]],
+                  catalog: Catalog | None = None) -> dict[str, Any]:
+    """bands.json: half A's held-out residuals (each source planned with the constants fitted without it,
+    `folds`) set the widths, half B's residuals under the shipped constants measure the coverage."""
     built = {b.id: b for b in (build(c) for c in load_cases())}
-
-    def pairs(half: str) -> list[tuple[Built, float]]:
-        return [(built[r.id], calibrate_bands.residual(r.metric, r.published, r.planned)) for r in rows
-                if r.half == half and r.kind == "throughput" and r.planned is not None]
-
-    return calibrate_bands.build_bands(pairs(FIT), pairs(REPORT), today)
+    report = [(built[r.id], calibrate_bands.residual(r.metric, r.published, r.planned)) for r in rows
+              if r.half == REPORT and r.kind == "throughput" and r.planned is not None]
+    held_out = calibrate_fit.held_out_residuals(fit_cases(), catalog or load_catalog(), folds)
+    return calibrate_bands.build_bands(held_out, report, today, folds)
 
 
 def write_docs(path: Path, section: str) -> None:
@@ -584,7 +584,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(text_report(rows))
     if args.write_bands:
-        calibrate_bands.write(bands_content(rows, dt.date.today()))
+        folds = calibrate_fit.held_out_folds(fit_cases(), catalog)
+        calibrate_bands.write(bands_content(rows, dt.date.today(), folds, catalog))
         bands.shipped_table.cache_clear()
         print(f"wrote {calibrate_bands.BANDS_PATH}", file=sys.stderr)
     if args.write_docs:

@@ -2,9 +2,10 @@
 
     python -m bench.calibrate --write-bands
 
-Half A's throughput residuals ln(published ÷ planned tokens/s) are grouped by regime (framework × method × scale,
-and the coarser regimes a plan falls back to); each regime with at least MIN_CASES runs gets the residuals' LOW_Q
-and HIGH_Q quantiles (a nominal 80% band), each publication weighing the same (runs from one source share its
+Half A's held-out throughput residuals ln(published ÷ planned tokens/s), each source planned with the constants
+fitted on the other half-A sources (calibrate_fit.held_out_folds), are grouped by regime (framework × method ×
+scale, and the coarser regimes a plan falls back to); each regime with at least MIN_CASES runs gets the residuals'
+LOW_Q and HIGH_Q quantiles (a nominal 80% band), each publication weighing the same (runs from one source share its
 software, hardware and way of measuring, so sixteen llm-foundry rows are closer to one witness than to sixteen:
 counting them each once made the band as narrow as that one source's spread), widened to contain 0 so that the band
 always holds the point estimate. Half B then measures what the band is worth: the share of its runs whose published
@@ -93,7 +94,7 @@ def _with_coverage(tab: dict[str, Any], value: float) -> dict[str, Any]:
 
 
 def build_bands(fit_rows: Sequence[tuple[Built, float]], report_rows: Sequence[tuple[Built, float]],
-                today: dt.date) -> dict[str, Any]:
+                today: dt.date, folds: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The bands.json content: regimes with their half-B coverage, and where every number comes from."""
     tab = table(fit_rows)
     overall, inside = coverage(tab, report_rows)
@@ -107,14 +108,16 @@ def build_bands(fit_rows: Sequence[tuple[Built, float]], report_rows: Sequence[t
             "date": today.isoformat(),
             "cases": "tests/fixtures/planner/throughput_cases.json; half A (fit) sets the widths, half B (report) "
                      "measures the coverage (bench/calibrate.py: HALVES)",
-            "residual": "ln(published ÷ planned tokens/s) with the shipped constants of "
-                        "core/planner/speed/efficiency.py",
+            "residual": "ln(published ÷ planned tokens/s); half A's held out: each source planned with the "
+                        "constants fitted on the other half-A sources (folds), half B's with the shipped constants "
+                        "of core/planner/speed/efficiency.py",
             "quantiles": [LOW_Q, HIGH_Q],
             "nominal_coverage": round(NOMINAL, 2),
             "min_cases_per_regime": MIN_CASES,
             "coverage_half_b": round(overall, 3),
             "half_b_cases": len(report_rows),
             "efficiency": {c.name: v for c, v in efficiency.constants()},
+            "folds": folds,
         },
         **tab,
     }
@@ -130,7 +133,9 @@ def bands_markdown(table: dict[str, Any] | None) -> str:
     if table is None:
         return "No bands written yet (`python -m bench.calibrate --write-bands`)."
     prov = table["provenance"]
-    out = [f"Band per regime from half A's residuals ln(published ÷ planned tokens/s), quantiles "
+    out = [f"Band per regime from half A's held-out residuals ln(published ÷ planned tokens/s) (each half-A "
+           f"source planned with the constants fitted on the other sources, as a user's run is planned with "
+           f"constants that never saw it), each source weighing the same, quantiles "
            f"{prov['quantiles'][0]:g}–{prov['quantiles'][1]:g} (nominal {prov['nominal_coverage']:.0%}), widened to "
            f"contain the point estimate; at least {prov['min_cases_per_regime']} half-A runs per regime, else the "
            f"plan falls back to a coarser regime. **Coverage measured on half B: {prov['coverage_half_b']:.0%} of "
