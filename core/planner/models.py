@@ -36,7 +36,7 @@ def _count(value: Any) -> Any:
     return parse_count(value) if isinstance(value, str) else value
 
 
-TokenCount = Annotated[float, BeforeValidator(_count)]
+TokenCount = Annotated[float, BeforeValidator(_count, json_schema_input_type=float | str)]
 TEN_YEARS_HOURS = 10 * HOURS_PER_YEAR
 
 
@@ -379,6 +379,7 @@ class Assumptions(_Strict):
 
 
 class PlanRequest(_Strict):
+    schema_: str | None = Field(None, alias="$schema", exclude=True, description="the JSON Schema, for editors")
     model: ModelSpec
     data: DataSpec
     training: TrainingSpec = Field(default_factory=TrainingSpec)

@@ -372,7 +372,7 @@ def test_import_names_a_file_of_no_known_format(tmp_path: Path) -> None:
 
 def _cli(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "HOME": str(tmp_path), **env}
+            "XDG_DATA_HOME": str(tmp_path / "data"), "HOME": str(tmp_path), **env}
     return subprocess.run([sys.executable, "-m", "core.cli.main", *args], capture_output=True, text=True,
                           env=full, cwd=ROOT, timeout=120)
 
@@ -386,7 +386,7 @@ def test_cli_refresh_end_to_end(server: CatalogServer, tmp_path: Path) -> None:
     # aws: 12 prices (6 instances x on demand and spot) from 54 rows; lambda: 5 from 19 (the 2 of V100 and A100,
     # and gpu_1x/2x/4x_a6000 at $0.80 per GPU: 0.8/1, 1.6/2, 3.2/4)
     assert "skypilot: 17 prices kept from 73 rows" in done.stdout
-    written = tmp_path / "config" / "tuneplan" / "refreshed_prices.json"
+    written = tmp_path / "data" / "tuneplan" / "refreshed_prices.json"  # downloaded data, not settings
     assert str(written) in done.stdout
     before = written.read_bytes()
     listed = json.loads(_cli(["catalog", "prices", "--json"], tmp_path).stdout)
@@ -397,6 +397,26 @@ def test_cli_refresh_end_to_end(server: CatalogServer, tmp_path: Path) -> None:
     assert cut.stderr.startswith("tuneplan: download of ") and "was cut off" in cut.stderr
     assert len(cut.stderr.strip().splitlines()) == 1 and "Traceback" not in cut.stderr
     assert written.read_bytes() == before
+
+
+def test_refreshed_prices_of_earlier_releases_in_the_config_folder_are_read_and_kept(tmp_path: Path) -> None:
+    """Earlier releases wrote refreshed_prices.json to the config folder: it is read until a refresh or import
+    writes the data folder's, and that write keeps its rows of the providers not read again."""
+    earlier = tmp_path / "config" / "tuneplan"
+    earlier.mkdir(parents=True)
+    done = _cli(["catalog", "import", str(FIXTURES / "gpuhunt" / "runpod.csv")], tmp_path,
+                XDG_DATA_HOME=str(earlier.parent))  # the data folder is the config folder: as earlier releases
+    assert done.returncode == 0, done.stderr
+    runpod = [p for p in json.loads(_cli(["catalog", "prices", "--json"], tmp_path).stdout)
+              if p.get("origin") == "import"]
+    assert len(runpod) == 3  # read from the config folder while the data folder has none
+    new = tmp_path / "data" / "tuneplan" / "refreshed_prices.json"
+    assert not new.exists()
+    done = _cli(["catalog", "import", str(FIXTURES / "skypilot" / "aws" / "vms.csv"), "--provider", "aws"],
+                tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(new.read_text(encoding="utf-8"))["rows"]
+    assert {r["provider"] for r in rows} == {"runpod", "aws"}
 
 
 def test_cli_import_and_its_errors(tmp_path: Path) -> None:
