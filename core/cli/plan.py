@@ -101,11 +101,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def price_offer(c: Any) -> str:
-    """' p5.48xlarge (on_demand)': the instance the price is for and what kind of price it is; '' with none."""
+    """' p5.48xlarge in us-east-1 (on_demand)': the instance and region the price is for and what kind of price
+    it is; '' with none."""
+    from core.planner.money.plan_cost import offer_place
+
     if not c.instance:
         return ""
     low = ", low confidence" if c.confidence == "low" else ""
-    return f" {c.instance} ({c.pricing_model}{low})"
+    return f" {offer_place(c)} ({c.pricing_model}{low})"
 
 
 def time_lines(r: Any) -> list[str]:

@@ -454,8 +454,7 @@ class ComputeResult(BaseModel):
     steps: int
     tokens_per_step: int
     step_breakdown_s: StepBreakdown = Field(default_factory=StepBreakdown)
-    tokens_per_second_range: Band | None = Field(
-        None, description="likely tokens/s (low-high), from calibration residuals")
+    tokens_per_second_range: Band | None = Field(None, description="likely tokens/s (low-high), from calibration")
 
 
 class TimeResult(BaseModel):
@@ -526,6 +525,7 @@ class CostResult(BaseModel):
     price_date: str | None
     price_source: str | None
     instance: str | None = Field(None, description="the instance type the chosen mode's price is for")
+    region: str | None = Field(None, description="the region that price is for ('any': the same in every region)")
     pricing_model: str | None = Field(None, description="on_demand, spot, reserved, marketplace or auction")
     confidence: str | None = Field(None, description="the price record's confidence: normal or low")
     billed_gpus_per_node: int | None = Field(
