@@ -95,7 +95,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
                 str(p.gpus_per_instance),
                 p.pricing_model.value + (f" ({p.term})" if p.term else ""),
                 fmt_usd(p.usd_per_gpu_hour),
-                p.date or "undated",
+                p.seen,
             )
             for p in cat.prices
         ]

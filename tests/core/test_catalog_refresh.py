@@ -336,6 +336,31 @@ def test_a_bad_row_in_the_refreshed_file_names_the_row(tmp_path: Path) -> None:
         refreshed_prices(tmp_path)
 
 
+def test_runpod_l40s_on_demand_and_spot_come_in_beside_the_shipped_providers(tmp_path: Path) -> None:
+    """SkyPilot's RunPod catalog prices the L40S on demand and interruptible (SpotPrice): an import brings both,
+    and a spot L40S plan can then be priced at RunPod. Rows: tests/fixtures/catalog/README.md."""
+    from core.planner.models import PlanRequest
+    from core.planner.plan import plan
+
+    shipped = {(p.provider, p.pricing_model) for p in shipped_catalog().prices if p.gpu == "L40S"}
+    assert ("runpod", "on_demand") not in shipped and ("runpod", "spot") not in shipped
+    report = import_file(FIXTURES / "skypilot" / "runpod_l40s.csv", provider="runpod", user_dir=tmp_path, today=TODAY)
+    assert report.sources[0].rows_kept == 4  # 4x and 5x, on demand and spot each
+    got = {(p.instance, str(p.pricing_model)): p for p in load_catalog(tmp_path).prices
+           if p.gpu == "L40S" and p.provider == "runpod" and p.origin == "import"}
+    # 4x_L40S_SECURE: Price 3.44 / 4 = 0.86, SpotPrice 1.04 / 4 = 0.26 per GPU-hour
+    assert got["4x_L40S_SECURE", "on_demand"].usd_per_gpu_hour == pytest.approx(0.86)
+    assert got["4x_L40S_SECURE", "spot"].usd_per_gpu_hour == pytest.approx(0.26)
+    on_demand = {p.provider for p in load_catalog(tmp_path).prices if p.gpu == "L40S" and
+                 p.pricing_model == "on_demand"}
+    assert on_demand == {"aws", "coreweave", "nebius", "runpod"}
+    request = PlanRequest.model_validate({
+        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "50M"}, "training": {"method": "qlora"},
+        "hardware": {"gpu": "L40S", "gpus_per_node": 4}, "pricing": {"provider": "runpod", "mode": "spot"}})
+    cost = plan(request, catalog=load_catalog(tmp_path)).cost
+    assert (cost.instance, cost.region, cost.pricing_model) == ("4x_L40S_SECURE", "US", "spot")
+
+
 def test_import_by_hand_from_a_skypilot_file_and_a_gpuhunt_zip(tmp_path: Path, server: CatalogServer) -> None:
     folder = tmp_path / "config"
     report = import_file(FIXTURES / "skypilot" / "runpod" / "vms.csv", user_dir=folder, today=TODAY)

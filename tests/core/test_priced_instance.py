@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +57,22 @@ def test_every_priced_plan_names_an_instance_and_region_the_catalog_prices(gpu: 
     assert cost.instance and cost.region
     # a reserved price derived from an on-demand row keeps that row's instance and region
     assert (cost.provider, cost.instance, cost.region) in OFFERS
+
+
+def test_every_shipped_row_is_dated_by_its_source_or_by_when_it_was_read() -> None:
+    """resources/catalog/SOURCES.md: the sheets 'were converted on **2026-11-29** ... compiled from public sources
+    on that date'. A row whose source gives no date shows that reading date; its own date is not invented."""
+    from core.catalog import shipped_catalog
+
+    sources = (ROOT / "resources/catalog/SOURCES.md").read_text(encoding="utf-8")
+    read = re.search(r"converted on \*\*(\d{4}-\d{2}-\d{2})\*\*", sources)
+    assert read is not None and read.group(1) == SHEET["retrieved"]
+    prices = list(shipped_catalog().prices)
+    assert all(p.fetched == read.group(1) for p in prices)
+    undated = [p for p in prices if p.date is None]
+    assert undated and all(p.seen == f"undated, read {read.group(1)}" for p in undated)
+    listed = subprocess.run([sys.executable, "-m", "core.cli", "catalog", "prices"], capture_output=True, text=True,
+                            cwd=ROOT, timeout=120, env={**os.environ, "XDG_CONFIG_HOME": "/nonexistent",
+                                                        "XDG_DATA_HOME": "/nonexistent"}).stdout
+    seen = [line.rsplit("  ", 1)[-1].strip() for line in listed.splitlines()[2:]]
+    assert len(seen) == len(prices) and "undated" not in seen
