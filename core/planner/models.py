@@ -379,7 +379,7 @@ class Assumptions(_Strict):
 
 
 class PlanRequest(_Strict):
-    schema_: str | None = Field(None, alias="$schema", exclude=True, description="the JSON Schema, for editors")
+    schema_: str | None = Field(None, alias="$schema", exclude=True, title="JSON Schema", description="for editors")
     model: ModelSpec
     data: DataSpec
     training: TrainingSpec = Field(default_factory=TrainingSpec)
