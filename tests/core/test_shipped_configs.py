@@ -105,3 +105,19 @@ def test_embed_tokens_is_a_lora_target() -> None:
     assert with_embed - without == rank * (151_936 + 2048)
     result = _plan("qwen3-30b-a3b", method="qlora", lora_targets=["q_proj", "v_proj", "embed_tokens"])
     assert result.compute.params_trainable == with_embed
+
+
+@settings(max_examples=60, deadline=None)
+@given(vision=st.dictionaries(st.sampled_from(["model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
+                                               "patch_size", "image_size", "vision_use_head"]),
+                              st.one_of(st.integers(-5, 5000), st.text(max_size=5), st.none(), st.booleans(),
+                                        st.floats(allow_nan=True), st.just("siglip_vision_model"))),
+       quant=st.one_of(st.none(), st.text(max_size=5), st.dictionaries(st.sampled_from(["quant_method",
+                                                                                         "modules_to_not_convert"]),
+                                                                         st.one_of(st.text(max_size=8), st.none(),
+                                                                                   st.lists(st.text(max_size=4))))))
+def test_any_vision_config_or_quantization_config_is_a_note_never_a_crash(vision: dict, quant: object) -> None:
+    cfg = {**_config("gemma-3-4b-it"), "vision_config": vision, "quantization_config": quant}
+    arch = Architecture.from_hf_config(cfg)
+    assert arch.vocab == 262_208
+    assert all(isinstance(n, str) and n for n in arch.notes)

@@ -87,11 +87,20 @@ def siglip_params(vision: dict[str, Any]) -> int:
     return embeddings + layers * layer + 2 * h + head
 
 
+def _sized(vision: dict[str, Any]) -> bool:
+    """True when every size a SigLIP tower is counted from is a positive integer (after the defaults)."""
+    v = {**SIGLIP_DEFAULTS, **vision}
+    return all(isinstance(v[k], int) and not isinstance(v[k], bool) and v[k] > 0 for k in _SIGLIP_SIZES)
+
+
+_SIGLIP_SIZES = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_channels", "image_size", "patch_size")
+
+
 def _vision(vision: Any, notes: list[str]) -> int | None:
     if not isinstance(vision, dict):
         return None
     kind = str(vision.get("model_type") or "vision")
-    if kind not in SIGLIP_TYPES:
+    if kind not in SIGLIP_TYPES or not _sized(vision):
         notes.append(f"the vision tower (vision_config, {kind}) is left out: the plan is of the text model, which a "
                      "text-only fine-tune trains; loaded frozen beside it, the tower adds its weights to each GPU")
         return None
