@@ -163,6 +163,7 @@ def plan_cost(request: PlanRequest, catalog: Catalog, gpu: GPU, hw: HardwareSpec
         price_date=ref.date if ref else None,
         price_source=ref.source if ref else None,
         instance=ref.instance if ref else None,
+        region=ref.region if ref else None,
         pricing_model=ref.pricing_model.value if ref else None,
         confidence=ref.confidence if ref else None,
         billed_gpus_per_node=money.billed_per_node,
@@ -179,3 +180,13 @@ def plan_cost(request: PlanRequest, catalog: Catalog, gpu: GPU, hw: HardwareSpec
         buy_vs_rent=cost.buy_vs_rent(a.buy, capex, rent) if (capex or a.buy.capex_usd_per_gpu) else None,
     )
     return result, warnings, assumptions
+
+
+def offer_place(c: CostResult) -> str:
+    """'p5.48xlarge in us-east-1': the instance and region the chosen price is for, as every view names them
+    (the question a priced plan must answer: which box, where); 'any region' where the offer costs the same
+    everywhere; '' without a priced instance."""
+    if not c.instance:
+        return ""
+    region = c.region or "any"
+    return f"{c.instance} in {'any region' if region == 'any' else region}"
