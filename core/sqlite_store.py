@@ -174,6 +174,25 @@ def open_or_recover(open_db: Callable[[], Db], path: Path | None, what: str, err
     return db, f"The {what} {path} was damaged ({damage}); it was moved to {moved} and a new, empty {noun} was started."
 
 
+def open_immutable(path: Path) -> sqlite3.Connection:
+    """Read a store file in place where nothing can be written (a read-only mount): ``immutable=1`` makes SQLite
+    read it as it is, without the -shm/-wal files a WAL database otherwise creates even to be read
+    (https://www.sqlite.org/uri.html). Only for a file nobody can be writing."""
+    if not path.is_file():
+        raise sqlite3.OperationalError(f"unable to open database file: {path} does not exist")
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False,
+                           isolation_level=None)
+
+
+def open_only(open_db: Callable[[], Db], path: Path | None, what: str, error: type[StoreFault],
+              now: dt.datetime | None = None) -> tuple[Db, str | None]:
+    """`open_or_recover` for a reader: a fault is one sentence, and nothing is moved aside or created."""
+    try:
+        return open_db(), None
+    except (sqlite3.Error, OSError) as exc:
+        raise fault(exc, what, path, "read", error) from None
+
+
 def moved_aside(path: Path) -> list[Path]:
     """Damaged copies of ``path`` moved aside earlier, oldest first (for telling a user where a run went)."""
     if not path.parent.is_dir():

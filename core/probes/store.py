@@ -43,11 +43,14 @@ from core.probes.transport.base import CommandResult
 from core.sqlite_schema import migrate, transaction
 from core.sqlite_store import (
     CORRUPT,
+    READ_ONLY,
     StoreFault,
     check_integrity,
     fault_kind,
     fault_sentence,
     move_aside,
+    open_immutable,
+    open_only,
     open_or_recover,
     secure_file,
     secure_folder,
@@ -274,18 +277,22 @@ def _loads(text: str | None, default: Any) -> Any:
 class ProbeStore:
     """Open (creating or migrating) the probe history at ``path`` (default: `default_probe_db_path`).
 
-    ``path=":memory:"`` keeps everything in memory (tests, throwaway runs).
+    ``path=":memory:"`` keeps everything in memory (tests, throwaway runs). ``read_only``: a file in a read-only
+    folder, read in place (`open_immutable`); nothing is created, tightened, migrated, moved aside or written.
     """
 
-    def __init__(self, path: Path | str | None = None, *, busy_timeout: float = 10.0) -> None:
+    def __init__(self, path: Path | str | None = None, *, busy_timeout: float = 10.0,
+                 read_only: bool = False) -> None:
         self.path: Path | None = None if path == ":memory:" else (
             Path(path) if path is not None else default_probe_db_path())
         self._busy_timeout = busy_timeout
+        self._read_only = read_only
         self._lock = threading.RLock()
         self.notice: str | None = None  # the damaged file moved aside at open, and where
         self.fault: str | None = None  # why this session's runs are kept in memory only, when they are
         self._started: dict[int, list[Any]] = {}  # this session's runs: what start_run wrote, to rebuild the row
-        self.db, self.notice = open_or_recover(self._open, self.path, "probe history", ProbeStoreError)
+        opener = open_only if read_only else open_or_recover
+        self.db, self.notice = opener(self._open, self.path, "probe history", ProbeStoreError)
 
     @classmethod
     def open_or_memory(cls, path: Path | str | None = None) -> ProbeStore:
@@ -299,6 +306,15 @@ class ProbeStore:
             return store
 
     def _open(self) -> sqlite_utils.Database:
+        if self._read_only and self.path is not None:
+            db = sqlite_utils.Database(open_immutable(self.path))
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if version == SCHEMA_VERSION:
+                return db
+            db.conn.close()
+            raise ProbeStoreError(f"the probe history {self.path} is read-only and has schema {version}; this "
+                                  f"tuneplan reads schema {SCHEMA_VERSION}: open it once where it can be written",
+                                  READ_ONLY)
         if self.path is not None:
             secure_folder(self.path.parent, tighten=self.path.parent == data_dir())
             secure_file(self.path)
@@ -325,7 +341,7 @@ class ProbeStore:
     def _fall_back(self, exc: BaseException) -> bool:
         """The file failed mid-session: carry this session's runs over to memory (what can still be read), move a
         damaged file aside, set ``fault``; False when there is nothing to fall back from (already in memory)."""
-        if self.path is None or not can_rescue(exc):
+        if self.path is None or self._read_only or not can_rescue(exc):
             return False
         with self._lock:
             path, old = self.path, self.db

@@ -416,3 +416,27 @@ def test_probe_with_a_damaged_history_says_where_it_went(tmp_path, capsys):
     assert len(moved) == 1 and f"moved to {moved[0]}" in err
     assert json.loads(out)["evidence"]["inventory"]["hostname"] == socket.gethostname()
     assert len(ProbeStore(db).runs()) == 1  # the new history holds this run, and only this one
+
+
+@needs_mount
+def test_probe_report_reads_a_read_only_history_and_writes_its_pdf_0600(tmp_path):
+    from core.probes.evidence import ProbeEvidence, StorageResult
+
+    source = tmp_path / "data"
+    store = ProbeStore(source / "probes.db")
+    run_id = store.start_run("root@10.0.0.5:22", "storage", ["storage"])
+    store.finish_run(run_id, "completed", evidence=ProbeEvidence(storage=[
+        StorageResult(path="/data", role="data", tool="fio", seq_read_bytes_per_s=2e9)]))
+    store.close()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    env.update(PYTHONPATH=str(ROOT), HOME=str(tmp_path / "home"), XDG_DATA_HOME=str(tmp_path / "home" / "data"))
+    pdf = tmp_path / "report.pdf"
+    with read_only_view(source, tmp_path / "ro") as ro:
+        before = names(ro)
+        done = subprocess.run([sys.executable, "-m", "gui.launch", "probe-report", str(run_id), "--db",
+                               str(ro / "probes.db"), "-o", str(pdf)], capture_output=True, text=True, env=env,
+                              timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        assert names(ro) == before  # reading made no side file
+    assert pdf.read_bytes().startswith(b"%PDF")
+    assert stat.S_IMODE(pdf.stat().st_mode) == 0o600  # it names the host, as the 0600 history does
