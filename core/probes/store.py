@@ -15,7 +15,7 @@ Why it is built this way:
 - a damaged file (found by PRAGMA quick_check on open) is moved aside and a new one started (``notice`` says
   where); a full disk, a read-only folder or a lock is a ProbeStoreError sentence and renames nothing
   (core.sqlite_store); a file that fails mid-run hands the run to memory (core.probes.store_rescue) and
-  ``fault`` says the history could not be kept.
+  ``fault`` says the history could not be kept (a full disk: the runs end there as interrupted, saying why).
 """
 
 from __future__ import annotations
@@ -38,16 +38,17 @@ from core.paths import data_dir
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.host_groups import v3_host_groups
 from core.probes.samples import GpuMetric
-from core.probes.store_rescue import can_rescue, kept, to_memory
+from core.probes.store_rescue import can_rescue, end_in_file, kept, to_memory
 from core.probes.transport.base import CommandResult
 from core.sqlite_schema import migrate, transaction
 from core.sqlite_store import (
     CORRUPT,
-    READ_ONLY,
+    FULL,
     StoreFault,
     check_integrity,
     fault_kind,
     fault_sentence,
+    keep_reserve,
     move_aside,
     open_immutable,
     open_only,
@@ -307,17 +308,11 @@ class ProbeStore:
 
     def _open(self) -> sqlite_utils.Database:
         if self._read_only and self.path is not None:
-            db = sqlite_utils.Database(open_immutable(self.path))
-            version = int(db.execute("PRAGMA user_version").fetchone()[0])
-            if version == SCHEMA_VERSION:
-                return db
-            db.conn.close()
-            raise ProbeStoreError(f"the probe history {self.path} is read-only and has schema {version}; this "
-                                  f"tuneplan reads schema {SCHEMA_VERSION}: open it once where it can be written",
-                                  READ_ONLY)
+            return sqlite_utils.Database(open_immutable(self.path, SCHEMA_VERSION, "probe history", ProbeStoreError))
         if self.path is not None:
             secure_folder(self.path.parent, tighten=self.path.parent == data_dir())
             secure_file(self.path)
+            keep_reserve(self.path)
         where = ":memory:" if self.path is None else str(self.path)
         conn = sqlite3.connect(where, timeout=self._busy_timeout, check_same_thread=False, isolation_level=None)
         db = sqlite_utils.Database(conn)
@@ -347,6 +342,8 @@ class ProbeStore:
             path, old = self.path, self.db
             kind = fault_kind(exc, path)
             memory, unread = to_memory(old.conn, MIGRATIONS, self._started)
+            if kind == FULL:
+                end_in_file(path, self._started)
             moved = ""
             if kind == CORRUPT:
                 try:

@@ -440,3 +440,31 @@ def test_probe_report_reads_a_read_only_history_and_writes_its_pdf_0600(tmp_path
         assert names(ro) == before  # reading made no side file
     assert pdf.read_bytes().startswith(b"%PDF")
     assert stat.S_IMODE(pdf.stat().st_mode) == 0o600  # it names the host, as the 0600 history does
+
+
+@needs_mount
+def test_a_disk_that_fills_mid_run_ends_the_run_in_the_file_saying_so_not_as_a_killed_client(tmp_path):
+    from core.probes.leases import Lease, mark_stale_runs, take_lease
+
+    with tmpfs(tmp_path / "mnt") as mnt:
+        store = ProbeStore(mnt / "probes.db")
+        run_id = store.start_run("box", "quick", ["burn"])
+        gone = subprocess.Popen(["true"])  # a client that has exited since: its lease is a dead one
+        gone.wait()
+        take_lease(store, run_id, Lease(pid=gone.pid, host=socket.gethostname(), start=None))
+        store.add_event(run_id, 1.0, "log", "info", "before the disk filled")
+        fill(mnt)
+        store.add_event(run_id, 2.0, "log", "info", "y" * (1 << 20))  # cannot fit: the run moves to memory
+        store.finish_run(run_id, "completed")
+        assert store.load_run(run_id).summary.status == "completed"  # the run itself went on, in memory
+        store.close()
+        again = ProbeStore(mnt / "probes.db")  # the next start, on the disk still full
+        try:
+            assert mark_stale_runs(again) == []  # not taken for a run whose tuneplan was killed
+            kept = again.load_run(run_id)
+        finally:
+            again.close()
+        assert kept.summary.status == "interrupted"
+        assert [e.message for e in kept.events] == [
+            "before the disk filled", "the disk of the probe history filled up: the rest of this run was kept in "
+            "memory only, so the history ends it here"]
