@@ -4,8 +4,11 @@ Why the remote wrapper: closing an SSH channel does not stop a command started w
 command is started in its own process group, whose id is printed on stdout before the command runs; cancel and
 timeout then kill that group (TERM, then KILL) over a second channel. When a timeout is given, coreutils
 ``timeout`` also bounds the command on the remote side, so a dropped connection cannot leave it running
-forever. The wrapper and kill scripts are in `core.probes.transport.remote_process_group`; a ProxyCommand
-runs through `core.probes.transport.proxy`.
+forever, and the groups a lost connection kept us from killing are killed at the next connect. The wrapper and
+kill scripts are in `core.probes.transport.remote_process_group`; a ProxyCommand runs through
+`core.probes.transport.proxy`. A peer that stops answering is found by `core.probes.transport.keepalive` (its
+connection is then closed and reads as lost), and the algorithms OpenSSH's client has dropped are refused
+(`core.probes.transport.algorithms`).
 
 Threading: one `SshTransport` (one paramiko client) belongs to the run's worker, which connects, reconnects and
 closes it. paramiko opens a channel per command and its transport multiplexes channels across threads, so the
