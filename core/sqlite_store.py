@@ -174,6 +174,58 @@ def open_or_recover(open_db: Callable[[], Db], path: Path | None, what: str, err
     return db, f"The {what} {path} was damaged ({damage}); it was moved to {moved} and a new, empty {noun} was started."
 
 
+RESERVE_BYTES = 256 << 10
+
+
+def keep_reserve(path: Path) -> None:
+    """Keep a small file of zeros beside the store (``<name>.reserve``, 0600), written while there is room, so that
+    a disk that fills later still has room to record that it did (`release_reserve`). Best effort: with no room
+    now there is no reserve, and nothing else changes."""
+    reserve = path.with_name(path.name + ".reserve")
+    if reserve.exists():
+        return
+    try:
+        with os.fdopen(os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
+            handle.write(bytes(RESERVE_BYTES))  # real blocks: a sparse file would give nothing back
+    except OSError:
+        reserve.unlink(missing_ok=True)
+
+
+def release_reserve(path: Path) -> None:
+    """Delete the reserve `keep_reserve` wrote: a full disk gets that room back for the store's last words."""
+    path.with_name(path.name + ".reserve").unlink(missing_ok=True)
+
+
+def open_immutable(path: Path, schema: int, what: str, error: type[StoreFault]) -> sqlite3.Connection:
+    """Read a store file in place where nothing can be written (a read-only mount): ``immutable=1`` makes SQLite
+    read it as it is, without the -shm/-wal files a WAL database otherwise creates even to be read
+    (https://www.sqlite.org/uri.html). Only for a file nobody can be writing; it must have schema ``schema``,
+    since a reader cannot migrate it."""
+    if not path.is_file():
+        raise sqlite3.OperationalError(f"unable to open database file: {path} does not exist")
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False,
+                           isolation_level=None)
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.Error:
+        conn.close()
+        raise
+    if version != schema:
+        conn.close()
+        raise error(f"the {what} {path} is read-only and has schema {version}; this tuneplan reads schema {schema}: "
+                    "open it once where it can be written", READ_ONLY)
+    return conn
+
+
+def open_only(open_db: Callable[[], Db], path: Path | None, what: str, error: type[StoreFault],
+              now: dt.datetime | None = None) -> tuple[Db, str | None]:
+    """`open_or_recover` for a reader: a fault is one sentence, and nothing is moved aside or created."""
+    try:
+        return open_db(), None
+    except (sqlite3.Error, OSError) as exc:
+        raise fault(exc, what, path, "read", error) from None
+
+
 def moved_aside(path: Path) -> list[Path]:
     """Damaged copies of ``path`` moved aside earlier, oldest first (for telling a user where a run went)."""
     if not path.parent.is_dir():

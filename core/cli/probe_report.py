@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.cli.common import CliError, add_command, read_json
+from core.paths import private_file
 from core.probes.report import ProbeRunRecord, build_probe_report, record_from_json, record_from_stored
 
 
@@ -37,11 +38,16 @@ def _from_file(path: Path) -> ProbeRunRecord:
 
 def _from_store(run_id: int, db: str | None) -> ProbeRunRecord:
     from core.probes.store import ProbeStore, ProbeStoreError, default_probe_db_path
-    from core.sqlite_store import moved_aside
+    from core.sqlite_store import READ_ONLY, moved_aside
 
     path = Path(db).expanduser() if db else default_probe_db_path()
     try:
-        store = ProbeStore(path)
+        try:
+            store = ProbeStore(path)
+        except ProbeStoreError as exc:
+            if exc.kind != READ_ONLY:
+                raise
+            store = ProbeStore(path, read_only=True)  # a read-only folder: reading needs no write
     except (ProbeStoreError, OSError) as exc:
         raise CliError(str(exc)) from exc
     if store.notice:
@@ -78,7 +84,15 @@ def cmd_probe_report(args: argparse.Namespace) -> int:
         if not args.json:
             raise CliError("give -o report.pdf (or --json to print the report content)")
         return 0
-    report_cli.write_pdf(report, Path(args.output), "report.pdf", alternative=", or use --json")
+    output = Path(args.output)
+    report_cli.require_renderer(", or use --json")  # before a file is made for it
+    created = private_file(output)  # 0600: the report names the host, like the history it comes from
+    try:
+        report_cli.write_pdf(report, output, "report.pdf", alternative=", or use --json")
+    except CliError:
+        if created:
+            output.unlink(missing_ok=True)
+        raise
     return 0
 
 

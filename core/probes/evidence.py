@@ -72,6 +72,9 @@ class StorageResult(BaseModel):
     small_file_ops_per_s: float | None = None  # create + stat + read of small files
     fio: list[FioResult] = Field(default_factory=list)
     skipped_reason: str | None = None
+    # A step that ran and gave no figure ('small files': 'OSError: [Errno 28] No space left on device'): its
+    # check is a FAIL "not measured" on the card, never left out.
+    step_failures: dict[str, str] = Field(default_factory=dict)
 
 
 class DistributedResult(BaseModel):

@@ -15,7 +15,7 @@ Why it is built this way:
 - a damaged file (found by PRAGMA quick_check on open) is moved aside and a new one started (``notice`` says
   where); a full disk, a read-only folder or a lock is a ProbeStoreError sentence and renames nothing
   (core.sqlite_store); a file that fails mid-run hands the run to memory (core.probes.store_rescue) and
-  ``fault`` says the history could not be kept.
+  ``fault`` says the history could not be kept (a full disk: the runs end there as interrupted, saying why).
 """
 
 from __future__ import annotations
@@ -38,16 +38,20 @@ from core.paths import data_dir
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.host_groups import v3_host_groups
 from core.probes.samples import GpuMetric
-from core.probes.store_rescue import can_rescue, kept, to_memory
+from core.probes.store_rescue import can_rescue, end_in_file, kept, to_memory
 from core.probes.transport.base import CommandResult
 from core.sqlite_schema import migrate, transaction
 from core.sqlite_store import (
     CORRUPT,
+    FULL,
     StoreFault,
     check_integrity,
     fault_kind,
     fault_sentence,
+    keep_reserve,
     move_aside,
+    open_immutable,
+    open_only,
     open_or_recover,
     secure_file,
     secure_folder,
@@ -274,18 +278,22 @@ def _loads(text: str | None, default: Any) -> Any:
 class ProbeStore:
     """Open (creating or migrating) the probe history at ``path`` (default: `default_probe_db_path`).
 
-    ``path=":memory:"`` keeps everything in memory (tests, throwaway runs).
+    ``path=":memory:"`` keeps everything in memory (tests, throwaway runs). ``read_only``: a file in a read-only
+    folder, read in place (`open_immutable`); nothing is created, tightened, migrated, moved aside or written.
     """
 
-    def __init__(self, path: Path | str | None = None, *, busy_timeout: float = 10.0) -> None:
+    def __init__(self, path: Path | str | None = None, *, busy_timeout: float = 10.0,
+                 read_only: bool = False) -> None:
         self.path: Path | None = None if path == ":memory:" else (
             Path(path) if path is not None else default_probe_db_path())
         self._busy_timeout = busy_timeout
+        self._read_only = read_only
         self._lock = threading.RLock()
         self.notice: str | None = None  # the damaged file moved aside at open, and where
         self.fault: str | None = None  # why this session's runs are kept in memory only, when they are
         self._started: dict[int, list[Any]] = {}  # this session's runs: what start_run wrote, to rebuild the row
-        self.db, self.notice = open_or_recover(self._open, self.path, "probe history", ProbeStoreError)
+        opener = open_only if read_only else open_or_recover
+        self.db, self.notice = opener(self._open, self.path, "probe history", ProbeStoreError)
 
     @classmethod
     def open_or_memory(cls, path: Path | str | None = None) -> ProbeStore:
@@ -299,9 +307,12 @@ class ProbeStore:
             return store
 
     def _open(self) -> sqlite_utils.Database:
+        if self._read_only and self.path is not None:
+            return sqlite_utils.Database(open_immutable(self.path, SCHEMA_VERSION, "probe history", ProbeStoreError))
         if self.path is not None:
             secure_folder(self.path.parent, tighten=self.path.parent == data_dir())
             secure_file(self.path)
+            keep_reserve(self.path)
         where = ":memory:" if self.path is None else str(self.path)
         conn = sqlite3.connect(where, timeout=self._busy_timeout, check_same_thread=False, isolation_level=None)
         db = sqlite_utils.Database(conn)
@@ -325,12 +336,14 @@ class ProbeStore:
     def _fall_back(self, exc: BaseException) -> bool:
         """The file failed mid-session: carry this session's runs over to memory (what can still be read), move a
         damaged file aside, set ``fault``; False when there is nothing to fall back from (already in memory)."""
-        if self.path is None or not can_rescue(exc):
+        if self.path is None or self._read_only or not can_rescue(exc):
             return False
         with self._lock:
             path, old = self.path, self.db
             kind = fault_kind(exc, path)
             memory, unread = to_memory(old.conn, MIGRATIONS, self._started)
+            if kind == FULL:
+                end_in_file(path, self._started)
             moved = ""
             if kind == CORRUPT:
                 try:

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import functools
 import sqlite3
+import time
 from collections.abc import Callable, Collection, Sequence
 from contextlib import suppress
+from pathlib import Path
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 import sqlite_utils
 
 from core.sqlite_schema import Migration, migrate
+from core.sqlite_store import release_reserve
+
+FULL_DISK_NOTE = ("the disk of the probe history filled up: the rest of this run was kept in memory only, so the "
+                  "history ends it here")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -86,6 +92,27 @@ def to_memory(old: sqlite3.Connection, migrations: Sequence[Migration],
                            "VALUES (?, ?, ?, ?, ?, ?, ?)", [run_id, *values])
     close_quietly(old)
     return memory, unread
+
+
+def end_in_file(path: Path, started: dict[int, list[Any]]) -> None:
+    """Mark the ``started`` runs still ``running`` in a history file whose disk filled up as ``interrupted``, with
+    `FULL_DISK_NOTE` as their last event, in the room the store's reserve gives back: left ``running``, the next
+    start would take them for runs whose tuneplan was killed. Best effort, since the file has just failed."""
+    release_reserve(path)
+    now = time.time()
+    with suppress(sqlite3.Error):
+        conn = sqlite3.connect(path, timeout=1.0, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for run_id, values in started.items():  # values: host, suite, probes, options, started, status
+                ended = conn.execute("UPDATE runs SET status = 'interrupted', ended = ? WHERE id = ? AND "
+                                     "status = 'running'", [now, run_id]).rowcount
+                if ended:
+                    conn.execute("INSERT INTO events (run_id, t, kind, level, message) VALUES (?, ?, 'log', "
+                                 "'error', ?)", [run_id, round(max(0.0, now - float(values[4])), 3), FULL_DISK_NOTE])
+            conn.execute("COMMIT")
+        finally:
+            close_quietly(conn)
 
 
 def close_quietly(conn: sqlite3.Connection) -> None:

@@ -2,7 +2,8 @@
 
 Both read the run from the probe store on the GUI thread (the store belongs to that thread); the PDF is built
 and rendered on a worker. Without a path the user picks one in a save dialog. Every outcome, success or not,
-is one status line handed to the pane.
+is one status line handed to the pane. Both files are made 0600 before they are written: they name the host,
+its addresses and its user, like the probe history (0600) they come from.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
+from core.paths import private_file
 from core.probes.store import ProbeStore
 from gui.forms import chosen_path
 from gui.workers import Executor
@@ -62,6 +64,7 @@ class RunExports:
 
         try:
             run = self.store.load_run(run_id)
+            private_file(path)
             path.write_text(json.dumps(run_json(run, samples=True), indent=2, allow_nan=False) + "\n", encoding="utf-8")
         except KeyError as exc:
             self._set_status(str(exc.args[0]))
@@ -88,11 +91,16 @@ class RunExports:
             self._set_status(str(exc.args[0]))
             return
         self._set_status(f"Writing {path}…")
+        created = private_file(path)
 
         def done(pages: int) -> None:
             self._set_status(f"Exported {path} ({pages} pages)")
             if on_done is not None:
                 on_done(pages)
 
-        self.executor.submit(lambda: render_report(build_probe_report(run), path), done,
-                             lambda exc: self._set_status(f"PDF export failed: {exc}"))
+        def failed(exc: BaseException) -> None:
+            if created:
+                path.unlink(missing_ok=True)
+            self._set_status(f"PDF export failed: {exc}")
+
+        self.executor.submit(lambda: render_report(build_probe_report(run), path), done, failed)

@@ -103,3 +103,11 @@ def test_verbose_shows_the_ssh_log_the_plain_run_keeps_quiet(tmp_path):
     assert done.returncode == 5
     assert "paramiko.transport" in done.stderr and "Error reading SSH protocol banner" in done.stderr
     assert done.stderr.endswith("check the host and the port\n")
+
+
+def test_a_target_with_a_newline_inside_is_one_sentence_and_exit_2(tmp_path):
+    done = run_tuneplan("probe", "root@127.0.0.1\n:22", "--db", str(tmp_path / "p.db"), home=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == ("tuneplan: target 'root@127.0.0.1\\n:22' holds a control character (a newline, tab or "
+                           "the like); expected [user@]host[:port], e.g. ubuntu@10.0.0.5:2222 or [::1]:2222\n")
+    assert done.stdout == ""

@@ -130,3 +130,14 @@ def test_fio_gets_a_colon_in_a_path_escaped_as_its_documentation_asks() -> None:
     # fio's filename option: "escape that with a \\ character" (fio_doc.html, filename)
     assert fio_filename("/data/run:1/tuneplan_seq.dat") == "/data/run\\:1/tuneplan_seq.dat"
     assert fio_filename("/data/plain/tuneplan_seq.dat") == "/data/plain/tuneplan_seq.dat"
+
+
+def test_a_probe_that_failed_without_evidence_is_a_fail_line_not_a_ready_card() -> None:
+    failed = outcome("compute", ProbeStatus.failed, "the matmul benchmark exited with CUDA error 700.")
+    outcomes = [outcome("storage", ProbeStatus.ok), failed]
+    card = account_for_outcomes(score(healthy()), ["storage", "compute"], outcomes, "completed", healthy())
+    line = next(c for c in card.checks if c.name == "compute: failed")
+    assert (line.status, line.measured) == (CheckStatus.fail, "not measured")
+    assert line.reason == "the matmul benchmark exited with CUDA error 700"
+    assert card.verdict is Verdict.not_ready
+    assert account_for_outcomes(card, ["storage", "compute"], outcomes, "completed", healthy()) == card  # once

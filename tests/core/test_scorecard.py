@@ -10,9 +10,12 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.probes.evidence import (
     BurnResult,
+    Check,
     CheckStatus,
     ComputeResult,
     DistributedResult,
@@ -42,6 +45,7 @@ from core.probes.scorecard import (
     parse_order,
     score,
     summarise,
+    verdict_of,
 )
 from core.probes.scorecard.common import flops_span
 
@@ -594,3 +598,28 @@ def test_every_fixture_scores_without_crashing(name):
     assert card.summary.startswith(card.verdict.value if card.verdict is not None else "No verdict: ")
     for check in card.checks:
         assert check.measured and check.expected and check.source and check.reason
+
+
+def test_a_failed_storage_step_keeps_its_check_as_a_fail_not_measured():
+    s = StorageResult(path="/data", role="data", tool="fio", filesystem="ext4", seq_read_bytes_per_s=7e9,
+                      rand_read_p99_ms=0.1, step_failures={"small files": "OSError: [Errno 28] No space left"})
+    card = score(ProbeEvidence(storage=[s]))
+    line = next(c for c in card.checks if c.name == "Small files, data (/data)")
+    assert (line.status, line.measured) == (CheckStatus.fail, "not measured")
+    assert line.reason == "the small files test failed at /data: OSError: [Errno 28] No space left"
+    assert card.verdict is Verdict.not_ready
+
+
+_NOT_MEASURED_LINE = st.builds(
+    lambda status, n: Check(area="storage", name=f"Storage data (/d{n})", status=status, measured="not measured",
+                            expected="a storage measurement", source="s", reason=f"path {n} was not measured"),
+    st.sampled_from([CheckStatus.warn, CheckStatus.fail]), st.integers(0, 99))
+_INFO_LINE = st.builds(lambda n: Check(area="inventory", name=f"info {n}", status=CheckStatus.info, measured="x",
+                                       expected="—", source="s", reason="not applicable"), st.integers(0, 99))
+
+
+@given(st.lists(_NOT_MEASURED_LINE, min_size=1, max_size=6), st.lists(_INFO_LINE, max_size=3))
+def test_a_card_whose_graded_lines_all_say_not_measured_is_incomplete(lines, infos):
+    checks = [*lines, *infos]
+    assert verdict_of(checks) is Verdict.incomplete
+    assert summarise(checks).startswith("INCOMPLETE: nothing was measured: path ")

@@ -416,3 +416,55 @@ def test_probe_with_a_damaged_history_says_where_it_went(tmp_path, capsys):
     assert len(moved) == 1 and f"moved to {moved[0]}" in err
     assert json.loads(out)["evidence"]["inventory"]["hostname"] == socket.gethostname()
     assert len(ProbeStore(db).runs()) == 1  # the new history holds this run, and only this one
+
+
+@needs_mount
+def test_probe_report_reads_a_read_only_history_and_writes_its_pdf_0600(tmp_path):
+    from core.probes.evidence import ProbeEvidence, StorageResult
+
+    source = tmp_path / "data"
+    store = ProbeStore(source / "probes.db")
+    run_id = store.start_run("root@10.0.0.5:22", "storage", ["storage"])
+    store.finish_run(run_id, "completed", evidence=ProbeEvidence(storage=[
+        StorageResult(path="/data", role="data", tool="fio", seq_read_bytes_per_s=2e9)]))
+    store.close()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    env.update(PYTHONPATH=str(ROOT), HOME=str(tmp_path / "home"), XDG_DATA_HOME=str(tmp_path / "home" / "data"))
+    pdf = tmp_path / "report.pdf"
+    with read_only_view(source, tmp_path / "ro") as ro:
+        before = names(ro)
+        done = subprocess.run([sys.executable, "-m", "gui.launch", "probe-report", str(run_id), "--db",
+                               str(ro / "probes.db"), "-o", str(pdf)], capture_output=True, text=True, env=env,
+                              timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        assert names(ro) == before  # reading made no side file
+    assert pdf.read_bytes().startswith(b"%PDF")
+    assert stat.S_IMODE(pdf.stat().st_mode) == 0o600  # it names the host, as the 0600 history does
+
+
+@needs_mount
+def test_a_disk_that_fills_mid_run_ends_the_run_in_the_file_saying_so_not_as_a_killed_client(tmp_path):
+    from core.probes.leases import Lease, mark_stale_runs, take_lease
+
+    with tmpfs(tmp_path / "mnt") as mnt:
+        store = ProbeStore(mnt / "probes.db")
+        run_id = store.start_run("box", "quick", ["burn"])
+        gone = subprocess.Popen(["true"])  # a client that has exited since: its lease is a dead one
+        gone.wait()
+        take_lease(store, run_id, Lease(pid=gone.pid, host=socket.gethostname(), start=None))
+        store.add_event(run_id, 1.0, "log", "info", "before the disk filled")
+        fill(mnt)
+        store.add_event(run_id, 2.0, "log", "info", "y" * (1 << 20))  # cannot fit: the run moves to memory
+        store.finish_run(run_id, "completed")
+        assert store.load_run(run_id).summary.status == "completed"  # the run itself went on, in memory
+        store.close()
+        again = ProbeStore(mnt / "probes.db")  # the next start, on the disk still full
+        try:
+            assert mark_stale_runs(again) == []  # not taken for a run whose tuneplan was killed
+            kept = again.load_run(run_id)
+        finally:
+            again.close()
+        assert kept.summary.status == "interrupted"
+        assert [e.message for e in kept.events] == [
+            "before the disk filled", "the disk of the probe history filled up: the rest of this run was kept in "
+            "memory only, so the history ends it here"]

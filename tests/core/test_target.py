@@ -54,6 +54,24 @@ def test_split_target_rejects_malformed_input_in_one_sentence(text: str, needle:
     assert "\n" not in message
 
 
+@pytest.mark.parametrize("text", ["root@host\n:22", "root\n@host", "host\t:22", "ho\x00st"])
+def test_a_target_with_a_newline_or_other_control_character_is_refused_in_one_sentence(text: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_target(text, use_ssh_config=False)
+    message = str(caught.value)
+    assert "control character" in message and repr(text.strip())[1:-1] in message
+    assert message.isprintable()
+
+
+@given(st.from_regex(r"\A[a-z]{1,8}@[a-z]{1,8}(:[0-9]{1,4})?\Z"), st.data())
+def test_a_control_character_anywhere_in_a_valid_target_is_refused(text: str, data: st.DataObject) -> None:
+    at = data.draw(st.integers(1, len(text) - 1))
+    control = data.draw(st.characters(categories=["Cc"]))
+    spoilt = text[:at] + control + text[at:]
+    with pytest.raises(ValueError, match="control character"):
+        split_target(spoilt)
+
+
 def test_non_text_is_refused() -> None:
     with pytest.raises(ValueError, match="target must be text"):
         split_target(None)  # type: ignore[arg-type]

@@ -4,6 +4,7 @@ scorecard, history (reopen, compare), apply to plan and export."""
 from __future__ import annotations
 
 import json
+import stat
 import unicodedata
 from pathlib import Path
 
@@ -242,6 +243,8 @@ def test_export_json_and_pdf(qtbot, probe_store, tmp_path):
     text = " ".join(unicodedata.normalize("NFKC", raw).split())
     assert f"{pane.scorecard.verdict.value}:" in text
     assert f"GPU node readiness: {LOCAL_NAME}" in text
+    # like the probe history they come from (0600), the exports name the host: only their owner may read them
+    assert {oct(stat.S_IMODE((tmp_path / n).stat().st_mode)) for n in ("run.json", "run.pdf")} == {oct(0o600)}
     assert pane.export_json(tmp_path / "missing" / "run.json") is None
     assert "Cannot write" in pane.status.text()
 

@@ -271,6 +271,17 @@ LogLevel VERBOSE
             time.sleep(0.02)
         return len(sshd_procs)
 
+    def freeze_connections(self) -> int:
+        """Stop (SIGSTOP) every per-connection sshd process, as a frozen peer would: the TCP connections stay
+        open and nothing answers on them; returns how many were stopped. `stop()` kills them (SIGKILL ends a
+        stopped process), and the commands they started, which keep running, with them."""
+        assert self.process is not None, "sshd is not running"
+        victims = _descendants(self.pid)
+        sshd_procs = [p for p in victims if _comm(p).startswith("sshd")]
+        self._orphan_sessions |= _command_sessions([p for p in victims if p not in sshd_procs])
+        _kill(sshd_procs, signal.SIGSTOP)
+        return len(sshd_procs)
+
     def stop(self) -> None:
         """Kill sshd, its connections and anything they started; safe to call twice."""
         if self.process is not None:

@@ -280,6 +280,28 @@ def test_a_node_whose_sshd_stops_mid_run_is_named_and_the_rest_is_kept(
     assert_nothing_left([kept])
 
 
+def test_a_node_whose_connection_drops_mid_step_has_its_torchrun_ended_and_its_directory_removed(
+        netns_cluster_factory: Callable[[int], NetnsCluster], tmp_path: Path, need_torch: None) -> None:
+    cluster = netns_cluster_factory(2)
+    dropped = cluster.nodes[1]
+    db = tmp_path / "probes.db"
+    client = start_cli(cli_args(cluster, db, "--json"))
+    try:
+        wait_for(lambda: inter_node_torchrun_everywhere(cluster), 90, "the inter-node torchrun",
+                 alive=lambda: client.poll() is None)
+        # A network drop: the node's SSH connections die, its sshd still listens, and the commands they started
+        # (its torchrun) run on, as a dropped connection leaves them.
+        assert dropped.sshd.kill_connections() >= 1
+    finally:
+        code, out, err = finish_cli(client)
+    assert code == 6, err[-3000:]
+    evidence = ClusterEvidence.model_validate(json.loads(out)["evidence"]["cluster"])
+    assert list(evidence.failed_nodes) == [target(dropped)]
+    # Ended when its step was abandoned, before tuneplan exited: not minutes later, and no work directory left
+    # for the next run to remove from under a running torchrun.
+    assert_nothing_left(cluster.nodes, within_s=0)
+
+
 def test_a_node_that_hangs_ends_the_run_in_bounded_time_naming_it(
         netns_cluster_factory: Callable[[int], NetnsCluster],
         ssh_nodes: Callable[[NetnsCluster], list[ClusterNode]], tmp_path: Path, need_torch: None) -> None:

@@ -30,6 +30,7 @@ from core.cli.main import main as cli_main
 from core.probes import ledger
 from core.probes.evidence import ProbeStatus, Verdict
 from core.probes.store import ProbeStore, StoredRun
+from core.probes.transport import ssh
 
 try:
     from tests.integration.sshd import SshdServer, unavailable
@@ -173,6 +174,37 @@ def test_a_drop_during_storage_exits_6_keeps_the_fio_report_and_leaves_the_data_
     assert leftovers(db, sshd.target) == []
 
 
+# -- the serving sshd child frozen mid-probe (a silent peer) ----------------------------------------------------
+
+
+def test_a_silent_peer_is_lost_at_the_keepalive_deadline_exits_6_and_leaves_nothing(
+        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, need_fio: None,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(ssh, "KEEPALIVE_S", 1.0)  # the README's 15 s and 30 s, shortened to keep the test short
+    monkeypatch.setattr(ssh, "KEEPALIVE_REPLY_S", 3.0)
+    db, data = tmp_path / "probes.db", tmp_path / "data"
+    data.mkdir()
+    args = probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "storage", "--data-path", str(data),
+                      "--fio-size", "16M", "--fio-runtime", "30")
+    result: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: result.setdefault("code", cli_main(args)), daemon=True)
+    thread.start()
+    first_point(db, "fio_read", alive=thread.is_alive)
+    frozen_at = time.monotonic()
+    assert sshd.freeze_connections() >= 1
+    thread.join(timeout=90)
+    assert not thread.is_alive(), "the CLI still waits on a peer that stopped answering"
+    assert time.monotonic() - frozen_at < 60  # fio alone would have run on for up to 30 s
+    assert result["code"] == 6, capsys.readouterr().err
+    run = only_run(db)
+    assert_lost_and_incomplete(run, "storage")
+    (outcome,) = run.outcomes
+    assert outcome.error and outcome.error.endswith(
+        f"{sshd.target} stopped answering: no reply to a keepalive within 3 s")
+    assert ours(data) == []  # fio, still running under the frozen session, was ended before its files went
+    assert leftovers(db, sshd.target) == []
+
+
 # -- the client killed mid-run --------------------------------------------------------------------------------
 
 
@@ -272,3 +304,52 @@ def test_a_data_path_with_5_mib_free_is_skipped_with_the_reason_and_the_verdict_
         assert ours(small) == []
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+def test_a_data_path_that_fills_during_the_small_file_step_fails_that_check_instead_of_dropping_it(
+        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, need_fio: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    full = tmp_path / "inodes"
+    full.mkdir()
+    # Room for fio's 16 MiB file and the free-space check, but only 64 inodes: the small-file step's 2,000 files
+    # run out of them ("OSError: [Errno 28] No space left on device") after fio has measured.
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600m,nr_inodes=64", "tmpfs", str(full)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        unavailable(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        db = tmp_path / "probes.db"
+        code = cli_main(probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "storage", "--data-path",
+                                   str(full), "--fio-size", "16M", "--fio-runtime", "1", "--json"))
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        card = json.loads(out)["scorecard"]
+        lines = {c["name"]: c for c in card["checks"]}
+        small = lines[f"Small files, data ({full})"]
+        assert (small["status"], small["measured"]) == ("FAIL", "not measured")
+        assert "No space left on device" in small["reason"]
+        assert lines[f"Sequential read, data ({full})"]["measured"] != "not measured"  # fio did measure
+        assert card["verdict"] == "NOT READY" and "the small files test failed" in card["summary"]
+        assert ours(full) == []
+    finally:
+        subprocess.run(["umount", str(full)], check=False)
+
+
+@pytest.mark.parametrize("case", ["missing", "a file", "too big"])
+def test_a_storage_run_that_measured_nothing_has_an_incomplete_verdict(
+        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, need_fio: None, case: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "plain").write_text("not a directory\n")
+    path, size = {"missing": (tmp_path / "nonexistent" / "x", "16M"), "a file": (tmp_path / "plain", "16M"),
+                  "too big": (tmp_path, "1000T")}[case]
+    db = tmp_path / "probes.db"
+    code = cli_main(probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "storage", "--data-path", str(path),
+                               "--fio-size", size, "--json"))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    card = json.loads(out)["scorecard"]
+    assert card["verdict"] == "INCOMPLETE"
+    assert card["summary"].startswith(f"INCOMPLETE: nothing was measured: storage at {path} was not measured: ")
+    assert [c["measured"] for c in card["checks"] if c["status"] != "INFO"] == ["not measured"]

@@ -230,6 +230,7 @@ def _run_python(ctx: ProbeContext, storage: StorageResult, directory: str) -> No
         storage.rand_read_iops = as_float(rand_data.get("iops"))
         storage.rand_read_p99_ms = as_float(rand_data.get("p99_ms"))
     else:
+        storage.step_failures["random read"] = short_error(rand)
         ctx.warn(f"random reads could not be measured at {storage.path}: {short_error(rand)}")
     if not seq_data.get("direct"):
         ctx.warn(f"O_DIRECT is not supported at {storage.path}; reads went through the page cache "
@@ -249,6 +250,8 @@ def _run_dd(ctx: ProbeContext, storage: StorageResult, directory: str) -> None:
     storage.seq_read_bytes_per_s = dd_rate(read.stdout)
     if storage.seq_write_bytes_per_s is None:
         raise ProbeFailed(f"dd could not write at {storage.path}: {short_error(write)}")
+    if storage.seq_read_bytes_per_s is None:
+        storage.step_failures["sequential read"] = short_error(read)
     ctx.warn(f"neither fio nor Python is available: only sequential throughput was measured at {storage.path}")
 
 
@@ -269,6 +272,7 @@ def _small_files(ctx: ProbeContext, storage: StorageResult, directory: str) -> N
                      timeout=ctx.options.timeouts.storage_s)
     data = _json_line(result.stdout)
     if result.exit_code != 0 or data is None:
+        storage.step_failures["small files"] = short_error(result)
         ctx.warn(f"the small-file test failed at {storage.path}: {short_error(result)}")
         return
     storage.small_file_ops_per_s = as_float(data.get("ops_per_s"))

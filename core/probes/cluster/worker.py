@@ -200,9 +200,32 @@ class ClusterWorker(Reporter):
             run.failed_node = next(iter(gone))
         for session in [s for s in self.sessions if s.node in gone]:
             self.sessions.remove(session)
+            if self._reclaim(session, step):
+                continue
             self.left_behind = True
             self.log("warning", f"{session.node}: the work directory {session.workdir} could not be removed: the "
                                 "node does not answer (the next run on this node removes it)")
+
+    def _reclaim(self, session: NodeSession, step: str) -> bool:
+        """Connect again to a node the steps go on without and end what its abandoned step left running there,
+        then remove its work directory; True when that is done. Its torchrun would otherwise run on for minutes
+        (a dropped connection does not end a remote command) and the next run would remove the directory from
+        under it. The reconnect ends the commands: an SSH transport kills, on connecting, the process groups a
+        lost connection kept it from killing (core.probes.transport.ssh)."""
+        reconnect = getattr(session.transport, "reconnect", None)
+        if not callable(reconnect):
+            return False
+        try:
+            reconnect()
+            session.transport.remove_workdir(session.workdir)
+        except (TransportError, ValueError) as exc:
+            self.log("warning", f"{session.node}: could not reconnect to end the {step} step's processes: {exc}",
+                     step)
+            return False
+        self.put(LedgerItem(path=session.workdir, host=session.node))
+        self.log("info", f"{session.node}: reconnected; what the {step} step left running there was ended and the "
+                         f"work directory {session.workdir} removed", step)
+        return True
 
     def _step(self, name: str) -> Callable[[StepContext], object]:
         level = 2 if "burn" in self.options.probe_names() else 1

@@ -6,7 +6,9 @@ checks out. Verdict: NOT READY on any FAIL, READY WITH WARNINGS on any WARN, REA
 worded apart because the plain rule would mislead: a host without an NVIDIA GPU is "NOT READY for GPU training:
 no NVIDIA GPU found" (its GPU count fails; the GPU checks become INFO lines, every other check is graded as
 usual), and a run with nothing graded (no evidence, or only INFO lines) has no verdict at all (``verdict`` None),
-with a summary that says why: "READY" would vouch for a box that nothing was measured on.
+with a summary that says why: "READY" would vouch for a box that nothing was measured on. A run whose graded
+lines all say only what was not measured (a storage path that could not be tested, and nothing else) is
+INCOMPLETE for the same reason, not READY WITH WARNINGS.
 
 This module runs the questions in card order and words the verdict; each question is a module of its own:
 ``inventory`` (is this the machine ordered?), ``health`` (are the cards and links healthy?), ``network`` (does
@@ -29,6 +31,7 @@ from core.probes.scorecard.common import (
     FAIL,
     INFO,
     NO_GPU,
+    NOT_MEASURED,
     PASS,
     WARN,
     Box,
@@ -145,11 +148,14 @@ def explain_no_verdict(card: Scorecard, outcomes: Sequence[ProbeOutcome], status
 
 
 def verdict_of(checks: Sequence[Check]) -> Verdict | None:
-    """The verdict of a list of checks; None when none of them is graded (nothing measured, or only INFO lines):
-    a box nothing was measured on is not READY."""
+    """The verdict of a list of checks; None when none of them is graded (nothing measured, or only INFO lines),
+    INCOMPLETE when every graded line says only what was not measured: a box nothing was measured on is not
+    READY, nor READY WITH WARNINGS."""
     statuses = {c.status for c in checks}
     if not statuses - {INFO}:
         return None
+    if all(c.measured == NOT_MEASURED for c in checks if c.status is not INFO):
+        return Verdict.incomplete
     if FAIL in statuses:
         return Verdict.not_ready
     if WARN in statuses:
@@ -170,13 +176,21 @@ def summarise(checks: Sequence[Check], most: int = 3, label: str | None = None) 
         info = len(checks) - len(graded)
         tail = f" ({info} not applicable or not measured)" if info else ""
         return f"READY: all {len(graded)} graded checks passed{tail}."
+    if verdict is Verdict.incomplete:
+        reasons = [c.reason.rstrip(".") for c in checks if c.status is not INFO]
+        return f"{verdict.value}: nothing was measured: {_first(reasons, most, 'reason')}."
     status = FAIL if verdict is Verdict.not_ready else WARN
     reasons = [c.reason.rstrip(".") for c in checks if c.status is status]
+    return f"{label or verdict.value}: {_first(reasons, most, 'failure' if status is FAIL else 'warning')}."
+
+
+def _first(reasons: Sequence[str], most: int, noun: str) -> str:
+    """The first ``most`` reasons, and how many more ('; and 2 more warnings')."""
     more = len(reasons) - most
     text = "; ".join(reasons[:most])
     if more > 0:
-        text += f"; and {more} more {'failure' if status is FAIL else 'warning'}{'s' if more > 1 else ''}"
-    return f"{label or verdict.value}: {text}."
+        text += f"; and {more} more {noun}{'s' if more > 1 else ''}"
+    return text
 
 
 __all__ = [

@@ -23,6 +23,7 @@ from core.probes.scorecard import thresholds as T
 Area = Literal["inventory", "health", "performance", "network", "storage", "stability", "distributed"]
 PASS, WARN, FAIL, INFO = CheckStatus.passed, CheckStatus.warn, CheckStatus.fail, CheckStatus.info
 NO_GPU = "no NVIDIA GPU found"
+NOT_MEASURED = "not measured"  # the measured column of a check whose figure never came (it grades no evidence)
 RANK = {INFO: 0, PASS: 1, WARN: 2, FAIL: 3}
 
 

@@ -1,6 +1,8 @@
 """What the card cannot vouch for: planned probes that were not measured, and evidence cut short by a drop.
 
-``score`` grades evidence alone; this module holds the card to what happened to the run. Every planned probe
+``score`` grades evidence alone; this module holds the card to what happened to the run. A probe that failed and
+left no evidence to grade (a benchmark that crashed) is a FAIL line "<probe>: failed" with its error: absent, the
+card would read READY on the probes that worked. Every planned probe
 that has no measured outcome (``lost`` when the connection dropped, ``cancelled``, or no outcome at all because
 the run was interrupted) becomes an INFO line "<probe>: not measured" - never dropped from the card - and the
 verdict is at best INCOMPLETE: a card that reads READY would vouch for checks nobody ran. A FAIL among what was
@@ -16,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.probes.evidence import Check, ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard, Verdict
-from core.probes.scorecard.common import FAIL, INFO, Area, check
+from core.probes.scorecard import NO_GPU_VERDICT, summarise, verdict_of
+from core.probes.scorecard.common import FAIL, INFO, NOT_MEASURED, Area, check
 
 # The card area each probe's missing checks would have been in.
 PROBE_AREA: dict[str, Area] = {
@@ -45,6 +48,19 @@ def unmeasured(planned: Sequence[str], outcomes: Sequence[ProbeOutcome], status:
     return why
 
 
+def failed_checks(outcomes: Sequence[ProbeOutcome], evidence: ProbeEvidence | None) -> list[Check]:
+    """A FAIL "not measured" line per probe that failed and left no evidence of its own to grade (gpu_metrics has
+    none: its failure is always a line); a probe whose evidence is there is graded by its own lines, and so is a
+    cluster run's step (``cluster_checks``)."""
+    if evidence is not None and evidence.cluster is not None:
+        return []
+    last = {o.name: o for o in outcomes}
+    return [check(area, f"{name}: failed", FAIL, NOT_MEASURED, f"the {name} probe to run to its end", SOURCE,
+                  (o.error or "failed").rstrip("."))
+            for name, o in last.items() if (area := PROBE_AREA.get(name)) is not None
+            and o.status is ProbeStatus.failed and not (evidence is not None and getattr(evidence, name, None))]
+
+
 def not_measured_checks(why: dict[str, str], evidence: ProbeEvidence | None) -> list[Check]:
     """One INFO line per unmeasured probe; 'partial: …' where it left evidence before the drop."""
     partial = evidence.partial if evidence is not None else {}
@@ -63,6 +79,7 @@ def account_for_outcomes(card: Scorecard, planned: Sequence[str], outcomes: Sequ
 
     Idempotent: a card that already lists a probe as not measured is not given the line twice (the runner saves
     the accounted card; the report and the CLI account again for runs saved before, or left running)."""
+    card = _with_failures(card, outcomes, evidence)
     why = unmeasured(planned, outcomes, status)
     if not why:
         return card
@@ -84,6 +101,18 @@ def account_for_outcomes(card: Scorecard, planned: Sequence[str], outcomes: Sequ
     return card.model_copy(update={"verdict": verdict, "checks": checks, "summary": summary})
 
 
+def _with_failures(card: Scorecard, outcomes: Sequence[ProbeOutcome], evidence: ProbeEvidence | None) -> Scorecard:
+    """``card`` with the `failed_checks` it lacks, graded again (as is when it has them all)."""
+    have = {c.name for c in card.checks}
+    lines = [c for c in failed_checks(outcomes, evidence) if c.name not in have]
+    if not lines:
+        return card
+    checks = [*card.checks, *lines]
+    label = NO_GPU_VERDICT if card.summary.startswith(NO_GPU_VERDICT) else None
+    return card.model_copy(update={"verdict": verdict_of(checks), "checks": checks,
+                                   "summary": summarise(checks, label=label)})
+
+
 def _graded_tail(card: Scorecard) -> str:
     """What the measured part said, after the INCOMPLETE headline ('; of what was measured: …')."""
     if card.verdict is None or card.verdict is Verdict.incomplete or not card.summary:
@@ -93,4 +122,4 @@ def _graded_tail(card: Scorecard) -> str:
     return f"; of what was measured: {rest if colon and head.isupper() else said}"
 
 
-__all__ = ["LOST", "PROBE_AREA", "account_for_outcomes", "not_measured_checks", "unmeasured"]
+__all__ = ["LOST", "PROBE_AREA", "account_for_outcomes", "failed_checks", "not_measured_checks", "unmeasured"]

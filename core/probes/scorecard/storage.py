@@ -13,7 +13,7 @@ from typing import Literal
 
 from core.probes.evidence import Check, StorageResult
 from core.probes.scorecard import thresholds as T
-from core.probes.scorecard.common import FAIL, INFO, PASS, WARN, Box, cap, check, grade
+from core.probes.scorecard.common import FAIL, INFO, NOT_MEASURED, PASS, WARN, Box, cap, check, grade
 from core.units import parse_bytes
 
 
@@ -71,13 +71,26 @@ def check_storage(box: Box, need: float | None) -> list[Check]:
         if s.skipped_reason:
             # WARN, not INFO: the user named this path (or the run's scratch directory stood in for one) and it
             # was not measured, so the card must not read READY as if storage had been seen to work.
-            out.append(check("storage", f"Storage {label}", WARN, "not measured", "a storage measurement",
+            out.append(check("storage", f"Storage {label}", WARN, NOT_MEASURED, "a storage measurement",
                              T.STORAGE_SOURCE, f"storage at {s.path} was not measured: {s.skipped_reason}"))
             continue
         kind = _fs_kind(s.filesystem)
-        out += [c for c in (_seq_read(s, label, kind, need), _p99(s, label, kind), _small_files(s, label, kind),
-                            _capacity(box, s, label)) if c]
+        planned = ((f"Sequential read, {label}", "sequential read", _seq_read(s, label, kind, need)),
+                   (f"Random-read latency, {label}", "random read", _p99(s, label, kind)),
+                   (f"Small files, {label}", "small files", _small_files(s, label, kind)))
+        out += [found or _failed_step(s, name, step) for name, step, found in planned
+                if found or step in s.step_failures]
+        capacity = _capacity(box, s, label)  # graded only where the inventory gave the filesystem's size
+        out += [capacity] if capacity else []
     return out
+
+
+def _failed_step(s: StorageResult, name: str, step: str) -> Check:
+    """The check of a step that ran and gave no figure (a disk that filled up): a FAIL "not measured", never
+    left off the card, which would then read READY on the steps that worked. (A step the tool at hand cannot
+    take, such as random reads under dd, is not planned and has no line.)"""
+    return check("storage", name, FAIL, NOT_MEASURED, f"the {step} test to finish", T.STORAGE_SOURCE,
+                 f"the {step} test failed at {s.path}: {s.step_failures[step]}")
 
 
 def _seq_read(s: StorageResult, label: str, kind: str, need: float | None) -> Check | None:

@@ -4,8 +4,11 @@ Why the remote wrapper: closing an SSH channel does not stop a command started w
 command is started in its own process group, whose id is printed on stdout before the command runs; cancel and
 timeout then kill that group (TERM, then KILL) over a second channel. When a timeout is given, coreutils
 ``timeout`` also bounds the command on the remote side, so a dropped connection cannot leave it running
-forever. The wrapper and kill scripts are in `core.probes.transport.remote_process_group`; a ProxyCommand
-runs through `core.probes.transport.proxy`.
+forever, and the groups a lost connection kept us from killing are killed at the next connect. The wrapper and
+kill scripts are in `core.probes.transport.remote_process_group`; a ProxyCommand runs through
+`core.probes.transport.proxy`. A peer that stops answering is found by `core.probes.transport.keepalive` (its
+connection is then closed and reads as lost), and the algorithms OpenSSH's client has dropped are refused
+(`core.probes.transport.algorithms`).
 
 Threading: one `SshTransport` (one paramiko client) belongs to the run's worker, which connects, reconnects and
 closes it. paramiko opens a channel per command and its transport multiplexes channels across threads, so the
@@ -31,6 +34,7 @@ from pathlib import Path
 
 import paramiko
 
+from core.probes.transport.algorithms import DISABLED_ALGORITHMS, OfferRecorder, refusal
 from core.probes.transport.base import (
     AuthenticationFailed,
     ChunkedTransport,
@@ -53,6 +57,7 @@ from core.probes.transport.hostkeys import (
     known_hosts_name,
     load_known_hosts,
 )
+from core.probes.transport.keepalive import Keepalive
 from core.probes.transport.known_hosts import KnownHosts
 from core.probes.transport.proxy import ProxyProcess
 from core.probes.transport.quiet import quiet_paramiko
@@ -66,6 +71,8 @@ _EOF_GRACE_S = 0.5
 _KILL_WAIT_S = 10.0
 _MAX_JUMPS = 8
 _DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_rsa")
+KEEPALIVE_S = 15.0  # how often the server is asked for an answer (as OpenSSH's ServerAliveInterval)
+KEEPALIVE_REPLY_S = 30.0  # an answer not back within this: the peer is silent and its connection lost
 
 quiet_paramiko()  # its log and its threads' tracebacks stay off the terminal (core.probes.transport.quiet)
 
@@ -105,7 +112,8 @@ class SshTransport(ChunkedTransport):
         password_cb: PromptCallback | None = None,
         passphrase_cb: PromptCallback | None = None,
         connect_timeout: float = 10,
-        keepalive_s: int = 15,
+        keepalive_s: float | None = None,
+        keepalive_reply_s: float | None = None,
         allow_agent: bool = True,
         look_for_keys: bool = True,
         ssh_config: Path | None = None,
@@ -118,7 +126,8 @@ class SshTransport(ChunkedTransport):
         self.user_known_hosts_file = user_known_hosts_file or default_user_known_hosts()
         self.accept_new_host_key = accept_new_host_key
         self.connect_timeout = connect_timeout
-        self.keepalive_s = keepalive_s
+        self.keepalive_s = KEEPALIVE_S if keepalive_s is None else keepalive_s
+        self.keepalive_reply_s = KEEPALIVE_REPLY_S if keepalive_reply_s is None else keepalive_reply_s
         self.allow_agent = allow_agent and not target.identities_only
         self.look_for_keys = look_for_keys
         self.ssh_config = ssh_config
@@ -130,6 +139,8 @@ class SshTransport(ChunkedTransport):
         self.notes: list[str] = []  # known_hosts lines skipped at the last connect, one sentence each
         self._jump: SshTransport | None = None
         self._proxy: ProxyProcess | None = None
+        self._keepalive: Keepalive | None = None
+        self._unkilled: set[int] = set()  # process groups a lost connection kept us from killing
 
     # -- connection -------------------------------------------------------------------------------------
 
@@ -155,9 +166,10 @@ class SshTransport(ChunkedTransport):
                 timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
                 auth_timeout=self.connect_timeout, channel_timeout=self.connect_timeout,
                 auth_strategy=_CallbackAuth(self._authenticate),
+                disabled_algorithms=DISABLED_ALGORITHMS, transport_factory=OfferRecorder,
             )
         except BaseException as exc:
-            error = self._map_connect_error(exc)
+            error = self._map_connect_error(exc, client.get_transport())
             client.close()
             with contextlib.suppress(Exception):
                 sock.close()
@@ -165,8 +177,10 @@ class SshTransport(ChunkedTransport):
             raise error from exc
         transport = client.get_transport()
         assert transport is not None
-        transport.set_keepalive(self.keepalive_s)
+        self._keepalive = Keepalive(transport, interval_s=self.keepalive_s, reply_s=self.keepalive_reply_s,
+                                    description=self.description).start()
         self._client = client
+        self._kill_unkilled()
 
     def reconnect(self) -> None:
         """Drop whatever is left of the connection and connect again (asks for a password again if needed)."""
@@ -178,6 +192,8 @@ class SshTransport(ChunkedTransport):
         return bool(transport is not None and transport.is_active() and transport.is_authenticated())
 
     def close(self) -> None:
+        if self._keepalive is not None:
+            self._keepalive.stop()
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -224,7 +240,8 @@ class SshTransport(ChunkedTransport):
             hop, known_hosts_file=self.known_hosts_file, user_known_hosts_file=self.user_known_hosts_file,
             accept_new_host_key=self.accept_new_host_key, password_cb=self._password_cb,
             passphrase_cb=self._passphrase_cb, connect_timeout=self.connect_timeout,
-            keepalive_s=self.keepalive_s, allow_agent=self.allow_agent, look_for_keys=self.look_for_keys,
+            keepalive_s=self.keepalive_s, keepalive_reply_s=self.keepalive_reply_s, allow_agent=self.allow_agent,
+            look_for_keys=self.look_for_keys,
             ssh_config=self.ssh_config, _jump_depth=self._jump_depth + 1,
         )
         jump.connect()
@@ -242,7 +259,7 @@ class SshTransport(ChunkedTransport):
             raise Unreachable(f"jump host {jump.description} could not open a tunnel to "
                               f"{hostport(self.target.host, self.target.port)}: {exc}") from exc
 
-    def _map_connect_error(self, exc: BaseException) -> BaseException:
+    def _map_connect_error(self, exc: BaseException, transport: paramiko.Transport | None = None) -> BaseException:
         """Turn paramiko/socket failures into one clear sentence; pass our own errors through."""
         where = hostport(self.target.host, self.target.port)
         if isinstance(exc, TransportError | KeyboardInterrupt | SystemExit):
@@ -262,7 +279,7 @@ class SshTransport(ChunkedTransport):
         if self._proxy is not None and self._proxy.exited():
             return Unreachable(f"proxy command for {where} failed: {self._proxy.failure()}")
         if isinstance(exc, paramiko.IncompatiblePeer):
-            return Unreachable(f"host {where} and this app share no SSH algorithms: {exc}")
+            return Unreachable(refusal(where, transport, exc))
         if isinstance(exc, paramiko.AuthenticationException):
             return AuthenticationFailed(f"authentication failed for user {self.user}: {exc}")
         via = " (through the proxy)" if self.target.proxy_command or self.target.proxy_jump else ""
@@ -396,8 +413,14 @@ class SshTransport(ChunkedTransport):
         if transport is None:
             raise Disconnected(f"not connected to {self.description}; connect first")
         if not transport.is_active():
-            raise Disconnected(f"the connection to {self.description} was lost")
+            raise self._lost()
         return transport
+
+    def _lost(self, when: str = "", detail: object = None) -> Disconnected:
+        """The lost-connection error; the reason is the silence when `Keepalive` found the peer silent."""
+        silence = self._keepalive.silence if self._keepalive is not None else None
+        reason = silence or detail
+        return Disconnected(f"the connection to {self.description} was lost{when}" + (f": {reason}" if reason else ""))
 
     def _open_channel(self) -> paramiko.Channel:
         transport = self._transport()
@@ -406,7 +429,7 @@ class SshTransport(ChunkedTransport):
         except paramiko.ChannelException as exc:
             raise TransportError(f"{self.description} refused to open a session: {exc}") from exc
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise Disconnected(f"the connection to {self.description} was lost: {exc}") from exc
+            raise self._lost(detail=exc) from exc
 
     def _execute(self, command: str, *, timeout: float | None, cancel: threading.Event | None,
                  input: bytes | None) -> ExecGenerator:
@@ -462,13 +485,13 @@ class SshTransport(ChunkedTransport):
         except (paramiko.SSHException, OSError, EOFError) as exc:
             if transport.is_active():
                 raise TransportError(f"running a command on {self.description} failed: {exc}") from exc
-            raise Disconnected(f"the connection to {self.description} was lost while a command ran") from exc
+            raise self._lost(" while a command ran") from exc
         finally:
-            if not finished or timed_out or cancelled:
+            if not finished or timed_out or cancelled or not transport.is_active():
                 self._kill_group(chan, pgid, marker, head)
             chan.close()
         if chan.exit_status < 0 and not transport.is_active():
-            raise Disconnected(f"the connection to {self.description} was lost while a command ran")
+            raise self._lost(" while a command ran")
         if pgid is None and head:
             yield head  # no marker: the wrapper itself failed (e.g. no bash); show what came back
         exit_code = None if (timed_out or cancelled or chan.exit_status < 0) else chan.exit_status
@@ -488,7 +511,8 @@ class SshTransport(ChunkedTransport):
         try:
             killer = self._open_channel()
         except TransportError:
-            return  # connection gone; the remote `timeout` bounds the command
+            self._unkilled.add(pgid)  # connection gone: killed at the next connect; till then `timeout` bounds it
+            return
         try:
             killer.exec_command(kill_group_command(pgid))
             stop = time.monotonic() + _KILL_WAIT_S
@@ -501,6 +525,13 @@ class SshTransport(ChunkedTransport):
         finally:
             killer.close()
 
+    def _kill_unkilled(self) -> None:
+        """Kill the process groups a lost connection left running (a frozen peer's commands run on)."""
+        for pgid in sorted(self._unkilled):
+            with contextlib.suppress(TransportError):
+                self.run(kill_group_command(pgid), timeout=_KILL_WAIT_S + 5)
+        self._unkilled.clear()
+
     # -- files ------------------------------------------------------------------------------------------
 
     def put_file(self, local: Path, remote_path: str, mode: int = 0o755) -> None:
@@ -511,7 +542,7 @@ class SshTransport(ChunkedTransport):
             sftp = paramiko.SFTPClient.from_transport(transport)
         except (paramiko.SSHException, OSError, EOFError) as exc:
             if not transport.is_active():
-                raise Disconnected(f"the connection to {self.description} was lost during upload") from exc
+                raise self._lost(" during upload") from exc
             raise TransportError(f"{self.description} does not offer SFTP for uploads: {exc}") from exc
         if sftp is None:
             raise TransportError(f"{self.description} does not offer SFTP for uploads")
@@ -520,7 +551,7 @@ class SshTransport(ChunkedTransport):
             sftp.chmod(remote_path, mode)
         except (OSError, paramiko.SSHException, EOFError) as exc:
             if not transport.is_active():
-                raise Disconnected(f"the connection to {self.description} was lost during upload") from exc
+                raise self._lost(" during upload") from exc
             reason = getattr(exc, "strerror", None) or exc
             raise TransportError(
                 f"could not upload {local} to {self.description}:{remote_path}: {reason}") from exc

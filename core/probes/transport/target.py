@@ -55,10 +55,15 @@ def split_target(text: str) -> tuple[str | None, str, int | None]:
     value = text.strip()
     if not value:
         raise ValueError(f"target is empty; {_FORM}")
+    if not value.isprintable():
+        # `$` in a pattern matches before a final newline, so 'host\n' would pass as a host name; a newline or
+        # tab pasted inside a target is a typo, never part of an address.
+        raise ValueError(f"target '{repr(value)[1:-1]}' holds a control character (a newline, tab or the like); "
+                         f"{_FORM}")
     user: str | None = None
     if "@" in value:
         user, _, value = value.rpartition("@")
-        if not _USER_RE.match(user):
+        if not _USER_RE.fullmatch(user):
             raise ValueError(
                 f"user name '{user}' in target '{text}' is empty or has characters not allowed; {_FORM}")
     port_text: str | None = None
@@ -72,14 +77,14 @@ def split_target(text: str) -> tuple[str | None, str, int | None]:
                 raise ValueError(
                     f"target '{text}' has '{rest}' after ']' where ':port' was expected; {_FORM}")
             port_text = rest[1:]
-        valid = bool(_IPV6_RE.match(host) or _HOSTNAME_RE.match(host))
+        valid = bool(_IPV6_RE.fullmatch(host) or _HOSTNAME_RE.fullmatch(host))
     elif value.count(":") > 1:  # a bare IPv6 address cannot carry a port
         host = value
-        valid = bool(_IPV6_RE.match(host))
+        valid = bool(_IPV6_RE.fullmatch(host))
     else:
         host, _, port_text_ = value.partition(":")
         port_text = port_text_ if ":" in value else None
-        valid = bool(_HOSTNAME_RE.match(host))
+        valid = bool(_HOSTNAME_RE.fullmatch(host))
     if not valid:
         raise ValueError(
             f"host '{host}' in target '{text}' is empty or not a host name or IP address; {_FORM}")
@@ -146,7 +151,7 @@ def _lookup(host: str, user: str | None, port: int | None, path: Path) -> dict[s
         raise ValueError(f"cannot read ssh config {path}: {exc.strerror or exc}") from exc
     first = ""
     if user or port:
-        pattern = host if _HOSTNAME_RE.match(host) else f'"{host}"'
+        pattern = host if _HOSTNAME_RE.fullmatch(host) else f'"{host}"'
         first = f"Host {pattern}\n" + (f"  User {user}\n" if user else "")
         first += f"  Port {port}\n" if port else ""
     try:
