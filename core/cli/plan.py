@@ -34,6 +34,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--nodes", type=int, default=1)
     p.add_argument("--provider")
     p.add_argument("--mode", help="on_demand, spot or reserved")
+    p.add_argument("--probe-run", metavar="RUN", help="apply a probe run's measurements (a run id from the probe "
+                   "history or a run JSON file): matmul TFLOP/s, bus bandwidth and the measured step")
+    p.add_argument("--db", help="probe history file for --probe-run (default: the app's probes.db)")
     p.set_defaults(func=cmd_plan)
 
 
@@ -85,6 +88,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from core.planner.plan import PlanError, plan
 
     request = build_request(args)
+    applied: list[str] = []
+    if getattr(args, "probe_run", None):
+        from core.cli.probe_step import applied_request
+
+        request, applied = applied_request(request, args.probe_run, args.db)
     try:
         result = plan(request)
     except PlanError as exc:
@@ -92,7 +100,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
-        print(render_plan(result))
+        print("\n".join([*(f"Applied  {note}" for note in applied), *([""] if applied else []),
+                         render_plan(result)]))
     return 0
 
 
@@ -115,6 +124,8 @@ def time_lines(r: Any) -> list[str]:
     lines = [f"Time     {likely_hours(r) or fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.0f} GPU-hours, "
              f"{c.steps:,} steps of {c.step_time_s:.2f} s ({rate}scaling {c.scaling_efficiency:.0%})"]
     lines += [f"Speed    {speed}"] if speed else []
+    if c.planned_step_time_s is not None:
+        lines.append(f"Step     {c.step_source}: {c.step_time_s:.3g} s; planned {c.planned_step_time_s:.3g} s")
     return lines + [f"Range    {note}" for note in band_notes(r)]
 
 

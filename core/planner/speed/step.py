@@ -13,7 +13,7 @@ import numpy as np
 
 from core.planner.model import lora, memory, parallel
 from core.planner.model.params import Architecture
-from core.planner.models import Assumptions, DataSpec, TrainingSpec
+from core.planner.models import Assumptions, DataSpec, MeasuredStep, TrainingSpec
 from core.planner.speed import compute, step_time
 
 Num = Any
@@ -34,6 +34,7 @@ class Hardware:
     attention_efficiency: Num  # flash/SDPA forward + backward ÷ peak (kernels.attention_efficiency)
     pcie_gbs: Num  # host link per direction, GB/s
     measured_intra_busbw_gbs: float | None = None
+    measured_step: MeasuredStep | None = None  # one layer timed on the box (step_time.measured_compute)
 
     @property
     def gpus(self) -> Num:
@@ -135,7 +136,7 @@ def evaluate(
     model_fpt = compute.model_flops_per_token(arch, training, seq, trainable)
     costs = step_time.step_costs(arch, training, seq, hw, assumptions, mb, accumulation, trainable, mem, dp)
     peak = hw.peak_tflops * 1e12
-    if assumptions.mfu is not None:
+    if assumptions.mfu is not None and not step_time.measured_applies(hw, training, seq, mb):
         forced = model_fpt * tokens_per_step / hw.gpus / (peak * assumptions.mfu)
         costs = costs.scaled(forced / costs.step)
     step_s = costs.step
