@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.probes.checks.base import ProbeContext, ProbeFailed, ProbeSkipped, q, short_error
+from core.probes.checks.base import ProbeContext, ProbeFailed, ProbeSkipped, TransportError, q, short_error
 from core.probes.checks.compute import as_float, json_lines
 from core.probes.step_spec import StepResult
 
@@ -52,11 +52,17 @@ def run(ctx: ProbeContext) -> None:
                f"--spec {q(spec.script_json(scale, 'auto' if on_gpu else 'cpu'))}")
     records: list[dict[str, Any]] = []
     stream = ctx.stream(command, timeout=spec.max_seconds + STARTUP_S)
-    for line in stream:
-        for record in json_lines(line):
-            records.append(record)
-            if record.get("event") == "rep":
-                _rep(ctx, record)
+    try:
+        for line in stream:
+            for record in json_lines(line):
+                records.append(record)
+                if record.get("event") == "rep":
+                    _rep(ctx, record)
+    except TransportError:  # the connection dropped: the repetitions timed so far are said, not graded
+        reps = [r for r in records if r.get("event") == "rep" and r.get("part") == "layer"]
+        ctx.evidence.partial["step"] = (f"{len(reps)} timed repetition{'s' * (len(reps) != 1)} of the layer "
+                                        "before the drop" if reps else "no repetition had been timed")
+        raise
     result = _result(ctx, records, stream.result.exit_code if stream.result else None,
                      short_error(stream.result) if stream.result else "no output")
     if not result.on_gpu:
