@@ -148,3 +148,61 @@ def test_a_layer_too_big_for_the_cpu_is_said_in_one_sentence_never_shrunk(tmp_pa
                                        "micro-batch 64 x 2048 tokens needs about ")
     assert outcome["error"].endswith(" GB allowed here") and "\n" not in outcome["error"]
     assert doc["evidence"].get("step") is None
+
+
+# -- the measured step applied to a plan ----------------------------------------------------------------------
+
+# A small Llama-shaped model, measured at its own shapes on this CPU (scale 1): hidden 256, 4 layers, 4 heads of
+# 64 with 2 KV heads, intermediate 688, vocabulary 2048. By hand: q and o 256·256 each, k and v 256·128 each,
+# the gated MLP 3·256·688, two norms of 256: 725,504 a layer; with the untied embeddings and the final norm
+# 4 · 725,504 + 2 · 2048 · 256 + 256 = 3,950,848 trainable in a full fine-tune. The default global batch is
+# 2^round(log2(262,144 ÷ 128)) = 2048 sequences: 1024 micro-batches of 2 per step on one GPU.
+TINY = {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "intermediate_size": 688, "vocab_size": 2048, "model_type": "llama", "_name_or_path": "tiny-llama"}
+TINY_LAYER, TINY_TRAINABLE, TINY_MICRO_BATCHES = 725_504, 3_950_848, 1024
+
+
+def test_apply_to_plan_makes_the_measured_step_the_plans_and_says_so(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    plan = tmp_path / "tiny.json"
+    plan.write_text(json.dumps({"model": TINY, "data": {"tokens": "2M", "seq_len": 128},
+                                "training": {"method": "full", "micro_batch_size": 2,
+                                             "gradient_checkpointing": False},
+                                "hardware": {"gpu": "H100-SXM"}}))
+    run = tmp_path / "run.json"
+    code = cli_main(["probe", "--local", "--suite", "step", "--plan", str(plan), "--step-scale", "1", "--json",
+                     "--python", sys.executable, "--db", str(tmp_path / "p.db")])
+    run.write_text(capsys.readouterr().out)
+    assert code == 0
+    step = json.loads(run.read_text())["evidence"]["step"]
+    assert step["scale"] == 1 and step["params_layer"] == step["trainable_layer"] == TINY_LAYER
+
+    assert cli_main(["plan", str(plan), "--probe-run", str(run), "--json"]) == 0
+    compute = json.loads(capsys.readouterr().out)["compute"]
+    expected = ((step["layer"]["median_s"] * 4 + step["head"]["median_s"]) * TINY_MICRO_BATCHES
+                + step["optimizer"]["median_s"] / TINY_LAYER * TINY_TRAINABLE)
+    assert compute["step_time_s"] == pytest.approx(expected, rel=1e-6)
+    assert compute["step_source"].startswith(f"measured on {step['host']} (CPU, {step['date'][:10]})")
+    assert compute["planned_step_time_s"] > 0 and compute["planned_step_time_s"] != compute["step_time_s"]
+
+    assert cli_main(["plan", str(plan), "--probe-run", str(run)]) == 0
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.startswith(f"Applied  Step measured on {step['host']} (CPU, ") and "; planned " in first
+    assert "; timed on a CPU, not a GPU)." in first
+    assert f"Step     measured on {step['host']} (CPU, " in out
+    assert f": {compute['step_time_s']:.3g} s; planned {compute['planned_step_time_s']:.3g} s" in out
+
+
+def test_a_measured_step_no_longer_matching_the_plan_is_said_and_the_plan_keeps_its_own(tmp_path: Path) -> None:
+    from core.planner.plan import plan
+
+    measured = {"layer_s": 0.5, "head_s": 0.1, "micro_batch": 4, "seq_len": 128, "method": "full",
+                "source": "box (NVIDIA H100 80GB HBM3, 2026-12-01)"}
+    req = PlanRequest.model_validate({"model": TINY, "data": {"tokens": "2M", "seq_len": 128},
+                                      "training": {"method": "full", "micro_batch_size": 2},
+                                      "hardware": {"gpu": "H100-SXM", "measured_step": measured}})
+    result = plan(req)
+    assert result.compute.step_source == "planned" and result.compute.planned_step_time_s is None
+    assert ("hardware.measured_step was timed at micro-batch 4 × 128 tokens (full); this plan runs 2 × 128 "
+            "(full), so its step time is planned, not measured") in result.warnings
