@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from core.probes.checks.base import ProbeContext, ProbeFailed, ProbeSkipped, TransportError, q, short_error
 from core.probes.checks.compute import as_float, json_lines
-from core.probes.step_spec import StepResult
+from core.probes.step_spec import StepResult, StepSpec
 
 SERIES = "step_ms"
 STARTUP_S = 120.0  # importing torch and building the layer, on top of the script's own time bound
@@ -63,16 +63,18 @@ def run(ctx: ProbeContext) -> None:
         ctx.evidence.partial["step"] = (f"{len(reps)} timed repetition{'s' * (len(reps) != 1)} of the layer "
                                         "before the drop" if reps else "no repetition had been timed")
         raise
-    result = _result(ctx, records, stream.result.exit_code if stream.result else None,
-                     short_error(stream.result) if stream.result else "no output")
+    result = read_result(records, spec, stream.result.exit_code if stream.result else None,
+                         short_error(stream.result) if stream.result else "no output")
     if not result.on_gpu:
         shapes = f"the plan's shapes divided by {result.scale}" if result.scale > 1 else "the plan's own shapes"
         ctx.warn(f"no CUDA GPU: timed on the CPU in {result.dtype} at {shapes}; {result.memory_source}")
     ctx.evidence.step = result
 
 
-def _result(ctx: ProbeContext, records: list[dict[str, Any]], exit_code: int | None, tail: str) -> StepResult:
-    """The script's result as evidence; its skip or its one-sentence error as the probe's outcome."""
+def read_result(records: list[dict[str, Any]], spec: StepSpec | None, exit_code: int | None,
+                tail: str) -> StepResult:
+    """The script's result as evidence; its skip or its one-sentence error as the probe's outcome (whatever the
+    host printed: anything else is a `ProbeFailed` in one sentence)."""
     by_kind = {str(r.get("event")): r for r in records}
     if "skipped" in by_kind:
         raise ProbeSkipped(str(by_kind["skipped"].get("reason") or "the layer cannot be measured here"))
@@ -80,7 +82,6 @@ def _result(ctx: ProbeContext, records: list[dict[str, Any]], exit_code: int | N
         error = by_kind.get("error", {}).get("message")
         raise ProbeFailed(str(error) if error else f"the step script gave no result (exit {exit_code}: {tail})")
     backend = by_kind.get("backend", {})
-    spec = ctx.options.step
     try:
         result = StepResult.model_validate({
             **{k: v for k, v in by_kind["result"].items() if k in StepResult.model_fields},
@@ -89,5 +90,7 @@ def _result(ctx: ProbeContext, records: list[dict[str, Any]], exit_code: int | N
             "planned": spec.planned if spec is not None else None,
             "notes": list(spec.planned.notes) if spec is not None and spec.planned is not None else []})
     except ValidationError as exc:
-        raise ProbeFailed(f"the step script's result could not be read: {exc.errors()[0]['msg']}") from None
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise ProbeFailed(f"the step script's result could not be read: {where}: {error['msg']}") from None
     return result
