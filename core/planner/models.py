@@ -475,8 +475,8 @@ class ComputeResult(BaseModel):
         None, description="likely tokens/s (low-high), from calibration residuals")
     step_source: str = Field("planned", description="'planned', or 'measured on HOST (GPU, date)' when "
                              "hardware.measured_step set the step time")
-    planned_step_time_s: float | None = Field(None, description="the planner's own step time, when a measured "
-                                              "step replaced it")
+    planned_step_time_s: float | None = Field(None, exclude_if=_unset, description="the planner's own step "
+                                              "time, when a measured step replaced it")
 
 
 class TimeResult(BaseModel):
