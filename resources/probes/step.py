@@ -87,8 +87,7 @@ def linear(spec, kind, d_in, d_out, device, dtype, bias=False):
     if spec["method"] == "qlora":
         import bitsandbytes as bnb  # checked by the caller
 
-        base = bnb.nn.Linear4bit(d_in, d_out, bias=bias, compute_dtype=dtype, quant_type="nf4",
-                                 device=device)
+        base = bnb.nn.Linear4bit(d_in, d_out, bias=bias, compute_dtype=dtype, quant_type="nf4").to(device)
     else:
         base = nn.Linear(d_in, d_out, bias=bias, device=device, dtype=dtype)
     if spec["method"] == "full":
@@ -384,6 +383,18 @@ def cmd_count(spec):
          flops_head=counted_flops(lambda: head(x, labels).backward()), spec=spec)
 
 
+def meta_flops(spec, dtype):
+    """The layer's FLOPs counted on the meta device (same shapes, nothing allocated); QLoRA's are LoRA's, its
+    dequantization being no matmul. None when the layer cannot be built there."""
+    meta = torch.device("meta")
+    try:
+        layer = Layer(dict(spec, method="lora" if spec["method"] == "qlora" else spec["method"]), meta, dtype)
+        x, grad, _ = inputs(spec, meta, dtype)
+    except Exception:
+        return None
+    return counted_flops(lambda: fwd_bwd(layer, x, grad))
+
+
 def part_timers(spec, layer, device, dtype):
     """Work items timing the attention core alone and the layer's linear modules alone, forward + backward,
     each forward run as often as the layer runs it (twice under full recomputation)."""
@@ -466,11 +477,21 @@ def cmd_measure(spec):
 
 
 def run_measure(spec, device, dtype, name):
+    """Mixed precision on a GPU as the plan trains: a full fine-tune keeps float32 weights under autocast, LoRA and
+    QLoRA keep the frozen base in 16 bits and the adapters in float32; pure 16-bit and fp32 plans, and the CPU,
+    run in one dtype."""
+    amp = device.type == "cuda" and str(spec.get("precision", "")).startswith("amp")
+    weights = torch.float32 if amp and spec["method"] == "full" else dtype
+    with torch.autocast(device_type=device.type, dtype=dtype, enabled=amp):
+        return timed_layer(spec, device, dtype, weights, name)
+
+
+def timed_layer(spec, device, dtype, weights, name):
     clock = Clock(device)
     budget = float(spec.get("max_seconds") or 60.0)
     warmup, reps = int(spec.get("warmup", 2)), int(spec.get("reps", 5))
-    layer = Layer(spec, device, dtype)
-    head = Head(spec, device, dtype)
+    layer = Layer(spec, device, weights)
+    head = Head(spec, device, weights)
     x, grad, labels = inputs(spec, device, dtype)
     params_layer, trainable_layer = count(layer)
     optimizer = make_optimizer(spec, trainable(layer))
@@ -484,10 +505,8 @@ def run_measure(spec, device, dtype, name):
     opt_times = timed_reps(clock, optimizer.step, 1, reps, budget / 8, "optimizer") if optimizer else [0.0]
     head_times = timed_reps(clock, lambda: head(x, labels).backward(), 1, reps, budget / 8, "head")
     attention, gemm = measure_parts(spec, clock, layer, device, dtype, budget / 8)
-    if flops is None:  # on a GPU: count on the meta device, the same shapes, nothing allocated
-        meta = Layer(spec, torch.device("meta"), dtype)
-        mx, mg, _ = inputs(spec, torch.device("meta"), dtype)
-        flops = counted_flops(lambda: fwd_bwd(meta, mx, mg))
+    if flops is None:
+        flops = meta_flops(spec, dtype)
     layer_stats = stats(layer_times)
     tflops = flops / layer_stats["median_s"] / 1e12 if flops and layer_stats["median_s"] > 0 else None
     emit(event="result", device=device.type, name=name, dtype=str(dtype)[6:], scale=int(spec.get("scale") or 1),
