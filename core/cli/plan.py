@@ -116,7 +116,7 @@ def price_offer(c: Any) -> str:
 def time_lines(r: Any) -> list[str]:
     """The Time line; with the plan's bands, 'likely X (range A–B)' for the wall time, a Speed line for tokens/s and
     a Range line saying how often published runs of this kind fell inside (without bands, the Time line alone)."""
-    from core.planner.report import band_notes, likely_hours, likely_tokens_per_second
+    from core.planner.report import band_notes, likely_hours, likely_tokens_per_second, measured_step_text
 
     c = r.compute
     speed = likely_tokens_per_second(r)
@@ -124,8 +124,8 @@ def time_lines(r: Any) -> list[str]:
     lines = [f"Time     {likely_hours(r) or fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.0f} GPU-hours, "
              f"{c.steps:,} steps of {c.step_time_s:.2f} s ({rate}scaling {c.scaling_efficiency:.0%})"]
     lines += [f"Speed    {speed}"] if speed else []
-    if c.planned_step_time_s is not None:
-        lines.append(f"Step     {c.step_source}: {c.step_time_s:.3g} s; planned {c.planned_step_time_s:.3g} s")
+    measured = measured_step_text(c)
+    lines += [f"Step     {measured}"] if measured else []
     return lines + [f"Range    {note}" for note in band_notes(r)]
 
 

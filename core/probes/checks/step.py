@@ -38,7 +38,8 @@ def _rep(ctx: ProbeContext, record: dict[str, Any]) -> None:
 def run(ctx: ProbeContext) -> None:
     spec = ctx.options.step
     if spec is None:
-        raise ProbeSkipped("the step probe needs a plan to take its layer from (--plan REQUEST.json)")
+        raise ProbeSkipped("the step probe needs a plan to take its layer from (open or choose one; on the command "
+                           "line --plan REQUEST.json)")
     python = ctx.facts.python
     if python is None:
         raise ProbeSkipped("no Python interpreter was found on the host, so no layer could be built")
