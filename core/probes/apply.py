@@ -40,8 +40,10 @@ from core.probes.step_spec import (
     StepResult,
     StepSpec,
     comparable,
+    gap_text,
     measured_step,
     optimizer_per_param,
+    seconds_text,
 )
 
 
@@ -383,9 +385,5 @@ def _apply_step(request: PlanRequest, evidence: ProbeEvidence, notes: list[str])
 
 def step_sentence(result: StepResult, measured_s: float, planned_s: float) -> str:
     """'Step measured on HOST (GPU, date): X s; planned Y s (Z% slower).'"""
-    gap = measured_s / planned_s - 1 if planned_s > 0 else 0.0
-    how = (f"{gap + 1:.3g}× the planned time" if gap > 1 else
-           f"{abs(gap):.0%} {'slower' if gap > 0 else 'faster'}" if abs(gap) >= 0.005 else "as planned")
-    if not result.on_gpu:
-        how += "; timed on a CPU, not a GPU"
-    return f"Step measured on {result.where}: {measured_s:.3g} s; planned {planned_s:.3g} s ({how})."
+    how = gap_text(measured_s, planned_s) + ("" if result.on_gpu else "; timed on a CPU, not a GPU")
+    return f"Step measured on {result.where}: {seconds_text(measured_s)}; planned {seconds_text(planned_s)} ({how})."

@@ -145,6 +145,21 @@ class MeasuredStep(BaseModel):
     other_s: float
 
 
+def seconds_text(value: float) -> str:
+    """'0.0123 s', '4.61 s', '10,033 s': three significant figures, a long step in whole seconds."""
+    return f"{value:,.0f} s" if value >= 100 else f"{value:.3g} s"
+
+
+def gap_text(measured: float, planned: float) -> str:
+    """'12% slower', '8% faster', 'as planned', or '4.59e+03× the planned time' for a gap a percentage hides."""
+    ratio = measured / planned if planned > 0 else 1.0
+    if ratio > 2:
+        return f"{ratio:.3g}× the planned time"
+    if abs(ratio - 1) < 0.005:
+        return "as planned"
+    return f"{abs(ratio - 1):.0%} {'slower' if ratio > 1 else 'faster'}"
+
+
 def optimizer_per_param(result: StepResult) -> float:
     """Seconds per trainable parameter of the measured optimizer step (0 when the layer trains nothing)."""
     return result.optimizer.median_s / result.trainable_layer if result.trainable_layer else 0.0
@@ -183,5 +198,6 @@ def differences(result: StepResult, step: MeasuredStep, planned: StepPlanned) ->
     for name, measured, plan in pairs:
         if measured is None or plan <= 0:
             continue
-        rows.append((abs(measured - plan), f"{name} {measured:.3g} s measured vs {plan:.3g} s planned"))
+        rows.append((abs(measured - plan), f"{name} {seconds_text(measured)} measured vs {seconds_text(plan)} "
+                                           "planned"))
     return [text for _gap, text in sorted(rows, reverse=True)]

@@ -66,6 +66,18 @@ def test_a_step_more_than_a_quarter_slower_warns_with_the_likely_reasons() -> No
                                   "2 s planned; likely clocks held down")
 
 
+def test_a_step_several_times_slower_is_said_as_a_multiple() -> None:
+    line = step_line(gpu_result(planned_step_s=2.0))  # 10.988 ÷ 2 = 5.49
+    assert line.status is CheckStatus.warn and line.reason.startswith("the step is 5.49× the planned time; most")
+
+
+def test_a_cpu_run_at_the_plans_shapes_is_shown_but_not_graded_against_a_gpu_plan() -> None:
+    result = gpu_result(planned_step_s=2.0).model_copy(update={"device": "cpu", "name": "cpu"})
+    line = step_line(result)
+    assert line.status is CheckStatus.info
+    assert line.reason == "not graded: timed on a CPU (5.49× the planned time), and the plan is for H100-SXM"
+
+
 def test_a_layer_reserving_more_than_the_plans_whole_gpu_warns() -> None:
     card = score(ProbeEvidence(step=gpu_result(planned_step_s=10.0, reserved=50 * 10**9)))
     line = next(c for c in card.checks if c.name == "Step memory (one layer)")
