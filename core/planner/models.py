@@ -27,6 +27,7 @@ from core.planner.choices import (  # the request's named choices, re-exported: 
     Precision,
     Sharding,
 )
+from core.planner.measured_step import MeasuredHardware, StepSource
 from core.planner.model.lora import check_target_parameters, target_set
 from core.units import HOURS_PER_YEAR, parse_count
 
@@ -246,23 +247,7 @@ class TrainingSpec(_Strict):
         return self
 
 
-class MeasuredStep(_Strict):
-    """One decoder layer of this plan timed on the box (the probe's step suite), per micro-batch: the planner
-    builds the step from it (layer × layers + output layer, × micro-batches, + the optimizer) in place of its own
-    compute estimate, while the micro-batch, sequence length and method are the ones measured."""
-
-    layer_s: float = Field(..., gt=0, le=3600, description="one layer's forward + backward, seconds")
-    head_s: float = Field(0.0, ge=0, le=3600, description="the output layer and loss, forward + backward, seconds")
-    attention_s: float = Field(0.0, ge=0, le=3600, description="the layer's attention core, seconds")
-    gemm_s: float = Field(0.0, ge=0, le=3600, description="the layer's linear layers, seconds")
-    optimizer_s_per_param: float = Field(0.0, ge=0, le=1, description="optimizer step seconds per trainable parameter")
-    micro_batch: int = Field(..., ge=1, description="the micro-batch measured")
-    seq_len: int = Field(..., ge=1, description="the sequence length measured")
-    method: Method = Field(..., description="the method measured")
-    source: str = Field(..., description="where and when: 'HOST (GPU, date)'")
-
-
-class HardwareSpec(_Strict):
+class HardwareSpec(_Strict, MeasuredHardware):
     gpu: str = Field(..., title="GPU", description="catalog GPU id, e.g. H100-SXM (case-insensitive)")
     gpus_per_node: int = Field(1, ge=1, le=64, title="GPUs per node")
     nodes: int = Field(1, ge=1, le=8192, title="Nodes")
@@ -282,8 +267,6 @@ class HardwareSpec(_Strict):
         None, gt=0, title="Measured matmul TFLOP/s",
         description="achievable dense matmul TFLOP/s per GPU, e.g. from the probe's GPU matmul",
     )
-    measured_step: MeasuredStep | None = Field(None, title="Measured step", exclude_if=_unset,
-                                               description="one layer timed on the box by the step probe")
 
     @property
     def gpus(self) -> int:
@@ -454,7 +437,7 @@ class Band(BaseModel):
     cases: int = Field(..., description="published runs behind the band's width")
 
 
-class ComputeResult(BaseModel):
+class ComputeResult(StepSource):
     params_total: int
     params_active: int
     params_trainable: int
@@ -473,10 +456,6 @@ class ComputeResult(BaseModel):
     step_breakdown_s: StepBreakdown = Field(default_factory=StepBreakdown)
     tokens_per_second_range: Band | None = Field(
         None, description="likely tokens/s (low-high), from calibration residuals")
-    step_source: str = Field("planned", description="'planned', or 'measured on HOST (GPU, date)' when "
-                             "hardware.measured_step set the step time")
-    planned_step_time_s: float | None = Field(None, exclude_if=_unset, description="the planner's own step "
-                                              "time, when a measured step replaced it")
 
 
 class TimeResult(BaseModel):

@@ -16,12 +16,12 @@ gloo between CPUs measures the hosts' TCP stacks, not the GPUs' network, so neit
 from __future__ import annotations
 
 from core.catalog import GPU, Catalog, CatalogError, load_catalog, network
+from core.planner.measured_step import MeasuredStep
 from core.planner.model.params import Architecture
 from core.planner.models import (
     Attention,
     CrossEntropy,
     HardwareSpec,
-    MeasuredStep,
     Method,
     Optimizer,
     PlanRequest,

@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from core.planner.measured_step import MeasuredStep
 from core.planner.model import lora, memory, parallel
 from core.planner.model.params import Architecture
-from core.planner.models import Assumptions, DataSpec, MeasuredStep, TrainingSpec
+from core.planner.models import Assumptions, DataSpec, TrainingSpec
 from core.planner.speed import compute, step_time
 
 Num = Any
