@@ -211,3 +211,23 @@ def test_a_measured_step_no_longer_matching_the_plan_is_said_and_the_plan_keeps_
     assert result.compute.step_source == "planned" and result.compute.planned_step_time_s is None
     assert ("hardware.measured_step was timed at micro-batch 4 × 128 tokens (full); this plan runs 2 × 128 "
             "(full), so its step time is planned, not measured") in result.warnings
+
+
+def test_the_plans_pdf_content_puts_planned_and_measured_side_by_side() -> None:
+    from core.planner.analysis import analyse
+    from core.planner.report import build_report
+
+    # one layer of 40 ms, an output layer of 30 ms: (0.040 · 4 + 0.030) · 1024 micro-batches = 194.56 s before the
+    # optimizer, whatever the planner would have said
+    measured = {"layer_s": 0.040, "head_s": 0.030, "micro_batch": 2, "seq_len": 128, "method": "full",
+                "source": "box (NVIDIA H100 80GB HBM3, 2026-12-01)"}
+    req = PlanRequest.model_validate({"model": TINY, "data": {"tokens": "2M", "seq_len": 128},
+                                      "training": {"method": "full", "micro_batch_size": 2,
+                                                   "gradient_checkpointing": False},
+                                      "hardware": {"gpu": "H100-SXM", "measured_step": measured}})
+    report = build_report(analyse(req))
+    time = next(s for s in report.sections if s.title == "Time")
+    texts = [b.text for b in time.blocks if b.kind == "paragraph"]
+    line = next(t for t in texts if t.startswith("Planned vs measured: "))
+    assert line.startswith("Planned vs measured: the step was measured on box (NVIDIA H100 80GB HBM3, 2026-12-01): "
+                           "195 s; planned ")
