@@ -42,8 +42,12 @@ def make_options(choice: SuiteChoice) -> Any:
 def with_step(options: Any, request: PlanRequest | None) -> Any:
     """The options with the plan's layer for the step probe (runs on the worker: it plans once). The step runs
     when picked, and joins the full suite when a plan is open; without a plan it is skipped with the reason."""
+    from core.probes.options import RunOptions
+
+    if request is None or not isinstance(options, RunOptions):  # no plan, or a test's stand-in for the options
+        return options
     names = options.probe_names()
-    if request is None or ("step" not in names and options.suite != "full"):
+    if "step" not in names and options.suite != "full":
         return options
     from core.probes.apply import step_spec
 
