@@ -142,3 +142,20 @@ def test_a_step_scale_out_of_range_is_one_sentence_naming_the_flag(scale: int, t
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("tuneplan: --step-scale: ") and err.count("\n") == 1
+
+
+def test_the_probe_report_puts_the_measured_step_beside_the_planned_one_part_by_part() -> None:
+    from core.probes.report import ProbeRunRecord, build_probe_report
+
+    record = ProbeRunRecord(host="box", evidence=ProbeEvidence(step=gpu_result(planned_step_s=10.0)))
+    section = next(s for s in build_probe_report(record).sections if s.title == "Training step")
+    table = next(b for b in section.blocks if b.kind == "table")
+    # the hand figures of the module docstring: GEMMs 0.025 · 32 · 8, attention 0.010 · 256, the rest 1.52, the
+    # optimizer 0.002 ÷ 1e6 · 4e6, and the 0.5 s of other work carried as planned
+    assert table.rows == [["the step", "11 s", "10 s"], ["GEMMs", "6.4 s", "6 s"], ["attention", "2.56 s", "2 s"],
+                          ["the rest of the layer and the output layer", "1.52 s", "1 s"],
+                          ["optimizer", "0.008 s", "0.01 s"],
+                          ["communication, host transfers, bubble (as planned)", "0.5 s", "0.5 s"]]
+    first = section.blocks[0].text  # type: ignore[union-attr]
+    assert first.startswith("One layer of llama-3.1-8b (") and "forward + backward 40 ms (median of 5" in first
+    assert first.endswith("peak 27.94 GiB allocated and 27.94 GiB reserved.")
