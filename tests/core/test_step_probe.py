@@ -135,6 +135,22 @@ def test_the_step_suite_without_a_plan_is_one_sentence_and_exit_2(tmp_path: Path
     assert err == "tuneplan: --suite step needs --plan REQUEST.json: the layer it times is the plan's\n"
 
 
+def test_a_plan_joins_the_step_to_the_full_suite_and_is_refused_with_a_suite_without_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from core.cli.probe_step import options_step
+
+    values: dict[str, Any] = {"suite": "full"}
+    options_step(values, str(write_plan(tmp_path)), None)
+    assert values["suite"] == ["inventory", "health", "compute", "collectives", "storage", "distributed", "burn",
+                               "step"]
+    assert values["step"].planned.model == "llama-3.1-8b"
+    code = cli_main(["probe", "--local", "--suite", "quick", "--plan", str(write_plan(tmp_path)),
+                     "--db", str(tmp_path / "p.db")])
+    assert code == 2
+    assert capsys.readouterr().err == ("tuneplan: --plan is for the step probe: add it to --suite (e.g. --suite "
+                                       "step, or full)\n")
+
+
 def test_a_layer_too_big_for_the_cpu_is_said_in_one_sentence_never_shrunk(tmp_path: Path,
                                                                             capsys: pytest.CaptureFixture[str]
                                                                             ) -> None:
