@@ -113,7 +113,8 @@ def step_checks(out: Path, python: str, gpu: str, timeout: float) -> None:
         (out / f"step_{name}.stderr.txt").write_text(f"{stderr}\n[exit status {code}]\n", encoding="utf-8")
         text, err, code = run_cli(["plan", str(plan), "--probe-run", str(run)], 120)
         (out / f"plan_{name}.txt").write_text(f"{text}\n{err}\n[exit status {code}]\n", encoding="utf-8")
-        print(f"step {name}: " + next((line for line in text.splitlines() if line.startswith("Applied")), err[-300:]))
+        applied = [line for line in text.splitlines() if line.startswith("Applied")]
+        print(f"step {name}: " + ("; ".join(applied) or f"nothing applied (see {run.name}) {err[-300:]}"))
 
 
 def summarise(doc: dict[str, object]) -> None:

@@ -380,6 +380,9 @@ def _apply_step(request: PlanRequest, evidence: ProbeEvidence, notes: list[str])
         seq_len=request.data.seq_len, method=t.method, source=result.where)
     step = measured_step(result, planned)
     notes.append(step_sentence(result, step.step_s, planned.step_s))
+    if result.peak_reserved and planned.memory_per_gpu and result.peak_reserved > planned.memory_per_gpu:
+        notes.append(f"Memory: one layer alone reserved {result.peak_reserved / 1e9:.1f} GB on the box, more than "
+                     f"the plan's {planned.memory_per_gpu / 1e9:.1f} GB per GPU: the plan underestimates it.")
     return request.model_copy(update={"hardware": hw.model_copy(update={"measured_step": measured})})
 
 

@@ -107,6 +107,9 @@ def test_a_gpu_run_at_the_plans_shapes_is_applied_with_the_sentence() -> None:
         "box (NVIDIA H100 80GB HBM3, 2026-12-01)")
     assert notes == [f"Step measured on box (NVIDIA H100 80GB HBM3, 2026-12-01): {MEASURED_STEP:.3g} s; planned "
                      "10 s (10% slower)."]
+    _new, notes = apply_to_plan(request, ProbeEvidence(step=gpu_result(planned_step_s=10.0, reserved=50 * 10**9)))
+    assert notes[-1] == ("Memory: one layer alone reserved 50.0 GB on the box, more than the plan's 40.0 GB per "
+                         "GPU: the plan underestimates it.")
 
 
 # -- whatever a host prints -----------------------------------------------------------------------------------
