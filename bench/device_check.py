@@ -1,6 +1,6 @@
 """Check the probes on real NVIDIA hardware: run the quick suite locally and keep every output for review.
 
-    python bench/device_check.py [OUT_DIR] [--suite quick] [--python PATH] [--timeout S]
+    python bench/device_check.py [OUT_DIR] [--suite quick] [--python PATH] [--timeout S] [--gpu ID] [--no-step]
 
 OUT_DIR defaults to $OUT, else ./device_check_out. It runs ``tuneplan probe --local --suite quick --json`` (this
 checkout's code, with this interpreter) and saves: probe.json (the run JSON), probe.stderr.txt (progress),
@@ -8,6 +8,11 @@ exit_code.txt, probes.db (the run's store), raw/NN_<probe>_<command>.txt (every 
 and exit status, as the parsers saw them), and when nvidia-smi exists nvidia-smi-q.txt, nvidia-smi-L.txt,
 nvidia-smi-topo.txt and nvidia-smi-query.csv taken directly, so parsers and thresholds can be compared with
 the tool's own text. On a machine without an NVIDIA GPU it says so and still runs the suite.
+
+Then the step probe times one layer of Llama-3.1-8B for a LoRA r16 all-linear, a full and a QLoRA fine-tune
+(micro-batch 1 × 2048 tokens, checkpointing on, the plan's GPU ``--gpu``): step_<name>.json (the run),
+step_<name>.stderr.txt and plan_<name>.txt (`tuneplan plan --probe-run`: planned vs measured step). QLoRA is
+skipped with the reason where bitsandbytes is not installed.
 """
 
 from __future__ import annotations
@@ -73,6 +78,45 @@ def dump_raw_outputs(db: Path, raw_dir: Path) -> int:
     return len(rows)
 
 
+STEP_PLANS: dict[str, dict[str, object]] = {
+    "lora": {"method": "lora", "lora_rank": 16, "lora_targets": "all-linear"},
+    "full": {"method": "full"},
+    "qlora": {"method": "qlora", "lora_rank": 16, "lora_targets": "all-linear"},
+}
+
+
+def run_cli(args: list[str], timeout: float) -> tuple[str, str, int]:
+    """`python -m core.cli ARGS` from this checkout: stdout, stderr (with '[timed out]') and the exit code."""
+    command = [sys.executable, "-m", "core.cli", *args]
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    print("$ " + " ".join(command))
+    try:
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        return done.stdout, done.stderr, done.returncode
+    except subprocess.TimeoutExpired as exc:
+        stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        stderr = (exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")) + "\n[timed out]"
+        return stdout, stderr, 124
+
+
+def step_checks(out: Path, python: str, gpu: str, timeout: float) -> None:
+    """The step probe for Llama-3.1-8B LoRA, full and QLoRA layers, and each run applied to its plan."""
+    for name, training in STEP_PLANS.items():
+        plan = out / f"request_{name}.json"
+        plan.write_text(json.dumps({"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "200M", "seq_len": 2048},
+                                    "training": {**training, "micro_batch_size": 1},
+                                    "hardware": {"gpu": gpu, "gpus_per_node": 1}}), encoding="utf-8")
+        run = out / f"step_{name}.json"
+        stdout, stderr, code = run_cli(["probe", "--local", "--suite", "step", "--plan", str(plan), "--json",
+                                        "--db", str(out / "probes.db"), "--python", python], timeout)
+        run.write_text(stdout, encoding="utf-8")
+        (out / f"step_{name}.stderr.txt").write_text(f"{stderr}\n[exit status {code}]\n", encoding="utf-8")
+        text, err, code = run_cli(["plan", str(plan), "--probe-run", str(run)], 120)
+        (out / f"plan_{name}.txt").write_text(f"{text}\n{err}\n[exit status {code}]\n", encoding="utf-8")
+        applied = [line for line in text.splitlines() if line.startswith("Applied")]
+        print(f"step {name}: " + ("; ".join(applied) or f"nothing applied (see {run.name}) {err[-300:]}"))
+
+
 def summarise(doc: dict[str, object]) -> None:
     print(f"run status: {doc.get('status')}")
     card = doc.get("scorecard")
@@ -93,22 +137,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", default="quick")
     parser.add_argument("--python", help="interpreter with torch for the probes (default: this one)")
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--gpu", default="H200-SXM",
+                        help="the catalog GPU the step probe's plans name (default H200-SXM)")
+    parser.add_argument("--no-step", action="store_true", help="skip the step probe's Llama-3.1-8B layers")
     args = parser.parse_args(argv)
     out = out_dir(args.out)
     out.mkdir(parents=True, exist_ok=True)
     has_gpu = save_tool_outputs(out)
     db = out / "probes.db"
-    command = [sys.executable, "-m", "core.cli", "probe", "--local", "--suite", args.suite, "--json",
-               "--db", str(db), "--python", args.python or sys.executable]
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    print("$ " + " ".join(command))
-    try:
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=args.timeout)
-        stdout, stderr, code = done.stdout, done.stderr, done.returncode
-    except subprocess.TimeoutExpired as exc:
-        stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        stderr = (exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")) + "\n[timed out]"
-        code = 124
+    stdout, stderr, code = run_cli(["probe", "--local", "--suite", args.suite, "--json", "--db", str(db),
+                                    "--python", args.python or sys.executable], args.timeout)
     (out / "probe.json").write_text(stdout, encoding="utf-8")
     (out / "probe.stderr.txt").write_text(stderr, encoding="utf-8")
     (out / "exit_code.txt").write_text(f"{code}\n", encoding="utf-8")
@@ -121,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         print(stderr[-2000:])
         return code or 1
     summarise(doc)
+    if not args.no_step:
+        step_checks(out, args.python or sys.executable, args.gpu, args.timeout)
     if not has_gpu:
         print("no NVIDIA GPU on this machine: GPU parsers and thresholds were not exercised")
     print(f"outputs in {out}")

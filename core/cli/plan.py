@@ -38,6 +38,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--nodes", type=int, default=1, help="nodes (with --gpu; default 1)")
     p.add_argument("--provider", help="price at this provider only, e.g. lambda or runpod (`tuneplan catalog prices`)")
     p.add_argument("--mode", help="on_demand, spot or reserved")
+    p.add_argument("--probe-run", metavar="RUN", help="apply a probe run's measurements (a run id from the probe "
+                   "history or a run JSON file): matmul TFLOP/s, bus bandwidth and the measured step")
+    p.add_argument("--db", help="probe history file for --probe-run (default: the app's probes.db)")
     p.set_defaults(func=cmd_plan)
 
 
@@ -89,6 +92,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from core.planner.plan import PlanError, plan
 
     request = build_request(args)
+    applied: list[str] = []
+    if getattr(args, "probe_run", None):
+        from core.cli.probe_step import applied_request
+
+        request, applied = applied_request(request, args.probe_run, args.db)
     try:
         result = plan(request)
     except PlanError as exc:
@@ -96,7 +104,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         print(result.model_dump_json(indent=2))
     else:
-        print(render_plan(result))
+        print("\n".join([*(f"Applied  {note}" for note in applied), *([""] if applied else []),
+                         render_plan(result)]))
     return 0
 
 
@@ -114,7 +123,7 @@ def price_offer(c: Any) -> str:
 def time_lines(r: Any) -> list[str]:
     """The Time line; with the plan's bands, 'likely X (range A–B)' for the wall time, a Speed line for tokens/s and
     a Range line saying how often published runs of this kind fell inside (without bands, the Time line alone)."""
-    from core.planner.report import band_notes, likely_hours, likely_tokens_per_second
+    from core.planner.report import band_notes, likely_hours, likely_tokens_per_second, measured_step_text
 
     c = r.compute
     speed = likely_tokens_per_second(r)
@@ -122,6 +131,8 @@ def time_lines(r: Any) -> list[str]:
     lines = [f"Time     {likely_hours(r) or fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.0f} GPU-hours, "
              f"{c.steps:,} steps of {c.step_time_s:.2f} s ({rate}scaling {c.scaling_efficiency:.0%})"]
     lines += [f"Speed    {speed}"] if speed else []
+    measured = measured_step_text(c)
+    lines += [f"Step     {measured}"] if measured else []
     return lines + [f"Range    {note}" for note in band_notes(r)]
 
 

@@ -27,7 +27,8 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from core.cli.common import EXIT_ERROR, EXIT_USAGE, add_command
+from core.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, add_command
+from core.cli.probe_step import options_step, step_lines
 from core.cli.table import table
 from core.probes.run_json import run_json
 from core.probes.store import ProbeStore, StoredRun
@@ -66,8 +67,9 @@ def register(subparsers: Any) -> None:
 
     add_slurm_arguments(p)
     p.add_argument("--suite", default="quick",
-                   help="quick (about a minute), full (adds the burn), or probe names separated by commas: "
-                        "inventory,gpu_metrics,health,compute,collectives,storage,distributed,burn")
+                   help="quick (about a minute), full (adds the burn, and the step with --plan), or probe names "
+                        "separated by commas: inventory,gpu_metrics,health,compute,collectives,storage,distributed,"
+                        "burn,step")
     p.add_argument("--json", action="store_true", help="print only the run JSON on stdout (progress on stderr)")
     p.add_argument("--accept-new-host-key", nargs="?", const=True, default=False, metavar="FINGERPRINT",
                    help="accept an unknown host key (only the one with FINGERPRINT when given) into the app's "
@@ -81,6 +83,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--fio-size", metavar="SIZE", help="storage test file size, e.g. 256M or 1G (default 256M)")
     p.add_argument("--fio-runtime", type=float, metavar="S", help="seconds per timed storage job (default 3)")
     p.add_argument("--python", metavar="PATH", help="Python interpreter on the host that has torch")
+    p.add_argument("--plan", metavar="REQUEST.json", help="the plan whose model the step probe times (one layer)")
+    p.add_argument("--step-scale", type=int, metavar="N",
+                   help="on a host without a GPU: the plan's shapes divided by N for the step probe (default 32)")
     p.add_argument("--allow-root", action="store_true", help="allow `sudo -n` to read the kernel log")
     p.add_argument("--db", metavar="FILE", help="probe history file (default: $XDG_DATA_HOME/tuneplan/probes.db)")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -123,12 +128,16 @@ def _options(args: argparse.Namespace) -> Any:
     if args.fio_runtime is not None:
         values["fio_runtime_s"] = args.fio_runtime
     try:
+        options_step(values, args.plan, args.step_scale)
+    except CliError as exc:
+        raise _Exit(EXIT_USAGE, str(exc)) from None
+    try:
         return RunOptions(**values)
     except ValidationError as exc:
         message = validation_message(exc)
         flag = {"burn_seconds": "--duration", "fio_size": "--fio-size", "data_path": "--data-path",
                 "checkpoint_path": "--checkpoint-path", "suite": "--suite", "python": "--python",
-                "fio_runtime_s": "--fio-runtime"}
+                "fio_runtime_s": "--fio-runtime", "step_cpu_scale": "--step-scale"}
         for name, cli_name in flag.items():
             if message.startswith(name + ":"):
                 message = cli_name + message[len(name):]
@@ -382,6 +391,8 @@ def _probe(args: argparse.Namespace) -> int:
     else:
         progress.say("")
         progress.say(render_scorecard(doc))
+        for line in step_lines(doc):
+            progress.say(line)
         if store.path is not None:
             progress.say(f"\nsaved as run {finished.run_id} in {store.path} "
                          f"(report: tuneplan probe-report {finished.run_id} -o report.pdf)")

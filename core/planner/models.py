@@ -27,6 +27,7 @@ from core.planner.choices import (  # the request's named choices, re-exported: 
     Precision,
     Sharding,
 )
+from core.planner.measured_step import MeasuredHardware, StepSource
 from core.planner.model.lora import check_target_parameters, target_set
 from core.units import HOURS_PER_YEAR, parse_count
 
@@ -246,7 +247,7 @@ class TrainingSpec(_Strict):
         return self
 
 
-class HardwareSpec(_Strict):
+class HardwareSpec(_Strict, MeasuredHardware):
     gpu: str = Field(..., title="GPU", description="catalog GPU id, e.g. H100-SXM (case-insensitive)")
     gpus_per_node: int = Field(1, ge=1, le=64, title="GPUs per node")
     nodes: int = Field(1, ge=1, le=8192, title="Nodes")
@@ -437,7 +438,7 @@ class Band(BaseModel):
     cases: int = Field(..., description="published runs behind the band's width")
 
 
-class ComputeResult(BaseModel):
+class ComputeResult(StepSource):
     params_total: int
     params_active: int
     params_trainable: int

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ from core.planner.speed.step import (
     global_batch,
     trained_tokens,
 )
+from core.planner.speed.step_time import measured_applies
 from core.units import fmt_hours
 
 
@@ -114,6 +116,7 @@ def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision) -> Hardware
             else network.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, spec.gpus_per_node)
         ),
         measured_intra_busbw_gbs=spec.intra_node_busbw_gbs,
+        measured_step=spec.measured_step,
     )
 
 
@@ -309,6 +312,23 @@ def _compute_result(arch: Architecture, est: StepEstimate) -> ComputeResult:
     )
 
 
+def _step_source(arch: Architecture, request: PlanRequest, hw: Hardware, warnings: list[str]
+                 ) -> tuple[str, float | None]:
+    """Where the step time comes from ('planned', or 'measured on HOST (GPU, date)') and, when measured, the
+    planner's own figure to compare with; a measured layer that no longer matches the plan is said and ignored."""
+    m = hw.measured_step
+    if m is None:
+        return "planned", None
+    t, seq = request.training, request.data.seq_len
+    if not measured_applies(hw, t, seq, t.micro_batch_size):
+        warnings.append(f"hardware.measured_step was timed at micro-batch {m.micro_batch} × {m.seq_len} tokens "
+                        f"({m.method.value}); this plan runs {t.micro_batch_size} × {seq} ({t.method.value}), so "
+                        "its step time is planned, not measured")
+        return "planned", None
+    planned = evaluate(arch, t, request.data, dataclasses.replace(hw, measured_step=None), request.assumptions)
+    return f"measured on {m.source}", float(planned.step_s)
+
+
 def _storage_result(request: PlanRequest, st: _Storage) -> StorageResult:
     assert request.hardware is not None
     per_1000 = st.object_price.get_per_1000 if st.object_price else None
@@ -343,6 +363,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         raise PlanError(str(exc)) from exc
     hw = gpu_hardware(gpu, hw_spec, request.training.precision)
     est = evaluate(arch, request.training, request.data, hw, request.assumptions)
+    step_source, planned_step = _step_source(arch, request, hw, warnings)
     st = _storage(arch, request, est, catalog)
     trusted_only = not pricing.low_confidence_ok(request, gpu.id, searched=searched)
     offers = {mode: price_for(catalog, gpu, request, mode, hw_spec.gpus_per_node, trusted_only)
@@ -353,6 +374,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     hours = float(est.hours) * (1 + st.ckpt.overhead_fraction)
     warnings += cost_warnings + _warnings(request, est, gpu, st, hours)
     compute_result = _compute_result(arch, est)
+    compute_result.step_source, compute_result.planned_step_time_s = step_source, planned_step
     tps_band, hours_band = bands.time_bands(request.training, hw_spec.gpus, hw_spec.nodes, float(est.tokens_per_s),
                                             hours, a.restart_minutes / 60 * (1 + st.ckpt.overhead_fraction))
     compute_result.tokens_per_second_range = tps_band

@@ -207,6 +207,19 @@ def step_seconds(value: float) -> str:
     return f"{value:,.0f} s" if value >= 100 else f"{value:.3g} s"
 
 
+def measured_step_text(compute: ComputeResult) -> str | None:
+    """'measured on HOST (GPU, date): X s; planned Y s (Z% slower)' when a measured step set the plan's step time
+    (the probe's step suite, applied), else None: the CLI, the window and the PDF say it alike."""
+    planned = compute.planned_step_time_s
+    if planned is None or planned <= 0:
+        return None
+    ratio = compute.step_time_s / planned
+    how = (f"{ratio:.3g}× the planned time" if ratio > 2 else "as planned" if abs(ratio - 1) < 0.005 else
+           f"{abs(ratio - 1):.0%} {'slower' if ratio > 1 else 'faster'} than planned")
+    return (f"{compute.step_source}: {step_seconds(compute.step_time_s)}; planned {step_seconds(planned)} "
+            f"({how})")
+
+
 def share_text(share: float) -> str:
     """'42%', and '<1%' for a part too small to round to one percent but not nothing."""
     return "<1%" if 0 < share < 0.005 else f"{share:.0%}"
@@ -228,6 +241,10 @@ def time_section(result: PlanResult) -> Section:
     blocks: list[Block] = [Paragraph(text=(
         f"One optimizer step of {c.tokens_per_step:,} tokens takes {step_seconds(c.step_time_s)}; "
         f"{c.tokens_per_second:,.0f} tokens/s over the job; {utilisation_text(c)}."))]
+    measured = measured_step_text(c)
+    if measured:
+        blocks.append(Paragraph(text=f"Planned vs measured: the step was {measured}; the parts below are the "
+                                     "measured layer's, and communication, host transfers and the bubble as planned."))
     rows = step_table_rows(c)
     if rows:
         blocks.append(Table(header=STEP_HEADER, rows=rows, widths=[2, 1, 1]))

@@ -16,7 +16,18 @@ gloo between CPUs measures the hosts' TCP stacks, not the GPUs' network, so neit
 from __future__ import annotations
 
 from core.catalog import GPU, Catalog, CatalogError, load_catalog, network
-from core.planner.models import HardwareSpec, PlanRequest
+from core.planner.measured_step import MeasuredStep
+from core.planner.model.params import Architecture
+from core.planner.models import (
+    Attention,
+    CrossEntropy,
+    HardwareSpec,
+    Method,
+    Optimizer,
+    PlanRequest,
+    Sharding,
+    TrainingSpec,
+)
 from core.planner.speed import comms
 from core.probes.cluster.evidence import ClusterEvidence
 from core.probes.evidence import ComputeResult, ProbeEvidence
@@ -24,6 +35,16 @@ from core.probes.samples import CollectiveResult, GpuInfo
 from core.probes.scorecard import NO_GPU
 from core.probes.scorecard.common import fmt_num, size_label
 from core.probes.scorecard.expectations import busbw_at_largest, matmul_reference, probed_gpu
+from core.probes.step_spec import (
+    StepPlanned,
+    StepResult,
+    StepSpec,
+    comparable,
+    gap_text,
+    measured_step,
+    optimizer_per_param,
+    seconds_text,
+)
 
 
 def gpu_matmul(compute: ComputeResult | None) -> list[float]:
@@ -64,6 +85,8 @@ def nothing_to_apply(evidence: ProbeEvidence | None, catalog: Catalog) -> str | 
     if evidence is None:
         return "Nothing to apply to a plan: this run has no evidence."
     if gpu_matmul(evidence.compute) or multi_gpu_busbw(evidence) is not None or probed_gpu(evidence, catalog):
+        return None
+    if evidence.step is not None and comparable(evidence.step) is None:
         return None
     found = cluster_busbw(evidence.cluster)
     if (found is not None and found[1] == "nccl") or _cluster_gpu(evidence.cluster, catalog)[0] is not None:
@@ -250,7 +273,8 @@ def _apply_cluster_busbw(request: PlanRequest, cluster: ClusterEvidence, catalog
 
 def apply_to_plan(request: PlanRequest, evidence: ProbeEvidence,
                   catalog: Catalog | None = None) -> tuple[PlanRequest, list[str]]:
-    """The request with the probe's matmul TFLOP/s and bandwidth applied, and one sentence per change (or per skip)."""
+    """The request with the probe's matmul TFLOP/s, bandwidth and measured step applied, and one sentence per change
+    (or per skip)."""
     catalog = catalog or load_catalog()
     notes: list[str] = []
     gpu, count = _probed_gpu(evidence, catalog)
@@ -264,7 +288,105 @@ def apply_to_plan(request: PlanRequest, evidence: ProbeEvidence,
     updated = request.model_copy(update={"hardware": hw})
     updated = _apply_matmul(updated, evidence, gpu, notes)
     updated = _apply_busbw(updated, evidence, catalog, notes)
+    updated = _apply_step(updated, evidence, notes)
     if evidence.cluster is not None:
         updated = _apply_cluster_busbw(updated, evidence.cluster, catalog, notes)
     # Validate the result once so a figure outside the model's bounds fails here, with the field named.
     return PlanRequest.model_validate(updated.model_dump()), notes
+
+
+# ------------------------------------------------------------------------------------------- the step
+
+
+def step_spec(request: PlanRequest, catalog: Catalog | None = None) -> StepSpec:
+    """One decoder layer of the plan's model and its recipe, with what the plan expects of its step; ValueError
+    with the planner's one sentence when the request cannot be planned."""
+    from core.planner.model import lora, parallel
+    from core.planner.model.memory import shard_degree
+    from core.planner.plan import PlanError, plan, resolve_model
+    from core.planner.speed.frameworks import effective_training
+
+    catalog = catalog or load_catalog()
+    try:
+        result = plan(request, catalog)
+        arch, _warnings = resolve_model(request.model, catalog)
+    except PlanError as exc:
+        raise ValueError(str(exc)) from None
+    t = effective_training(result.request.training)
+    hw, c = result.hardware, result.compute
+    dp = parallel.data_parallel(hw.gpus, t)
+    accumulation = max(c.tokens_per_step / (t.micro_batch_size * request.data.seq_len * dp), 1.0)
+    stepped = c.params_trainable * parallel.state_share(arch, t) / (
+        float(shard_degree(t.sharding, dp, max(hw.gpus_per_node / t.model_parallel, 1.0)))
+        if t.sharding is not Sharding.none else 1.0)
+    b = c.step_breakdown_s
+    planned = StepPlanned(
+        model=result.model_name, layers=parallel.stage_layers(arch, t), accumulation=accumulation,
+        trainable_per_gpu=stepped, step_s=c.step_time_s, gemm_s=b.gemm, attention_s=b.attention,
+        memory_bound_s=b.memory_bound, optimizer_s=b.optimizer, other_s=b.host_transfer + b.exposed_comm + b.bubble,
+        gpu=hw.gpu, memory_per_gpu=result.memory.per_gpu.total, notes=_layer_notes(arch, t))
+    targets = sorted(lora.target_set(t.lora_targets) - {"head"}) if t.method is not Method.full else []
+    return StepSpec(
+        hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads, head_dim=arch.qk_head_dim,
+        v_head_dim=arch.value_head_dim, intermediate=arch.intermediate, gated=arch.gated_mlp,
+        activation="silu" if arch.gated_mlp else "gelu", layer_norm=arch.layer_norm,
+        attention_bias=arch.attention_bias, experts=arch.experts, top_k=arch.experts_per_token,
+        expert_intermediate=arch.expert_intermediate, shared_intermediate=arch.shared_intermediate,
+        vocab=arch.vocab, micro_batch=t.micro_batch_size, seq_len=request.data.seq_len, method=t.method.value,
+        precision=t.precision.value, lora_rank=t.lora_rank or 16, lora_targets=targets,
+        checkpointing=t.checkpointing, optimizer=t.optimizer.value, cross_entropy=t.cross_entropy.value,
+        planned=planned)
+
+
+def _layer_notes(arch: Architecture, t: TrainingSpec) -> list[str]:
+    """How the timed layer differs from the plan's, so nobody reads more into the figure than it holds."""
+    notes = []
+    if arch.uses_mla:
+        notes.append("multi-head latent attention is timed as plain attention of the same head widths")
+    if arch.is_moe and arch.moe_layers < arch.layers:
+        notes.append(f"every layer is timed as a mixture-of-experts layer ({arch.layers - arch.moe_layers} of "
+                     f"{arch.layers} are dense)")
+    if t.optimizer not in (Optimizer.adamw, Optimizer.sgd, Optimizer.sgd_momentum):
+        notes.append(f"the optimizer {t.optimizer.value} is timed as torch's AdamW")
+    if t.cross_entropy is CrossEntropy.fused:
+        notes.append("the fused cross-entropy is timed as a chunked one (no fused kernel is installed by the probe)")
+    if t.attention is Attention.eager:
+        notes.append("eager attention is timed as scaled_dot_product_attention")
+    if t.tensor_parallel * t.context_parallel > 1:
+        split = t.tensor_parallel * t.context_parallel
+        notes.append(f"the layer is timed whole on one GPU; the plan splits it over {split} (tp × cp), so its "
+                     "time is divided by that")
+    return notes
+
+
+def _apply_step(request: PlanRequest, evidence: ProbeEvidence, notes: list[str]) -> PlanRequest:
+    """The measured layer becomes hardware.measured_step: the planner then times the step from it."""
+    result, hw = evidence.step, request.hardware
+    if result is None or hw is None:
+        return request
+    why = comparable(result)
+    if why is not None:
+        notes.append(f"Step time unchanged: the step was {why}.")
+        return request
+    planned = result.planned
+    assert planned is not None
+    t = request.training
+    split = t.tensor_parallel * t.context_parallel
+    measured = MeasuredStep(
+        layer_s=result.layer.median_s / split, head_s=result.head.median_s / split,
+        attention_s=(result.attention.median_s if result.attention else 0.0) / split,
+        gemm_s=(result.gemm.median_s if result.gemm else 0.0) / split,
+        optimizer_s_per_param=optimizer_per_param(result), micro_batch=t.micro_batch_size,
+        seq_len=request.data.seq_len, method=t.method, source=result.where)
+    step = measured_step(result, planned)
+    notes.append(step_sentence(result, step.step_s, planned.step_s))
+    if result.peak_reserved and planned.memory_per_gpu and result.peak_reserved > planned.memory_per_gpu:
+        notes.append(f"Memory: one layer alone reserved {result.peak_reserved / 1e9:.1f} GB on the box, more than "
+                     f"the plan's {planned.memory_per_gpu / 1e9:.1f} GB per GPU: the plan underestimates it.")
+    return request.model_copy(update={"hardware": hw.model_copy(update={"measured_step": measured})})
+
+
+def step_sentence(result: StepResult, measured_s: float, planned_s: float) -> str:
+    """'Step measured on HOST (GPU, date): X s; planned Y s (Z% slower).'"""
+    how = gap_text(measured_s, planned_s) + ("" if result.on_gpu else "; timed on a CPU, not a GPU")
+    return f"Step measured on {result.where}: {seconds_text(measured_s)}; planned {seconds_text(planned_s)} ({how})."

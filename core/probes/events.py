@@ -17,7 +17,7 @@ from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
 from core.probes.samples import GpuMetric
 
 SeriesName = Literal["busbw", "algbw", "fio_read", "fio_write", "fio_iops", "compute_tflops", "tflops",
-                     "cpu_util", "cpu_temp"]
+                     "cpu_util", "cpu_temp", "step_ms"]
 # completed: every planned probe has an outcome and none is lost; incomplete: the run went to its end but a probe
 # was lost (the connection dropped and came back); interrupted: the connection was lost for good, or the client
 # died (a stale run, marked on the next start).
@@ -53,7 +53,8 @@ class MetricsBatch(_Event):
 class SeriesPoint(_Event):
     """One chart point. Units of y: busbw/algbw GB/s (x = message bytes), fio_read/fio_write MB/s and
     fio_iops IOPS (x = run seconds), compute_tflops TFLOP/s (x = device index), tflops TFLOP/s (x = run
-    seconds, burn), cpu_util %, cpu_temp °C (x = run seconds)."""
+    seconds, burn), cpu_util %, cpu_temp °C (x = run seconds), step_ms milliseconds of one timed repetition of
+    the step probe (x = repetition, label = the part timed: layer, optimizer, head, attention, gemm)."""
 
     kind: Literal["series"] = "series"
     series: SeriesName

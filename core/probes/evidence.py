@@ -23,6 +23,7 @@ from core.probes.samples import (
     NvlinkStatus,
     TopologyMatrix,
 )
+from core.probes.step_spec import StepResult
 
 
 class HostInventory(BaseModel):
@@ -121,6 +122,8 @@ class ProbeEvidence(BaseModel):
     # A cluster run's own row (core.probes.cluster): agreement and what crossed the network; each node's figures
     # are in that node's own run. None on a single-host run.
     cluster: ClusterEvidence | None = None
+    # The training-step probe: one layer of the planned model timed on this box (core.probes.step_spec).
+    step: StepResult | None = None
 
 
 class ProbeStatus(StrEnum):

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-PROBE_NAMES = ("inventory", "gpu_metrics", "health", "compute", "collectives", "storage", "distributed", "burn")
+from core.probes.step_spec import CPU_SCALE, StepSpec
+
+PROBE_NAMES = ("inventory", "gpu_metrics", "health", "compute", "collectives", "storage", "distributed", "burn",
+               "step")
 SUITES: dict[str, tuple[str, ...]] = {
     "quick": ("inventory", "health", "compute", "collectives", "storage", "distributed"),
     "full": ("inventory", "health", "compute", "collectives", "storage", "distributed", "burn"),
@@ -48,6 +51,8 @@ class RunOptions(BaseModel):
     metrics_interval_ms: int = Field(500, ge=100, le=60_000)
     metrics_seconds: float = Field(10.0, gt=0, description="how long 'gpu_metrics' alone samples")
     collective_max_bytes: int | None = Field(None, ge=1024)
+    step: StepSpec | None = Field(None, description="the layer the step probe times, from a plan")
+    step_cpu_scale: int = Field(CPU_SCALE, ge=1, le=1024, description="on a CPU: the plan's shapes divided by this")
     timeouts: ProbeTimeouts = Field(default_factory=ProbeTimeouts)
 
     @field_validator("suite")

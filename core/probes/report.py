@@ -33,6 +33,7 @@ from core.probes.scorecard import (
 )
 from core.probes.scorecard.common import flops_span
 from core.probes.scorecard.outcomes import account_for_outcomes
+from core.probes.step_report import step_section
 from core.units import fmt_bytes
 from core.validation import validation_message
 
@@ -515,6 +516,8 @@ def build_probe_report(run: ProbeRunRecord | StoredRun, catalog: Catalog | None 
     compute = matmul_chart(evidence, catalog)
     if compute is not None:
         sections.append(Section(title="Compute", blocks=[compute]))
+    if evidence.step is not None:
+        sections.append(step_section(evidence.step))
     storage: list[Block] = list(storage_charts(evidence))
     if evidence.storage:
         storage.append(Table(

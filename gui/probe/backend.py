@@ -39,6 +39,25 @@ def make_options(choice: SuiteChoice) -> Any:
                       burn_seconds=choice.burn_seconds)
 
 
+def with_step(options: Any, request: PlanRequest | None) -> Any:
+    """The options with the plan's layer for the step probe (runs on the worker: it plans once). The step runs
+    when picked, and joins the full suite when a plan is open; without a plan it is skipped with the reason."""
+    from core.probes.options import RunOptions
+
+    if request is None or not isinstance(options, RunOptions):  # no plan, or a test's stand-in for the options
+        return options
+    names = options.probe_names()
+    if "step" not in names and options.suite != "full":
+        return options
+    from core.probes.apply import step_spec
+
+    try:
+        spec = step_spec(request)
+    except ValueError:
+        return options  # the step probe says it had no plan; the plan's own page says what is wrong with it
+    return options.model_copy(update={"step": spec, "suite": names if "step" in names else [*names, "step"]})
+
+
 def run_suite(transport: Transport, options: Any, store: ProbeStore, cancel: threading.Event,
               host_label: str) -> Iterator[Any]:
     """`core.probes.runner.run_suite`: yields RunEvents until RunFinished."""

@@ -380,11 +380,11 @@ class ProbePane(QWidget):
             self._set_status(f"Cannot start: {exc}")
             return False
         self._reset_view()
-        self.running = True
-        self.run_id, self.shown_host = None, host_label(self.connected_profile)
+        self.running, self.run_id, self.shown_host = True, None, host_label(self.connected_profile)
         self.showing.setText(f"Live: {choice.label} suite on {self.connected_profile.name}")
         cancel = self.cancel_event = threading.Event()
         transport, store, label, run = self.transport, self.store, host_label(self.connected_profile), self.run_suite
+        plan = self.plan_request_source and self.plan_request_source()
         nodes, run_cluster = [(host_label(p), node) for p, node in self.cluster_nodes], self.run_cluster
         if transport is None:  # a cluster: every node's own suite, then the steps between nodes
             self.node_table.start([name for name, _t in nodes])
@@ -392,8 +392,8 @@ class ProbePane(QWidget):
             events = backend.relay(lambda: run_cluster(backend.cluster_nodes(nodes), options, store, cancel, label),
                                    cancel)
         else:
-            events = backend.relay(lambda: run(transport, options, store, cancel, label), cancel)
-
+            events = backend.relay(lambda: run(transport, backend.with_step(options, plan), store, cancel, label),
+                                   cancel)
         self.log.add("info", f"starting the {choice.label} suite on {self.connected_profile.name}")
         self.gpu_charts.start()
         self.progress_timer.start()

@@ -17,7 +17,7 @@ from gui.probe.live_charts import LiveGpuCharts
 from gui.probe.point_charts import PointChart
 from gui.probe.run_feed import chart_notes, gpu_chart_note, route_point
 
-ON_DEMAND_CHARTS = ("compute", "cpu")  # hidden until their first point arrives
+ON_DEMAND_CHARTS = ("compute", "cpu", "step")  # hidden until their first point arrives
 
 
 class RunCharts(QWidget):
@@ -42,6 +42,7 @@ class RunCharts(QWidget):
             "iops": PointChart("Storage IOPS", "time (s)", "IOPS"),
             "compute": PointChart("Compute", "run time (s)", "TFLOP/s", small_unit=("GFLOP/s", 1e3)),
             "cpu": PointChart("Host CPU", "run time (s)", "% or °C"),
+            "step": PointChart("Step: one layer", "repetition", "ms"),
         }
         for chart in self.point_charts.values():
             row.addWidget(chart)

@@ -36,7 +36,7 @@ SERIES_ROUTES: dict[str, tuple[str, str | None]] = {
     "busbw": ("busbw", "busbw"), "algbw": ("busbw", "algbw"),
     "fio_read": ("throughput", None), "fio_write": ("throughput", None), "fio_iops": ("iops", None),
     "compute_tflops": ("compute", "matmul"), "tflops": ("compute", "burn"),
-    "cpu_util": ("cpu", "CPU busy %"), "cpu_temp": ("cpu", "CPU °C"),
+    "cpu_util": ("cpu", "CPU busy %"), "cpu_temp": ("cpu", "CPU °C"), "step_ms": ("step", None),
 }
 
 

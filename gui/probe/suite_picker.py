@@ -35,6 +35,7 @@ PROBE_TITLES = {
     "storage": "Storage (fio at the paths below)",
     "distributed": "Distributed environment (torchrun)",
     "burn": "Stability burn",
+    "step": "Training step (one layer of the plan)",
 }
 
 

@@ -69,12 +69,14 @@ class StepBreakdownView(QGroupBox):
 
     def show_compute(self, compute: ComputeResult) -> None:
         """Show one plan's step; the rows with time, in the order the step runs them."""
-        from core.planner.report import share_text, step_rows, step_seconds  # loaded with the plan shown
+        from core.planner.report import measured_step_text, share_text, step_rows, step_seconds  # with the plan
 
         if not self.rows:
             self._make_rows()
+        measured = measured_step_text(compute)
         self.summary.setText(f"{step_seconds(compute.step_time_s)} per optimizer step of "
-                             f"{compute.tokens_per_step:,} tokens · {compute.tokens_per_second:,.0f} tokens/s")
+                             f"{compute.tokens_per_step:,} tokens · {compute.tokens_per_second:,.0f} tokens/s"
+                             + (f"\nStep {measured}" if measured else ""))
         hfu = f"; hardware-FLOPs utilisation (HFU) {compute.hfu:.0%}" if compute.hfu > 0 else ""
         self.mfu.setText(f"Achieved MFU (model-FLOPs utilisation): {compute.mfu:.0%}{hfu}")
         shown = {name: (v, share) for name, v, share in step_rows(compute)}

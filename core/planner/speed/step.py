@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from core.planner.measured_step import MeasuredStep
 from core.planner.model import lora, memory, parallel
 from core.planner.model.params import Architecture
 from core.planner.models import Assumptions, DataSpec, TrainingSpec
@@ -34,6 +35,7 @@ class Hardware:
     attention_efficiency: Num  # flash/SDPA forward + backward ÷ peak (kernels.attention_efficiency)
     pcie_gbs: Num  # host link per direction, GB/s
     measured_intra_busbw_gbs: float | None = None
+    measured_step: MeasuredStep | None = None  # one layer timed on the box (step_time.measured_compute)
 
     @property
     def gpus(self) -> Num:
@@ -135,7 +137,7 @@ def evaluate(
     model_fpt = compute.model_flops_per_token(arch, training, seq, trainable)
     costs = step_time.step_costs(arch, training, seq, hw, assumptions, mb, accumulation, trainable, mem, dp)
     peak = hw.peak_tflops * 1e12
-    if assumptions.mfu is not None:
+    if assumptions.mfu is not None and not step_time.measured_applies(hw, training, seq, mb):
         forced = model_fpt * tokens_per_step / hw.gpus / (peak * assumptions.mfu)
         costs = costs.scaled(forced / costs.step)
     step_s = costs.step

@@ -222,13 +222,36 @@ def _host_seconds(t: TrainingSpec, hw: Hardware, mem: MemoryEstimate, trainable_
     return exposed + comms.exposed_comm(hidden, compute, overlap)
 
 
+def measured_applies(hw: Hardware, t: TrainingSpec, seq_len: Num, micro_batch: Num) -> bool:
+    """True when the box's measured layer stands for this configuration: the micro-batch, sequence length and
+    method it was timed at (a search's grid of other micro-batches keeps the planned compute)."""
+    m = hw.measured_step
+    return (m is not None and np.ndim(micro_batch) == 0 and np.ndim(seq_len) == 0 and int(micro_batch) == m.micro_batch
+            and int(seq_len) == m.seq_len and t.method is m.method)
+
+
+def measured_compute(arch: Architecture, t: TrainingSpec, hw: Hardware) -> tuple[Num, Num, Num]:
+    """(GEMM, attention, the rest) seconds of one micro-batch from the measured layer: its parts × the layers on
+    the busiest GPU, the output layer and loss with the rest (the probe times the layer as a whole, its attention
+    core and its linear layers apart; the rest is what the whole took beyond those two)."""
+    m = hw.measured_step
+    assert m is not None
+    layers = parallel.stage_layers(arch, t)
+    attention = min(m.attention_s, m.layer_s)  # parts timed alone may add up to more than the whole layer
+    gemm = min(m.gemm_s, m.layer_s - attention)
+    rest = m.layer_s - attention - gemm
+    return gemm * layers, attention * layers, rest * layers + m.head_s
+
+
 def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, assumptions: Assumptions,
                micro_batch: Num, accumulation: Num, trainable: float, mem: MemoryEstimate, dp: Num) -> StepCosts:
     """Every cost of one optimizer step on one GPU (the slowest: the last pipeline stage), for `dp`
     data-parallel replicas (step.evaluate's, the same that set `accumulation`)."""
     tp, pp, cp, ep, v = (t.tensor_parallel, t.pipeline_parallel, t.context_parallel, t.expert_parallel,
                          t.pipeline_virtual_stages)
-    gemm_mb, attn_mb, mem_mb = micro_batch_costs(arch, t, seq_len, hw, micro_batch)
+    measured = measured_applies(hw, t, seq_len, micro_batch)
+    gemm_mb, attn_mb, mem_mb = (measured_compute(arch, t, hw) if measured else
+                                micro_batch_costs(arch, t, seq_len, hw, micro_batch))
     gemm, attention, memory_bound = gemm_mb * accumulation, attn_mb * accumulation, mem_mb * accumulation
     dp = np.maximum(dp, 1.0)
     dp_per_node = np.maximum(hw.gpus_per_node / t.model_parallel, 1.0)  # model-parallel groups fill a node first
@@ -236,9 +259,10 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
     n_opt = shard_degree(t.sharding, dp, dp_per_node)
     share = parallel.state_share(arch, t)  # this GPU's part of the model, as memory.parallel_split holds it
     trainable_gpu = trainable * share
-    optimizer = 0.0 * gemm if t.offload is not Offload.none else kernels.optimizer_seconds(
-        trainable_gpu / (n_opt if t.sharding is not Sharding.none else 1.0), t.optimizer, t.precision,
-        hw.hbm_gbs * 1e9)
+    stepped = trainable_gpu / (n_opt if t.sharding is not Sharding.none else 1.0)
+    optimizer = 0.0 * gemm if t.offload is not Offload.none else (
+        stepped * hw.measured_step.optimizer_s_per_param if measured and hw.measured_step is not None else
+        kernels.optimizer_seconds(stepped, t.optimizer, t.precision, hw.hbm_gbs * 1e9))
     compute = gemm + attention + memory_bound + optimizer
 
     # Communication.

@@ -8,7 +8,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from core.probes.checks import burn, collectives, compute, distributed, gpu_metrics, health, inventory, storage
+from core.probes.checks import (
+    burn,
+    collectives,
+    compute,
+    distributed,
+    gpu_metrics,
+    health,
+    inventory,
+    step,
+    storage,
+)
 from core.probes.checks.base import ProbeContext
 
 
@@ -32,6 +42,7 @@ PROBES: dict[str, ProbeSpec] = {
     "storage": ProbeSpec(storage.run, _storage_eta),
     "distributed": ProbeSpec(distributed.run, lambda ctx: 15.0 if ctx.facts.nvidia else 6.0),
     "burn": ProbeSpec(burn.run, lambda ctx: ctx.options.burn_seconds + 10.0),
+    "step": ProbeSpec(step.run, step.eta),
 }
 
 __all__ = ["PROBES", "ProbeSpec"]

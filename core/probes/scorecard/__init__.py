@@ -72,6 +72,7 @@ from core.probes.scorecard.inventory import (
 )
 from core.probes.scorecard.network import check_collectives, check_fabric, check_pcie
 from core.probes.scorecard.stability import check_burn, check_distributed
+from core.probes.scorecard.step import check_step
 from core.probes.scorecard.storage import check_key, check_path, check_storage
 
 # What a host without an NVIDIA GPU is, in place of the bare "NOT READY" (which would read as a broken GPU box).
@@ -112,6 +113,7 @@ def score(evidence: ProbeEvidence, catalog: Catalog | None = None, *, expected: 
     checks += check_storage(box, read_need_bytes_per_s)
     checks += check_distributed(evidence.distributed, box)
     checks += check_burn(evidence.burn, box)
+    checks += check_step(evidence.step)
     if evidence.cluster is not None:  # a cluster run's own row: what only the nodes together can answer
         checks += cluster_checks(evidence.cluster, catalog)
     summary = summarise(checks, label=NO_GPU_VERDICT if box.no_gpu else None)

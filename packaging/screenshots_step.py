@@ -1,0 +1,95 @@
+"""Render the step probe in the window to docs/screenshots/step-*.png: the Probe place after the step suite ran on
+the plan that is open (``step-probe-live.png``: each timed repetition; ``step-probe-scorecard.png``), and the
+Time & cost page once **Apply to plan** put the measured step in (``step-wizard-6-cost.png``).
+
+Run it in a real window: ``xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/python packaging/screenshots_step.py
+[OUT_DIR]``. The machines that build the docs have no GPU, so the layer is timed on their CPU, for a small
+Llama-shaped model (hidden 256, 4 layers) at its own shapes (``--step-scale 1``): a real measurement of this
+machine, applied as a GPU box's would be; the pictures say it was a CPU. Everything is written to a throwaway
+user folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from screenshots import ROOT, SIZE, save, settle  # sets the Qt platform first
+
+TINY_REQUEST: dict[str, Any] = {
+    "model": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "intermediate_size": 688, "vocab_size": 2048, "model_type": "llama", "_name_or_path": "tiny-llama"},
+    "data": {"tokens": "2M", "seq_len": 128},
+    "training": {"method": "full", "micro_batch_size": 2, "gradient_checkpointing": False},
+    "hardware": {"gpu": "H100-SXM", "gpus_per_node": 1},
+}
+
+
+def wait(condition: Any, seconds: float = 300.0) -> None:
+    import time
+
+    from PySide6.QtCore import QCoreApplication
+
+    end = time.monotonic() + seconds
+    while not condition():
+        QCoreApplication.processEvents()
+        time.sleep(0.02)
+        if time.monotonic() > end:
+            raise RuntimeError("the step run did not end in time")
+
+
+def main(out: Path) -> int:
+    from PySide6.QtCore import QSettings
+
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="tuneplan-step-shots-"))
+    os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
+    os.environ["XDG_DATA_HOME"] = str(scratch / "data")
+    from core.library.store import PlanStore
+    from gui.app import make_app
+    from gui.main_window import MainWindow
+    from gui.probe import backend
+    from gui.workers import InlineExecutor
+
+    app = make_app(["screenshots"])
+    window = MainWindow(InlineExecutor(), PlanStore(scratch / "library.db"),
+                        QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat), debounce_ms=0)
+    window.resize(*SIZE)
+    window.show()
+    wizard, state = window.wizard, window.wizard.state
+    wizard.load_request(TINY_REQUEST, name="tiny-llama full fine-tune")
+    settle(state)
+    window.add_probe_place()
+    window.show_place("Probe")
+    pane = window.places["Probe"].ensure_pane()  # type: ignore[attr-defined]
+    pane.make_options = lambda choice: backend.make_options(choice).model_copy(
+        update={"python": sys.executable, "step_cpu_scale": 1})
+    pane.hosts.select("This machine")
+    pane.connect_button.click()
+    wait(pane.start_button.isEnabled)
+    pane.suite.set_choice(("step",))
+    pane.start()
+    wait(lambda: not pane.running)
+    pane.tabs.setCurrentIndex(0)
+    save(window, out / "step-probe-live.png")
+    pane.tabs.setCurrentIndex(1)
+    save(window, out / "step-probe-scorecard.png")
+    pane.scorecard_view.apply_button.click()
+    settle(state)
+    while wizard.currentPage() is not wizard.cost_page:
+        wizard.next()
+        settle(state)
+    save(window, out / "step-wizard-6-cost.png")
+    window.close()
+    app.processEvents()
+    shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots"))
