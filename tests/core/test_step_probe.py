@@ -201,6 +201,8 @@ def test_apply_to_plan_makes_the_measured_step_the_plans_and_says_so(tmp_path: P
     assert compute["step_time_s"] == pytest.approx(expected, rel=1e-6)
     assert compute["step_source"].startswith(f"measured on {step['host']} (CPU, {step['date'][:10]})")
     assert compute["planned_step_time_s"] > 0 and compute["planned_step_time_s"] != compute["step_time_s"]
+    # The calibration band describes the step model against published runs, not a measurement: none is drawn.
+    assert compute["tokens_per_second_range"] is None
 
     assert cli_main(["plan", str(plan), "--probe-run", str(run)]) == 0
     out = capsys.readouterr().out
