@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPush
 
 from core.catalog import PRICING_MODES, CatalogError, default_user_dir, load_catalog, save_user_overrides
 from core.planner.models import CostResult, PlanResult, PricingMode
-from core.units import fmt_amount, fmt_bytes, fmt_hours, fmt_usd
+from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.forms import make_error_label, make_hint_label
 from gui.table_model import Row, RowsModel, make_table
@@ -96,8 +96,11 @@ def headline_text(r: PlanResult) -> str:
 
     c = r.cost
     mode = r.request.pricing.mode.value.replace("_", "-")
+    if c.unpriced_reason:
+        return (f"<b>{fmt_hours(r.time.hours)} wall, {fmt_gpu_hours(r.time.gpu_hours)} GPU-hours; no cost</b>: "
+                f"{c.unpriced_reason}.")
     hours, total = likely_hours(r) or fmt_hours(r.time.hours), likely_cost(r) or fmt_usd(c.total_usd)
-    return (f"<b>{hours} wall, {fmt_amount(r.time.gpu_hours)} GPU-hours; {total} total {mode}</b> at "
+    return (f"<b>{hours} wall, {fmt_gpu_hours(r.time.gpu_hours)} GPU-hours; {total} total {mode}</b> at "
             f"{c.provider or 'no provider'}{offer_text(c)} (price seen {c.price_date or 'undated'})."
             + (f" It {c.billing}." if c.billing else ""))
 
