@@ -272,8 +272,8 @@ def _risks(result: PlanResult, today: dt.date) -> list[str]:
     out = []
     if c.compute_usd.spot is not None:
         out.append(f"Preemption: spot at {a.spot_preemptions_per_hour:g} preemptions per hour loses about "
-                   f"{c.spot_expected_lost_hours or 0:,.1f} GPU-hours to redone work and restarts; spot costs "
-                   f"{fmt_usd(c.compute_usd.spot)} against {fmt_usd(c.compute_usd.on_demand)} on-demand.")
+                   f"{fmt_gpu_hours(c.spot_expected_lost_hours or 0)} GPU-hours to redone work and restarts; spot "
+                   f"costs {fmt_usd(c.compute_usd.spot)} against {fmt_usd(c.compute_usd.on_demand)} on-demand.")
     else:
         out.append("Preemption: no spot price for this GPU and provider, so no preemption risk is priced.")
     # A spot plan's checkpoints are planned for failures and preemptions together (plan.py): say so.

@@ -299,7 +299,7 @@ class CostPage(PlanPage):
             self.provider_chart.clear_chart("no provider rents this GPU in the catalog")
         if c.compute_usd.spot is not None:
             self.spot.setText(
-                f"Spot: {fmt_usd(c.compute_usd.spot)} including about {c.spot_expected_lost_hours or 0:,.1f} "
+                f"Spot: {fmt_usd(c.compute_usd.spot)} including about {fmt_gpu_hours(c.spot_expected_lost_hours or 0)} "
                 f"GPU-hours of lost work and restarts; checkpoint {fmt_bytes(ck.size_bytes)} every "
                 f"{ck.interval_minutes:.0f} min ({seconds(ck.write_seconds)} per write); job MTBF "
                 f"{fmt_hours(ck.job_mtbf_hours)}.")
