@@ -282,10 +282,9 @@ def _layout_rows(arch: Architecture, request: PlanRequest, table: _GpuTable, hw:
     nodes = layout_nodes.reshape(1, 1, -1, 1)
     mb = np.array(axes.micro_batches, float).reshape(1, 1, 1, -1)
     layout_ok = np.broadcast_to(((gpn * nodes) <= request.search.max_gpus) | axes.grid.pinned, shape)
-    est = evaluate(arch, training, request.data, replace(hw, nodes=nodes), request.assumptions, micro_batch=mb)
     gpus = gpn * nodes
     dp = parallel.data_parallel(gpus, training)
-    ok = layout_ok & np.broadcast_to(est.fits, shape)
+    ok = layout_ok.copy()
     if not axes.grid.pinned:  # whole instances one can rent (the user's own hardware is theirs to say)
         ok &= np.broadcast_to(table.offered.reshape(len(table.ids), -1, 1, 1), shape)
     ok &= (np.broadcast_to(nodes, shape) > 1) if sharding is Sharding.hsdp else True
@@ -295,6 +294,10 @@ def _layout_rows(arch: Architecture, request: PlanRequest, table: _GpuTable, hw:
     ok &= np.broadcast_to(parallel.batch_fits(dp, mb, global_batch(training, request.data.seq_len, dp, mb)), shape)
     if sharding is not Sharding.none:
         ok &= np.broadcast_to(dp, shape) > 1
+    if not ok.any():  # nothing of this layout can run (sharding on one replica, HSDP on one node): skip its step
+        return None, int(layout_ok.sum())
+    est = evaluate(arch, training, request.data, replace(hw, nodes=nodes), request.assumptions, micro_batch=mb)
+    ok &= np.broadcast_to(est.fits, shape)
     idx = np.nonzero(ok)
     if not idx[0].size:
         return None, int(layout_ok.sum())
