@@ -438,10 +438,12 @@ def _cheapest_in(mode: str, request: PlanRequest, catalog: Catalog) -> Candidate
 def priced_alternatives(request: PlanRequest, result: PlanResult, catalog: Catalog,
                         today: dt.date | None = None) -> list[PricedOption]:
     """For each pricing mode the plan has no price in (no spot price for its GPU, say), the cheapest configuration
-    of the catalog that has one, planned in that mode: the plan's own cost page would otherwise say only "—"."""
+    of the catalog that has one, planned in that mode: the plan's own cost page would otherwise say only "—". A plan
+    that does not fit has no cost in any mode for want of memory, not of a price: it gets the cheapest configuration
+    that fits in its own mode, what would run."""
     out = []
     objective = "cost_under_deadline" if request.search.objective == "cost_under_deadline" else "cost"
-    for mode in MODES:
+    for mode in MODES if result.memory.fits else (request.pricing.mode.value,):
         if getattr(result.cost.compute_usd, mode) is not None:
             continue
         priced = request.model_copy(update={

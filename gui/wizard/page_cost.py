@@ -80,12 +80,16 @@ def provider_row(p: ProviderCost, chosen: str | None, gpus_per_node: int = 1) ->
                tooltips=[*tips, "", "", ""])
 
 
-def priced_option_text(option: PricedOption, planned_gpu: str) -> str:
-    """'No spot price for MI300X; the cheapest option with one: 1× A100-80GB-SXM at Mithril, $0.99 spot in 15.7 h.'"""
+def priced_option_text(option: PricedOption, planned_gpu: str, fits: bool = True) -> str:
+    """'No spot price for MI300X; the cheapest option with one: 1× A100-80GB-SXM at Mithril, $0.99 spot in 15.7 h.';
+    for a plan that does not fit, 'It does not fit as planned on RTX-6000-ADA; the cheapest configuration that
+    fits: …' (its GPU has prices: what it lacks is memory)."""
     from core.planner.analysis import hardware_label  # loaded by the plan the option comes from
 
     mode = option.mode.replace("_", "-")
-    return (f"No {mode} price for {planned_gpu}; the cheapest option with one: {hardware_label(option.hardware)} at "
+    why = (f"No {mode} price for {planned_gpu}; the cheapest option with one" if fits else
+           f"It does not fit as planned on {planned_gpu}; the cheapest configuration that fits")
+    return (f"{why}: {hardware_label(option.hardware)} at "
             f"{option.provider or 'an unnamed provider'}, {fmt_usd(option.compute_usd)} {mode} compute in "
             f"{fmt_hours(option.hours)} (price seen {option.price_date or 'undated'}).")
 
@@ -288,7 +292,7 @@ class CostPage(PlanPage):
         c, ck = r.cost, r.checkpoint
         self.headline.setText(headline_text(r))
         show_band(self.band, r)
-        lines = [priced_option_text(o, r.hardware.gpu) for o in f.priced_alternatives]
+        lines = [priced_option_text(o, r.hardware.gpu, r.memory.fits) for o in f.priced_alternatives]
         self.priced_elsewhere.setText("\n".join(lines))
         self.priced_elsewhere.setVisible(bool(lines))
         self.step.show_compute(r.compute)

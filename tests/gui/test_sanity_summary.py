@@ -42,6 +42,14 @@ def test_a_plan_that_does_not_fit_shows_no_price_on_the_hardware_and_summary_pag
     qtbot.waitUntil(chosen.isVisible, timeout=2000)
     assert "Does not fit: it needs 22.00 TB per GPU" in chosen.text() and "$" not in chosen.text()
     assert "what would: use LoRA or QLoRA" in chosen.text()
+    next_page(qtbot, wizard)
+    cost = wizard.cost_page
+    qtbot.waitUntil(cost.headline.isVisible, timeout=2000)
+    assert "no cost</b>: the plan does not fit in GPU memory" in cost.headline.text() and "$" not in cost.headline.text()
+    # what would run, in the plan's own mode: not "no on-demand price", since the card has one
+    assert cost.priced_elsewhere.text().startswith("It does not fit as planned on RTX-6000-ADA; the cheapest "
+                                                   "configuration that fits: ")
+    assert "\n" not in cost.priced_elsewhere.text()
     while wizard.currentPage() is not wizard.summary_page:
         next_page(qtbot, wizard)
     page = wizard.summary_page
