@@ -100,10 +100,9 @@ def headline_text(r: PlanResult) -> str:
 
     c = r.cost
     mode = r.request.pricing.mode.value.replace("_", "-")
-    if c.unpriced_reason:
-        return (f"<b>{fmt_hours(r.time.hours)} wall, {fmt_gpu_hours(r.time.gpu_hours)} GPU-hours; no cost</b>: "
-                f"{c.unpriced_reason}.")
     hours, total = likely_hours(r) or fmt_hours(r.time.hours), likely_cost(r) or fmt_usd(c.total_usd)
+    if c.unpriced_reason:
+        return f"<b>{hours} wall, {fmt_gpu_hours(r.time.gpu_hours)} GPU-hours; no cost</b>: {c.unpriced_reason}."
     return (f"<b>{hours} wall, {fmt_gpu_hours(r.time.gpu_hours)} GPU-hours; {total} total {mode}</b> at "
             f"{c.provider or 'no provider'}{offer_text(c)} (price seen {c.price_date or 'undated'})."
             + (f" It {c.billing}." if c.billing else ""))

@@ -139,11 +139,9 @@ def not_fit_text(result: PlanResult) -> str | None:
 
 
 def _fit(result: PlanResult) -> list[SanityWarning]:
-    text = not_fit_text(result)
-    if text is None:
-        return []
-    return [SanityWarning(kind="does_not_fit", figure=float(max(result.memory.per_gpu.total
-                                                                - result.memory.gpu_memory, 0)), message=text)]
+    text, m = not_fit_text(result), result.memory
+    short = float(max(m.per_gpu.total - m.gpu_memory, 0))
+    return [] if text is None else [SanityWarning(kind="does_not_fit", figure=short, message=text)]
 
 
 def _headroom(result: PlanResult) -> list[SanityWarning]:
