@@ -2,13 +2,16 @@
 
     python -m bench.calibrate --write-bands
 
-Half A's throughput residuals ln(published ÷ planned tokens/s) are grouped by regime (framework × method ×
-scale, and the coarser regimes a plan falls back to); each regime with at least MIN_CASES runs gets the
-residuals' LOW_Q and HIGH_Q quantiles (a nominal 80% band), widened to contain 0 so that the band always holds
-the point estimate. Half B then measures what the band is worth: the share of its runs whose published figure
-falls inside the band their plan states. That measured share, not the nominal 80%, is the coverage written
-beside each regime (the regime's own half-B share when it has MIN_COVERAGE_CASES runs there, else the share
-over all of half B).
+Half A's held-out throughput residuals ln(published ÷ planned tokens/s), each source planned with the constants
+fitted on the other half-A sources (calibrate_fit.held_out_folds), are grouped by regime (framework × method ×
+scale, and the coarser regimes a plan falls back to); each regime with at least MIN_CASES runs gets the residuals'
+LOW_Q and HIGH_Q quantiles (a nominal 80% band), each publication weighing the same (runs from one source share its
+software, hardware and way of measuring, so sixteen llm-foundry rows are closer to one witness than to sixteen:
+counting them each once made the band as narrow as that one source's spread), widened to contain 0 so that the band
+always holds the point estimate. Half B then measures what the band is worth: the share of its runs whose published
+figure falls inside the band their plan states. That measured share, not the nominal 80%, is the coverage written
+beside each regime (the regime's own half-B share when it has MIN_COVERAGE_CASES runs there, else the share over all
+of half B).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.calibrate_cases import Built
+from bench.calibrate_cases import Built, source_of
 from core.planner.speed import bands, efficiency
 
 LOW_Q, HIGH_Q = 0.10, 0.90
@@ -46,18 +49,31 @@ def keys_of(built: Built) -> list[str]:
     return bands.regime_keys(effective_training(req.training), req.hardware.gpus, req.hardware.nodes)
 
 
+def weighted_quantiles(values: Sequence[float], weights: Sequence[float], qs: Sequence[float]) -> list[float]:
+    """Quantiles of a weighted sample (the midpoints of each value's cumulative weight, interpolated)."""
+    order = np.argsort(values)
+    v, w = np.asarray(values, float)[order], np.asarray(weights, float)[order]
+    cum = (np.cumsum(w) - w / 2) / w.sum()
+    return [float(np.interp(q, cum, v)) for q in qs]
+
+
 def table(fit_rows: Sequence[tuple[Built, float]]) -> dict[str, Any]:
-    """Regime → quantiles of half A's residuals; regimes with fewer than MIN_CASES runs are left out."""
-    grouped: dict[str, list[float]] = {}
+    """Regime → source-weighted quantiles of half A's residuals; regimes with fewer than MIN_CASES runs are left
+    out."""
+    per_source: dict[str, int] = {}
+    for built, _ in fit_rows:
+        per_source[source_of(built.case)] = per_source.get(source_of(built.case), 0) + 1
+    grouped: dict[str, list[tuple[float, float]]] = {}
     for built, r in fit_rows:
         for key in keys_of(built):
-            grouped.setdefault(key, []).append(r)
+            grouped.setdefault(key, []).append((r, 1.0 / per_source[source_of(built.case)]))
     regimes = {}
-    for key, rs in sorted(grouped.items()):
-        if len(rs) < MIN_CASES and key != bands.ALL:
+    for key, rows in sorted(grouped.items()):
+        if len(rows) < MIN_CASES and key != bands.ALL:
             continue
-        lo, hi = (float(q) for q in np.quantile(rs, [LOW_Q, HIGH_Q]))
-        regimes[key] = {"log_low": round(min(lo, 0.0), 4), "log_high": round(max(hi, 0.0), 4), "cases": len(rs),
+        lo, hi = weighted_quantiles([r for r, _ in rows], [w for _, w in rows], [LOW_Q, HIGH_Q])
+        regimes[key] = {"log_low": round(min(lo, 0.0), 4), "log_high": round(max(hi, 0.0), 4), "cases": len(rows),
+                        "sources": len({source_of(b.case) for b, _ in fit_rows if key in keys_of(b)}),
                         "coverage": None}
     return {"regimes": regimes}
 
@@ -78,7 +94,7 @@ def _with_coverage(tab: dict[str, Any], value: float) -> dict[str, Any]:
 
 
 def build_bands(fit_rows: Sequence[tuple[Built, float]], report_rows: Sequence[tuple[Built, float]],
-                today: dt.date) -> dict[str, Any]:
+                today: dt.date, folds: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The bands.json content: regimes with their half-B coverage, and where every number comes from."""
     tab = table(fit_rows)
     overall, inside = coverage(tab, report_rows)
@@ -92,14 +108,16 @@ def build_bands(fit_rows: Sequence[tuple[Built, float]], report_rows: Sequence[t
             "date": today.isoformat(),
             "cases": "tests/fixtures/planner/throughput_cases.json; half A (fit) sets the widths, half B (report) "
                      "measures the coverage (bench/calibrate.py: HALVES)",
-            "residual": "ln(published ÷ planned tokens/s) with the shipped constants of "
-                        "core/planner/speed/efficiency.py",
+            "residual": "ln(published ÷ planned tokens/s); half A's held out: each source planned with the "
+                        "constants fitted on the other half-A sources (folds), half B's with the shipped constants "
+                        "of core/planner/speed/efficiency.py",
             "quantiles": [LOW_Q, HIGH_Q],
             "nominal_coverage": round(NOMINAL, 2),
             "min_cases_per_regime": MIN_CASES,
             "coverage_half_b": round(overall, 3),
             "half_b_cases": len(report_rows),
             "efficiency": {c.name: v for c, v in efficiency.constants()},
+            "folds": folds,
         },
         **tab,
     }
@@ -115,7 +133,9 @@ def bands_markdown(table: dict[str, Any] | None) -> str:
     if table is None:
         return "No bands written yet (`python -m bench.calibrate --write-bands`)."
     prov = table["provenance"]
-    out = [f"Band per regime from half A's residuals ln(published ÷ planned tokens/s), quantiles "
+    out = [f"Band per regime from half A's held-out residuals ln(published ÷ planned tokens/s) (each half-A "
+           f"source planned with the constants fitted on the other sources, as a user's run is planned with "
+           f"constants that never saw it), each source weighing the same, quantiles "
            f"{prov['quantiles'][0]:g}–{prov['quantiles'][1]:g} (nominal {prov['nominal_coverage']:.0%}), widened to "
            f"contain the point estimate; at least {prov['min_cases_per_regime']} half-A runs per regime, else the "
            f"plan falls back to a coarser regime. **Coverage measured on half B: {prov['coverage_half_b']:.0%} of "

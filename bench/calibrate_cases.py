@@ -78,6 +78,14 @@ FRAMEWORK_BY_SOURCE: dict[str, Framework] = {
     "huggingface/blog": Framework.hf_trainer,
 }
 
+# Where a case leaves the LoRA rank and targets unpublished, the framework's default, with where it is defined.
+LORA_DEFAULT_BY_SOURCE: dict[str, tuple[int, str, str]] = {
+    # NeMo 1.x examples/nlp/language_modeling/tuning/conf/megatron_gpt_finetuning_config.yaml, lora_tuning:
+    # target_modules ['attention_qkv'] (Megatron's fused q/k/v projection), adapter_dim 32, adapter_dropout 0.0.
+    "NVIDIA/NeMo": (32, "q,k,v", "NeMo's megatron_gpt_finetuning_config.yaml: target_modules ['attention_qkv'], "
+                    "adapter_dim 32, adapter_dropout 0.0"),
+}
+
 # Where a case leaves activation checkpointing null, the framework's default, with where it is defined.
 RECOMPUTE_DEFAULT_OFF: dict[str, str] = {
     # megatron/training/arguments.py: `--recompute-granularity` default=None (no recompute unless asked);
@@ -212,10 +220,19 @@ def _lora(case: dict[str, Any], method: Method, assumed: list[str]) -> dict[str,
         match = re.match(r"\d+", rank)
         rank = int(match.group()) if match else None
         assumed.append(f"LoRA rank {rank} is the framework's class default, not restated by the source")
+    if rank is None and source_of(case) in LORA_DEFAULT_BY_SOURCE:
+        default_rank, default_targets, where = LORA_DEFAULT_BY_SOURCE[source_of(case)]
+        assumed.append(f"LoRA rank and targets not published: the framework's default, rank {default_rank} on "
+                       f"{default_targets} ({where})")
+        return {"lora_rank": default_rank, "lora_targets": default_targets}
     if rank is None:
         assumed.append("LoRA rank and targets not published: the planner's defaults (rank 16, all linear layers)")
         return out
     out["lora_rank"] = int(rank)
+    notes = case["other_settings"].get("notes", "")
+    dropout = re.search(r"LoRA[^.;]*?dropout (0\.\d+)", notes) or re.search(r"alpha=\d+, dropout (0\.\d+)", notes)
+    if dropout:
+        out["lora_dropout"] = float(dropout.group(1))
     targets = lora.get("targets")
     if targets == ["query", "value"]:  # litgpt's names for the q and v projections
         out["lora_targets"] = "q,v"

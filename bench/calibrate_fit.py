@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.calibrate_cases import Built
+from bench.calibrate_cases import Built, source_of
 from core.catalog import Catalog
 from core.planner.speed import efficiency
 
@@ -82,6 +82,35 @@ def fit_all(built: Sequence[Built], catalog: Catalog) -> tuple[list[Fitted], flo
             values[c.name] = min(scores, key=lambda v: (scores[v], abs(math.log(v / c.prior))))
     end = objective(built, catalog, values)
     return [Fitted(c.name, c.prior, values[c.name], c.low, c.high) for c in efficiency.CONSTANTS], start, end
+
+
+def held_out_folds(built: Sequence[Built], catalog: Catalog) -> dict[str, dict[str, float]]:
+    """Leave one source out: for each half-A source, the constants `fit_all` finds on the other sources.
+
+    In-sample residuals flatter the model (the fit has already bent towards each case), and a user's run is, like
+    every half-B run, a source the fit never saw; a case's residual under the constants fitted without its source
+    is the error such a run can expect. Slow (one full fit per source): only `--write-bands` calls it.
+    """
+    folds = {}
+    for source in sorted({source_of(b.case) for b in built}):
+        fitted, _, _ = fit_all([b for b in built if source_of(b.case) != source], catalog)
+        folds[source] = {f.name: f.value for f in fitted}
+    return folds
+
+
+def held_out_residuals(built: Sequence[Built], catalog: Catalog,
+                       folds: dict[str, dict[str, float]]) -> list[tuple[Built, float]]:
+    """Each planned case's ln(published ÷ planned tokens/s) under its source's fold (`held_out_folds`)."""
+    from bench.calibrate import compare  # late: calibrate imports this module for its command line
+    from bench.calibrate_bands import residual
+
+    out = []
+    for b in built:
+        with values_in_place(folds[source_of(b.case)]):
+            row = compare(b, catalog, baseline=False)
+        if row.planned is not None:
+            out.append((b, residual(row.metric, row.published, row.planned)))
+    return out
 
 
 def fit_text(fitted: Sequence[Fitted], start: float, end: float, cases: int) -> str:

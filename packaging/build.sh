@@ -11,7 +11,7 @@ PY=${PYTHON:-.venv/bin/python}
 [ "${1:-}" = --no-install ] || "$PY" -m pip install -q -e ".[bundle]"
 "$PY" -m PyInstaller --noconfirm --clean --log-level WARN --distpath dist --workpath build/pyinstaller \
   packaging/tuneplan.spec
-cp packaging/tuneplan.desktop dist/tuneplan/
+cp resources/desktop/tuneplan.desktop dist/tuneplan/
 cp resources/icons/tuneplan.svg dist/tuneplan/tuneplan.svg
 
 # The frozen app must start and find its resources; and the smoke test must notice when they are missing.

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Install everything the tests need on a fresh Debian/Ubuntu machine, then run pytest.
 # System packages: sshd and fio for the probe integration tests, Xvfb/Qt libraries for the GUI tests,
-# poppler-utils (pdftoppm) for PDF checks, Slurm and munge (without their recommended extras) for the
-# single-machine Slurm the `--slurm` probe's tests start (tests/integration/slurm.py). Python: the project with
-# its test extras and CPU torch (torch.distributed/gloo for the collective probe's tests) and the launch formats'
-# parsers (the `launch` extra: DeepSpeed, accelerate, shellcheck, jsonschema). Extra arguments go to pytest.
+# poppler-utils (pdftoppm) for PDF checks, appstream (appstreamcli validates the AppStream metainfo), Slurm and
+# munge (without their recommended extras) for the single-machine Slurm the `--slurm` probe's tests start
+# (tests/integration/slurm.py). Python: the project with its test extras and CPU torch (torch.distributed/gloo
+# for the collective probe's tests) and the launch formats' parsers (the `launch` extra: DeepSpeed, accelerate,
+# shellcheck, jsonschema). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . packaging/debian.sh
 # shellcheck disable=SC2086
-apt_install python3-venv openssh-server openssh-client fio xvfb poppler-utils iproute2 procps $QT_RUNTIME_PACKAGES
+apt_install python3-venv openssh-server openssh-client fio xvfb poppler-utils iproute2 procps appstream \
+  $QT_RUNTIME_PACKAGES
 apt_install --no-install-recommends slurmctld slurmd slurm-client munge
 if command -v apt-get >/dev/null; then as_root mkdir -p /run/sshd; fi
 [ -x .venv/bin/python ] || python3 -m venv .venv

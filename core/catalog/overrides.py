@@ -20,7 +20,7 @@ from core.catalog.lookup import Catalog, gpu_key
 from core.catalog.network import PCIE_ACHIEVED_GBS
 from core.catalog.records import GPU, PRICING_MODELS, PRICING_MODES, CatalogError, Price, Provider
 from core.catalog.refreshed import with_refreshed
-from core.catalog.refreshed_file import FILE_NAME as REFRESHED_FILE
+from core.catalog.refreshed_file import refreshed_file
 from core.catalog.shipped import shipped_catalog, with_reserved_prices
 from core.json_file import write_json_atomic
 from core.paths import config_dir
@@ -206,12 +206,12 @@ def _apply_discounts(cat: Catalog, prices: list[Price], data: Any, path: Path) -
     return out
 
 
-def _merge(base: Catalog, user_dir: Path, files: Mapping[str, Any]) -> Catalog:
+def _merge(base: Catalog, user_dir: Path, files: Mapping[str, Any], refreshed: Path) -> Catalog:
     """Apply parsed override documents (keyed by file name) to `base`."""
     gpus = base.gpus
     if "gpus.json" in files:
         gpus = _merge_gpus(base.gpus, base, files["gpus.json"], user_dir / "gpus.json")
-    prices, providers = with_refreshed(list(base.prices), dict(base.provider_info), user_dir)
+    prices, providers = with_refreshed(list(base.prices), dict(base.provider_info), refreshed)
     staged = Catalog(gpus=gpus.values(), models=(), prices=prices, storage=(), egress=(),
                      providers=providers.values(), retrieved=base.retrieved)
     if "prices.json" in files:
@@ -231,11 +231,12 @@ def _merge(base: Catalog, user_dir: Path, files: Mapping[str, Any]) -> Catalog:
 
 
 @functools.lru_cache(maxsize=8)
-def _merged_cached(user_dir: str, signature: tuple[tuple[str, int, int, int], ...]) -> Catalog:
+def _merged_cached(user_dir: str, refreshed: str,
+                   signature: tuple[tuple[str, int, int, int], ...]) -> Catalog:
     del signature  # only part of the cache key: any change to the files reloads them
     folder = Path(user_dir)
     files = {name: _read_user_file(folder / name) for name in USER_FILES if (folder / name).is_file()}
-    return _merge(shipped_catalog(), folder, files)
+    return _merge(shipped_catalog(), folder, files, Path(refreshed))
 
 
 def load_catalog(user_dir: Path | None = None) -> Catalog:
@@ -243,15 +244,15 @@ def load_catalog(user_dir: Path | None = None) -> Catalog:
     folder = Path(user_dir) if user_dir is not None else default_user_dir()
     if folder.exists() and not folder.is_dir():
         raise CatalogError(f"user override folder {folder} is a file, not a folder")
+    refreshed = refreshed_file(user_dir)  # the data folder's unless user_dir is named
     signature = []
-    for name in (*USER_FILES, REFRESHED_FILE):
-        path = folder / name
+    for path in (*(folder / name for name in USER_FILES), refreshed):
         if path.is_file():
             st = path.stat()
-            signature.append((name, st.st_mtime_ns, st.st_size, st.st_ino))
+            signature.append((str(path), st.st_mtime_ns, st.st_size, st.st_ino))
     if not signature:
         return shipped_catalog()
-    return _merged_cached(str(folder.resolve()), tuple(signature))
+    return _merged_cached(str(folder.resolve()), str(refreshed), tuple(signature))
 
 
 def save_user_overrides(
@@ -274,7 +275,7 @@ def save_user_overrides(
                 raise CatalogError(f"overrides for {name} cannot be written as JSON: {exc}") from None
         elif (folder / name).is_file():
             files[name] = _read_user_file(folder / name)
-    _merge(shipped_catalog(), folder, files)
+    _merge(shipped_catalog(), folder, files, refreshed_file(user_dir))
     folder.mkdir(parents=True, exist_ok=True)
     for name, data in new.items():
         if data is not None:

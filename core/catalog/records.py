@@ -264,6 +264,14 @@ class Price(_Record):
     def is_undated(self) -> bool:
         return self.date is None
 
+    @property
+    def seen(self) -> str:
+        """The date a table shows: the source's, else when it was read ('undated, read 2026-11-29'), else
+        'undated'. The reading date is no age: an undated price stays undated for freshness."""
+        if self.date:
+            return self.date
+        return f"undated, read {self.fetched}" if self.fetched else "undated"
+
     def is_stale(self, today: dt.date, max_age_days: int = STALE_AFTER_DAYS) -> bool:
         """Older than STALE_AFTER_DAYS. Undated rows are not 'stale' but 'undated' (see freshness)."""
         age = self.age_days(today)

@@ -28,9 +28,8 @@ from core.catalog.feeds.offer import Offer, ParseResult
 from core.catalog.lookup import Catalog
 from core.catalog.overrides import load_catalog
 from core.catalog.records import CatalogError
-from core.catalog.refreshed_file import FILE_NAME, read_document, write_document
+from core.catalog.refreshed_file import read_document, refreshed_file, write_document
 from core.catalog.shipped import shipped_catalog
-from core.paths import config_dir
 
 SOURCES = ("skypilot", "gpuhunt")
 FORMATS = SOURCES
@@ -79,7 +78,8 @@ class RefreshReport:
 
 
 def refreshed_path(user_dir: Path | None = None) -> Path:
-    return (Path(user_dir) if user_dir is not None else config_dir()) / FILE_NAME
+    """Where a refresh or import writes (core.catalog.refreshed_file)."""
+    return refreshed_file(user_dir, writing=True)
 
 
 def base_url(source: str, base_urls: Mapping[str, str] | None = None) -> str:
@@ -172,12 +172,14 @@ def _text(body: bytes, where: str) -> str:
         raise CatalogError(f"{where} is not a text (UTF-8) catalog file") from None
 
 
-def _write(path: Path, replaced: set[tuple[str, str]], new_sources: list[dict[str, Any]],
-           offers: list[Offer]) -> int:
+def _write(user_dir: Path | None, replaced: set[tuple[str, str]], new_sources: list[dict[str, Any]],
+           offers: list[Offer]) -> tuple[Path, int]:
     """Write the new rows in place of the old rows of the (origin, provider) pairs just read; the rest stay
-    (another source's rows, a cloud not asked for this time, hand imports of other providers)."""
+    (another source's rows, a cloud not asked for this time, hand imports of other providers, also when they
+    were read from the config folder of earlier releases). Returns the file written and its row count."""
+    path = refreshed_path(user_dir)
     try:
-        old = read_document(path)
+        old = read_document(refreshed_file(user_dir))
     except CatalogError:
         old = None  # a damaged refresh file is replaced: its rows are a copy of public catalogs
     rows = [r for r in (old or {}).get("rows", [])
@@ -186,7 +188,7 @@ def _write(path: Path, replaced: set[tuple[str, str]], new_sources: list[dict[st
     sources = [s for s in (old or {}).get("sources", []) if isinstance(s, dict) and s.get("name") not in names]
     rows += [o.as_row() for o in offers]
     write_document(path, sources + new_sources, rows)
-    return len(rows)
+    return path, len(rows)
 
 
 def refresh(sources: Iterable[str] = SOURCES, *, clouds: Iterable[str] | None = None, user_dir: Path | None = None,
@@ -215,8 +217,7 @@ def refresh(sources: Iterable[str] = SOURCES, *, clouds: Iterable[str] | None = 
         offers += result.offers
         replaced |= {(f"refresh:{s}", provider) for provider in result.providers}
         new_sources.append({"name": s, "url": url, "fetched": fetched})
-    path = refreshed_path(user_dir)
-    written = _write(path, replaced, new_sources, offers)
+    path, written = _write(user_dir, replaced, new_sources, offers)
     return RefreshReport(sources=reports, path=path, rows_written=written)
 
 
@@ -267,7 +268,6 @@ def import_file(path: str | Path, *, fmt: str | None = None, provider: str | Non
         result = gpuhunt.parse_catalog_csv(text, provider=slug, catalog=catalog, source=str(p.resolve()),
                                            fetched=fetched, date=None)
     offers = [dataclasses.replace(o, origin="import") for o in result.offers]
-    out = refreshed_path(user_dir)
-    written = _write(out, {("import", provider) for provider in result.providers}, [], offers)
+    out, written = _write(user_dir, {("import", provider) for provider in result.providers}, [], offers)
     return RefreshReport(sources=[_report(f"import ({fmt})", result, [str(p.resolve())])], path=out,
                          rows_written=written)

@@ -1,6 +1,6 @@
 """The refreshed prices as catalog records, and how they merge over the shipped ones.
 
-``refreshed_prices`` reads ``<config dir>/refreshed_prices.json`` (written by :mod:`core.catalog.refresh`);
+``refreshed_prices`` reads ``<data dir>/refreshed_prices.json`` (written by :mod:`core.catalog.refresh`);
 ``merge_refreshed`` puts its records over the shipped price list: a refreshed record replaces the shipped
 record of the same provider, instance and pricing model in the same region (a record priced for region "any"
 matches every region), and the rest are added. The user's own prices.json is merged after this and so wins
@@ -17,8 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.catalog.records import CatalogError, Price, Provider
-from core.catalog.refreshed_file import FILE_NAME, read_document
-from core.paths import config_dir
+from core.catalog.refreshed_file import read_document, refreshed_file
 from core.validation import validation_message
 
 
@@ -35,7 +34,11 @@ def price_from_row(row: Any, where: str) -> Price:
 def refreshed_prices(user_dir: Path | None = None) -> list[Price]:
     """The refreshed price records; [] when no refresh was made. A damaged file raises CatalogError naming
     it and is left where and as it is."""
-    path = (Path(user_dir) if user_dir is not None else config_dir()) / FILE_NAME
+    return prices_in(refreshed_file(user_dir))
+
+
+def prices_in(path: Path) -> list[Price]:
+    """The price records of the refreshed prices file at `path`; [] when there is none."""
     document = read_document(path)
     if document is None:
         return []
@@ -65,10 +68,10 @@ def merge_refreshed(shipped: list[Price], refreshed: list[Price]) -> list[Price]
 
 
 def with_refreshed(prices: list[Price], providers: dict[str, Provider],
-                   user_dir: Path) -> tuple[list[Price], dict[str, Provider]]:
+                   path: Path) -> tuple[list[Price], dict[str, Provider]]:
     """The hook core.catalog.overrides calls before the user's prices.json: shipped prices merged with the
     refreshed ones, and a provider record for each provider only a refresh knows (gpuhunt's verda, oci...)."""
-    refreshed = refreshed_prices(user_dir)
+    refreshed = prices_in(path)
     if not refreshed:
         return prices, providers
     known = dict(providers)

@@ -1,4 +1,4 @@
-"""The file a price refresh writes, ``<config dir>/refreshed_prices.json``: its shape, reading and writing.
+"""The file a price refresh writes, ``<data dir>/refreshed_prices.json``: its place, shape, reading and writing.
 
 ``{"format": 1, "sources": [{"name", "url", "fetched"}], "rows": [price records]}``. Written atomically (a
 temporary file in the same folder, fsync, os.replace), so a crash or a failed refresh leaves the previous file
@@ -13,9 +13,21 @@ from typing import Any
 
 from core.catalog.records import CatalogError
 from core.json_file import write_json_atomic
+from core.paths import config_dir, data_dir
 
 FILE_NAME = "refreshed_prices.json"
 FORMAT = 1
+
+
+def refreshed_file(user_dir: Path | None = None, *, writing: bool = False) -> Path:
+    """Where the refreshed prices are: in `user_dir` when one is named (with the override files), else in the
+    data folder: downloaded prices are data, not the user's settings. Until a refresh writes there, the file
+    earlier releases wrote to the config folder is the one read."""
+    if user_dir is not None:
+        return Path(user_dir) / FILE_NAME
+    path = data_dir() / FILE_NAME
+    earlier = config_dir() / FILE_NAME
+    return earlier if not writing and not path.exists() and earlier.is_file() else path
 
 
 def read_document(path: Path) -> dict[str, Any] | None:

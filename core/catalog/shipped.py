@@ -75,12 +75,15 @@ def _gpu_from_sheet(g: Mapping[str, Any]) -> GPU:
     )
 
 
-def _price_from_sheet(r: Mapping[str, Any]) -> Price:
+def _price_from_sheet(r: Mapping[str, Any], read: str | None) -> Price:
+    """One sheet row; `read` is the date the sheet was compiled from its sources (its `retrieved`): every row has
+    that reading date as `fetched`, beside the date its source gives (`date`, None where the source gives none)."""
     return Price(
         provider=r["provider"], provider_name=r["provider_name"], instance=r["instance"], gpu=r["gpu"],
         gpus_per_instance=r["gpus_per_instance"], gpu_counts=tuple(r.get("gpu_counts") or ()),
         pricing_model=r["pricing_model"], usd_per_gpu_hour=r["usd_per_gpu_hour"], region=r.get("region") or "any",
-        term=r.get("term"), upfront=r.get("upfront"), date=r.get("date_seen"), source=r["source_url"],
+        term=r.get("term"), upfront=r.get("upfront"), date=r.get("date_seen"), fetched=r.get("fetched") or read,
+        source=r["source_url"],
         confidence=r.get("confidence") or "normal", notes=r.get("notes") or "", snapshot=r.get("snapshot"),
         tier=r.get("tier"),
     )
@@ -164,7 +167,8 @@ def shipped_catalog() -> Catalog:
     return Catalog(
         gpus=[_gpu_from_sheet(g) for g in gpus_doc["gpus"]],
         models=[_model_from_sheet(m) for m in models_doc["models"]],
-        prices=with_reserved_prices((_price_from_sheet(r) for r in prices_doc["rows"]), by_id),
+        prices=with_reserved_prices((_price_from_sheet(r, prices_doc.get("retrieved")) for r in prices_doc["rows"]),
+                                    by_id),
         storage=[_storage_from_sheet(s) for s in prices_doc["storage"]],
         egress=[_egress_from_sheet(e) for e in prices_doc["egress"]],
         providers=providers,

@@ -10,6 +10,7 @@ import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from core.cli.common import add_command
 from core.cli.table import table
 from core.units import fmt_count, fmt_usd
 
@@ -22,10 +23,14 @@ SHOWN_FIGURES = ("memory_bytes", "memory_bandwidth_gbs", "bf16_tflops", "fp16_tf
 
 def register(subparsers: Any) -> None:
     """Add the `catalog` subcommand (called by core.cli.main)."""
-    c = subparsers.add_parser("catalog", help="list the catalog; refresh or import prices from public catalogs")
-    c.add_argument("what", choices=["gpus", "models", "prices", "refresh", "import"])
+    c = add_command(subparsers, "catalog", help="list the catalog; refresh or import prices from public catalogs",
+                    examples=("tuneplan catalog prices",
+                              "tuneplan catalog refresh --source skypilot --cloud runpod,lambda",
+                              "tuneplan catalog import vms.csv --provider aws"))
+    c.add_argument("what", choices=["gpus", "models", "prices", "refresh", "import"],
+                   help="list gpus, models or prices; refresh prices from public catalogs; import a catalog file")
     c.add_argument("file", nargs="?", help="import: a SkyPilot vms.csv or a gpuhunt CSV / catalog.zip")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="print the rows as JSON")
     c.add_argument("--source", choices=["skypilot", "gpuhunt", "all"], help="refresh: which catalog (all)")
     c.add_argument("--cloud", help="refresh: clouds to read, comma-separated (aws,azure,lambda,runpod,...)")
     c.add_argument("--format", choices=["skypilot", "gpuhunt"], help="import: the file's format (guessed)")
@@ -90,7 +95,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
                 str(p.gpus_per_instance),
                 p.pricing_model.value + (f" ({p.term})" if p.term else ""),
                 fmt_usd(p.usd_per_gpu_hour),
-                p.date or "undated",
+                p.seen,
             )
             for p in cat.prices
         ]

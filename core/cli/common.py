@@ -5,6 +5,7 @@ A command raises :class:`CliError` with one sentence; ``core.cli.main`` prints i
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -16,6 +17,16 @@ EXIT_USAGE = 2  # the command line itself is wrong (argparse's code too)
 
 class CliError(Exception):
     """A user error: printed as one sentence, exit code 1."""
+
+
+def add_command(subparsers: Any, name: str, help: str, examples: tuple[str, ...], epilog: str = "",
+                **kwargs: Any) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with two or three examples (as `sky`, `accelerate` and `torchrun` end theirs):
+    the first thing a reader copies, so every command has them, after any notes of its own (`epilog`)."""
+    shown = "examples:\n" + "\n".join(f"  {line}" for line in examples)
+    return subparsers.add_parser(
+        name, help=help, epilog=f"{epilog}\n\n{shown}" if epilog else shown,
+        formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
 
 
 def read_json(path: str | Path) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.cli.common import EXIT_ERROR, CliError
+from core.cli.common import EXIT_ERROR, CliError, add_command
 from core.cli.plan import load_request
 from core.validation import validation_message
 
@@ -29,7 +29,10 @@ FORMAT_NAMES = ("deepspeed", "accelerate", "torchrun", "slurm", "skypilot", "axo
 
 def register(subparsers: Any) -> None:
     """Add the `launch` subcommand (called by core.cli.main)."""
-    p = subparsers.add_parser("launch", help="write the launch files (DeepSpeed, accelerate, Slurm, ...) of a plan")
+    p = add_command(subparsers, "launch", help="write the launch files (DeepSpeed, accelerate, Slurm, ...) of a plan",
+                    examples=("tuneplan launch request.json --format all -o run/",
+                              "tuneplan launch request.json --format skypilot --name llama-qlora",
+                              "tuneplan launch - --format deepspeed --json < request.json"))
     p.add_argument("request", help="plan request JSON file (- for stdin)")
     p.add_argument("--format", required=True, choices=[*FORMAT_NAMES, "all"], help="which files to write")
     p.add_argument("-o", "--output", default=".", help="folder to write them into (default: here)")

@@ -12,7 +12,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from core.cli import catalog, launch, plan, probe, probe_report, report
+from core import __version__
+from core.cli import catalog, desktop_entry, launch, plan, probe, probe_report, report, schema
 from core.cli.common import EXIT_ERROR, EXIT_USAGE, CliError
 
 
@@ -22,9 +23,15 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Plan what an LLM fine-tune needs and costs; probe a rented GPU box. Without arguments, opens the window."
         ),
+        epilog="examples:\n  tuneplan plan --model llama-3.1-8b --tokens 200M --method qlora\n"
+               "  tuneplan probe ubuntu@203.0.113.7\n  tuneplan plan --help   # each command's own options",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command")
-    for command in (plan, catalog, report, probe, probe_report, launch):
+    parser.add_argument("--version", action="version", version=f"tuneplan {__version__}",
+                        help="print the version and exit")
+    desktop_entry.add_argument(parser)
+    sub = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    for command in (plan, catalog, report, probe, probe_report, launch, schema):
         command.register(sub)
     return parser
 
@@ -33,6 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.install_desktop_entry:
+        args.func = desktop_entry.cmd_install
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.cli.common import CliError, read_json
+from core.cli.common import CliError, add_command, read_json
 from core.cli.table import table
 from core.units import fmt_bytes, fmt_count, fmt_gpu_hours, fmt_hours, fmt_usd, parse_count
 from core.validation import validation_message
@@ -20,19 +20,23 @@ from core.validation import validation_message
 
 def register(subparsers: Any) -> None:
     """Add the `plan` subcommand (called by core.cli.main)."""
-    p = subparsers.add_parser("plan", help="plan a fine-tuning run from REQUEST.json or quick flags")
-    p.add_argument("request", nargs="?", help="plan request JSON file (- for stdin)")
+    p = add_command(subparsers, "plan", help="plan a fine-tuning run from REQUEST.json or quick flags", examples=(
+        "tuneplan plan --model llama-3.1-8b --tokens 200M --method qlora",
+        "tuneplan plan --model config.json --tokens 1B --gpu H100-SXM --gpus 8 --method full",
+        "tuneplan plan request.json --json > plan.json   # request.json: see `tuneplan schema`",
+    ))
+    p.add_argument("request", nargs="?", help="plan request JSON file (- for stdin); `tuneplan schema` describes it")
     p.add_argument("--json", action="store_true", help="print the result JSON only")
     p.add_argument("--model", help="preset id (llama-3.1-8b), a parameter count (7B) or a config.json path")
     p.add_argument("--tokens", help="dataset tokens: 2e8, 200M, 1.5B")
-    p.add_argument("--epochs", type=float)
-    p.add_argument("--seq-len", type=int)
-    p.add_argument("--method", default="lora", help="full, lora or qlora")
-    p.add_argument("--lora-rank", type=int)
+    p.add_argument("--epochs", type=float, help="passes over the dataset (default 1)")
+    p.add_argument("--seq-len", type=int, help="tokens per sample (default 2048)")
+    p.add_argument("--method", default="lora", help="full, lora or qlora (default lora)")
+    p.add_argument("--lora-rank", type=int, help="LoRA rank (default 16)")
     p.add_argument("--gpu", help="GPU id, e.g. H100-SXM (omit to search)")
-    p.add_argument("--gpus", type=int, default=1, help="GPUs per node")
-    p.add_argument("--nodes", type=int, default=1)
-    p.add_argument("--provider")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs per node (with --gpu; default 1)")
+    p.add_argument("--nodes", type=int, default=1, help="nodes (with --gpu; default 1)")
+    p.add_argument("--provider", help="price at this provider only, e.g. lambda or runpod (`tuneplan catalog prices`)")
     p.add_argument("--mode", help="on_demand, spot or reserved")
     p.set_defaults(func=cmd_plan)
 
@@ -97,11 +101,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def price_offer(c: Any) -> str:
-    """' p5.48xlarge (on_demand)': the instance the price is for and what kind of price it is; '' with none."""
+    """' p5.48xlarge in us-east-1 (on_demand)': the instance and region the price is for and what kind of price
+    it is; '' with none."""
+    from core.planner.money.plan_cost import offer_place
+
     if not c.instance:
         return ""
     low = ", low confidence" if c.confidence == "low" else ""
-    return f" {c.instance} ({c.pricing_model}{low})"
+    return f" {offer_place(c)} ({c.pricing_model}{low})"
 
 
 def time_lines(r: Any) -> list[str]:

@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from core.cli.common import EXIT_ERROR, EXIT_USAGE
+from core.cli.common import EXIT_ERROR, EXIT_USAGE, add_command
 from core.cli.table import table
 from core.probes.run_json import run_json
 from core.probes.store import ProbeStore, StoredRun
@@ -48,12 +48,14 @@ saved, verdict at best INCOMPLETE), 130 cancelled"""
 
 def register(subparsers: Any) -> None:
     """Add `probe` to the `tuneplan` command line (called by core.cli.main)."""
-    p = subparsers.add_parser(
-        "probe", help="probe a GPU box over SSH (or this machine) and print its readiness scorecard",
+    p = add_command(
+        subparsers, "probe", help="probe a GPU box over SSH (or this machine) and print its readiness scorecard",
         description="Run a probe suite on TARGET ([user@]host[:port] or an ~/.ssh/config alias), on several "
                     "TARGETs as one cluster, or, with --local, on this machine. Results are saved in the probe "
                     "history.",
-        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=_EPILOG, examples=("tuneplan probe ubuntu@203.0.113.7 --suite full",
+                                  "tuneplan probe node1 node2 --name pair --json > run.json",
+                                  "tuneplan probe --slurm login.example.org --nodes 2"))
     p.add_argument("targets", nargs="*", metavar="TARGET",
                    help="[user@]host[:port] or an alias from ~/.ssh/config; two or more probe them as one cluster "
                         "(each node's own suite in parallel, then agreement, rendezvous and the collectives "

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.cli.common import CliError, read_json
+from core.cli.common import CliError, add_command, read_json
 from core.probes.report import ProbeRunRecord, build_probe_report, record_from_json, record_from_stored
 
 
@@ -84,7 +84,9 @@ def cmd_probe_report(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add the `probe-report` subcommand (called by core.cli.main)."""
-    p = subparsers.add_parser("probe-report", help="write the readiness report of a probe run (PDF or JSON)")
+    p = add_command(subparsers, "probe-report", help="write the readiness report of a probe run (PDF or JSON)",
+                    examples=("tuneplan probe-report 12 -o box.pdf   # run 12 of the probe history",
+                              "tuneplan probe-report run.json --json"))
     p.add_argument("run", metavar="RUN", help="run id from the probe history, or a run JSON file")
     p.add_argument("-o", "--output", help="PDF file to write, e.g. report.pdf")
     p.add_argument("--json", action="store_true", help="print the report content as JSON on stdout")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.cli.common import CliError
+from core.cli.common import CliError, add_command
 from core.cli.plan import build_request
 from core.document import Report
 
@@ -68,7 +68,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add the `report` subcommand (called by core.cli.main)."""
-    p = subparsers.add_parser("report", help="plan REQUEST.json and write a PDF report")
+    p = add_command(subparsers, "report", help="plan REQUEST.json and write a PDF report",
+                    examples=("tuneplan report request.json -o plan.pdf",
+                              "tuneplan report - -o plan.pdf < request.json"))
     p.add_argument("request", help="plan request JSON file (- for stdin)")
     p.add_argument("-o", "--output", required=True, help="PDF file to write, e.g. plan.pdf")
     p.set_defaults(func=cmd_report)

@@ -31,7 +31,7 @@ OPTIMIZERS = {
 }
 # PEFT module names of the Llama-style projections (what lora_target_modules lists).
 MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
-           "down": "down_proj", "head": "lm_head"}
+           "down": "down_proj", "head": "lm_head", "embed": "embed_tokens"}
 ATTENTION = {Attention.flash: "flash_attention_2", Attention.sdpa: "sdpa", Attention.eager: "eager"}
 
 
@@ -77,8 +77,7 @@ def config(p: LaunchPlan, repo: str) -> dict[str, Any]:
         rank = t.lora_rank or 16
         kinds = target_set(t.lora_targets)
         cfg |= {"lora_r": rank, "lora_alpha": 2 * rank, "lora_dropout": t.lora_dropout,
-                "lora_target_modules": [MODULES[k] for k in ("q", "k", "v", "o", "gate", "up", "down", "head")
-                                        if k in kinds]}
+                "lora_target_modules": [MODULES[k] for k in MODULES if k in kinds]}
         if t.lora_target_parameters:
             # axolotl passes lora_target_parameters to PEFT's LoraConfig(target_parameters=...) (schemas/peft.py).
             cfg["lora_target_parameters"] = [PARAMETERS[k] for k in PARAMETER_KINDS

@@ -11,8 +11,10 @@ Why the instance type is pinned: ``accelerators: {H100: 1}`` alone lets SkyPilot
 instance carrying that accelerator name, and SkyPilot's catalogs name SXM and PCIe H100s alike (Lambda's
 ``gpu_1x_h100_pcie`` and ``gpu_1x_h100_sxm5`` are both ``H100``), so the run would land on a box the plan did
 not cost. Where the plan priced a real instance of a cloud SkyPilot drives, the file names that instance and
-the cloud (``infra``; SkyPilot refuses ``instance_type`` without one). The region is left to SkyPilot: the
-plan prices an instance, not a region, and a spot job must be free to move (``EAGER_NEXT_REGION``).
+the cloud (``infra``; SkyPilot refuses ``instance_type`` without one). The region the plan priced is pinned too
+(``infra: aws/us-east-1``): the same instance costs differently by region, and the plan names the one it
+costed. Not for a spot plan, whose managed job must be free to move when preempted (``EAGER_NEXT_REGION``;
+the header names the region priced), nor where the price holds in every region (``any``).
 
 Why ``network_tier`` only on some clouds: ``best`` asks for the cloud's fast interconnect (EFA, GPUDirect,
 InfiniBand), which a multi-node plan's all-reduce assumes, but SkyPilot 0.14.1 drops every cloud listing
@@ -167,6 +169,14 @@ def instance_type(p: LaunchPlan, catalog: Catalog | None = None) -> tuple[str, i
     return (name, row.gpus_per_instance) if name else None
 
 
+def pinned_region(p: LaunchPlan, catalog: Catalog | None = None) -> str | None:
+    """The region of the priced row, to pin with the instance; None for a spot plan or a price for any region."""
+    region = p.result.cost.region
+    if p.spot or not region or region == "any" or priced_row(p, catalog) is None:
+        return None
+    return region
+
+
 def network_tier(p: LaunchPlan, sky_cloud: str | None, gpus: int) -> str | None:
     """``best`` for a multi-node plan where the cloud offers it (see the module docstring), else None."""
     if p.nodes < 2:
@@ -197,8 +207,9 @@ def config(p: LaunchPlan, catalog: Catalog | None = None) -> dict[str, Any]:
     pinned = instance_type(p, c) if sky_cloud else None
     gpus = pinned[1] if pinned else p.gpus_per_node
     resources: dict[str, Any] = {"accelerators": {_cloud_accelerator(p.result.hardware.gpu, sky_cloud): gpus}}
+    region = pinned_region(p, c) if pinned else None
     if sky_cloud:
-        resources["infra"] = sky_cloud
+        resources["infra"] = f"{sky_cloud}/{region}" if region else sky_cloud
     if pinned:
         resources["instance_type"] = pinned[0]
     tier = network_tier(p, sky_cloud, gpus)
@@ -232,6 +243,10 @@ def files(p: LaunchPlan) -> dict[str, str]:
         notes.append(f"instance_type {res['instance_type']} on {res['infra']} is the instance the plan priced "
                      f"({p.result.cost.instance}): pinned so SkyPilot does not pick another box with the same "
                      "accelerator name (e.g. a PCIe part where the plan costed SXM)")
+        region = p.result.cost.region or "any"
+        if p.spot and region != "any":
+            notes.append(f"region: the plan priced {region}; not pinned, so a preempted job can move to another "
+                         "region (its spot price there may differ)")
     else:
         notes.append("no instance_type: the plan's price is not an instance SkyPilot knows, so SkyPilot picks "
                      f"the cheapest instance with {next(iter(res['accelerators']))}; check it is the part planned")

@@ -138,6 +138,9 @@ def check(p: LaunchPlan) -> tuple[str, str, str, str, str]:
         )
     if p.lora:
         kinds = target_set(t.lora_targets)
+        if "embed" in kinds:
+            raise LaunchError("training.lora_targets: torchtune's LoRA builders have no adapter for the token "
+                              "embedding (embed_tokens); plan without it, or write the axolotl file")
         mlp = kinds & {"gate", "up", "down"}
         if mlp and mlp != {"gate", "up", "down"}:
             raise LaunchError(

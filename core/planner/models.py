@@ -36,7 +36,7 @@ def _count(value: Any) -> Any:
     return parse_count(value) if isinstance(value, str) else value
 
 
-TokenCount = Annotated[float, BeforeValidator(_count)]
+TokenCount = Annotated[float, BeforeValidator(_count, json_schema_input_type=float | str)]
 TEN_YEARS_HOURS = 10 * HOURS_PER_YEAR
 
 
@@ -379,6 +379,7 @@ class Assumptions(_Strict):
 
 
 class PlanRequest(_Strict):
+    schema_: str | None = Field(None, alias="$schema", exclude=True, title="JSON Schema", description="for editors")
     model: ModelSpec
     data: DataSpec
     training: TrainingSpec = Field(default_factory=TrainingSpec)
@@ -452,8 +453,7 @@ class ComputeResult(BaseModel):
     steps: int
     tokens_per_step: int
     step_breakdown_s: StepBreakdown = Field(default_factory=StepBreakdown)
-    tokens_per_second_range: Band | None = Field(
-        None, description="likely tokens/s (low-high), from calibration residuals")
+    tokens_per_second_range: Band | None = Field(None, description="likely tokens/s (low-high), from calibration")
 
 
 class TimeResult(BaseModel):
@@ -523,6 +523,7 @@ class CostResult(BaseModel):
     price_date: str | None
     price_source: str | None
     instance: str | None = Field(None, description="the instance type the chosen mode's price is for")
+    region: str | None = Field(None, description="the region that price is for ('any': the same in every region)")
     pricing_model: str | None = Field(None, description="on_demand, spot, reserved, marketplace or auction")
     confidence: str | None = Field(None, description="the price record's confidence: normal or low")
     billed_gpus_per_node: int | None = Field(
@@ -537,8 +538,7 @@ class CostResult(BaseModel):
     idle_usd: float
     total_usd: float | None
     total_usd_range: Band | None = Field(None, description="the total cost at the ends of the hours' band")
-    unpriced_reason: str | None = Field(None, description="why compute_usd, total_usd and its range are null: a "
-                                        "plan that does not fit cannot run, so it has no cost (null when priced)")
+    unpriced_reason: str | None = Field(None, description="why compute_usd and total_usd are null: it does not fit")
     items: list[CostLine]
     buy_vs_rent: BuyVsRent | None
 

@@ -80,12 +80,14 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> tuple[Architecture, list
                 raise PlanError(f"model.hf_config: no file at {path}") from exc
             except json.JSONDecodeError as exc:
                 raise PlanError(f"model.hf_config: {path} is not valid JSON ({exc.msg}, line {exc.lineno})") from exc
-            return Architecture.from_hf_config(cfg, str(cfg.get("_name_or_path") or path.parent.name)), []
-        if spec.inline_config is not None:
+            named = path.parent.name if path.name == "config.json" else path.stem  # the checkpoint's folder
+            arch = Architecture.from_hf_config(cfg, str(cfg.get("_name_or_path") or named))
+        elif spec.inline_config is not None:
             cfg = spec.inline_config
-            return Architecture.from_hf_config(cfg, str(cfg.get("_name_or_path", "custom config"))), []
-        assert spec.params is not None
-        arch = Architecture.from_param_count(spec.params)
+            arch = Architecture.from_hf_config(cfg, str(cfg.get("_name_or_path", "custom config")))
+        else:
+            assert spec.params is not None
+            arch = Architecture.from_param_count(spec.params)
         return arch, list(arch.notes)
     except ConfigError as exc:
         raise PlanError(f"model: {exc}") from exc

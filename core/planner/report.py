@@ -38,6 +38,7 @@ from core.planner.analysis import (
 )
 from core.planner.choose import search
 from core.planner.models import Band, Candidate, ComputeResult, PlanResult
+from core.planner.money.plan_cost import offer_place
 from core.planner.money.sanity import seen_text
 from core.units import (
     fmt_bytes,
@@ -287,12 +288,13 @@ def _risks(result: PlanResult, today: dt.date) -> list[str]:
                f"(Young/Daly optimum{' for failures and preemptions' if spot else ''}), "
                f"{seconds(ck.write_seconds)} per write, {ck.overhead_fraction:.1%} time overhead.")
     age = price_age_days(result, today)
+    where = f" {offer_place(c)}" if c.instance else ""
     if age is None:
-        out.append(f"Price age: the {c.provider or 'chosen'} price has no date in its source; check it before "
-                   "committing.")
+        out.append(f"Price age: the {c.provider or 'chosen'}{where} price has no date in its source; check it "
+                   "before committing.")
     else:
         stale = f" — stale (older than {STALE_AFTER_DAYS} days), check it" if age > STALE_AFTER_DAYS else ""
-        out.append(f"Price age: {c.provider} price seen {c.price_date}, {age} days ago{stale}.")
+        out.append(f"Price age: {c.provider}{where} price seen {c.price_date}, {age} days ago{stale}.")
     return out
 
 

@@ -90,7 +90,7 @@ def price_row(price: Price, today: dt.date) -> Row:
     """One record: display strings, numeric sort keys for the counts, the price and the age (undated last)."""
     sizes = ", ".join(str(n) for n in price.sizes)  # the instance sizes sold: "1, 8" is not "1 to 8"
     cells = [price.provider_name, price.instance, price.gpu, sizes, price.pricing_model.value.replace("_", "-"),
-             usd_text(price.usd_per_gpu_hour), price.date or "undated", age_text(price, today), price.confidence,
+             usd_text(price.usd_per_gpu_hour), price.seen, age_text(price, today), price.confidence,
              price.source]
     sort: list[object] = list(cells)
     sort[3], sort[5], sort[7] = price.gpus_per_instance, price.usd_per_gpu_hour, price.age_days(today)

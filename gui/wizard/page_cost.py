@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPush
 
 from core.catalog import PRICING_MODES, CatalogError, default_user_dir, load_catalog, save_user_overrides
 from core.planner.models import CostResult, PlanResult, PricingMode
+from core.planner.money.plan_cost import offer_place
 from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.forms import make_error_label, make_hint_label
@@ -45,12 +46,13 @@ MODE_HINTS = {
 
 
 def offer_text(c: CostResult) -> str:
-    """' (p5.48xlarge, marketplace)': the instance priced, and the kind of price when it is not the mode's own."""
+    """' (p5.48xlarge in us-east-1, marketplace)': the instance and region priced, and the kind of price when it
+    is not the mode's own."""
     if not c.instance:
         return ""
     kind = f", {c.pricing_model}" if c.pricing_model in ("marketplace", "auction") else ""
     low = ", low confidence" if c.confidence == "low" else ""
-    return f" ({c.instance}{kind}{low})"
+    return f" ({offer_place(c)}{kind}{low})"
 
 
 def price_cell(usd: float | None, date: str | None) -> str:

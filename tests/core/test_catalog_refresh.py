@@ -336,6 +336,31 @@ def test_a_bad_row_in_the_refreshed_file_names_the_row(tmp_path: Path) -> None:
         refreshed_prices(tmp_path)
 
 
+def test_runpod_l40s_on_demand_and_spot_come_in_beside_the_shipped_providers(tmp_path: Path) -> None:
+    """SkyPilot's RunPod catalog prices the L40S on demand and interruptible (SpotPrice): an import brings both,
+    and a spot L40S plan can then be priced at RunPod. Rows: tests/fixtures/catalog/README.md."""
+    from core.planner.models import PlanRequest
+    from core.planner.plan import plan
+
+    shipped = {(p.provider, p.pricing_model) for p in shipped_catalog().prices if p.gpu == "L40S"}
+    assert ("runpod", "on_demand") not in shipped and ("runpod", "spot") not in shipped
+    report = import_file(FIXTURES / "skypilot" / "runpod_l40s.csv", provider="runpod", user_dir=tmp_path, today=TODAY)
+    assert report.sources[0].rows_kept == 4  # 4x and 5x, on demand and spot each
+    got = {(p.instance, str(p.pricing_model)): p for p in load_catalog(tmp_path).prices
+           if p.gpu == "L40S" and p.provider == "runpod" and p.origin == "import"}
+    # 4x_L40S_SECURE: Price 3.44 / 4 = 0.86, SpotPrice 1.04 / 4 = 0.26 per GPU-hour
+    assert got["4x_L40S_SECURE", "on_demand"].usd_per_gpu_hour == pytest.approx(0.86)
+    assert got["4x_L40S_SECURE", "spot"].usd_per_gpu_hour == pytest.approx(0.26)
+    on_demand = {p.provider for p in load_catalog(tmp_path).prices if p.gpu == "L40S" and
+                 p.pricing_model == "on_demand"}
+    assert on_demand == {"aws", "coreweave", "nebius", "runpod"}
+    request = PlanRequest.model_validate({
+        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "50M"}, "training": {"method": "qlora"},
+        "hardware": {"gpu": "L40S", "gpus_per_node": 4}, "pricing": {"provider": "runpod", "mode": "spot"}})
+    cost = plan(request, catalog=load_catalog(tmp_path)).cost
+    assert (cost.instance, cost.region, cost.pricing_model) == ("4x_L40S_SECURE", "US", "spot")
+
+
 def test_import_by_hand_from_a_skypilot_file_and_a_gpuhunt_zip(tmp_path: Path, server: CatalogServer) -> None:
     folder = tmp_path / "config"
     report = import_file(FIXTURES / "skypilot" / "runpod" / "vms.csv", user_dir=folder, today=TODAY)
@@ -372,7 +397,7 @@ def test_import_names_a_file_of_no_known_format(tmp_path: Path) -> None:
 
 def _cli(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "HOME": str(tmp_path), **env}
+            "XDG_DATA_HOME": str(tmp_path / "data"), "HOME": str(tmp_path), **env}
     return subprocess.run([sys.executable, "-m", "core.cli.main", *args], capture_output=True, text=True,
                           env=full, cwd=ROOT, timeout=120)
 
@@ -386,7 +411,7 @@ def test_cli_refresh_end_to_end(server: CatalogServer, tmp_path: Path) -> None:
     # aws: 12 prices (6 instances x on demand and spot) from 54 rows; lambda: 5 from 19 (the 2 of V100 and A100,
     # and gpu_1x/2x/4x_a6000 at $0.80 per GPU: 0.8/1, 1.6/2, 3.2/4)
     assert "skypilot: 17 prices kept from 73 rows" in done.stdout
-    written = tmp_path / "config" / "tuneplan" / "refreshed_prices.json"
+    written = tmp_path / "data" / "tuneplan" / "refreshed_prices.json"  # downloaded data, not settings
     assert str(written) in done.stdout
     before = written.read_bytes()
     listed = json.loads(_cli(["catalog", "prices", "--json"], tmp_path).stdout)
@@ -397,6 +422,26 @@ def test_cli_refresh_end_to_end(server: CatalogServer, tmp_path: Path) -> None:
     assert cut.stderr.startswith("tuneplan: download of ") and "was cut off" in cut.stderr
     assert len(cut.stderr.strip().splitlines()) == 1 and "Traceback" not in cut.stderr
     assert written.read_bytes() == before
+
+
+def test_refreshed_prices_of_earlier_releases_in_the_config_folder_are_read_and_kept(tmp_path: Path) -> None:
+    """Earlier releases wrote refreshed_prices.json to the config folder: it is read until a refresh or import
+    writes the data folder's, and that write keeps its rows of the providers not read again."""
+    earlier = tmp_path / "config" / "tuneplan"
+    earlier.mkdir(parents=True)
+    done = _cli(["catalog", "import", str(FIXTURES / "gpuhunt" / "runpod.csv")], tmp_path,
+                XDG_DATA_HOME=str(earlier.parent))  # the data folder is the config folder: as earlier releases
+    assert done.returncode == 0, done.stderr
+    runpod = [p for p in json.loads(_cli(["catalog", "prices", "--json"], tmp_path).stdout)
+              if p.get("origin") == "import"]
+    assert len(runpod) == 3  # read from the config folder while the data folder has none
+    new = tmp_path / "data" / "tuneplan" / "refreshed_prices.json"
+    assert not new.exists()
+    done = _cli(["catalog", "import", str(FIXTURES / "skypilot" / "aws" / "vms.csv"), "--provider", "aws"],
+                tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(new.read_text(encoding="utf-8"))["rows"]
+    assert {r["provider"] for r in rows} == {"runpod", "aws"}
 
 
 def test_cli_import_and_its_errors(tmp_path: Path) -> None:

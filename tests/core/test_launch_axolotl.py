@@ -129,6 +129,13 @@ def test_axolotl_validates_the_plan(axolotl_schema: Any, case: Case, tmp_path: P
         assert got.fsdp_version == 2 and got.fsdp_config.transformer_layer_cls_to_wrap == "LlamaDecoderLayer"
 
 
+def test_embed_tokens_is_written_as_a_lora_target(axolotl_schema: Any, tmp_path: Path) -> None:
+    """PEFT adapts nn.Embedding (lora.Embedding): the planned embed_tokens target reaches lora_target_modules."""
+    write(CASES[0], "axolotl", tmp_path, lora_targets=["q_proj", "v_proj", "embed_tokens"])
+    cfg = yaml.safe_load((tmp_path / "axolotl_config.yaml").read_text())
+    assert validate(axolotl_schema, cfg, CASES[0]).lora_target_modules == ["q_proj", "v_proj", "embed_tokens"]
+
+
 def test_the_check_can_fail(axolotl_schema: Any, tmp_path: Path) -> None:
     write(CASES[0], "axolotl", tmp_path)
     cfg = yaml.safe_load((tmp_path / "axolotl_config.yaml").read_text())

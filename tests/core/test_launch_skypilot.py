@@ -66,7 +66,10 @@ def validate(task: dict[str, Any]) -> None:
 # the cloud, the instance the plan priced, and whether the multi-node network tier is asked for.
 LAMBDA = Case(**{**CASES[0].__dict__, "name": "lambda-h100-sxm",
                  "request": {**CASES[0].request, "pricing": {"provider": "lambda"}}})
-SKY_CASES = [*CASES, LAMBDA]
+# An on-demand plan on AWS: the shipped p4de.24xlarge on-demand price is us-east-1's, so the region is pinned too.
+AWS_ON_DEMAND = Case(**{**CASES[3].__dict__, "name": "aws-on-demand-region", "spot": False,
+                        "request": {**CASES[3].request, "pricing": {"provider": "aws", "mode": "on_demand"}}})
+SKY_CASES = [*CASES, LAMBDA, AWS_ON_DEMAND]
 SKY_IDS = [f"{c.name}-skypilot-0.14.1" for c in SKY_CASES]
 EXPECTED = {
     # cheapest H100-SXM: RunPod Secure Cloud, one GPU (RunPod spells the SXM part H100-SXM)
@@ -77,7 +80,11 @@ EXPECTED = {
     "spot-zero2-2node": ({"A100-80GB": 8}, "aws", "p4de.24xlarge", "best"),
     # the issue's case: H100: 1 on Lambda alone picks gpu_1x_h100_pcie ($3.29) before gpu_1x_h100_sxm5 ($4.29)
     "lambda-h100-sxm": ({"H100": 1}, "lambda", "gpu_1x_h100_sxm5", None),
+    "aws-on-demand-region": ({"A100-80GB": 8}, "aws", "p4de.24xlarge", "best"),
 }
+# The region each case's price is for, pinned with the instance (resources/catalog/prices.json: AWS's p4de.24xlarge
+# rows are us-east-1's; the others price any region, and a spot plan is left free to move).
+REGIONS = {"aws-on-demand-region": "us-east-1"}
 
 
 @pytest.mark.parametrize("case", SKY_CASES, ids=SKY_IDS)
@@ -89,7 +96,8 @@ def test_skypilot_task_matches_the_plan(case: Case, tmp_path: Path) -> None:
     assert task["num_nodes"] == case.nodes
     accelerators, infra, instance, tier = EXPECTED[case.name]
     res = task["resources"]
-    assert (res["accelerators"], res["infra"], res["instance_type"]) == (accelerators, infra, instance)
+    pinned = f"{infra}/{REGIONS[case.name]}" if case.name in REGIONS else infra
+    assert (res["accelerators"], res["infra"], res["instance_type"]) == (accelerators, pinned, instance)
     assert res.get("network_tier") == tier
     assert res.get("use_spot", False) == case.spot
     if case.spot:  # managed-job recovery; the spot case prices on AWS: the bucket is S3
@@ -107,7 +115,9 @@ def test_skypilot_task_matches_the_plan(case: Case, tmp_path: Path) -> None:
         assert f"${var}" in task["run"]
     assert f"--nproc-per-node={case.per_node} " in task["run"]
     text = (tmp_path / "sky_task.yaml").read_text()
-    assert f"# instance_type {instance} on {infra} is the instance the plan priced" in text
+    assert f"# instance_type {instance} on {pinned} is the instance the plan priced" in text
+    if case.spot:  # the spot case priced us-east-1 (prices.json) but leaves the region to the managed job
+        assert "# region: the plan priced us-east-1; not pinned" in text
 
 
 CATALOG = Path(__file__).parents[1] / "fixtures/launch/skypilot/catalogs"
@@ -173,7 +183,7 @@ import sky
 task = sky.Task.from_yaml(sys.argv[1])
 (res,) = task.resources
 print(json.dumps({"num_nodes": task.num_nodes, "accelerators": res.accelerators, "use_spot": res.use_spot,
-                  "cloud": str(res.cloud).lower(), "instance_type": res.instance_type,
+                  "cloud": str(res.cloud).lower(), "region": res.region, "instance_type": res.instance_type,
                   "network_tier": res.network_tier.value if res.network_tier else None,
                   "job_recovery": res.job_recovery, "envs": task.envs,
                   "mounts": sorted(task.storage_mounts), "run_has_rank": "SKYPILOT_NODE_RANK" in task.run}))
@@ -204,6 +214,6 @@ def test_sky_task_from_yaml_reads_back_the_plan(case: Case, tmp_path: Path) -> N
                                    if case.spot else None)
     del got["envs"], got["job_recovery"]
     assert got == {"num_nodes": case.nodes, "accelerators": accelerators, "use_spot": case.spot, "cloud": infra,
-                   "instance_type": instance, "network_tier": tier, "mounts": ["/checkpoints"],
-                   "run_has_rank": True}
+                   "region": REGIONS.get(case.name), "instance_type": instance, "network_tier": tier,
+                   "mounts": ["/checkpoints"], "run_has_rank": True}
 

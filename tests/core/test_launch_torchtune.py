@@ -160,6 +160,7 @@ def test_a_full_spot_plan_says_where_to_point_checkpoint_files(tmp_path: Path) -
      "training.pipeline_parallel 2"),
     (CASES[3], {"precision": "pure_bf16"}, "training.sharding zero2 on 16 GPUs"),
     (CASES[0], {"lora_targets": "q,v,up"}, "apply_lora_to_mlp"),
+    (CASES[0], {"lora_targets": ["q_proj", "v_proj", "embed_tokens"]}, "no adapter for the token embedding"),
     (CASES[0], {"sharding": "fsdp", "offload": "optimizer_and_params"}, "optimizer_and_params on one GPU"),
     (CASES[1], {"precision": "pure_bf16", "optimizer_in_backward": True}, "with 8 micro-batches per step"),
 ])

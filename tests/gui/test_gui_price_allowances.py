@@ -33,19 +33,19 @@ def test_allowing_marketplace_hosts_moves_a_one_gpu_h100_plan_from_runpod_secure
     settle(qtbot, state)
     box = cost.allow_marketplace.check
     assert box.text() == "Also price community/marketplace hosts" and not box.isChecked()
-    assert "at RunPod (H100-SXM Secure Cloud)" in cost.headline.text()
+    assert "at RunPod (H100-SXM Secure Cloud in any region)" in cost.headline.text()
     assert "× $3.99" in cost.items.index(0, 3).data()
 
     tick(qtbot, box)
     settle(qtbot, state)
     assert box.isChecked() and state.get("pricing.allow") == ["marketplace"]
-    assert "at Vast.ai (H100 SXM 1x (marketplace median), marketplace)" in cost.headline.text()
+    assert "at Vast.ai (H100 SXM 1x (marketplace median) in any region, marketplace)" in cost.headline.text()
     assert "× $2.40" in cost.items.index(0, 3).data()
 
     tick(qtbot, box)
     settle(qtbot, state)
     assert not box.isChecked() and state.get("pricing.allow") is None
-    assert "at RunPod (H100-SXM Secure Cloud)" in cost.headline.text()
+    assert "at RunPod (H100-SXM Secure Cloud in any region)" in cost.headline.text()
 
 
 def test_allowing_auction_offers_prices_an_8_gpu_a100_spot_plan_at_mithrils_floor(qtbot, window):
@@ -55,7 +55,7 @@ def test_allowing_auction_offers_prices_an_8_gpu_a100_spot_plan_at_mithrils_floo
     state.update_many({}, {"hardware": {"gpu": "A100-80GB-SXM", "gpus_per_node": 8}})
     choose(qtbot, cost.mode.combo, "spot")
     settle(qtbot, state)
-    assert "at AWS (p4de.24xlarge)" in cost.headline.text()
+    assert "at AWS (p4de.24xlarge in us-east-1)" in cost.headline.text()
     assert "× $1.08" in cost.items.index(0, 3).data()
 
     box = cost.allow_auction.check
@@ -63,7 +63,7 @@ def test_allowing_auction_offers_prices_an_8_gpu_a100_spot_plan_at_mithrils_floo
     tick(qtbot, box)
     settle(qtbot, state)
     assert state.get("pricing.allow") == ["auction"]
-    assert "at Mithril (via SkyPilot) (a100-80gb.sxm.8x, auction)" in cost.headline.text()
+    assert "at Mithril (via SkyPilot) (a100-80gb.sxm.8x in any region, auction)" in cost.headline.text()
     assert "× $0.06" in cost.items.index(0, 3).data()
 
 

@@ -2,7 +2,9 @@
 
 Users name targets the way PEFT's ``LoraConfig(target_modules=...)`` does (``["q_proj", "v_proj"]``,
 ``"all-linear"``) or with the short kinds the planner has always taken (``q,v,down``). Both resolve to the
-matrix kinds of `params.Linear` (q, k, v, o, gate, up, down) plus ``head`` for the output layer.
+matrix kinds of `params.Linear` (q, k, v, o, gate, up, down) plus ``head`` for the output layer and ``embed``
+for the input embedding (``embed_tokens``: PEFT's lora.Embedding, lora_embedding_A r × vocab and
+lora_embedding_B hidden × r, so r·(vocab + hidden) parameters, as for the head).
 
 ``all-linear`` follows PEFT (``peft/tuners/tuners_utils.py:_maybe_include_all_linear_layers``, PEFT 0.10
 onwards): every ``nn.Linear``/``Conv1D`` except the model's output embedding (``get_output_embeddings()``,
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from core.planner.model.params import Architecture, Linear
     from core.planner.models import TrainingSpec
 
-KINDS = ("q", "k", "v", "o", "gate", "up", "down", "head")
+KINDS = ("q", "k", "v", "o", "gate", "up", "down", "head", "embed")
 PRESETS = {
     "all-linear": frozenset({"q", "k", "v", "o", "gate", "up", "down"}),
     "attention": frozenset({"q", "k", "v", "o"}),
@@ -36,6 +38,7 @@ MODULE_NAMES: dict[str, frozenset[str]] = {
     "up_proj": frozenset({"up"}),
     "down_proj": frozenset({"down"}),
     "lm_head": frozenset({"head"}),
+    "embed_tokens": frozenset({"embed"}),
     "qkv_proj": frozenset({"q", "k", "v"}),  # Phi-3's fused projection
     "query_key_value": frozenset({"q", "k", "v"}),  # Falcon, GPT-NeoX, BLOOM
     "gate_up_proj": frozenset({"gate", "up"}),  # Phi-3's fused MLP input
@@ -58,7 +61,7 @@ _PARAMETERS_ALLOWED = (
 )
 _ALLOWED = (
     "all-linear, attention, qv, or module names q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, "
-    "lm_head (short: q, k, v, o, gate, up, down, head)"
+    "lm_head, embed_tokens (short: q, k, v, o, gate, up, down, head, embed)"
 )
 
 
@@ -192,8 +195,8 @@ def adapted_linears(arch: Architecture, targets: str | list[str]) -> list[Linear
 def lora_params(arch: Architecture, rank: int, targets: str | list[str]) -> int:
     """r·(d_in + d_out) per adapted matrix (Hu et al. 2021, arXiv:2106.09685); every unfused expert gets one."""
     total = sum(rank * (lin.d_in + lin.d_out) * lin.count_total for lin in adapted_linears(arch, targets))
-    head = rank * (arch.hidden + arch.vocab) if "head" in target_set(targets) else 0
-    return int(total * arch.layers + head)
+    ends = len(target_set(targets) & {"head", "embed"})  # lm_head and embed_tokens: r·(hidden + vocab) each
+    return int(total * arch.layers + ends * rank * (arch.hidden + arch.vocab))
 
 
 def trainable_params(arch: Architecture, training: TrainingSpec) -> float:
@@ -212,7 +215,7 @@ def largest_trainable_matrix(arch: Architecture, training: TrainingSpec) -> int:
         return max(arch.largest_matrix_params, arch.vocab * arch.hidden)
     rank = training.lora_rank or 16
     widths = [max(lin.d_in, lin.d_out) for lin in adapted_linears(arch, training.lora_targets)]
-    if "head" in target_set(training.lora_targets):
+    if target_set(training.lora_targets) & {"head", "embed"}:
         widths.append(max(arch.vocab, arch.hidden))
     experts = [p.experts * max(p.d_in, p.d_out) for p in expert_parameters(arch, training.lora_target_parameters)]
     return rank * max([*widths, *experts], default=0)

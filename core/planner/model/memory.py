@@ -460,6 +460,25 @@ def grads_at_activation_peak(training: TrainingSpec, gradients: Num, accumulatio
     return np.where(np.asarray(accumulation) > 1, gradients, 0.0 * gradients)
 
 
+def no_sync_gradients(arch: Architecture, training: TrainingSpec, gradients: Num, dp: Num, accumulation: Num) -> Num:
+    """The gradients alive while a litgpt FSDP run accumulates: unsharded, and for LoRA its frozen weights' too.
+
+    litgpt's finetune scripts wrap every accumulating micro-batch in Lightning Fabric's `no_backward_sync`,
+    which on FSDP (1) is `FullyShardedDataParallel.no_sync`: gradients then "accumulate in unsharded form" until
+    the synchronising micro-batch (torch.distributed.fsdp docs). They wrap whole `Block`s, so a LoRA layer's
+    frozen weights share a flat parameter with its adapters (use_orig_params=True), and FSDP then keeps their
+    gradients as well, "equivalent to not freezing those parameters" (same docs). The embeddings and head sit
+    in the root unit, all frozen under LoRA, and get none.
+    """
+    if training.framework is not Framework.litgpt or training.sharding is not Sharding.fsdp:
+        return gradients
+    unit = float(arch.quantizable_params) if training.method is Method.lora else float(arch.total_params)
+    full = (unit + (trainable_params(arch, training) if training.method is Method.lora else 0.0)) * weight_bytes(
+        training.precision)
+    syncing = (np.asarray(dp) > 1) & (np.asarray(accumulation) > 1) & (training.method is not Method.qlora)
+    return np.where(syncing, np.maximum(full, gradients), gradients)
+
+
 def estimate(
     arch: Architecture,
     training: TrainingSpec,
@@ -493,7 +512,9 @@ def estimate(
         working = working + 2 * arch.largest_matrix_params * 2  # dequantized bf16 weight, forward and backward
     # The optimizer step runs after backward has freed the activations: the gradients it reads and its workspace
     # only add beyond them (the gradients alive at the activation peak are counted there).
-    live_grads = grads_at_activation_peak(training, states.gradients, accumulation)
+    live_grads = no_sync_gradients(arch, training, grads_at_activation_peak(training, states.gradients, accumulation),
+                                   dp, accumulation)
+    gradients = np.maximum(states.gradients, live_grads) if training.framework is Framework.litgpt else states.gradients
     step_excess = np.maximum(states.gradients + states.step_workspace - live_grads - act - logits, 0.0)
     allocated = states.weights + live_grads + states.optimizer + act + logits + working + step_excess
     reserve = allocated * ALLOCATOR_RESERVE
@@ -515,6 +536,6 @@ def estimate(
     exposed_host = states.host_step_bytes / 2 + 2 * spilled
     hidden_host = states.host_step_bytes / 2 + (states.host_micro_bytes + 2 * offloaded_act) * accumulation
     return MemoryEstimate(
-        states.weights, states.gradients, states.optimizer + resident, act, logits, overhead, allocated,
+        states.weights, gradients, states.optimizer + resident, act, logits, overhead, allocated,
         fixed + resident, cpu, states.paged, hidden_host + exposed_host, exposed_host, spilled,
     )

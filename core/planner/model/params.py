@@ -15,6 +15,7 @@ from typing import Any
 
 from core.planner.model import attention_layers
 from core.planner.model.attention_layers import LayerAttention
+from core.planner.model.hf_config import transformers_view
 
 _PLAIN_MLP_TYPES = {
     "falcon", "gpt2", "gpt_neox", "opt", "bloom", "phi", "stablelm_alpha", "gptj", "starcoder2", "mpt",
@@ -98,14 +99,12 @@ class Architecture:
 
     @classmethod
     def from_hf_config(cls, cfg: dict[str, Any], name: str = "custom") -> Architecture:
-        """Read HF config keys; raises ConfigError naming the first missing or invalid key."""
+        """Read HF config keys as transformers does (hf_config.transformers_view: a multimodal model's text model,
+        omitted keys at their defaults); raises ConfigError naming the first missing or invalid key."""
         if not isinstance(cfg, dict):
             raise ConfigError("config.json must be a JSON object with keys such as hidden_size")
-        cfg = (
-            dict(cfg.get("text_config") or {}, **{k: v for k, v in cfg.items() if k != "text_config"})
-            if "hidden_size" not in cfg and isinstance(cfg.get("text_config"), dict)
-            else cfg
-        )
+        view = transformers_view(cfg)
+        cfg = view.config
 
         keys = _Keys(cfg)
         need, opt = keys.need, keys.opt
@@ -158,6 +157,7 @@ class Architecture:
             attention_bias=bool(cfg.get("attention_bias") or cfg.get("qkv_bias") or model_type == "qwen2"),
             sliding_window=opt("sliding_window") if cfg.get("use_sliding_window", True) else None,
             layer_attention=_layer_pattern(cfg, model_type, layers),
+            notes=view.notes,
         )
 
     @classmethod

@@ -164,6 +164,7 @@ def plan_cost(request: PlanRequest, catalog: Catalog, gpu: GPU, hw: HardwareSpec
         price_date=ref.date if ref else None,
         price_source=ref.source if ref else None,
         instance=ref.instance if ref else None,
+        region=ref.region if ref else None,
         pricing_model=ref.pricing_model.value if ref else None,
         confidence=ref.confidence if ref else None,
         billed_gpus_per_node=money.billed_per_node,
@@ -195,3 +196,13 @@ def withheld(c: CostResult, reason: str) -> CostResult:
         "compute_usd": ComputeCost(on_demand=None, spot=None, reserved=None), "total_usd": None,
         "total_usd_range": None, "billed_gpu_hours": None, "billing": "", "spot_expected_lost_hours": None,
         "unpriced_reason": reason, "items": items})
+
+
+def offer_place(c: CostResult) -> str:
+    """'p5.48xlarge in us-east-1': the instance and region the chosen price is for, as every view names them
+    (the question a priced plan must answer: which box, where); 'any region' where the offer costs the same
+    everywhere; '' without a priced instance."""
+    if not c.instance:
+        return ""
+    region = c.region or "any"
+    return f"{c.instance} in {'any region' if region == 'any' else region}"

@@ -41,7 +41,10 @@ class Constant:
 # Sustained GEMM rate in training ÷ the best-shape benchmark (MAMF, or the probe's matmul), per GPU family.
 GEMM_SUSTAINED_HOPPER = 0.71
 GEMM_SUSTAINED_AMPERE = 0.83
-GEMM_SUSTAINED_ADA = 0.62
+# Ada cards share one silicon generation but not one power budget: an L4 has 72 W for a 121 TFLOP/s dense BF16
+# nameplate, an RTX 4090 450 W for 165. Their sustained rate is the nameplate × the clock fraction the power cap
+# allows, min(1, TDP × this ÷ nameplate): dense BF16 nameplate TFLOP/s one watt sustains.
+ADA_TFLOPS_PER_WATT = 1.0
 # Not fitted: half A holds one run of the other families (a V100), and a factor from one Volta run says nothing
 # about Volta, Turing, AMD or Gaudi kernels in general. They keep the benchmark rate (the prior). Blackwell
 # takes Hopper's factor (`family`).
@@ -63,9 +66,9 @@ CONSTANTS: tuple[Constant, ...] = (
              "best shape, 100 iterations); H100's 700 W cap lowers clocks under sustained load"),
     Constant("GEMM_SUSTAINED_AMPERE", "sustained GEMM rate ÷ MAMF, Ampere", 1.0, 0.6, 1.05,
              "prior 1: the MAMF table as measured (A100 SXM 86.9%)"),
-    Constant("GEMM_SUSTAINED_ADA", "sustained GEMM rate ÷ the 70% heuristic, Ada (L4, L40S, RTX 40)", 1.0, 0.5,
-             1.05, "prior 1: kernels.FALLBACK_MATMUL_EFFICIENCY (no MAMF row); these cards run power-limited "
-             "(L4: 72 W for a 121 TFLOP/s dense BF16 peak)"),
+    Constant("ADA_TFLOPS_PER_WATT", "Ada: dense BF16 nameplate TFLOP/s sustained per watt of TDP (power-capped "
+             "clock)", 121 / 72, 0.5, 2.5, "prior 1.68: the L4 datasheet's 121 TFLOP/s within its 72 W, i.e. the "
+             "nameplate held at TDP; a card whose TDP ÷ nameplate is above the fitted value runs unthrottled"),
     Constant("GEMM_HALF_DIM", "GEMM dimension at half the large-shape rate", 128.0, 16.0, 1024.0,
              "prior 128: NVIDIA Matrix Multiplication Background User's Guide (tile quantization; 128-wide "
              "thread-block tiles leave a GEMM dimension below a tile mostly idle)"),
@@ -105,9 +108,18 @@ def family(architecture: str) -> str:
 
 
 def gemm_sustained(architecture: str) -> float:
-    """The fitted sustained-GEMM factor of a GPU family."""
-    return float({"hopper": GEMM_SUSTAINED_HOPPER, "ampere": GEMM_SUSTAINED_AMPERE, "ada": GEMM_SUSTAINED_ADA}.get(
-        family(architecture), GEMM_SUSTAINED_OTHER))
+    """The fitted sustained-GEMM factor of a GPU family (Ada's is its power-capped clock, `power_clock`)."""
+    return float({"hopper": GEMM_SUSTAINED_HOPPER, "ampere": GEMM_SUSTAINED_AMPERE}.get(
+        family(architecture), 1.0 if family(architecture) == "ada" else GEMM_SUSTAINED_OTHER))
+
+
+def power_clock(architecture: str, tdp_w: float | None, bf16_tflops: float | None) -> float:
+    """The clock fraction an Ada card's power cap allows under tensor load, min(1, TDP × ADA_TFLOPS_PER_WATT ÷
+    nameplate): it slows GEMMs and attention alike. One fitted constant covers the family because what differs
+    between an L4 and an RTX 4090 is the watts per nameplate TFLOP/s, which the catalog states per card."""
+    if family(architecture) != "ada" or not tdp_w or not bf16_tflops:
+        return 1.0
+    return min(1.0, tdp_w * ADA_TFLOPS_PER_WATT / bf16_tflops)
 
 
 def gemm_size_factor(m: Num, n: Num, k: Num) -> Num:

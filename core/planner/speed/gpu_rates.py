@@ -40,12 +40,19 @@ def rates(gpu: GPU, precision: Precision, measured_matmul_tflops: float | None =
     FlashAttention-2 rate × the attention scale (efficiency.py; both fitted on half A of the published runs)."""
     mm, mm_source = kernels.matmul_efficiency(gpu, precision, measured_matmul_tflops)
     attn, attn_source = kernels.attention_efficiency(gpu.architecture)
+    clock = efficiency.power_clock(gpu.architecture, gpu.tdp_w, gpu.bf16_tflops)
     sustained = efficiency.gemm_sustained(gpu.architecture)
-    mm_source += (f"; × {sustained:.2f} sustained in training ({efficiency.family(gpu.architecture)} family, "
-                  "fitted on half A: docs/formulas.md, Calibration)")
+    if sustained != 1:
+        mm_source += (f"; × {sustained:.2f} sustained in training ({efficiency.family(gpu.architecture)} family, "
+                      "fitted on half A: docs/formulas.md, Calibration)")
     attn_source += f"; × {efficiency.ATTENTION_SCALE:.2f} in training (fitted on half A)"
-    return GpuRates(kernels.hbm_bytes_per_s(gpu) / 1e9, min(mm * sustained, 1.0), mm_source,
-                    attn * efficiency.ATTENTION_SCALE, attn_source, pcie_gbs(gpu))
+    if clock < 1:
+        clock_note = (f"; × {clock:.2f}, the clock its {gpu.tdp_w:g} W cap allows ({efficiency.ADA_TFLOPS_PER_WATT:.2f}"
+                      " nameplate TFLOP/s per W, fitted on half A)")
+        mm_source += clock_note
+        attn_source += clock_note
+    return GpuRates(kernels.hbm_bytes_per_s(gpu) / 1e9, min(mm * sustained * clock, 1.0), mm_source,
+                    attn * efficiency.ATTENTION_SCALE * clock, attn_source, pcie_gbs(gpu))
 
 
 def time_assumptions(request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:
