@@ -334,7 +334,9 @@ def section_markdown(result: dict[str, Any], today: dt.date) -> str:
         "",
         "What the cases measure: *single plan* is `core.planner.plan.plan()` with fixed hardware (memory, "
         "compute, communication, storage, checkpoints, cost, and the vectorised search for the largest "
-        "micro-batch and sequence that fit). *Plan with search* is the same request without `hardware`: "
+        "micro-batch and sequence that fit); its request sets micro-batch, sharding and recomputation, so no "
+        "settings search runs (one that leaves them out adds `search.on_hardware`, one GPU's settings grid, "
+        "tens of milliseconds). *Plan with search* is the same request without `hardware`: "
         "`core.planner.choose.search.search` over the whole priced catalog, then a full plan of the recommended "
         "configuration. *Search only* times `search()` alone. *Catalog cold* clears the in-process cache and "
         "parses `resources/catalog/*.json` again; *cached* is every later `load_catalog()` call.",

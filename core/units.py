@@ -97,6 +97,15 @@ def fmt_amount(n: float, decimals: int = 1) -> str:
     return f"{n:,.{decimals}f}"
 
 
+def fmt_gpu_hours(n: float) -> str:
+    """GPU-hours to three significant figures, at least whole hours: '7.46', '74.6', '746', '7,460'; words past a
+    million. The one rule for GPU-hours in the CLI, the window and the PDF: the same figure everywhere, and billed
+    GPU-hours × the price come to the compute line's dollars (7.46 × $3.58 is $26.70; '7 × $3.58' is not)."""
+    if not math.isfinite(n) or abs(n) >= 1e6:
+        return fmt_amount(n)
+    return f"{n:,.{2 if abs(n) < 10 else 1 if abs(n) < 100 else 0}f}"
+
+
 def _hours_unit(hours: float) -> tuple[float, str] | None:
     """The hours per unit and the unit's name that ``fmt_hours`` writes `hours` in; None where it writes words."""
     if not math.isfinite(hours) or hours / HOURS_PER_YEAR >= 1000:

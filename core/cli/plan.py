@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from core.cli.common import CliError, add_command, read_json
 from core.cli.table import table
-from core.units import fmt_amount, fmt_bytes, fmt_count, fmt_hours, fmt_usd, parse_count
+from core.units import fmt_bytes, fmt_count, fmt_gpu_hours, fmt_hours, fmt_usd, parse_count
 from core.validation import validation_message
 
 
@@ -128,8 +128,8 @@ def time_lines(r: Any) -> list[str]:
     c = r.compute
     speed = likely_tokens_per_second(r)
     rate = "" if speed else f"{c.tokens_per_second:,.0f} tokens/s, "
-    lines = [f"Time     {likely_hours(r) or fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.0f} GPU-hours, "
-             f"{c.steps:,} steps of {c.step_time_s:.2f} s ({rate}scaling {c.scaling_efficiency:.0%})"]
+    lines = [f"Time     {likely_hours(r) or fmt_hours(r.time.hours)} wall, {fmt_gpu_hours(r.time.gpu_hours)} "
+             f"GPU-hours, {c.steps:,} steps of {c.step_time_s:.2f} s ({rate}scaling {c.scaling_efficiency:.0%})"]
     lines += [f"Speed    {speed}"] if speed else []
     measured = measured_step_text(c)
     lines += [f"Step     {measured}"] if measured else []
@@ -144,8 +144,28 @@ def cost_lines(r: Any) -> list[str]:
     return [f"Total    {total}"] if total else []
 
 
+def cost_block(r: Any) -> list[str]:
+    """The cost table, each mode beside the offer it is priced from (provider, instance, rate, seen date: the spot
+    and reserved prices may be another provider's than the on-demand one), the total, and where the prices come
+    from; a plan that does not fit has no cost, and says why instead."""
+    c = r.cost
+    if c.unpriced_reason:
+        return [f"Cost     none: {c.unpriced_reason}"]
+    offers = {a.name: f"{a.value}, seen {a.date or 'undated'}" for a in r.assumptions}
+    modes = [(mode.replace("_", "-"), getattr(c.compute_usd, mode)) for mode in ("on_demand", "spot", "reserved")]
+    rows = table([*((name, fmt_usd(usd)) for name, usd in modes), ("storage", fmt_usd(c.storage_usd)),
+                  ("total", fmt_usd(c.total_usd))]).splitlines()
+    offered = [offers.get(f"{name} price", "") for name, _usd in modes]
+    return ["Cost (USD)", *(f"{line}  {offer}".rstrip() for line, offer in zip(rows, [*offered, "", ""], strict=True)),
+            *cost_lines(r),
+            f"Prices: {c.provider or 'none'}{price_offer(c)}, seen {c.price_date or 'undated'} "
+            f"({c.price_source or '—'})"]
+
+
 def render_plan(result: Any) -> str:
-    """The human summary: headline, memory table, time, cost, candidates, warnings."""
+    """The human summary: headline (that it does not fit, first), memory table, time, cost, candidates, warnings."""
+    from core.planner.money.sanity import not_fit_text
+
     r = result
     hw, m, c, t = r.hardware, r.memory, r.compute, r.training if hasattr(r, "training") else r.request.training
     split = t.tensor_parallel * t.pipeline_parallel > 1
@@ -153,6 +173,7 @@ def render_plan(result: Any) -> str:
     out = [
         f"{r.model_name}  ·  {t.method.value}  ·  {hw.gpus_per_node * hw.nodes}× {hw.gpu} "
         f"({hw.nodes} node{'s' if hw.nodes > 1 else ''}, {t.sharding.value}{layout})",
+        *([str(not_fit_text(r)).replace("Does not fit", "DOES NOT FIT", 1)] if not m.fits else []),
         "",
         "Memory per GPU (reserved, as nvidia-smi shows)",
         table(
@@ -175,25 +196,14 @@ def render_plan(result: Any) -> str:
         f"Checkpt  {fmt_bytes(r.checkpoint.size_bytes)} every {r.checkpoint.interval_minutes:.0f} min "
         f"(write {r.checkpoint.write_seconds:.0f} s; job MTBF {fmt_hours(r.checkpoint.job_mtbf_hours)})",
         "",
-        "Cost (USD)",
-        table(
-            [
-                ("on-demand", fmt_usd(r.cost.compute_usd.on_demand)),
-                ("spot", fmt_usd(r.cost.compute_usd.spot)),
-                ("reserved", fmt_usd(r.cost.compute_usd.reserved)),
-                ("storage", fmt_usd(r.cost.storage_usd)),
-                ("total", fmt_usd(r.cost.total_usd)),
-            ]
-        ),
-        *cost_lines(r),
-        f"Prices: {r.cost.provider or 'none'}{price_offer(r.cost)}, seen {r.cost.price_date or 'undated'} "
-        f"({r.cost.price_source or '—'})",
+        *cost_block(r),
     ]
     if r.cost.billing:
-        out.append(f"Billing: {r.cost.billing}: {fmt_amount(r.cost.billed_gpu_hours or 0)} GPU-hours billed for "
-                   f"{fmt_amount(r.time.gpu_hours)} used")
+        out.append(f"Billing: {r.cost.billing}: {fmt_gpu_hours(r.cost.billed_gpu_hours or 0)} GPU-hours billed for "
+                   f"{fmt_gpu_hours(r.time.gpu_hours)} used")
     if r.candidates:
         from core.planner.choose.search import shown_candidates  # the planner loads only when a plan is printed
+        from core.planner.report import sharding_text
 
         fastest = min(k.hours for k in r.candidates)
         priced = [k.cost_usd for k in r.candidates if k.cost_usd is not None]
@@ -211,7 +221,7 @@ def render_plan(result: Any) -> str:
                 [
                     (
                         f"{k.nodes}×{k.gpus_per_node} {k.gpu}" if k.nodes > 1 else f"{k.gpus_per_node}× {k.gpu}",
-                        k.sharding.value,
+                        sharding_text(k),
                         f"{k.tensor_parallel}×{k.pipeline_parallel}",
                         str(k.micro_batch_size),
                         fmt_hours(k.hours),

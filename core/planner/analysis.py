@@ -37,7 +37,7 @@ from core.planner.models import (
 )
 from core.planner.money import cost, pricing, sanity
 from core.planner.plan import PlanError, gpu_hardware, on_candidate, plan, resolve_model
-from core.units import fmt_amount, fmt_bytes, fmt_hours, fmt_usd
+from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd
 
 MODES = PRICING_MODES
 UTILISATIONS = tuple(round(0.05 * i, 2) for i in range(1, 21))
@@ -438,10 +438,12 @@ def _cheapest_in(mode: str, request: PlanRequest, catalog: Catalog) -> Candidate
 def priced_alternatives(request: PlanRequest, result: PlanResult, catalog: Catalog,
                         today: dt.date | None = None) -> list[PricedOption]:
     """For each pricing mode the plan has no price in (no spot price for its GPU, say), the cheapest configuration
-    of the catalog that has one, planned in that mode: the plan's own cost page would otherwise say only "—"."""
+    of the catalog that has one, planned in that mode: the plan's own cost page would otherwise say only "—". A plan
+    that does not fit has no cost in any mode for want of memory, not of a price: it gets the cheapest configuration
+    that fits in its own mode, what would run."""
     out = []
     objective = "cost_under_deadline" if request.search.objective == "cost_under_deadline" else "cost"
-    for mode in MODES:
+    for mode in MODES if result.memory.fits else (request.pricing.mode.value,):
         if getattr(result.cost.compute_usd, mode) is not None:
             continue
         priced = request.model_copy(update={
@@ -499,7 +501,12 @@ def cost_range(result: PlanResult) -> tuple[float, float] | None:
     return (min(values), max(values)) if values else None
 
 
+NOT_FIT = "none: it does not fit"  # a key figure of money for a plan that cannot run
+
+
 def cost_range_text(result: PlanResult) -> str:
+    if not result.memory.fits:
+        return NOT_FIT
     span = cost_range(result)
     if span is None:
         return "no price"
@@ -507,16 +514,25 @@ def cost_range_text(result: PlanResult) -> str:
     return fmt_usd(lo) if fmt_usd(lo) == fmt_usd(hi) else f"{fmt_usd(lo)}–{fmt_usd(hi)}"
 
 
+def about_hours(hours: float) -> str:
+    """'about 3.2 h', and 'about 2,300 years' where fmt_hours already says 'about' (never 'about about')."""
+    text = fmt_hours(hours)
+    return text if text.startswith("about ") else f"about {text}"
+
+
 def conclusion(result: PlanResult) -> str:
-    """One sentence: what to rent, how long, how much, and whether it fits."""
+    """One sentence: what to rent, how long, how much, and whether it fits; a plan that does not fit says that,
+    by how much and what would, and gives no cost."""
     t, m = result.request.training, result.memory
+    what = f"Fine-tune {result.model_name} with {t.method.value} on {hardware_label(result.hardware)}"
+    if not m.fits:
+        text = sanity.not_fit_text(result) or ""
+        return f"{what}: {text[:1].lower()}{text[1:]}"
     mode = result.request.pricing.mode.value.replace("_", "-")
     total = fmt_usd(result.cost.total_usd) if result.cost.total_usd is not None else "an unknown cost"
     where = f" at {result.cost.provider}" if result.cost.provider else ""
-    fit = (f"it fits in {fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)} per GPU" if m.fits else
-           f"it does NOT fit: it needs {fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)} per GPU")
-    return (f"Fine-tune {result.model_name} with {t.method.value} on {hardware_label(result.hardware)}: "
-            f"about {fmt_hours(result.time.hours)} and {total} {mode}{where}; {fit}.")
+    return (f"{what}: {about_hours(result.time.hours)} and {total} {mode}{where}; it fits in "
+            f"{fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)} per GPU.")
 
 
 def key_figures(result: PlanResult) -> list[KeyFigure]:
@@ -524,10 +540,11 @@ def key_figures(result: PlanResult) -> list[KeyFigure]:
     return [
         KeyFigure(label="Hardware", value=hardware_label(result.hardware)),
         KeyFigure(label="Wall time", value=fmt_hours(t.hours)),
-        KeyFigure(label="GPU-hours", value=fmt_amount(t.gpu_hours)),
+        KeyFigure(label="GPU-hours", value=fmt_gpu_hours(t.gpu_hours)),
         KeyFigure(label="Cost range", value=cost_range_text(result)),
-        KeyFigure(label="Total cost", value=fmt_usd(result.cost.total_usd)),
-        KeyFigure(label="Memory per GPU", value=f"{fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)}"),
+        KeyFigure(label="Total cost", value=fmt_usd(result.cost.total_usd) if m.fits else NOT_FIT),
+        KeyFigure(label="Memory per GPU", value=f"{fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)}"
+                  + ("" if m.fits else " (does not fit)")),
         KeyFigure(label="Throughput", value=f"{c.tokens_per_second:,.0f} tokens/s"),
         KeyFigure(label="MFU", value=f"{c.mfu:.0%}"),
     ]

@@ -412,12 +412,12 @@ class MemoryResult(BaseModel):
     allocated_peak: int = Field(..., description="peak of torch.cuda.max_memory_allocated (no context, no reserve)")
     max_micro_batch: int = Field(..., description="largest micro-batch that fits at this seq_len (0: none)")
     max_seq_len: int = Field(..., description="longest sequence that fits at micro-batch 1 (0: none)")
-    suggestions: list[str] = Field(default_factory=list)
+    short_bytes: int = Field(0, description="bytes per GPU beyond the GPU's memory (0: it fits)")
+    suggestions: list[str] = Field(default_factory=list, description="what would make it fit (empty when it fits)")
 
 
 class StepBreakdown(BaseModel):
     """Seconds of one optimizer step by kind of work, per GPU; they add up to `step_time_s`."""
-
     gemm: float = 0.0
     attention: float = 0.0
     memory_bound: float = 0.0
@@ -428,8 +428,7 @@ class StepBreakdown(BaseModel):
 
 
 class Band(BaseModel):
-    """The likely range of a planned figure: the point estimate scaled by the spread of the calibration residuals
-    (published ÷ planned) of the plan's regime, and how often held-out published runs fell inside it."""
+    """A planned figure's likely range: the estimate scaled by its regime's calibration residuals' spread."""
 
     low: float
     high: float
@@ -487,7 +486,6 @@ class StorageResult(BaseModel):
 
 class Cited(Protocol):
     """Anything priced from a dated, sourced figure (a catalog price row)."""
-
     @property
     def source(self) -> str | None: ...
 
@@ -541,6 +539,7 @@ class CostResult(BaseModel):
     idle_usd: float
     total_usd: float | None
     total_usd_range: Band | None = Field(None, description="the total cost at the ends of the hours' band")
+    unpriced_reason: str | None = Field(None, description="why compute_usd and total_usd are null: it does not fit")
     items: list[CostLine]
     buy_vs_rent: BuyVsRent | None
 
@@ -564,6 +563,7 @@ class Candidate(BaseModel):
     why: str
     instance: str | None = Field(None, description="the instance type the node is priced from")
     billed_gpus: int | None = Field(None, description="GPUs paid for per node (≥ gpus_per_node)")
+    variants: list[Sharding] = Field(default_factory=list, description="other shardings with the same outcome")
 
 
 class Assumption(BaseModel):
@@ -573,8 +573,8 @@ class Assumption(BaseModel):
     date: str | None = None
 
 
-SanityKind = Literal["price_outlier", "not_rentable", "low_headroom", "long_run", "huge_cost", "cost_range",
-                     "stale_price", "undated_price"]
+SanityKind = Literal["does_not_fit", "price_outlier", "not_rentable", "low_headroom", "long_run", "huge_cost",
+                     "cost_range", "stale_price", "undated_price"]
 
 
 class SanityWarning(BaseModel):

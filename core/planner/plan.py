@@ -20,6 +20,7 @@ from core.catalog import (
     load_catalog,
     network,
 )
+from core.planner.choices import OVERRIDABLE
 from core.planner.choose import search
 from core.planner.choose.advice import suggestions
 from core.planner.model import memory, parallel, savers
@@ -47,7 +48,7 @@ from core.planner.models import (
     TimeResult,
 )
 from core.planner.money import pricing, reliability, sanity, storage
-from core.planner.money.plan_cost import plan_cost, price_for
+from core.planner.money.plan_cost import UNPRICED, plan_cost, price_for, withheld
 from core.planner.speed import bands, gpu_rates
 from core.planner.speed.frameworks import effective_training
 from core.planner.speed.step import (
@@ -187,11 +188,33 @@ def on_candidate(request: PlanRequest, c: Candidate) -> PlanRequest:
     })
 
 
+def _best_settings(request: PlanRequest, arch: Architecture, catalog: Catalog) -> PlanRequest:
+    """The user's hardware with the micro-batch, sharding and recomputation the search would give it, each one the
+    request (or its framework's recipe) leaves unset: the search table lists that GPU at its best, and a plan on
+    it must not keep micro-batch 1 and cost more. What the user set is kept."""
+    t = request.training
+    held = {name for name in OVERRIDABLE if name in t.model_fields_set}
+    if t.activation_offload or t.checkpoint_every_k_blocks is not None:
+        held.add("gradient_checkpointing")  # both need every block (or every k-th) recomputed, as asked
+    if held >= set(OVERRIDABLE):
+        return request
+    try:
+        best = search.on_hardware(arch, request, catalog, frozenset(held))
+    except CatalogError:
+        return request  # an unknown GPU: plan() names it in one sentence
+    if best is None:
+        return request  # nothing fits on it: the plan says so, by how much and what would
+    return request.model_copy(update={"training": t.model_copy(update={
+        "sharding": best.sharding, "gradient_checkpointing": best.gradient_checkpointing,
+        "micro_batch_size": best.micro_batch_size})})
+
+
 def _hardware(request: PlanRequest, arch: Architecture, catalog: Catalog
               ) -> tuple[PlanRequest, list[Candidate], list[str]]:
-    """The request with its hardware: the user's, or the search's recommendation (with the rows it ranked)."""
+    """The request with its hardware: the user's (at its best settings), or the search's recommendation (with the
+    rows it ranked)."""
     if request.hardware is not None:
-        return request, [], []
+        return _best_settings(request, arch, catalog), [], []
     found = search.search(arch, request, catalog)
     if not found.best:
         raise PlanError(found.reason or "nothing fits: no GPU, count and sharding in the catalog can hold this "
@@ -249,7 +272,8 @@ def _storage(arch: Architecture, request: PlanRequest, est: StepEstimate, catalo
 
 
 def _warnings(request: PlanRequest, est: StepEstimate, gpu: GPU, st: _Storage, hours: float) -> list[str]:
-    """What the plan should say beside its figures: it does not fit, spills, stalls, is communication-bound."""
+    """What the plan should say beside its figures: it spills, stalls, is communication-bound (that it does not fit
+    is the first sanity finding: core/planner/money/sanity.py)."""
     hw_spec, t, mem = request.hardware, request.training, est.memory
     assert hw_spec is not None
     out = []
@@ -257,9 +281,6 @@ def _warnings(request: PlanRequest, est: StepEstimate, gpu: GPU, st: _Storage, h
                                        nodes=hw_spec.nodes)
     if stall:
         out.append(stall)
-    if not bool(est.fits):
-        out.append(f"does not fit: needs {float(mem.total) / 1e9:.1f} GB per GPU, {gpu.id} has "
-                   f"{gpu.memory_bytes / 1e9:.0f} GB")
     spill = savers.paged_spill_warning(float(mem.paged), float(mem.paged_spilled))
     if spill:
         out.append(spill)
@@ -295,6 +316,7 @@ def _memory_result(arch: Architecture, request: PlanRequest, est: StepEstimate, 
         allocated_peak=int(mem.allocated),
         max_micro_batch=_largest_fitting(arch, request, hw, vary="micro"),
         max_seq_len=_largest_fitting(arch, request, hw, vary="seq"),
+        short_bytes=max(int(mem.total) - gpu.memory_bytes, 0),
         suggestions=suggestions(request, est, gpu, arch),
     )
 
@@ -382,6 +404,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     compute_result.tokens_per_second_range = tps_band
     chosen_usd = getattr(cost_result.compute_usd, request.pricing.mode.value)
     cost_result.total_usd_range = bands.cost_band(hours_band, hours, chosen_usd, cost_result.total_usd)
+    if not bool(est.fits):  # what cannot run has no cost: no total, no range, nothing to budget
+        cost_result = withheld(cost_result, UNPRICED)
     if candidates:
         # The chosen row shows the plan's own figures (checkpoint writes and restarts included), so the headline
         # and the table agree figure for figure; the other rows stay failure-free estimates.

@@ -40,7 +40,16 @@ from core.planner.choose import search
 from core.planner.models import Band, Candidate, ComputeResult, PlanResult
 from core.planner.money.plan_cost import offer_place
 from core.planner.money.sanity import seen_text
-from core.units import fmt_bytes, fmt_count, fmt_hours, fmt_hours_range, fmt_rate_range, fmt_usd, fmt_usd_range
+from core.units import (
+    fmt_bytes,
+    fmt_count,
+    fmt_gpu_hours,
+    fmt_hours,
+    fmt_hours_range,
+    fmt_rate_range,
+    fmt_usd,
+    fmt_usd_range,
+)
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
 
@@ -251,13 +260,18 @@ def time_section(result: PlanResult) -> Section:
     return Section(title="Time", blocks=blocks)
 
 
+def sharding_text(c: Candidate) -> str:
+    """'zero3', or 'zero3/fsdp' where other shardings give the same memory, time and cost (the row's variants)."""
+    return "/".join(s.value for s in (c.sharding, *c.variants))
+
+
 def candidate_label(c: Candidate) -> str:
     """'8× H100-SXM zero3' on one node, '4 nodes × 8 H100-SXM fsdp' on several, '… tp 8 × pp 4' with model
-    parallelism."""
+    parallelism, '8× H100-SXM zero3/fsdp' when shardings alike give the same outcome."""
     gpus = f"{c.nodes} nodes × {c.gpus_per_node} {c.gpu}" if c.nodes > 1 else f"{c.gpus_per_node}× {c.gpu}"
     split = c.tensor_parallel * c.pipeline_parallel > 1
     layout = f" tp {c.tensor_parallel} × pp {c.pipeline_parallel}" if split else ""
-    return f"{gpus} {c.sharding.value}{layout}"
+    return f"{gpus} {sharding_text(c)}{layout}"
 
 
 def seconds(value: float) -> str:
@@ -276,8 +290,8 @@ def _risks(result: PlanResult, today: dt.date) -> list[str]:
     out = []
     if c.compute_usd.spot is not None:
         out.append(f"Preemption: spot at {a.spot_preemptions_per_hour:g} preemptions per hour loses about "
-                   f"{c.spot_expected_lost_hours or 0:,.1f} GPU-hours to redone work and restarts; spot costs "
-                   f"{fmt_usd(c.compute_usd.spot)} against {fmt_usd(c.compute_usd.on_demand)} on-demand.")
+                   f"{fmt_gpu_hours(c.spot_expected_lost_hours or 0)} GPU-hours to redone work and restarts; spot "
+                   f"costs {fmt_usd(c.compute_usd.spot)} against {fmt_usd(c.compute_usd.on_demand)} on-demand.")
     else:
         out.append("Preemption: no spot price for this GPU and provider, so no preemption risk is priced.")
     # A spot plan's checkpoints are planned for failures and preemptions together (plan.py): say so.
@@ -330,6 +344,8 @@ def price_table(figures: Figures, today: dt.date) -> Table:
 def _cost_sentence(r: PlanResult) -> str:
     """The summary's cost line; a plan without a price in its mode (or in any) says so, not "— at no provider"."""
     mode = r.request.pricing.mode.value.replace("_", "-")
+    if r.cost.unpriced_reason:
+        return f"Cost: none; {r.cost.unpriced_reason}."
     if cost_range(r) is None:
         return "Cost: no price for this configuration in any pricing mode (the sanity checks say why)."
     if r.cost.total_usd is None:
@@ -355,7 +371,7 @@ def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
         f"Memory: {fmt_bytes(m.per_gpu.total)} per GPU of {fmt_bytes(m.gpu_memory)} "
         f"({'fits' if m.fits else 'does not fit'}); largest micro-batch {m.max_micro_batch}, longest sequence "
         f"{m.max_seq_len:,}.",
-        f"Time: {likely_hours(r) or fmt_hours(r.time.hours)} wall, {r.time.gpu_hours:,.1f} GPU-hours at "
+        f"Time: {likely_hours(r) or fmt_hours(r.time.hours)} wall, {fmt_gpu_hours(r.time.gpu_hours)} GPU-hours at "
         f"{r.compute.tokens_per_second:,.0f} tokens/s (achieved MFU {r.compute.mfu:.0%}, scaling "
         f"{r.compute.scaling_efficiency:.0%}).",
         _cost_sentence(r),
@@ -373,7 +389,7 @@ def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
         Section(title="Cost", blocks=[
             Table(header=["item", "USD", "detail", "price date"], rows=cost_rows, widths=[2, 1, 4, 1.3]),
             *([price_table(f, today)] if f.providers else []),
-            *([provider_chart(f)] if f.providers else []),
+            *([provider_chart(f)] if f.providers and r.memory.fits else []),  # no bars of $0 for what cannot run
             *([break_even_chart(f.break_even)] if f.break_even else [])]),
     ]
     hw_blocks: list[Block] = []

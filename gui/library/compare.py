@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QDialog, QLabel, QVBoxLayout, QWidget
 
 from core.library.store import PlanRecord
 from core.planner.models import PlanResult
-from core.units import fmt_bytes, fmt_hours, fmt_usd
+from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd
 from gui.table_model import Row, RowsModel, make_table
 
 
@@ -49,7 +49,7 @@ def _figures(record: PlanRecord, result: PlanResult | None) -> dict[str, str]:
         "hardware": hardware_label(result.hardware),
         "sharding": result.request.training.sharding.value,
         "wall time": fmt_hours(result.time.hours),
-        "GPU-hours": f"{result.time.gpu_hours:,.1f}",
+        "GPU-hours": fmt_gpu_hours(result.time.gpu_hours),
         "total cost": fmt_usd(result.cost.total_usd),
         "cost range": cost_range_text(result),
         "provider": result.cost.provider or "—",

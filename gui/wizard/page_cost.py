@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPush
 from core.catalog import PRICING_MODES, CatalogError, default_user_dir, load_catalog, save_user_overrides
 from core.planner.models import CostResult, PlanResult, PricingMode
 from core.planner.money.plan_cost import offer_place
-from core.units import fmt_amount, fmt_bytes, fmt_hours, fmt_usd
+from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.forms import make_error_label, make_hint_label
 from gui.table_model import Row, RowsModel, make_table
@@ -82,12 +82,16 @@ def provider_row(p: ProviderCost, chosen: str | None, gpus_per_node: int = 1) ->
                tooltips=[*tips, "", "", ""])
 
 
-def priced_option_text(option: PricedOption, planned_gpu: str) -> str:
-    """'No spot price for MI300X; the cheapest option with one: 1× A100-80GB-SXM at Mithril, $0.99 spot in 15.7 h.'"""
+def priced_option_text(option: PricedOption, planned_gpu: str, fits: bool = True) -> str:
+    """'No spot price for MI300X; the cheapest option with one: 1× A100-80GB-SXM at Mithril, $0.99 spot in 15.7 h.';
+    for a plan that does not fit, 'It does not fit as planned on RTX-6000-ADA; the cheapest configuration that
+    fits: …' (its GPU has prices: what it lacks is memory)."""
     from core.planner.analysis import hardware_label  # loaded by the plan the option comes from
 
     mode = option.mode.replace("_", "-")
-    return (f"No {mode} price for {planned_gpu}; the cheapest option with one: {hardware_label(option.hardware)} at "
+    why = (f"No {mode} price for {planned_gpu}; the cheapest option with one" if fits else
+           f"It does not fit as planned on {planned_gpu}; the cheapest configuration that fits")
+    return (f"{why}: {hardware_label(option.hardware)} at "
             f"{option.provider or 'an unnamed provider'}, {fmt_usd(option.compute_usd)} {mode} compute in "
             f"{fmt_hours(option.hours)} (price seen {option.price_date or 'undated'}).")
 
@@ -99,7 +103,9 @@ def headline_text(r: PlanResult) -> str:
     c = r.cost
     mode = r.request.pricing.mode.value.replace("_", "-")
     hours, total = likely_hours(r) or fmt_hours(r.time.hours), likely_cost(r) or fmt_usd(c.total_usd)
-    return (f"<b>{hours} wall, {fmt_amount(r.time.gpu_hours)} GPU-hours; {total} total {mode}</b> at "
+    if c.unpriced_reason:
+        return f"<b>{hours} wall, {fmt_gpu_hours(r.time.gpu_hours)} GPU-hours; no cost</b>: {c.unpriced_reason}."
+    return (f"<b>{hours} wall, {fmt_gpu_hours(r.time.gpu_hours)} GPU-hours; {total} total {mode}</b> at "
             f"{c.provider or 'no provider'}{offer_text(c)} (price seen {c.price_date or 'undated'})."
             + (f" It {c.billing}." if c.billing else ""))
 
@@ -287,7 +293,7 @@ class CostPage(PlanPage):
         c, ck = r.cost, r.checkpoint
         self.headline.setText(headline_text(r))
         show_band(self.band, r)
-        lines = [priced_option_text(o, r.hardware.gpu) for o in f.priced_alternatives]
+        lines = [priced_option_text(o, r.hardware.gpu, r.memory.fits) for o in f.priced_alternatives]
         self.priced_elsewhere.setText("\n".join(lines))
         self.priced_elsewhere.setVisible(bool(lines))
         self.step.show_compute(r.compute)
@@ -298,7 +304,7 @@ class CostPage(PlanPage):
             self.provider_chart.clear_chart("no provider rents this GPU in the catalog")
         if c.compute_usd.spot is not None:
             self.spot.setText(
-                f"Spot: {fmt_usd(c.compute_usd.spot)} including about {c.spot_expected_lost_hours or 0:,.1f} "
+                f"Spot: {fmt_usd(c.compute_usd.spot)} including about {fmt_gpu_hours(c.spot_expected_lost_hours or 0)} "
                 f"GPU-hours of lost work and restarts; checkpoint {fmt_bytes(ck.size_bytes)} every "
                 f"{ck.interval_minutes:.0f} min ({seconds(ck.write_seconds)} per write); job MTBF "
                 f"{fmt_hours(ck.job_mtbf_hours)}.")

@@ -219,6 +219,7 @@ class HardwarePage(PlanPage):
 
     def show_analysis(self, analysis: Analysis) -> None:
         from core.planner.analysis import hardware_label  # loaded by the plan that arrived
+        from core.planner.money.sanity import not_fit_text
         from core.planner.report import pareto_chart, scaling_chart
 
         r, f = analysis.result, analysis.figures
@@ -226,9 +227,11 @@ class HardwarePage(PlanPage):
         how = "you chose" if self.state.get("hardware") is not None else "the planner chose"
         notes = [f.search_note] if f.search_note else []
         notes += [escape(why[0].upper() + why[1:]) + "." for why in f.overrides.values()]
+        verdict = not_fit_text(r)  # a plan that cannot run shows no price, only that, by how much and what would
+        outcome = (f", {fmt_hours(r.time.hours)}, {fmt_usd(r.cost.total_usd)}." if verdict is None else
+                   f".<br><b>{escape(verdict)}</b>")
         self.chosen.setText(f"<b>Planned on {hardware_label(r.hardware)}</b> ({how}): {t.sharding.value}, "
-                            f"micro-batch {t.micro_batch_size}, {fmt_hours(r.time.hours)}, "
-                            f"{fmt_usd(r.cost.total_usd)}." + "".join(f"<br>{n}" for n in notes))
+                            f"micro-batch {t.micro_batch_size}{outcome}" + "".join(f"<br>{n}" for n in notes))
         self.groups.setText(groups_text(f.candidates, r.hardware.gpu if self.state.get("hardware") else None))
         self.model.set_rows([candidate_row(c) for c in grouped(f.candidates)])
         if f.candidates:

@@ -95,13 +95,16 @@ class SummaryPage(PlanPage):
 
     def show_analysis(self, analysis: Analysis) -> None:
         from core.planner.analysis import conclusion  # loaded by the plan that arrived
+        from core.planner.money.sanity import not_fit_text
         from core.planner.report import band_source, shown_key_figures
 
         r = analysis.result
         for button in (self.save_button, self.pdf_button, self.json_button, self.launch_button):
             button.setEnabled(True)
         figures = {k.label: k.value for k in shown_key_figures(r)}
-        self.headline.setText(f"{figures['Hardware']} · {figures['Wall time']} · {figures['Cost range']}")
+        verdict = not_fit_text(r)  # what cannot run has no cost: the headline says so, by how much and what would
+        self.headline.setText(f"{figures['Hardware']} · " + (verdict or f"{figures['Wall time']} · "
+                                                                       f"{figures['Cost range']}"))
         show_band(self.band, r)
         self.conclusion.setText(conclusion(r))
         while self.figures.rowCount():

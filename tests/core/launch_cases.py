@@ -53,8 +53,8 @@ CASES = [
          offload_optimizer=False, offload_params=False, spot=False),
     # 8 H100 in one node, full fine-tune with FSDP: dp 8; 64 / (1 × 8) = 8.
     Case("fsdp-8gpu-full",
-         _req({"method": "full", "sharding": "fsdp", "micro_batch_size": 1, "global_batch_size": 64},
-              {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}),
+         _req({"method": "full", "sharding": "fsdp", "micro_batch_size": 1, "global_batch_size": 64,
+               "gradient_checkpointing": True}, {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}),
          world=8, nodes=1, per_node=8, dp=8, micro=1, accumulation=8, global_batch=64, stage=None,
          offload_optimizer=False, offload_params=False, spot=False),
     # 2 nodes × 8 H100, 70B full with ZeRO-3 and CPU offload of states and parameters: dp 16; 128 / 16 = 8.

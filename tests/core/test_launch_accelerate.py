@@ -46,7 +46,7 @@ def test_accelerate_reads_back_the_plan(case: Case, tmp_path: Path, monkeypatch:
         assert fsdp.fsdp_transformer_layer_cls_to_wrap == "LlamaDecoderLayer"  # Llama 3.1's config.json
         assert fsdp.fsdp_auto_wrap_policy == "TRANSFORMER_BASED_WRAP"
         assert fsdp.fsdp_offload_params == ("true" if case.offload_params else "false")
-        assert fsdp.fsdp_activation_checkpointing == "true"  # the request's default: gradient_checkpointing true
+        assert fsdp.fsdp_activation_checkpointing == "true"  # the request's gradient_checkpointing true
     elif case.stage == 0:
         assert cfg.distributed_type.value == ("NO" if case.world == 1 else "MULTI_GPU")
     else:

@@ -99,7 +99,8 @@ def test_two_rtx_4090s_ddp_fsdp_and_offload_differ_as_their_traffic_does() -> No
     def run(sharding: str, offload: str = "none") -> tuple[float, float]:
         result = plan(PlanRequest.model_validate({
             "model": {"preset": "llama-3.2-1b"}, "data": {"tokens": 2e7, "seq_len": 2048},
-            "training": {"method": "full", "sharding": sharding, "offload": offload, "micro_batch_size": 1},
+            "training": {"method": "full", "sharding": sharding, "offload": offload, "micro_batch_size": 1,
+                         "gradient_checkpointing": True},
             "hardware": {"gpu": "RTX-4090", "gpus_per_node": 2, "nodes": 1}}))
         return result.compute.step_time_s, result.compute.comm_time_s
 

@@ -179,8 +179,10 @@ def test_every_block_is_true_and_a_plan_with_k_runs() -> None:
     k1 = TrainingSpec(method="full", sharding="fsdp", checkpoint_every_k_blocks=1)
     assert memory.activation_bytes(arch, k1, 1, 4096) == memory.activation_bytes(arch, t, 1, 4096)
     hw = {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}
-    r2 = plan(request("llama-3.1-8b", {"method": "full", "sharding": "fsdp", "checkpoint_every_k_blocks": 2}, hw))
-    r1 = plan(request("llama-3.1-8b", {"method": "full", "sharding": "fsdp"}, hw))
+    r2 = plan(request("llama-3.1-8b", {"method": "full", "sharding": "fsdp", "checkpoint_every_k_blocks": 2,
+                                       "micro_batch_size": 1}, hw))
+    r1 = plan(request("llama-3.1-8b", {"method": "full", "sharding": "fsdp", "gradient_checkpointing": True,
+                                       "micro_batch_size": 1}, hw))
     assert r2.memory.per_gpu.activations > r1.memory.per_gpu.activations
     assert r2.compute.step_time_s < r1.compute.step_time_s
 
@@ -253,8 +255,9 @@ def test_target_parameters_count_as_peft_does() -> None:
 
 def test_target_parameters_plan_and_hold_the_merged_expert_weights() -> None:
     hw = {"gpu": "H100-SXM", "gpus_per_node": 1}
-    with_experts = plan(request("gpt-oss-20b", GPT_OSS, hw, seq=2048))
-    without = plan(request("gpt-oss-20b", {"method": "lora", "lora_rank": 16}, hw, seq=2048))
+    same = {"micro_batch_size": 1, "sharding": "none", "gradient_checkpointing": True}  # only the adapters differ
+    with_experts = plan(request("gpt-oss-20b", {**GPT_OSS, **same}, hw, seq=2048))
+    without = plan(request("gpt-oss-20b", {"method": "lora", "lora_rank": 16, **same}, hw, seq=2048))
     assert with_experts.compute.params_trainable == 184_909_824
     # Checkpointed (true): one layer's W + ΔW is rebuilt in backward, with ΔW and its gradient: 3 × the layer's
     # expert weights, 32 × 2880 × (5760 + 2880) elements in bf16 = 1.59 GB, on top of the kept expert inputs.

@@ -145,10 +145,12 @@ def test_memory_chart_labels_and_captions_are_in_the_pdf(rendered):
 
     pdf, _ = rendered
     squashed = re.sub(r"\s+", "", text_of(pdf))
-    chart = memory_chart(analyse(PlanRequest.model_validate(REQUEST)).figures)
+    analysis = analyse(PlanRequest.model_validate(REQUEST))
+    chart = memory_chart(analysis.figures)
     for label in chart.labels():
         assert re.sub(r"\s+", "", label) in squashed, label
-    assert "H100-SXM·8×none" in squashed
+    # the planned GPU's bar at the plan's own configuration (its sharding the planner's best for 8 H100s)
+    assert f"H100-SXM·8×{analysis.result.request.training.sharding.value}" in squashed
     assert re.sub(r"\s+", "", chart.caption or "x") in squashed
     assert "thePareto front(no other is both faster and cheaper)".replace(" ", "") in squashed
 

@@ -15,7 +15,7 @@ from tests.gui.wizard_driver import click, next_page, settle, type_like_a_person
 # The window's own first plan is planned with a search; this request fixes the hardware so the files are known:
 # 8 × H100 in one node, LoRA, no sharding: dp 8, accumulation 64 / (1 × 8) = 8.
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8, "seq_len": 4096},
-           "training": {"method": "lora", "micro_batch_size": 1, "global_batch_size": 64},
+           "training": {"method": "lora", "micro_batch_size": 1, "global_batch_size": 64, "sharding": "none"},
            "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}}
 
 

@@ -16,6 +16,8 @@ from core.planner.model import memory
 from core.planner.model.params import Architecture
 from core.planner.models import Candidate, PlanRequest, Sharding
 from core.planner.money import reliability, storage
+from core.planner.money.sanity import HEADROOM_FRACTION
+from core.units import fmt_hours, fmt_usd
 
 SHOWN = 25
 
@@ -79,6 +81,11 @@ def pareto_mask(hours: np.ndarray, cost: np.ndarray) -> np.ndarray:
     return mask
 
 
+def tight_rows(table: Table, rows: Rows) -> np.ndarray:
+    """Rows whose memory per GPU leaves less than the sanity layer's headroom free (sanity.HEADROOM_FRACTION)."""
+    return rows.mem > (1 - HEADROOM_FRACTION) * table.memory[rows.gi]
+
+
 def _with_checkpoints(arch: Architecture, request: PlanRequest, solve_hours: np.ndarray, gpus: np.ndarray,
                       writers: np.ndarray) -> np.ndarray:
     """Expected wall hours of each row (Daly 2006), as plan() computes them for the chosen configuration."""
@@ -117,6 +124,39 @@ def _objective_key(request: PlanRequest, hours: np.ndarray, ranking_cost: np.nda
     return key, warnings, None
 
 
+def _avoid_tight(key: np.ndarray, tight: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """The key with the rows the sanity layer would warn about for memory headroom ranked last, while any row
+    without that warning qualifies: a recommendation must pass its own checks. When every qualifying row is
+    tight, the key is kept and a warning says so."""
+    usable = np.isfinite(key)
+    if not (usable & tight).any():
+        return key, []
+    if (usable & ~tight).any():
+        return np.where(tight, np.inf, key), []
+    return key, [f"every configuration that fits leaves under {HEADROOM_FRACTION:.0%} of GPU memory free, so the "
+                 "pick can run out of memory (fragmentation, a longer sample): raise search.max_gpus, or shorten "
+                 "data.seq_len"]
+
+
+def _distinct(kept: np.ndarray, rows: Rows, hours: np.ndarray, cost: np.ndarray, shardings: tuple[Sharding, ...]
+              ) -> tuple[np.ndarray, dict[int, list[Sharding]]]:
+    """One row per distinct outcome: rows of the same GPUs, layout, micro-batch and recomputation whose memory
+    (whole GB), time and cost read the same (ZeRO-3 and FSDP shard alike) become the first of them, the other
+    shardings named as its variants. A table of identical rows hides the choices that differ."""
+    seen: dict[tuple[object, ...], int] = {}
+    variants: dict[int, list[Sharding]] = {}
+    out = []
+    for i in kept.tolist():
+        outcome = (rows.gi[i], rows.gp[i], rows.nd[i], rows.tps[i], rows.pps[i], rows.m[i], rows.ck[i],
+                   round(float(rows.mem[i]) / 1e9), fmt_hours(float(hours[i])), fmt_usd(float(cost[i])))
+        if outcome in seen:
+            variants.setdefault(seen[outcome], []).append(shardings[rows.sh[i]])
+            continue
+        seen[outcome] = i
+        out.append(i)
+    return np.array(out, dtype=int), variants
+
+
 def rank(arch: Architecture, request: PlanRequest, table: Table, rows: Rows, shardings: tuple[Sharding, ...],
          checkpointing: tuple[bool | str, ...], evaluated: int) -> SearchOutcome:
     """Order the rows on the request's objective and build the candidates shown."""
@@ -131,6 +171,8 @@ def rank(arch: Architecture, request: PlanRequest, table: Table, rows: Rows, sha
     key, warnings, reason = _objective_key(request, hours, ranking_cost, priced)
     if key is None:
         return SearchOutcome(evaluated=evaluated, reason=reason)
+    key, tight_warnings = _avoid_tight(key, tight_rows(table, rows))
+    warnings += tight_warnings
     # Tie-break on fewer GPUs, then fewer nodes: same cost and time, simpler job; then on the request's settings.
     unlike_request = (rows.m != t.micro_batch_size).astype(int)
     unlike_request += np.array([c != t.gradient_checkpointing for c in checkpointing])[rows.ck]
@@ -142,6 +184,7 @@ def rank(arch: Architecture, request: PlanRequest, table: Table, rows: Rows, sha
     groups = np.stack([rows.gi, rows.gp, rows.nd, rows.sh, rows.tps, rows.pps], axis=1)[order]
     _, first = np.unique(groups, axis=0, return_index=True)
     kept = order[np.sort(first)]  # the best row of each GPU × count × nodes × sharding, still in rank order
+    kept, variants = _distinct(kept, rows, hours, cost, shardings)
     front = np.zeros(len(hours), dtype=bool)
     front[kept] = pareto_mask(hours[kept], ranking_cost[kept]) & priced[kept]
     chosen = list(dict.fromkeys([*kept[:SHOWN].tolist(), *np.nonzero(front)[0].tolist()]))
@@ -158,7 +201,7 @@ def rank(arch: Architecture, request: PlanRequest, table: Table, rows: Rows, sha
             fits=True, memory_per_gpu=int(rows.mem[i]), hours=float(hours[i]),
             cost_usd=float(cost[i]) if priced[i] else None, provider=table.provider[rows.gi[i]][col],
             pareto=bool(front[i]), why=context.why(i), instance=table.instance[rows.gi[i]][col],
-            billed_gpus=table.billed[rows.gi[i]][col],
+            billed_gpus=table.billed[rows.gi[i]][col], variants=variants.get(i, []),
         ))
     ok = bool(np.isfinite(key[best_i]))
     return SearchOutcome(candidates=candidates, best=candidates[0] if ok else None, evaluated=evaluated,
@@ -195,7 +238,10 @@ class _Reasons:
             parts.append("fits")
         if r.tps[i] * r.pps[i] > 1:
             parts.append(f"tensor {r.tps[i]} × pipeline {r.pps[i]}")
-        parts.append(f"{r.mem[i] / 1e9:.0f} of {self.table.memory[r.gi[i]] / 1e9:.0f} GB")
+        capacity = self.table.memory[r.gi[i]]
+        tight = r.mem[i] > (1 - HEADROOM_FRACTION) * capacity
+        parts.append(f"{r.mem[i] / 1e9:.0f} of {capacity / 1e9:.0f} GB"
+                     + (f" (under {HEADROOM_FRACTION:.0%} free: ranked after those with room)" if tight else ""))
         col = self.table.column(r.gp[i])
         pays, instance = self.table.billed[r.gi[i]][col], self.table.instance[r.gi[i]][col]
         if pays is not None and instance is not None and pays > r.gp[i]:

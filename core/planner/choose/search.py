@@ -45,6 +45,16 @@ MODEL_PARALLEL_SHARDINGS = (Sharding.none, Sharding.zero1, Sharding.fsdp)
 
 
 @dataclass(frozen=True)
+class Grid:
+    """The GPU counts a search tries. ``pinned``: the user's own hardware, whose counts are taken as given (no
+    odd multiples for odd layouts, no rentable-instance or max_gpus filter): only the training settings vary."""
+
+    per_node: tuple[int, ...] = GPUS_PER_NODE
+    nodes: tuple[int, ...] = NODES
+    pinned: bool = False
+
+
+@dataclass(frozen=True)
 class _GpuTable:
     ids: list[str]
     memory: np.ndarray
@@ -63,7 +73,7 @@ class _GpuTable:
     architectures: list[str]
 
 
-def _node_prices(request: PlanRequest, catalog: Catalog, gpu_id: str) -> tuple[
+def _node_prices(request: PlanRequest, catalog: Catalog, gpu_id: str, per_node: tuple[int, ...]) -> tuple[
         list[float], list[bool], list[str | None], list[str | None], list[int | None]] | None:
     """Per GPUs-per-node choice: the price per used GPU-hour (whole instances), whether a node of that size can
     be rented, and from which offer; None when the GPU has no price in the mode at all."""
@@ -74,12 +84,12 @@ def _node_prices(request: PlanRequest, catalog: Catalog, gpu_id: str) -> tuple[
     if p.usd_per_gpu_hour is not None:  # the user's own price: per GPU used, any node size
         row = pricing.any_offer(catalog, gpu_id, mode, provider=p.provider, allow=allow, trusted_only=trusted)
         name = row.provider_name if row else None
-        n = len(GPUS_PER_NODE)
-        return [p.usd_per_gpu_hour * factor] * n, [True] * n, [name] * n, [None] * n, list(GPUS_PER_NODE)
+        n = len(per_node)
+        return [p.usd_per_gpu_hour * factor] * n, [True] * n, [name] * n, [None] * n, list(per_node)
     if pricing.any_offer(catalog, gpu_id, mode, provider=p.provider, allow=allow, trusted_only=trusted) is None:
         return None
     price, offered, provider, instance, billed = [], [], [], [], []
-    for gpn in GPUS_PER_NODE:
+    for gpn in per_node:
         offer = pricing.node_offer(catalog, gpu_id, mode, gpn, provider=p.provider, allow=allow, trusted_only=trusted)
         price.append(np.nan if offer is None else offer.usd_per_used_gpu_hour * factor)
         offered.append(offer is not None)
@@ -89,16 +99,16 @@ def _node_prices(request: PlanRequest, catalog: Catalog, gpu_id: str) -> tuple[
     return price, offered, provider, instance, billed
 
 
-def _gpu_table(request: PlanRequest, catalog: Catalog) -> _GpuTable:
+def _gpu_table(request: PlanRequest, catalog: Catalog, per_node: tuple[int, ...]) -> _GpuTable:
     wanted = request.search.gpus
     gpus = [catalog.gpu(g) for g in wanted] if wanted else list(catalog.gpus.values())
     ids, mem, peak, intra, price, offered, prov, inst, billed, links, archs = [], [], [], [], [], [], [], [], [], [], []
     hbm, matmul, attention, pcie = [], [], [], []
-    n = len(GPUS_PER_NODE)
+    n = len(per_node)
     for gpu in gpus:
         if not gpu.supports(request.training.precision.value):
             continue  # no published peak for this precision: cannot be timed honestly
-        node = _node_prices(request, catalog, gpu.id)
+        node = _node_prices(request, catalog, gpu.id, per_node)
         if node is None and request.search.objective != "time":
             continue
         ids.append(gpu.id)
@@ -225,9 +235,10 @@ class _Axes:
     checkpointing: tuple[bool | str, ...]
     gpn: np.ndarray
     shape: tuple[int, int, int, int]
+    grid: Grid
 
 
-def _axes(request: PlanRequest, gpus: int, keep: frozenset[str]) -> _Axes:
+def _axes(request: PlanRequest, gpus: int, keep: frozenset[str], grid: Grid) -> _Axes:
     t = request.training
     micro_batches = (t.micro_batch_size,) if "micro_batch_size" in keep else MICRO_BATCHES
     shardings = (t.sharding,) if "sharding" in keep else SHARDINGS
@@ -235,13 +246,13 @@ def _axes(request: PlanRequest, gpus: int, keep: frozenset[str]) -> _Axes:
     checkpointing = ((t.gradient_checkpointing,) if "gradient_checkpointing" in keep
                      else tuple(dict.fromkeys((False, t.gradient_checkpointing, True))))
     return _Axes(micro_batches, shardings, tuple(dict.fromkeys([*shardings, *MODEL_PARALLEL_SHARDINGS])),
-                 checkpointing, np.array(GPUS_PER_NODE, float).reshape(1, -1, 1, 1),
-                 (gpus, len(GPUS_PER_NODE), len(NODES), len(micro_batches)))
+                 checkpointing, np.array(grid.per_node, float).reshape(1, -1, 1, 1),
+                 (gpus, len(grid.per_node), len(grid.nodes), len(micro_batches)), grid)
 
 
-def _grid_hardware(table: _GpuTable, gpn: np.ndarray) -> Hardware:
+def _grid_hardware(table: _GpuTable, gpn: np.ndarray, grid: Grid) -> Hardware:
     """Every GPU of the table along the grid's first axis, GPUs per node along the second, nodes the third."""
-    nodes = np.array(NODES, float).reshape(1, 1, -1, 1)
+    nodes = np.array(grid.nodes, float).reshape(1, 1, -1, 1)
     return Hardware(
         memory_bytes=_column(table.memory), peak_tflops=_column(table.peak), intra_gbs=_column(table.intra),
         hbm_gbs=_column(table.hbm), matmul_efficiency=_column(table.matmul),
@@ -267,15 +278,15 @@ def _layout_rows(arch: Architecture, request: PlanRequest, table: _GpuTable, hw:
     mp = training.model_parallel
     # An odd factor in tp·pp·cp (pp = 3, 5, 7, 15 for a 105-layer model) never divides a power-of-two GPU
     # count: such a layout gets node counts that are multiples of it (1, 2, 4 … × the odd factor).
-    layout_nodes = np.array(NODES, float) * _odd_part(mp)
+    layout_nodes = np.array(axes.grid.nodes, float) * (1 if axes.grid.pinned else _odd_part(mp))
     nodes = layout_nodes.reshape(1, 1, -1, 1)
     mb = np.array(axes.micro_batches, float).reshape(1, 1, 1, -1)
-    layout_ok = np.broadcast_to((gpn * nodes) <= request.search.max_gpus, shape)
-    est = evaluate(arch, training, request.data, replace(hw, nodes=nodes), request.assumptions, micro_batch=mb)
+    layout_ok = np.broadcast_to(((gpn * nodes) <= request.search.max_gpus) | axes.grid.pinned, shape)
     gpus = gpn * nodes
     dp = parallel.data_parallel(gpus, training)
-    ok = layout_ok & np.broadcast_to(est.fits, shape)
-    ok &= np.broadcast_to(table.offered.reshape(len(table.ids), -1, 1, 1), shape)  # whole instances one can rent
+    ok = layout_ok.copy()
+    if not axes.grid.pinned:  # whole instances one can rent (the user's own hardware is theirs to say)
+        ok &= np.broadcast_to(table.offered.reshape(len(table.ids), -1, 1, 1), shape)
     ok &= (np.broadcast_to(nodes, shape) > 1) if sharding is Sharding.hsdp else True
     # The layout on this hardware (parallel.hardware_problem, vectorised): tp inside a node, whole replicas,
     # and a full micro-batch for every replica.
@@ -283,12 +294,16 @@ def _layout_rows(arch: Architecture, request: PlanRequest, table: _GpuTable, hw:
     ok &= np.broadcast_to(parallel.batch_fits(dp, mb, global_batch(training, request.data.seq_len, dp, mb)), shape)
     if sharding is not Sharding.none:
         ok &= np.broadcast_to(dp, shape) > 1
+    if not ok.any():  # nothing of this layout can run (sharding on one replica, HSDP on one node): skip its step
+        return None, int(layout_ok.sum())
+    est = evaluate(arch, training, request.data, replace(hw, nodes=nodes), request.assumptions, micro_batch=mb)
+    ok &= np.broadcast_to(est.fits, shape)
     idx = np.nonzero(ok)
     if not idx[0].size:
         return None, int(layout_ok.sum())
     n = idx[0].size
     return Rows(
-        gi=idx[0], gp=np.array(GPUS_PER_NODE)[idx[1]], nd=layout_nodes.astype(int)[idx[2]],
+        gi=idx[0], gp=np.array(axes.grid.per_node)[idx[1]], nd=layout_nodes.astype(int)[idx[2]],
         m=np.array(axes.micro_batches)[idx[3]], sh=np.full(n, axes.all_shardings.index(sharding)),
         ck=np.full(n, axes.checkpointing.index(ckpt)), tps=np.full(n, tp), pps=np.full(n, pp),
         hours=np.broadcast_to(est.hours, shape)[idx],
@@ -298,13 +313,14 @@ def _layout_rows(arch: Architecture, request: PlanRequest, table: _GpuTable, hw:
 
 
 def search(
-    arch: Architecture, request: PlanRequest, catalog: Catalog, keep: frozenset[str] = frozenset()
+    arch: Architecture, request: PlanRequest, catalog: Catalog, keep: frozenset[str] = frozenset(),
+    grid: Grid = Grid(),
 ) -> SearchOutcome:
     """Rank every configuration that fits. ``keep`` names training settings (sharding, gradient_checkpointing,
     micro_batch_size) held at the request's value instead of searched: what the best plan would be without
-    overriding them, so the window can say why the search did."""
+    overriding them, so the window can say why the search did. ``grid`` the GPU counts tried (``on_hardware``)."""
     request = request.model_copy(update={"training": effective_training(request.training)})
-    table = _gpu_table(request, catalog)
+    table = _gpu_table(request, catalog, grid.per_node)
     if not table.ids:
         return SearchOutcome(
             reason="no GPU in the catalog has " + ("an " if request.pricing.mode.value == "on_demand" else "a ")
@@ -312,8 +328,8 @@ def search(
             + (f" at {request.pricing.provider}" if request.pricing.provider else "")
             + _allow_hint(request, catalog)
         )
-    axes = _axes(request, len(table.ids), keep)
-    hw = _grid_hardware(table, axes.gpn)
+    axes = _axes(request, len(table.ids), keep, grid)
+    hw = _grid_hardware(table, axes.gpn, grid)
     found: list[Rows] = []
     evaluated = 0
     for tp, pp in layouts(arch, request, float(table.memory.max()), keep):
@@ -334,8 +350,23 @@ def search(
                 "try method qlora, a shorter data.seq_len or a larger search.max_gpus"
             ),
         )
-    view = Table(table.ids, table.memory, table.billed, table.instance, table.provider, GPUS_PER_NODE)
+    view = Table(table.ids, table.memory, table.billed, table.instance, table.provider, grid.per_node)
     return rank(arch, request, view, Rows.concatenate(found), axes.all_shardings, axes.checkpointing, evaluated)
+
+
+def on_hardware(arch: Architecture, request: PlanRequest, catalog: Catalog, keep: frozenset[str]) -> Candidate | None:
+    """The best training settings for the hardware the request names (its GPU, GPUs per node and nodes): the
+    search over micro-batch, sharding and recomputation on those counts alone, the settings in `keep` and the
+    tensor × pipeline layout held. Every row runs on the same GPUs at the same price, so the fastest is also the
+    cheapest, and a row with memory headroom is preferred, as the search prefers it. None when nothing fits."""
+    hw = request.hardware
+    assert hw is not None
+    pinned = request.model_copy(update={
+        "hardware": None,
+        "search": request.search.model_copy(update={"gpus": [hw.gpu], "objective": "time", "longest_hours": None}),
+        "pricing": request.pricing.model_copy(update={"usd_per_gpu_hour": 1.0, "discount": 0.0})})
+    grid = Grid(per_node=(hw.gpus_per_node,), nodes=(hw.nodes,), pinned=True)
+    return search(arch, pinned, catalog, keep | {"parallel"}, grid).best
 
 
 def shown_candidates(candidates: list[Candidate], limit: int) -> list[Candidate]:
@@ -387,4 +418,5 @@ def scaling_curve(
     }
 
 
-__all__ = ["Method", "SearchOutcome", "layouts", "pareto_mask", "scaling_curve", "search", "shown_candidates"]
+__all__ = ["Grid", "Method", "SearchOutcome", "layouts", "on_hardware", "pareto_mask", "scaling_curve", "search",
+           "shown_candidates"]

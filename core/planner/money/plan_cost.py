@@ -21,6 +21,7 @@ from core.planner.models import (
     StorageTier,
 )
 from core.planner.money import cost, pricing
+from core.units import fmt_gpu_hours
 
 
 def price_for(catalog: Catalog, gpu: GPU, request: PlanRequest, mode: str, gpus_per_node: int,
@@ -136,8 +137,8 @@ def plan_cost(request: PlanRequest, catalog: Catalog, gpu: GPU, hw: HardwareSpec
     items = [
         CostLine.cited(
             f"compute ({chosen_mode.replace('_', '-')})", chosen,
-            f"{billed:,.0f} GPU-h billed × ${money.per_hour[chosen_mode] or 0:.2f}"
-            + (f" (spot: {money.spot.gpu_hours:,.0f} GPU-h used incl. expected lost work)"
+            f"{fmt_gpu_hours(billed)} GPU-h billed × ${money.per_hour[chosen_mode] or 0:.2f}"
+            + (f" (spot: {fmt_gpu_hours(money.spot.gpu_hours)} GPU-h used incl. expected lost work)"
                if chosen_mode == "spot" else "")
             + (f"; {money.billing}" if money.billing else ""),
             ref,
@@ -180,6 +181,21 @@ def plan_cost(request: PlanRequest, catalog: Catalog, gpu: GPU, hw: HardwareSpec
         buy_vs_rent=cost.buy_vs_rent(a.buy, capex, rent) if (capex or a.buy.capex_usd_per_gpu) else None,
     )
     return result, warnings, assumptions
+
+
+UNPRICED = "the plan does not fit in GPU memory, so it cannot run and has no cost"
+
+
+def withheld(c: CostResult, reason: str) -> CostResult:
+    """The cost of a plan that cannot run: each offer's price per GPU-hour stays (a fact of the catalog), but no
+    compute money in any mode, no total and no range, and the compute line says why. A figure for a run that
+    cannot happen would be read, and budgeted, as the run's cost."""
+    items = [line.model_copy(update={"usd": None, "detail": reason}) if line.item.startswith("compute") else line
+             for line in c.items]
+    return c.model_copy(update={
+        "compute_usd": ComputeCost(on_demand=None, spot=None, reserved=None), "total_usd": None,
+        "total_usd_range": None, "billed_gpu_hours": None, "billing": "", "spot_expected_lost_hours": None,
+        "unpriced_reason": reason, "items": items})
 
 
 def offer_place(c: CostResult) -> str:

@@ -125,6 +125,25 @@ def _rentable(request: PlanRequest, result: PlanResult, catalog: Catalog,
         f"{largest}): it cannot be rented as planned; use at most {largest} GPUs per node."))]
 
 
+def not_fit_text(result: PlanResult) -> str | None:
+    """'Does not fit: it needs 22.00 TB per GPU, 21.95 TB more than the 48.00 GB of RTX-6000-ADA, so it cannot
+    run and has no cost; what would: use LoRA …': the headline of a plan that does not fit, the same in the CLI,
+    the window and the PDF. None when it fits."""
+    m = result.memory
+    if m.fits:
+        return None
+    short = max(m.per_gpu.total - m.gpu_memory, 0)  # a plan saved before short_bytes existed reads 0 there
+    text = (f"Does not fit: it needs {fmt_bytes(m.per_gpu.total)} per GPU, {fmt_bytes(short)} more than the "
+            f"{fmt_bytes(m.gpu_memory)} of {result.hardware.gpu}, so it cannot run and has no cost")
+    return text + (f"; what would: {m.suggestions[0]}" if m.suggestions else "") + "."
+
+
+def _fit(result: PlanResult) -> list[SanityWarning]:
+    text, m = not_fit_text(result), result.memory
+    short = float(max(m.per_gpu.total - m.gpu_memory, 0))
+    return [] if text is None else [SanityWarning(kind="does_not_fit", figure=short, message=text)]
+
+
 def _headroom(result: PlanResult) -> list[SanityWarning]:
     m = result.memory
     if not m.fits or m.gpu_memory <= 0:
@@ -251,14 +270,14 @@ def _lookup(request: PlanRequest, result: PlanResult, catalog: Catalog) -> dict[
 def sanity_checks(request: PlanRequest, result: PlanResult, catalog: Catalog, today: dt.date, *,
                   prices: Mapping[str, Price | None] | None = None,
                   alternatives: Iterable[AlternativeOption] = ()) -> list[SanityWarning]:
-    """Every sanity finding of a plan, in the order a reader checks them: price, rentability, memory, size,
-    the cost range, then the prices' age.
+    """Every sanity finding of a plan, in the order a reader checks them: whether it fits at all, price,
+    rentability, memory headroom, size, the cost range, then the prices' age.
 
     `prices` are the records the plan was priced from, per mode (``plan()`` passes them); without them the
     catalog's cheapest per mode is assumed.
     """
     rows = dict(prices) if prices is not None else _lookup(request, result, catalog)
-    found = [*_outliers(result, catalog), *_rentable(request, result, catalog, rows), *_headroom(result),
+    found = [*_fit(result), *_outliers(result, catalog), *_rentable(request, result, catalog, rows), *_headroom(result),
              *_size(result)]
     line = cost_range_warning(result, catalog, list(alternatives))
     if line is not None:
