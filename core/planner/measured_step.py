@@ -7,11 +7,10 @@ Apart from core.planner.models (which re-exports them) so the contract's file st
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.planner.choices import Method
+from core.planner.request_fields import left_out
 
 
 class MeasuredStep(BaseModel):
@@ -32,21 +31,17 @@ class MeasuredStep(BaseModel):
     source: str = Field(..., description="where and when: 'HOST (GPU, date)'")
 
 
-def _unset(value: Any) -> bool:
-    return value is None
-
-
 class StepSource(BaseModel):
     """Where a plan's step time comes from (the base of ``ComputeResult``, whose other keys follow these)."""
 
     step_source: str = Field("planned", description="'planned', or 'measured on HOST (GPU, date)' when "
                              "hardware.measured_step set the step time")
-    planned_step_time_s: float | None = Field(None, exclude_if=_unset, description="the planner's own step "
+    planned_step_time_s: float | None = Field(None, exclude_if=left_out, description="the planner's own step "
                                               "time, when a measured step replaced it")
 
 
 class MeasuredHardware(BaseModel):
     """The box's measured step, a part of ``HardwareSpec`` (its other keys are the GPU and the network)."""
 
-    measured_step: MeasuredStep | None = Field(None, title="Measured step", exclude_if=_unset,
+    measured_step: MeasuredStep | None = Field(None, title="Measured step", exclude_if=left_out,
                                                description="one layer timed on the box by the step probe")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from core.catalog.records import (  # the one definition, shared with the catalog
     Allowance,
@@ -29,41 +29,7 @@ from core.planner.choices import (  # the request's named choices, re-exported: 
 )
 from core.planner.measured_step import MeasuredHardware, StepSource
 from core.planner.model.lora import check_target_parameters, target_set
-from core.units import HOURS_PER_YEAR, parse_count
-
-
-def _count(value: Any) -> Any:
-    """Accept '2e8', '200M', '1.5T' wherever a token count is asked for."""
-    return parse_count(value) if isinstance(value, str) else value
-
-
-TokenCount = Annotated[float, BeforeValidator(_count, json_schema_input_type=float | str)]
-TEN_YEARS_HOURS = 10 * HOURS_PER_YEAR
-
-
-def _unset(value: Any) -> bool:
-    """Optional fields a request leaves out stay out of its JSON (older requests' plans read the same)."""
-    return value is None
-
-
-def within(low: float, high: float, allowed: str, low_open: bool = False) -> AfterValidator:
-    """A bound of physical sense on one field, said as one sentence with the range allowed.
-
-    pydantic's own "less than or equal to 1000000000000000" names neither the unit nor the other end, and
-    values such as 1e30 tokens or $0.001 per GPU-hour are typing slips, not plans: the planner would answer
-    them with figures like "9662086974982864896.0 days".
-    """
-
-    def check(value: Any) -> Any:
-        if value is None:
-            return value
-        below = value <= low if low_open else value < low
-        if below or value > high:
-            raise ValueError(f"{value:g} is out of range: use {allowed}")
-        return value
-
-    return AfterValidator(check)
-
+from core.planner.request_fields import TEN_YEARS_HOURS, TokenCount, allowance_list, left_out, within
 
 Checkpointing = Literal["none", "selective", "full"]
 
@@ -144,7 +110,7 @@ class TrainingSpec(_Strict):
         description="all-linear, attention, a comma list of q,k,v,o,gate,up,down, or PEFT target_modules names "
         "such as [\"q_proj\", \"v_proj\"]",
     )
-    lora_target_parameters: list[str] | None = Field(None, title="LoRA target parameters", exclude_if=_unset,
+    lora_target_parameters: list[str] | None = Field(None, title="LoRA target parameters", exclude_if=left_out,
         description="PEFT target_parameters: fused expert weights, [\"mlp.experts.gate_up_proj\", "
         "\"mlp.experts.down_proj\"] (short: experts_gate_up, experts_down)")
     precision: Precision = Field(Precision.amp_bf16, title="Precision")
@@ -158,7 +124,7 @@ class TrainingSpec(_Strict):
         "recomputed, Korthikanti et al. 2022) or false",
     )
     checkpoint_every_k_blocks: int | None = Field(None, ge=1, le=1024, title="Checkpoint every k-th block",
-        exclude_if=_unset, description="with gradient_checkpointing true: recompute only blocks k, 2k, 3k … "
+        exclude_if=left_out, description="with gradient_checkpointing true: recompute only blocks k, 2k, 3k … "
         "(torchtitan's selective_ac_option \"k\", fms-fsdp's selective_checkpointing 1/k)")
     attention: Attention = Field(Attention.flash, title="Attention")
     micro_batch_size: int = Field(1, ge=1, le=4096, title="Micro-batch")
@@ -184,10 +150,10 @@ class TrainingSpec(_Strict):
         1, ge=1, le=64, title="Virtual stages", description="interleaved model chunks per pipeline GPU"
     )
     pipeline_first_stage_layers: int | None = Field(None, ge=1, le=100_000, title="First stage layers",
-        exclude_if=_unset, description="layers of the first pipeline stage (Megatron-LM's "
+        exclude_if=left_out, description="layers of the first pipeline stage (Megatron-LM's "
         "--decoder-first-pipeline-num-layers); the middle stages split the rest evenly")
     pipeline_last_stage_layers: int | None = Field(None, ge=1, le=100_000, title="Last stage layers",
-        exclude_if=_unset, description="layers of the last pipeline stage (--decoder-last-pipeline-num-layers)")
+        exclude_if=left_out, description="layers of the last pipeline stage (--decoder-last-pipeline-num-layers)")
     context_parallel: int = Field(1, ge=1, le=512, title="Context parallel", description="GPUs sharing a sequence")
     sequence_parallel: bool = Field(
         False, title="Sequence parallel", description="shard norms and dropout along the sequence (needs tp > 1)"
@@ -273,27 +239,6 @@ class HardwareSpec(_Strict, MeasuredHardware):
         return self.gpus_per_node * self.nodes
 
 
-ALLOWANCES = tuple(a.value for a in Allowance)
-
-
-def _allowances(value: Any) -> Any:
-    """``pricing.allow``: a list of marketplace / auction (a comma string too); one sentence for anything else.
-
-    Marketplace hosts and auction floors are cheaper and less certain than a provider's list price, so a plan
-    uses them only when asked; a misspelt name must not silently price nothing.
-    """
-    if value is None:
-        return []
-    items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
-    if not isinstance(items, list | tuple):
-        raise ValueError(f"pricing.allow must be a list of {' and '.join(ALLOWANCES)} (got {value!r})")
-    for item in items:
-        if str(getattr(item, "value", item)) not in ALLOWANCES:
-            raise ValueError(f"pricing.allow: {item!r} is not allowed; use {' or '.join(repr(a) for a in ALLOWANCES)}"
-                             " (serverless rates never price a plan)")
-    return list(dict.fromkeys(str(getattr(i, "value", i)) for i in items))
-
-
 class PricingSpec(_Strict):
     provider: str | None = Field(None, title="Provider", description="e.g. aws, lambda, runpod (cheapest if empty)")
     mode: PricingMode = Field(PricingMode.on_demand, title="Pricing mode")
@@ -301,7 +246,7 @@ class PricingSpec(_Strict):
         None, title="Price override", description="USD per GPU-hour"
     )
     discount: float = Field(0.0, ge=0, lt=1, title="Discount", description="negotiated discount, 0–1")
-    allow: Annotated[list[Allowance], BeforeValidator(_allowances)] = Field(
+    allow: Annotated[list[Allowance], BeforeValidator(allowance_list)] = Field(
         default_factory=list, title="Also price",
         description="marketplace (community/peer hosts, on-demand plans) and auction (bid floors, spot plans): "
         "used only when named here",

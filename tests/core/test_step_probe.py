@@ -37,7 +37,7 @@ MIXTRAL_TOTAL = 46_702_792_704
 def request(preset: str, method: str, seq: int = 1024, **training: Any) -> PlanRequest:
     return PlanRequest.model_validate({
         "model": {"preset": preset}, "data": {"tokens": "1M", "seq_len": seq},
-        "training": {"method": method, "gradient_checkpointing": False, **training},
+        "training": {"method": method, "gradient_checkpointing": False, "micro_batch_size": 1, **training},
         "hardware": {"gpu": "H100-SXM"}})
 
 
@@ -105,7 +105,7 @@ def test_an_unplannable_request_is_one_sentence() -> None:
 def write_plan(tmp_path: Path, training: dict[str, Any] | None = None) -> Path:
     path = tmp_path / "request.json"
     path.write_text(json.dumps({"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "200M", "seq_len": 2048},
-                                "training": {"method": "lora", **(training or {})},
+                                "training": {"method": "lora", "micro_batch_size": 1, **(training or {})},
                                 "hardware": {"gpu": "H100-SXM"}}))
     return path
 

@@ -1,0 +1,67 @@
+"""The request's field validators: token counts as people type them, and one sentence for a value out of range.
+
+Kept apart from models.py, the JSON contract itself, so that the contract reads as a list of fields.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator
+
+from core.catalog.records import Allowance
+from core.units import HOURS_PER_YEAR, parse_count
+
+
+def _count(value: Any) -> Any:
+    """Accept '2e8', '200M', '1.5T' wherever a token count is asked for."""
+    return parse_count(value) if isinstance(value, str) else value
+
+
+TokenCount = Annotated[float, BeforeValidator(_count, json_schema_input_type=float | str)]
+TEN_YEARS_HOURS = 10 * HOURS_PER_YEAR
+
+
+def left_out(value: Any) -> bool:
+    """Optional fields a request leaves out stay out of its JSON (older requests' plans read the same)."""
+    return value is None
+
+
+def within(low: float, high: float, allowed: str, low_open: bool = False) -> AfterValidator:
+    """A bound of physical sense on one field, said as one sentence with the range allowed.
+
+    pydantic's own "less than or equal to 1000000000000000" names neither the unit nor the other end, and
+    values such as 1e30 tokens or $0.001 per GPU-hour are typing slips, not plans: the planner would answer
+    them with figures like "9662086974982864896.0 days".
+    """
+
+    def check(value: Any) -> Any:
+        if value is None:
+            return value
+        below = value <= low if low_open else value < low
+        if below or value > high:
+            raise ValueError(f"{value:g} is out of range: use {allowed}")
+        return value
+
+    return AfterValidator(check)
+
+
+ALLOWANCES = tuple(a.value for a in Allowance)
+
+
+def allowance_list(value: Any) -> Any:
+    """``pricing.allow``: a list of marketplace / auction (a comma string too); one sentence for anything else.
+
+    Marketplace hosts and auction floors are cheaper and less certain than a provider's list price, so a plan
+    uses them only when asked; a misspelt name must not silently price nothing.
+    """
+    if value is None:
+        return []
+    items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        raise ValueError(f"pricing.allow must be a list of {' and '.join(ALLOWANCES)} (got {value!r})")
+    for item in items:
+        if str(getattr(item, "value", item)) not in ALLOWANCES:
+            raise ValueError(f"pricing.allow: {item!r} is not allowed; use {' or '.join(repr(a) for a in ALLOWANCES)}"
+                             " (serverless rates never price a plan)")
+    return list(dict.fromkeys(str(getattr(i, "value", i)) for i in items))
