@@ -59,11 +59,12 @@ class _DeleteCommand(QUndoCommand):
     def undo(self) -> None:
         if self.record is not None:
             try:
-                self.library.store.restore(self.record)
+                self.plan_id = self.library.store.restore(self.record)  # its own id, or a new one: redo deletes it
             except StoreError as exc:
                 self.library.report_error(str(exc))
                 return
             self.library.refresh()
+            self.library.select_ids([self.plan_id])
 
 
 class LibraryWidget(QWidget):
