@@ -229,6 +229,7 @@ class PlanWizard(QWizard):
         self.plan_id, self.plan_name = plan_id, name
         for page in self.pages():
             page.show_intro(None)  # the first run's lines belong to the sample plan only
+        self.model_page.clear_filter()
         self.restart()
         self.state.load(raw)
         self._saved_raw = self.state.raw() if saved else None
