@@ -36,7 +36,7 @@ from core.library.store import PlanRecord, PlanStore, StoreError, library_is_emp
 from core.planner.request_file import RequestFileError, read_request_file
 from gui.catalog.refresh_button import RefreshPricesButton
 from gui.catalog.view import CatalogView
-from gui.forms import chosen_path, show_problem
+from gui.forms import chosen_path, show_problem, suggested_path
 from gui.library.widget import LibraryWidget
 from gui.wizard.wizard import PlanWizard
 from gui.workers import Executor, ThreadExecutor
@@ -379,14 +379,18 @@ class MainWindow(QMainWindow):
             return None
         return self._write(*chosen)
 
-    def _proposed_name(self) -> str:
-        """'llama-3.1-8b lora on 8× H100-SXM', with ' (2)' and up when the library already has that name."""
+    def _plan_label(self) -> str:
+        """'llama-3.1-8b lora on 8× H100-SXM': what the plan is, for a plan that has no name yet."""
         from core.planner.analysis import hardware_label  # loaded by the plan being saved
 
         analysis = self.wizard.state.analysis
         assert analysis is not None
         r = analysis.result
-        base = f"{r.model_name} {r.request.training.method.value} on {hardware_label(r.hardware)}"
+        return f"{r.model_name} {r.request.training.method.value} on {hardware_label(r.hardware)}"
+
+    def _proposed_name(self) -> str:
+        """The plan's label, with ' (2)' and up when the library already has that name."""
+        base = self._plan_label()
         taken = {record.name for record in self.store.list()}
         name, n = base, 1
         while name in taken:
@@ -440,12 +444,17 @@ class MainWindow(QMainWindow):
         self._say(f"Saved “{name}” to the library")
         return saved
 
+    def _export_path(self, suffix: str) -> str:
+        """The file an export proposes: the plan's name in the library (or its file's), else what it is, in the
+        user's documents folder."""
+        return suggested_path(self.wizard.plan_name or self._plan_label(), suffix)
+
     def export_json(self, path: Path | None = None) -> Path | None:
         if not self._ready("exported"):
             return None
         analysis = self.wizard.state.analysis
         assert analysis is not None
-        path = chosen_path(self, path, "Export plan JSON", "plan.json", "JSON (*.json)", save=True)
+        path = chosen_path(self, path, "Export plan JSON", self._export_path(".json"), "JSON (*.json)", save=True)
         if path is None:
             return None
         try:
@@ -462,13 +471,13 @@ class MainWindow(QMainWindow):
             return
         analysis = self.wizard.state.analysis
         assert analysis is not None
-        path = chosen_path(self, path, "Export PDF", "plan.pdf", "PDF (*.pdf)", save=True)
+        path = chosen_path(self, path, "Export PDF", self._export_path(".pdf"), "PDF (*.pdf)", save=True)
         if path is None:
             return
         from core.planner.report import build_report
         from gui.pdf import render_report
 
-        report = build_report(analysis)
+        report = build_report(analysis, name=self.wizard.plan_name)
         target = path
         self.statusBar().showMessage(f"Writing {target}…")
         self.executor.submit(lambda: render_report(report, target),

@@ -29,7 +29,7 @@ from core.planner.models import PlanRequest
 from core.planner.request_file import RequestFileError, read_request_file
 from core.units import fmt_hours, fmt_usd
 from core.validation import validation_message
-from gui.forms import button_row, chosen_path, make_error_label, show_problem
+from gui.forms import button_row, chosen_path, make_error_label, show_problem, suggested_path
 from gui.library.compare import CompareDialog
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 from gui.workers import Executor
@@ -257,7 +257,8 @@ class LibraryWidget(QWidget):
         if plan_id is None:
             return None
         record = self.store.get(plan_id)
-        path = chosen_path(self, path, "Export plan request", f"{record.name}.json", "JSON (*.json)", save=True)
+        path = chosen_path(self, path, "Export plan request", suggested_path(record.name, ".json"), "JSON (*.json)",
+                           save=True)
         if path is None:
             return None
         try:

@@ -75,6 +75,7 @@ class PlanWizard(QWizard):
         for page in self.pages():
             self.addPage(page)
             page.readiness_changed.connect(self._update_buttons)
+        self.summary_page.plan_name = lambda: self.plan_name
         self.summary_page.save_requested.connect(self.save_requested)
         self.summary_page.export_pdf_requested.connect(self.export_pdf_requested)
         self.summary_page.export_json_requested.connect(self.export_json_requested)
