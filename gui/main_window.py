@@ -21,11 +21,13 @@ from typing import Any
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QDialog,
     QHBoxLayout,
     QInputDialog,
     QLabel,
     QListWidget,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QStackedWidget,
     QWidget,
@@ -54,6 +56,8 @@ class MainWindow(QMainWindow):
         self.settings = settings or QSettings()
         self.setAccessibleName("tuneplan main window")
         self._closed = False
+        self.guide: QDialog | None = None  # Help's windows, made when first asked for
+        self.shortcuts: QDialog | None = None
         central = QWidget()
         row = QHBoxLayout(central)
         row.setContentsMargins(0, 0, 0, 0)
@@ -250,7 +254,12 @@ class MainWindow(QMainWindow):
             if action.text().startswith("Go to"):
                 self.view_menu.addAction(action)
         help_menu = self.menuBar().addMenu("&Help")
-        help_menu.addAction(self._action("&About", "F1", self._about, "About tuneplan"))
+        help_menu.addAction(self._action("&User guide", "F1", self.show_guide, "Read the user guide"))
+        help_menu.addAction(self._action("&Keyboard shortcuts", "Ctrl+/", self.show_shortcuts,
+                                         "List the keyboard shortcuts"))
+        about = QAction("&About tuneplan", self)
+        about.triggered.connect(self._about)
+        help_menu.addAction(about)
         toolbar = self.addToolBar("Plan")
         toolbar.setObjectName("plan-toolbar")
         toolbar.setAccessibleName("Plan toolbar")
@@ -282,6 +291,26 @@ class MainWindow(QMainWindow):
 
     def _about(self) -> None:
         QMessageBox.about(self, "About tuneplan", self.about_text())
+
+    def show_guide(self) -> None:
+        """Help › User guide: docs/guide.md in a window beside this one (one window, raised when asked again)."""
+        from gui.help import GuideWindow
+
+        if self.guide is None:
+            self.guide = GuideWindow(self)
+        self.guide.show()
+        self.guide.raise_()
+        self.guide.activateWindow()
+
+    def show_shortcuts(self) -> None:
+        """Help › Keyboard shortcuts: read from the menus, the window's and the library's actions."""
+        from gui.help import ShortcutsDialog
+
+        actions = [a for menu in self.menuBar().findChildren(QMenu) for a in menu.actions()] + self.actions()
+        if self._library is not None:
+            actions += self._library.actions()
+        self.shortcuts = ShortcutsDialog(actions, self)
+        self.shortcuts.open()
 
     # ---- plan actions
 
