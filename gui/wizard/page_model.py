@@ -225,7 +225,8 @@ class ModelPage(PlanPage):
         self.params_error = make_error_label("Parameter count")
         layout.addRow(self.params_error)
         layout.addRow(make_hint_label("Parameter count", "The architecture is inferred from a typical shape for "
-                                      "this size, and the plan says so."))
+                                      "this size, and the plan says so. Until a count is typed here the plan "
+                                      "keeps the model it has."))
         return box
 
     # ---- edits
