@@ -65,6 +65,17 @@ def resource_path(*parts: str) -> Path:
     return resources_root().joinpath(*parts)
 
 
+def guide_path() -> Path | None:
+    """The user guide: resources/guide.md where the app is installed or bundled (pyproject's data-files and
+    packaging/tuneplan.spec copy docs/guide.md there), docs/guide.md in a source checkout; None where neither is."""
+    try:
+        shipped: Path | None = resource_path("guide.md")
+    except FileNotFoundError:
+        shipped = None
+    source = Path(__file__).resolve().parent.parent / "docs" / "guide.md"
+    return next((path for path in (shipped, source) if path is not None and path.is_file()), None)
+
+
 def read_json(*parts: str) -> Any:
     """Parse a shipped JSON resource; a missing or broken file raises with its path in the message."""
     path = resource_path(*parts)

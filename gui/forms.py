@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, QStandardPaths, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QApplication,
@@ -130,3 +130,15 @@ def chosen_path(parent: QWidget, path: Path | None, title: str, suggested: str, 
     ask = QFileDialog.getSaveFileName if save else QFileDialog.getOpenFileName
     name, _ = ask(parent, title, suggested, file_filter)
     return Path(name) if name else None
+
+
+_NOT_IN_FILE_NAMES = str.maketrans({c: "-" for c in '/\\:*?"<>|'})
+
+
+def suggested_path(name: str, suffix: str) -> str:
+    """Where an export is proposed: the user's documents folder (their home where it has none), under the plan's
+    name made safe for any file system ('/' and the characters Windows refuses become '-', control characters
+    go): "baseline.pdf", not "plan.pdf" in whatever folder tuneplan was started from."""
+    stem = "".join(c for c in name.translate(_NOT_IN_FILE_NAMES) if c.isprintable()).strip(" .")[:120] or "plan"
+    folder = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation) or Path.home())
+    return str((folder if folder.is_dir() else Path.home()) / f"{stem}{suffix}")

@@ -21,11 +21,13 @@ from typing import Any
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QDialog,
     QHBoxLayout,
     QInputDialog,
     QLabel,
     QListWidget,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QStackedWidget,
     QWidget,
@@ -36,7 +38,7 @@ from core.library.store import PlanRecord, PlanStore, StoreError, library_is_emp
 from core.planner.request_file import RequestFileError, read_request_file
 from gui.catalog.refresh_button import RefreshPricesButton
 from gui.catalog.view import CatalogView
-from gui.forms import chosen_path, show_problem
+from gui.forms import chosen_path, show_problem, suggested_path
 from gui.library.widget import LibraryWidget
 from gui.wizard.wizard import PlanWizard
 from gui.workers import Executor, ThreadExecutor
@@ -54,6 +56,8 @@ class MainWindow(QMainWindow):
         self.settings = settings or QSettings()
         self.setAccessibleName("tuneplan main window")
         self._closed = False
+        self.guide: QDialog | None = None  # Help's windows, made when first asked for
+        self.shortcuts: QDialog | None = None
         central = QWidget()
         row = QHBoxLayout(central)
         row.setContentsMargins(0, 0, 0, 0)
@@ -250,7 +254,12 @@ class MainWindow(QMainWindow):
             if action.text().startswith("Go to"):
                 self.view_menu.addAction(action)
         help_menu = self.menuBar().addMenu("&Help")
-        help_menu.addAction(self._action("&About", "F1", self._about, "About tuneplan"))
+        help_menu.addAction(self._action("&User guide", "F1", self.show_guide, "Read the user guide"))
+        help_menu.addAction(self._action("&Keyboard shortcuts", "Ctrl+/", self.show_shortcuts,
+                                         "List the keyboard shortcuts"))
+        about = QAction("&About tuneplan", self)
+        about.triggered.connect(self._about)
+        help_menu.addAction(about)
         toolbar = self.addToolBar("Plan")
         toolbar.setObjectName("plan-toolbar")
         toolbar.setAccessibleName("Plan toolbar")
@@ -282,6 +291,26 @@ class MainWindow(QMainWindow):
 
     def _about(self) -> None:
         QMessageBox.about(self, "About tuneplan", self.about_text())
+
+    def show_guide(self) -> None:
+        """Help › User guide: docs/guide.md in a window beside this one (one window, raised when asked again)."""
+        from gui.help import GuideWindow
+
+        if self.guide is None:
+            self.guide = GuideWindow(self)
+        self.guide.show()
+        self.guide.raise_()
+        self.guide.activateWindow()
+
+    def show_shortcuts(self) -> None:
+        """Help › Keyboard shortcuts: read from the menus, the window's and the library's actions."""
+        from gui.help import ShortcutsDialog
+
+        actions = [a for menu in self.menuBar().findChildren(QMenu) for a in menu.actions()] + self.actions()
+        if self._library is not None:
+            actions += self._library.actions()
+        self.shortcuts = ShortcutsDialog(actions, self)
+        self.shortcuts.open()
 
     # ---- plan actions
 
@@ -379,14 +408,18 @@ class MainWindow(QMainWindow):
             return None
         return self._write(*chosen)
 
-    def _proposed_name(self) -> str:
-        """'llama-3.1-8b lora on 8× H100-SXM', with ' (2)' and up when the library already has that name."""
+    def _plan_label(self) -> str:
+        """'llama-3.1-8b lora on 8× H100-SXM': what the plan is, for a plan that has no name yet."""
         from core.planner.analysis import hardware_label  # loaded by the plan being saved
 
         analysis = self.wizard.state.analysis
         assert analysis is not None
         r = analysis.result
-        base = f"{r.model_name} {r.request.training.method.value} on {hardware_label(r.hardware)}"
+        return f"{r.model_name} {r.request.training.method.value} on {hardware_label(r.hardware)}"
+
+    def _proposed_name(self) -> str:
+        """The plan's label, with ' (2)' and up when the library already has that name."""
+        base = self._plan_label()
         taken = {record.name for record in self.store.list()}
         name, n = base, 1
         while name in taken:
@@ -440,12 +473,17 @@ class MainWindow(QMainWindow):
         self._say(f"Saved “{name}” to the library")
         return saved
 
+    def _export_path(self, suffix: str) -> str:
+        """The file an export proposes: the plan's name in the library (or its file's), else what it is, in the
+        user's documents folder."""
+        return suggested_path(self.wizard.plan_name or self._plan_label(), suffix)
+
     def export_json(self, path: Path | None = None) -> Path | None:
         if not self._ready("exported"):
             return None
         analysis = self.wizard.state.analysis
         assert analysis is not None
-        path = chosen_path(self, path, "Export plan JSON", "plan.json", "JSON (*.json)", save=True)
+        path = chosen_path(self, path, "Export plan JSON", self._export_path(".json"), "JSON (*.json)", save=True)
         if path is None:
             return None
         try:
@@ -462,13 +500,13 @@ class MainWindow(QMainWindow):
             return
         analysis = self.wizard.state.analysis
         assert analysis is not None
-        path = chosen_path(self, path, "Export PDF", "plan.pdf", "PDF (*.pdf)", save=True)
+        path = chosen_path(self, path, "Export PDF", self._export_path(".pdf"), "PDF (*.pdf)", save=True)
         if path is None:
             return
         from core.planner.report import build_report
         from gui.pdf import render_report
 
-        report = build_report(analysis)
+        report = build_report(analysis, name=self.wizard.plan_name)
         target = path
         self.statusBar().showMessage(f"Writing {target}…")
         self.executor.submit(lambda: render_report(report, target),

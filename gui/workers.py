@@ -8,7 +8,8 @@ Errors never end on stderr. A job's exception goes to its ``on_error``; a job wi
 itself raises, would otherwise be lost silently or printed by PySide as a traceback on the terminal, where a
 user of the window never looks. Both become one sentence (:func:`error_message`) handed to the
 :class:`ThreadExecutor`'s ``report`` (the main window shows it in its status bar); until a window sets ``report``
-they are kept in ``unreported``.
+they are kept in ``unreported``. A job that outlives its window (closed while the job ran) reports to no one:
+once cancelled it sends nothing, and a send that finds the relay deleted by Qt's teardown is dropped.
 
 Tests inject :class:`InlineExecutor`, which runs each job at once on the calling thread (the idea of Picard's
 ``FakeThreadPool``), so a test can assert on the window right after an edit; it raises what no one handles,
@@ -22,7 +23,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+import shiboken6
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, SignalInstance, Slot
 
 Done = Callable[[Any], None]
 Failed = Callable[[BaseException], None]
@@ -129,6 +131,22 @@ class _Runnable(QRunnable):
         self._body()
 
 
+def _hand_over(relay: _Relay, signal: SignalInstance, value: Any) -> None:
+    """Send a worker's value to the relay on the GUI thread, unless the relay is gone.
+
+    A job cancelled by :meth:`ThreadExecutor.stop_all` sends nothing, but one can finish between that check and
+    the send while the application ends: Qt's teardown deletes every QObject, relays included, and a send then
+    raises RuntimeError ("Signal source has been deleted") on the worker, which PySide prints on the terminal.
+    With the window gone there is no one to tell, so that send is dropped. PySide checks the relay and sends
+    while holding the GIL, which Qt's teardown from Python needs too, so the relay cannot go half-way through.
+    """
+    try:
+        signal.emit(value)
+    except RuntimeError:
+        if shiboken6.isValid(relay):
+            raise
+
+
 def _run_stream(gen_fn: Callable[[Job], Iterator[Any]], job: Job, emit_item: Done) -> None:
     """Relay values until the generator ends or the job is cancelled (checked between values)."""
     for value in gen_fn(job):
@@ -178,15 +196,16 @@ class ThreadExecutor:
             self._live.add(relay)
 
         def guarded() -> None:
-            if relay.job.cancelled:
-                relay.done.emit(None)
-                return
-            try:
-                result = body()
-            except BaseException as exc:
-                relay.failed.emit(exc)
-            else:
-                relay.done.emit(result)
+            outcome: tuple[SignalInstance, Any] | None = None
+            if not relay.job.cancelled:
+                try:
+                    outcome = relay.done, body()
+                except BaseException as exc:
+                    outcome = relay.failed, exc
+            if relay.job.cancelled:  # a cancelled job is delivered to no one: forgotten here, nothing sent
+                self._forget(relay)
+            elif outcome is not None:
+                _hand_over(relay, *outcome)
 
         self._pool.start(_Runnable(guarded))
         return relay.job
@@ -198,7 +217,8 @@ class ThreadExecutor:
     def stream(self, gen_fn: Callable[[Job], Iterator[Any]], on_item: Done, on_done: Done | None = None,
                on_error: Failed | None = None) -> Job:
         relay = _Relay(Job(), on_item, on_done, on_error, self._forget, self._unhandled)
-        return self._start(relay, lambda: _run_stream(gen_fn, relay.job, relay.item.emit))
+        return self._start(relay, lambda: _run_stream(gen_fn, relay.job,
+                                                      lambda value: _hand_over(relay, relay.item, value)))
 
     @property
     def active(self) -> int:

@@ -4,6 +4,8 @@ Why it is built this way:
 - every write is one transaction in WAL mode with synchronous=FULL, so a crash mid-write leaves the last
   committed state and never half a plan;
 - the schema carries a version (PRAGMA user_version) and migrates forward one step at a time from v1;
+- an id is never given twice (AUTOINCREMENT, since v3), so undoing a delete puts the plan back under its own id
+  even after other saves; :meth:`PlanStore.restore` still gives it a new id should its own be taken;
 - only a damaged file (SQLITE_CORRUPT / NOTADB, or PRAGMA quick_check not "ok") is moved aside with a timestamp
   and reported to the caller, never wiped; a full disk, a read-only folder or a lock is one sentence (StoreError,
   with its kind) and nothing is renamed (core.sqlite_store tells them apart);
@@ -41,7 +43,7 @@ from core.sqlite_store import (
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "tuneplan.db"
 
 
@@ -140,6 +142,8 @@ def _summary(request: dict[str, Any], result: PlanResult | None) -> dict[str, An
 
 # --------------------------------------------------------------------------- migrations
 
+_COLUMNS = "name, model, method, gpu, cost_usd, hours, request_json, result_json, created, updated"  # all but id
+
 
 def _v1(db: sqlite_utils.Database) -> None:
     db.execute("""CREATE TABLE plans (
@@ -167,7 +171,29 @@ def _v2(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX plans_updated ON plans(updated)")
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]  # MIGRATIONS[i] makes version i + 1
+def _v3(db: sqlite_utils.Database) -> None:
+    """Ids never reused (AUTOINCREMENT): without it SQLite gave a new plan the id of the newest one deleted, and
+    undoing that delete then failed with the plan lost. SQLite cannot add AUTOINCREMENT to a table, so the table
+    is rebuilt with its rows, ids and index; the ids it ever gave start from the largest one kept."""
+    db.execute("ALTER TABLE plans RENAME TO plans_v2")
+    db.execute("""CREATE TABLE plans (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL,
+        model TEXT NOT NULL DEFAULT '',
+        method TEXT NOT NULL DEFAULT '',
+        gpu TEXT NOT NULL DEFAULT '',
+        cost_usd REAL,
+        request_json TEXT NOT NULL,
+        result_json TEXT,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL,
+        hours REAL)""")
+    db.execute(f"INSERT INTO plans (id, {_COLUMNS}) SELECT id, {_COLUMNS} FROM plans_v2")
+    db.execute("DROP TABLE plans_v2")  # and its index
+    db.execute("CREATE INDEX plans_updated ON plans(updated)")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]  # MIGRATIONS[i] makes version i + 1
 
 
 # --------------------------------------------------------------------------- store
@@ -302,11 +328,16 @@ class PlanStore:
             self.db.execute("DELETE FROM plans WHERE id = ?", [plan_id])
         return record
 
-    def restore(self, record: PlanRecord) -> None:
-        """Put a deleted record back, with its id and dates."""
-        with self._write("written (the plan was not restored)"):
-            self.db.execute(
-                "INSERT INTO plans (id, name, model, method, gpu, cost_usd, hours, request_json, result_json, "
-                "created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [record.id, record.name, record.model, record.method, record.gpu, record.cost_usd, record.hours,
-                 json.dumps(record.request, sort_keys=True), record.result_json, record.created, record.updated])
+    def restore(self, record: PlanRecord) -> int:
+        """Put a deleted record back, with its dates, and return its id: its own, or a new one where another
+        plan has it (a library written before ids were never reused, or the record restored twice): a deleted
+        plan always comes back."""
+        values = [record.name, record.model, record.method, record.gpu, record.cost_usd, record.hours,
+                  json.dumps(record.request, sort_keys=True), record.result_json, record.created, record.updated]
+        marks = ", ".join("?" * len(values))
+        with self._write(f"written (plan “{record.name}” was not restored)"):
+            if not list(self.db.query("SELECT 1 FROM plans WHERE id = ?", [record.id])):
+                self.db.execute(f"INSERT INTO plans (id, {_COLUMNS}) VALUES (?, {marks})", [record.id, *values])
+                return record.id
+            cursor = self.db.execute(f"INSERT INTO plans ({_COLUMNS}) VALUES ({marks})", values)
+            return int(cursor.lastrowid or 0)

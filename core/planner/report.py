@@ -355,8 +355,9 @@ def _cost_sentence(r: PlanResult) -> str:
     return f"Cost: {cost_range_text(r)} across pricing modes; {total} {mode} at {r.cost.provider}."
 
 
-def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
-    """The report's content: sections of paragraphs, bullets, tables and charts, in reading order."""
+def build_report(analysis: Analysis, today: dt.date | None = None, name: str | None = None) -> Report:
+    """The report's content: sections of paragraphs, bullets, tables and charts, in reading order. ``name``: the
+    plan's name in the library, which the title then carries (the launch files' headers do too)."""
     today = today or dt.date.today()
     r, f = analysis.result, analysis.figures
     t = r.request.training
@@ -409,5 +410,7 @@ def build_report(analysis: Analysis, today: dt.date | None = None) -> Report:
         header=["assumption", "value", "source", "date"], widths=[2, 2, 4, 1.2],
         rows=[[a.name, a.value, a.source, a.date or "—"] for a in r.assumptions])]))
     sections.append(Section(title="Appendix: formulas", blocks=[Bullets(items=FORMULAS)]))
-    return Report(title=f"Fine-tuning plan: {r.model_name} ({t.method.value})", date=today.isoformat(),
+    named = " ".join((name or "").split())  # one line in the title and the page footers
+    title = f"Fine-tuning plan “{named}”: " if named else "Fine-tuning plan: "
+    return Report(title=f"{title}{r.model_name} ({t.method.value})", date=today.isoformat(),
                   conclusion=conclusion(r), key_figures=shown_key_figures(r), sections=sections)

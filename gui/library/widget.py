@@ -29,7 +29,7 @@ from core.planner.models import PlanRequest
 from core.planner.request_file import RequestFileError, read_request_file
 from core.units import fmt_hours, fmt_usd
 from core.validation import validation_message
-from gui.forms import button_row, chosen_path, make_error_label, show_problem
+from gui.forms import button_row, chosen_path, make_error_label, show_problem, suggested_path
 from gui.library.compare import CompareDialog
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 from gui.workers import Executor
@@ -59,11 +59,12 @@ class _DeleteCommand(QUndoCommand):
     def undo(self) -> None:
         if self.record is not None:
             try:
-                self.library.store.restore(self.record)
+                self.plan_id = self.library.store.restore(self.record)  # its own id, or a new one: redo deletes it
             except StoreError as exc:
                 self.library.report_error(str(exc))
                 return
             self.library.refresh()
+            self.library.select_ids([self.plan_id])
 
 
 class LibraryWidget(QWidget):
@@ -256,7 +257,8 @@ class LibraryWidget(QWidget):
         if plan_id is None:
             return None
         record = self.store.get(plan_id)
-        path = chosen_path(self, path, "Export plan request", f"{record.name}.json", "JSON (*.json)", save=True)
+        path = chosen_path(self, path, "Export plan request", suggested_path(record.name, ".json"), "JSON (*.json)",
+                           save=True)
         if path is None:
             return None
         try:

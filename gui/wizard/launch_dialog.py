@@ -82,6 +82,10 @@ class LaunchDialog(QDialog):
         self.export_button.clicked.connect(self.export)
         self.close_button = QPushButton("Close")
         self.close_button.clicked.connect(self.reject)
+        # Enter exports (the folder typed, the formats ticked); it opened the folder chooser, the first button.
+        for button in (self.choose_button, self.close_button):
+            button.setAutoDefault(False)
+        self.export_button.setDefault(True)
         buttons.addWidget(self.export_button)
         buttons.addWidget(self.close_button)
         layout.addLayout(buttons)

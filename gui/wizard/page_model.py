@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QMimeData, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QMimeData, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at 
 PRESET, CONFIG, PARAMS = 0, 1, 2
 CONFIG_PATH = "model.config"  # where config.json text errors are shown
 MAX_CONFIG_BYTES = 1_000_000
+NO_PARAMS = "type the parameter count, such as 7B, 7e9 or 13.5B, or pick a preset"
 
 
 def parse_config_text(text: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -61,6 +62,47 @@ def read_config_file(path: Path) -> tuple[str | None, str | None]:
         return None, f"{path.name} is not UTF-8 text"
     except OSError as exc:
         return None, f"cannot read {path}: {exc.strerror or exc}"
+
+
+def _squashed(text: str) -> str:
+    """Lower case, without the dashes, slashes and spaces between parts of a name: "Llama-3.1-8B" and the
+    "llama3.1 8b" a person types meet as "llama3.18b"."""
+    return "".join(c for c in text.casefold() if c.isalnum() or c == ".")
+
+
+def filter_words(text: str) -> list[str]:
+    """The words a filter text asks for, squashed; a word without a letter or digit asks for nothing."""
+    return [_squashed(word) for word in text.split() if any(c.isalnum() for c in word)]
+
+
+def shows(words: list[str], label: str) -> bool:
+    """Whether a preset's label holds every word, in any order and any case, each at the start of a part of the
+    name: "llama 8b" and "8B Llama" find llama-3.1-8b, "qwen 7b" finds qwen2.5-7b but not qwen3-1.7b."""
+    text = label.casefold()
+    starts = [_squashed(text[i:]) for i, c in enumerate(text)
+              if c.isalnum() and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "."))]
+    return all(any(part.startswith(word) for part in starts) for word in words)
+
+
+class WordsFilter(QSortFilterProxyModel):
+    """The presets whose label holds every word typed (:func:`shows`), not the typed text as one string: "llama
+    8b" found nothing when the label reads "llama-3.1-8b"."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self._words: list[str] = []
+
+    def set_text(self, text: str) -> None:
+        if hasattr(self, "beginFilterChange"):  # Qt 6.10 on; invalidateRowsFilter is deprecated there
+            self.beginFilterChange()
+            self._words = filter_words(text)
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        else:
+            self._words = filter_words(text)
+            self.invalidateRowsFilter()
+
+    def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex) -> bool:
+        return shows(self._words, str(self.sourceModel().index(source_row, 0, source_parent).data()))
 
 
 def _local_file(mime: QMimeData) -> Path | None:
@@ -134,9 +176,8 @@ class ModelPage(PlanPage):
             item.setData(preset.id, Qt.ItemDataRole.UserRole)
             item.setEditable(False)
             self.presets.appendRow(item)
-        self.proxy = QSortFilterProxyModel(self)
+        self.proxy = WordsFilter(self)
         self.proxy.setSourceModel(self.presets)
-        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.list = QListView()
         self.list.setAccessibleName("Model presets")
         self.list.setModel(self.proxy)
@@ -184,12 +225,15 @@ class ModelPage(PlanPage):
         self.params_error = make_error_label("Parameter count")
         layout.addRow(self.params_error)
         layout.addRow(make_hint_label("Parameter count", "The architecture is inferred from a typical shape for "
-                                      "this size, and the plan says so."))
+                                      "this size, and the plan says so. Until a count is typed here the plan "
+                                      "keeps the model it has."))
         return box
 
     # ---- edits
 
     def _tab_changed(self, index: int) -> None:
+        """A tab with something in it gives the plan its model; an empty one changes nothing until the person
+        types, picks or pastes there, so looking at a tab neither raises an error nor makes the plan unsaved."""
         if index != CONFIG:
             self.state.set_local_error(CONFIG_PATH, None)
         if index == PRESET:
@@ -197,9 +241,11 @@ class ModelPage(PlanPage):
             if picked:
                 self._preset_chosen(picked[0])
         elif index == CONFIG:
-            self._config_text_changed()
-        else:
+            if self.config_edit.toPlainText().strip():
+                self._config_text_changed()
+        elif self.params_edit.text().strip():
             self._params_edited(self.params_edit.text())
+        self._show_local_errors()
 
     def _filter_changed(self, text: str) -> None:
         """Filter the list; the model stays the one the user picked.
@@ -209,10 +255,14 @@ class ModelPage(PlanPage):
         """
         self._filtering = True
         try:
-            self.proxy.setFilterFixedString(text)
+            self.proxy.set_text(text)
         finally:
             self._filtering = False
         self._show_selected()
+
+    def clear_filter(self) -> None:
+        """Another plan is shown (New plan, Open): its model in view and selected, not hidden by the old filter."""
+        self.filter.clear()
 
     def _preset_chosen(self, index: Any) -> None:
         if self._filtering:
@@ -265,8 +315,9 @@ class ModelPage(PlanPage):
         config_msg = errors.get(CONFIG_PATH) or (errors.get("model") if self.tabs.currentIndex() == CONFIG else None)
         self.config_error.setText(config_msg or "")
         self.config_error.setVisible(bool(config_msg))
-        params_msg = errors.get("model.params") or (errors.get("model") if self.tabs.currentIndex() == PARAMS
-                                                     else None)
+        params_msg = errors.get("model.params")
+        if params_msg is None and self.tabs.currentIndex() == PARAMS and "model" in errors:
+            params_msg = NO_PARAMS if not self.state.get("model") else errors["model"]  # the field was emptied
         self.params_error.setText(params_msg or "")
         self.params_error.setVisible(bool(params_msg))
 

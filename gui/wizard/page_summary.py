@@ -3,6 +3,7 @@ the exits."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Signal
@@ -65,6 +66,7 @@ class SummaryPage(PlanPage):
         self.launch_button.setEnabled(False)
         buttons.addWidget(self.launch_button)
         self.launch_dialog: LaunchDialog | None = None
+        self.plan_name: Callable[[], str | None] = lambda: None  # the wizard's: the launch files' headers say it
         buttons.addStretch(1)
         self.body.addLayout(buttons)
         self.body.addWidget(QLabel("Sanity checks"))
@@ -90,7 +92,7 @@ class SummaryPage(PlanPage):
             return
         from gui.wizard.launch_dialog import LaunchDialog  # the launch writers load NumPy: only when asked
 
-        self.launch_dialog = LaunchDialog(self.state.analysis.result, self.state.executor, parent=self)
+        self.launch_dialog = LaunchDialog(self.state.analysis.result, self.state.executor, self.plan_name(), self)
         self.launch_dialog.open()
 
     def show_analysis(self, analysis: Analysis) -> None:

@@ -75,6 +75,7 @@ class PlanWizard(QWizard):
         for page in self.pages():
             self.addPage(page)
             page.readiness_changed.connect(self._update_buttons)
+        self.summary_page.plan_name = lambda: self.plan_name
         self.summary_page.save_requested.connect(self.save_requested)
         self.summary_page.export_pdf_requested.connect(self.export_pdf_requested)
         self.summary_page.export_json_requested.connect(self.export_json_requested)
@@ -229,6 +230,7 @@ class PlanWizard(QWizard):
         self.plan_id, self.plan_name = plan_id, name
         for page in self.pages():
             page.show_intro(None)  # the first run's lines belong to the sample plan only
+        self.model_page.clear_filter()
         self.restart()
         self.state.load(raw)
         self._saved_raw = self.state.raw() if saved else None

@@ -49,7 +49,7 @@ def test_default_path_follows_xdg(monkeypatch, tmp_path):
 
 def test_new_library_is_at_the_latest_schema_in_wal_mode(tmp_path):
     store = PlanStore(tmp_path / "lib.db")
-    assert store.schema_version == SCHEMA_VERSION == 2
+    assert store.schema_version == SCHEMA_VERSION == 3
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.notice is None
 
@@ -58,10 +58,65 @@ def test_migrates_from_v1_and_backfills_hours(tmp_path):
     db = tmp_path / "lib.db"
     make_v1(db)
     store = PlanStore(db)
-    assert store.schema_version == 2
+    assert store.schema_version == 3
     [old] = store.list()
     assert (old.name, old.cost_usd, old.hours, old.created) == ("old", 12.5, 3.5, "2025-01-01")
     assert "plans_updated" in {i.name for i in store.db.table("plans").indexes}
+
+
+def make_v2(path: Path, names: list[str]) -> None:
+    """A library as version 2 wrote it (ids that SQLite reuses: INTEGER PRIMARY KEY alone), one row per name."""
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE plans (id INTEGER PRIMARY KEY, name TEXT NOT NULL, model TEXT NOT NULL DEFAULT '',
+            method TEXT NOT NULL DEFAULT '', gpu TEXT NOT NULL DEFAULT '', cost_usd REAL, request_json TEXT NOT NULL,
+            result_json TEXT, created TEXT NOT NULL, updated TEXT NOT NULL, hours REAL);
+        CREATE INDEX plans_updated ON plans(updated);
+        PRAGMA user_version = 2;""")
+    for name in names:
+        con.execute("INSERT INTO plans (name, model, request_json, created, updated, hours) "
+                    "VALUES (?, 'llama-3.1-8b', ?, '2025-01-01', '2025-01-02', 2.5)", [name, json.dumps(REQUEST)])
+    con.commit()
+    con.close()
+
+
+def test_an_undone_delete_gets_its_plan_back_after_another_save(tmp_path):
+    """Deleting the newest plan and saving another before Undo: SQLite gave the new plan the deleted one's id,
+    and putting the deleted plan back failed (IntegrityError), losing it. Both plans are kept now."""
+    store = PlanStore(tmp_path / "lib.db")
+    store.save("first", REQUEST)
+    newest = store.save("newest", REQUEST)
+    gone = store.delete(newest)
+    other = store.save("saved meanwhile", REQUEST)
+    assert other != newest  # the deleted plan's id is not given again
+    assert store.restore(gone) == newest
+    assert sorted(r.name for r in store.list()) == ["first", "newest", "saved meanwhile"]
+    assert store.get(newest) == gone
+
+
+def test_a_library_written_by_version_2_is_migrated_and_never_reuses_an_id(tmp_path):
+    db = tmp_path / "lib.db"
+    make_v2(db, ["a", "b", "c"])
+    store = PlanStore(db)
+    assert store.schema_version == 3
+    assert [(r.id, r.name, r.hours, r.created) for r in sorted(store.list(), key=lambda r: r.id)] == [
+        (1, "a", 2.5, "2025-01-01"), (2, "b", 2.5, "2025-01-01"), (3, "c", 2.5, "2025-01-01")]
+    assert "plans_updated" in {i.name for i in store.db.table("plans").indexes}
+    gone = store.delete(3)
+    assert store.save("d", REQUEST) == 4
+    assert store.restore(gone) == 3
+
+
+def test_a_record_whose_id_is_taken_comes_back_under_a_new_one(tmp_path):
+    """Restoring is never refused for the id: a record put back twice (or into a library where its id went to
+    another plan) is kept as a plan of its own."""
+    store = PlanStore(tmp_path / "lib.db")
+    gone = store.delete(store.save("twice", REQUEST))
+    assert store.restore(gone) == gone.id
+    again = store.restore(gone)
+    assert again != gone.id
+    assert [r.name for r in store.list()] == ["twice", "twice"]
+    assert store.get(again).request == gone.request and store.get(again).created == gone.created
 
 
 def test_library_is_empty_reads_the_first_run_without_opening_the_store(tmp_path):

@@ -77,6 +77,25 @@ def test_rename_duplicate_delete_and_undo(qtbot, window):
     assert window.store.get(plan_id).name == "baseline"
 
 
+def test_undo_brings_a_deleted_plan_back_after_another_save(qtbot, window):
+    """Delete the newest plan, save a new one from the wizard, then press Undo in the library: the deleted plan
+    comes back beside the new one (its id had gone to the new plan, and Undo failed with the plan lost)."""
+    save_variant(qtbot, window, "2e8", "lora")
+    newest = save_variant(qtbot, window, "3e8", "lora")
+    library = window.library
+    window.show_place("Library")
+    library.select_ids([newest])
+    click(qtbot, library.buttons["delete"])
+    assert "3e8 tokens lora" not in {r.name for r in window.store.list()}
+    saved = save_variant(qtbot, window, "4e8", "qlora")
+    window.show_place("Library")
+    click(qtbot, library.undo_button)
+    assert sorted(library.model.row(i).cells[0] for i in range(library.model.rowCount())) == [
+        "2e8 tokens lora", "3e8 tokens lora", "4e8 tokens qlora"]
+    assert window.store.get(saved).name == "4e8 tokens qlora"
+    assert library.selected_ids() == [newest] and not library.error.isVisible()
+
+
 def test_compare_highlights_differences(qtbot, window):
     a = save_variant(qtbot, window, "2e8", "lora")
     b = save_variant(qtbot, window, "2e8", "qlora")

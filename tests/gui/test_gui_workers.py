@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from gui.workers import InlineExecutor, ThreadExecutor
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_result_is_delivered_on_the_gui_thread(qtbot):
@@ -120,3 +126,18 @@ def test_a_background_job_that_raises_shows_one_sentence_in_the_window_and_nothi
     finally:
         assert ex.stop_all(3000)
         window.close()
+
+
+@pytest.mark.real_window
+def test_closing_the_window_while_a_plan_computes_prints_nothing(tmp_path):
+    """A person types a token count and closes the window before its plan arrives (Discard); the plan outlives
+    the window's 2 s wait for its workers and ends after Qt has gone. Nothing reaches the terminal: before, the
+    worker's hand-off raised "RuntimeError: Signal source has been deleted" there (tests/gui/close_while_planning)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "PYTHONWARNINGS")}
+    env.update(PYTHONPATH=str(ROOT), HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"),
+               XDG_CONFIG_HOME=str(tmp_path / "config"))
+    done = subprocess.run([sys.executable, "-m", "tests.gui.close_while_planning"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["closing while planning: True", "worker finished"], done.stdout
+    assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr

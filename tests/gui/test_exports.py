@@ -1,0 +1,162 @@
+"""Exports as a person makes them: Ctrl+E proposes the plan's library name in their documents folder (it
+proposed plan.pdf in whatever folder tuneplan was started from), Enter in the save dialog writes it, and the
+PDF's title and the launch files' headers carry that name; in the launch dialog Enter exports."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pypdf import PdfReader
+from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit
+
+from gui.forms import suggested_path
+from tests.gui.wizard_driver import click, next_page, settle, type_like_a_person
+
+pytestmark = pytest.mark.real_window
+
+# Fixed hardware, so the launch files are known: 8 × H100 in one node, LoRA (tests/gui/test_launch_dialog.py).
+REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8, "seq_len": 4096},
+           "training": {"method": "lora", "micro_batch_size": 1, "global_batch_size": 64},
+           "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}}
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's folder is the home, with a Documents folder as a desktop makes it (no user-dirs.dirs in the
+    test's XDG_CONFIG_HOME: Qt's documents folder is then ~/Documents)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "Documents").mkdir()
+    return tmp_path
+
+
+@dataclass
+class SaveDialog:
+    """Answers the next save dialog as a person does: reads the file it proposes, presses Enter. A dialog still
+    open 10 s on is closed (Cancel), so the test fails instead of waiting for ever."""
+
+    proposed: list[str] = field(default_factory=list)
+    pressed: bool = False
+    deadline: float = field(default_factory=lambda: time.monotonic() + 10)
+
+    def look(self) -> None:
+        dialog = QApplication.activeModalWidget()
+        if isinstance(dialog, QFileDialog) and dialog.isVisible():
+            if time.monotonic() > self.deadline:
+                dialog.reject()
+                return
+            if not self.proposed:
+                self.proposed.append(dialog.selectedFiles()[0])
+            if not dialog.isActiveWindow():  # a window manager activates a dialog that opens; Xvfb runs none
+                dialog.activateWindow()
+            elif not self.pressed:
+                self.pressed = True
+                name = dialog.findChild(QLineEdit, "fileNameEdit")
+                assert name is not None, "the save dialog has no file name field"
+                QTest.mouseClick(name, Qt.MouseButton.LeftButton)  # where a person's eyes are: the file name
+                QTest.keyClick(QApplication.focusWidget() or name, Qt.Key.Key_Return)
+        elif time.monotonic() > self.deadline:
+            return
+        QTimer.singleShot(20, self.look)
+
+
+def press(qtbot, key: Qt.Key, modifiers: Qt.KeyboardModifier = Qt.KeyboardModifier.NoModifier) -> None:
+    """A key to whatever has the keyboard focus, as the keyboard delivers it."""
+    qtbot.keyClick(QApplication.focusWidget(), key, modifiers)
+
+
+def save_as(qtbot, window, name: str) -> None:
+    """Save as new under `name` (typing into that dialog is tests/gui/test_saving.py's)."""
+    assert window.save_as_new(name) is not None
+    assert window.wizard.plan_name == name
+
+
+def open_plan(qtbot, window, tmp_path: Path) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(REQUEST))
+    assert window.open_request(path)
+    settle(qtbot, window.wizard.state)
+
+
+def export_pdf_by_keyboard(qtbot, window) -> str:
+    """Ctrl+E, then Enter in the save dialog; the file the dialog proposed, once the PDF is written."""
+    answer = SaveDialog()
+    QTimer.singleShot(20, answer.look)
+    press(qtbot, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    assert answer.proposed, "no save dialog opened"
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith("Exported"), timeout=20000)
+    return answer.proposed[0]
+
+
+def test_the_pdf_is_proposed_under_the_library_name_in_documents_and_titled_so(qtbot, window, home: Path):
+    open_plan(qtbot, window, home)
+    save_as(qtbot, window, "team baseline")
+    proposed = export_pdf_by_keyboard(qtbot, window)
+    pdf = home / "Documents" / "team baseline.pdf"
+    assert proposed == str(pdf)
+    reader = PdfReader(str(pdf))
+    title = "Fine-tuning plan “team baseline”: llama-3.1-8b (lora)"
+    assert reader.metadata is not None and reader.metadata.title == title
+    first = " ".join((reader.pages[0].extract_text() or "").split())
+    assert first.startswith(f"{title} tuneplan report")  # the heading, then the date line
+    assert f"{title} · page 1 of {len(reader.pages)}" in first  # and every page's footer
+
+
+def test_an_unsaved_plan_is_proposed_under_what_it_is(qtbot, window, home: Path):
+    """A plan not in the library yet has no name: the proposal is the one Save would make, and the title the
+    plain one."""
+    window.wizard.load_request(REQUEST)  # as a new plan is: no library id, no name
+    settle(qtbot, window.wizard.state)
+    proposed = export_pdf_by_keyboard(qtbot, window)
+    assert proposed == str(home / "Documents" / "llama-3.1-8b lora on 8× H100-SXM.pdf")
+    reader = PdfReader(proposed)
+    assert reader.metadata is not None and reader.metadata.title == "Fine-tuning plan: llama-3.1-8b (lora)"
+
+
+def test_enter_in_the_launch_dialog_exports_with_the_library_name_in_the_headers(qtbot, window, home: Path):
+    open_plan(qtbot, window, home)
+    save_as(qtbot, window, "team baseline")
+    wizard = window.wizard
+    while wizard.currentPage() is not wizard.summary_page:
+        next_page(qtbot, wizard)
+    click(qtbot, wizard.summary_page.launch_button)
+    qtbot.waitUntil(lambda: wizard.summary_page.launch_dialog is not None
+                    and wizard.summary_page.launch_dialog.isVisible())
+    dialog = wizard.summary_page.launch_dialog
+    box = dialog.boxes["slurm"]
+    qtbot.mouseClick(box, Qt.MouseButton.LeftButton, pos=QPoint(8, box.height() // 2))
+    type_like_a_person(qtbot, dialog.folder, "~/launch")
+    chooser: list[str] = []
+
+    def close_a_folder_chooser() -> None:  # what Enter opened before: closed, so the test fails and goes on
+        opened = QApplication.activeModalWidget()
+        if isinstance(opened, QFileDialog):
+            chooser.append(opened.windowTitle())
+            opened.reject()
+
+    QTimer.singleShot(500, close_a_folder_chooser)
+    press(qtbot, Qt.Key.Key_Return)
+    assert chooser == []
+    qtbot.waitUntil(lambda: dialog.message.text().startswith("Wrote"), timeout=10000)
+    assert dialog.isVisible()  # Enter exported; it did not open the folder chooser nor close the dialog
+    lines = (home / "launch" / "train.sbatch").read_text().splitlines()
+    assert "# tuneplan launch file for plan 'team baseline' (llama-3.1-8b, lora)" in lines
+    assert "#SBATCH --job-name=tuneplan-team-baseline" in lines
+    dialog.close()
+
+
+@given(st.text(max_size=300), st.sampled_from([".pdf", ".json"]))
+def test_any_plan_name_gives_one_file_in_the_documents_folder(name: str, suffix: str) -> None:
+    """Names are whatever people type (a '/' or a newline included): the proposal is always one file, named
+    after the plan, in the documents folder."""
+    path = Path(suggested_path(name, suffix))
+    assert path.parent == Path.home() / "Documents"
+    assert path.name.endswith(suffix) and len(path.name) > len(suffix)
+    assert path.name.isprintable() and not any(c in path.name for c in '/\\:*?"<>|')
