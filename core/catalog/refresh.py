@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.catalog.download import NotPublished, fetch
+from core.catalog.download import MAX_BYTES, NotPublished, fetch
 from core.catalog.feeds import gpuhunt, skypilot
 from core.catalog.feeds.offer import Offer, ParseResult
 from core.catalog.lookup import Catalog
@@ -30,6 +30,7 @@ from core.catalog.overrides import load_catalog
 from core.catalog.records import CatalogError
 from core.catalog.refreshed_file import FILE_NAME, read_document, write_document
 from core.catalog.shipped import shipped_catalog
+from core.json_file import FileReadError, read_bounded
 from core.paths import config_dir
 
 SOURCES = ("skypilot", "gpuhunt")
@@ -242,9 +243,9 @@ def import_file(path: str | Path, *, fmt: str | None = None, provider: str | Non
     if fmt is not None and fmt not in FORMATS:
         raise CatalogError(f"import format '{fmt}' is not one of {', '.join(FORMATS)}")
     try:
-        body = p.read_bytes()
-    except OSError as exc:
-        raise CatalogError(f"cannot read {p}: {exc.strerror or exc}") from None
+        body = read_bounded(p, MAX_BYTES)
+    except FileReadError as exc:
+        raise CatalogError(str(exc)) from None
     is_zip = body[:4] == b"PK\x03\x04"
     if is_zip:
         fmt = fmt or "gpuhunt"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from core.cli import catalog, launch, plan, probe, probe_report, report
 from core.cli.common import EXIT_ERROR, EXIT_USAGE, CliError
+from core.validation import one_sentence
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,11 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(args.func(args))
-    except CliError as exc:
-        print(f"tuneplan: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except ValueError as exc:  # catalog and planner errors are written as sentences
-        print(f"tuneplan: {exc}", file=sys.stderr)
+    except (CliError, ValueError) as exc:  # catalog and planner errors are written as sentences
+        print(f"tuneplan: {one_sentence(str(exc))}", file=sys.stderr)  # one line, whatever it echoes
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from core.catalog import (
     load_catalog,
     network,
 )
+from core.json_file import FileReadError, read_json_file
 from core.planner.choose import search
 from core.planner.choose.advice import suggestions
 from core.planner.model import memory, parallel, savers
@@ -74,12 +74,11 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> tuple[Architecture, list
         if spec.hf_config is not None:
             path = Path(spec.hf_config).expanduser()
             try:
-                cfg = json.loads(path.read_text(encoding="utf-8"))
-            except FileNotFoundError as exc:
-                raise PlanError(f"model.hf_config: no file at {path}") from exc
-            except json.JSONDecodeError as exc:
-                raise PlanError(f"model.hf_config: {path} is not valid JSON ({exc.msg}, line {exc.lineno})") from exc
-            return Architecture.from_hf_config(cfg, str(cfg.get("_name_or_path") or path.parent.name)), []
+                cfg = read_json_file(path)
+            except FileReadError as exc:
+                raise PlanError(f"model.hf_config: {exc}") from None
+            name = cfg.get("_name_or_path") if isinstance(cfg, dict) else None
+            return Architecture.from_hf_config(cfg, str(name or path.parent.name)), []
         if spec.inline_config is not None:
             cfg = spec.inline_config
             return Architecture.from_hf_config(cfg, str(cfg.get("_name_or_path", "custom config"))), []
