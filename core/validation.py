@@ -61,7 +61,7 @@ def printable(text: str) -> str:
         unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp")) else ch for ch in str(text))
 
 
-def one_sentence(text: str, most: int = 600) -> str:
+def one_sentence(text: str, most: int = 1000) -> str:
     """An error as one line a person reads: ``printable``, and past `most` characters cut in the middle (a
     5,000-character name echoed back is noise; the sentence's start and its advice at the end are kept)."""
     line = printable(text)

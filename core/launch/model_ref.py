@@ -44,7 +44,7 @@ def architecture(p: LaunchPlan, catalog: Catalog | None = None) -> str | None:
             cfg = None
     if not isinstance(cfg, dict):
         return None
-    names = (cfg or {}).get("architectures")
+    names = cfg.get("architectures")
     return str(names[0]) if isinstance(names, list) and names else None
 
 
