@@ -1,8 +1,9 @@
 """Generated bad requests through the real CLI: a result or one sentence, exit code 0 or 1, within 2 s.
 
-Hypothesis starts from a valid request and breaks it: any field of the request schema (walked from
-``PlanRequest`` itself, so a new field is generated too) set to a hostile value (NaN, ±inf, 1e308, 0.5, a
-2^31 integer, -0, a string with a newline or a terminal escape, a 5,000-character name, a list, an object),
+Hypothesis starts from a valid request (its GPU given, or searching the catalog) and changes it: any field of
+the request schema (walked from ``PlanRequest`` itself, so a new field is generated too) set to a value it may
+well hold (each choice the schema names, small and boundary numbers) or a hostile one (NaN, ±inf, 1e308, 0.5,
+a 2^31 integer, -0, a string with a newline or a terminal escape, a 5,000-character name, a list, an object),
 an inline config.json with its size keys broken the same way, or a config.json path that is no config (a
 folder, /dev/zero, a named pipe, a JSON list). The request is written to a file and planned by
 ``core.cli.main.main`` in-process, as `tuneplan plan FILE --json` runs. What must hold for every one:
@@ -23,13 +24,15 @@ import os
 import threading
 import time
 import warnings
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from core.cli.main import main
 from core.planner.model.config_limits import LIMITS
@@ -44,24 +47,46 @@ CONFIG: dict[str, Any] = {"hidden_size": 2048, "num_hidden_layers": 16, "num_att
                           "model_type": "llama"}
 
 
-def schema_fields(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """Every leaf field of the request schema as its path, nested models walked (assumptions.buy.pue)."""
-    out: list[tuple[str, ...]] = []
+def schema_fields(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], FieldInfo]]:
+    """Every leaf field of the request schema with its path, nested models walked (assumptions.buy.pue)."""
+    out: list[tuple[tuple[str, ...], FieldInfo]] = []
     for name, info in model.model_fields.items():
         kind = info.annotation
-        nested = next((a for a in getattr(kind, "__args__", (kind,)) if isinstance(a, type)
-                       and issubclass(a, BaseModel)), None)
-        out += schema_fields(nested, (*prefix, name)) if nested else [(*prefix, name)]
+        nested = next((a for a in get_args(kind) or (kind,) if isinstance(a, type) and issubclass(a, BaseModel)),
+                      None)
+        out += schema_fields(nested, (*prefix, name)) if nested else [((*prefix, name), info)]
     return out
 
 
-FIELDS = [f for f in schema_fields(PlanRequest) if f[0] != "model"]
+def in_range(info: FieldInfo) -> st.SearchStrategy[Any]:
+    """Values the field's own type and bounds allow: what keeps a good share of the requests valid, so that the
+    planner and the search run on the odd corners, not only validation."""
+    kinds = get_args(info.annotation) or (info.annotation,)
+    bound = {k: getattr(m, k) for m in info.metadata for k in ("ge", "gt", "le", "lt") if hasattr(m, k)}
+    low, high = bound.get("ge", bound.get("gt", 0)), bound.get("le", bound.get("lt", 10**6))
+    for kind in kinds:
+        if kind is bool:
+            return st.booleans()
+        if isinstance(kind, type) and issubclass(kind, Enum):
+            return st.sampled_from([m.value for m in kind])
+        if get_origin(kind) is Literal:
+            return st.sampled_from(get_args(kind))
+        if kind is int:
+            return st.integers(int(low), int(high))
+        if kind is float:
+            return st.floats(float(low), float(high))
+    return plausible
+
+
+FIELDS = [(path, info) for path, info in schema_fields(PlanRequest) if path[0] != "model"]
 hostile_numbers = st.sampled_from([0, -1, 0.5, -0.0, 1e-9, 1e308, -1e308, 2**31, 2**63, 10**30, float("nan"),
                                    float("inf"), float("-inf"), True])
 hostile_text = st.sampled_from(["", " ", "a\nb", "\x1b[31mred", "x" * 5000, "1,5B", "2,5e8", "80G", "null",
                                 "-1", "\u2028", "../../etc/passwd", "H100-SXM\n"])
 scalars = st.one_of(hostile_numbers, hostile_text, st.none(), st.integers(), st.floats(), st.text(max_size=20))
 hostile = st.one_of(scalars, st.lists(scalars, max_size=3), st.dictionaries(st.text(max_size=5), scalars, max_size=2))
+plausible = st.sampled_from([1, 8, 64, 0.3, True, "aws", "lambda", "runpod", "H100-SXM", "RTX-4090", "A10G",
+                             "q,v", "all-linear"])
 
 
 def _set(request: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
@@ -80,7 +105,7 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
     keys = [*LIMITS, "expansion_ratio", "model_type", "hidden_act", "tie_word_embeddings", "layer_types",
             "text_config", "use_sliding_window", "no_rope_layers", "_name_or_path"]
     for key in draw(st.lists(st.sampled_from(keys), max_size=3, unique=True)):
-        cfg[key] = draw(st.one_of(hostile, st.integers(0, 2**20)))
+        cfg[key] = draw(st.one_of(hostile, st.integers(0, 2**20), st.integers(1, 64)))
     return cfg
 
 
@@ -88,7 +113,7 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
 def requests(draw: st.DrawFn, folder: Path) -> dict[str, Any] | str:
     """A request to write: the valid one with fields broken, another model, or the whole document replaced."""
     request: dict[str, Any] = json.loads(json.dumps(VALID))
-    kind = draw(st.sampled_from(["fields", "config", "config file", "params", "document"]))
+    kind = draw(st.sampled_from(["fields", "fields", "fields", "config", "config file", "params", "document"]))
     if kind == "document":
         return str(draw(st.one_of(hostile, st.just("[" * 5000))))
     if kind == "config":
@@ -99,8 +124,10 @@ def requests(draw: st.DrawFn, folder: Path) -> dict[str, Any] | str:
                                                                 str(folder / "missing.json")]))}
     elif kind == "params":
         request["model"] = {"params": draw(hostile)}
-    for path in draw(st.lists(st.sampled_from(FIELDS), max_size=3, unique=True)):
-        _set(request, path, draw(hostile))
+    if draw(st.booleans()):
+        del request["hardware"]  # the search over the whole catalog instead of the GPU given
+    for path, info in draw(st.lists(st.sampled_from(FIELDS), max_size=3, unique_by=lambda f: f[0])):
+        _set(request, path, draw(st.one_of(in_range(info), in_range(info), hostile)))
     return request
 
 
