@@ -161,3 +161,13 @@ def test_a_long_echo_is_cut_in_the_middle_keeping_the_advice(capsys: pytest.Capt
     request = {"model": {"preset": "x" * 5000}, "data": {"tokens": "2e8"}}
     said = one_sentence(capsys, ["plan", plan_file(tmp_path, request)])
     assert len(said) <= 1003 and said.startswith("unknown model preset 'xxx") and said.endswith("lists all)")
+
+
+def test_a_global_batch_of_1e30_sequences_is_refused_not_planned(capsys: pytest.CaptureFixture[str],
+                                                                 tmp_path: Path) -> None:
+    """It used to plan '1 steps of 292413026471125103021649821696.00 s'; 2^24 sequences is far past any
+    published run (Llama 3 405B: 16M tokens, 2,048 sequences of 8,192)."""
+    request = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}, "hardware": {"gpu": "H100-SXM"},
+               "training": {"global_batch_size": 10**30}}
+    assert one_sentence(capsys, ["plan", plan_file(tmp_path, request)]) == (
+        "training.global_batch_size: Input should be less than or equal to 16777216")
