@@ -19,33 +19,72 @@ _BYTE_SUFFIX = {
     "TIB": 2**40,
     "PIB": 2**50,
 }
-_NUMBER = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
-_COUNT_RE = re.compile(rf"^\s*{_NUMBER}\s*([KMBGTP]?)\s*$", re.IGNORECASE)
-_BYTES_RE = re.compile(rf"^\s*{_NUMBER}\s*([KMGTP]?I?B)?\s*$", re.IGNORECASE)
+# Digits with an optional fraction and exponent. Thousands may be grouped by commas only in groups of three
+# ("1,500,000"): "1,5B" is a decimal comma to half the world and a typo to the rest, so it is refused, never
+# read as 15 billion. Underscores may sit between digits as in Python ("1_000_000").
+_DIGITS = r"(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+(?:_[0-9]+)*)"
+_NUMBER = rf"(?P<number>[-+]?(?:{_DIGITS}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
+_COUNT_RE = re.compile(rf"^{_NUMBER}\s*(?P<suffix>[KMBGTPkmbgtp]?)$")
+# A byte size's unit: "GB", "GiB", or the prefix alone ("80G", as df -h and people write it: decimal, like GB).
+_BYTES_RE = re.compile(rf"^{_NUMBER}\s*(?P<prefix>[KMGTPkmgtp]?)(?P<binary>[iI]?)(?P<unit>[bB]?)$")
+
+
+def _number(match: re.Match[str]) -> float:
+    """The number a match holds, the commas and underscores between its digits dropped."""
+    return float(match.group("number").replace(",", "").replace("_", ""))
+
+
+def _comma_hint(text: str) -> str:
+    """What to write instead when a comma is not a thousands separator."""
+    if "," in text:
+        return " (a comma separates thousands only in groups of three, as in 1,500,000; a decimal takes a point: 1.5)"
+    return ""
 
 
 def parse_count(text: str | float | int) -> float:
-    """'2e8', '200M', '1.5T', '7B', '3,000' → a float. Raises ValueError with the accepted forms."""
+    """'2e8', '200M', '1.5T', '7B', '3,000' → a float. Raises ValueError with the accepted forms.
+
+    A comma is a thousands separator in groups of three only: '1,5B' and '2,5e8' are refused, never read as 15
+    billion and 2.5e9."""
+    if isinstance(text, bool):
+        raise ValueError(f"{text} is not a count; write e.g. 2e8, 200M, 1.5B or 1.5T")
     if isinstance(text, int | float):
-        return float(text)
-    match = _COUNT_RE.match(text.replace(",", "").replace("_", ""))
-    if not match:
-        raise ValueError(f"'{text}' is not a count; write e.g. 2e8, 200M, 1.5B or 1.5T")
-    value = float(match.group(1)) * _COUNT_SUFFIX[match.group(2).upper()]
+        value = float(text)
+    else:
+        match = _COUNT_RE.match(text.strip())
+        if match is None:
+            raise ValueError(f"'{text}' is not a count; write e.g. 2e8, 200M, 1.5B or 1.5T{_comma_hint(text)}")
+        value = _number(match) * _COUNT_SUFFIX[match.group("suffix").upper()]
     if not math.isfinite(value):
         raise ValueError(f"'{text}' is not a finite count")
     return value
 
 
 def parse_bytes(text: str | float | int) -> int:
-    """'80GB' (10^9), '80GiB' (2^30), '512' (bytes) → bytes."""
+    """'80GB' and '80G' (10^9), '80GiB' and '80Gi' (2^30), '512' (bytes) → bytes.
+
+    '80Gb' is refused: a capital prefix before a small b is how network speeds write gigabits, so it is
+    ambiguous; '80gb' (all small) is read as gigabytes, as people type it."""
+    if isinstance(text, bool):
+        raise ValueError(f"{text} is not a size; write e.g. 80GB, 80GiB, 1.5TB or 512MB")
     if isinstance(text, int | float):
+        if not math.isfinite(text) or text < 0:
+            raise ValueError(f"{text} is not a size of 0 bytes or more")
         return int(text)
-    match = _BYTES_RE.match(text.replace(",", "").replace("_", ""))
-    if not match:
+    match = _BYTES_RE.match(text.strip())
+    if match is None:
+        raise ValueError(f"'{text}' is not a size; write e.g. 80GB, 80GiB, 1.5TB or 512MB{_comma_hint(text)}")
+    prefix, binary, unit = match.group("prefix").upper(), match.group("binary"), match.group("unit")
+    if unit == "b" and match.group("prefix").isupper():
+        raise ValueError(f"'{text}' could be bits; write {match.group('number')}{prefix}B for bytes")
+    if binary and not prefix:
         raise ValueError(f"'{text}' is not a size; write e.g. 80GB, 80GiB, 1.5TB or 512MB")
-    suffix = (match.group(2) or "B").upper()
-    return int(float(match.group(1)) * _BYTE_SUFFIX[suffix])
+    value = _number(match) * _BYTE_SUFFIX[(prefix + ("I" if binary else "") + "B")]
+    if not math.isfinite(value):
+        raise ValueError(f"'{text}' is not a finite size")
+    if value < 0:
+        raise ValueError(f"'{text}' is not a size of 0 bytes or more")
+    return int(value)
 
 
 def fmt_bytes(n: float, binary: bool = False) -> str:

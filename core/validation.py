@@ -8,6 +8,8 @@ prefix the same sentence with what they were reading. Validators that already na
 
 from __future__ import annotations
 
+import unicodedata
+
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
@@ -19,10 +21,10 @@ def error_path(err: ErrorDetails) -> str:
 
 def error_text(err: ErrorDetails) -> str:
     """One error as a sentence without its field: what a label under that field says."""
-    msg = str(err["msg"]).removeprefix("Value error, ")
+    msg = printable(str(err["msg"]).removeprefix("Value error, "))
     if err["type"] == "enum":
         expected = err.get("ctx", {}).get("expected", "")
-        return f"'{err.get('input')}' is not allowed; use {expected}"
+        return f"'{printable(str(err.get('input')))}' is not allowed; use {expected}"
     if err["type"] == "missing":
         return "required"
     if err["type"] == "extra_forbidden":
@@ -49,3 +51,18 @@ def validation_message(exc: ValidationError, root: str = "", words: bool = False
     if not field or text.startswith(field.split(".")[0] + "."):
         return text  # the validator already named the field
     return f"{field.replace('_', ' ') if words else field}: {text}"
+
+
+def printable(text: str) -> str:
+    """`text` with every line break and control or format character written as its escape (``\\n``, ``\\x1b``):
+    a value echoed in a sentence ('unknown provider 'a\\nb'') stays on its line, and a terminal escape from a
+    file or feed reaches no terminal."""
+    return "".join(ch.encode("unicode_escape").decode("ascii") if ch != " " and (
+        unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp")) else ch for ch in str(text))
+
+
+def one_sentence(text: str, most: int = 1000) -> str:
+    """An error as one line a person reads: ``printable``, and past `most` characters cut in the middle (a
+    5,000-character name echoed back is noise; the sentence's start and its advice at the end are kept)."""
+    line = printable(text)
+    return line if len(line) <= most else f"{line[: most // 2]} … {line[-most // 2:]}"

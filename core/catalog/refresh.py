@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.catalog.download import NotPublished, fetch
+from core.catalog.download import DEADLINE_S, MAX_BYTES, Download, NotPublished, fetch
 from core.catalog.feeds import gpuhunt, skypilot
 from core.catalog.feeds.offer import Offer, ParseResult
 from core.catalog.lookup import Catalog
@@ -30,6 +31,7 @@ from core.catalog.overrides import load_catalog
 from core.catalog.records import CatalogError
 from core.catalog.refreshed_file import read_document, refreshed_file, write_document
 from core.catalog.shipped import shipped_catalog
+from core.json_file import FileReadError, read_bounded
 
 SOURCES = ("skypilot", "gpuhunt")
 FORMATS = SOURCES
@@ -128,12 +130,15 @@ def _read_clouds(name: str, clouds: Iterable[str], read_one: Callable[[str], tup
     return report, result
 
 
+Get = Callable[[str], Download]  # one download (core.catalog.download.fetch with the refresh's time limits)
+
+
 def _skypilot(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
-              timeout: float) -> tuple[SourceReport, ParseResult]:
+              get: Get) -> tuple[SourceReport, ParseResult]:
     def read_one(cloud: str) -> tuple[ParseResult, str] | str:
         if cloud in skypilot.UNSUPPORTED_CLOUDS:
             return skypilot.UNSUPPORTED_CLOUDS[cloud]
-        got = fetch(f"{url}/{cloud}/vms.csv", timeout)
+        got = get(f"{url}/{cloud}/vms.csv")
         text = _text(got.body, got.url)
         return skypilot.parse_vms_csv(text, cloud=cloud, catalog=catalog, source=got.url, fetched=fetched,
                                       date=got.last_modified), got.url
@@ -142,14 +147,14 @@ def _skypilot(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
 
 
 def _gpuhunt(clouds: Iterable[str], url: str, catalog: Catalog, fetched: str,
-             timeout: float) -> tuple[SourceReport, ParseResult]:
+             get: Get) -> tuple[SourceReport, ParseResult]:
     def read_one(cloud: str) -> tuple[ParseResult, str]:
         provider = _GPUHUNT_NAMES.get(cloud, cloud)
         version_url = f"{url}/{provider}/version"
-        version = _text(fetch(version_url, timeout).body, version_url).strip()
+        version = _text(get(version_url).body, version_url).strip()
         if not version or "/" in version or len(version) > 64:
             raise CatalogError(f"{version_url} does not hold a catalog version (got '{version[:40]}')")
-        got = fetch(f"{url}/{provider}/{version}/catalog.zip", timeout)
+        got = get(f"{url}/{provider}/{version}/catalog.zip")
         text = gpuhunt.csv_from_zip(got.body, provider, got.url)
         return gpuhunt.parse_catalog_csv(text, provider=provider, catalog=catalog, source=got.url,
                                          fetched=fetched, date=gpuhunt.version_date(version)), got.url
@@ -191,11 +196,34 @@ def _write(user_dir: Path | None, replaced: set[tuple[str, str]], new_sources: l
     return path, len(rows)
 
 
+FEWER = 0.5  # a cloud's feed that keeps under half the prices of its last refresh is refused
+
+
+def _refuse_fewer(path: Path, replaced: set[tuple[str, str]], offers: list[Offer]) -> None:
+    """CatalogError when a cloud's feed keeps under FEWER of the prices its last refresh kept: a feed whose
+    prices all read as nan, or a file cut to its header, would otherwise empty that cloud's prices silently."""
+    try:
+        old = read_document(path)
+    except CatalogError:
+        return  # a damaged file is replaced whole (_write)
+    before = Counter((r.get("origin"), r.get("provider")) for r in (old or {}).get("rows", []) if isinstance(r, dict))
+    after = Counter((o.origin, o.provider) for o in offers)
+    for origin, provider in sorted(replaced):
+        had, got = before[(origin, provider)], after[(origin, provider)]
+        if had and got < had * FEWER:
+            raise CatalogError(
+                f"the {origin.removeprefix('refresh:')} feed for {provider} gave {got} usable prices where the last "
+                f"refresh kept {had}, so it was refused and the previous prices kept (give --accept-fewer if "
+                f"{provider} really sells that much less)")
+
+
 def refresh(sources: Iterable[str] = SOURCES, *, clouds: Iterable[str] | None = None, user_dir: Path | None = None,
             base_urls: Mapping[str, str] | None = None, today: dt.date | None = None,
-            timeout: float = 30.0) -> RefreshReport:
+            timeout: float = 30.0, deadline: float = DEADLINE_S, accept_fewer: bool = False) -> RefreshReport:
     """Download and parse the chosen sources, then write refreshed_prices.json; CatalogError before any write
-    when a source cannot be had whole or does not parse."""
+    when a source cannot be had whole or does not parse, or (unless `accept_fewer`) when a cloud's feed gives
+    far fewer prices than its last refresh kept. `timeout` bounds each wait for a server, `deadline` each
+    download as a whole."""
     chosen = list(dict.fromkeys(sources))
     for s in chosen:
         if s not in SOURCES:
@@ -205,18 +233,21 @@ def refresh(sources: Iterable[str] = SOURCES, *, clouds: Iterable[str] | None = 
     fetched = (today or dt.date.today()).isoformat()
     catalog = _lookup_catalog(user_dir)
     asked = [c.strip().lower() for c in clouds] if clouds is not None else None
+    get = functools.partial(fetch, timeout=timeout, deadline_s=deadline)
     reports, offers, new_sources = [], [], []
     replaced: set[tuple[str, str]] = set()
     for s in chosen:
         url = base_url(s, base_urls)
         if s == "skypilot":
-            report, result = _skypilot(asked or skypilot.CLOUDS, url, catalog, fetched, timeout)
+            report, result = _skypilot(asked or skypilot.CLOUDS, url, catalog, fetched, get)
         else:
-            report, result = _gpuhunt(asked or gpuhunt.PROVIDERS, url, catalog, fetched, timeout)
+            report, result = _gpuhunt(asked or gpuhunt.PROVIDERS, url, catalog, fetched, get)
         reports.append(report)
         offers += result.offers
         replaced |= {(f"refresh:{s}", provider) for provider in result.providers}
         new_sources.append({"name": s, "url": url, "fetched": fetched})
+    if not accept_fewer:
+        _refuse_fewer(refreshed_file(user_dir), replaced, offers)
     path, written = _write(user_dir, replaced, new_sources, offers)
     return RefreshReport(sources=reports, path=path, rows_written=written)
 
@@ -243,9 +274,9 @@ def import_file(path: str | Path, *, fmt: str | None = None, provider: str | Non
     if fmt is not None and fmt not in FORMATS:
         raise CatalogError(f"import format '{fmt}' is not one of {', '.join(FORMATS)}")
     try:
-        body = p.read_bytes()
-    except OSError as exc:
-        raise CatalogError(f"cannot read {p}: {exc.strerror or exc}") from None
+        body = read_bounded(p, MAX_BYTES)
+    except FileReadError as exc:
+        raise CatalogError(str(exc)) from None
     is_zip = body[:4] == b"PK\x03\x04"
     if is_zip:
         fmt = fmt or "gpuhunt"

@@ -33,6 +33,8 @@ def register(subparsers: Any) -> None:
     c.add_argument("--json", action="store_true", help="print the rows as JSON")
     c.add_argument("--source", choices=["skypilot", "gpuhunt", "all"], help="refresh: which catalog (all)")
     c.add_argument("--cloud", help="refresh: clouds to read, comma-separated (aws,azure,lambda,runpod,...)")
+    c.add_argument("--accept-fewer", action="store_true",
+                   help="refresh: accept a cloud's feed with under half the prices of its last refresh")
     c.add_argument("--format", choices=["skypilot", "gpuhunt"], help="import: the file's format (guessed)")
     c.add_argument("--provider", help="import: the provider slug the file prices (from its place)")
     c.set_defaults(func=cmd_catalog)

@@ -41,7 +41,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
                        " `tuneplan catalog import FILE`")
     sources = SOURCES if args.source in (None, "all") else (args.source,)
     try:
-        report = refresh(sources, clouds=_clouds(args.cloud))
+        report = refresh(sources, clouds=_clouds(args.cloud), accept_fewer=args.accept_fewer)
     except CatalogError as exc:
         raise CliError(str(exc)) from None
     _print(report, args.json)

@@ -6,10 +6,11 @@ A command raises :class:`CliError` with one sentence; ``core.cli.main`` prints i
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from core.json_file import MAX_JSON_BYTES, FileReadError, parse_json, read_bounded
 
 EXIT_ERROR = 1  # a user error, said in one sentence on stderr
 EXIT_USAGE = 2  # the command line itself is wrong (argparse's code too)
@@ -30,12 +31,14 @@ def add_command(subparsers: Any, name: str, help: str, examples: tuple[str, ...]
 
 
 def read_json(path: str | Path) -> Any:
-    """A JSON file named on the command line ("-" is standard input); unreadable or invalid is a CliError."""
+    """A JSON file named on the command line ("-" is standard input, read up to the same limit); a file that is
+    not a regular file, too large, unreadable or not JSON is a CliError."""
     try:
-        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+        if str(path) != "-":
+            return parse_json(read_bounded(path), str(path))
+        data = sys.stdin.buffer.read(MAX_JSON_BYTES + 1)
+        if len(data) > MAX_JSON_BYTES:
+            raise FileReadError(f"standard input holds more than {MAX_JSON_BYTES // 2**20} MiB; not a request")
+        return parse_json(data, "standard input")
+    except FileReadError as exc:
+        raise CliError(str(exc)) from None

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from core import __version__
 from core.cli import catalog, desktop_entry, launch, plan, probe, probe_report, report, schema
 from core.cli.common import EXIT_ERROR, EXIT_USAGE, CliError
+from core.validation import one_sentence
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,11 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(args.func(args))
-    except CliError as exc:
-        print(f"tuneplan: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except ValueError as exc:  # catalog and planner errors are written as sentences
-        print(f"tuneplan: {exc}", file=sys.stderr)
+    except (CliError, ValueError) as exc:  # catalog and planner errors are written as sentences
+        print(f"tuneplan: {one_sentence(str(exc))}", file=sys.stderr)  # one line, whatever it echoes
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

@@ -7,6 +7,7 @@ summary of a ``PlanResult``, and ``--json`` prints the result itself.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from core.cli.common import CliError, add_command, read_json
 from core.cli.table import table
 from core.units import fmt_bytes, fmt_count, fmt_gpu_hours, fmt_hours, fmt_usd, parse_count
 from core.validation import validation_message
+
+_NUMBER_LIKE = re.compile(r"[0-9][0-9.,_eE+-]*\s*[A-Za-z]?")
 
 
 def register(subparsers: Any) -> None:
@@ -54,9 +57,9 @@ def _quick_request(args: argparse.Namespace) -> dict[str, Any]:
         model = {"hf_config": args.model}
     else:
         try:
-            model = {"params": parse_count(args.model)} if args.model[0].isdigit() else {"preset": args.model}
-        except ValueError:
-            model = {"preset": args.model}
+            model = {"params": parse_count(args.model)} if args.model[:1].isdigit() else {"preset": args.model}
+        except ValueError:  # '1,5B' is a count mistyped (its sentence says so), '01-ai/Yi-34B' a preset
+            model = {"params": args.model} if _NUMBER_LIKE.fullmatch(args.model) else {"preset": args.model}
     req: dict[str, Any] = {"model": model, "data": {"tokens": args.tokens}, "training": {"method": args.method}}
     if args.seq_len:
         req["data"]["seq_len"] = args.seq_len

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from core.catalog.lookup import Catalog
 from core.catalog.overrides import load_catalog
+from core.json_file import FileReadError, read_json_file
 from core.launch.plan_view import LaunchError, LaunchPlan
 
 
@@ -37,13 +38,13 @@ def architecture(p: LaunchPlan, catalog: Catalog | None = None) -> str | None:
     elif spec.inline_config is not None:
         cfg = spec.inline_config
     elif spec.hf_config is not None:
-        import json
-
         try:
-            cfg = json.loads(Path(spec.hf_config).expanduser().read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            cfg = read_json_file(Path(spec.hf_config).expanduser())
+        except FileReadError:
             cfg = None
-    names = (cfg or {}).get("architectures")
+    if not isinstance(cfg, dict):
+        return None
+    names = cfg.get("architectures")
     return str(names[0]) if isinstance(names, list) and names else None
 
 

@@ -129,7 +129,7 @@ class TrainingSpec(_Strict):
     attention: Attention = Field(Attention.flash, title="Attention")
     micro_batch_size: int = Field(1, ge=1, le=4096, title="Micro-batch")
     global_batch_size: int | None = Field(
-        None, ge=1, title="Global batch",
+        None, ge=1, le=16_777_216, title="Global batch",
         description="sequences per optimizer step (default: ~262k tokens, at least micro × data-parallel replicas)",
     )
     optimizer_in_backward: bool = Field(False, title="Optimizer in backward")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from core.catalog import (
     load_catalog,
     network,
 )
+from core.json_file import FileReadError, read_json_file
 from core.planner.choices import OVERRIDABLE
 from core.planner.choose import search
 from core.planner.choose.advice import suggestions
@@ -77,13 +77,12 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> tuple[Architecture, list
         if spec.hf_config is not None:
             path = Path(spec.hf_config).expanduser()
             try:
-                cfg = json.loads(path.read_text(encoding="utf-8"))
-            except FileNotFoundError as exc:
-                raise PlanError(f"model.hf_config: no file at {path}") from exc
-            except json.JSONDecodeError as exc:
-                raise PlanError(f"model.hf_config: {path} is not valid JSON ({exc.msg}, line {exc.lineno})") from exc
+                cfg = read_json_file(path)
+            except FileReadError as exc:
+                raise PlanError(f"model.hf_config: {exc}") from None
             named = path.parent.name if path.name == "config.json" else path.stem  # the checkpoint's folder
-            arch = Architecture.from_hf_config(cfg, str(cfg.get("_name_or_path") or named))
+            name = cfg.get("_name_or_path") if isinstance(cfg, dict) else None  # a non-object: from_hf_config says
+            arch = Architecture.from_hf_config(cfg, str(name or named))
         elif spec.inline_config is not None:
             cfg = spec.inline_config
             arch = Architecture.from_hf_config(cfg, str(cfg.get("_name_or_path", "custom config")))

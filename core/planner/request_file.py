@@ -8,11 +8,11 @@ each field).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from core.catalog import Catalog, CatalogError, load_catalog
+from core.json_file import FileReadError, parse_json, read_bounded, short_path
 
 
 class RequestFileError(ValueError):
@@ -22,16 +22,9 @@ class RequestFileError(ValueError):
 def read_request_file(path: Path, catalog: Catalog | None = None) -> dict[str, Any]:
     """The request as written in the file, or a RequestFileError naming what is wrong with it."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise RequestFileError(f"{path.name} is not a text file (it is not UTF-8)") from exc
-    except OSError as exc:
-        raise RequestFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RequestFileError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}, column "
-                               f"{exc.colno}") from exc
+        raw = parse_json(read_bounded(path), short_path(path.name))
+    except FileReadError as exc:
+        raise RequestFileError(str(exc)) from None
     if not isinstance(raw, dict):
         raise RequestFileError(f"{path.name} holds a JSON {type(raw).__name__}, not a plan request: it must be an "
                                "object with model and data")

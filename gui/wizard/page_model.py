@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.catalog import load_catalog
+from core.json_file import FileReadError, parse_json, read_bounded
 from core.units import fmt_count
 from gui.forms import make_error_label, make_hint_label
 from gui.wizard.page import PlanPage
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at 
 
 PRESET, CONFIG, PARAMS = 0, 1, 2
 CONFIG_PATH = "model.config"  # where config.json text errors are shown
-MAX_CONFIG_BYTES = 1_000_000
+MAX_CONFIG_BYTES = 2**20
 NO_PARAMS = "type the parameter count, such as 7B, 7e9 or 13.5B, or pick a preset"
 
 
@@ -42,9 +43,9 @@ def parse_config_text(text: str) -> tuple[dict[str, Any] | None, str | None]:
     if not text.strip():
         return None, "paste a config.json, open one, or drop the file here"
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"config.json is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        data = parse_json(text, "config.json")  # no NaN, no nesting deep enough to overflow the parser
+    except FileReadError as exc:
+        return None, str(exc)
     if not isinstance(data, dict):
         return None, "config.json must be a JSON object with keys such as hidden_size"
     if "hidden_size" not in data:
@@ -53,15 +54,14 @@ def parse_config_text(text: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def read_config_file(path: Path) -> tuple[str | None, str | None]:
-    """The text of a config file, or an error sentence (unreadable, too large, not UTF-8)."""
+    """The text of a config file, or an error sentence (unreadable, too large, not UTF-8, a folder, a named pipe
+    or a device: read_bounded never blocks the window on a pipe nor reads /dev/zero without end)."""
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            return None, f"{path.name} is larger than 1 MB; a config.json is a few KB"
-        return path.read_text(encoding="utf-8"), None
+        return read_bounded(path, MAX_CONFIG_BYTES).decode("utf-8"), None
     except UnicodeDecodeError:
         return None, f"{path.name} is not UTF-8 text"
-    except OSError as exc:
-        return None, f"cannot read {path}: {exc.strerror or exc}"
+    except FileReadError as exc:
+        return None, str(exc)
 
 
 def _squashed(text: str) -> str:

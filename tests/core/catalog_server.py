@@ -8,13 +8,18 @@ Routes (base URLs the tests hand to the refresh):
 - ``/gpuhunt/<provider>/version`` and ``/gpuhunt/<provider>/<version>/catalog.zip``: gpuhunt's published
   layout, the zip built from tests/fixtures/catalog/gpuhunt/<provider>.csv;
 - ``/cut/<cloud>/vms.csv``: Content-Length says more than is sent, then the connection closes;
-- ``/garbled/<cloud>/vms.csv``: an HTML page, as a captive portal or proxy sends.
+- ``/garbled/<cloud>/vms.csv``: an HTML page, as a captive portal or proxy sends;
+- ``/drip/<cloud>/vms.csv``: the headers and then one byte every 0.2 s, never the whole body (a slow-drip
+  server: each read gets a byte well within any per-read timeout);
+- ``/flaky<n>/<cloud>/vms.csv``: HTTP 503 to the first n requests of that path, then the recorded file;
+- ``/served/<cloud>/vms.csv``: whatever the test put in ``server.served[cloud]`` (a poisoned feed).
 """
 
 from __future__ import annotations
 
 import io
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +40,7 @@ def _zip(provider: str) -> bytes:
 class CatalogServer:
     def __init__(self) -> None:
         self.requests: list[str] = []
+        self.served: dict[str, bytes] = {}
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -63,10 +69,32 @@ class CatalogServer:
                     self.wfile.flush()
                     self.close_connection = True
                     return None
+                if parts[0] == "drip":
+                    return self._drip((FIXTURES / "skypilot" / "aws" / "vms.csv").read_bytes())
+                if parts[0].startswith("flaky") and len(parts) == 3 and \
+                        outer.requests.count(self.path) <= int(parts[0].removeprefix("flaky")):
+                    self.send_error(503, "try again later")
+                    return None
+                if parts[0].startswith("flaky") and len(parts) == 3:
+                    return self._send((FIXTURES / "skypilot" / parts[1] / "vms.csv").read_bytes())
+                if parts[0] == "served" and len(parts) == 3 and parts[1] in outer.served:
+                    return self._send(outer.served[parts[1]])
                 if parts[0] == "garbled":
                     return self._send(b"<!DOCTYPE html>\n<html><body><h1>Sign in to the Wi-Fi</h1></body></html>\n")
                 self.send_error(404, "no such catalog file")
                 return None
+
+            def _drip(self, body: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                for i in range(len(body)):
+                    try:
+                        self.wfile.write(body[i:i + 1])
+                        self.wfile.flush()
+                    except OSError:  # the client gave up: what a deadline does
+                        return
+                    time.sleep(0.2)
 
             def _send(self, body: bytes, headers: dict[str, str] | None = None) -> None:
                 self.send_response(200)

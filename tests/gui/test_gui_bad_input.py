@@ -48,6 +48,23 @@ def test_pasting_1e30_tokens_explains_the_range_under_the_field(qtbot, window):
     assert wizard.button(QWizard.WizardButton.NextButton).isEnabled()
 
 
+def test_a_decimal_comma_in_the_token_count_is_explained_not_misread(qtbot, window):
+    """'1,5B' once read as 15 billion tokens: a comma separates thousands only in groups of three."""
+    wizard, state = window.wizard, window.wizard.state
+    go_to(qtbot, wizard, wizard.data_page)
+    tokens = field(wizard.data_page, "data.tokens")
+    paste_into(qtbot, tokens.edit, "1,5B")
+    settle(qtbot, state)
+    assert tokens.error.isVisible()
+    assert tokens.error.text().startswith("'1,5B' is not a count;")
+    assert "groups of three, as in 1,500,000" in tokens.error.text()
+    assert not wizard.button(QWizard.WizardButton.NextButton).isEnabled()
+    paste_into(qtbot, tokens.edit, "1,500,000,000")
+    settle(qtbot, state)
+    assert not tokens.error.isVisible()
+    assert wizard.button(QWizard.WizardButton.NextButton).isEnabled()
+
+
 def test_a_price_of_a_tenth_of_a_cent_per_gpu_hour_is_explained_under_the_price(qtbot, window):
     wizard, state = window.wizard, window.wizard.state
     cost = wizard.cost_page

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
@@ -71,15 +72,10 @@ def test_config_without_hidden_size_names_the_key(qtbot, window):
     assert not next_enabled(window.wizard)
 
 
-def test_config_json_from_a_dropped_file(qtbot, window, tmp_path: Path):
-    # Qwen2.5-0.5B config.json keys (huggingface.co/Qwen/Qwen2.5-0.5B): 24 layers, hidden 896, 14 heads, 2 KV heads.
-    cfg = tmp_path / "config.json"
-    cfg.write_text('{"hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14, '
-                   '"num_hidden_layers": 24, "num_key_value_heads": 2, "vocab_size": 151936, '
-                   '"tie_word_embeddings": true, "max_position_embeddings": 32768, "model_type": "qwen2"}')
-    page = config_tab(qtbot, window.wizard)
+def drop_file(qtbot, wizard, page, path: Path) -> None:
+    """Drag a file from the file manager onto the config.json box and drop it."""
     mime = QMimeData()
-    mime.setUrls([QUrl.fromLocalFile(str(cfg))])
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
     at = QPoint(5, 5)
     buttons, mods = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
     enter = QDragEnterEvent(at, Qt.DropAction.CopyAction, mime, buttons, mods)  # QPoint: Qt's signature
@@ -87,7 +83,38 @@ def test_config_json_from_a_dropped_file(qtbot, window, tmp_path: Path):
     assert enter.isAccepted()
     drop = QDropEvent(at.toPointF(), Qt.DropAction.CopyAction, mime, buttons, mods)
     QApplication.sendEvent(page.config_edit.viewport(), drop)
+    settle(qtbot, wizard.state)
+
+
+def test_a_named_pipe_dropped_as_config_json_is_one_sentence_not_a_frozen_window(qtbot, window, tmp_path: Path):
+    """Reading a pipe nobody writes to blocks forever; the window refuses it before opening it for a read."""
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    page = config_tab(qtbot, window.wizard)
+    drop_file(qtbot, window.wizard, page, fifo)
+    assert page.config_error.isVisible()
+    assert page.config_error.text().endswith("config.json is a named pipe, not a file")
+    assert not next_enabled(window.wizard)
+
+
+def test_a_config_nested_thousands_deep_is_one_sentence_under_the_box(qtbot, window):
+    page = config_tab(qtbot, window.wizard)
+    QApplication.clipboard().setText('{"hidden_size": ' + "[" * 5000 + "]" * 5000 + "}")
+    qtbot.mouseClick(page.config_edit.viewport(), Qt.MouseButton.LeftButton)
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
     settle(qtbot, window.wizard.state)
+    assert page.config_error.text() == "config.json nests deeper than JSON can be read here (at most 64 levels)"
+    assert not next_enabled(window.wizard)
+
+
+def test_config_json_from_a_dropped_file(qtbot, window, tmp_path: Path):
+    # Qwen2.5-0.5B config.json keys (huggingface.co/Qwen/Qwen2.5-0.5B): 24 layers, hidden 896, 14 heads, 2 KV heads.
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14, '
+                   '"num_hidden_layers": 24, "num_key_value_heads": 2, "vocab_size": 151936, '
+                   '"tie_word_embeddings": true, "max_position_embeddings": 32768, "model_type": "qwen2"}')
+    page = config_tab(qtbot, window.wizard)
+    drop_file(qtbot, window.wizard, page, cfg)
     assert not page.config_error.isVisible(), (page.config_error.text(), page.config_edit.toPlainText()[:80])
     assert window.wizard.state.get("model.hidden_size") == 896
     assert "24 layers, hidden 896, 14 attention heads (2 key/value)" in page.summary.text()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
+import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -17,6 +19,17 @@ from core.catalog.records import CatalogError
 csv.field_size_limit(1 << 20)  # SkyPilot's GpuInfo and gpuhunt's provider_data are long JSON-ish cells
 _EXTRA = "\0extra"  # DictReader's key for cells past the header
 _MISSING: Any = object()  # DictReader's value for cells a row lacks: what a file cut mid-row looks like
+
+
+# Terminal escape sequences whole (ECMA-48): CSI (ESC [ ... final byte), OSC and other strings (ESC ] ... BEL or
+# ESC \), and two-character escapes; what is left of any other control character is dropped one by one.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?")
+
+
+def _clean(cell: str) -> str:
+    """A cell without terminal escapes, control or format characters (an instance name from a feed must not
+    reach the terminal or a launch file as code) and without surrounding blanks."""
+    return "".join(ch for ch in _ESCAPES.sub("", cell) if unicodedata.category(ch) not in ("Cc", "Cf")).strip()
 
 
 def rows(text: str, where: str, required: Sequence[str]) -> Iterator[tuple[int, dict[str, str]]]:
@@ -43,7 +56,7 @@ def rows(text: str, where: str, required: Sequence[str]) -> Iterator[tuple[int, 
             if any(v is _MISSING for v in row.values()):
                 raise CatalogError(
                     f"{where} line {reader.line_num} has fewer cells than the header (is the file cut off?)")
-            yield reader.line_num, {k: (v or "").strip() for k, v in row.items() if isinstance(v, str | None)}
+            yield reader.line_num, {k: _clean(v or "") for k, v in row.items() if isinstance(v, str | None)}
     except csv.Error as exc:
         raise CatalogError(f"{where} line {reader.line_num} is not valid CSV: {exc}") from None
 

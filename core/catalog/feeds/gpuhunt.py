@@ -22,6 +22,7 @@ import zipfile
 from core.catalog.feeds.csv_rows import number, rows
 from core.catalog.feeds.gpu_names import resolve_gpu
 from core.catalog.feeds.offer import MARKETPLACE, ON_DEMAND, SPOT, Offer, ParseResult, cheapest_per_region
+from core.catalog.feeds.screen import screen
 from core.catalog.lookup import Catalog
 from core.catalog.records import CatalogError
 
@@ -111,5 +112,5 @@ def parse_catalog_csv(text: str, *, provider: str, catalog: Catalog, source: str
             origin="refresh:gpuhunt", date=date, fetched=fetched,
             notes=f"gpuhunt {provider}.csv: {name} x{n}, instance ${price:g}/h, cheapest location of the file",
         ))
-    result.offers = cheapest_per_region(offers)
+    result.offers = cheapest_per_region(screen(offers, catalog, result.skipped))
     return result

@@ -27,6 +27,7 @@ from typing import Any
 from core.catalog.feeds.csv_rows import number, rows
 from core.catalog.feeds.gpu_names import resolve_gpu
 from core.catalog.feeds.offer import MARKETPLACE, ON_DEMAND, SPOT, Offer, ParseResult, cheapest_per_region
+from core.catalog.feeds.screen import screen
 from core.catalog.lookup import Catalog
 from core.catalog.records import CatalogError
 
@@ -101,5 +102,5 @@ def parse_vms_csv(text: str, *, cloud: str, catalog: Catalog, source: str, fetch
             ))
         if price is None and spot is None:
             result.skipped["no price"] += 1
-    result.offers = cheapest_per_region(offers)
+    result.offers = cheapest_per_region(screen(offers, catalog, result.skipped))
     return result

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from core.planner.model import attention_layers
+from core.planner.model import attention_layers, config_limits
 from core.planner.model.attention_layers import LayerAttention
 from core.planner.model.hf_config import transformers_view
 
@@ -106,6 +106,7 @@ class Architecture:
         view = transformers_view(cfg)
         cfg = view.config
 
+        config_limits.check(cfg, ConfigError)  # sizes bounded before any shape is built from them
         keys = _Keys(cfg)
         need, opt = keys.need, keys.opt
         hidden = need("hidden_size", "n_embd", "d_model")
