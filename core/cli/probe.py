@@ -23,15 +23,13 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, TextIO
 
 from core.cli.common import EXIT_ERROR, EXIT_USAGE
 from core.cli.table import table
-from core.probes.run_json import run_json
-from core.probes.store import ProbeStore, StoredRun
-from core.validation import validation_message
+
+if TYPE_CHECKING:  # the probe modules load when a probe runs, not when `tuneplan plan` builds its parser
+    from core.probes.store import ProbeStore, StoredRun
 
 EXIT_OK = 0
 EXIT_HOST_KEY = 3
@@ -109,7 +107,10 @@ def parse_size(text: str) -> int:
 
 
 def _options(args: argparse.Namespace) -> Any:
+    from pydantic import ValidationError
+
     from core.probes.options import RunOptions
+    from core.validation import validation_message
 
     values: dict[str, Any] = {"suite": args.suite, "data_path": args.data_path,
                               "checkpoint_path": args.checkpoint_path, "python": args.python,
@@ -338,7 +339,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 def _probe(args: argparse.Namespace) -> int:
     from core.cli.probe_slurm import check_slurm_flags, probe_slurm
+    from core.probes.run_json import run_json
     from core.probes.runner import run_suite
+    from core.probes.store import ProbeStore
 
     if args.slurm is not None:
         return probe_slurm(args, _options(args))
