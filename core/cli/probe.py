@@ -65,9 +65,12 @@ def register(subparsers: Any) -> None:
                    help="quick (about a minute), full (adds the burn), or probe names separated by commas: "
                         "inventory,gpu_metrics,health,compute,collectives,storage,distributed,burn")
     p.add_argument("--json", action="store_true", help="print only the run JSON on stdout (progress on stderr)")
-    p.add_argument("--accept-new-host-key", nargs="?", const=True, default=False, metavar="FINGERPRINT",
-                   help="accept an unknown host key (only the one with FINGERPRINT when given) into the app's "
-                        "known-hosts file; a changed key is always refused")
+    p.add_argument("--accept-new-host-key", nargs="?", const=True, action="append", default=[],
+                   metavar="FINGERPRINT",
+                   help="accept an unknown host key into the app's known-hosts file: any new key without "
+                        "FINGERPRINT, else only a key with FINGERPRINT; repeatable, one per host, for a cluster "
+                        "of new hosts (each host's key must be one of those given); a changed key is always "
+                        "refused")
     p.add_argument("--known-hosts", metavar="FILE", help="the app's known-hosts file (default: in the data dir)")
     p.add_argument("-i", "--identity", action="append", default=[], metavar="KEY", help="private key file to offer")
     p.add_argument("--port", type=int, help="SSH port (overrides the target and ~/.ssh/config)")
@@ -176,7 +179,7 @@ def _connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[
     if args.identity:
         updates["identity_files"] = [*args.identity, *target.identity_files]
     target = target.model_copy(update=updates)
-    options: dict[str, Any] = {"accept_new_host_key": args.accept_new_host_key, "password_cb": _prompt,
+    options: dict[str, Any] = {"accept_new_host_key": _accepted(args.accept_new_host_key), "password_cb": _prompt,
                                "passphrase_cb": _prompt}
     if args.known_hosts:
         options["known_hosts_file"] = Path(args.known_hosts).expanduser()
@@ -186,7 +189,8 @@ def _connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[
     except HostKeyRevoked as exc:
         raise _Exit(EXIT_HOST_KEY, f"{where}{exc}") from None
     except HostKeyUnknown as exc:
-        hint = "" if exc.expected else (f"; if it is right, run again with --accept-new-host-key {exc.fingerprint}")
+        more = " adding" if args.accept_new_host_key else " with"
+        hint = "" if exc.expected else f"; if it is right, run again{more} --accept-new-host-key {exc.fingerprint}"
         raise _Exit(EXIT_HOST_KEY, f"{where}{exc}{hint}") from None
     except HostKeyChanged as exc:
         raise _Exit(EXIT_HOST_KEY, f"{where}{exc} (the host was reinstalled, or someone is in the middle; if you "
@@ -201,6 +205,14 @@ def _connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[
         for note in transport.notes:
             print(f"tuneplan: note: {note}", file=sys.stderr, flush=True)
     return transport, text.strip()
+
+
+def _accepted(values: list[bool | str]) -> bool | tuple[str, ...]:
+    """--accept-new-host-key as given: True when once without a fingerprint (any new key), else the fingerprints
+    (each host of the run must have one of them), else False."""
+    if True in values:
+        return True
+    return tuple(v for v in values if isinstance(v, str)) or False
 
 
 def _label(store: ProbeStore, args: argparse.Namespace, default: str) -> str:

@@ -45,6 +45,7 @@ from core.probes.transport.base import (
     remove_remote_workdir,
 )
 from core.probes.transport.hostkeys import (
+    AcceptHostKey,
     StrictHostKeyPolicy,
     changed_key_error,
     check_not_revoked,
@@ -91,8 +92,9 @@ class SshTransport(ChunkedTransport):
     """Run commands on ``target`` over SSH. Call `connect()` (or use ``with``) before running anything.
 
     ``accept_new_host_key``: False refuses unknown hosts (`HostKeyUnknown` carries the fingerprint); True
-    accepts a new key; a fingerprint string accepts only a key with that fingerprint. A changed key is always
-    refused. Accepted keys are written to ``known_hosts_file`` (the app's file), never to ``~/.ssh``.
+    accepts a new key; a fingerprint string accepts only a key with that fingerprint, several (one per host of
+    a cluster run) a key with one of them. A changed key is always refused. Accepted keys are written to
+    ``known_hosts_file`` (the app's file), never to ``~/.ssh``.
     """
 
     def __init__(
@@ -101,7 +103,7 @@ class SshTransport(ChunkedTransport):
         *,
         known_hosts_file: Path | None = None,
         user_known_hosts_file: Path | None = None,
-        accept_new_host_key: bool | str = False,
+        accept_new_host_key: AcceptHostKey = False,
         password_cb: PromptCallback | None = None,
         passphrase_cb: PromptCallback | None = None,
         connect_timeout: float = 10,
