@@ -8,7 +8,9 @@ the harness (``ssh-keygen -lf`` fingerprints, the namespaces' addresses) and fro
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,8 +20,10 @@ import pytest
 
 try:
     from tests.integration.netns import NetnsCluster
+    from tests.integration.sshd import SshdServer
 except ImportError:  # tests/ is not importable as a package; pytest put this folder on sys.path instead
     from netns import NetnsCluster  # type: ignore[no-redef]
+    from sshd import SshdServer  # type: ignore[no-redef]
 
 pytestmark = [pytest.mark.integration]
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,3 +75,23 @@ def test_help_says_the_host_key_option_repeats() -> None:
     code, out, _ = run_cli("probe", "--help")
     assert code == 0
     assert "repeatable, one per host" in " ".join(out.split())
+
+
+# -- ~/.ssh/config as OpenSSH reads it ---------------------------------------------------------------------------
+
+
+def test_an_alias_from_an_included_config_file_reaches_its_host(sshd: SshdServer, tmp_path: Path) -> None:
+    """paramiko's parser ignores ``Include``: the alias used to be taken for a host name and not resolved."""
+    home = tmp_path / "home"
+    included = home / ".ssh" / "conf.d"
+    included.mkdir(parents=True)
+    (included / "rented.conf").write_text(
+        f"Host gpubox\n  HostName {sshd.host}\n  Port {sshd.port}\n  User {sshd.user}\n"
+        f"  IdentityFile {sshd.client_key_path}\n  IdentitiesOnly yes\n")
+    (home / ".ssh" / "config").write_text(f"Include {included}/*.conf\n")
+    code, out, err = run_cli("probe", "gpubox", "--accept-new-host-key", "--known-hosts", str(tmp_path / "kh"),
+                             "--db", str(tmp_path / "probes.db"), "--suite", "inventory", "--json",
+                             env={"HOME": str(home)})
+    assert code == 0, err
+    assert json.loads(out)["evidence"]["inventory"]["hostname"] == socket.gethostname()
+    assert f"[{sshd.host}]:{sshd.port}" in (tmp_path / "kh").read_text()
