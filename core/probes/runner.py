@@ -139,6 +139,7 @@ class _Worker(Reporter):
 
     def main(self) -> None:
         removed = False
+        self.transport.shell_wait = self._shell_wait
         try:
             self._setup()
             self._run_probes()
@@ -166,6 +167,10 @@ class _Worker(Reporter):
             self.put(EvidenceSnapshot(evidence=self.evidence))
             self.put(RunFinished(t=self.clock(), run_id=self.run_id, evidence=self.evidence, scorecard=scorecard,
                                  status=self.status, workdir_removed=removed))
+
+    def _shell_wait(self, waited_s: float) -> None:
+        """A command waits for the host's shell (its startup files run first): said, not silent."""
+        self.log("warning", f"connected; waiting for the remote shell ({waited_s:.0f} s)")
 
     def _setup(self) -> None:
         self._sweep(self.leftovers, "left by an earlier run")

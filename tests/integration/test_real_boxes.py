@@ -8,25 +8,32 @@ the harness (``ssh-keygen -lf`` fingerprints, the namespaces' addresses) and fro
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from core.probes.transport.base import ShellStartTimeout, make_remote_workdir
+from core.probes.transport.ssh import SshTransport
+from core.probes.transport.target import SshTarget
+
 try:
     from tests.integration.netns import NetnsCluster
-    from tests.integration.sshd import SshdServer
+    from tests.integration.sshd import SshdServer, unavailable
 except ImportError:  # tests/ is not importable as a package; pytest put this folder on sys.path instead
     from netns import NetnsCluster  # type: ignore[no-redef]
-    from sshd import SshdServer  # type: ignore[no-redef]
+    from sshd import SshdServer, unavailable  # type: ignore[no-redef]
 
 pytestmark = [pytest.mark.integration]
 ROOT = Path(__file__).resolve().parents[2]
+_accounts = itertools.count()
 
 
 def run_cli(*args: str, within_s: float = 180.0, env: dict[str, str] | None = None) -> tuple[int, str, str]:
@@ -95,3 +102,93 @@ def test_an_alias_from_an_included_config_file_reaches_its_host(sshd: SshdServer
     assert code == 0, err
     assert json.loads(out)["evidence"]["inventory"]["hostname"] == socket.gethostname()
     assert f"[{sshd.host}]:{sshd.port}" in (tmp_path / "kh").read_text()
+
+
+# -- login shells that are slow or talk --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def login_user(tmp_path: Path) -> Iterator[Callable[[str], tuple[str, Path]]]:
+    """``make(bashrc)`` → (name, home) of a real account whose login shell is bash and whose ~/.bashrc is
+    ``bashrc``: sshd runs every command through it, as on a rented box. The account shares this user's id
+    (``useradd -o``), so it reads the test's keys and tools, has a home of its own and no password (``*``: not
+    locked, so sshd lets its key in); removed at teardown."""
+    if os.geteuid() != 0 or shutil.which("useradd") is None:
+        unavailable("a login account needs root and useradd (apt-get install passwd)")
+    made: list[str] = []
+
+    def make(bashrc: str) -> tuple[str, Path]:
+        name = f"tp{os.getpid() % 100000}u{next(_accounts)}"
+        home = tmp_path / f"home-{name}"
+        home.mkdir()
+        (home / ".bashrc").write_text(bashrc)
+        subprocess.run(["useradd", "-o", "-u", str(os.getuid()), "-g", str(os.getgid()), "-M", "-d", str(home),
+                        "-s", "/bin/bash", "-p", "*", name], check=True, capture_output=True, timeout=30)
+        made.append(name)
+        return name, home
+
+    yield make
+    for name in made:
+        # -f: the account shares this user's id, whose processes (this test's) would otherwise keep it
+        subprocess.run(["userdel", "-f", name], check=False, capture_output=True, timeout=30)
+
+
+def user_transport(server: SshdServer, tmp_path: Path) -> SshTransport:
+    transport = SshTransport(SshTarget(host=server.host, port=server.port, user=server.user,
+                                       identity_files=[str(server.client_key_path)], identities_only=True),
+                             known_hosts_file=tmp_path / "known_hosts", user_known_hosts_file=tmp_path / "absent",
+                             allow_agent=False, look_for_keys=False, connect_timeout=10, accept_new_host_key=True)
+    transport.connect()
+    return transport
+
+
+NOISY_BASHRC = "printf 'Welcome to your GPU box'\nprintf 'conda: base activated\\n' >&2\n"
+
+
+def test_a_talking_bashrc_does_not_reach_a_command_s_output(
+        sshd_factory: Callable[..., SshdServer], login_user: Callable[[str], tuple[str, Path]],
+        tmp_path: Path) -> None:
+    """~/.bashrc prints a banner without a newline on stdout and a line on stderr before every command: the banner
+    used to hide the process-group marker (the command's output came back with the wrapper's marker and the
+    banner in it) and the stderr line joined the command's own."""
+    name, _ = login_user(NOISY_BASHRC)
+    server = sshd_factory(user=name)
+    transport = user_transport(server, tmp_path)
+    try:
+        result = transport.run("echo out; echo err >&2", timeout=30)
+    finally:
+        transport.close()
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "out\n", "err\n")
+
+
+def test_a_slow_login_shell_is_said_while_it_is_waited_for(
+        sshd_factory: Callable[..., SshdServer], login_user: Callable[[str], tuple[str, Path]],
+        tmp_path: Path) -> None:
+    """A ~/.bashrc that waits 7 s (on a lock, say) before every command: the CLI used to print nothing until the
+    first command came back; now it says it is connected and waiting, then the run completes."""
+    name, _ = login_user("sleep 7\n" + NOISY_BASHRC)
+    server = sshd_factory(user=name)
+    code, out, err = run_cli("probe", f"{name}@{server.host}:{server.port}", "-i", str(server.client_key_path),
+                             "--accept-new-host-key", "--known-hosts", str(tmp_path / "kh"),
+                             "--db", str(tmp_path / "probes.db"), "--suite", "inventory")
+    assert code == 0, err
+    assert "connected; waiting for the remote shell (2 s)" in out
+    assert "connected; waiting for the remote shell (7 s)" in out
+    assert "inventory ok" in out
+
+
+def test_a_shell_that_never_starts_is_named_with_its_startup_files(
+        sshd_factory: Callable[..., SshdServer], login_user: Callable[[str], tuple[str, Path]],
+        tmp_path: Path) -> None:
+    """It used to say "could not create a work directory on …: exit status None"."""
+    name, _ = login_user("sleep 30\n")
+    server = sshd_factory(user=name)
+    transport = user_transport(server, tmp_path)
+    waits: list[float] = []
+    transport.shell_wait = waits.append
+    try:
+        with pytest.raises(ShellStartTimeout, match=r"did not start within 4 s: its startup files \(~/\.bashrc"):
+            make_remote_workdir(transport, transport.description, timeout=4)
+    finally:
+        transport.close()
+    assert len(waits) == 1 and 2 <= waits[0] < 4

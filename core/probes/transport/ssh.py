@@ -39,6 +39,7 @@ from core.probes.transport.base import (
     ExecOutcome,
     HostKeyRevoked,
     HostKeyUnknown,
+    ShellStartTimeout,
     TransportError,
     Unreachable,
     make_remote_workdir,
@@ -57,7 +58,12 @@ from core.probes.transport.hostkeys import (
 from core.probes.transport.known_hosts import KnownHosts
 from core.probes.transport.proxy import ProxyProcess
 from core.probes.transport.quiet import quiet_paramiko
-from core.probes.transport.remote_process_group import kill_group_command, take_marker, wrap_command
+from core.probes.transport.remote_process_group import (
+    after_stderr_marker,
+    kill_group_command,
+    take_marker,
+    wrap_command,
+)
 from core.probes.transport.target import SshTarget, parse_target
 
 PromptCallback = Callable[[str], str | None]
@@ -67,6 +73,11 @@ _EOF_GRACE_S = 0.5
 _KILL_WAIT_S = 10.0
 _MAX_JUMPS = 8
 _DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_rsa")
+_SHELL_WAIT_FIRST_S = 2.0  # a shell slower than this to start is said to be waited for, then every ...
+_SHELL_WAIT_EVERY_S = 5.0
+_SHELL_SLOW_S = 3.0  # a command given this long that timed out before its shell started: the startup files
+_STARTUP_FILES = ("~/.bashrc and ~/.bash_profile or ~/.profile for bash, ~/.zshenv for zsh, ~/.cshrc for csh, "
+                  "~/.config/fish/config.fish for fish")
 
 quiet_paramiko()  # its log and its threads' tracebacks stay off the terminal (core.probes.transport.quiet)
 
@@ -424,6 +435,7 @@ class SshTransport(ChunkedTransport):
         pending_input = input or b""
         timed_out = cancelled = finished = False
         exit_seen: float | None = None
+        next_wait_report = started + _SHELL_WAIT_FIRST_S
         try:
             chan.exec_command(wrap_command(command, marker, remote_limit))
             if not pending_input:
@@ -445,6 +457,9 @@ class SshTransport(ChunkedTransport):
                     if not pending_input:
                         chan.shutdown_write()
                 now = time.monotonic()
+                if pgid is None and now >= next_wait_report and self.shell_wait is not None:
+                    self.shell_wait(now - started)  # the startup files still run: say so, do not sit silent
+                    next_wait_report = now + _SHELL_WAIT_EVERY_S
                 if cancel is not None and cancel.is_set():
                     cancelled = True
                     break
@@ -471,10 +486,15 @@ class SshTransport(ChunkedTransport):
             chan.close()
         if chan.exit_status < 0 and not transport.is_active():
             raise Disconnected(f"the connection to {self.description} was lost while a command ran")
+        if timed_out and pgid is None and transport.is_active() and (timeout or 0) >= _SHELL_SLOW_S:
+            raise ShellStartTimeout(
+                f"the shell on {self.description} did not start within {timeout:.0f} s: its startup files "
+                f"({_STARTUP_FILES}, and what they source) are still running; look there for a command that "
+                "waits (a lock, a network mount, a conda or pyenv init)")
         if pgid is None and head:
             yield head  # no marker: the wrapper itself failed (e.g. no bash); show what came back
         exit_code = None if (timed_out or cancelled or chan.exit_status < 0) else chan.exit_status
-        return ExecOutcome(exit_code, bytes(stderr), timed_out, cancelled)
+        return ExecOutcome(exit_code, after_stderr_marker(bytes(stderr), marker), timed_out, cancelled)
 
     def _kill_group(self, chan: paramiko.Channel, pgid: int | None, marker: str, head: bytes) -> None:
         """Kill the remote process group over a second channel (TERM, then KILL after 2 s)."""
