@@ -239,7 +239,11 @@ class _Progress:
     def event(self, ev: Any) -> None:
         kind = ev.kind
         if kind == "run_started":
+            from core.probes.checks.facts import python_used
+
             self.say(f"probing {ev.host}: {', '.join(ev.probes)} (run {ev.run_id})")
+            if ev.facts is not None:
+                self.say(f"      {python_used(ev.facts)}")
         elif kind == "probe_started":
             eta = f", about {ev.eta_s:.0f} s" if ev.eta_s else ""
             self.say(f"[{ev.index}/{ev.total}] {ev.name}{eta}")

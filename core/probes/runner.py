@@ -49,7 +49,7 @@ from core.probes.checks.base import (
     ProbeSkipped,
     q,
 )
-from core.probes.checks.facts import detect_facts
+from core.probes.checks.facts import detect_facts, python_used
 from core.probes.checks.gpu_metrics import MetricsSampler, sampler_command
 from core.probes.events import (
     MetricsBatch,
@@ -188,6 +188,7 @@ class _Worker(Reporter):
         self.put(RunStarted(t=self.clock(), run_id=self.run_id, host=self.host, probes=self.probes,
                             workdir=self.workdir, facts=self.ctx.facts))
         self.log("info", f"work directory {self.workdir} on {self.host}")
+        self.log("info", python_used(self.ctx.facts))
         self._start_sampler()
 
     def _start_sampler(self) -> None:

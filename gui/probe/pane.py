@@ -280,8 +280,7 @@ class ProbePane(QWidget):
 
     def _host_selected(self, profile: Target) -> None:
         host = profile if isinstance(profile, HostProfile) else None  # a cluster's nodes keep their own paths
-        self.suite.set_choice(self.suite.choice().suite, data_path=host.data_path or "" if host else "",
-                              checkpoint_path=host.checkpoint_path or "" if host else "")
+        self.suite.for_host(host)
         self.history.show_host(host_label(profile), also=profile.hosts if isinstance(profile, HostGroup) else ())
         if not self.running:  # another host's progress, status and verdict say nothing about this one
             self.progress.setValue(0)

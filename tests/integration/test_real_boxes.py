@@ -192,3 +192,30 @@ def test_a_shell_that_never_starts_is_named_with_its_startup_files(
     finally:
         transport.close()
     assert len(waits) == 1 and 2 <= waits[0] < 4
+
+
+# -- the host's Python -------------------------------------------------------------------------------------------
+
+# ~/.bashrc as Debian ships it starts with "not interactive: return"; `conda init` and `source venv/bin/activate`
+# go after it, so a command sent over SSH never sees the env the user works in.
+VENV_BASHRC = """case $- in *i*) ;; *) return;; esac
+export VIRTUAL_ENV="$HOME/envs/ml"
+export PATH="$VIRTUAL_ENV/bin:$PATH"
+"""
+
+
+def test_the_venv_the_interactive_shell_activates_is_found_and_named(
+        sshd_factory: Callable[..., SshdServer], login_user: Callable[[str], tuple[str, Path]],
+        tmp_path: Path, need_torch: None) -> None:
+    """The account's torch lives in a venv ~/.bashrc activates for interactive shells only: the all-reduce and
+    distributed checks used to be skipped, the probe having looked at the login PATH and the usual places."""
+    name, home = login_user(VENV_BASHRC)
+    (home / "envs").mkdir()
+    (home / "envs" / "ml").symlink_to(Path(sys.prefix))  # this test's own venv, which has torch
+    server = sshd_factory(user=name)
+    code, out, err = run_cli("probe", f"{name}@{server.host}:{server.port}", "-i", str(server.client_key_path),
+                             "--accept-new-host-key", "--known-hosts", str(tmp_path / "kh"),
+                             "--db", str(tmp_path / "probes.db"), "--suite", "inventory")
+    assert code == 0, err
+    assert (f"Python: {home}/envs/ml/bin/python (torch " in out
+            and f"from the venv an interactive shell activates ({home}/envs/ml)" in out), out

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from core.probes.checks.base import HostFacts, LogLevel, ProbeFailed, ProbeSkipped, q
+from core.probes.checks.base import NAME_PYTHON, HostFacts, LogLevel, ProbeFailed, ProbeSkipped, q
 from core.probes.checks.collectives import CPU_MAX_BYTES, CPU_MIN_BYTES, GPU_MAX_BYTES, GPU_MIN_BYTES, live_row
 from core.probes.checks.distributed import consistency_problems, parse_sanity, rank_row
 from core.probes.cluster.evidence import (
@@ -255,7 +255,7 @@ def plan_node_launch(step: StepContext, what: str) -> NodeLaunch:
         if python is None or python.torch is None or not python.distributed:
             where = f" ({python.path})" if python is not None else ""
             raise ProbeSkipped(f"torch.distributed is not installed in {session.node}'s Python{where}, so the {what} "
-                               "cannot run (name another interpreter with --python)")
+                               f"cannot run ({NAME_PYTHON})")
     pythons = [s.facts.python for s in step.sessions if s.facts.python is not None]
     if all(p.cuda and p.cuda_devices > 0 and p.nccl for p in pythons):
         counts = {p.cuda_devices for p in pythons}
