@@ -3,6 +3,8 @@ cannot load says why in the place."""
 
 from __future__ import annotations
 
+import itertools
+
 from PySide6.QtCore import Qt
 
 from gui.probe import place as place_module
@@ -80,7 +82,7 @@ def test_the_pane_s_plots_are_made_one_per_event_loop_turn(qtbot):
     heartbeat.stop()
     made = [n for n in counts if n >= 0]
     assert made[0] <= 1, made[:5]  # the pane was on screen before its plots
-    steps = [b - a for a, b in zip(made, made[1:], strict=False)]
+    steps = [b - a for a, b in itertools.pairwise(made)]
     assert max(steps) == 1, made
     window.close()
     place.pane.store.close()

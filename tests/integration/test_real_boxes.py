@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from core.probes.store import ProbeStore
 from core.probes.transport.base import ShellStartTimeout, make_remote_workdir
 from core.probes.transport.ssh import SshTransport
 from core.probes.transport.target import SshTarget
@@ -219,3 +220,30 @@ def test_the_venv_the_interactive_shell_activates_is_found_and_named(
     assert code == 0, err
     assert (f"Python: {home}/envs/ml/bin/python (torch " in out
             and f"from the venv an interactive shell activates ({home}/envs/ml)" in out), out
+
+
+# -- torchrun once per node ---------------------------------------------------------------------------------------
+
+
+def test_torchrun_starts_once_per_node_for_both_checks_across_nodes(
+        netns_cluster_factory: Callable[[int], NetnsCluster], tmp_path: Path, need_torch: None) -> None:
+    """The distributed check and the all_reduce benchmark each started torchrun on every node (a rendezvous and
+    a Python start per rank each time): one launch per node now carries both, and both still report."""
+    cluster = netns_cluster_factory(2)
+    db = tmp_path / "probes.db"
+    code, out, err = run_cli("probe", *(f"{n.sshd.user}@{n.address}" for n in cluster.nodes), "-i",
+                             str(cluster.client_key_path), "--known-hosts", str(cluster.known_hosts_path),
+                             "--db", str(db), "--python", sys.executable, "--suite", "inventory", "--json")
+    assert code == 0, err[-3000:]
+    doc = json.loads(out)
+    cluster_evidence = doc["evidence"]["cluster"]
+    assert cluster_evidence["distributed"]["all_reduce_ok"] is True
+    assert cluster_evidence["allreduce"]["collective"]["rows"], cluster_evidence["allreduce"]
+    store = ProbeStore(db)
+    try:
+        launches = [r for r in store.load_run(doc["run_id"]).raw_outputs if "--rdzv-backend c10d" in r.command]
+    finally:
+        store.close()
+    assert sorted(r.probe for r in launches) == sorted(f"distributed@{n.sshd.user}@{n.address}"
+                                                                      for n in cluster.nodes), [
+        (r.probe, r.stdout[-600:], r.stderr[-300:]) for r in launches]
