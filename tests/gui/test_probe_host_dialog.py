@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QLineEdit
 
 from core.probes.replay import ReplayRunner
 from core.probes.store import HostProfile, ProbeStore
 from gui.probe import backend
+from gui.probe.hosts import python_error
 from gui.probe.pane import ProbePane
 from gui.workers import InlineExecutor
 from tests.gui.probe_driver import click, click_host, click_into, show_pane, type_keys
@@ -102,3 +105,17 @@ def test_the_host_s_python_is_typed_once_saved_and_used_by_its_runs(qtbot, probe
     assert next(f for f in again.findChildren(QLineEdit) if f.accessibleName() == "Python interpreter").text() == (
         "~/venv/bin/python")
     again.reject()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_any_python_typed_is_taken_or_refused_in_one_sentence(text):
+    """Whatever is typed or pasted into the Python field: empty means "look for one", anything else is kept as
+    typed, or refused with one sentence naming the field (never an exception)."""
+    error = python_error(text)
+    if not text.strip():
+        assert error is None
+    elif any(c in text.strip() for c in "\n\r\0"):  # the form keeps what is typed, trimmed
+        assert error is not None and error.startswith("python: ") and "\n" not in error
+    else:
+        assert error is None
