@@ -478,6 +478,9 @@ def test_random_reads_say_their_queue_depths_and_both_are_graded():
     card = score(ProbeEvidence(inventory=HostInventory(hostname="ci"), storage=[between]))
     iops = by_name(card, "Random-read IOPS, data (/data)")
     assert (iops.status, iops.measured) == (WARN, "1,000 IOPS, 4 KiB reads at queue depth 1")
+    cut_short = slow.model_copy(update={"rand_read_iops": 0.0})  # the connection dropped before a read completed
+    card = score(ProbeEvidence(inventory=HostInventory(hostname="ci"), storage=[cut_short]))
+    assert not [c for c in card.checks if c.name.startswith("Random-read IOPS")]
 
 
 def test_gpu_less_host_fails_when_gpus_were_ordered():

@@ -118,7 +118,7 @@ def _rand_iops(s: StorageResult, label: str) -> Check | None:
     """Many reads in flight (queue depth 32 with fio; one at a time with the Python fallback): how many small
     reads per second the path sustains, graded against a baseline network block volume."""
     value = s.rand_read_iops
-    if value is None:
+    if not value or value < 0:  # 0: the job was cut short before a read completed (a dropped connection)
         return None
     depth = 32 if s.tool == "fio" else 1
     measured = f"{value:,.0f} IOPS, 4 KiB reads at queue depth {depth}"
