@@ -23,16 +23,14 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, TextIO
 
 from core.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, add_command
 from core.cli.probe_step import options_step, step_lines
 from core.cli.table import table
-from core.probes.run_json import run_json
-from core.probes.store import ProbeStore, StoredRun
-from core.validation import validation_message
+
+if TYPE_CHECKING:  # the probe modules load when a probe runs, not when `tuneplan plan` builds its parser
+    from core.probes.store import ProbeStore, StoredRun
 
 EXIT_OK = 0
 EXIT_HOST_KEY = 3
@@ -71,9 +69,12 @@ def register(subparsers: Any) -> None:
                         "separated by commas: inventory,gpu_metrics,health,compute,collectives,storage,distributed,"
                         "burn,step")
     p.add_argument("--json", action="store_true", help="print only the run JSON on stdout (progress on stderr)")
-    p.add_argument("--accept-new-host-key", nargs="?", const=True, default=False, metavar="FINGERPRINT",
-                   help="accept an unknown host key (only the one with FINGERPRINT when given) into the app's "
-                        "known-hosts file; a changed key is always refused")
+    p.add_argument("--accept-new-host-key", nargs="?", const=True, action="append", default=[],
+                   metavar="FINGERPRINT",
+                   help="accept an unknown host key into the app's known-hosts file: any new key without "
+                        "FINGERPRINT, else only a key with FINGERPRINT; repeatable, one per host, for a cluster "
+                        "of new hosts (each host's key must be one of those given); a changed key is always "
+                        "refused")
     p.add_argument("--known-hosts", metavar="FILE", help="the app's known-hosts file (default: in the data dir)")
     p.add_argument("-i", "--identity", action="append", default=[], metavar="KEY", help="private key file to offer")
     p.add_argument("--port", type=int, help="SSH port (overrides the target and ~/.ssh/config)")
@@ -116,7 +117,10 @@ def parse_size(text: str) -> int:
 
 
 def _options(args: argparse.Namespace) -> Any:
+    from pydantic import ValidationError
+
     from core.probes.options import RunOptions
+    from core.validation import validation_message
 
     values: dict[str, Any] = {"suite": args.suite, "data_path": args.data_path,
                               "checkpoint_path": args.checkpoint_path, "python": args.python,
@@ -186,7 +190,7 @@ def _connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[
     if args.identity:
         updates["identity_files"] = [*args.identity, *target.identity_files]
     target = target.model_copy(update=updates)
-    options: dict[str, Any] = {"accept_new_host_key": args.accept_new_host_key, "password_cb": _prompt,
+    options: dict[str, Any] = {"accept_new_host_key": _accepted(args.accept_new_host_key), "password_cb": _prompt,
                                "passphrase_cb": _prompt}
     if args.known_hosts:
         options["known_hosts_file"] = Path(args.known_hosts).expanduser()
@@ -196,7 +200,8 @@ def _connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[
     except HostKeyRevoked as exc:
         raise _Exit(EXIT_HOST_KEY, f"{where}{exc}") from None
     except HostKeyUnknown as exc:
-        hint = "" if exc.expected else (f"; if it is right, run again with --accept-new-host-key {exc.fingerprint}")
+        more = " adding" if args.accept_new_host_key else " with"
+        hint = "" if exc.expected else f"; if it is right, run again{more} --accept-new-host-key {exc.fingerprint}"
         raise _Exit(EXIT_HOST_KEY, f"{where}{exc}{hint}") from None
     except HostKeyChanged as exc:
         raise _Exit(EXIT_HOST_KEY, f"{where}{exc} (the host was reinstalled, or someone is in the middle; if you "
@@ -211,6 +216,14 @@ def _connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[
         for note in transport.notes:
             print(f"tuneplan: note: {note}", file=sys.stderr, flush=True)
     return transport, text.strip()
+
+
+def _accepted(values: list[bool | str]) -> bool | tuple[str, ...]:
+    """--accept-new-host-key as given: True when once without a fingerprint (any new key), else the fingerprints
+    (each host of the run must have one of them), else False."""
+    if True in values:
+        return True
+    return tuple(v for v in values if isinstance(v, str)) or False
 
 
 def _label(store: ProbeStore, args: argparse.Namespace, default: str) -> str:
@@ -237,7 +250,11 @@ class _Progress:
     def event(self, ev: Any) -> None:
         kind = ev.kind
         if kind == "run_started":
+            from core.probes.checks.facts import python_used
+
             self.say(f"probing {ev.host}: {', '.join(ev.probes)} (run {ev.run_id})")
+            if ev.facts is not None:
+                self.say(f"      {python_used(ev.facts)}")
         elif kind == "probe_started":
             eta = f", about {ev.eta_s:.0f} s" if ev.eta_s else ""
             self.say(f"[{ev.index}/{ev.total}] {ev.name}{eta}")
@@ -349,7 +366,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 def _probe(args: argparse.Namespace) -> int:
     from core.cli.probe_slurm import check_slurm_flags, probe_slurm
+    from core.probes.run_json import run_json
     from core.probes.runner import run_suite
+    from core.probes.store import ProbeStore
 
     if args.slurm is not None:
         return probe_slurm(args, _options(args))

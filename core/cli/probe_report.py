@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.cli.common import CliError, add_command, read_json
 from core.paths import private_file
-from core.probes.report import ProbeRunRecord, build_probe_report, record_from_json, record_from_stored
+
+if TYPE_CHECKING:  # the report modules load when this command runs, not with every command's parser
+    from core.probes.report import ProbeRunRecord
 
 
 def load_record(run: str, db: str | None = None) -> ProbeRunRecord:
@@ -29,6 +31,8 @@ def load_record(run: str, db: str | None = None) -> ProbeRunRecord:
 
 
 def _from_file(path: Path) -> ProbeRunRecord:
+    from core.probes.report import record_from_json
+
     data = read_json(path)
     try:
         return record_from_json(data)
@@ -37,6 +41,7 @@ def _from_file(path: Path) -> ProbeRunRecord:
 
 
 def _from_store(run_id: int, db: str | None) -> ProbeRunRecord:
+    from core.probes.report import record_from_stored
     from core.probes.store import ProbeStore, ProbeStoreError, default_probe_db_path
     from core.sqlite_store import READ_ONLY, moved_aside
 
@@ -75,6 +80,7 @@ def _from_store(run_id: int, db: str | None) -> ProbeRunRecord:
 
 def cmd_probe_report(args: argparse.Namespace) -> int:
     from core.cli import report as report_cli
+    from core.probes.report import build_probe_report
 
     record = load_record(args.run, args.db)
     report = build_probe_report(record)

@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.cli.common import EXIT_ERROR, EXIT_USAGE
 from core.cli.probe import EXIT_CANCELLED, _connect, _Exit, _sigint_cancels
-from core.cli.probe_cluster import open_history, run_and_report
-from core.probes.options import RunOptions
-from core.probes.transport.slurm import salloc_command
+
+if TYPE_CHECKING:  # loaded when a Slurm probe runs: `tuneplan plan` builds the probe parser without them
+    from core.probes.options import RunOptions
 
 DEFAULT_NODES = 2
 DEFAULT_TIME_LIMIT_MIN = 60
@@ -65,6 +65,8 @@ def check_slurm_flags(args: argparse.Namespace) -> None:
                                 f"as a single host")
     if args.slurm_time < 1:
         raise _Exit(EXIT_USAGE, f"--slurm-time {args.slurm_time} must be 1 minute or more")
+    from core.probes.transport.slurm import salloc_command
+
     try:
         salloc_command(args.nodes, args.partition, args.slurm_time, extra_args=args.salloc_arg)
     except ValueError as exc:
@@ -73,6 +75,7 @@ def check_slurm_flags(args: argparse.Namespace) -> None:
 
 def probe_slurm(args: argparse.Namespace, options: RunOptions) -> int:
     """Connect to the login node, allocate, run the cluster probe on the allocation, release it."""
+    from core.cli.probe_cluster import open_history, run_and_report
     from core.probes.cluster.run import ClusterNode
     from core.probes.transport.slurm import AllocationCancelled, SlurmAllocation, SlurmError
 

@@ -49,7 +49,7 @@ from core.probes.checks.base import (
     ProbeSkipped,
     q,
 )
-from core.probes.checks.facts import detect_facts
+from core.probes.checks.facts import detect_facts, python_used
 from core.probes.checks.gpu_metrics import MetricsSampler, sampler_command
 from core.probes.events import (
     MetricsBatch,
@@ -139,6 +139,7 @@ class _Worker(Reporter):
 
     def main(self) -> None:
         removed = False
+        self.transport.shell_wait = self._shell_wait
         try:
             self._setup()
             self._run_probes()
@@ -167,6 +168,10 @@ class _Worker(Reporter):
             self.put(RunFinished(t=self.clock(), run_id=self.run_id, evidence=self.evidence, scorecard=scorecard,
                                  status=self.status, workdir_removed=removed))
 
+    def _shell_wait(self, waited_s: float) -> None:
+        """A command waits for the host's shell (its startup files run first): said, not silent."""
+        self.log("warning", f"connected; waiting for the remote shell ({waited_s:.0f} s)")
+
     def _setup(self) -> None:
         self._sweep(self.leftovers, "left by an earlier run")
         self.workdir = self.transport.make_workdir()
@@ -183,6 +188,7 @@ class _Worker(Reporter):
         self.put(RunStarted(t=self.clock(), run_id=self.run_id, host=self.host, probes=self.probes,
                             workdir=self.workdir, facts=self.ctx.facts))
         self.log("info", f"work directory {self.workdir} on {self.host}")
+        self.log("info", python_used(self.ctx.facts))
         self._start_sampler()
 
     def _start_sampler(self) -> None:

@@ -57,7 +57,7 @@ from core.sqlite_store import (
     secure_folder,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_NAME = "probes.db"
 SAMPLE_COLUMNS = ("t", "gpu", "util", "mem_used", "mem_total", "temp", "power", "sm_clock", "mem_clock", "throttle")
 RUN_STATUSES = ("running", "completed", "incomplete", "cancelled", "interrupted", "failed")
@@ -92,6 +92,8 @@ class HostProfile(BaseModel):
     data_path: str | None = None
     checkpoint_path: str | None = None
     local: bool = False
+    python: str | None = Field(default=None, description="the host's Python with torch (a venv or conda env); "
+                                                         "None: the probe looks for one")
 
 
 class RunSummary(BaseModel):
@@ -234,8 +236,13 @@ def _v2(db: sqlite_utils.Database) -> None:
         run_id INTEGER, created REAL NOT NULL, UNIQUE(host, path))""")
 
 
+def _v4(db: sqlite_utils.Database) -> None:
+    """The host's Python interpreter (its torch may live in a venv or conda env the login PATH does not reach)."""
+    db.execute("ALTER TABLE hosts ADD COLUMN python TEXT")
+
+
 # MIGRATIONS[i] makes version i + 1; the third (host groups) lives beside the groups (core.probes.host_groups)
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, v3_host_groups]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, v3_host_groups, _v4]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -407,7 +414,8 @@ class ProbeStore:
             rows = list(self.db.query("SELECT * FROM hosts ORDER BY name COLLATE NOCASE"))
         return [HostProfile(name=r["name"], target=r["target"], port=r["port"], user=r["user"],
                             identity_file=r["identity_file"], data_path=r["data_path"],
-                            checkpoint_path=r["checkpoint_path"], local=bool(r["local"])) for r in rows]
+                            checkpoint_path=r["checkpoint_path"], local=bool(r["local"]), python=r["python"])
+                for r in rows]
 
     def host(self, name: str) -> HostProfile:
         for profile in self.hosts():

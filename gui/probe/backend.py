@@ -36,7 +36,7 @@ def make_options(choice: SuiteChoice) -> Any:
 
     suite: str | list[str] = choice.suite if isinstance(choice.suite, str) else list(choice.suite)
     return RunOptions(suite=suite, data_path=choice.data_path, checkpoint_path=choice.checkpoint_path,
-                      burn_seconds=choice.burn_seconds)
+                      burn_seconds=choice.burn_seconds, python=choice.python)
 
 
 def with_step(options: Any, request: PlanRequest | None) -> Any:

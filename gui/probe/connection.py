@@ -100,12 +100,17 @@ class Connector(QObject):
             self.status.emit("Using this machine")
             self.connected.emit(LocalTransport())
             return
-        try:
-            target = resolve_target(spec, self.ssh_config)
-        except ValueError as exc:
-            self.failed.emit(str(exc))
-            return
-        self._attempt(spec, target, accept=False, known_hosts=self.known_hosts_file)
+        # On a worker: OpenSSH's `ssh -G` reads the config (a `Match exec` may run a command), not the UI thread.
+        self.busy = True
+        self.status.emit(f"Connecting to {spec.target}…")
+        self.executor.submit(lambda: resolve_target(spec, self.ssh_config),
+                             lambda target: self._attempt(spec, target, accept=False,
+                                                          known_hosts=self.known_hosts_file),
+                             self._unresolved)
+
+    def _unresolved(self, exc: BaseException) -> None:
+        self.busy = False
+        self.failed.emit(str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}")
 
     def close(self) -> None:
         """Answer open prompts and delete the session-only known-hosts copy."""

@@ -70,6 +70,22 @@ def target_error(target: str) -> str | None:
     return None
 
 
+def python_error(text: str) -> str | None:
+    """One sentence on what is wrong with the host's Python as typed (the runner's own rule), or None; empty
+    means "look for one"."""
+    from pydantic import ValidationError
+
+    from core.probes.options import RunOptions
+
+    if not text.strip():
+        return None
+    try:
+        RunOptions(python=text.strip())
+    except ValidationError as exc:
+        return f"python: {exc.errors()[0]['msg'].removeprefix('Value error, ')}"
+    return None
+
+
 def connection_text(selected: Target, connected: Target | None) -> str:
     """The status line for the host just selected: connected to it, to another one, or to none."""
     if connected is None:
@@ -134,17 +150,24 @@ class HostDialog(QDialog):
         self.data_path.setAccessibleName("Data path")
         self.checkpoint_path = QLineEdit(profile.checkpoint_path or "" if profile else "")
         self.checkpoint_path.setAccessibleName("Checkpoint path")
+        self.python = QLineEdit(profile.python or "" if profile else "")
+        self.python.setAccessibleName("Python interpreter")
+        self.python.setPlaceholderText("optional, e.g. ~/venv/bin/python (default: looked for)")
+        self.python.setToolTip("The host's Python with torch, for the all-reduce and distributed checks. Left empty, "
+                               "the probe looks in the login shell's active conda env or venv, ~/.venv, /opt/conda, "
+                               "~/miniconda3 and the PATH, and says which it used.")
         form.addRow("Name", self.name)
         form.addRow("Target", self.target)
         form.addRow("Port", self.port)
         form.addRow("Identity file", key_row)
         form.addRow("Data path", self.data_path)
         form.addRow("Checkpoint path", self.checkpoint_path)
+        form.addRow("Python", self.python)
         note = QLabel("No password or passphrase is saved: they are asked when the host needs them.")
         note.setWordWrap(True)
         form.addRow(note)
         self.error, self.buttons = form_footer(form, "Host form error", self._save, self.reject)
-        for key, edit in (("name", self.name), ("target", self.target)):
+        for key, edit in (("name", self.name), ("target", self.target), ("python", self.python)):
             edit.textEdited.connect(lambda _t, k=key: self._touch(k))
             edit.textChanged.connect(lambda _t: self._validate())
         self._validate()
@@ -160,7 +183,8 @@ class HostDialog(QDialog):
 
     def _validate(self) -> bool:
         errors = {"name": name_error(self.name.text(), self._taken),
-                  "target": None if self._local else target_error(self.target.text())}
+                  "target": None if self._local else target_error(self.target.text()),
+                  "python": python_error(self.python.text())}
         shown = next((e for key, e in errors.items() if e and key in self._touched), None)
         if shown != (self.error.text() or None):
             self.error.setText(shown or "")
@@ -187,11 +211,13 @@ class HostDialog(QDialog):
         if self._local:
             return local_profile().model_copy(update={
                 "data_path": self.data_path.text().strip() or None,
-                "checkpoint_path": self.checkpoint_path.text().strip() or None})
+                "checkpoint_path": self.checkpoint_path.text().strip() or None,
+                "python": self.python.text().strip() or None})
         return HostProfile(name=self.name.text().strip(), target=self.target.text().strip(),
                            port=self.port.value() or None, identity_file=self.identity.text().strip() or None,
                            data_path=self.data_path.text().strip() or None,
-                           checkpoint_path=self.checkpoint_path.text().strip() or None)
+                           checkpoint_path=self.checkpoint_path.text().strip() or None,
+                           python=self.python.text().strip() or None)
 
 
 class HostList(QWidget):

@@ -39,6 +39,7 @@ from gui.probe.decimate import peak_decimate
 from gui.probe.gpu_history import CHANNEL, DEFAULT_SHOWN, METRICS, GpuHistory, MetricSpec
 from gui.probe.point_charts import ChartNote
 from gui.probe.ring import FloatArray
+from gui.probe.staged import StagedWidgets
 
 MAX_REDRAW_HZ = 20.0
 # Pacing: a redraw is worth doing when the newest sample has moved the curves by a pixel column (window ÷
@@ -226,13 +227,18 @@ class LiveGpuCharts(QWidget):
         top.addWidget(self.window_box)
         layout.addLayout(top)
         grid = QGridLayout()
-        self.plots: dict[str, MetricPlot] = {}
-        for i, name in enumerate(shown):
-            if name not in CHANNEL:
-                raise ValueError(f"shown metric '{name}' is unknown; allowed: {', '.join(CHANNEL)}")
+        unknown = [name for name in shown if name not in CHANNEL]
+        if unknown:
+            raise ValueError(f"shown metric '{unknown[0]}' is unknown; allowed: {', '.join(CHANNEL)}")
+
+        def make(name: str) -> MetricPlot:
             plot = MetricPlot(METRICS[CHANNEL[name]])
-            self.plots[name] = plot
-            grid.addWidget(plot, i // columns, i % columns)
+            index = list(shown).index(name)
+            grid.addWidget(plot, index // columns, index % columns)
+            return plot
+
+        # made one per event-loop turn once shown (gui.probe.staged): ~20 ms each
+        self.plots: StagedWidgets[MetricPlot] = StagedWidgets(shown, make)
         self.now = GpuNowTable([METRICS[CHANNEL[n]] for n in shown])
         grid.addWidget(self.now, len(shown) // columns, len(shown) % columns)
         layout.addLayout(grid, 1)
@@ -266,12 +272,14 @@ class LiveGpuCharts(QWidget):
         if self.history.samples:
             return
         self.status.setText(f"No GPU samples: {reason}")
+        self.plots.make_all()
         for plot in self.plots.values():
             plot.note.say(reason)
 
     # ---- painting
 
     def start(self) -> None:
+        self.plots.make_all()
         self.timer.start()
 
     def stop(self) -> None:
@@ -325,6 +333,7 @@ class LiveGpuCharts(QWidget):
         history = self.history
         if history.version == self._drawn_version:
             return None
+        self.plots.make_all()
         started = time.perf_counter()
         end = history.latest_t
         if end is None:

@@ -31,6 +31,8 @@ class NodeRow:
     state: str = WAITING
     verdict: str = "—"
     run_id: int | None = None
+    done: int = 0  # the node's probes finished, of ``total``
+    total: int = 0
 
 
 class NodeProgress:
@@ -53,17 +55,26 @@ class NodeProgress:
                 return [("info", f"node {node}: run {inner.run_id} started")]
             case ProbeStarted():
                 row.probe, row.state = f"{inner.name} ({inner.index}/{inner.total})", "running"
+                row.done, row.total = max(row.done, inner.index - 1), inner.total
             case ProbeFinished():
                 row.probe = f"{inner.outcome.name}: {inner.outcome.status.value}"
+                row.done = min(row.done + 1, row.total)
             case LogEvent() if inner.level != "info":
                 return [(inner.level, f"node {node}: {inner.message}")]
             case RunFinished():
                 row.state, row.run_id, row.probe = inner.status, inner.run_id, "—"
+                row.done = row.total = max(row.total, 1)
                 verdict = inner.scorecard.verdict if inner.scorecard is not None else None
                 row.verdict = verdict.value if verdict is not None else "no verdict"
                 level = "info" if inner.status == "completed" else "warning"
                 return [(level, f"node {node}: run {inner.run_id} {inner.status} · {row.verdict}")]
         return []
+
+    def fraction(self) -> float:
+        """How far the nodes' own suites have got together (0 to 1): the share of the cluster's first step."""
+        if not self.rows:
+            return 0.0
+        return sum(r.done / r.total for r in self.rows.values() if r.total) / len(self.rows)
 
     def show_reports(self, reports: Sequence[NodeReport]) -> None:
         """A reopened cluster run: each node as it ended, from the cluster's evidence."""

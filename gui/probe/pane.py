@@ -143,7 +143,7 @@ class ProbePane(QWidget):
         splitter.setSizes([330, 950])
 
         self.redraw_timer = self.gpu_charts.timer  # one ≤ 20 Hz timer repaints every chart
-        self.redraw_timer.timeout.connect(self._redraw_points)
+        self.redraw_timer.timeout.connect(self.run_charts.redraw_points)
         self.progress_timer = QTimer(self)
         self.progress_timer.setInterval(500)
         self.progress_timer.timeout.connect(self._update_progress)
@@ -280,8 +280,7 @@ class ProbePane(QWidget):
 
     def _host_selected(self, profile: Target) -> None:
         host = profile if isinstance(profile, HostProfile) else None  # a cluster's nodes keep their own paths
-        self.suite.set_choice(self.suite.choice().suite, data_path=host.data_path or "" if host else "",
-                              checkpoint_path=host.checkpoint_path or "" if host else "")
+        self.suite.for_host(host)
         self.history.show_host(host_label(profile), also=profile.hosts if isinstance(profile, HostGroup) else ())
         if not self.running:  # another host's progress, status and verdict say nothing about this one
             self.progress.setValue(0)
@@ -459,6 +458,8 @@ class ProbePane(QWidget):
                 self._run_finished(event)
             case NodeEvent():
                 self._add_lines(self.node_table.add(event))
+                self.run_progress.running_share(self.node_table.progress.fraction())
+                self._update_progress()
         if self.store.fault is not None:
             self.check_history()
 
@@ -486,7 +487,7 @@ class ProbePane(QWidget):
         self.stop_timer.stop()
         self.progress_timer.stop()
         self.gpu_charts.stop()
-        self._redraw_points()
+        self.run_charts.redraw_points()
         if status == "completed":
             self.progress.setValue(PROGRESS_STEPS)
         verdict = f" · {verdict_value(self.scorecard) or 'no verdict'}" if self.scorecard is not None else ""
@@ -515,9 +516,6 @@ class ProbePane(QWidget):
         self.progress.setValue(value)
         if text is not None:
             self.eta.setText(text)
-
-    def _redraw_points(self) -> None:
-        self.run_charts.redraw_points()
 
     def _note_empty_charts(self, gpus: bool | None, ended: bool) -> None:
         self.run_charts.note_empty(gpus, self.run_probes, self.outcomes, ended)
@@ -550,7 +548,7 @@ class ProbePane(QWidget):
         self.gpu_charts.redraw()
         for point in run.series:
             self.run_charts.add_point(point.series, point.x, point.y, point.label, point.t)
-        self._redraw_points()
+        self.run_charts.redraw_points()
         for ev in run.events:
             self.log.add(ev.level, ev.message, when=run.summary.started + ev.t)
         card = backend.stored_scorecard(run)

@@ -139,13 +139,23 @@ class PointChart(QWidget):
         item.showGrid(x=True, y=True, alpha=0.15)
         item.setMenuEnabled(False)
         item.setLogMode(x=log_x, y=False)
-        if log_x:  # nccl-tests' usual sweep, until points arrive
-            item.setXRange(math.log10(8), math.log10(2**34), padding=0.02)
         self.series: dict[str, tuple[list[float], list[float]]] = {}
         self.labels: dict[str, list[str]] = {}
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.y_scale = 1.0
         self._dirty = False
+        self._empty_axes()
+
+    def _empty_axes(self) -> None:
+        """The axes of a chart with no points: the unit as named, 0 to 1, or nccl-tests' usual sweep."""
+        self.y_scale = 1.0
+        item = self.getPlotItem()
+        item.setLabel("left", self.y_label)
+        if self.log_x:
+            item.setXRange(math.log10(8), math.log10(2**34), padding=0.02)
+        else:
+            item.setXRange(0.0, 1.0, padding=0)
+        item.setYRange(0.0, 1.0, padding=0)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         """A wrapped label only asks for one line's height; ask for all its lines, so that the layout shrinks the
@@ -220,6 +230,7 @@ class PointChart(QWidget):
         self.legend.hide()
         self.note.say(None)
         self._dirty = False
+        self._empty_axes()  # the last run's ranges and unit say nothing about the next run
 
     def points(self, series: str) -> list[tuple[float, float]]:
         xs, ys = self.series.get(series, ([], []))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.probes.checks.base import HostFacts
 from core.probes.evidence import ProbeOutcome, ProbeStatus
@@ -102,7 +102,9 @@ def chart_notes(probes: Sequence[str], outcomes: Sequence[ProbeOutcome], ended: 
     for chart, feeding in CHART_PROBES.items():
         mine = [name for name in feeding if name in probes]
         done = [finished[name] for name in mine if name in finished]
-        if not mine:
+        if not mine and "nodes" in probes and chart != "busbw":  # a cluster run: storage ran on each node
+            notes[chart] = f"storage: {CLUSTER_GPU_NOTE}"
+        elif not mine:
             notes[chart] = f"not measured: {feeding[0]} is not in this suite"
         elif not done:
             if ended:
@@ -172,6 +174,7 @@ class RunningProbe:
     total: int
     eta: float | None
     started: float
+    share: float | None = None  # how much of it is done when known (a cluster's node phase), else from the ETA
 
     @property
     def position(self) -> int:
@@ -198,6 +201,11 @@ class RunProgress:
     def finish(self) -> None:
         self.finished += 1
 
+    def running_share(self, share: float) -> None:
+        """The running probe's done share, 0 to 1, where the run reports it (a cluster's nodes, in their suites)."""
+        if self.probe is not None:
+            self.probe = replace(self.probe, share=share)
+
     def at(self, now: float) -> tuple[int, str | None] | None:
         """(progress bar value, ETA line) at ``now``; the line is None once the running probe has finished,
         and the whole answer None before the first probe starts."""
@@ -206,7 +214,8 @@ class RunProgress:
         name, total, eta = self.probe.name, self.probe.total, self.probe.eta
         elapsed = now - self.probe.started
         position = self.probe.position
-        within = min(elapsed / eta, 0.99) if eta else 0.0
+        share = self.probe.share
+        within = min(share if share is not None else elapsed / eta if eta else 0.0, 0.99)
         done = max(self.finished, position - 1)
         if self.finished >= position:
             within = 0.0

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.probes.options import PROBE_NAMES, SUITES
+from core.probes.store import HostProfile
 
 DEFAULT_BURN_MIN = 10
 PROBE_TITLES = {
@@ -47,6 +48,7 @@ class SuiteChoice:
     burn_seconds: int
     data_path: str | None
     checkpoint_path: str | None
+    python: str | None = None  # the selected host's interpreter (its Add/Edit host form); None: looked for
 
     @property
     def probes(self) -> tuple[str, ...]:
@@ -65,6 +67,7 @@ class SuitePicker(QGroupBox):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Probe suite", parent)
         self.setAccessibleName("Probe suite")
+        self.python: str | None = None  # the selected host's, set by for_host
         layout = QVBoxLayout(self)
         modes = QHBoxLayout()
         self.group = QButtonGroup(self)
@@ -135,7 +138,13 @@ class SuitePicker(QGroupBox):
             name for name in PROBE_NAMES if self.checks[name].isChecked())
         return SuiteChoice(suite=suite, burn_seconds=round(self.burn.value() * 60),
                            data_path=self.data_path.text().strip() or None,
-                           checkpoint_path=self.checkpoint_path.text().strip() or None)
+                           checkpoint_path=self.checkpoint_path.text().strip() or None, python=self.python)
+
+    def for_host(self, host: HostProfile | None) -> None:
+        """The selected host's paths and Python (a cluster, ``None``, keeps none: its nodes have their own)."""
+        self.python = host.python if host is not None else None
+        self.set_choice(self.choice().suite, data_path=host.data_path or "" if host else "",
+                        checkpoint_path=host.checkpoint_path or "" if host else "")
 
     def set_choice(self, suite: str | tuple[str, ...], burn_seconds: int | None = None,
                    data_path: str | None = None, checkpoint_path: str | None = None) -> None:

@@ -78,7 +78,7 @@ def test_a_schema_2_history_opens_with_its_hosts_and_runs_and_no_groups(tmp_path
     old.conn.close()
 
     store = ProbeStore(path)
-    assert store.schema_version == 3
+    assert store.schema_version == 4  # v3 host groups, v4 the host's Python
     assert [(h.name, h.target) for h in store.hosts()] == [("lambda", "u@1.2.3.4")]
     assert [(r.host, r.status, r.verdict) for r in store.runs()] == [("lambda", "completed", "READY")]
     assert groups(store) == []

@@ -102,9 +102,27 @@ def test_host_profiles_hold_no_secrets_and_update_by_name(tmp_path: Path) -> Non
     assert store.hosts() == []
 
 
+def test_a_host_keeps_its_python_and_an_older_file_gains_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "p.db"
+    store = ProbeStore(path)
+    store.save_host(HostProfile(name="old", target="ubuntu@1.2.3.4"))
+    store.close()
+    conn = sqlite3.connect(path)  # the file as version 3 left it: no python column
+    conn.execute("ALTER TABLE hosts DROP COLUMN python")
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    store = ProbeStore(path)
+    assert store.host("old").python is None
+    store.save_host(HostProfile(name="venv", target="ubuntu@1.2.3.5", python="~/venv/bin/python"))
+    store.close()
+    assert ProbeStore(path).host("venv").python == "~/venv/bin/python"
+
+
 def test_schema_version_and_newer_file_refused(tmp_path: Path) -> None:
     path = tmp_path / "p.db"
-    assert ProbeStore(path).schema_version == 3  # v2: the run lease and the ledger of created paths; v3: host groups
+    # v2: the run lease and the ledger of created paths; v3: host groups; v4: the host's Python
+    assert ProbeStore(path).schema_version == 4
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA user_version = 99")
     conn.close()

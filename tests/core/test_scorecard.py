@@ -462,7 +462,29 @@ def test_gpu_less_host_with_a_failing_disk_names_both():
                        storage=[StorageResult(path="/data", role="data", tool="fio", rand_read_p99_ms=25.0)])
     card = score(ev)
     assert card.summary == ("NOT READY for GPU training: no NVIDIA GPU found; 4 KiB random-read p99 latency is "
-                            "25.0 ms.")
+                            "25.0 ms at queue depth 1.")
+
+
+def test_random_reads_say_their_queue_depths_and_both_are_graded():
+    """A slow volume measured 196 IOPS (queue depth 32) and a 526 ms p99 (queue depth 1): one line mixed the two
+    without saying so and the IOPS were not graded. 3,000 IOPS is EBS gp3's baseline (AWS EBS documentation)."""
+    slow = StorageResult(path="/data", role="data", tool="fio", rand_read_iops=196.0, rand_read_p99_ms=526.0)
+    card = score(ProbeEvidence(inventory=HostInventory(hostname="ci"), storage=[slow]))
+    latency = by_name(card, "Random-read latency, data (/data)")
+    iops = by_name(card, "Random-read IOPS, data (/data)")
+    assert (latency.status, latency.measured) == (FAIL, "p99 526.00 ms, 4 KiB reads at queue depth 1")
+    assert (iops.status, iops.measured) == (FAIL, "196 IOPS, 4 KiB reads at queue depth 32")
+    assert "IOPS" not in latency.measured and "p99" not in iops.measured
+    fast = slow.model_copy(update={"rand_read_iops": 450_000.0, "rand_read_p99_ms": 0.15})
+    card = score(ProbeEvidence(inventory=HostInventory(hostname="ci"), storage=[fast]))
+    assert by_name(card, "Random-read IOPS, data (/data)").status is PASS
+    between = slow.model_copy(update={"rand_read_iops": 1_000.0, "tool": "python"})
+    card = score(ProbeEvidence(inventory=HostInventory(hostname="ci"), storage=[between]))
+    iops = by_name(card, "Random-read IOPS, data (/data)")
+    assert (iops.status, iops.measured) == (WARN, "1,000 IOPS, 4 KiB reads at queue depth 1")
+    cut_short = slow.model_copy(update={"rand_read_iops": 0.0})  # the connection dropped before a read completed
+    card = score(ProbeEvidence(inventory=HostInventory(hostname="ci"), storage=[cut_short]))
+    assert not [c for c in card.checks if c.name.startswith("Random-read IOPS")]
 
 
 def test_gpu_less_host_fails_when_gpus_were_ordered():

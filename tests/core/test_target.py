@@ -1,4 +1,7 @@
-"""Target parsing (``[user@]host[:port]``, IPv6) and resolution through an OpenSSH client config file."""
+"""Target parsing (``[user@]host[:port]``, IPv6) and resolution through an OpenSSH client config file.
+
+The config tests run twice: through OpenSSH's own ``ssh -G`` (where ``ssh`` is installed) and through the
+fallback parser used where it is not; both must read the same file the same way."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from core.probes.transport import ssh_config as ssh_config_module
 from core.probes.transport.target import SshTarget, parse_target, split_target
 
 
@@ -115,16 +119,23 @@ Host direct
   ProxyCommand none
   ProxyJump none
 
-Host badport
-  Port twentytwo
-
 Host *
   User fallback
 """
 
 
+@pytest.fixture(params=["ssh -G", "fallback parser"])
+def resolver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which reader resolves the config: OpenSSH (skipped where ``ssh`` is missing) or the fallback parser."""
+    if request.param == "ssh -G" and ssh_config_module.ssh_client() is None:
+        pytest.skip("the OpenSSH client is not installed (apt-get install openssh-client)")
+    if request.param == "fallback parser":
+        monkeypatch.setattr(ssh_config_module, "ssh_client", lambda: None)
+    return str(request.param)
+
+
 @pytest.fixture
-def ssh_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def ssh_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, resolver: str) -> Path:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     path = tmp_path / "config"
     path.write_text(CONFIG)
@@ -167,10 +178,27 @@ def test_unknown_host_keeps_what_was_typed(ssh_config: Path) -> None:
     assert (target.host, target.port, target.alias, target.identity_files) == ("::1", 2222, None, [])
 
 
-def test_bad_port_in_config_is_named(ssh_config: Path) -> None:
-    with pytest.raises(ValueError, match="Port 'twentytwo' for host 'badport'"):
-        parse_target("badport", ssh_config=ssh_config)
-    assert parse_target("badport:2022", ssh_config=ssh_config).port == 2022
+def test_bad_port_in_config_is_named(tmp_path: Path, resolver: str) -> None:
+    path = tmp_path / "config"
+    path.write_text("Host badport\n  Port twentytwo\n")
+    said = "Bad port 'twentytwo'" if resolver == "ssh -G" else "Port 'twentytwo' for host 'badport'"
+    with pytest.raises(ValueError, match=said):
+        parse_target("badport", ssh_config=path)
+    if resolver == "fallback parser":  # OpenSSH refuses the whole file, a typed port or not
+        assert parse_target("badport:2022", ssh_config=path).port == 2022
+
+
+def test_an_alias_from_an_included_file_resolves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 resolver: str) -> None:
+    """paramiko's parser ignores ``Include``: the alias used to connect to the bare name "gpu7"."""
+    home = tmp_path / "home"
+    (home / ".ssh" / "conf.d").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    (home / ".ssh" / "conf.d" / "rented").write_text("Host gpu7\n  HostName 10.1.2.3\n  User ubuntu\n  Port 2207\n")
+    config = home / ".ssh" / "config"
+    config.write_text("Include conf.d/*\n\nHost *\n  User fallback\n")
+    target = parse_target("gpu7", ssh_config=config)
+    assert (target.host, target.user, target.port, target.alias) == ("10.1.2.3", "ubuntu", 2207, "gpu7")
 
 
 def test_missing_config_and_disabled_lookup(ssh_config: Path, tmp_path: Path) -> None:
@@ -178,7 +206,7 @@ def test_missing_config_and_disabled_lookup(ssh_config: Path, tmp_path: Path) ->
     assert parse_target("gpu1", ssh_config=ssh_config, use_ssh_config=False).host == "gpu1"
 
 
-def test_unparsable_config_is_a_clear_error(tmp_path: Path) -> None:
+def test_unparsable_config_is_a_clear_error(tmp_path: Path, resolver: str) -> None:
     path = tmp_path / "config"
     path.write_text("Host x\n  Port\n")
     with pytest.raises(ValueError, match="could not be read for host 'x'"):

@@ -199,3 +199,18 @@ def test_busbw_chart_uses_log_size_axis(qtbot):
     assert isinstance(axis, SizeAxis)
     assert fmt_size(17179869184) == "16 GiB" and fmt_size(8) == "8 B" and fmt_size(1536) == "1.5 KiB"
     assert axis.tickStrings([math.log10(1024)], 1.0, 1.0) == ["1 KiB"]
+
+
+def test_a_cleared_point_chart_forgets_the_last_run_s_axes(qtbot):
+    """A new run's storage and compute charts used to keep the previous run's ranges and unit until its own
+    points came, so an empty chart read as if it had figures up to 3,000 MB/s, or in GFLOP/s."""
+    chart = PointChart("Compute", "run time (s)", "TFLOP/s", small_unit=("GFLOP/s", 1e3))
+    qtbot.addWidget(chart)
+    chart.add("cpu", 40.0, 0.17)  # a CPU's 170 GFLOP/s: the axis switches to GFLOP/s
+    chart.redraw()
+    item = chart.getPlotItem()
+    assert item.getAxis("left").labelText == "GFLOP/s"
+    chart.clear_points()
+    assert item.getAxis("left").labelText == "TFLOP/s"
+    (x0, x1), (y0, y1) = item.viewRange()
+    assert (x0, x1, y0, y1) == (0.0, 1.0, 0.0, 1.0)

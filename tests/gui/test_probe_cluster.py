@@ -292,3 +292,35 @@ def test_a_real_cluster_run_of_two_nodes_shows_each_node_the_verdict_and_the_his
     finally:
         pane.shutdown()
         assert executor.stop_all(10_000)
+
+
+@pytest.mark.integration
+def test_a_cluster_run_moves_its_progress_through_the_node_phase_and_names_where_storage_is_charted(
+        qtbot, sshd, probe_store, tmp_path):
+    """Both nodes run inventory and storage: the bar used to sit at 0 % until the steps between nodes began,
+    and the storage charts said storage "is not in this suite" though every node measured it."""
+    key = str(sshd.client_key_path)
+    save_nodes(probe_store, target=sshd.target, key=key)
+    save_group(probe_store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
+    executor = ThreadExecutor()
+    pane = make_ssh_pane(qtbot, probe_store, tmp_path, executor)
+    try:
+        click_host(qtbot, pane, "pair")
+        with qtbot.waitSignal(pane.connector.asking, timeout=15000) as asked:
+            click(qtbot, pane.connect_button)
+        click(qtbot, asked.args[0].remember_button)
+        qtbot.waitUntil(lambda: pane.connected, timeout=20000)
+        pick_probes(qtbot, pane, "inventory", "storage")
+        seen: list[tuple[int, bool]] = []  # (bar value, a node still on its own suite)
+        pane.progress.valueChanged.connect(lambda v: seen.append(
+            (v, any(r.state == "running" for r in pane.node_table.progress.rows.values()))))
+        click(qtbot, pane.start_button)
+        qtbot.waitUntil(lambda: not pane.running, timeout=90_000)
+        assert any(value > 0 and nodes_running for value, nodes_running in seen), seen
+        click_tab(qtbot, pane.tabs, "Live")
+        for chart in ("throughput", "iops"):
+            note = pane.point_charts[chart].note
+            assert (note.text(), note.isVisible()) == ("storage: charted in each node's own run (History)", True)
+    finally:
+        pane.shutdown()
+        assert executor.stop_all(10_000)

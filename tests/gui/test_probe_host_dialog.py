@@ -6,14 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QDialogButtonBox
+from PySide6.QtWidgets import QApplication, QDialogButtonBox, QLineEdit
 
 from core.probes.replay import ReplayRunner
 from core.probes.store import HostProfile, ProbeStore
+from gui.probe import backend
+from gui.probe.hosts import python_error
 from gui.probe.pane import ProbePane
 from gui.workers import InlineExecutor
-from tests.gui.probe_driver import click, click_into, show_pane, type_keys
+from tests.gui.probe_driver import click, click_host, click_into, show_pane, type_keys
 
 
 @pytest.fixture
@@ -76,3 +80,42 @@ def test_a_long_host_error_wraps_inside_the_dialog(qtbot, probe_store, tmp_path)
     for field in (dialog.name, dialog.target, dialog.identity):
         assert field.width() > field.fontMetrics().horizontalAdvance(field.placeholderText())
     dialog.reject()
+
+
+def test_the_host_s_python_is_typed_once_saved_and_used_by_its_runs(qtbot, probe_store, tmp_path):
+    """A box whose torch lives in a venv: the form had no interpreter field, so the all-reduce and distributed
+    checks were skipped and told the user to use --python, which the window does not have."""
+    pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner())
+    dialog = open_add_dialog(qtbot, pane)
+    click_into(qtbot, dialog.name)
+    type_keys(qtbot, "venv-box")
+    click_into(qtbot, dialog.target)
+    type_keys(qtbot, "ubuntu@10.0.0.5")
+    python_field = next(f for f in dialog.findChildren(QLineEdit) if f.accessibleName() == "Python interpreter")
+    click_into(qtbot, python_field)
+    type_keys(qtbot, "~/venv/bin/python")
+    click(qtbot, dialog.buttons.button(QDialogButtonBox.StandardButton.Save))
+    assert probe_store.host("venv-box").python == "~/venv/bin/python"
+    click_host(qtbot, pane, "venv-box")
+    assert backend.make_options(pane.suite.choice()).python == "~/venv/bin/python"
+    with qtbot.waitSignal(pane.hosts.editing, timeout=2000) as opened:
+        click(qtbot, pane.hosts.buttons["edit"])
+    again = opened.args[0]
+    qtbot.waitExposed(again)
+    assert next(f for f in again.findChildren(QLineEdit) if f.accessibleName() == "Python interpreter").text() == (
+        "~/venv/bin/python")
+    again.reject()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_any_python_typed_is_taken_or_refused_in_one_sentence(text):
+    """Whatever is typed or pasted into the Python field: empty means "look for one", anything else is kept as
+    typed, or refused with one sentence naming the field (never an exception)."""
+    error = python_error(text)
+    if not text.strip():
+        assert error is None
+    elif any(c in text.strip() for c in "\n\r\0"):  # the form keeps what is typed, trimmed
+        assert error is not None and error.startswith("python: ") and "\n" not in error
+    else:
+        assert error is None

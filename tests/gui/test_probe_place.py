@@ -3,6 +3,8 @@ cannot load says why in the place."""
 
 from __future__ import annotations
 
+import itertools
+
 from PySide6.QtCore import Qt
 
 from gui.probe import place as place_module
@@ -57,3 +59,30 @@ def test_a_probe_place_that_cannot_load_says_why_in_the_place(qtbot, monkeypatch
     qtbot.waitUntil(lambda: place.status.text() == expected, timeout=10000)
     assert place.status.isVisible() and place.pane is None
     window.close()
+
+
+def test_the_pane_s_plots_are_made_one_per_event_loop_turn(qtbot):
+    """The first open made all ten pyqtgraph plots in one go on the UI thread (216–381 ms without an event
+    handled); now the pane appears with none and they follow one per turn of the event loop, which a zero-time
+    heartbeat timer (it fires on every turn) sees as at most one more plot between two of its ticks."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import QTimer
+
+    window = open_window(qtbot)
+    place = window.places["Probe"]
+    counts: list[int] = []
+    heartbeat = QTimer()
+    heartbeat.setInterval(0)
+    heartbeat.timeout.connect(lambda: counts.append(
+        len(place.pane.findChildren(pg.PlotWidget)) if place.pane is not None else -1))
+    heartbeat.start()
+    click_place(qtbot, window, "Probe")
+    qtbot.waitUntil(lambda: place.pane is not None and len(place.pane.findChildren(pg.PlotWidget)) == 10,
+                    timeout=15000)
+    heartbeat.stop()
+    made = [n for n in counts if n >= 0]
+    assert made[0] <= 1, made[:5]  # the pane was on screen before its plots
+    steps = [b - a for a, b in itertools.pairwise(made)]
+    assert max(steps) == 1, made
+    window.close()
+    place.pane.store.close()

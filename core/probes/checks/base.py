@@ -45,10 +45,16 @@ class Cancelled(Exception):
     """The user cancelled the run while this probe was working."""
 
 
+# What a skipped torch check says the user can do: name the interpreter whose torch the host's runs use.
+NAME_PYTHON = "set the host's Python: --python, or Python in the window's Add/Edit host"
+
+
 class PythonInfo(BaseModel):
     """One Python interpreter on the host and what it can import (from ``pyfacts.py``)."""
 
     path: str
+    found: str | None = Field(default=None, description="how it was found: the env the login shell activates, "
+                                                        "on the PATH, a common place, or as the user named it")
     version: str | None = None
     numpy: str | None = None
     torch: str | None = None

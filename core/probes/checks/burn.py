@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from core.probes.checks.base import Cancelled, ProbeContext, ProbeSkipped, q
+from core.probes.checks.base import NAME_PYTHON, Cancelled, ProbeContext, ProbeSkipped, q
 from core.probes.checks.compute import as_float as _num
 from core.probes.checks.compute import as_int as _int
 from core.probes.checks.compute import json_lines, read_link
@@ -131,7 +131,7 @@ def run(ctx: ProbeContext) -> None:
         raise ProbeSkipped("the burn needs torch (or numpy on a CPU-only host) in the host's Python")
     if ctx.facts.nvidia and not ctx.facts.cuda:
         raise ProbeSkipped(f"torch in {python.path} cannot use CUDA, so the GPUs cannot be loaded "
-                           "(name another interpreter with --python)")
+                           f"({NAME_PYTHON})")
     if not ctx.facts.nvidia:
         ctx.warn("no NVIDIA GPU found: burned the CPU instead")
     duration = float(ctx.options.burn_seconds)

@@ -24,7 +24,12 @@ def parse_facts(text: str) -> tuple[HostFacts, list[str]]:
     """Read ``facts.sh`` output; never raises (odd lines become warnings)."""
     facts = HostFacts()
     warnings: list[str] = []
+    found: dict[str, str] = {}
     for line in text.splitlines():
+        if line.startswith("pyfrom\t"):
+            _, path, how = [*line.split("\t", 2), "", ""][:3]
+            found[path] = how
+            continue
         if line.startswith("python\t"):
             parts = line.split("\t", 2)
             if len(parts) != 3:
@@ -50,6 +55,7 @@ def parse_facts(text: str) -> tuple[HostFacts, list[str]]:
             facts.gpu_lines.append(rest.strip())
         elif key == "events":
             facts.query_fields_event_reasons = rest.strip() != "0"
+    facts.pythons = [p.model_copy(update={"found": found.get(p.path) or p.found}) for p in facts.pythons]
     facts.python = choose_python(facts.pythons)
     return facts, warnings
 
@@ -65,16 +71,27 @@ def choose_python(pythons: list[PythonInfo]) -> PythonInfo | None:
 
 
 def detect_facts(ctx: ProbeContext) -> HostFacts:
-    """Upload and run ``facts.sh``; the user's ``--python`` (if any) is tried first and alone."""
+    """Upload and run ``facts.sh``; the host's Python (``--python``, the host's form), if set, is tried first and
+    alone; else the environments the login shell activates, then the usual places (`python_used` says which
+    one won)."""
     facts_sh = ctx.upload("facts.sh")
     pyfacts = ctx.upload("pyfacts.py")
-    pythons = [ctx.options.python] if ctx.options.python else list(DEFAULT_PYTHONS)
+    pythons = [ctx.options.python] if ctx.options.python else ["--envs", *DEFAULT_PYTHONS]
     command = " ".join(["bash", q(facts_sh), q(pyfacts), *(q(p) for p in pythons)])
     result = ctx.run(command, timeout=max(ctx.options.timeouts.command_s, 120.0))
     facts, warnings = parse_facts(result.stdout)
     for warning in warnings:
         ctx.warn(warning)
     if ctx.options.python and facts.python is None:
-        ctx.log("warning", f"the Python interpreter {ctx.options.python} given with --python was not found or "
-                           "did not start on the host")
+        ctx.log("warning", f"the host's Python {ctx.options.python} (--python, or the host's form) was not found "
+                           "or did not start on the host")
     return facts
+
+
+def python_used(facts: HostFacts) -> str:
+    """One sentence: which interpreter the probes use, with torch or not, and how it was found."""
+    python = facts.python
+    if python is None:
+        return "no Python answered on the host: the torch checks are skipped"
+    torch = f"torch {python.torch}" if python.torch else "no torch"
+    return f"Python: {python.path} ({torch})" + (f", from {python.found}" if python.found else "")

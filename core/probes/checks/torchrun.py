@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.probes.checks.base import ProbeContext, ProbeSkipped, q
+from core.probes.checks.base import NAME_PYTHON, ProbeContext, ProbeSkipped, q
 
 CPU_RANKS = 2
 
@@ -31,7 +31,7 @@ def plan_launch(ctx: ProbeContext, *, what: str) -> Launch:
     if python is None or python.torch is None:
         where = f" ({python.path})" if python is not None else ""
         raise ProbeSkipped(f"torch is not installed in the host's Python{where}, so the {what} cannot run "
-                           "(name another interpreter with --python)")
+                           f"({NAME_PYTHON})")
     if not python.distributed:
         raise ProbeSkipped(f"torch.distributed is not available in {python.path}")
     if ctx.facts.cuda:

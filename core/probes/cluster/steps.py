@@ -15,10 +15,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from core.probes.checks.base import HostFacts, LogLevel, ProbeFailed, ProbeSkipped, q
+from core.probes.checks.base import NAME_PYTHON, HostFacts, LogLevel, ProbeFailed, ProbeSkipped, q
 from core.probes.checks.collectives import CPU_MAX_BYTES, CPU_MIN_BYTES, GPU_MAX_BYTES, GPU_MIN_BYTES, live_row
 from core.probes.checks.distributed import consistency_problems, parse_sanity, rank_row
 from core.probes.cluster.evidence import (
@@ -64,6 +64,9 @@ class StepContext:
     log: Callable[[LogLevel, str], None]
     point: Callable[[float, float], None]  # inter-node busbw: (bytes, GB/s)
     warn: Callable[[str], None]
+    # What a step leaves for a later one of the same run: "bench", the all_reduce benchmark's output when the
+    # distributed step's torchrun launch ran it
+    carried: dict[str, list[Launched]] = field(default_factory=dict)
 
     @property
     def first(self) -> NodeSession:
@@ -255,7 +258,7 @@ def plan_node_launch(step: StepContext, what: str) -> NodeLaunch:
         if python is None or python.torch is None or not python.distributed:
             where = f" ({python.path})" if python is not None else ""
             raise ProbeSkipped(f"torch.distributed is not installed in {session.node}'s Python{where}, so the {what} "
-                               "cannot run (name another interpreter with --python)")
+                               f"cannot run ({NAME_PYTHON})")
     pythons = [s.facts.python for s in step.sessions if s.facts.python is not None]
     if all(p.cuda and p.cuda_devices > 0 and p.nccl for p in pythons):
         counts = {p.cuda_devices for p in pythons}
@@ -300,21 +303,39 @@ def _launch_failed(step: StepContext, parts: list[Launched], what: str) -> tuple
     return failed.node, f"{what} failed on {failed.node}: {failure_text(failed)}"
 
 
+PHASE_LINE = "__tuneplan_phase allreduce"  # cluster_torch.py: the check's output above, the benchmark's below
+
+
 def distributed(step: StepContext) -> InterNodeRun:
-    """dist_sanity.py across every node: each rank's RANK/LOCAL_RANK/WORLD_SIZE and one exact all_reduce."""
+    """dist_sanity.py across every node: each rank's RANK/LOCAL_RANK/WORLD_SIZE and one exact all_reduce; then,
+    in the same torchrun launch (cluster_torch.py: torchrun starts once per node, not once per step), the
+    all_reduce benchmark, whose output the allreduce step reads (``step.carried``)."""
     launch = plan_node_launch(step, "torch.distributed check across nodes")
     _require_rendezvous(step)
-    scripts = {s.node: s.ctx.upload("dist_sanity.py") for s in step.sessions}
+    scripts = {s.node: [s.ctx.upload(name) for name in ("dist_sanity.py", "allreduce_bench.py", "cluster_torch.py")]
+               for s in step.sessions}
     timeout_s = max(30, int(step.options.timeouts.distributed_s) - 30)
+    args = ["--sanity", "--backend", launch.backend, "--timeout", str(timeout_s), "--bench", *_bench_args(step, launch)]
+    benching: set[str] = set()
+
+    def on_line(session: NodeSession, line: str) -> None:
+        if line.strip() == PHASE_LINE:
+            benching.add(session.node)
+        elif session.node in benching:
+            _chart(step, line)
+
     parts = launch_everywhere(
-        step.sessions, lambda s: torchrun_across(step, s, launch, scripts[s.node],
-                                                 ["--backend", launch.backend, "--timeout", str(timeout_s)], "sanity"),
-        timeout=step.options.timeouts.distributed_s, halt=step.halt)
-    output = "\n".join(line for part in parts for line in part.lines)
+        step.sessions, lambda s: torchrun_across(step, s, launch, scripts[s.node][-1], args, "sanity"),
+        timeout=step.options.timeouts.distributed_s + step.options.timeouts.collectives_s, halt=step.halt,
+        on_line=on_line)
+    sanity, bench = _split_phases(parts)
+    if len(benching) == len(step.sessions):
+        step.carried["bench"] = bench
+    output = "\n".join(line for part in sanity for line in part.lines)
     ranks, summary = parse_sanity(output)
     world = len(step.sessions) * launch.nproc
     problems = consistency_problems(ranks, world)
-    failed_node, error = _launch_failed(step, parts, "torchrun")
+    failed_node, error = (None, None) if "bench" in step.carried else _launch_failed(step, parts, "torchrun")
     if summary is None and error is None:
         error = "torchrun ended without the check's summary"
     elif problems and error is None:
@@ -346,24 +367,44 @@ def _transport(parts: list[Launched], launch: NodeLaunch) -> NcclTransport | Non
     return parse_nccl_debug(text).value
 
 
+def _bench_args(step: StepContext, launch: NodeLaunch) -> list[str]:
+    """allreduce_bench.py's options: the sweep for GPUs (NCCL) or CPUs (gloo)."""
+    on_gpu = launch.backend == "nccl"
+    max_bytes = step.options.collective_max_bytes or (GPU_MAX_BYTES if on_gpu else CPU_MAX_BYTES)
+    min_bytes = min(GPU_MIN_BYTES if on_gpu else CPU_MIN_BYTES, max_bytes)
+    return ["--min-bytes", str(min_bytes), "--max-bytes", str(max_bytes), "--factor", "2" if on_gpu else "4",
+            "--backend", launch.backend, "--timeout", str(int(step.options.timeouts.collectives_s))]
+
+
+def _chart(step: StepContext, line: str) -> None:
+    """A benchmark row, charted as it arrives."""
+    row = live_row(line)
+    if row is not None:
+        step.point(float(row[0]), row[2])
+
+
+def _split_phases(parts: list[Launched]) -> tuple[list[Launched], list[Launched]]:
+    """Each node's output of cluster_torch.py cut at the phase line: (the check's parts, the benchmark's)."""
+    sanity, bench = [], []
+    for part in parts:
+        cut = next((i for i, line in enumerate(part.lines) if line.strip() == PHASE_LINE), len(part.lines))
+        sanity.append(replace(part, lines=part.lines[:cut]))
+        bench.append(replace(part, lines=part.lines[cut + 1:]))
+    return sanity, bench
+
+
 def allreduce(step: StepContext) -> InterNodeRun:
-    """allreduce_bench.py across every node: busbw per message size, charted as rows arrive."""
+    """allreduce_bench.py across every node: busbw per message size, charted as rows arrive. Run in the
+    distributed step's launch when that got to it (``step.carried``), else in a launch of its own."""
     launch = plan_node_launch(step, "all_reduce benchmark across nodes")
     _require_rendezvous(step)
     on_gpu = launch.backend == "nccl"
-    scripts = {s.node: s.ctx.upload("allreduce_bench.py") for s in step.sessions}
-    max_bytes = step.options.collective_max_bytes or (GPU_MAX_BYTES if on_gpu else CPU_MAX_BYTES)
-    min_bytes = min(GPU_MIN_BYTES if on_gpu else CPU_MIN_BYTES, max_bytes)
-    args = ["--min-bytes", str(min_bytes), "--max-bytes", str(max_bytes), "--factor", "2" if on_gpu else "4",
-            "--backend", launch.backend, "--timeout", str(int(step.options.timeouts.collectives_s))]
-
-    def on_line(session: NodeSession, line: str) -> None:
-        row = live_row(line)
-        if row is not None:
-            step.point(float(row[0]), row[2])
-
-    parts = launch_everywhere(step.sessions, lambda s: torchrun_across(step, s, launch, scripts[s.node], args, "bw"),
-                              timeout=step.options.timeouts.collectives_s, halt=step.halt, on_line=on_line)
+    parts = step.carried.pop("bench", None)
+    if parts is None:
+        scripts = {s.node: s.ctx.upload("allreduce_bench.py") for s in step.sessions}
+        parts = launch_everywhere(
+            step.sessions, lambda s: torchrun_across(step, s, launch, scripts[s.node], _bench_args(step, launch), "bw"),
+            timeout=step.options.timeouts.collectives_s, halt=step.halt, on_line=lambda _s, line: _chart(step, line))
     failed_node, error = _launch_failed(step, parts, "the all_reduce benchmark")
     collective = None
     for part in parts:

@@ -23,7 +23,7 @@ from core.probes.checks.base import (
     ProbeSkipped,
 )
 from core.probes.cluster.evidence import ClusterEvidence, NodeReport
-from core.probes.cluster.session import NodeSession, not_answering
+from core.probes.cluster.session import Launched, NodeSession, not_answering
 from core.probes.cluster.steps import (
     StepContext,
     agreement,
@@ -67,6 +67,7 @@ class ClusterWorker(Reporter):
         self.sessions: list[NodeSession] = []
         self.finished = False  # RunFinished is on the queue
         self.left_behind = False  # a work directory stayed on a node that stopped answering
+        self.carried: dict[str, list[Launched]] = {}  # what a step leaves for a later one (StepContext.carried)
 
     # -- main --------------------------------------------------------------------------------------------
 
@@ -237,7 +238,7 @@ class ClusterWorker(Reporter):
         started = time.time()
         warnings: list[str] = []
         step = StepContext(sessions=self.sessions, cluster=self.cluster, options=self.options, halt=self.halt,
-                           run_id=self.run_id, slurm_job=self.slurm_job,
+                           run_id=self.run_id, slurm_job=self.slurm_job, carried=self.carried,
                            log=lambda level, message: self.log(level, message, name),
                            point=lambda x, y: self.put(SeriesPoint(t=self.clock(), series="busbw", x=x, y=y,
                                                                    label="inter-node")),

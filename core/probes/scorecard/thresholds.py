@@ -182,6 +182,11 @@ SEQ_READ_BAND = Band(1.0, 0.70)  # of the reference or of the job's need
 STORAGE_SOURCE = f"stas00 storage ({STAS00_STORAGE})"
 P99_PASS_MS = 2.0  # network FS < 2 ms (local NVMe is < 0.2 ms); 2-10 ms warns; > 10 ms fails
 P99_FAIL_MS = 10.0
+# 4 KiB random reads at queue depth 32: the slowest storage tier with a published IOPS figure is a network block
+# volume at its baseline, EBS gp3's 3,000 IOPS (resources/catalog/storage_tiers.json); a tenth of it fails.
+RAND_IOPS_PASS = 3000.0
+RAND_IOPS_FAIL = 300.0
+RAND_IOPS_SOURCE = "EBS gp3 baseline (https://docs.amazonaws.cn/en_us/ebs/latest/userguide/ebs-optimization.md)"
 SMALL_FILE_PASS_MS = 0.5  # per small-file operation (open on local NVMe: 11 µs; on Lustre: 2.3 ms)
 SMALL_FILE_FAIL_MS = 3.0
 CAPACITY_WARN_USED = 0.80  # stas00: only ~80 % of a distributed FS is reliable

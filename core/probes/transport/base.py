@@ -17,7 +17,7 @@ import shlex
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
@@ -46,6 +46,11 @@ class CommandResult(BaseModel):
 
 class TransportError(Exception):
     """A host could not be reached or used; the message is one sentence fit to show the user."""
+
+
+class ShellStartTimeout(TransportError):
+    """The host accepted the command but its shell never got to run it: the login's startup files are still
+    running (a ``~/.bashrc`` waiting on a lock, a network mount, a slow ``conda init``)."""
 
 
 class HostKeyUnknown(TransportError):
@@ -253,6 +258,9 @@ class Transport(ABC):
     """Run commands on one host. See the module docstring for threading rules."""
 
     description: str
+    # Told the seconds waited, every few seconds, while a command waits for the host's shell to start (its
+    # startup files run first): the run shows "waiting for the remote shell" instead of sitting silent.
+    shell_wait: Callable[[float], None] | None = None
 
     @abstractmethod
     def run(self, command: str, *, timeout: float, input: bytes | None = None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 import paramiko
@@ -22,6 +23,8 @@ from core.probes.transport.base import HostKeyChanged, HostKeyRevoked, HostKeyUn
 from core.probes.transport.known_hosts import KnownHosts, read_known_hosts
 
 DEFAULT_PORT = 22
+# What the user accepted for a host not yet known: nothing, any key, one fingerprint, or one per host of a run.
+AcceptHostKey = bool | str | Collection[str]
 
 
 def default_app_known_hosts() -> Path:
@@ -111,12 +114,18 @@ def accept_host_key(host: str, port: int, key: paramiko.PKey, file: Path, *, has
 
 
 def unknown_key_error(host: str, port: int, key: paramiko.PKey,
-                      expected: str | None = None) -> HostKeyUnknown:
-    """The refusal for a key no file knows, with the fingerprint the user must check."""
+                      expected: str | None = None, *, others: int = 0) -> HostKeyUnknown:
+    """The refusal for a key no file knows, with the fingerprint the user must check.
+
+    ``expected`` is the one fingerprint the user accepted for this host; ``others`` counts fingerprints given
+    for a run of several hosts, none of them this host's: then the host is simply not known yet, and saying
+    "not the expected" would name another host's key as if it were this one's."""
     name = known_hosts_name(host, port)
     got = fingerprint(key)
     if expected is None:
-        message = (f"host {name} is not known; its {key.get_name()} key fingerprint is {got} — "
+        given = (f" and is none of the {others} fingerprint{'s' if others > 1 else ''} given to accept"
+                 if others else "")
+        message = (f"host {name} is not known; its {key.get_name()} key fingerprint is {got}{given} — "
                    f"accept it only if it matches the one the provider shows")
     else:
         message = (f"host key for {name} has fingerprint {got}, not the expected {expected} — "
@@ -138,11 +147,12 @@ class StrictHostKeyPolicy(paramiko.MissingHostKeyPolicy):
     """Called by paramiko for a host no file knows: accept only what the user explicitly accepted.
 
     ``accept`` is False (refuse with the fingerprint), True (accept any new key, like OpenSSH's
-    ``StrictHostKeyChecking=accept-new``), or a fingerprint string the user was shown: the key is accepted
-    only if it has exactly that fingerprint. Accepted keys go to ``app_file`` only. Never adds silently.
+    ``StrictHostKeyChecking=accept-new``), a fingerprint string the user was shown: the key is accepted
+    only if it has exactly that fingerprint, or several fingerprints (one per host of a cluster run): the key
+    is accepted if it has one of them. Accepted keys go to ``app_file`` only. Never adds silently.
     """
 
-    def __init__(self, app_file: Path, accept: bool | str = False, *, hashed: bool = False,
+    def __init__(self, app_file: Path, accept: AcceptHostKey = False, *, hashed: bool = False,
                  known: KnownHosts | None = None) -> None:
         self.app_file = app_file
         self.accept = accept
@@ -152,10 +162,18 @@ class StrictHostKeyPolicy(paramiko.MissingHostKeyPolicy):
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
         host, port = split_known_hosts_name(hostname)
         check_not_revoked(self.known, host, port, key)
-        expected = None
-        if isinstance(self.accept, str) and self.accept:
-            expected = normalize_fingerprint(self.accept)
-        if self.accept is True or (expected is not None and expected == fingerprint(key)):
+        given = accepted_fingerprints(self.accept)
+        if self.accept is True or fingerprint(key) in given:
             accept_host_key(host, port, key, self.app_file, hashed=self.hashed)
             return
-        raise unknown_key_error(host, port, key, expected)
+        if len(given) == 1 and isinstance(self.accept, str):
+            raise unknown_key_error(host, port, key, next(iter(given)))
+        raise unknown_key_error(host, port, key, others=len(given))
+
+
+def accepted_fingerprints(accept: AcceptHostKey) -> frozenset[str]:
+    """The fingerprints ``accept`` names (normalised), none for True or False."""
+    if isinstance(accept, bool):
+        return frozenset()
+    values = [accept] if isinstance(accept, str) else list(accept)
+    return frozenset(normalize_fingerprint(v) for v in values if v)

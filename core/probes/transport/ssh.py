@@ -43,12 +43,14 @@ from core.probes.transport.base import (
     ExecOutcome,
     HostKeyRevoked,
     HostKeyUnknown,
+    ShellStartTimeout,
     TransportError,
     Unreachable,
     make_remote_workdir,
     remove_remote_workdir,
 )
 from core.probes.transport.hostkeys import (
+    AcceptHostKey,
     StrictHostKeyPolicy,
     changed_key_error,
     check_not_revoked,
@@ -61,7 +63,12 @@ from core.probes.transport.keepalive import Keepalive
 from core.probes.transport.known_hosts import KnownHosts
 from core.probes.transport.proxy import ProxyProcess
 from core.probes.transport.quiet import quiet_paramiko
-from core.probes.transport.remote_process_group import kill_group_command, take_marker, wrap_command
+from core.probes.transport.remote_process_group import (
+    after_stderr_marker,
+    kill_group_command,
+    take_marker,
+    wrap_command,
+)
 from core.probes.transport.target import SshTarget, parse_target
 
 PromptCallback = Callable[[str], str | None]
@@ -73,6 +80,11 @@ _MAX_JUMPS = 8
 _DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_rsa")
 KEEPALIVE_S = 15.0  # how often the server is asked for an answer (as OpenSSH's ServerAliveInterval)
 KEEPALIVE_REPLY_S = 30.0  # an answer not back within this: the peer is silent and its connection lost
+_SHELL_WAIT_FIRST_S = 2.0  # a shell slower than this to start is said to be waited for, then every ...
+_SHELL_WAIT_EVERY_S = 5.0
+_SHELL_SLOW_S = 3.0  # a command given this long that timed out before its shell started: the startup files
+_STARTUP_FILES = ("~/.bashrc and ~/.bash_profile or ~/.profile for bash, ~/.zshenv for zsh, ~/.cshrc for csh, "
+                  "~/.config/fish/config.fish for fish")
 
 quiet_paramiko()  # its log and its threads' tracebacks stay off the terminal (core.probes.transport.quiet)
 
@@ -98,8 +110,9 @@ class SshTransport(ChunkedTransport):
     """Run commands on ``target`` over SSH. Call `connect()` (or use ``with``) before running anything.
 
     ``accept_new_host_key``: False refuses unknown hosts (`HostKeyUnknown` carries the fingerprint); True
-    accepts a new key; a fingerprint string accepts only a key with that fingerprint. A changed key is always
-    refused. Accepted keys are written to ``known_hosts_file`` (the app's file), never to ``~/.ssh``.
+    accepts a new key; a fingerprint string accepts only a key with that fingerprint, several (one per host of
+    a cluster run) a key with one of them. A changed key is always refused. Accepted keys are written to
+    ``known_hosts_file`` (the app's file), never to ``~/.ssh``.
     """
 
     def __init__(
@@ -108,7 +121,7 @@ class SshTransport(ChunkedTransport):
         *,
         known_hosts_file: Path | None = None,
         user_known_hosts_file: Path | None = None,
-        accept_new_host_key: bool | str = False,
+        accept_new_host_key: AcceptHostKey = False,
         password_cb: PromptCallback | None = None,
         passphrase_cb: PromptCallback | None = None,
         connect_timeout: float = 10,
@@ -445,6 +458,7 @@ class SshTransport(ChunkedTransport):
         pending_input = input or b""
         timed_out = cancelled = finished = False
         exit_seen: float | None = None
+        next_wait_report = started + _SHELL_WAIT_FIRST_S
         try:
             chan.exec_command(wrap_command(command, marker, remote_limit))
             if not pending_input:
@@ -466,6 +480,9 @@ class SshTransport(ChunkedTransport):
                     if not pending_input:
                         chan.shutdown_write()
                 now = time.monotonic()
+                if pgid is None and now >= next_wait_report and self.shell_wait is not None:
+                    self.shell_wait(now - started)  # the startup files still run: say so, do not sit silent
+                    next_wait_report = now + _SHELL_WAIT_EVERY_S
                 if cancel is not None and cancel.is_set():
                     cancelled = True
                     break
@@ -492,10 +509,15 @@ class SshTransport(ChunkedTransport):
             chan.close()
         if chan.exit_status < 0 and not transport.is_active():
             raise self._lost(" while a command ran")
+        if timed_out and pgid is None and transport.is_active() and (timeout or 0) >= _SHELL_SLOW_S:
+            raise ShellStartTimeout(
+                f"the shell on {self.description} did not start within {timeout:.0f} s: its startup files "
+                f"({_STARTUP_FILES}, and what they source) are still running; look there for a command that "
+                "waits (a lock, a network mount, a conda or pyenv init)")
         if pgid is None and head:
             yield head  # no marker: the wrapper itself failed (e.g. no bash); show what came back
         exit_code = None if (timed_out or cancelled or chan.exit_status < 0) else chan.exit_status
-        return ExecOutcome(exit_code, bytes(stderr), timed_out, cancelled)
+        return ExecOutcome(exit_code, after_stderr_marker(bytes(stderr), marker), timed_out, cancelled)
 
     def _kill_group(self, chan: paramiko.Channel, pgid: int | None, marker: str, head: bytes) -> None:
         """Kill the remote process group over a second channel (TERM, then KILL after 2 s)."""

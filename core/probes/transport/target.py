@@ -1,7 +1,8 @@
 """Parse what the user types to name a host (``[user@]host[:port]``) and resolve it through ``~/.ssh/config``.
 
 People already describe their rented boxes in ``~/.ssh/config`` (aliases, users, keys, bastions), so an alias
-that works with ``ssh`` works here too. Values typed explicitly win over the config file, as with ``ssh -p``.
+that works with ``ssh`` works here too: OpenSSH's own ``ssh -G`` resolves it where ``ssh`` is installed
+(`core.probes.transport.ssh_config`). Values typed explicitly win over the config file, as with ``ssh -p``.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import os
 import re
 from pathlib import Path
 
-import paramiko
 from pydantic import BaseModel, Field
+
+from core.probes.transport.ssh_config import lookup
 
 DEFAULT_PORT = 22
 _HOSTNAME_RE = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?$")
@@ -100,14 +102,15 @@ def _parse_port(port_text: str | None, text: str) -> int | None:
 
 
 def parse_target(text: str, *, ssh_config: Path | None = None, use_ssh_config: bool = True) -> SshTarget:
-    """Parse a target and resolve it through the OpenSSH client config (``~/.ssh/config`` by default).
+    """Parse a target and resolve it through the OpenSSH client config (``~/.ssh/config`` by default), as
+    ``ssh`` would (``Include``, ``Match``; see `core.probes.transport.ssh_config`).
 
     HostName, User, Port, IdentityFile, IdentitiesOnly, ProxyCommand and ProxyJump are honoured; a user or
     port typed in ``text`` overrides the file. Raises ValueError with one sentence on malformed input.
     """
     user, host, port = split_target(text)
     config_path = ssh_config if ssh_config is not None else default_ssh_config()
-    options = _lookup(host, user, port, config_path) if use_ssh_config else {}
+    options = lookup(host, user, port, ssh_config, config_path) if use_ssh_config else {}
     hostname = str(options.get("hostname") or host)
     resolved_port = port if port is not None else _config_port(_one(options.get("port")), host, config_path)
     proxy_command = _one(options.get("proxycommand"))
@@ -139,23 +142,3 @@ def _one(value: object) -> str | None:
     if isinstance(value, list):
         return str(value[0]) if value else None
     return str(value)
-
-
-def _lookup(host: str, user: str | None, port: int | None, path: Path) -> dict[str, object]:
-    """Look ``host`` up; explicit user/port are put first so they win and expand %r/%p like ``ssh -l/-p``."""
-    if not path.exists():
-        return {}
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ValueError(f"cannot read ssh config {path}: {exc.strerror or exc}") from exc
-    first = ""
-    if user or port:
-        pattern = host if _HOSTNAME_RE.fullmatch(host) else f'"{host}"'
-        first = f"Host {pattern}\n" + (f"  User {user}\n" if user else "")
-        first += f"  Port {port}\n" if port else ""
-    try:
-        config = paramiko.SSHConfig.from_text(first + text)
-        return dict(config.lookup(host))
-    except Exception as exc:  # paramiko raises ConfigParseError and, for odd tokens, plain exceptions
-        raise ValueError(f"ssh config {path} could not be read for host '{host}': {exc}") from exc
