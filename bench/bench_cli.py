@@ -11,7 +11,6 @@ CPU time (user + system, from the children's rusage) is what the command itself 
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import os
 import resource
@@ -95,15 +94,7 @@ def section(repeat: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--write", type=Path, help="rewrite this section of docs/performance.md")
-    args = parser.parse_args(argv)
-    text = section(args.repeat)
-    print(text)
-    if args.write:
-        perf_doc.write_section(args.write, SECTION_TITLE, text)
-    return 0
+    return perf_doc.section_main(argv, __doc__, SECTION_TITLE, section, "repeat", 15)
 
 
 if __name__ == "__main__":

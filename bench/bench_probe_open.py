@@ -11,7 +11,6 @@ fresh process with the offscreen Qt platform and an empty data folder, so nothin
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
@@ -92,15 +91,7 @@ def section(runs: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--write", type=Path, help="rewrite this section of docs/performance.md")
-    args = parser.parse_args(argv)
-    text = section(args.runs)
-    print(text)
-    if args.write:
-        perf_doc.write_section(args.write, SECTION_TITLE, text)
-    return 0
+    return perf_doc.section_main(argv, __doc__, SECTION_TITLE, section, "runs", 5)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +30,21 @@ def write_section(path: Path, title: str, section: str) -> None:
         body = "".join(lines[:start]) + section + ("\n" + after if after else "")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(body, encoding="utf-8")
+
+
+def section_main(argv: list[str] | None, description: str | None, title: str, section: Callable[[int], str],
+                 count: str, default: int) -> int:
+    """The command line of a benchmark that writes one section: `--COUNT N` runs, the section printed, and with
+    `--write FILE` put in place of its `title` section there."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(f"--{count}", type=int, default=default)
+    parser.add_argument("--write", type=Path, help="rewrite this section of docs/performance.md")
+    args = parser.parse_args(argv)
+    text = section(getattr(args, count))
+    print(text)
+    if args.write:
+        write_section(args.write, title, text)
+    return 0
 
 
 def machine() -> dict[str, str]:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,6 +34,58 @@ PAGE_NAMES = ("model", "data", "method", "memory", "hardware", "cost", "summary"
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8", "seq_len": 4096},
            "training": {"method": "lora", "lora_rank": 16},
            "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}, "pricing": {"provider": "aws"}}
+
+
+def scratch_folder(prefix: str) -> Path:
+    """A throw-away folder made the user's config and data folders, so that no picture shows (or touches) the
+    library and settings of whoever takes it."""
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
+    os.environ["XDG_DATA_HOME"] = str(scratch / "data")
+    return scratch
+
+
+def planning_window(scratch: Path) -> tuple[Any, Any]:
+    """The application and a shown main window over the scratch folder's library and settings, planning inline
+    (every plan lands before the next picture)."""
+    from core.library.store import PlanStore
+    from gui.app import make_app
+    from gui.main_window import MainWindow
+    from gui.workers import InlineExecutor
+
+    app = make_app(["screenshots"])
+    window = MainWindow(InlineExecutor(), PlanStore(scratch / "library.db"),
+                        QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat), debounce_ms=0)
+    window.resize(*SIZE)
+    window.show()
+    return app, window
+
+
+def pdf_first_page(analysis: Any, scratch: Path, out: Path, stem: str) -> None:
+    """The plan's PDF rendered and its first page written as out/stem.png at 60 dpi (pdftoppm)."""
+    from core.planner.report import build_report
+    from gui.pdf import render_report
+
+    pdf = scratch / "plan.pdf"
+    render_report(build_report(analysis), pdf)
+    subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", "-singlefile", str(pdf), str(out / stem)],
+                   check=True, timeout=120)
+    print(out / f"{stem}.png")
+
+
+def turn_to(wizard: Any, page: Any) -> None:
+    """Next, as a person clicks it, until the wizard shows `page` (each page's plan settled on the way)."""
+    while wizard.currentPage() is not page:
+        wizard.next()
+        settle(wizard.state)
+
+
+def close_window(app: Any, window: Any, scratch: Path) -> int:
+    """Close the window, let Qt finish, remove the scratch folder; 0, the exit status of a run that got here."""
+    window.close()
+    app.processEvents()
+    shutil.rmtree(scratch, ignore_errors=True)
+    return 0
 
 
 def settle(state: object) -> None:
@@ -68,20 +121,9 @@ def save_page(window: QWidget, page: QWidget, path: Path) -> None:
 
 def main(out: Path, only_launch: bool = False) -> int:
     out.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="tuneplan-shots-"))
-    os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
-    os.environ["XDG_DATA_HOME"] = str(scratch / "data")
-    from core.library.store import PlanStore
-    from gui.app import make_app
-    from gui.main_window import MainWindow
-    from gui.workers import InlineExecutor
-
-    app = make_app(["screenshots"])
-    window = MainWindow(InlineExecutor(), PlanStore(scratch / "library.db"),
-                        QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat), debounce_ms=0)
+    scratch = scratch_folder("tuneplan-shots-")
+    app, window = planning_window(scratch)
     window.add_probe_place()  # in the sidebar as `tuneplan` shows it; these pictures do not open it
-    window.resize(*SIZE)
-    window.show()
     wizard, state = window.wizard, window.wizard.state
     for old in [] if only_launch else out.glob("*.png"):
         if not old.name.startswith(("probe", "ranges")):

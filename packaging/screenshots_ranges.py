@@ -12,16 +12,22 @@ Files it writes are replaced; ``packaging/screenshots.py`` leaves ``ranges-*`` f
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from screenshots import REQUEST, ROOT, SIZE, save, settle  # sets the Qt platform first
+from screenshots import (  # sets the Qt platform first
+    REQUEST,
+    ROOT,
+    close_window,
+    pdf_first_page,
+    planning_window,
+    save,
+    scratch_folder,
+    settle,
+    turn_to,
+)
 
 EXAMPLE_LOW, EXAMPLE_HIGH, EXAMPLE_COVERAGE = 0.8, 1.3, 0.8  # ends as multiples of the planned figure
 EXAMPLE_REGIME = "illustrative example, not calibrated"  # on screen, so the picture says what it is
@@ -52,26 +58,11 @@ def example_bands() -> None:
 
 
 def main(out: Path, example: bool) -> int:
-    from PySide6.QtCore import QSettings
-
     out.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="tuneplan-ranges-"))
-    os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
-    os.environ["XDG_DATA_HOME"] = str(scratch / "data")
+    scratch = scratch_folder("tuneplan-ranges-")
     if example:
         example_bands()
-    from core.library.store import PlanStore
-    from core.planner.report import build_report
-    from gui.app import make_app
-    from gui.main_window import MainWindow
-    from gui.pdf import render_report
-    from gui.workers import InlineExecutor
-
-    app = make_app(["screenshots"])
-    window = MainWindow(InlineExecutor(), PlanStore(scratch / "library.db"),
-                        QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat), debounce_ms=0)
-    window.resize(*SIZE)
-    window.show()
+    app, window = planning_window(scratch)
     wizard, state = window.wizard, window.wizard.state
     wizard.load_request(REQUEST, name="Llama 3.1 8B LoRA on 8× H100")
     settle(state)
@@ -79,22 +70,12 @@ def main(out: Path, example: bool) -> int:
         print("the plan has no likely range (no calibration band): rerun with --example-band for the layout",
               file=sys.stderr)
         return 1
-    while wizard.currentPage() is not wizard.cost_page:
-        wizard.next()
-        settle(state)
+    turn_to(wizard, wizard.cost_page)
     save(window, out / "ranges-wizard-6-cost.png")
-    wizard.next()
-    settle(state)
+    turn_to(wizard, wizard.summary_page)
     save(window, out / "ranges-wizard-7-summary.png")
-    pdf = scratch / "plan.pdf"
-    render_report(build_report(state.analysis), pdf)
-    subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", "-singlefile", str(pdf),
-                    str(out / "ranges-report-page-1")], check=True, timeout=120)
-    print(out / "ranges-report-page-1.png")
-    window.close()
-    app.processEvents()
-    shutil.rmtree(scratch, ignore_errors=True)
-    return 0
+    pdf_first_page(state.analysis, scratch, out, "ranges-report-page-1")
+    return close_window(app, window, scratch)
 
 
 if __name__ == "__main__":

@@ -11,15 +11,20 @@ user folder.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from screenshots import ROOT, SIZE, save, settle  # sets the Qt platform first
+from screenshots import (  # sets the Qt platform first
+    ROOT,
+    close_window,
+    planning_window,
+    save,
+    scratch_folder,
+    settle,
+    turn_to,
+)
 
 TINY_REQUEST: dict[str, Any] = {
     "model": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -44,29 +49,17 @@ def wait(condition: Any, seconds: float = 300.0) -> None:
 
 
 def main(out: Path) -> int:
-    from PySide6.QtCore import QSettings
-
     out.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="tuneplan-step-shots-"))
-    os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
-    os.environ["XDG_DATA_HOME"] = str(scratch / "data")
-    from core.library.store import PlanStore
-    from gui.app import make_app
-    from gui.main_window import MainWindow
+    scratch = scratch_folder("tuneplan-step-shots-")
+    app, window = planning_window(scratch)
     from gui.probe import backend
-    from gui.workers import InlineExecutor
 
-    app = make_app(["screenshots"])
-    window = MainWindow(InlineExecutor(), PlanStore(scratch / "library.db"),
-                        QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat), debounce_ms=0)
-    window.resize(*SIZE)
-    window.show()
     wizard, state = window.wizard, window.wizard.state
     wizard.load_request(TINY_REQUEST, name="tiny-llama full fine-tune")
     settle(state)
     window.add_probe_place()
     window.show_place("Probe")
-    pane = window.places["Probe"].ensure_pane()  # type: ignore[attr-defined]
+    pane = window.places["Probe"].ensure_pane()
     pane.make_options = lambda choice: backend.make_options(choice).model_copy(
         update={"python": sys.executable, "step_cpu_scale": 1})
     pane.hosts.select("This machine")
@@ -81,14 +74,9 @@ def main(out: Path) -> int:
     save(window, out / "step-probe-scorecard.png")
     pane.scorecard_view.apply_button.click()
     settle(state)
-    while wizard.currentPage() is not wizard.cost_page:
-        wizard.next()
-        settle(state)
+    turn_to(wizard, wizard.cost_page)
     save(window, out / "step-wizard-6-cost.png")
-    window.close()
-    app.processEvents()
-    shutil.rmtree(scratch, ignore_errors=True)
-    return 0
+    return close_window(app, window, scratch)
 
 
 if __name__ == "__main__":
