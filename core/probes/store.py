@@ -24,7 +24,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,9 +36,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core.paths import data_dir
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
-from core.probes.host_groups import v3_host_groups
 from core.probes.samples import GpuMetric
 from core.probes.store_rescue import can_rescue, end_in_file, kept, to_memory
+from core.probes.store_schema import MIGRATIONS
 from core.probes.transport.base import CommandResult
 from core.sqlite_schema import migrate, transaction
 from core.sqlite_store import (
@@ -57,7 +57,7 @@ from core.sqlite_store import (
     secure_folder,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = len(MIGRATIONS)
 DB_NAME = "probes.db"
 SAMPLE_COLUMNS = ("t", "gpu", "util", "mem_used", "mem_total", "temp", "power", "sm_clock", "mem_clock", "throttle")
 RUN_STATUSES = ("running", "completed", "incomplete", "cancelled", "interrupted", "failed")
@@ -189,62 +189,6 @@ class StoredRun:
     raw_outputs: list[RawOutput] = field(default_factory=list)
 
 
-# --------------------------------------------------------------------------- migrations
-
-
-def _v1(db: sqlite_utils.Database) -> None:
-    db.execute("""CREATE TABLE hosts (
-        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, target TEXT NOT NULL, port INTEGER, user TEXT,
-        identity_file TEXT, data_path TEXT, checkpoint_path TEXT, local INTEGER NOT NULL DEFAULT 0,
-        created REAL NOT NULL, updated REAL NOT NULL)""")
-    db.execute("""CREATE TABLE runs (
-        id INTEGER PRIMARY KEY, host TEXT NOT NULL, suite TEXT NOT NULL, probes TEXT NOT NULL DEFAULT '[]',
-        options TEXT NOT NULL DEFAULT '{}', started REAL NOT NULL, ended REAL, status TEXT NOT NULL,
-        verdict TEXT, workdir TEXT, evidence TEXT, scorecard TEXT)""")
-    db.execute("CREATE INDEX runs_host ON runs(host, started)")
-    db.execute("""CREATE TABLE outcomes (
-        run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL, status TEXT NOT NULL,
-        started REAL NOT NULL, ended REAL NOT NULL, warnings TEXT NOT NULL DEFAULT '[]', error TEXT)""")
-    db.execute("CREATE INDEX outcomes_run ON outcomes(run_id)")
-    # One row per flushed batch; data = little-endian float64 matrix, rows x len(SAMPLE_COLUMNS), row-major.
-    db.execute("""CREATE TABLE sample_blocks (
-        run_id INTEGER NOT NULL, t_first REAL NOT NULL, t_last REAL NOT NULL, rows INTEGER NOT NULL,
-        data BLOB NOT NULL)""")
-    db.execute("CREATE INDEX sample_blocks_run ON sample_blocks(run_id)")
-    db.execute("""CREATE TABLE series (
-        run_id INTEGER NOT NULL, t REAL NOT NULL, series TEXT NOT NULL, x REAL NOT NULL, y REAL NOT NULL,
-        label TEXT NOT NULL DEFAULT '')""")
-    db.execute("CREATE INDEX series_run ON series(run_id)")
-    db.execute("""CREATE TABLE raw_outputs (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, t REAL NOT NULL, probe TEXT NOT NULL,
-        command TEXT NOT NULL, stdout TEXT NOT NULL, stderr TEXT NOT NULL, exit_code INTEGER,
-        duration_s REAL NOT NULL, timed_out INTEGER NOT NULL DEFAULT 0, cancelled INTEGER NOT NULL DEFAULT 0)""")
-    db.execute("CREATE INDEX raw_outputs_run ON raw_outputs(run_id)")
-    db.execute("""CREATE TABLE events (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, t REAL NOT NULL, kind TEXT NOT NULL,
-        level TEXT NOT NULL, probe TEXT, message TEXT NOT NULL)""")
-    db.execute("CREATE INDEX events_run ON events(run_id)")
-
-
-def _v2(db: sqlite_utils.Database) -> None:
-    """The run's lease (who is running it: core.probes.leases) and the ledger of what this app created on which
-    host (core.probes.ledger), so a dead client's run is told apart from a live one and its leftovers are swept."""
-    for column, kind in (("lease_pid", "INTEGER"), ("lease_host", "TEXT"), ("lease_start", "REAL")):
-        db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
-    db.execute("""CREATE TABLE created_paths (
-        id INTEGER PRIMARY KEY, host TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL,
-        run_id INTEGER, created REAL NOT NULL, UNIQUE(host, path))""")
-
-
-def _v4(db: sqlite_utils.Database) -> None:
-    """The host's Python interpreter (its torch may live in a venv or conda env the login PATH does not reach)."""
-    db.execute("ALTER TABLE hosts ADD COLUMN python TEXT")
-
-
-# MIGRATIONS[i] makes version i + 1; the third (host groups) lives beside the groups (core.probes.host_groups)
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, v3_host_groups, _v4]
-
-
 # --------------------------------------------------------------------------- helpers
 
 
@@ -319,7 +263,6 @@ class ProbeStore:
         if self.path is not None:
             secure_folder(self.path.parent, tighten=self.path.parent == data_dir())
             secure_file(self.path)
-            keep_reserve(self.path)
         where = ":memory:" if self.path is None else str(self.path)
         conn = sqlite3.connect(where, timeout=self._busy_timeout, check_same_thread=False, isolation_level=None)
         db = sqlite_utils.Database(conn)
@@ -335,6 +278,8 @@ class ProbeStore:
                 db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             migrate(db, MIGRATIONS, version)
+            if self.path is not None:
+                keep_reserve(self.path)  # only beside a history this tuneplan writes (never a newer one's)
         except BaseException:
             conn.close()
             raise

@@ -16,7 +16,6 @@ from PySide6.QtWidgets import QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPush
 
 from core.catalog import PRICING_MODES, CatalogError, default_user_dir, load_catalog, save_user_overrides
 from core.planner.models import CostResult, PlanResult, PricingMode
-from core.planner.money.plan_cost import offer_place
 from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.forms import make_error_label, make_hint_label
@@ -48,6 +47,8 @@ MODE_HINTS = {
 def offer_text(c: CostResult) -> str:
     """' (p5.48xlarge in us-east-1, marketplace)': the instance and region priced, and the kind of price when it
     is not the mode's own."""
+    from core.planner.money.plan_cost import offer_place  # loaded by the plan the cost is of (with NumPy)
+
     if not c.instance:
         return ""
     kind = f", {c.pricing_model}" if c.pricing_model in ("marketplace", "auction") else ""

@@ -51,7 +51,7 @@ def test_clicking_refresh_shows_the_summary(qtbot: QtBot, server: CatalogServer,
     assert "skypilot: 23 prices kept from 86 rows" in text
     assert "gpuhunt: 7 prices kept from 12 rows" in text
     assert "GPU not in the catalog" not in text  # Lambda's A6000 is the catalog's RTX-A6000
-    written = Path(os.environ["XDG_CONFIG_HOME"]) / "tuneplan" / "refreshed_prices.json"
+    written = Path(os.environ["XDG_DATA_HOME"]) / "tuneplan" / "refreshed_prices.json"  # prices are data
     assert str(written) in text
     assert len(json.loads(written.read_text(encoding="utf-8"))["rows"]) == 23 + 7
     assert w.button.isEnabled()
@@ -61,7 +61,7 @@ def test_clicking_refresh_shows_the_summary(qtbot: QtBot, server: CatalogServer,
 def test_a_failed_refresh_says_why_and_keeps_the_old_prices(qtbot: QtBot, server: CatalogServer,
                                                             monkeypatch: pytest.MonkeyPatch,
                                                             user_dirs: Path) -> None:
-    written = Path(os.environ["XDG_CONFIG_HOME"]) / "tuneplan" / "refreshed_prices.json"
+    written = Path(os.environ["XDG_DATA_HOME"]) / "tuneplan" / "refreshed_prices.json"  # prices are data
     written.parent.mkdir(parents=True)
     written.write_text('{"format": 1, "sources": [], "rows": []}\n', encoding="utf-8")
     monkeypatch.setenv("TUNEPLAN_SKYPILOT_CATALOG_URL", f"{server.url}/cut")

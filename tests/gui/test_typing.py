@@ -86,7 +86,8 @@ COST = [("Price override", "2.49"), ("Discount", "0.15"), ("GPU MTBF (h)", "2000
         ("Months of storage billed", "2"), ("Idle hours (stopped instances, disks kept)", "24"),
         ("Egress (GB)", "150"), ("Price per GPU incl. server share", "25000"), ("Utilisation", "0.75")]
 HOST = [("Host name", "lambda-8xh100"), ("Target", "ubuntu@10.0.0.5"), ("Port", "2222"),
-        ("Identity file", "~/.ssh/id_ed25519"), ("Data path", "/data"), ("Checkpoint path", "/ckpt")]
+        ("Identity file", "~/.ssh/id_ed25519"), ("Data path", "/data"), ("Checkpoint path", "/ckpt"),
+        ("Python interpreter", "~/.venv/bin/python")]
 
 
 def names(values: list[tuple[str, str]]) -> list[str]:
@@ -175,6 +176,7 @@ def test_typing_a_new_host_keeps_every_key_and_saves_it(qtbot):
     saved = hosts.current()
     assert isinstance(saved, HostProfile) and saved.name == "lambda-8xh100"
     assert (saved.target, saved.port) == ("ubuntu@10.0.0.5", 2222)
+    assert saved.python == "~/.venv/bin/python"
     assert hosts.list.currentItem().text() == "lambda-8xh100  —  ubuntu@10.0.0.5"
     settle(qtbot, window.wizard.state)
     window.close()

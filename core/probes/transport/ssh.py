@@ -19,11 +19,9 @@ asked through the callbacks when needed and never stored.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import getpass
 import math
-import os
 import secrets
 import select
 import socket
@@ -69,6 +67,7 @@ from core.probes.transport.remote_process_group import (
     take_marker,
     wrap_command,
 )
+from core.probes.transport.ssh_keys import candidate_keys, open_agent
 from core.probes.transport.target import SshTarget, parse_target
 
 PromptCallback = Callable[[str], str | None]
@@ -77,7 +76,6 @@ _POLL_S = 0.05
 _EOF_GRACE_S = 0.5
 _KILL_WAIT_S = 10.0
 _MAX_JUMPS = 8
-_DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_rsa")
 KEEPALIVE_S = 15.0  # how often the server is asked for an answer (as OpenSSH's ServerAliveInterval)
 KEEPALIVE_REPLY_S = 30.0  # an answer not back within this: the peer is silent and its connection lost
 _SHELL_WAIT_FIRST_S = 2.0  # a shell slower than this to start is said to be waited for, then every ...
@@ -323,7 +321,7 @@ class SshTransport(ChunkedTransport):
             allowed = None
         tried = 0
         if allowed is None or "publickey" in allowed:
-            agent = _open_agent(notes) if self.allow_agent else None
+            agent = open_agent(notes) if self.allow_agent else None
             try:
                 for key in self._candidate_keys(agent, notes):
                     tried += 1
@@ -374,50 +372,7 @@ class SshTransport(ChunkedTransport):
         raise AuthenticationFailed(f"authentication failed for user {user}: {reason}{detail}")
 
     def _candidate_keys(self, agent: paramiko.Agent | None, notes: list[str]) -> Iterator[paramiko.PKey]:
-        """Keys in OpenSSH's order; files already in the agent are skipped (no needless passphrase prompt)."""
-        offered: set[bytes] = set()
-        if agent is not None:
-            for agent_key in agent.get_keys():
-                offered.add(agent_key.asbytes())
-                yield agent_key
-        files = [os.path.expanduser(f) for f in self.target.identity_files]
-        if not files and self.look_for_keys:
-            ssh_dir = Path(os.path.expanduser("~")) / ".ssh"
-            files = [str(ssh_dir / name) for name in _DEFAULT_KEYS if (ssh_dir / name).exists()]
-        for path in files:
-            if not os.path.exists(path):
-                notes.append(f"identity file {path} does not exist")
-                continue
-            public = _public_blob(path)
-            if public is not None and public in offered:
-                continue
-            key = self._load_key(path, notes)
-            if key is not None and key.asbytes() not in offered:
-                offered.add(key.asbytes())
-                yield key
-
-    def _load_key(self, path: str, notes: list[str]) -> paramiko.PKey | None:
-        try:
-            return paramiko.PKey.from_path(path)
-        except TypeError:
-            pass  # cryptography's way of saying "this key is encrypted"
-        except (ValueError, OSError, paramiko.SSHException) as exc:
-            notes.append(f"key {path} could not be read: {exc}")
-            return None
-        if self._passphrase_cb is None:
-            notes.append(f"key {path} is encrypted and no passphrase was given")
-            return None
-        passphrase = self._passphrase_cb(f"passphrase for key {path}:")
-        if not passphrase:
-            notes.append(f"key {path} is encrypted and no passphrase was given")
-            return None
-        try:
-            return paramiko.PKey.from_path(path, passphrase.encode("utf-8"))
-        except (TypeError, ValueError, OSError, paramiko.SSHException):
-            notes.append(f"the passphrase for key {path} is wrong")
-            return None
-        finally:
-            del passphrase
+        return candidate_keys(agent, self.target.identity_files, self.look_for_keys, self._passphrase_cb, notes)
 
     # -- commands ---------------------------------------------------------------------------------------
 
@@ -585,23 +540,6 @@ class SshTransport(ChunkedTransport):
 
     def remove_workdir(self, path: str) -> None:
         remove_remote_workdir(self, self.description, path)
-
-
-def _open_agent(notes: list[str]) -> paramiko.Agent | None:
-    try:
-        return paramiko.Agent()
-    except (paramiko.SSHException, OSError) as exc:
-        notes.append(f"the SSH agent could not be used: {exc}")
-        return None
-
-
-def _public_blob(private_path: str) -> bytes | None:
-    """The public key blob from ``<key>.pub``, to recognise a key already offered by the agent."""
-    try:
-        fields = Path(private_path + ".pub").read_text(encoding="ascii", errors="replace").split()
-        return base64.b64decode(fields[1]) if len(fields) >= 2 else None
-    except (OSError, ValueError):
-        return None
 
 
 __all__ = ["HostKeyUnknown", "SshTransport", "hostport"]
