@@ -12,13 +12,15 @@ import datetime as dt
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.cli.common import CliError, add_command
 from core.cli.plan import build_request
-from core.document import Report
 
-Renderer = Callable[[Report, Path], int]
+if TYPE_CHECKING:  # the document model loads with the report it draws, not with every command's parser
+    from core.document import Report
+
+Renderer = Callable[["Report", Path], int]
 _renderer: Renderer | None = None
 
 
