@@ -15,6 +15,7 @@ import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 
 from core.library.store import PlanStore
+from core.probes.store import ProbeStore
 from gui.workers import InlineExecutor, ThreadExecutor
 from tests.gui.dialogs import answering
 from tests.gui.qt_leaks import LeakWatch
@@ -149,3 +150,19 @@ def live_window(qtbot: QtBot, store: PlanStore, settings: QSettings) -> MainWind
     """The window as `tuneplan` runs it: plans on a worker thread after the 150 ms debounce. Closing it (pytest-qt
     does at teardown) stops the worker."""
     return open_window(qtbot, ThreadExecutor(), store, settings, debounce_ms=150)
+
+
+@pytest.fixture
+def probe_store(tmp_path: Path) -> Iterator[ProbeStore]:
+    """A probe history of the test's own, closed after it."""
+    store = ProbeStore(tmp_path / "probes.db")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def threads() -> Iterator[ThreadExecutor]:
+    """Real worker threads, every job finished (or the test fails) before the next test."""
+    executor = ThreadExecutor()
+    yield executor
+    assert executor.stop_all(5000)

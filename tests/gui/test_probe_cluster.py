@@ -56,13 +56,6 @@ SYSTEM_PYTHON = "/usr/bin/python3"  # the host's own interpreter: no torch, so t
 
 
 @pytest.fixture
-def probe_store(tmp_path: Path) -> Iterator[ProbeStore]:
-    store = ProbeStore(tmp_path / "probes.db")
-    yield store
-    store.close()
-
-
-@pytest.fixture
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdServer]:
     missing = find_missing_tools()
     if missing:

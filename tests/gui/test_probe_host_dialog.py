@@ -3,28 +3,18 @@ something is typed, and its messages wrap inside it instead of being cut off."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QLineEdit
 
 from core.probes.replay import ReplayRunner
-from core.probes.store import HostProfile, ProbeStore
+from core.probes.store import HostProfile
 from gui.probe import backend
 from gui.probe.hosts import python_error
 from gui.probe.pane import ProbePane
 from gui.workers import InlineExecutor
 from tests.gui.probe_driver import click, click_host, click_into, show_pane, type_keys
-
-
-@pytest.fixture
-def probe_store(tmp_path) -> Iterator[ProbeStore]:
-    store = ProbeStore(tmp_path / "probes.db")
-    yield store
-    store.close()
 
 
 def open_add_dialog(qtbot, pane: ProbePane):

@@ -28,13 +28,6 @@ from gui.probe.suite_picker import SuiteChoice
 from gui.workers import InlineExecutor, ThreadExecutor
 
 
-@pytest.fixture
-def probe_store(tmp_path):
-    store = ProbeStore(tmp_path / "probes.db")
-    yield store
-    store.close()
-
-
 def make_pane(qtbot, store, tmp_path, runner=None, executor=None):
     pane = ProbePane(executor or InlineExecutor(), store, run_suite=runner or ReplayRunner(),
                      make_options=lambda choice: choice, known_hosts_file=tmp_path / "known_hosts")

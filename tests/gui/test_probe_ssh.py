@@ -51,13 +51,6 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdServer]:
     server.stop()
 
 
-@pytest.fixture
-def probe_store(tmp_path: Path) -> Iterator[ProbeStore]:
-    store = ProbeStore(tmp_path / "probes.db")
-    yield store
-    store.close()
-
-
 def make_pane(qtbot, store: ProbeStore, tmp_path: Path, executor) -> ProbePane:
     options = {"user_known_hosts_file": tmp_path / "no_user_known_hosts", "allow_agent": False,
                "look_for_keys": False}

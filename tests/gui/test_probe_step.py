@@ -7,16 +7,11 @@ is something to apply; every step is a click, the expectations are what is on sc
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from core.planner.models import PlanRequest
-from core.probes.store import ProbeStore
 from gui.probe import backend
 from gui.probe.pane import ProbePane
-from gui.workers import ThreadExecutor
 from tests.gui.probe_driver import click, click_host, click_tab, pick_probes, run_and_wait, table_cells
 
 TINY = PlanRequest.model_validate({
@@ -25,20 +20,6 @@ TINY = PlanRequest.model_validate({
     "data": {"tokens": "2M", "seq_len": 128},
     "training": {"method": "full", "micro_batch_size": 2, "gradient_checkpointing": False},
     "hardware": {"gpu": "H100-SXM"}})
-
-
-@pytest.fixture
-def probe_store(tmp_path) -> Iterator[ProbeStore]:
-    store = ProbeStore(tmp_path / "probes.db")
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def threads() -> Iterator[ThreadExecutor]:
-    executor = ThreadExecutor()
-    yield executor
-    assert executor.stop_all(5000)
 
 
 def at_own_shapes(choice: Any) -> Any:

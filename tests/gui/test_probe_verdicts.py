@@ -7,7 +7,6 @@ Every step is a click or a key sent to what has the focus; the expectations are 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 
 import pytest
 from PySide6.QtCore import Qt
@@ -17,7 +16,7 @@ from core.probes.replay import ReplayRunner
 from core.probes.scorecard import score
 from core.probes.store import HostProfile, ProbeStore
 from gui.probe.pane import ProbePane
-from gui.workers import InlineExecutor, ThreadExecutor
+from gui.workers import InlineExecutor
 from tests.gui.probe_driver import (
     click,
     click_host,
@@ -31,20 +30,6 @@ from tests.gui.probe_driver import (
 
 needs_gpu_less_host = pytest.mark.skipif(shutil.which("nvidia-smi") is not None,
                                          reason="this machine has nvidia-smi: the GPU-less verdict cannot be seen")
-
-
-@pytest.fixture
-def probe_store(tmp_path) -> Iterator[ProbeStore]:
-    store = ProbeStore(tmp_path / "probes.db")
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def threads() -> Iterator[ThreadExecutor]:
-    executor = ThreadExecutor()
-    yield executor
-    assert executor.stop_all(5000)
 
 
 # --------------------------------------------------------------------------- probing this GPU-less machine
