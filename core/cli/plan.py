@@ -165,19 +165,10 @@ def cost_block(r: Any) -> list[str]:
             f"({c.price_source or '—'})"]
 
 
-def render_plan(result: Any) -> str:
-    """The human summary: headline (that it does not fit, first), memory table, time, cost, candidates, warnings."""
-    from core.planner.money.sanity import not_fit_text
-
-    r = result
-    hw, m, c, t = r.hardware, r.memory, r.compute, r.training if hasattr(r, "training") else r.request.training
-    split = t.tensor_parallel * t.pipeline_parallel > 1
-    layout = f", tp {t.tensor_parallel} × pp {t.pipeline_parallel}" if split else ""
+def memory_block(r: Any) -> list[str]:
+    """The memory table per GPU, whether it fits, the largest micro-batch and sequence, and what would fit."""
+    m = r.memory
     out = [
-        f"{r.model_name}  ·  {t.method.value}  ·  {hw.gpus_per_node * hw.nodes}× {hw.gpu} "
-        f"({hw.nodes} node{'s' if hw.nodes > 1 else ''}, {t.sharding.value}{layout})",
-        *([str(not_fit_text(r)).replace("Does not fit", "DOES NOT FIT", 1)] if not m.fits else []),
-        "",
         "Memory per GPU (reserved, as nvidia-smi shows)",
         table(
             [
@@ -191,7 +182,54 @@ def render_plan(result: Any) -> str:
     ]
     if m.suggestions:
         out += ["To make it fit:", *[f"  - {s}" for s in m.suggestions]]
-    out += [
+    return out
+
+
+def candidates_block(r: Any) -> list[str]:
+    """The search's table: → the chosen row, ⚡ the fastest, $ the cheapest, * the Pareto front."""
+    if not r.candidates:
+        return []
+    from core.planner.choose.search import shown_candidates  # the planner loads only when a plan is printed
+    from core.planner.report import sharding_text
+
+    fastest = min(k.hours for k in r.candidates)
+    priced = [k.cost_usd for k in r.candidates if k.cost_usd is not None]
+    cheapest = min(priced) if priced else None
+
+    def mark(k: Any) -> str:
+        return ("→" if k is r.candidates[0] else "") + ("⚡" if k.hours == fastest else "") + (
+            "$" if cheapest is not None and k.cost_usd == cheapest else "") + ("*" if k.pareto else "")
+
+    rows = [
+        (
+            f"{k.nodes}×{k.gpus_per_node} {k.gpu}" if k.nodes > 1 else f"{k.gpus_per_node}× {k.gpu}",
+            sharding_text(k),
+            f"{k.tensor_parallel}×{k.pipeline_parallel}",
+            str(k.micro_batch_size),
+            fmt_hours(k.hours),
+            fmt_usd(k.cost_usd),
+            mark(k) + k.why,
+        )
+        for k in shown_candidates(r.candidates, 12)
+    ]
+    return ["", "Candidates (search; → chosen, with checkpoints and restarts; the others failure-free)",
+            table(rows, header=("config", "sharding", "tp×pp", "mb", "time", "cost", "why"))]
+
+
+def render_plan(result: Any) -> str:
+    """The human summary: headline (that it does not fit, first), memory table, time, cost, candidates, warnings."""
+    from core.planner.money.sanity import not_fit_text
+
+    r = result
+    hw, m, c, t = r.hardware, r.memory, r.compute, r.training if hasattr(r, "training") else r.request.training
+    split = t.tensor_parallel * t.pipeline_parallel > 1
+    layout = f", tp {t.tensor_parallel} × pp {t.pipeline_parallel}" if split else ""
+    out = [
+        f"{r.model_name}  ·  {t.method.value}  ·  {hw.gpus_per_node * hw.nodes}× {hw.gpu} "
+        f"({hw.nodes} node{'s' if hw.nodes > 1 else ''}, {t.sharding.value}{layout})",
+        *([str(not_fit_text(r)).replace("Does not fit", "DOES NOT FIT", 1)] if not m.fits else []),
+        "",
+        *memory_block(r),
         "",
         f"Compute  {fmt_count(c.params_total)} params ({fmt_count(c.params_trainable)} trainable), "
         f"{c.total_flops:.3g} FLOPs, MFU {c.mfu:.0%} ({c.achieved_tflops_per_gpu:.0f} TFLOP/s per GPU)",
@@ -204,38 +242,7 @@ def render_plan(result: Any) -> str:
     if r.cost.billing:
         out.append(f"Billing: {r.cost.billing}: {fmt_gpu_hours(r.cost.billed_gpu_hours or 0)} GPU-hours billed for "
                    f"{fmt_gpu_hours(r.time.gpu_hours)} used")
-    if r.candidates:
-        from core.planner.choose.search import shown_candidates  # the planner loads only when a plan is printed
-        from core.planner.report import sharding_text
-
-        fastest = min(k.hours for k in r.candidates)
-        priced = [k.cost_usd for k in r.candidates if k.cost_usd is not None]
-        cheapest = min(priced) if priced else None
-
-        def mark(k: Any) -> str:
-            """→ the chosen row; ⚡ the fastest, $ the cheapest, * the Pareto front."""
-            return ("→" if k is r.candidates[0] else "") + ("⚡" if k.hours == fastest else "") + (
-                "$" if cheapest is not None and k.cost_usd == cheapest else "") + ("*" if k.pareto else "")
-
-        out += [
-            "",
-            "Candidates (search; → chosen, with checkpoints and restarts; the others failure-free)",
-            table(
-                [
-                    (
-                        f"{k.nodes}×{k.gpus_per_node} {k.gpu}" if k.nodes > 1 else f"{k.gpus_per_node}× {k.gpu}",
-                        sharding_text(k),
-                        f"{k.tensor_parallel}×{k.pipeline_parallel}",
-                        str(k.micro_batch_size),
-                        fmt_hours(k.hours),
-                        fmt_usd(k.cost_usd),
-                        mark(k) + k.why,
-                    )
-                    for k in shown_candidates(r.candidates, 12)
-                ],
-                header=("config", "sharding", "tp×pp", "mb", "time", "cost", "why"),
-            ),
-        ]
+    out += candidates_block(r)
     if getattr(r, "sanity", None):
         out += ["", "Check:", *[f"  ? {w.message}" for w in r.sanity]]
     if r.warnings:
