@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,21 +61,18 @@ def weighted_quantiles(values: Sequence[float], weights: Sequence[float], qs: Se
 def table(fit_rows: Sequence[tuple[Built, float]]) -> dict[str, Any]:
     """Regime → source-weighted quantiles of half A's residuals; regimes with fewer than MIN_CASES runs are left
     out."""
-    per_source: dict[str, int] = {}
-    for built, _ in fit_rows:
-        per_source[source_of(built.case)] = per_source.get(source_of(built.case), 0) + 1
-    grouped: dict[str, list[tuple[float, float]]] = {}
+    per_source = Counter(source_of(built.case) for built, _ in fit_rows)
+    grouped: dict[str, list[tuple[float, str]]] = {}
     for built, r in fit_rows:
         for key in keys_of(built):
-            grouped.setdefault(key, []).append((r, 1.0 / per_source[source_of(built.case)]))
+            grouped.setdefault(key, []).append((r, source_of(built.case)))
     regimes = {}
     for key, rows in sorted(grouped.items()):
         if len(rows) < MIN_CASES and key != bands.ALL:
             continue
-        lo, hi = weighted_quantiles([r for r, _ in rows], [w for _, w in rows], [LOW_Q, HIGH_Q])
+        lo, hi = weighted_quantiles([r for r, _ in rows], [1.0 / per_source[s] for _, s in rows], [LOW_Q, HIGH_Q])
         regimes[key] = {"log_low": round(min(lo, 0.0), 4), "log_high": round(max(hi, 0.0), 4), "cases": len(rows),
-                        "sources": len({source_of(b.case) for b, _ in fit_rows if key in keys_of(b)}),
-                        "coverage": None}
+                        "sources": len({s for _, s in rows}), "coverage": None}
     return {"regimes": regimes}
 
 

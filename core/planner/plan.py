@@ -397,10 +397,11 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     warnings += cost_warnings + _warnings(request, est, gpu, st, hours)
     compute_result = _compute_result(arch, est)
     compute_result.step_source, compute_result.planned_step_time_s = step_source, planned_step
-    # The bands describe how far the step model lands from published runs; a measured step is not that model.
-    tps_band, hours_band = bands.time_bands(request.training, hw_spec.gpus, hw_spec.nodes, float(est.tokens_per_s),
-                                            hours, a.restart_minutes / 60 * (1 + st.ckpt.overhead_fraction)
-                                            ) if planned_step is None else (None, None)
+    tps_band = hours_band = None  # the bands describe the step model against published runs, not a measurement
+    if planned_step is None:
+        tps_band, hours_band = bands.time_bands(request.training, hw_spec.gpus, hw_spec.nodes,
+                                                float(est.tokens_per_s), hours,
+                                                a.restart_minutes / 60 * (1 + st.ckpt.overhead_fraction))
     compute_result.tokens_per_second_range = tps_band
     chosen_usd = getattr(cost_result.compute_usd, request.pricing.mode.value)
     cost_result.total_usd_range = bands.cost_band(hours_band, hours, chosen_usd, cost_result.total_usd)

@@ -514,7 +514,7 @@ def estimate(
     # only add beyond them (the gradients alive at the activation peak are counted there).
     live_grads = no_sync_gradients(arch, training, grads_at_activation_peak(training, states.gradients, accumulation),
                                    dp, accumulation)
-    gradients = np.maximum(states.gradients, live_grads) if training.framework is Framework.litgpt else states.gradients
+    gradients = np.maximum(states.gradients, live_grads)  # more only while no_sync keeps them whole
     step_excess = np.maximum(states.gradients + states.step_workspace - live_grads - act - logits, 0.0)
     allocated = states.weights + live_grads + states.optimizer + act + logits + working + step_excess
     reserve = allocated * ALLOCATOR_RESERVE

@@ -109,8 +109,10 @@ def family(architecture: str) -> str:
 
 def gemm_sustained(architecture: str) -> float:
     """The fitted sustained-GEMM factor of a GPU family (Ada's is its power-capped clock, `power_clock`)."""
-    return float({"hopper": GEMM_SUSTAINED_HOPPER, "ampere": GEMM_SUSTAINED_AMPERE}.get(
-        family(architecture), 1.0 if family(architecture) == "ada" else GEMM_SUSTAINED_OTHER))
+    key = family(architecture)
+    if key == "ada":
+        return 1.0
+    return float({"hopper": GEMM_SUSTAINED_HOPPER, "ampere": GEMM_SUSTAINED_AMPERE}.get(key, GEMM_SUSTAINED_OTHER))
 
 
 def power_clock(architecture: str, tdp_w: float | None, bf16_tflops: float | None) -> float:
