@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from core.cli import report as report_cli
 
         report_cli.set_renderer(_render_pdf)
-        return cli.main(args)
+        return cli.process_main(args)
     broken = missing_resources()
     if broken is not None:
         print(broken, file=sys.stderr)

@@ -58,8 +58,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+def process_main(argv: Sequence[str] | None = None) -> int:
+    """`main` as a new process's whole life (`tuneplan ARGS`, `python -m core.cli ARGS`), which may set what only
+    a process's start can: no command but the probe does more than small element-wise NumPy work, so NumPy's
+    BLAS need not start a thread per core (threads that spin at start-up and take the CPU from the command: about
+    100 ms of CPU of every `tuneplan plan` on a 2-core machine, docs/performance.md). The probe keeps every core
+    for the benchmarks it runs in child processes; a user's own OPENBLAS_NUM_THREADS is kept."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "probe" not in args:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return main(args)
+
+
 if __name__ == "__main__":
     # Run the importable module, not __main__, so that sys.modules holds one core.cli.main.
-    from core.cli.main import main as _main
+    from core.cli.main import process_main
 
-    raise SystemExit(_main())
+    raise SystemExit(process_main())

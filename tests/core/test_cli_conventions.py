@@ -154,3 +154,20 @@ def test_a_request_naming_its_schema_plans() -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hardware"]["gpu"] == "H100-SXM"
     assert "$schema" not in done.stdout  # an editor's hint, not part of the plan
+
+
+def test_a_planning_process_starts_no_blas_threads_but_the_probe_keeps_every_core(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tuneplan plan` does small element-wise NumPy work, so its process asks OpenBLAS for one thread; the probe,
+    whose local benchmarks run in child processes, leaves the setting alone, and a user's own setting wins."""
+    from core.cli.main import process_main
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert process_main(["catalog", "gpus", "--json"]) == 0
+    assert os.environ.get("OPENBLAS_NUM_THREADS") == "1"
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    assert process_main(["probe", "--local", "--suite", "no-such-suite"]) != 0
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")
+    assert process_main(["catalog", "gpus", "--json"]) == 0
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "8"

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.catalog import load_catalog
+from core.planner.choose.ranking import first_of_each
 from core.planner.choose.search import pareto_mask
 from core.planner.model import memory
 from core.planner.model.params import Architecture
@@ -169,6 +170,16 @@ def test_search_results_are_feasible_and_pareto_optimal(preset: str, method: str
     c = cands[min(2, len(cands) - 1)]
     again = plan(on_candidate(result.request, c))  # its hardware, sharding, recompute, micro-batch and tp × pp
     assert again.memory.fits
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 9), min_size=6, max_size=6), max_size=60))
+def test_first_of_each_group_is_what_numpy_unique_finds(table: list[list[int]]) -> None:
+    """The search keeps the best row of each GPU × layout group; its fast grouping must pick exactly the rows
+    NumPy's own np.unique(axis=0, return_index=True) picks (the first of each distinct row)."""
+    groups = np.array(table, dtype=int).reshape(-1, 6)
+    expected = np.sort(np.unique(groups, axis=0, return_index=True)[1]) if len(groups) else np.zeros(0, dtype=int)
+    assert first_of_each(groups).tolist() == expected.tolist()
 
 
 def test_pareto_mask_on_a_hand_made_front() -> None:

