@@ -1,6 +1,7 @@
 """Is the rendezvous port on the first node reachable from every other node? Run before torchrun is started.
 
-Usage: rdzv_check.py listen PORT COUNT TIMEOUT   (on the first node: prints "TUNEPLAN_LISTENING PORT", then
+Usage: rdzv_check.py listen PORT COUNT TIMEOUT   (on the first node, PORT 0 for any free one: prints
+                                                  "TUNEPLAN_LISTENING PORT" with the port it holds, then
                                                   "TUNEPLAN_ACCEPTED ADDRESS" per connection, COUNT at most)
        rdzv_check.py connect HOST PORT TIMEOUT   (on every other node: prints "TUNEPLAN_CONNECTED" or exits 1
                                                   with the reason on stderr)
@@ -18,7 +19,7 @@ def listen(port, count, timeout):
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("", port))
     server.listen(max(count, 1))
-    print(f"TUNEPLAN_LISTENING {port}", flush=True)
+    print(f"TUNEPLAN_LISTENING {server.getsockname()[1]}", flush=True)
     deadline = time.monotonic() + timeout
     accepted = 0
     while accepted < count and time.monotonic() < deadline:

@@ -15,9 +15,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from core.probes.checks.base import Cancelled, HostFacts, ProbeContext, q
 from core.probes.transport.base import CommandResult, Transport, TransportError
+
+N = TypeVar("N")  # a node: its session, or what a session is made from
+T = TypeVar("T")
 
 _DEV = re.compile(r"\bdev\s+(\S+)")
 _SRC = re.compile(r"\bsrc\s+(\S+)")
@@ -119,6 +123,31 @@ def launch_everywhere(sessions: list[NodeSession], command: Callable[[NodeSessio
     return parts
 
 
+def on_every_node(nodes: list[N], work: Callable[[N], T]) -> list[T]:
+    """``work(node)`` on every node at once, the results in node order; the first node's exception (in node
+    order) is raised once all have ended. What each node does on its own (a work directory, an upload, a route
+    lookup) would otherwise cost one round trip per node after another: each extra node adds nothing here."""
+    results: list[T | None] = [None] * len(nodes)
+    errors: list[BaseException | None] = [None] * len(nodes)
+
+    def one(index: int) -> None:
+        try:
+            results[index] = work(nodes[index])
+        except BaseException as exc:  # by design: raised in the caller's thread below
+            errors[index] = exc
+
+    threads = [threading.Thread(target=one, args=(i,), name=f"tuneplan-cluster-node-{i}", daemon=True)
+               for i in range(len(nodes))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for error in errors:
+        if error is not None:
+            raise error
+    return results  # type: ignore[return-value]  # every slot is filled when no node raised
+
+
 def not_answering(transports: dict[str, Transport], within: float) -> dict[str, str]:
     """Node -> why, for each node whose connection is closed or that does not run ``true`` within ``within``
     seconds (a hung node); all are asked at once."""
@@ -168,4 +197,4 @@ def failure_text(part: Launched) -> str:
 
 
 __all__ = ["Launched", "NodeSession", "failure_text", "first_failure", "launch_everywhere", "not_answering",
-           "own_address", "route_to"]
+           "on_every_node", "own_address", "route_to"]

@@ -37,6 +37,7 @@ from core.probes.cluster.session import (
     failure_text,
     first_failure,
     launch_everywhere,
+    on_every_node,
     own_address,
     route_to,
 )
@@ -133,21 +134,24 @@ def clock_offset(session: NodeSession, timeout: float) -> tuple[float | None, st
 
 
 def agreement(step: StepContext) -> None:
-    """Clock offsets (`clock_offset`), HCA ports by ibv_devinfo where ibstat gave none, then every agreed
-    property compared."""
-    for session in step.sessions:
+    """Clock offsets (`clock_offset`), HCA ports by ibv_devinfo where ibstat gave none (every node at once),
+    then every agreed property compared."""
+    timeout = step.options.timeouts.command_s
+
+    def read(session: NodeSession) -> None:
         report = step.cluster.node(session.node)
         if report is None:
-            continue
-        offset, text = clock_offset(session, step.options.timeouts.command_s)
+            return
+        offset, text = clock_offset(session, timeout)
         report.facts.clock_offset_s = offset
         if offset is None:
             step.warn(f"{session.node}: its clock could not be read ({text[:40]!r})")
         if not report.facts.hca_ports and session.facts.has("ibv_devinfo"):
-            parsed = parse_ibv_devinfo(session.ctx.run("ibv_devinfo -v", timeout=step.options.timeouts.command_s)
-                                       .stdout)
+            parsed = parse_ibv_devinfo(session.ctx.run("ibv_devinfo -v", timeout=timeout).stdout)
             if parsed.value is not None:
                 report.facts.hca_ports = list(parsed.value.ports)
+
+    on_every_node(step.sessions, read)
     step.cluster.agreement = agreement_rows(step.cluster)
     differing = [row.field for row in step.cluster.agreement if not row.agree]
     if differing:
@@ -158,59 +162,65 @@ def agreement(step: StepContext) -> None:
 
 
 def find_addresses(step: StepContext) -> None:
-    """The first node's address (where the rendezvous runs) and each node's route toward it."""
+    """The first node's address (where the rendezvous runs) and each node's route toward it (all at once)."""
     timeout = step.options.timeouts.command_s
     first = step.first
     first.address = first.address or own_address(first, timeout)
-    for index, session in enumerate(step.sessions):
-        session.interface, session.local_addr = route_to(session, first.address, timeout, is_first=index == 0)
+    address = first.address
+
+    def route(session: NodeSession) -> None:
+        session.interface, session.local_addr = route_to(session, address, timeout, is_first=session is first)
         report = step.cluster.node(session.node)
         if report is not None:
             report.address = session.local_addr or session.address
             report.interface = session.interface
 
+    on_every_node(step.sessions, route)
 
-def free_port(session: NodeSession, timeout: float) -> int:
-    python = session.ctx.python()
-    script = "import socket; s = socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])"
-    result = session.ctx.run(f"{q(python)} -c {q(script)}", timeout=timeout)
-    try:
-        return int(result.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        why = failure_text(Launched(session.node, result))
-        raise ProbeFailed(f"no free port could be found on {session.node}: {why}") from None
+
+def listening_port(line: str) -> int | None:
+    """The port in rdzv_check.py's "TUNEPLAN_LISTENING PORT" line, else None."""
+    fields = line.split()
+    if len(fields) == 2 and fields[0] == "TUNEPLAN_LISTENING" and fields[1].isdigit():
+        return int(fields[1])
+    return None
 
 
 def rendezvous(step: StepContext) -> Rendezvous:
-    """Listen on a free port of the first node; every other node connects to it (TCP) before torchrun."""
+    """Listen on a free port of the first node (the listener picks it and says which); every other node
+    connects to it (TCP) before torchrun, which then holds its rendezvous on that port."""
     _require_python(step)
     find_addresses(step)
     first = step.first
     assert first.address is not None
     timeout = step.options.timeouts.command_s
-    port = free_port(first, timeout)
-    result = Rendezvous(host=first.address, port=port, node=first.node)
-    step.cluster.rendezvous = result
-    scripts = {s.node: s.ctx.upload("rdzv_check.py") for s in step.sessions}
+    scripts = dict(zip([s.node for s in step.sessions],
+                       on_every_node(step.sessions, lambda s: s.ctx.upload("rdzv_check.py")), strict=True))
     others = step.sessions[1:]
     listening = threading.Event()
+    port: list[int] = []
 
     def on_line(session: NodeSession, line: str) -> None:
-        if line.startswith("TUNEPLAN_LISTENING"):
+        if session is first and not listening.is_set() and listening_port(line) is not None:
+            port.append(listening_port(line) or 0)
             listening.set()
 
     def command(session: NodeSession) -> str:
         python = q(session.ctx.python())
         if session is first:
-            return f"{python} -u {q(scripts[session.node])} listen {port} {len(others)} {timeout:.0f}"
+            return f"{python} -u {q(scripts[session.node])} listen 0 {len(others)} {timeout:.0f}"
         while not listening.wait(0.1):  # connect only once the listener is up
             if step.halt.is_set() or time.monotonic() > deadline:
-                break
-        return f"{python} -u {q(scripts[session.node])} connect {q(first.address)} {port} 10"
+                return "echo 'the first node never listened' >&2; exit 1"
+        return f"{python} -u {q(scripts[session.node])} connect {q(first.address)} {port[0]} 10"
 
     deadline = time.monotonic() + timeout
     parts = launch_everywhere(step.sessions, command, timeout=timeout, halt=step.halt, on_line=on_line,
                               stop_others_on_failure=False)
+    if not port:
+        raise ProbeFailed(f"no rendezvous port could be opened on {first.node}: {failure_text(parts[0])}")
+    result = Rendezvous(host=first.address, port=port[0], node=first.node)
+    step.cluster.rendezvous = result
     for session, part in zip(step.sessions[1:], parts[1:], strict=True):
         reached = part.result is not None and part.result.ok and "TUNEPLAN_CONNECTED" in part.lines
         result.reached_from[session.node] = reached
@@ -218,8 +228,9 @@ def rendezvous(step: StepContext) -> Rendezvous:
             result.errors[session.node] = failure_text(part)
     if not result.ok:
         who = ", ".join(f"{n} ({why})" for n, why in result.errors.items())
-        raise ProbeFailed(f"the rendezvous port {first.address}:{port} on {first.node} cannot be reached from {who}")
-    step.log("info", f"rendezvous {first.address}:{port} on {first.node} reached from every node")
+        raise ProbeFailed(f"the rendezvous port {first.address}:{result.port} on {first.node} cannot be reached "
+                          f"from {who}")
+    step.log("info", f"rendezvous {first.address}:{result.port} on {first.node} reached from every node")
     return result
 
 
@@ -312,8 +323,9 @@ def distributed(step: StepContext) -> InterNodeRun:
     all_reduce benchmark, whose output the allreduce step reads (``step.carried``)."""
     launch = plan_node_launch(step, "torch.distributed check across nodes")
     _require_rendezvous(step)
-    scripts = {s.node: [s.ctx.upload(name) for name in ("dist_sanity.py", "allreduce_bench.py", "cluster_torch.py")]
-               for s in step.sessions}
+    uploaded = on_every_node(step.sessions, lambda s: [s.ctx.upload(name) for name in
+                                                       ("dist_sanity.py", "allreduce_bench.py", "cluster_torch.py")])
+    scripts = dict(zip([s.node for s in step.sessions], uploaded, strict=True))
     timeout_s = max(30, int(step.options.timeouts.distributed_s) - 30)
     args = ["--sanity", "--backend", launch.backend, "--timeout", str(timeout_s), "--bench", *_bench_args(step, launch)]
     benching: set[str] = set()
@@ -401,7 +413,8 @@ def allreduce(step: StepContext) -> InterNodeRun:
     on_gpu = launch.backend == "nccl"
     parts = step.carried.pop("bench", None)
     if parts is None:
-        scripts = {s.node: s.ctx.upload("allreduce_bench.py") for s in step.sessions}
+        scripts = dict(zip([s.node for s in step.sessions],
+                           on_every_node(step.sessions, lambda s: s.ctx.upload("allreduce_bench.py")), strict=True))
         parts = launch_everywhere(
             step.sessions, lambda s: torchrun_across(step, s, launch, scripts[s.node], _bench_args(step, launch), "bw"),
             timeout=step.options.timeouts.collectives_s, halt=step.halt, on_line=lambda _s, line: _chart(step, line))

@@ -23,7 +23,7 @@ from core.probes.checks.base import (
     ProbeSkipped,
 )
 from core.probes.cluster.evidence import ClusterEvidence, NodeReport
-from core.probes.cluster.session import Launched, NodeSession, not_answering
+from core.probes.cluster.session import Launched, NodeSession, not_answering, on_every_node
 from core.probes.cluster.steps import (
     StepContext,
     agreement,
@@ -125,7 +125,11 @@ class ClusterWorker(Reporter):
     # -- sessions ----------------------------------------------------------------------------------------
 
     def _open_sessions(self, reports: list[NodeReport]) -> None:
-        for report in reports:
+        """A work directory on every node at once (each in the ledger as soon as it exists); when one node fails,
+        the sessions opened on the others are kept, so that the end of the run removes their directories."""
+        opened: dict[str, NodeSession] = {}
+
+        def open_one(report: NodeReport) -> None:
             transport = self.transports[report.node]
             workdir = transport.make_workdir()
             self.put(LedgerItem(path=workdir, kind="workdir", host=report.node))
@@ -133,8 +137,13 @@ class ClusterWorker(Reporter):
                                facts=self.facts.get(report.node, HostFacts()), evidence=ProbeEvidence(),
                                cancel=self.halt, callbacks=self._callbacks(report.node), clock=self.clock,
                                resources=resource_path("probes"))
-            self.sessions.append(NodeSession(node=report.node, transport=transport, facts=ctx.facts, ctx=ctx,
-                                             address=self.addresses.get(report.node)))
+            opened[report.node] = NodeSession(node=report.node, transport=transport, facts=ctx.facts, ctx=ctx,
+                                              address=self.addresses.get(report.node))
+
+        try:
+            on_every_node(reports, open_one)
+        finally:
+            self.sessions = [opened[r.node] for r in reports if r.node in opened]
 
     def _callbacks(self, node: str) -> ProbeCallbacks:
         def raw(probe: str, result: CommandResult) -> None:
@@ -147,23 +156,22 @@ class ClusterWorker(Reporter):
             removed=lambda path: self.put(LedgerItem(path=path, host=node)))
 
     def _close_sessions(self) -> bool:
-        """Remove every session's work directory; True when all went (what stays is in that node's ledger)."""
-        removed = True
-        for session in self.sessions:
-            try:
-                if session.transport.is_alive():
-                    session.transport.remove_workdir(session.workdir)
-                    self.put(LedgerItem(path=session.workdir, host=session.node))
-                    continue
-            except (TransportError, ValueError) as exc:
-                self.log("warning", f"{session.node}: the work directory {session.workdir} could not be removed: "
-                                    f"{exc}")
-                removed = False
-                continue
-            removed = False
-            self.log("warning", f"{session.node}: the work directory {session.workdir} could not be removed: no "
-                                "connection (the next run on this node removes it)")
-        return removed
+        """Remove every session's work directory, on all nodes at once; True when all went (what stays is in
+        that node's ledger)."""
+        return all(on_every_node(self.sessions, self._close_session))
+
+    def _close_session(self, session: NodeSession) -> bool:
+        try:
+            if session.transport.is_alive():
+                session.transport.remove_workdir(session.workdir)
+                self.put(LedgerItem(path=session.workdir, host=session.node))
+                return True
+        except (TransportError, ValueError) as exc:
+            self.log("warning", f"{session.node}: the work directory {session.workdir} could not be removed: {exc}")
+            return False
+        self.log("warning", f"{session.node}: the work directory {session.workdir} could not be removed: no "
+                            "connection (the next run on this node removes it)")
+        return False
 
     # -- steps -------------------------------------------------------------------------------------------
 
