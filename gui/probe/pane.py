@@ -67,7 +67,7 @@ from gui.probe.run_feed import (
     outcome_lines,
     stored_title,
 )
-from gui.probe.scorecard_view import NO_RUN_TO_APPLY, ScorecardView, verdict_value
+from gui.probe.scorecard_view import ScorecardView, verdict_value
 from gui.probe.suite_picker import SuitePicker
 from gui.probe.window_close import OnWindowClose
 from gui.workers import Executor, Job, ThreadExecutor
@@ -288,11 +288,10 @@ class ProbePane(QWidget):
             self._set_status(connection_text(profile, self.connected_profile if self.connected else None))
             if self.shown_host not in (None, host_label(profile)):
                 self._reset_view()
-                self.scorecard_view.show_scorecard(None, f"No verdict yet for {profile.name}: run a suite or "
-                                                         "reopen a past run.")
-                self.scorecard_view.set_apply_reason(NO_RUN_TO_APPLY)
                 self.showing.setText("")
                 self.shown_run = self.shown_host = None
+            if self.shown_host is None:  # no run on screen: name the host selected now, not the one before it
+                self.scorecard_view.no_verdict_yet(profile.name)
         self._enable()
 
     # ---- connection
