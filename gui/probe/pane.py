@@ -396,7 +396,8 @@ class ProbePane(QWidget):
         self.gpu_charts.start()
         self.progress_timer.start()
         self._enable()
-        self.job = self.executor.stream(events, self._on_event, self._on_run_done, self._on_run_error)
+        self.job = self.executor.stream(events, self._on_event, lambda _v: self._on_run_done(cancel),
+                                        lambda exc: self._on_run_error(exc, cancel))
         return True
 
     def stop(self) -> None:
@@ -496,14 +497,16 @@ class ProbePane(QWidget):
         self.history.refresh()
         self._enable()
 
-    def _on_run_done(self, _value: Any) -> None:
-        if self.running:  # the stream ended without RunFinished
-            self._finish_run("interrupted" if self.cancel_event is None or not self.cancel_event.is_set()
-                             else "cancelled")
+    def _on_run_done(self, cancel: threading.Event) -> None:
+        """A run's stream ends a moment after its RunFinished (its threads are joined), by when the next run may
+        have started: ``cancel`` names the run, and only the one running now is ended by it."""
+        if self.running and cancel is self.cancel_event:  # this run's stream ended without RunFinished
+            self._finish_run("cancelled" if cancel.is_set() else "interrupted")
 
-    def _on_run_error(self, exc: BaseException) -> None:
-        self.log.add("error", f"the run stopped: {exc}")
-        self._finish_run("failed")
+    def _on_run_error(self, exc: BaseException, cancel: threading.Event) -> None:
+        if cancel is self.cancel_event:
+            self.log.add("error", f"the run stopped: {exc}")
+            self._finish_run("failed")
 
     # ---- progress
 
