@@ -67,7 +67,7 @@ from gui.probe.run_feed import (
     outcome_lines,
     stored_title,
 )
-from gui.probe.scorecard_view import NO_RUN_TO_APPLY, ScorecardView, verdict_value
+from gui.probe.scorecard_view import ScorecardView, verdict_value
 from gui.probe.suite_picker import SuitePicker
 from gui.probe.window_close import OnWindowClose
 from gui.workers import Executor, Job, ThreadExecutor
@@ -288,11 +288,10 @@ class ProbePane(QWidget):
             self._set_status(connection_text(profile, self.connected_profile if self.connected else None))
             if self.shown_host not in (None, host_label(profile)):
                 self._reset_view()
-                self.scorecard_view.show_scorecard(None, f"No verdict yet for {profile.name}: run a suite or "
-                                                         "reopen a past run.")
-                self.scorecard_view.set_apply_reason(NO_RUN_TO_APPLY)
                 self.showing.setText("")
                 self.shown_run = self.shown_host = None
+            if self.shown_host is None:  # no run on screen: name the host selected now, not the one before it
+                self.scorecard_view.no_verdict_yet(profile.name)
         self._enable()
 
     # ---- connection
@@ -397,7 +396,8 @@ class ProbePane(QWidget):
         self.gpu_charts.start()
         self.progress_timer.start()
         self._enable()
-        self.job = self.executor.stream(events, self._on_event, self._on_run_done, self._on_run_error)
+        self.job = self.executor.stream(events, self._on_event, lambda _v: self._on_run_done(cancel),
+                                        lambda exc: self._on_run_error(exc, cancel))
         return True
 
     def stop(self) -> None:
@@ -497,14 +497,16 @@ class ProbePane(QWidget):
         self.history.refresh()
         self._enable()
 
-    def _on_run_done(self, _value: Any) -> None:
-        if self.running:  # the stream ended without RunFinished
-            self._finish_run("interrupted" if self.cancel_event is None or not self.cancel_event.is_set()
-                             else "cancelled")
+    def _on_run_done(self, cancel: threading.Event) -> None:
+        """A run's stream ends a moment after its RunFinished (its threads are joined), by when the next run may
+        have started: ``cancel`` names the run, and only the one running now is ended by it."""
+        if self.running and cancel is self.cancel_event:  # this run's stream ended without RunFinished
+            self._finish_run("cancelled" if cancel.is_set() else "interrupted")
 
-    def _on_run_error(self, exc: BaseException) -> None:
-        self.log.add("error", f"the run stopped: {exc}")
-        self._finish_run("failed")
+    def _on_run_error(self, exc: BaseException, cancel: threading.Event) -> None:
+        if cancel is self.cancel_event:
+            self.log.add("error", f"the run stopped: {exc}")
+            self._finish_run("failed")
 
     # ---- progress
 

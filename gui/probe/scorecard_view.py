@@ -161,6 +161,11 @@ class ScorecardView(QWidget):
             self.table.selectRow(0)
             self._show_detail()
 
+    def no_verdict_yet(self, host: str) -> None:
+        """No run on screen: the card to come is ``host``'s, named so that it is never read as another host's."""
+        self.show_scorecard(None, f"No verdict yet for {host}: run a suite or reopen a past run.")
+        self.set_apply_reason(NO_RUN_TO_APPLY)
+
     def set_apply_reason(self, reason: str | None) -> None:
         """``reason``: why "Apply to plan" has nothing to apply (shown beside the button and as its tooltip);
         None enables it."""

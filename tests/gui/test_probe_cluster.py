@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
 from core.probes.host_groups import HostGroup, group, groups, save_group
 from core.probes.replay import ReplayRunner
-from core.probes.store import HostProfile, ProbeStore
+from core.probes.store import HostProfile, ProbeStore, RunSummary
 from gui.probe import backend
 from gui.probe.groups import GroupDialog
 from gui.probe.hostkey_dialog import HostKeyDialog
@@ -314,6 +314,79 @@ def test_a_cluster_run_moves_its_progress_through_the_node_phase_and_names_where
         for chart in ("throughput", "iops"):
             note = pane.point_charts[chart].note
             assert (note.text(), note.isVisible()) == ("storage: charted in each node's own run (History)", True)
+    finally:
+        pane.shutdown()
+        assert executor.stop_all(10_000)
+
+
+def scorecard_banner(qtbot, pane: ProbePane) -> str:
+    """The Scorecard tab's verdict line as a person reads it: the tab clicked, the banner on screen."""
+    click_tab(qtbot, pane.tabs, "Scorecard")
+    assert pane.scorecard_view.banner.isVisible()
+    return pane.scorecard_view.banner.text()
+
+
+def no_verdict_yet(name: str) -> str:
+    return f"No verdict yet for {name}: run a suite or reopen a past run."
+
+
+@pytest.mark.integration
+def test_the_scorecard_names_the_host_or_cluster_selected_never_the_one_before(qtbot, sshd, probe_store, tmp_path):
+    """A host probed, then a cluster, its nodes looked at, a node's own run reopened and the cluster run again: the
+    scorecard used to keep naming the host selected before ("No verdict yet for pair" with node-a selected) once
+    its view was cleared, and the first cluster run's stream, ending a moment after its verdict, could end the
+    second one on screen ("Run interrupted") while it went on."""
+    key = str(sshd.client_key_path)
+    probe_store.save_host(HostProfile(name="solo", target=sshd.target, identity_file=key))
+    save_nodes(probe_store, target=sshd.target, key=key)
+    save_group(probe_store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
+    executor = ThreadExecutor()
+    pane = make_ssh_pane(qtbot, probe_store, tmp_path, executor)
+
+    def latest(host: str) -> RunSummary:
+        return max(probe_store.runs_for_host(host), key=lambda r: r.id)
+
+    def run_cluster_and_read() -> None:
+        click(qtbot, pane.start_button)
+        qtbot.waitUntil(lambda: any(row[2] == "running" for row in pane.node_table.cells()), timeout=20000)
+        assert scorecard_banner(qtbot, pane) == "Running…"  # the nodes on their own suites
+        qtbot.waitUntil(lambda: not pane.running, timeout=60_000)
+        assert pane.eta.text().startswith("Run completed"), pane.log.lines()[-5:]
+        run = latest("pair")
+        assert pane.showing.text() == f"Live: run {run.id} on pair"
+        assert run.verdict is not None and scorecard_banner(qtbot, pane).startswith(run.verdict)
+
+    try:
+        click_host(qtbot, pane, "solo")
+        with qtbot.waitSignal(pane.connector.asking, timeout=15000) as asked:
+            click(qtbot, pane.connect_button)
+        click(qtbot, asked.args[0].remember_button)
+        qtbot.waitUntil(lambda: pane.connected, timeout=20000)
+        pick_probes(qtbot, pane, "inventory")
+        click(qtbot, pane.start_button)
+        qtbot.waitUntil(lambda: not pane.running, timeout=60_000)
+        solo = latest("solo")
+        assert solo.verdict is not None and scorecard_banner(qtbot, pane).startswith(solo.verdict)
+
+        for name in ("pair", "node-a", "pair"):  # glance at a node before connecting the cluster
+            click_host(qtbot, pane, name)
+            assert scorecard_banner(qtbot, pane) == no_verdict_yet(name)
+        click(qtbot, pane.connect_button)
+        qtbot.waitUntil(lambda: pane.connected, timeout=20000)
+        assert scorecard_banner(qtbot, pane) == no_verdict_yet("pair")
+        run_cluster_and_read()
+
+        click_tab(qtbot, pane.tabs, "History")  # a node's own run, from the cluster's history
+        rows = table_cells(pane.history.table)
+        click_row(qtbot, pane.history.table, [row[1] for row in rows].index("node-a"))
+        click(qtbot, pane.history.buttons["reopen"])
+        node = latest("node-a")
+        assert pane.showing.text().startswith(f"Run {node.id} on node-a, ")
+        assert node.verdict is not None and scorecard_banner(qtbot, pane).startswith(node.verdict)
+        for name in ("solo", "node-b", "pair"):
+            click_host(qtbot, pane, name)
+            assert scorecard_banner(qtbot, pane) == no_verdict_yet(name)
+        run_cluster_and_read()  # still connected: the cluster again
     finally:
         pane.shutdown()
         assert executor.stop_all(10_000)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import stat
+import time
 import unicodedata
 from pathlib import Path
 
@@ -120,6 +121,45 @@ def test_stop_cancels_a_run_mid_burn(qtbot, probe_store, tmp_path):
         assert ("warning", "stop requested") in pane.log.lines()
     finally:
         assert executor.stop_all(5000)
+
+
+class SlowToEnd(ReplayRunner):
+    """The replay held at its burn until stopped, whose stream ends a while after its RunFinished, as a real run's
+    does while it joins a worker thread slow to stop (core.probes.run_queue.drain waits up to 5 s for each)."""
+
+    def __init__(self, linger_s: float) -> None:
+        super().__init__(hold="burn", hold_s=30.0)
+        self.linger_s = linger_s
+
+    def __call__(self, *args, **kwargs):
+        yield from super().__call__(*args, **kwargs)
+        time.sleep(self.linger_s)
+
+
+def test_a_run_started_as_the_last_one_ends_is_not_ended_by_the_last_ones_stream(qtbot, probe_store, tmp_path,
+                                                                                  threads):
+    """Stop, then Start at once: the stopped run's stream ending a moment later used to end the new run on screen
+    ("Run interrupted", Start enabled again) while it went on."""
+    pane = make_pane(qtbot, probe_store, tmp_path, SlowToEnd(linger_s=1.5), threads)
+
+    def at_burn() -> bool:
+        return pane.running and pane.eta.text().startswith("burn (")
+
+    connect_local(qtbot, pane)
+    click(qtbot, pane.start_button)
+    qtbot.waitUntil(at_burn, timeout=10000)
+    click(qtbot, pane.stop_button)
+    qtbot.waitUntil(lambda: pane.eta.text() == "Run cancelled", timeout=10000)
+    qtbot.wait(200)  # read it, then start again
+    click(qtbot, pane.start_button)
+    qtbot.waitUntil(at_burn, timeout=10000)
+    qtbot.waitUntil(lambda: threads.active == 1, timeout=5000)  # the stopped run's stream has ended
+    qtbot.wait(100)
+    assert at_burn(), (pane.eta.text(), pane.log.lines()[-4:])
+    assert pane.stop_button.isEnabled() and not pane.start_button.isEnabled()
+    click(qtbot, pane.stop_button)
+    qtbot.waitUntil(lambda: pane.eta.text() == "Run cancelled", timeout=10000)
+    assert [r.status for r in probe_store.runs()] == ["cancelled", "cancelled"]
 
 
 def test_throttling_in_the_samples_is_logged(qtbot, probe_store, tmp_path):

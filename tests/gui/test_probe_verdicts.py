@@ -114,6 +114,7 @@ def test_selecting_another_host_clears_the_last_runs_status_progress_and_verdict
     assert not pane.start_button.isEnabled() and pane.connect_button.isEnabled()
     click_host(qtbot, pane, "This machine")
     assert pane.status.text() == "Ready to probe this machine"
+    assert pane.scorecard_view.banner.text() == "No verdict yet for This machine: run a suite or reopen a past run."
     assert pane.start_button.isEnabled()
     click_tab(qtbot, pane.tabs, "History")
     assert len(pane.history.runs()) == 1  # the run is still there, to reopen
