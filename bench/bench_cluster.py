@@ -231,8 +231,13 @@ def section_markdown(r: Result, runs: int, day: dt.date, m: dict[str, str]) -> s
         f"{r.nodes} nodes on {f['cores']} cores need at least {f['torch_floor']:.2f} s for that alone, "
         f"{f['torch_floor'] / f['single']:.2f}× one node's whole {r.suite} run, before any check runs; a single "
         "host's run has no such step. On separate hosts the starts overlap, but one start still takes longer than "
-        "a single node's inventory run. The per-node figure is the fair one for scaling: what one more node adds "
-        "is its share of these cores.",
+        "a single node's inventory run. What one more node adds here is CPU time too: its torchrun start and its "
+        f"own suite run on the {f['cores']} cores the first two nodes already fill; every wait a node adds (its "
+        "work directory, uploads, route and clock reads, torchrun's launch) overlaps the others'.",
+        "",
+        "Before: each step started torchrun on every node, 8.25 s and 8.21 s of a 29.91 s run, 8.29× one node; "
+        "with one launch per node, 33.67 s, 6.51× one node (load 3.61); the per-node steps then still ran one "
+        "node after another and each rank's teardown after its output held every launch about a second.",
         "",
     ])
 
