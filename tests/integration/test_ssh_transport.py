@@ -399,3 +399,15 @@ def test_proxy_command_carries_the_connection(make_ssh_transport, sshd: SshdServ
     with pytest.raises(Unreachable) as caught:
         make_ssh_transport(target=broken, known_hosts_file=ssh_trusted_known_hosts).connect()
     assert str(caught.value) == f"proxy command for 127.0.0.1:{sshd.port} failed: 'false' exited with status 1"
+
+
+def test_a_proxy_that_closes_its_end_before_it_exits_is_named_as_the_failure(
+        make_ssh_transport, sshd: SshdServer, ssh_target: SshTarget, ssh_trusted_known_hosts: Path) -> None:
+    """A proxy's end of the connection closes while it exits, so SSH fails on that EOF a moment before the process
+    is gone (on a loaded machine the plain `false` above lost this race once in a full run). Here the proxy
+    closes its output, then takes 0.3 s to exit: the sentence still names the proxy, not the host."""
+    command = "sh -c 'exec >&- <&-; sleep 0.3; exit 3'"
+    slow = ssh_target.model_copy(update={"proxy_command": command})
+    with pytest.raises(Unreachable) as caught:
+        make_ssh_transport(target=slow, known_hosts_file=ssh_trusted_known_hosts).connect()
+    assert str(caught.value) == f"proxy command for 127.0.0.1:{sshd.port} failed: '{command}' exited with status 3"

@@ -39,8 +39,14 @@ class ProxyProcess:
         finally:
             child.close()
 
-    def exited(self) -> bool:
-        return self._proc.poll() is not None
+    def exited(self, within: float = 0.0) -> bool:
+        """True when the proxy has exited, waiting up to ``within`` seconds: its end of the socket closes while
+        it exits, so the connection can fail on that EOF a moment before the process is gone."""
+        try:
+            self._proc.wait(timeout=within)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
     def failure(self) -> str:
         """What the proxy said before it exited (last line of its stderr) and its exit status."""

@@ -76,6 +76,7 @@ _POLL_S = 0.05
 _EOF_GRACE_S = 0.5
 _KILL_WAIT_S = 10.0
 _MAX_JUMPS = 8
+_PROXY_EXIT_S = 1.0  # a failed connection waits this long for its proxy to be gone, to say the proxy failed
 KEEPALIVE_S = 15.0  # how often the server is asked for an answer (as OpenSSH's ServerAliveInterval)
 KEEPALIVE_REPLY_S = 30.0  # an answer not back within this: the peer is silent and its connection lost
 _SHELL_WAIT_FIRST_S = 2.0  # a shell slower than this to start is said to be waited for, then every ...
@@ -287,12 +288,12 @@ class SshTransport(ChunkedTransport):
             return Unreachable(f"host {where} refused the connection")
         if isinstance(exc, TimeoutError | socket.timeout):
             return Unreachable(f"host {where} did not answer within {self.connect_timeout:g} s")
-        if self._proxy is not None and self._proxy.exited():
-            return Unreachable(f"proxy command for {where} failed: {self._proxy.failure()}")
         if isinstance(exc, paramiko.IncompatiblePeer):
             return Unreachable(refusal(where, transport, exc))
         if isinstance(exc, paramiko.AuthenticationException):
             return AuthenticationFailed(f"authentication failed for user {self.user}: {exc}")
+        if self._proxy is not None and self._proxy.exited(within=_PROXY_EXIT_S):
+            return Unreachable(f"proxy command for {where} failed: {self._proxy.failure()}")
         via = " (through the proxy)" if self.target.proxy_command or self.target.proxy_jump else ""
         if isinstance(exc, paramiko.SSHException) and "protocol banner" in str(exc):
             return Unreachable(f"host {where} does not answer as an SSH server{via}: it sent no SSH greeting "
