@@ -88,7 +88,9 @@ def section(repeat: int) -> str:
         f"— | — |\n\n"
         f"Imports take {import_s * 1000:.0f} ms of a run (`python -X importtime`), {probes} of them probe modules "
         f"({', '.join(PROBE_IMPORTS)}): each command's heavy modules load when it runs. What is left is the "
-        "planner itself, NumPy and pydantic. When the wall figure is far above the CPU figure, other work on the "
+        "planner itself, NumPy and pydantic. The process asks OpenBLAS for one thread (core.cli.main.process_main): "
+        "the threads NumPy's BLAS started, one per core, spun at start-up for about 100 ms of CPU a run, taken "
+        "from the command on a busy machine. When the wall figure is far above the CPU figure, other work on the "
         "machine held the CPU.\n"
     )
 

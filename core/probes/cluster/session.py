@@ -148,6 +148,12 @@ def on_every_node(nodes: list[N], work: Callable[[N], T]) -> list[T]:
     return results  # type: ignore[return-value]  # every slot is filled when no node raised
 
 
+def upload_everywhere(sessions: list[NodeSession], *names: str) -> dict[str, list[str]]:
+    """The probe scripts ``names`` uploaded to every node's work directory at once: node -> their paths there."""
+    paths = on_every_node(sessions, lambda session: [session.ctx.upload(name) for name in names])
+    return {session.node: found for session, found in zip(sessions, paths, strict=True)}
+
+
 def not_answering(transports: dict[str, Transport], within: float) -> dict[str, str]:
     """Node -> why, for each node whose connection is closed or that does not run ``true`` within ``within``
     seconds (a hung node); all are asked at once."""
@@ -197,4 +203,4 @@ def failure_text(part: Launched) -> str:
 
 
 __all__ = ["Launched", "NodeSession", "failure_text", "first_failure", "launch_everywhere", "not_answering",
-           "on_every_node", "own_address", "route_to"]
+           "on_every_node", "own_address", "route_to", "upload_everywhere"]

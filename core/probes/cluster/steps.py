@@ -40,6 +40,7 @@ from core.probes.cluster.session import (
     on_every_node,
     own_address,
     route_to,
+    upload_everywhere,
 )
 from core.probes.evidence import ProbeEvidence
 from core.probes.options import RunOptions
@@ -194,25 +195,25 @@ def rendezvous(step: StepContext) -> Rendezvous:
     first = step.first
     assert first.address is not None
     timeout = step.options.timeouts.command_s
-    scripts = dict(zip([s.node for s in step.sessions],
-                       on_every_node(step.sessions, lambda s: s.ctx.upload("rdzv_check.py")), strict=True))
+    scripts = upload_everywhere(step.sessions, "rdzv_check.py")
     others = step.sessions[1:]
     listening = threading.Event()
     port: list[int] = []
 
     def on_line(session: NodeSession, line: str) -> None:
-        if session is first and not listening.is_set() and listening_port(line) is not None:
-            port.append(listening_port(line) or 0)
+        found = listening_port(line) if session is first else None
+        if found is not None and not listening.is_set():
+            port.append(found)
             listening.set()
 
     def command(session: NodeSession) -> str:
         python = q(session.ctx.python())
         if session is first:
-            return f"{python} -u {q(scripts[session.node])} listen 0 {len(others)} {timeout:.0f}"
+            return f"{python} -u {q(scripts[session.node][0])} listen 0 {len(others)} {timeout:.0f}"
         while not listening.wait(0.1):  # connect only once the listener is up
             if step.halt.is_set() or time.monotonic() > deadline:
                 return "echo 'the first node never listened' >&2; exit 1"
-        return f"{python} -u {q(scripts[session.node])} connect {q(first.address)} {port[0]} 10"
+        return f"{python} -u {q(scripts[session.node][0])} connect {q(first.address)} {port[0]} 10"
 
     deadline = time.monotonic() + timeout
     parts = launch_everywhere(step.sessions, command, timeout=timeout, halt=step.halt, on_line=on_line,
@@ -323,9 +324,7 @@ def distributed(step: StepContext) -> InterNodeRun:
     all_reduce benchmark, whose output the allreduce step reads (``step.carried``)."""
     launch = plan_node_launch(step, "torch.distributed check across nodes")
     _require_rendezvous(step)
-    uploaded = on_every_node(step.sessions, lambda s: [s.ctx.upload(name) for name in
-                                                       ("dist_sanity.py", "allreduce_bench.py", "cluster_torch.py")])
-    scripts = dict(zip([s.node for s in step.sessions], uploaded, strict=True))
+    scripts = upload_everywhere(step.sessions, "dist_sanity.py", "allreduce_bench.py", "cluster_torch.py")
     timeout_s = max(30, int(step.options.timeouts.distributed_s) - 30)
     args = ["--sanity", "--backend", launch.backend, "--timeout", str(timeout_s), "--bench", *_bench_args(step, launch)]
     benching: set[str] = set()
@@ -413,10 +412,10 @@ def allreduce(step: StepContext) -> InterNodeRun:
     on_gpu = launch.backend == "nccl"
     parts = step.carried.pop("bench", None)
     if parts is None:
-        scripts = dict(zip([s.node for s in step.sessions],
-                           on_every_node(step.sessions, lambda s: s.ctx.upload("allreduce_bench.py")), strict=True))
+        scripts = upload_everywhere(step.sessions, "allreduce_bench.py")
         parts = launch_everywhere(
-            step.sessions, lambda s: torchrun_across(step, s, launch, scripts[s.node], _bench_args(step, launch), "bw"),
+            step.sessions, lambda s: torchrun_across(step, s, launch, scripts[s.node][0], _bench_args(step, launch),
+                                                     "bw"),
             timeout=step.options.timeouts.collectives_s, halt=step.halt, on_line=lambda _s, line: _chart(step, line))
     failed_node, error = _launch_failed(step, parts, "the all_reduce benchmark")
     collective = None
