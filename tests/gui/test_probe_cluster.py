@@ -228,6 +228,15 @@ def test_a_node_that_cannot_be_reached_is_named_and_the_others_are_closed(qtbot,
 
 
 @pytest.mark.integration
+def connect_trusting_its_key(qtbot, pane: ProbePane, name: str) -> None:
+    """Select the host or cluster ``name``, press Connect and, asked about the server's key, remember it."""
+    click_host(qtbot, pane, name)
+    with qtbot.waitSignal(pane.connector.asking, timeout=15000) as asked:
+        click(qtbot, pane.connect_button)
+    click(qtbot, asked.args[0].remember_button)
+    qtbot.waitUntil(lambda: pane.connected, timeout=20000)
+
+
 def test_a_real_cluster_run_of_two_nodes_shows_each_node_the_verdict_and_the_history(qtbot, sshd, probe_store,
                                                                                      tmp_path):
     key = str(sshd.client_key_path)
@@ -298,11 +307,7 @@ def test_a_cluster_run_moves_its_progress_through_the_node_phase_and_names_where
     executor = ThreadExecutor()
     pane = make_ssh_pane(qtbot, probe_store, tmp_path, executor)
     try:
-        click_host(qtbot, pane, "pair")
-        with qtbot.waitSignal(pane.connector.asking, timeout=15000) as asked:
-            click(qtbot, pane.connect_button)
-        click(qtbot, asked.args[0].remember_button)
-        qtbot.waitUntil(lambda: pane.connected, timeout=20000)
+        connect_trusting_its_key(qtbot, pane, "pair")
         pick_probes(qtbot, pane, "inventory", "storage")
         seen: list[tuple[int, bool]] = []  # (bar value, a node still on its own suite)
         pane.progress.valueChanged.connect(lambda v: seen.append(
@@ -357,11 +362,7 @@ def test_the_scorecard_names_the_host_or_cluster_selected_never_the_one_before(q
         assert run.verdict is not None and scorecard_banner(qtbot, pane).startswith(run.verdict)
 
     try:
-        click_host(qtbot, pane, "solo")
-        with qtbot.waitSignal(pane.connector.asking, timeout=15000) as asked:
-            click(qtbot, pane.connect_button)
-        click(qtbot, asked.args[0].remember_button)
-        qtbot.waitUntil(lambda: pane.connected, timeout=20000)
+        connect_trusting_its_key(qtbot, pane, "solo")
         pick_probes(qtbot, pane, "inventory")
         click(qtbot, pane.start_button)
         qtbot.waitUntil(lambda: not pane.running, timeout=60_000)
