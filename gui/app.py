@@ -18,6 +18,7 @@ from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
 from gui.colors import hint_color, is_dark
+from gui.long_lived import freeze_once
 
 APP_NAME = "tuneplan"
 ORG_NAME = "tuneplan"
@@ -152,6 +153,7 @@ def run() -> int:
 
         window = MainWindow.create_default()
         window.show()
+        freeze_once("window")
         smoke.install(app, window)
         return int(app.exec())
     finally:

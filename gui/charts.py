@@ -32,6 +32,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 from core.document import BarChart, LineChart, ScatterChart
 from core.units import fmt_percent, fmt_tick
 from gui.colors import MUTED, highlight_color, is_dark, series_colors
+from gui.long_lived import freeze_once
 
 Chart = BarChart | ScatterChart | LineChart
 _preloading = False
@@ -62,7 +63,13 @@ def preload(executor: Any) -> None:
     if _preloading:
         return
     _preloading = True
-    executor.submit(_import_on_worker, lambda _none: QTimer.singleShot(0, _prepare_next), lambda _exc: None)
+    executor.submit(_import_on_worker, _imported_on_worker, lambda _exc: None)
+
+
+def _imported_on_worker(_none: None) -> None:
+    """On the UI thread, once pyqtgraph is in: keep its modules out of full collections, then build plots."""
+    freeze_once("pyqtgraph")
+    QTimer.singleShot(0, _prepare_next)
 
 
 def _importing() -> bool:

@@ -17,6 +17,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from core.catalog import CatalogError
 from core.planner.models import PlanRequest
 from core.validation import field_errors
+from gui.long_lived import freeze_once
 from gui.workers import Executor
 
 if TYPE_CHECKING:
@@ -239,6 +240,7 @@ class PlanState(QObject):
         self.analysis = analysis
         self._set_busy(False)
         self.analysis_changed.emit(analysis)
+        freeze_once("planner")  # its modules and NumPy were imported for this first plan
 
     def _on_error(self, generation: int, exc: BaseException) -> None:
         if generation != self._generation:
