@@ -586,7 +586,10 @@ def section_markdown(info: dict[str, str], cold: ColdStart, typed: Typing, probe
         f"A plan took {_ms(typed.worker.median)} on the worker (median; max {_ms(typed.worker.max)}); one plan "
         "runs at a time, and the per-GPU memory rows are kept across edits that only change the dataset size. "
         f"Handing a plan to the visible page took {_ms(typed.delivery.median)} on the UI thread (max "
-        f"{_ms(typed.delivery.max)}); pages off screen draw it when shown.", "",
+        f"{_ms(typed.delivery.max)}); pages off screen draw it when shown. What the window holds for its whole "
+        "life is kept out of Python's full garbage collections once the window, the planner and pyqtgraph are in "
+        "(gui/long_lived.py): before, the one full collection of a session was a 51–63 ms gap, over the frame.",
+        "",
         f"**Keystroke to screen**, the same sessions: each key is posted as a key event to whatever has the focus "
         "(queued, as the X server's events reach the app, behind whatever the UI thread is doing) and timed to the "
         "tokens field's first repaint with the new text. Keys posted while a plan ran on the worker compete with it "
@@ -597,11 +600,11 @@ def section_markdown(info: dict[str, str], cold: ColdStart, typed: Typing, probe
         "\"Probe\" in the sidebar at once, before the wizard's quiet-time preload: nothing of the place is imported "
         "yet. The place is on screen at once with a line saying what loads; paramiko, pyqtgraph, the probe store and "
         "the pane are imported on a worker (`gui/workers.py`), and the pane is built on the UI thread when they are "
-        f"in: its charts are on screen {_ms(Stats(probe.charts).median)} after the click (median). The longest "
-        "heartbeat gap is that build: the pane makes its ten pyqtgraph plots on the UI thread in one go (about 20 ms "
-        "each, the first more); making them one per event-loop turn, as the wizard's charts are, would shorten it. "
-        "Before, the click itself imported and built everything: the place appeared, and the window answered again, "
-        "only when the pane was done.", "",
+        f"in: its charts are on screen {_ms(Stats(probe.charts).median)} after the click (median). The pane makes "
+        "its ten pyqtgraph plots one per event-loop turn once its Live tab shows (gui/probe/staged.py), so the "
+        "longest heartbeat gap is the pane itself and one plot; until 2026-12-02 it made them all in its "
+        "constructor, in one turn (216 ms median, 381 ms worst). Before that, the click itself imported and built "
+        "everything: the place appeared, and the window answered again, only when the pane was done.", "",
         f"**Page moves** after typing, {NAV_MS} ms apart (the longest UI-thread gap around each move, which "
         "includes drawing the page's tables and charts for the new plan):", "",
         *move_table, "",
