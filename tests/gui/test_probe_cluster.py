@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,12 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdServer]:
 def save_nodes(store: ProbeStore, target: str = "ubuntu@10.0.0.5", key: str | None = None) -> None:
     for name in ("node-a", "node-b"):
         store.save_host(HostProfile(name=name, target=target, identity_file=key))
+
+
+def save_pair(store: ProbeStore, target: str = "ubuntu@10.0.0.5", key: str | None = None) -> None:
+    """node-a and node-b saved, and the cluster "pair" of the two."""
+    save_nodes(store, target, key)
+    save_group(store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
 
 
 def open_group_dialog(qtbot, pane: ProbePane) -> GroupDialog:
@@ -153,8 +160,7 @@ def host_python_options(choice: SuiteChoice) -> Any:
 
 
 def test_renaming_a_host_renames_it_in_its_cluster(qtbot, probe_store, tmp_path):
-    save_nodes(probe_store)
-    save_group(probe_store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
+    save_pair(probe_store)
     pane = show_pane(qtbot, probe_store, tmp_path, ThreadExecutor(), runner=ReplayRunner())
     click_host(qtbot, pane, "node-b")
     with qtbot.waitSignal(pane.hosts.editing, timeout=2000) as opened:
@@ -170,8 +176,7 @@ def test_renaming_a_host_renames_it_in_its_cluster(qtbot, probe_store, tmp_path)
 
 
 def test_editing_a_cluster_starts_from_its_nodes_and_cancel_changes_nothing(qtbot, probe_store, tmp_path):
-    save_nodes(probe_store)
-    save_group(probe_store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
+    save_pair(probe_store)
     pane = show_pane(qtbot, probe_store, tmp_path, ThreadExecutor(), runner=ReplayRunner())
     click_host(qtbot, pane, "pair")
     with qtbot.waitSignal(pane.hosts.editing, timeout=2000) as opened:
@@ -187,7 +192,11 @@ def test_editing_a_cluster_starts_from_its_nodes_and_cancel_changes_nothing(qtbo
     assert groups(probe_store) == [HostGroup(name="pair", hosts=["node-a", "node-b"])]
 
 
-def make_ssh_pane(qtbot, store: ProbeStore, tmp_path: Path, executor: ThreadExecutor) -> ProbePane:
+@contextmanager
+def ssh_pane(qtbot, store: ProbeStore, tmp_path: Path) -> Iterator[ProbePane]:
+    """A Probe pane on screen that connects over real SSH (this test's known_hosts, no agent, no user keys); shut
+    down at the end, its threads stopped."""
+    executor = ThreadExecutor()
     options = {"user_known_hosts_file": tmp_path / "no_user_known_hosts", "allow_agent": False,
                "look_for_keys": False}
     pane = ProbePane(executor, store, known_hosts_file=tmp_path / "app" / "known_hosts",
@@ -196,7 +205,11 @@ def make_ssh_pane(qtbot, store: ProbeStore, tmp_path: Path, executor: ThreadExec
     pane.resize(1280, 900)
     pane.show()
     qtbot.waitExposed(pane)
-    return pane
+    try:
+        yield pane
+    finally:
+        pane.shutdown()
+        assert executor.stop_all(10_000)
 
 
 @pytest.mark.integration
@@ -210,11 +223,9 @@ def test_a_node_that_cannot_be_reached_is_named_and_the_others_are_closed(qtbot,
     closed_port = free_port()  # nothing listens there
     probe_store.save_host(HostProfile(name="node-b", target=f"{sshd.user}@127.0.0.1:{closed_port}", identity_file=key))
     save_group(probe_store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
-    executor = ThreadExecutor()
-    pane = make_ssh_pane(qtbot, probe_store, tmp_path, executor)
-    reached: list[Any] = []
-    pane.connector.connected.connect(reached.append)
-    try:
+    with ssh_pane(qtbot, probe_store, tmp_path) as pane:
+        reached: list[Any] = []
+        pane.connector.connected.connect(reached.append)
         click_host(qtbot, pane, "pair")
         click(qtbot, pane.connect_button)
         qtbot.waitUntil(lambda: pane.status.text().startswith("Not connected: "), timeout=20000)
@@ -222,9 +233,6 @@ def test_a_node_that_cannot_be_reached_is_named_and_the_others_are_closed(qtbot,
         assert str(closed_port) in pane.status.text()
         assert len(reached) == 1 and not reached[0].is_alive()  # node-a was reached, then closed again
         assert not pane.connected and not pane.start_button.isEnabled() and pane.connect_button.isEnabled()
-    finally:
-        pane.shutdown()
-        assert executor.stop_all(10_000)
 
 
 @pytest.mark.integration
@@ -239,12 +247,8 @@ def connect_trusting_its_key(qtbot, pane: ProbePane, name: str) -> None:
 
 def test_a_real_cluster_run_of_two_nodes_shows_each_node_the_verdict_and_the_history(qtbot, sshd, probe_store,
                                                                                      tmp_path):
-    key = str(sshd.client_key_path)
-    save_nodes(probe_store, target=sshd.target, key=key)
-    save_group(probe_store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
-    executor = ThreadExecutor()
-    pane = make_ssh_pane(qtbot, probe_store, tmp_path, executor)
-    try:
+    save_pair(probe_store, target=sshd.target, key=str(sshd.client_key_path))
+    with ssh_pane(qtbot, probe_store, tmp_path) as pane:
         click_host(qtbot, pane, "pair")
         with qtbot.waitSignal(pane.connector.asking, timeout=15000) as asked:
             click(qtbot, pane.connect_button)
@@ -291,9 +295,6 @@ def test_a_real_cluster_run_of_two_nodes_shows_each_node_the_verdict_and_the_his
         assert pane.shown_run == runs["pair"].id and pane.node_table.isVisible()
         assert table_cells(pane.node_table.table) == [[n, "—", "completed", v if v != "no verdict" else "—"]
                                                       for n, _p, _s, v in nodes]
-    finally:
-        pane.shutdown()
-        assert executor.stop_all(10_000)
 
 
 @pytest.mark.integration
@@ -301,12 +302,8 @@ def test_a_cluster_run_moves_its_progress_through_the_node_phase_and_names_where
         qtbot, sshd, probe_store, tmp_path):
     """Both nodes run inventory and storage: the bar used to sit at 0 % until the steps between nodes began,
     and the storage charts said storage "is not in this suite" though every node measured it."""
-    key = str(sshd.client_key_path)
-    save_nodes(probe_store, target=sshd.target, key=key)
-    save_group(probe_store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
-    executor = ThreadExecutor()
-    pane = make_ssh_pane(qtbot, probe_store, tmp_path, executor)
-    try:
+    save_pair(probe_store, target=sshd.target, key=str(sshd.client_key_path))
+    with ssh_pane(qtbot, probe_store, tmp_path) as pane:
         connect_trusting_its_key(qtbot, pane, "pair")
         pick_probes(qtbot, pane, "inventory", "storage")
         seen: list[tuple[int, bool]] = []  # (bar value, a node still on its own suite)
@@ -319,9 +316,6 @@ def test_a_cluster_run_moves_its_progress_through_the_node_phase_and_names_where
         for chart in ("throughput", "iops"):
             note = pane.point_charts[chart].note
             assert (note.text(), note.isVisible()) == ("storage: charted in each node's own run (History)", True)
-    finally:
-        pane.shutdown()
-        assert executor.stop_all(10_000)
 
 
 def scorecard_banner(qtbot, pane: ProbePane) -> str:
@@ -343,25 +337,22 @@ def test_the_scorecard_names_the_host_or_cluster_selected_never_the_one_before(q
     second one on screen ("Run interrupted") while it went on."""
     key = str(sshd.client_key_path)
     probe_store.save_host(HostProfile(name="solo", target=sshd.target, identity_file=key))
-    save_nodes(probe_store, target=sshd.target, key=key)
-    save_group(probe_store, HostGroup(name="pair", hosts=["node-a", "node-b"]))
-    executor = ThreadExecutor()
-    pane = make_ssh_pane(qtbot, probe_store, tmp_path, executor)
+    save_pair(probe_store, target=sshd.target, key=key)
+    with ssh_pane(qtbot, probe_store, tmp_path) as pane:
 
-    def latest(host: str) -> RunSummary:
-        return max(probe_store.runs_for_host(host), key=lambda r: r.id)
+        def latest(host: str) -> RunSummary:
+            return max(probe_store.runs_for_host(host), key=lambda r: r.id)
 
-    def run_cluster_and_read() -> None:
-        click(qtbot, pane.start_button)
-        qtbot.waitUntil(lambda: any(row[2] == "running" for row in pane.node_table.cells()), timeout=20000)
-        assert scorecard_banner(qtbot, pane) == "Running…"  # the nodes on their own suites
-        qtbot.waitUntil(lambda: not pane.running, timeout=60_000)
-        assert pane.eta.text().startswith("Run completed"), pane.log.lines()[-5:]
-        run = latest("pair")
-        assert pane.showing.text() == f"Live: run {run.id} on pair"
-        assert run.verdict is not None and scorecard_banner(qtbot, pane).startswith(run.verdict)
+        def run_cluster_and_read() -> None:
+            click(qtbot, pane.start_button)
+            qtbot.waitUntil(lambda: any(row[2] == "running" for row in pane.node_table.cells()), timeout=20000)
+            assert scorecard_banner(qtbot, pane) == "Running…"  # the nodes on their own suites
+            qtbot.waitUntil(lambda: not pane.running, timeout=60_000)
+            assert pane.eta.text().startswith("Run completed"), pane.log.lines()[-5:]
+            run = latest("pair")
+            assert pane.showing.text() == f"Live: run {run.id} on pair"
+            assert run.verdict is not None and scorecard_banner(qtbot, pane).startswith(run.verdict)
 
-    try:
         connect_trusting_its_key(qtbot, pane, "solo")
         pick_probes(qtbot, pane, "inventory")
         click(qtbot, pane.start_button)
@@ -388,6 +379,3 @@ def test_the_scorecard_names_the_host_or_cluster_selected_never_the_one_before(q
             click_host(qtbot, pane, name)
             assert scorecard_banner(qtbot, pane) == no_verdict_yet(name)
         run_cluster_and_read()  # still connected: the cluster again
-    finally:
-        pane.shutdown()
-        assert executor.stop_all(10_000)
