@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +97,16 @@ def settle(state: object) -> None:
         if not getattr(state, "pending", False) and not getattr(state, "busy", False):
             return
     raise RuntimeError("the plan did not settle")
+
+
+def wait(condition: Callable[[], object], seconds: float, what: str) -> None:
+    """Run the event loop until ``condition()`` holds; RuntimeError saying ``what`` did not happen in time."""
+    end = time.monotonic() + seconds
+    while not condition():
+        QCoreApplication.processEvents()
+        time.sleep(0.01)
+        if time.monotonic() > end:
+            raise RuntimeError(f"{what} did not happen within {seconds:g} s")
 
 
 def save(widget: QWidget, path: Path) -> None:

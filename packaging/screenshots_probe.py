@@ -32,6 +32,9 @@ os.environ["PYQTGRAPH_QT_LIB"] = "PySide6"
 from PySide6.QtCore import QCoreApplication  # noqa: E402
 from PySide6.QtWidgets import QWidget  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from screenshots import wait  # noqa: E402
+
 SIZE = (1280, 900)
 HOST = "h100-burn (replayed capture)"
 
@@ -121,15 +124,6 @@ class CaptureReplay:
         yield RunFinished(t=t, run_id=run_id, evidence=evidence, scorecard=card, status=state)
 
 
-def wait(condition: Any, seconds: float = 30.0) -> None:
-    end = time.monotonic() + seconds
-    while not condition():
-        QCoreApplication.processEvents()
-        time.sleep(0.01)
-        if time.monotonic() > end:
-            raise RuntimeError("the replayed run did not get there in time")
-
-
 def save(widget: QWidget, path: Path) -> None:
     for _ in range(20):
         QCoreApplication.processEvents()
@@ -148,10 +142,10 @@ def gpu_less_run(executor: Any, store: Any, scratch: Path, out: Path) -> None:
     pane.show()
     pane.hosts.select("This machine")
     pane.connect_button.click()
-    wait(pane.start_button.isEnabled)
+    wait(pane.start_button.isEnabled, 30, "the connection")
     pane.suite.set_choice(("inventory", "health", "compute"))
     pane.start()
-    wait(lambda: not pane.running, seconds=180)
+    wait(lambda: not pane.running, 180, "the run's end")
     pane.tabs.setCurrentIndex(1)
     save(pane, out / "probe-scorecard-no-gpu.png")
     pane.tabs.setCurrentIndex(0)
@@ -186,12 +180,12 @@ def main(out: Path) -> int:
     pane._connected(LocalTransport())
     pane.suite.set_choice(("inventory", "health", "collectives", "storage", "burn"), burn_seconds=600)
     pane.start()
-    wait(replay.in_burn.is_set)
-    wait(lambda: pane.gpu_charts.history.samples >= 6)
+    wait(replay.in_burn.is_set, 30, "the replayed run's burn")
+    wait(lambda: pane.gpu_charts.history.samples >= 6, 30, "six GPU samples")
     pane.gpu_charts.window_box.setCurrentIndex(pane.gpu_charts.window_box.findText("whole run"))
     save(pane, out / "probe-pane.png")
     replay.release.set()
-    wait(lambda: not pane.running)
+    wait(lambda: not pane.running, 30, "the replayed run's end")
     pane.tabs.setCurrentIndex(1)
     save(pane, out / "probe-scorecard.png")
     pane.shutdown()

@@ -24,6 +24,7 @@ from screenshots import (  # sets the Qt platform first
     scratch_folder,
     settle,
     turn_to,
+    wait,
 )
 
 TINY_REQUEST: dict[str, Any] = {
@@ -33,19 +34,6 @@ TINY_REQUEST: dict[str, Any] = {
     "training": {"method": "full", "micro_batch_size": 2, "gradient_checkpointing": False},
     "hardware": {"gpu": "H100-SXM", "gpus_per_node": 1},
 }
-
-
-def wait(condition: Any, seconds: float = 300.0) -> None:
-    import time
-
-    from PySide6.QtCore import QCoreApplication
-
-    end = time.monotonic() + seconds
-    while not condition():
-        QCoreApplication.processEvents()
-        time.sleep(0.02)
-        if time.monotonic() > end:
-            raise RuntimeError("the step run did not end in time")
 
 
 def main(out: Path) -> int:
@@ -64,10 +52,10 @@ def main(out: Path) -> int:
         update={"python": sys.executable, "step_cpu_scale": 1})
     pane.hosts.select("This machine")
     pane.connect_button.click()
-    wait(pane.start_button.isEnabled)
+    wait(pane.start_button.isEnabled, 300, "the connection to this machine")
     pane.suite.set_choice(("step",))
     pane.start()
-    wait(lambda: not pane.running)
+    wait(lambda: not pane.running, 300, "the step run's end")
     pane.tabs.setCurrentIndex(0)
     save(window, out / "step-probe-live.png")
     pane.tabs.setCurrentIndex(1)
