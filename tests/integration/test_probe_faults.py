@@ -20,7 +20,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -275,18 +276,27 @@ def test_data_paths_with_dotdot_and_colon_are_measured_and_left_clean(
     assert "could not remove" not in err
 
 
-def test_a_data_path_with_5_mib_free_is_skipped_with_the_reason_and_the_verdict_is_not_ready(
-        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, need_fio: None,
-        capsys: pytest.CaptureFixture[str]) -> None:
+@contextmanager
+def tmpfs(path: Path, options: str) -> Iterator[Path]:
+    """A tmpfs mounted at ``path`` (made here) with the mount ``options``, unmounted after the test; skipped where
+    mounting needs root this test does not have."""
     if os.geteuid() != 0:
-        pytest.skip("mounting a 5 MiB tmpfs needs root (CI runs as root)")
-    small = tmp_path / "small"
-    small.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=5m", "tmpfs", str(small)], capture_output=True,
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    path.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True,
                              text=True)
     if mounted.returncode != 0:
         unavailable(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=False)
+
+
+def test_a_data_path_with_5_mib_free_is_skipped_with_the_reason_and_the_verdict_is_not_ready(
+        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, need_fio: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with tmpfs(tmp_path / "small", "size=5m") as small:
         db = tmp_path / "probes.db"
         code = cli_main(probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "storage", "--data-path",
                                    str(small), "--json"))
@@ -302,24 +312,14 @@ def test_a_data_path_with_5_mib_free_is_skipped_with_the_reason_and_the_verdict_
         line = next(c for c in card["checks"] if c["area"] == "storage")
         assert (line["status"], line["measured"]) == ("WARN", "not measured")
         assert ours(small) == []
-    finally:
-        subprocess.run(["umount", str(small)], check=False)
 
 
 def test_a_data_path_that_fills_during_the_small_file_step_fails_that_check_instead_of_dropping_it(
         sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, need_fio: None,
         capsys: pytest.CaptureFixture[str]) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
-    full = tmp_path / "inodes"
-    full.mkdir()
     # Room for fio's 16 MiB file and the free-space check, but only 64 inodes: the small-file step's 2,000 files
     # run out of them ("OSError: [Errno 28] No space left on device") after fio has measured.
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600m,nr_inodes=64", "tmpfs", str(full)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        unavailable(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "inodes", "size=600m,nr_inodes=64") as full:
         db = tmp_path / "probes.db"
         code = cli_main(probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "storage", "--data-path",
                                    str(full), "--fio-size", "16M", "--fio-runtime", "1", "--json"))
@@ -333,8 +333,6 @@ def test_a_data_path_that_fills_during_the_small_file_step_fails_that_check_inst
         assert lines[f"Sequential read, data ({full})"]["measured"] != "not measured"  # fio did measure
         assert card["verdict"] == "NOT READY" and "the small files test failed" in card["summary"]
         assert ours(full) == []
-    finally:
-        subprocess.run(["umount", str(full)], check=False)
 
 
 @pytest.mark.parametrize("case", ["missing", "a file", "too big"])
