@@ -217,8 +217,8 @@ def open_immutable(path: Path, schema: int, what: str, error: type[StoreFault]) 
     return conn
 
 
-def open_only(open_db: Callable[[], Db], path: Path | None, what: str, error: type[StoreFault],
-              now: dt.datetime | None = None) -> tuple[Db, str | None]:
+def open_only(open_db: Callable[[], Db], path: Path | None, what: str, error: type[StoreFault]
+              ) -> tuple[Db, str | None]:
     """`open_or_recover` for a reader: a fault is one sentence, and nothing is moved aside or created."""
     try:
         return open_db(), None
