@@ -65,7 +65,8 @@ def test_all_writes_what_can_be_written_and_names_each_refusal(tmp_path: Path) -
     result = tuneplan("launch", request_file(tmp_path, 1), "--format", "all", "-o", str(out))
     assert result.returncode == 1
     assert sorted(p.name for p in out.iterdir()) == [
-        "accelerate_config.yaml", "axolotl_config.yaml", "sky_task.yaml", "torchrun.sh", "train.sbatch"]
+        "accelerate_config.yaml", "axolotl_config.yaml", "k8s_common.yaml", "k8s_jobset.yaml", "k8s_trainjob.yaml",
+        "sky_task.yaml", "torchrun.sh", "train.sbatch"]
     refused = result.stderr.splitlines()
     assert [line.split(":")[1].strip() for line in refused] == ["deepspeed", "torchtune"]
 

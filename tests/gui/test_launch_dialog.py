@@ -80,9 +80,10 @@ def test_all_formats_writes_what_fits_and_names_what_does_not(qtbot, window, tmp
     names = sorted(p.name for p in out.iterdir())
     # torchtune runs several GPUs only with FSDP and in bf16 without fp32 master weights: it says so, by name.
     assert names == ["accelerate_config.yaml", "axolotl_config.yaml", "ds_config.README.md", "ds_config.json",
-                     "sky_task.yaml", "torchrun.sh", "train.sbatch"]
+                     "k8s_common.yaml", "k8s_jobset.yaml", "k8s_trainjob.yaml", "sky_task.yaml", "torchrun.sh",
+                     "train.sbatch"]
     lines = dialog.message.text().splitlines()
-    assert lines[0].startswith(f"Wrote 7 file(s) to {out}")
+    assert lines[0].startswith(f"Wrote 10 file(s) to {out}")
     assert lines[1:] == ["torchtune: training.sharding none on 8 GPUs: torchtune's distributed recipes shard fully "
                          "with FSDP2; plan with sharding fsdp (or zero3)"]
     # Unticking one format clears "All formats".
