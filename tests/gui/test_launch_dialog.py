@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
@@ -102,3 +103,29 @@ def test_export_runs_on_a_worker_in_the_live_window(qtbot, live_window, tmp_path
     qtbot.waitUntil(lambda: dialog.message.text() == f"Wrote 1 file(s) to {out}: train.sbatch", timeout=10000)
     assert "#SBATCH --gpus-per-node=8" in (out / "train.sbatch").read_text()
     dialog.close()
+
+
+def test_kubernetes_writes_the_manifests_with_the_requests_queue(qtbot, window, tmp_path: Path) -> None:
+    """A request naming a Kueue queue (launch.kueue_queue), opened in the window: ticking kubernetes alone writes
+    the common objects and the two job files, the jobs in that queue, 8 GPUs a pod."""
+    path = tmp_path / "queued.json"
+    path.write_text(json.dumps(REQUEST | {"launch": {"kueue_queue": "team-a"}}))
+    assert window.open_request(path)
+    wizard = window.wizard
+    settle(qtbot, wizard.state)
+    while wizard.currentPage() is not wizard.summary_page:
+        next_page(qtbot, wizard)
+    dialog = open_dialog(qtbot, wizard.summary_page)
+    tick(qtbot, dialog.boxes["kubernetes"])
+    assert dialog.chosen() == ["kubernetes"]
+    out = tmp_path / "k8s"
+    type_like_a_person(qtbot, dialog.folder, "~/k8s")
+    click(qtbot, dialog.export_button)
+    qtbot.waitUntil(lambda: dialog.message.text().startswith("Wrote"))
+    assert dialog.message.text() == f"Wrote 3 file(s) to {out}: k8s_common.yaml, k8s_trainjob.yaml, k8s_jobset.yaml"
+    trainjob = yaml.safe_load((out / "k8s_trainjob.yaml").read_text())
+    service, jobset = yaml.safe_load_all((out / "k8s_jobset.yaml").read_text())
+    for job in (trainjob, jobset):
+        assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a" and job["spec"]["suspend"]
+    assert trainjob["spec"]["trainer"]["resourcesPerNode"]["limits"]["nvidia.com/gpu"] == 8
+    assert service["kind"] == "Service"
