@@ -183,7 +183,7 @@ def files(p: LaunchPlan) -> dict[str, str]:
     _check(p)
     pytorch = p.result.request.launch is not None and p.result.request.launch.kubernetes_job == "pytorchjob"
     jobs = [PYTORCHJOB] if pytorch else [TRAINJOB, JOBSET]
-    header = [*p.header_lines(), "", *notes(p, jobs)]
+    header = [*p.header_lines(k8s.CHECKPOINT_MOUNT), "", *notes(p, jobs)]
     out = {COMMON: emit.yaml_documents([k8s.config_map(p), k8s.checkpoint_claim(p)], header)}
     if pytorch:
         out[PYTORCHJOB] = emit.yaml_documents([pytorchjob(p)], header)
