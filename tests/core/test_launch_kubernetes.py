@@ -19,7 +19,11 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +53,8 @@ GIB = 1024**3
 
 
 def _request(nodes: int = 2, spot: bool = False, gpu: str = "H100-SXM", interconnect: str | None = "infiniband",
-             provider: str = "lambda", launch: dict[str, Any] | None = None) -> PlanRequest:
-    hardware: dict[str, Any] = {"gpu": gpu, "gpus_per_node": 8, "nodes": nodes}
+             provider: str = "lambda", launch: dict[str, Any] | None = None, gpus_per_node: int = 8) -> PlanRequest:
+    hardware: dict[str, Any] = {"gpu": gpu, "gpus_per_node": gpus_per_node, "nodes": nodes}
     if interconnect:
         hardware["interconnect"] = interconnect
     raw: dict[str, Any] = {
@@ -402,3 +406,81 @@ def test_files_are_the_common_objects_and_the_chosen_jobs() -> None:
         "k8s_jobset.yaml": ["Service", "JobSet"]}
     _, files = _manifests(_request(launch={"kubernetes_job": "pytorchjob"}))
     assert sorted(files) == ["k8s_common.yaml", "k8s_pytorchjob.yaml"]
+
+
+TRAIN = """import os, sys
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.tensor([float(dist.get_rank())])
+dist.all_reduce(t)
+with open(os.path.join(sys.argv[1], f"rank{dist.get_rank()}"), "w") as fh:
+    fh.write(f"{dist.get_world_size()} {os.environ['GROUP_RANK']} {t.item():g} {os.environ['SAVE_STEPS']}")
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _pods(kind: str, request: PlanRequest) -> tuple[str, list[tuple[list[str], dict[str, str]]]]:
+    """(the rendezvous host the pods are given, each pod's torchrun args and environment as the operator and the
+    kubelet make them)."""
+    _, files = _manifests(request)
+    kinds = _by_kind(files)
+    settings_map = kinds["ConfigMap"]["data"]
+    if kind == "JobSet":
+        job = kinds["JobSet"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+        (container,) = job["template"]["spec"]["containers"]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        return env["MASTER_ADDR"], [(container["args"], {**settings_map, **env, "JOB_COMPLETION_INDEX": str(i)})
+                                    for i in range(job["completions"])]
+    job = kinds["PyTorchJob"]
+    host = f"{job['metadata']['name']}-master-0"
+    pods = []
+    for role, offset in (("Master", 0), ("Worker", 1)):
+        spec = job["spec"]["pytorchReplicaSpecs"][role]
+        (container,) = spec["template"]["spec"]["containers"]
+        pods += [(container["args"], {**settings_map, "MASTER_ADDR": host, "MASTER_PORT": "29500",
+                                      "RANK": str(offset + i)}) for i in range(spec["replicas"])]
+    return host, pods
+
+
+@pytest.mark.parametrize("kind", ["JobSet", "PyTorchJob"])
+def test_two_pods_of_a_two_node_plan_really_meet_and_all_reduce(kind: str, tmp_path: Path) -> None:
+    """Each pod's torchrun, args expanded as the kubelet expands them, run as two processes on this machine with
+    torch.distributed over gloo: the service's name for the rendezvous host stands for 127.0.0.1 here, and the
+    port is a free one (both are the pods' environment, which the args read). A 2-node × 1-GPU plan, so each
+    node runs one worker."""
+    request = _request(nodes=2, gpus_per_node=1,
+                       launch={"kubernetes_job": "pytorchjob"} if kind == "PyTorchJob" else None)
+    host, pods = _pods(kind, request)
+    assert len(pods) == 2
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    port = str(_free_port())
+    procs = []
+    for i, (args, env) in enumerate(pods):
+        env = {**env, "MASTER_PORT": port, "TRAIN_SCRIPT": str(script)}
+        expanded = [_expand(a, env) for a in args]
+        assert f"--master-addr={host}" in expanded  # one rendezvous host for both pods
+        expanded = [a.replace(host, "127.0.0.1") for a in expanded] + [str(tmp_path)]
+        with (tmp_path / f"pod{i}.log").open("w") as log:  # a file, not a pipe nobody reads while the other runs
+            procs.append(subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *expanded],
+                                          env={"GLOO_SOCKET_IFNAME": "lo", **os.environ, **env}, cwd=tmp_path,
+                                          stdout=log,
+                                          stderr=subprocess.STDOUT))
+    try:
+        for i, proc in enumerate(procs):
+            assert proc.wait(timeout=240) == 0, (tmp_path / f"pod{i}.log").read_text()
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    results = sorted((tmp_path / f"rank{r}").read_text().split() for r in range(2))
+    # world 2, node ranks 0 and 1, all-reduce of ranks 0 + 1 = 1, the plan's interval read from the ConfigMap.
+    steps = _by_kind(_manifests(request)[1])["ConfigMap"]["data"]["SAVE_STEPS"]
+    assert results == [["2", "0", "1", steps], ["2", "1", "1", steps]]
