@@ -117,7 +117,7 @@ def test_kubernetes_writes_the_manifests_with_the_requests_queue(qtbot, window, 
         next_page(qtbot, wizard)
     dialog = open_dialog(qtbot, wizard.summary_page)
     tick(qtbot, dialog.boxes["kubernetes"])
-    assert dialog.chosen() == ["kubernetes"]
+    assert dialog.chosen() == ["kubernetes"] and dialog.queue.text() == "team-a"  # the request's own
     out = tmp_path / "k8s"
     type_like_a_person(qtbot, dialog.folder, "~/k8s")
     click(qtbot, dialog.export_button)
@@ -129,3 +129,27 @@ def test_kubernetes_writes_the_manifests_with_the_requests_queue(qtbot, window, 
         assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a" and job["spec"]["suspend"]
     assert trainjob["spec"]["trainer"]["resourcesPerNode"]["limits"]["nvidia.com/gpu"] == 8
     assert service["kind"] == "Service"
+
+
+def test_a_queue_typed_in_the_dialog_is_checked_then_written(qtbot, window, tmp_path: Path) -> None:
+    """The Kueue field is for kubernetes only; a name Kubernetes would refuse is one sentence and nothing is
+    written; a good one, with PyTorchJob ticked, is the PyTorchJob's queue label."""
+    dialog = open_dialog(qtbot, to_summary(qtbot, window, tmp_path))
+    assert not dialog.queue.isEnabled() and not dialog.pytorchjob_box.isEnabled()
+    tick(qtbot, dialog.boxes["kubernetes"])
+    assert dialog.queue.isEnabled() and dialog.queue.text() == ""
+    type_like_a_person(qtbot, dialog.folder, "~/q")
+    type_like_a_person(qtbot, dialog.queue, "Team A")
+    assert dialog.queue.hasFocus()  # every key went to the field the click focused
+    click(qtbot, dialog.export_button)
+    assert dialog.message.text() == ("launch.kueue_queue 'Team A' is not a Kubernetes name: use 1 to 63 lowercase "
+                                     "letters, digits and '-', starting and ending with a letter or digit")
+    out = tmp_path / "q"
+    assert not out.exists()
+    type_like_a_person(qtbot, dialog.queue, "gpu-q")
+    tick(qtbot, dialog.pytorchjob_box)
+    click(qtbot, dialog.export_button)
+    qtbot.waitUntil(lambda: dialog.message.text().startswith("Wrote"))
+    assert sorted(p.name for p in out.iterdir()) == ["k8s_common.yaml", "k8s_pytorchjob.yaml"]
+    job = yaml.safe_load((out / "k8s_pytorchjob.yaml").read_text())
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu-q" and job["spec"]["runPolicy"]["suspend"]
