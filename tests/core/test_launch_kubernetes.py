@@ -110,7 +110,9 @@ def _validate_crd_object(doc: dict[str, Any]) -> None:
     schema = _crd_schema(doc["kind"])
     jsonschema.Draft7Validator(schema).validate(doc)
     assert _unknown_fields(doc, schema) == []
-    for rule in schema.get("x-kubernetes-validations", []):  # TrainJob's: the name as an RFC 1035 label, ≤ 63
+    # The CRDs' CEL rules below the top are immutability rules (self == oldSelf) or on fields not written here;
+    # the top-level ones are TrainJob's: the name as an RFC 1035 label, at most 63 characters.
+    for rule in schema.get("x-kubernetes-validations", []):
         matches = re.fullmatch(r"self\.metadata\.name\.matches\('(.+)'\)", rule["rule"])
         size = re.fullmatch(r"size\(self\.metadata\.name\) <= (\d+)", rule["rule"])
         assert matches or size, f"a rule this test cannot evaluate: {rule['rule']}"
@@ -379,6 +381,10 @@ def test_object_names_are_dns_labels_whatever_the_plan_is_called(name: str) -> N
             assert DNS_LABEL.fullmatch(doc["metadata"]["name"]) and len(doc["metadata"]["name"]) <= 63
             if doc["kind"] == "TrainJob":
                 assert re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", doc["metadata"]["name"])
+            if doc["kind"] == "JobSet":  # the last pod's hostname, <jobset>-node-0-<index>, is a DNS label too
+                job = doc["spec"]["replicatedJobs"][0]["template"]["spec"]
+                last = f"{doc['metadata']['name']}-node-0-{job['completions'] - 1}"
+                assert DNS_LABEL.fullmatch(last) and len(last) <= 63
 
 
 def test_driver_names_are_the_ones_recorded_on_real_machines() -> None:
