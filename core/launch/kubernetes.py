@@ -163,12 +163,17 @@ def notes(p: LaunchPlan, job_files: list[str]) -> list[str]:
                f"nodes: no {k8s.PRODUCT_LABEL} selector: the driver's name for {p.result.hardware.gpu} is not "
                "known here; add the label value your nodes carry (kubectl get nodes -L nvidia.com/gpu.product)")
     if k8s.rdma(p):
-        out.append(f"network: {network(p).value}; the pods ask for {k8s.RDMA_RESOURCE} and IPC_LOCK: use the "
-                   "RDMA resource name your cluster's device plugin advertises (kubectl describe node)")
+        out += [f"network: {network(p).value}; the pods ask for {k8s.RDMA_RESOURCE} and IPC_LOCK: use the "
+                "RDMA resource name your cluster's device plugin advertises (kubectl describe node)",
+                "NCCL finds the HCAs itself; only if the cluster's admins say so, add NCCL_IB_HCA and "
+                "NCCL_SOCKET_IFNAME to the ConfigMap" + (" (NCCL_IB_GID_INDEX before NCCL 2.21)"
+                                                         if network(p).value == "roce" else "")]
+    elif p.nodes > 1 and "FI_PROVIDER" in k8s.settings(p):
+        out.append("network: efa; FI_PROVIDER=efa in the ConfigMap (the image needs the aws-ofi-nccl plugin), "
+                   "and add vpc.amazonaws.com/efa to the limits where the EFA device plugin runs")
     elif p.nodes > 1:
-        out.append(f"network: {network(p).value}"
-                   + ("; FI_PROVIDER=efa, and add vpc.amazonaws.com/efa to the limits where the EFA device "
-                      "plugin runs" if "FI_PROVIDER" in k8s.settings(p) else ""))
+        out.append(f"network: {network(p).value}; NCCL uses TCP sockets: if it picks the wrong interface, add "
+                   "NCCL_SOCKET_IFNAME to the ConfigMap")
     if p.spot:
         out.append(f"spot: preemptible; checkpoints every {p.save_steps} steps "
                    f"(~{p.result.checkpoint.interval_minutes:.0f} min), RESUME=1 restarts from the newest, "

@@ -490,3 +490,17 @@ def test_two_pods_of_a_two_node_plan_really_meet_and_all_reduce(kind: str, tmp_p
     # world 2, node ranks 0 and 1, all-reduce of ranks 0 + 1 = 1, the plan's interval read from the ConfigMap.
     steps = _by_kind(_manifests(request)[1])["ConfigMap"]["data"]["SAVE_STEPS"]
     assert results == [["2", "0", "1", steps], ["2", "1", "1", steps]]
+
+
+@pytest.mark.parametrize("interconnect", ["efa", "infiniband", "ethernet"])
+def test_the_configmap_is_the_environment_torchrun_sh_exports(interconnect: str) -> None:
+    """Same variables and values as torchrun.sh for the same plan, but the checkpoint folder: the claim's mount."""
+    request = _request(nodes=2, interconnect=interconnect, provider="aws", spot=True)
+    result, files = _manifests(request)
+    data = _by_kind(files)["ConfigMap"]["data"]
+    script = render(result, "torchrun", name="llama run", today=TODAY)["torchrun.sh"]
+    exported = dict(re.findall(r'^export (\w+)="\$\{\w+:-([^}]*)\}"$', script, re.MULTILINE))
+    assert data.pop("CHECKPOINT_DIR") == "/checkpoints" and exported.pop("CHECKPOINT_DIR")
+    assert data.pop("TRAIN_SCRIPT") == "train.py"  # torchrun.sh's TRAIN_SCRIPT default, not an export
+    assert data == exported
+    assert ("FI_PROVIDER" in data) == (interconnect == "efa")
