@@ -24,14 +24,14 @@ from core.validation import validation_message
 
 # core.launch.FORMATS' names, spelt here so that building the parser imports no planner (every `tuneplan` call
 # builds it); tests/core/test_cli_launch.py checks that the two agree.
-FORMAT_NAMES = ("deepspeed", "accelerate", "torchrun", "slurm", "skypilot", "axolotl", "torchtune")
+FORMAT_NAMES = ("deepspeed", "accelerate", "torchrun", "slurm", "skypilot", "axolotl", "torchtune", "kubernetes")
 
 
 def register(subparsers: Any) -> None:
     """Add the `launch` subcommand (called by core.cli.main)."""
     p = add_command(subparsers, "launch", help="write the launch files (DeepSpeed, accelerate, Slurm, ...) of a plan",
                     examples=("tuneplan launch request.json --format all -o run/",
-                              "tuneplan launch request.json --format skypilot --name llama-qlora",
+                              "tuneplan launch request.json --format kubernetes --name llama-qlora -o k8s/",
                               "tuneplan launch - --format deepspeed --json < request.json"))
     p.add_argument("request", help="plan request JSON file (- for stdin)")
     p.add_argument("--format", required=True, choices=[*FORMAT_NAMES, "all"], help="which files to write")

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.launch import accelerate, axolotl, deepspeed, skypilot, slurm, torchrun, torchtune
+from core.launch import accelerate, axolotl, deepspeed, kubernetes, skypilot, slurm, torchrun, torchtune
 from core.launch.model_ref import hf_model
 from core.launch.plan_view import LaunchError, LaunchPlan
 from core.planner.models import PlanRequest, PlanResult
@@ -32,6 +32,7 @@ FORMATS: dict[str, str] = {
     "skypilot": "SkyPilot task YAML (accelerators, nodes, spot recovery, checkpoint bucket)",
     "axolotl": "axolotl config YAML",
     "torchtune": "torchtune recipe config YAML",
+    "kubernetes": "Kubernetes manifests (TrainJob and JobSet, or PyTorchJob; checkpoint claim, settings, queue)",
 }
 
 _RENDERERS: dict[str, Renderer] = {
@@ -42,6 +43,7 @@ _RENDERERS: dict[str, Renderer] = {
     "skypilot": skypilot.files,
     "axolotl": lambda p: axolotl.files(p, hf_model(p, "axolotl")),
     "torchtune": lambda p: torchtune.files(p, hf_model(p, "torchtune")),
+    "kubernetes": kubernetes.files,
 }
 
 

@@ -88,3 +88,10 @@ def yaml_document(data: dict[str, Any], header: list[str]) -> str:
 def json_document(data: dict[str, Any]) -> str:
     """The JSON text of a config (no NaN or infinity: strict JSON, as DeepSpeed's loader expects)."""
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
+
+
+def yaml_documents(documents: list[dict[str, Any]], header: list[str]) -> str:
+    """Several mappings as one YAML stream (``---`` between them, as ``kubectl apply -f`` reads a file of
+    manifests), under one comment header; each document written as `yaml_document` writes one."""
+    bodies = [yaml_document(doc, []).rstrip("\n") for doc in documents]
+    return "\n".join([*comment_lines(header), "\n---\n".join(bodies)]) + "\n"

@@ -163,8 +163,9 @@ class LaunchPlan:
     def bf16(self) -> bool:
         return self.training.precision in (Precision.amp_bf16, Precision.pure_bf16)
 
-    def header_lines(self) -> list[str]:
-        """The lines each file starts with: plan, version, date, and what the run should show if it matches.
+    def header_lines(self, checkpoint_dir: str | None = None) -> list[str]:
+        """The lines each file starts with: plan, version, date, and what the run should show if it matches;
+        `checkpoint_dir` where the format puts checkpoints elsewhere than the tier's folder (a mounted claim).
 
         The plan's and the model's names are the user's (or a downloaded config's) text: they are made one line
         here, and each format writes these lines through ``emit.comment_lines``, which does so again.
@@ -190,5 +191,5 @@ class LaunchPlan:
             f"{fmt_bytes(r.memory.allocated_peak)} allocated peak; {r.compute.tokens_per_second:,.0f} tokens/s; "
             f"{r.compute.step_time_s:.2f} s per step; {fmt_hours(r.time.hours)} for {r.compute.steps} steps",
             f"checkpoints: every {self.save_steps} steps (~{r.checkpoint.interval_minutes:.0f} min) "
-            f"to {self.checkpoint_dir} ({self.checkpoint_tier.value})",
+            f"to {checkpoint_dir or self.checkpoint_dir} ({self.checkpoint_tier.value})",
         ]

@@ -29,7 +29,7 @@ from core.planner.choices import (  # the request's named choices, re-exported: 
 )
 from core.planner.measured_step import MeasuredHardware, StepSource
 from core.planner.model.lora import check_target_parameters, target_set
-from core.planner.request_fields import TEN_YEARS_HOURS, TokenCount, allowance_list, left_out, within
+from core.planner.request_fields import TEN_YEARS_HOURS, TokenCount, allowance_list, dns_label, left_out, within
 
 Checkpointing = Literal["none", "selective", "full"]
 
@@ -324,6 +324,18 @@ class Assumptions(_Strict):
     buy: BuySpec = Field(default_factory=BuySpec)
 
 
+class LaunchSpec(_Strict):
+    """How the launch files submit the run: settings of the cluster it runs on, not of the plan's figures."""
+
+    kueue_queue: Annotated[str | None, dns_label("launch.kueue_queue")] = Field(
+        None, title="Kueue queue", exclude_if=left_out,
+        description="the LocalQueue the Kubernetes job is submitted to (kueue.x-k8s.io/queue-name); none: no queue")
+    kubernetes_job: Literal["trainjob_and_jobset", "pytorchjob"] = Field(
+        "trainjob_and_jobset", title="Kubernetes job",
+        description="the operator's object the kubernetes format writes: Kubeflow Trainer's TrainJob and a JobSet, "
+                    "or Kubeflow's older PyTorchJob")
+
+
 class PlanRequest(_Strict):
     schema_: str | None = Field(None, alias="$schema", exclude=True, title="JSON Schema", description="for editors")
     model: ModelSpec
@@ -333,6 +345,8 @@ class PlanRequest(_Strict):
     pricing: PricingSpec = Field(default_factory=PricingSpec)
     search: SearchSpec = Field(default_factory=SearchSpec)
     assumptions: Assumptions = Field(default_factory=Assumptions)
+    launch: LaunchSpec | None = Field(None, title="Launch", exclude_if=left_out,
+                                      description="cluster settings for the launch files (Kubernetes job, Kueue queue)")
 
 
 # --------------------------------------------------------------------------- result

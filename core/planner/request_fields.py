@@ -5,6 +5,7 @@ Kept apart from models.py, the JSON contract itself, so that the contract reads 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator
@@ -65,3 +66,27 @@ def allowance_list(value: Any) -> Any:
             raise ValueError(f"pricing.allow: {item!r} is not allowed; use {' or '.join(repr(a) for a in ALLOWANCES)}"
                              " (serverless rates never price a plan)")
     return list(dict.fromkeys(str(getattr(i, "value", i)) for i in items))
+
+
+DNS_LABEL_MAX = 63  # RFC 1123 label: what Kubernetes names and label values such as a Kueue queue must be
+
+
+def dns_label(field: str) -> AfterValidator:
+    """A name Kubernetes takes as a DNS-1123 label (a Kueue LocalQueue's, written as the job's queue label).
+
+    The API server refuses any other name when the manifest is applied, far from where it was typed; the
+    sentence says the rule at once, with the value as typed made printable.
+    """
+
+    def check(value: Any) -> Any:
+        if value is None:
+            return value
+        if not (isinstance(value, str) and 0 < len(value) <= DNS_LABEL_MAX
+                and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", value)):
+            shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                            for ch in str(value))[:80]
+            raise ValueError(f"{field} {shown!r} is not a Kubernetes name: use 1 to {DNS_LABEL_MAX} lowercase "
+                             "letters, digits and '-', starting and ending with a letter or digit")
+        return value
+
+    return AfterValidator(check)

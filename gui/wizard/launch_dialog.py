@@ -3,13 +3,17 @@
 What the files say and which settings a format refuses is core's (``core.launch``); this dialog only asks
 where and which. Writing runs on the executor (gui/workers.py): the files are small, but the folder may be on
 a network mount that hangs, and the window must not. Formats that cannot express the plan are listed with
-their sentence while the others are written, as ``tuneplan launch --format all`` does.
+their sentence while the others are written, as ``tuneplan launch --format all`` does. With kubernetes ticked,
+the request's ``launch`` settings (a Kueue queue, PyTorchJob instead of TrainJob and JobSet) can be set here:
+they belong to the cluster the files are for, not to the plan, and a queue name Kubernetes would refuse is
+the request's own one sentence.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
@@ -24,7 +28,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.launch import FORMATS, LaunchError, Written, write_launch_files
-from core.planner.models import PlanResult
+from core.planner.models import LaunchSpec, PlanResult
+from core.validation import validation_message
 from gui.workers import Executor, error_message
 
 
@@ -59,6 +64,7 @@ class LaunchDialog(QDialog):
             box.toggled.connect(self._update)
         self.all_box.toggled.connect(self._all_toggled)
         layout.addLayout(grid)
+        layout.addLayout(self._kubernetes_row(result))
         row = QHBoxLayout()
         row.addWidget(QLabel("Folder"))
         self.folder = QLineEdit()
@@ -92,6 +98,31 @@ class LaunchDialog(QDialog):
         self.resize(560, 320)
         self._update()
 
+    def _kubernetes_row(self, result: PlanResult) -> QHBoxLayout:
+        """The Kueue queue field and the PyTorchJob box, filled from the request, enabled with kubernetes."""
+        spec = result.request.launch or LaunchSpec()
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Kueue queue"))
+        self.queue = QLineEdit(spec.kueue_queue or "")
+        self.queue.setAccessibleName("Kueue queue")
+        self.queue.setPlaceholderText("none (kubernetes only)")
+        row.addWidget(self.queue, 1)
+        self.pytorchjob_box = QCheckBox("PyTorchJob instead of TrainJob and JobSet")
+        self.pytorchjob_box.setAccessibleName("PyTorchJob")
+        self.pytorchjob_box.setChecked(spec.kubernetes_job == "pytorchjob")
+        row.addWidget(self.pytorchjob_box)
+        return row
+
+    def _with_launch_settings(self) -> PlanResult:
+        """The plan with the dialog's Kubernetes settings in its request (ValidationError for a bad queue)."""
+        spec = LaunchSpec.model_validate({
+            "kueue_queue": self.queue.text().strip() or None,
+            "kubernetes_job": "pytorchjob" if self.pytorchjob_box.isChecked() else "trainjob_and_jobset"})
+        if spec == (self._result.request.launch or LaunchSpec()):
+            return self._result
+        request = self._result.request.model_copy(update={"launch": spec})
+        return self._result.model_copy(update={"request": request})
+
     def chosen(self) -> list[str]:
         return [fmt for fmt, box in self.boxes.items() if box.isChecked()]
 
@@ -105,6 +136,9 @@ class LaunchDialog(QDialog):
         self.all_box.setChecked(len(chosen) == len(self.boxes))
         self.all_box.blockSignals(False)
         self.export_button.setEnabled(bool(chosen) and bool(self.folder.text().strip()))
+        kubernetes = "kubernetes" in chosen
+        self.queue.setEnabled(kubernetes)
+        self.pytorchjob_box.setEnabled(kubernetes)
 
     def _choose(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Folder for the launch files", self.folder.text() or "")
@@ -116,9 +150,14 @@ class LaunchDialog(QDialog):
         formats, folder = self.chosen(), self.folder.text().strip()
         if not formats or not folder:
             return
+        try:
+            result = self._with_launch_settings()
+        except ValidationError as exc:
+            self.message.setText(validation_message(exc, root="launch"))
+            return
         self.export_button.setEnabled(False)
         self.message.setText("Writing…")
-        result, name = self._result, self._name
+        name = self._name
         self._executor.submit(
             lambda: write_launch_files(result.request, result, formats, Path(folder), name=name, partial=True),
             self._done, self._failed)

@@ -65,7 +65,8 @@ def test_all_writes_what_can_be_written_and_names_each_refusal(tmp_path: Path) -
     result = tuneplan("launch", request_file(tmp_path, 1), "--format", "all", "-o", str(out))
     assert result.returncode == 1
     assert sorted(p.name for p in out.iterdir()) == [
-        "accelerate_config.yaml", "axolotl_config.yaml", "sky_task.yaml", "torchrun.sh", "train.sbatch"]
+        "accelerate_config.yaml", "axolotl_config.yaml", "k8s_common.yaml", "k8s_jobset.yaml", "k8s_trainjob.yaml",
+        "sky_task.yaml", "torchrun.sh", "train.sbatch"]
     refused = result.stderr.splitlines()
     assert [line.split(":")[1].strip() for line in refused] == ["deepspeed", "torchtune"]
 
@@ -96,3 +97,22 @@ def test_json_lists_each_formats_files_and_each_refusal(tmp_path: Path) -> None:
     assert listed["written"]["slurm"] == [str(out / "train.sbatch")]
     assert set(listed["written"]).isdisjoint(listed["refused"])
     assert result.returncode == (1 if listed["refused"] else 0)
+
+
+def test_kubernetes_with_a_bad_queue_name_is_one_sentence_and_writes_nothing(tmp_path: Path) -> None:
+    raw = dict(CASES[2].request) | {"launch": {"kueue_queue": "Team A"}}
+    path = tmp_path / "queued.json"
+    path.write_text(json.dumps(raw))
+    out = tmp_path / "out"
+    result = tuneplan("launch", str(path), "--format", "kubernetes", "-o", str(out))
+    assert result.returncode == 1 and not out.exists() and "Traceback" not in result.stderr
+    assert result.stderr == ("tuneplan: launch.kueue_queue 'Team A' is not a Kubernetes name: use 1 to 63 lowercase "
+                             "letters, digits and '-', starting and ending with a letter or digit\n")
+
+
+def test_kubernetes_writes_the_common_objects_and_both_jobs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = tuneplan("launch", request_file(tmp_path, 2), "--format", "kubernetes", "-o", str(out), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"written": {"kubernetes": [
+        str(out / "k8s_common.yaml"), str(out / "k8s_trainjob.yaml"), str(out / "k8s_jobset.yaml")]}, "refused": {}}

@@ -5,9 +5,9 @@ The plan's name, the model's ``_name_or_path`` (a downloaded config.json control
 line break any consumer reads (bash: LF; YAML 1.1: CR, NEL, LS, PS; Python: VT, FF, FS, GS, RS) and the shell's
 metacharacters, and every file written must then:
 
-- parse in its consumer's parser (PyYAML for the YAML files, ``json`` for DeepSpeed) with the same structure as
-  the same plan under a plain name (no key gained, e.g. a SkyPilot ``setup:`` or accelerate's
-  ``main_process_ip``);
+- parse in its consumer's parser (PyYAML for the YAML files, every document of a Kubernetes manifest file,
+  ``json`` for DeepSpeed) with the same structure as the same plan under a plain name (no key gained, e.g. a
+  SkyPilot ``setup:``, accelerate's ``main_process_ip`` or a Kubernetes ``command:``);
 - pass ``bash -n`` and shellcheck, when it is a shell script (``torchrun.sh``, ``train.sbatch``, SkyPilot's
   ``setup``/``run``);
 - when run by bash with stub ``torchrun``, ``srun`` and ``scontrol`` first on PATH, create nothing but the
@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.catalog.overrides import load_catalog
-from core.launch import write_launch_files
+from core.launch import emit, write_launch_files
 from core.planner.models import PlanRequest
 from core.planner.plan import plan
 from tests.core import launch_shell
@@ -51,14 +51,15 @@ FOLDERS = NAMES.map(lambda s: s.replace("\x00", "").replace("/", "_")).filter(la
 SLOW_FIXTURES = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
 
-def _request(model: dict[str, Any], spot: bool, sharding: str = "zero2") -> PlanRequest:
+def _request(model: dict[str, Any], spot: bool, sharding: str = "zero2",
+             launch: dict[str, str] | None = None) -> PlanRequest:
     """A 2-node plan (every multi-node branch of the scripts) that every format can express but torchtune;
     with FSDP, accelerate and axolotl write the config's decoder-layer class name."""
     return PlanRequest.model_validate({
         "model": model, "data": {"tokens": 2e8, "seq_len": 4096},
         "training": {"method": "lora", "sharding": sharding, "micro_batch_size": 4, "global_batch_size": 256},
         "hardware": {"gpu": "A100-80GB-SXM", "gpus_per_node": 8, "nodes": 2},
-        "pricing": {"provider": "aws", "mode": "spot" if spot else "on_demand"}})
+        "pricing": {"provider": "aws", "mode": "spot" if spot else "on_demand"}, "launch": launch})
 
 
 def _hf_config(folder: Path) -> str:
@@ -87,7 +88,7 @@ def _documents(files: dict[str, str]) -> dict[str, Any]:
     parsed: dict[str, Any] = {}
     for name, text in files.items():
         if name.endswith(".yaml"):
-            parsed[name] = yaml.safe_load(text)
+            parsed[name] = list(yaml.safe_load_all(text))
         elif name.endswith(".json"):
             parsed[name] = json.loads(text)
     return parsed
@@ -186,6 +187,26 @@ def test_config_fields_stay_data(model_name: str, architecture: str, spot: bool,
     files = _write(tmp / "out", _request({"hf_config": str(folder / "config.json")}, spot, sharding), "plain")
     _assert_same_shape(files, plain_shapes("hf_config", spot, sharding))
     _check_scripts(files, tmp)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=SLOW_FIXTURES)
+@given(name=NAMES, spot=st.booleans())
+def test_generated_names_stay_data_in_a_queued_pytorchjob(name: str, spot: bool,
+                                                          tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The kubernetes format's other job (PyTorchJob, with a Kueue queue): the same documents, keys and kinds as
+    under a plain name, and the plan's name nowhere but its annotation and the header comments."""
+    request = _request({"preset": "llama-3.1-8b"}, spot, launch={"kubernetes_job": "pytorchjob", "kueue_queue": "q"})
+    result = plan(request, today=TODAY)
+    tmp = tmp_path_factory.mktemp("k8s")
+    files = {p.name: p.read_text(encoding="utf-8") for p in write_launch_files(
+        request, result, "kubernetes", tmp / "hostile", name=name, today=TODAY).paths}
+    plain = {p.name: p.read_text(encoding="utf-8") for p in write_launch_files(
+        request, result, "kubernetes", tmp / "plain", name="plain", today=TODAY).paths}
+    _assert_same_shape(files, {n: _shape(d) for n, d in _documents(plain).items()})
+    for docs in _documents(files).values():
+        for doc in docs:
+            assert doc["metadata"]["annotations"]["tuneplan.io/plan"] == emit.one_line(name)
+            assert doc["metadata"]["name"].startswith("tuneplan-")
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

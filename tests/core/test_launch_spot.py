@@ -94,3 +94,16 @@ def test_torchtune_says_what_its_recipes_cannot_do_and_resumes_when_it_can(tmp_p
     assert f"the planned interval ({steps} steps) is not a setting its recipes take" in text
     assert f"delete all but the newest {KEPT} yourself" in text
     assert "resume_from_checkpoint=$(test -f " in text  # the run line resumes once a recipe state exists
+
+
+def test_kubernetes_manifests_carry_the_interval_the_kept_count_and_resume(zero2: tuple[int, dict[str, str]]) -> None:
+    steps, files = zero2
+    settings_map, _claim = yaml.safe_load_all(files["k8s_common.yaml"])
+    data = settings_map["data"]
+    assert (data["SAVE_STEPS"], data["SAVE_TOTAL_LIMIT"], data["RESUME"]) == (str(steps), str(KEPT), "1")
+    _service, jobset = yaml.safe_load_all(files["k8s_jobset.yaml"])
+    trainjob = yaml.safe_load(files["k8s_trainjob.yaml"])
+    for job in (jobset, trainjob):
+        assert job["metadata"]["labels"]["tuneplan.io/preemptible"] == "true"
+        assert job["metadata"]["annotations"]["tuneplan.io/checkpoint-every-steps"] == str(steps)
+    assert jobset["spec"]["failurePolicy"]["maxRestarts"] >= 1  # a preempted pod restarts the set, which resumes

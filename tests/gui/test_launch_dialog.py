@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
@@ -80,9 +81,10 @@ def test_all_formats_writes_what_fits_and_names_what_does_not(qtbot, window, tmp
     names = sorted(p.name for p in out.iterdir())
     # torchtune runs several GPUs only with FSDP and in bf16 without fp32 master weights: it says so, by name.
     assert names == ["accelerate_config.yaml", "axolotl_config.yaml", "ds_config.README.md", "ds_config.json",
-                     "sky_task.yaml", "torchrun.sh", "train.sbatch"]
+                     "k8s_common.yaml", "k8s_jobset.yaml", "k8s_trainjob.yaml", "sky_task.yaml", "torchrun.sh",
+                     "train.sbatch"]
     lines = dialog.message.text().splitlines()
-    assert lines[0].startswith(f"Wrote 7 file(s) to {out}")
+    assert lines[0].startswith(f"Wrote 10 file(s) to {out}")
     assert lines[1:] == ["torchtune: training.sharding none on 8 GPUs: torchtune's distributed recipes shard fully "
                          "with FSDP2; plan with sharding fsdp (or zero3)"]
     # Unticking one format clears "All formats".
@@ -101,3 +103,53 @@ def test_export_runs_on_a_worker_in_the_live_window(qtbot, live_window, tmp_path
     qtbot.waitUntil(lambda: dialog.message.text() == f"Wrote 1 file(s) to {out}: train.sbatch", timeout=10000)
     assert "#SBATCH --gpus-per-node=8" in (out / "train.sbatch").read_text()
     dialog.close()
+
+
+def test_kubernetes_writes_the_manifests_with_the_requests_queue(qtbot, window, tmp_path: Path) -> None:
+    """A request naming a Kueue queue (launch.kueue_queue), opened in the window: ticking kubernetes alone writes
+    the common objects and the two job files, the jobs in that queue, 8 GPUs a pod."""
+    path = tmp_path / "queued.json"
+    path.write_text(json.dumps(REQUEST | {"launch": {"kueue_queue": "team-a"}}))
+    assert window.open_request(path)
+    wizard = window.wizard
+    settle(qtbot, wizard.state)
+    while wizard.currentPage() is not wizard.summary_page:
+        next_page(qtbot, wizard)
+    dialog = open_dialog(qtbot, wizard.summary_page)
+    tick(qtbot, dialog.boxes["kubernetes"])
+    assert dialog.chosen() == ["kubernetes"] and dialog.queue.text() == "team-a"  # the request's own
+    out = tmp_path / "k8s"
+    type_like_a_person(qtbot, dialog.folder, "~/k8s")
+    click(qtbot, dialog.export_button)
+    qtbot.waitUntil(lambda: dialog.message.text().startswith("Wrote"))
+    assert dialog.message.text() == f"Wrote 3 file(s) to {out}: k8s_common.yaml, k8s_trainjob.yaml, k8s_jobset.yaml"
+    trainjob = yaml.safe_load((out / "k8s_trainjob.yaml").read_text())
+    service, jobset = yaml.safe_load_all((out / "k8s_jobset.yaml").read_text())
+    for job in (trainjob, jobset):
+        assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a" and job["spec"]["suspend"]
+    assert trainjob["spec"]["trainer"]["resourcesPerNode"]["limits"]["nvidia.com/gpu"] == 8
+    assert service["kind"] == "Service"
+
+
+def test_a_queue_typed_in_the_dialog_is_checked_then_written(qtbot, window, tmp_path: Path) -> None:
+    """The Kueue field is for kubernetes only; a name Kubernetes would refuse is one sentence and nothing is
+    written; a good one, with PyTorchJob ticked, is the PyTorchJob's queue label."""
+    dialog = open_dialog(qtbot, to_summary(qtbot, window, tmp_path))
+    assert not dialog.queue.isEnabled() and not dialog.pytorchjob_box.isEnabled()
+    tick(qtbot, dialog.boxes["kubernetes"])
+    assert dialog.queue.isEnabled() and dialog.queue.text() == ""
+    type_like_a_person(qtbot, dialog.folder, "~/q")
+    type_like_a_person(qtbot, dialog.queue, "Team A")
+    assert dialog.queue.hasFocus()  # every key went to the field the click focused
+    click(qtbot, dialog.export_button)
+    assert dialog.message.text() == ("launch.kueue_queue 'Team A' is not a Kubernetes name: use 1 to 63 lowercase "
+                                     "letters, digits and '-', starting and ending with a letter or digit")
+    out = tmp_path / "q"
+    assert not out.exists()
+    type_like_a_person(qtbot, dialog.queue, "gpu-q")
+    tick(qtbot, dialog.pytorchjob_box)
+    click(qtbot, dialog.export_button)
+    qtbot.waitUntil(lambda: dialog.message.text().startswith("Wrote"))
+    assert sorted(p.name for p in out.iterdir()) == ["k8s_common.yaml", "k8s_pytorchjob.yaml"]
+    job = yaml.safe_load((out / "k8s_pytorchjob.yaml").read_text())
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu-q" and job["spec"]["runPolicy"]["suspend"]
