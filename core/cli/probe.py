@@ -77,7 +77,8 @@ def register(subparsers: Any) -> None:
                         "refused")
     p.add_argument("--known-hosts", metavar="FILE", help="the app's known-hosts file (default: in the data dir)")
     p.add_argument("-i", "--identity", action="append", default=[], metavar="KEY", help="private key file to offer")
-    p.add_argument("--port", type=int, help="SSH port (overrides the target and ~/.ssh/config)")
+    p.add_argument("--port", type=int,
+                   help="SSH port (wins over ~/.ssh/config; a target naming another port is refused)")
     p.add_argument("--data-path", metavar="P", help="absolute path on the host where training data lives")
     p.add_argument("--checkpoint-path", metavar="P", help="absolute path on the host for checkpoints")
     p.add_argument("--duration", type=float, metavar="S", help="burn seconds (default 600)")
@@ -173,30 +174,22 @@ def _connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[
 
     if args.local:
         return LocalTransport(), LOCAL_LABEL
-    from core.probes.transport.ssh import SshTransport
-    from core.probes.transport.target import parse_target
+    from core.probes.transport.connect import HostOverrides, open_ssh, resolve
 
     text = target_text if target_text is not None else args.targets[0]
     where = f"{text}: " if len(args.targets) > 1 else ""
+    if args.port is not None and not 1 <= args.port <= 65535:
+        raise _Exit(EXIT_USAGE, f"--port {args.port} is not a port number from 1 to 65535")
     try:
-        target = parse_target(text)
+        target = resolve(text, HostOverrides(port=args.port, identity_files=tuple(args.identity)))
     except ValueError as exc:
-        raise _Exit(EXIT_USAGE, str(exc)) from None
-    updates: dict[str, Any] = {}
-    if args.port is not None:
-        if not 1 <= args.port <= 65535:
-            raise _Exit(EXIT_USAGE, f"--port {args.port} is not a port number from 1 to 65535")
-        updates["port"] = args.port
-    if args.identity:
-        updates["identity_files"] = [*args.identity, *target.identity_files]
-    target = target.model_copy(update=updates)
+        raise _Exit(EXIT_USAGE, f"{where}{exc}") from None
     options: dict[str, Any] = {"accept_new_host_key": _accepted(args.accept_new_host_key), "password_cb": _prompt,
                                "passphrase_cb": _prompt}
     if args.known_hosts:
         options["known_hosts_file"] = Path(args.known_hosts).expanduser()
-    transport = SshTransport(target, **options)
     try:
-        transport.connect()
+        transport = open_ssh(target, notes=_print_notes, **options)
     except HostKeyRevoked as exc:
         raise _Exit(EXIT_HOST_KEY, f"{where}{exc}") from None
     except HostKeyUnknown as exc:
@@ -212,10 +205,13 @@ def _connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[
         raise _Exit(EXIT_UNREACHABLE, f"{where}{exc}") from None
     except TransportError as exc:
         raise _Exit(EXIT_ERROR, f"{where}{exc}") from None
-    finally:  # known_hosts lines skipped, one line each, as OpenSSH would skip them
-        for note in transport.notes:
-            print(f"tuneplan: note: {note}", file=sys.stderr, flush=True)
     return transport, text.strip()
+
+
+def _print_notes(notes: list[str]) -> None:
+    """Known-hosts lines skipped, one line each, as OpenSSH would skip them."""
+    for note in notes:
+        print(f"tuneplan: note: {note}", file=sys.stderr, flush=True)
 
 
 def _accepted(values: list[bool | str]) -> bool | tuple[str, ...]:

@@ -3,8 +3,7 @@
 Why a table of its own: a group is what the user made, like a host profile, and must outlive a restart; it names
 its member hosts by their profile names (the labels their runs are filed under), so a member's connection
 details stay in one place, the host profile. The store's schema gets the table in its third version
-(``v3_host_groups``, listed in ``core.probes.store.MIGRATIONS``); older files gain an empty table and keep
-everything else.
+(``_v3`` in ``core.probes.store_schema``); older files gain an empty table and keep everything else.
 
 The rules a group follows (``group_error``) are one sentence each, naming the field: a name, not already used by a
 saved host or another group (runs are filed under names, so one name must mean one target), and at least two
@@ -19,7 +18,6 @@ import time
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
-import sqlite_utils
 from pydantic import BaseModel, Field
 
 if TYPE_CHECKING:
@@ -33,13 +31,6 @@ class HostGroup(BaseModel):
 
     name: str = Field(min_length=1, description="label shown in the host list; the cluster run is filed under it")
     hosts: list[str] = Field(min_length=MIN_GROUP_HOSTS, description="member host profile names, in node order")
-
-
-def v3_host_groups(db: sqlite_utils.Database) -> None:
-    """Host groups (cluster targets): a name and its member host names as a JSON list."""
-    db.execute("""CREATE TABLE host_groups (
-        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, hosts TEXT NOT NULL DEFAULT '[]',
-        created REAL NOT NULL, updated REAL NOT NULL)""")
 
 
 def group_error(name: str, hosts: Sequence[str], taken: Collection[str], saved_hosts: Collection[str]) -> str | None:

@@ -10,8 +10,6 @@ from collections.abc import Callable
 
 import sqlite_utils
 
-from core.probes.host_groups import v3_host_groups
-
 
 def _v1(db: sqlite_utils.Database) -> None:
     db.execute("""CREATE TABLE hosts (
@@ -57,10 +55,17 @@ def _v2(db: sqlite_utils.Database) -> None:
         run_id INTEGER, created REAL NOT NULL, UNIQUE(host, path))""")
 
 
+def _v3(db: sqlite_utils.Database) -> None:
+    """Host groups (cluster targets, core.probes.host_groups): a name and its member host names as a JSON list."""
+    db.execute("""CREATE TABLE host_groups (
+        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, hosts TEXT NOT NULL DEFAULT '[]',
+        created REAL NOT NULL, updated REAL NOT NULL)""")
+
+
 def _v4(db: sqlite_utils.Database) -> None:
     """The host's Python interpreter (its torch may live in a venv or conda env the login PATH does not reach)."""
     db.execute("ALTER TABLE hosts ADD COLUMN python TEXT")
 
 
-# MIGRATIONS[i] makes version i + 1; the third (host groups) lives beside the groups (core.probes.host_groups)
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, v3_host_groups, _v4]
+# MIGRATIONS[i] makes version i + 1
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4]

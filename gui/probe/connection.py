@@ -9,7 +9,6 @@ refused with no override.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -22,46 +21,29 @@ from PySide6.QtWidgets import QWidget
 
 from core.probes.store import HostProfile
 from core.probes.transport.base import HostKeyChanged, HostKeyUnknown, Transport, TransportError
+from core.probes.transport.connect import HostOverrides, open_ssh, resolve
 from core.probes.transport.hostkeys import default_app_known_hosts
 from core.probes.transport.local import LocalTransport
 from core.probes.transport.ssh import SshTransport
-from core.probes.transport.target import SshTarget, parse_target
+from core.probes.transport.target import SshTarget
 from gui.probe.hostkey_dialog import HostKeyChoice, HostKeyDialog, changed_key_box
 from gui.probe.prompts import Prompter
 from gui.workers import Executor
 
-CONNECT_TIMEOUT_S = 15.0
-
 
 @dataclass(frozen=True)
 class ConnectSpec:
-    """Where to connect: ``target`` None means this machine (no SSH)."""
+    """Where to connect: ``target`` None means this machine (no SSH); ``overrides`` are the host form's user,
+    port and key file, put together with the target by `core.probes.transport.connect.resolve`."""
 
     label: str
     target: str | None = None
-    port: int | None = None
-    identity_file: str | None = None
+    overrides: HostOverrides = field(default_factory=HostOverrides)
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def local(self) -> bool:
         return self.target is None
-
-
-def resolve_target(spec: ConnectSpec, ssh_config: Path | None = None) -> SshTarget:
-    """``user@host:port`` or an ~/.ssh/config alias, with the profile's port and key file on top.
-
-    Raises ValueError with one sentence when the target text is malformed.
-    """
-    assert spec.target is not None
-    target = parse_target(spec.target, ssh_config=ssh_config)
-    update: dict[str, Any] = {}
-    if spec.port is not None and ":" not in spec.target.rpartition("]")[2].rpartition("@")[2]:
-        update["port"] = spec.port
-    if spec.identity_file:
-        update["identity_files"] = [str(Path(spec.identity_file).expanduser()),
-                                    *[p for p in target.identity_files if p != spec.identity_file]]
-    return target.model_copy(update=update) if update else target
 
 
 class Connector(QObject):
@@ -96,14 +78,15 @@ class Connector(QObject):
         if self.busy:
             self.failed.emit("a connection attempt is already running")
             return
-        if spec.local:
+        if spec.target is None:
             self.status.emit("Using this machine")
             self.connected.emit(LocalTransport())
             return
         # On a worker: OpenSSH's `ssh -G` reads the config (a `Match exec` may run a command), not the UI thread.
         self.busy = True
         self.status.emit(f"Connecting to {spec.target}…")
-        self.executor.submit(lambda: resolve_target(spec, self.ssh_config),
+        target_text = spec.target
+        self.executor.submit(lambda: resolve(target_text, spec.overrides, self.ssh_config),
                              lambda target: self._attempt(spec, target, accept=False,
                                                           known_hosts=self.known_hosts_file),
                              self._unresolved)
@@ -126,21 +109,10 @@ class Connector(QObject):
         self.status.emit(f"Connecting to {target.description}…")
         options = {"known_hosts_file": known_hosts, "accept_new_host_key": accept,
                    "password_cb": self.prompter.password, "passphrase_cb": self.prompter.passphrase,
-                   "connect_timeout": CONNECT_TIMEOUT_S, "ssh_config": self.ssh_config,
                    **self.transport_options, **spec.options}
-        factory = self.transport_factory
-
-        def work() -> Transport:
-            transport = factory(target, **options)
-            try:
-                transport.connect()  # type: ignore[attr-defined]
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    transport.close()
-                raise
-            return transport
-
-        self.executor.submit(work, self._done, lambda exc: self._error(spec, target, exc))
+        factory, ssh_config = self.transport_factory, self.ssh_config
+        self.executor.submit(lambda: open_ssh(target, ssh_config=ssh_config, factory=factory, **options),
+                             self._done, lambda exc: self._error(spec, target, exc))
 
     def _done(self, transport: Transport) -> None:
         self.busy = False
@@ -198,10 +170,9 @@ class Connector(QObject):
 
 
 def connect_spec(profile: HostProfile) -> ConnectSpec:
-    """Where a saved host profile connects: this machine, or user@target:port with its key file."""
+    """Where a saved host profile connects: this machine, or its target with the form's user, port and key."""
     if profile.local:
         return ConnectSpec(label=profile.name)
-    target = profile.target
-    if profile.user and "@" not in target:
-        target = f"{profile.user}@{target}"
-    return ConnectSpec(label=profile.name, target=target, port=profile.port, identity_file=profile.identity_file)
+    overrides = HostOverrides(user=profile.user or None, port=profile.port,
+                              identity_files=(profile.identity_file,) if profile.identity_file else ())
+    return ConnectSpec(label=profile.name, target=profile.target, overrides=overrides)

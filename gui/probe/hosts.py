@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 from core.probes import host_groups
 from core.probes.host_groups import HostGroup
 from core.probes.store import HostProfile, ProbeStore
-from core.probes.transport.target import split_target
+from core.probes.transport.connect import HostOverrides, check
 from gui.forms import form_footer
 from gui.probe.groups import GroupDialog, group_text
 
@@ -61,10 +61,11 @@ def name_error(name: str, taken: set[str]) -> str | None:
     return None
 
 
-def target_error(target: str) -> str | None:
-    """One sentence on what is wrong with the target, or None."""
+def target_error(target: str, port: int | None = None) -> str | None:
+    """One sentence on what is wrong with the target and the port given beside it, or None (the rule the
+    connection itself and the command line follow: core.probes.transport.connect)."""
     try:
-        split_target(target)
+        check(target, HostOverrides(port=port))
     except ValueError as exc:
         return f"target: {exc}"
     return None
@@ -170,6 +171,7 @@ class HostDialog(QDialog):
         for key, edit in (("name", self.name), ("target", self.target), ("python", self.python)):
             edit.textEdited.connect(lambda _t, k=key: self._touch(k))
             edit.textChanged.connect(lambda _t: self._validate())
+        self.port.valueChanged.connect(lambda _v: self._touch("target"))
         self._validate()
 
     def _touch(self, key: str) -> None:
@@ -183,7 +185,7 @@ class HostDialog(QDialog):
 
     def _validate(self) -> bool:
         errors = {"name": name_error(self.name.text(), self._taken),
-                  "target": None if self._local else target_error(self.target.text()),
+                  "target": None if self._local else target_error(self.target.text(), self.port.value() or None),
                   "python": python_error(self.python.text())}
         shown = next((e for key, e in errors.items() if e and key in self._touched), None)
         if shown != (self.error.text() or None):

@@ -111,3 +111,18 @@ def test_a_target_with_a_newline_inside_is_one_sentence_and_exit_2(tmp_path):
     assert done.stderr == ("tuneplan: target 'root@127.0.0.1\\n:22' holds a control character (a newline, tab or "
                            "the like); expected [user@]host[:port], e.g. ubuntu@10.0.0.5:2222 or [::1]:2222\n")
     assert done.stdout == ""
+
+
+def test_a_port_given_twice_that_disagrees_is_refused_as_the_window_refuses_it(tmp_path):
+    """--port beside a target naming another port: the same sentence as the host form's Port beside such a
+    target (tests/gui/test_probe_hosts.py), never one of the two dropped; one that agrees connects as usual."""
+    done = run_tuneplan("probe", "root@127.0.0.1:2022", "--port", "2222", "--db", str(tmp_path / "p.db"),
+                        home=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == ("tuneplan: target 'root@127.0.0.1:2022' names port 2022 and port 2222 is also given; "
+                           "give the port once\n")
+    with not_ssh_server("close") as port:
+        agrees = run_tuneplan("probe", f"nobody@127.0.0.1:{port}", "--port", str(port), "--known-hosts",
+                              str(tmp_path / "kh"), "--suite", "inventory", "--db", str(tmp_path / "p.db"),
+                              home=tmp_path)
+    assert agrees.returncode == 5 and f"host 127.0.0.1:{port} does not answer as an SSH server" in agrees.stderr

@@ -26,6 +26,8 @@ from core.launch import LaunchError
 from tests.core.launch_cases import CASES, IDS, Case, write
 
 yaml = pytest.importorskip("yaml", reason="the launch extra brings PyYAML")
+pytest.importorskip("accelerate", reason="the launch extra (pip install -e '.[launch]') brings accelerate, which "
+                    "axolotl's schema imports")
 SCHEMAS = Path(__file__).parents[1] / "fixtures/launch/axolotl/schemas"
 
 

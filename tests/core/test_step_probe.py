@@ -50,7 +50,8 @@ def count(req: PlanRequest) -> dict[str, Any]:
     return result
 
 
-def test_a_llama_3_1_8b_layer_has_the_published_configs_parameters_and_6n_plus_attention_flops() -> None:
+def test_a_llama_3_1_8b_layer_has_the_published_configs_parameters_and_6n_plus_attention_flops(
+        need_torch: None) -> None:
     assert LLAMA_LAYER == 218_112_000
     assert 32 * LLAMA_LAYER + 2 * 128256 * 4096 + 4096 == LLAMA_TOTAL  # the hand count is the published one
     got = count(request("llama-3.1-8b", "full"))
@@ -62,7 +63,7 @@ def test_a_llama_3_1_8b_layer_has_the_published_configs_parameters_and_6n_plus_a
     assert got["flops_head"] == 6 * 128256 * 4096 * tokens
 
 
-def test_a_lora_layer_trains_only_its_adapters_and_costs_4n_plus_6n_lora() -> None:
+def test_a_lora_layer_trains_only_its_adapters_and_costs_4n_plus_6n_lora(need_torch: None) -> None:
     got = count(request("llama-3.1-8b", "lora", lora_rank=16, lora_targets="all-linear"))
     # r·(d_in + d_out) for q, k, v, o, gate, up, down (Hu et al. 2021)
     adapters = 16 * ((4096 + 4096) * 2 + (4096 + 1024) * 2 + (4096 + 14336) * 3)
@@ -74,7 +75,7 @@ def test_a_lora_layer_trains_only_its_adapters_and_costs_4n_plus_6n_lora() -> No
     assert got["trainable_head"] == 0 and got["flops_head"] == 4 * 128256 * 4096 * tokens
 
 
-def test_a_mixtral_layer_holds_all_eight_experts_of_the_published_config() -> None:
+def test_a_mixtral_layer_holds_all_eight_experts_of_the_published_config(need_torch: None) -> None:
     assert 32 * MIXTRAL_LAYER + 2 * 32000 * 4096 + 4096 == MIXTRAL_TOTAL
     got = count(request("mixtral-8x7b", "full"))
     assert got["params_layer"] == MIXTRAL_LAYER
@@ -110,7 +111,7 @@ def write_plan(tmp_path: Path, training: dict[str, Any] | None = None) -> Path:
     return path
 
 
-def test_probe_local_step_prints_the_layer_time_and_that_a_cpu_measures_no_memory(tmp_path: Path,
+def test_probe_local_step_prints_the_layer_time_and_that_a_cpu_measures_no_memory(need_torch: None, tmp_path: Path,
                                                                                   capsys: pytest.CaptureFixture[str]
                                                                                   ) -> None:
     code = cli_main(["probe", "--local", "--suite", "step", "--plan", str(write_plan(tmp_path)),
@@ -151,7 +152,7 @@ def test_a_plan_joins_the_step_to_the_full_suite_and_is_refused_with_a_suite_wit
                                        "step, or full)\n")
 
 
-def test_a_layer_too_big_for_the_cpu_is_said_in_one_sentence_never_shrunk(tmp_path: Path,
+def test_a_layer_too_big_for_the_cpu_is_said_in_one_sentence_never_shrunk(need_torch: None, tmp_path: Path,
                                                                             capsys: pytest.CaptureFixture[str]
                                                                             ) -> None:
     plan = write_plan(tmp_path, {"micro_batch_size": 64})
@@ -179,7 +180,7 @@ TINY = {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "n
 TINY_LAYER, TINY_TRAINABLE, TINY_MICRO_BATCHES = 725_504, 3_950_848, 1024
 
 
-def test_apply_to_plan_makes_the_measured_step_the_plans_and_says_so(tmp_path: Path,
+def test_apply_to_plan_makes_the_measured_step_the_plans_and_says_so(need_torch: None, tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     plan = tmp_path / "tiny.json"
     plan.write_text(json.dumps({"model": TINY, "data": {"tokens": "2M", "seq_len": 128},

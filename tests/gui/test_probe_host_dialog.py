@@ -44,6 +44,28 @@ def test_the_add_host_dialog_shows_no_error_before_anything_is_typed(qtbot, prob
     assert probe_store.host("lambda-1") == HostProfile(name="lambda-1", target="ubuntu@10.0.0.5:2222")
 
 
+def test_a_port_field_that_disagrees_with_the_target_s_port_is_said_before_saving(qtbot, probe_store, tmp_path):
+    """The form's Port beside a target that names another port: the sentence the command line gives for
+    --port beside such a target (tests/core/test_cli_probe.py), shown as the user types, never one dropped."""
+    pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner())
+    dialog = open_add_dialog(qtbot, pane)
+    save = dialog.buttons.button(QDialogButtonBox.StandardButton.Save)
+    click_into(qtbot, dialog.name)
+    type_keys(qtbot, "box")
+    click_into(qtbot, dialog.target)
+    type_keys(qtbot, "root@10.0.0.9:2022")
+    click_into(qtbot, dialog.port)
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    type_keys(qtbot, "2222")
+    assert dialog.error.text() == ("target: target 'root@10.0.0.9:2022' names port 2022 and port 2222 is also "
+                                   "given; give the port once")
+    assert not save.isEnabled()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    type_keys(qtbot, "2022")
+    assert dialog.error.text() == "" and save.isEnabled()
+    dialog.reject()
+
+
 def test_saving_an_empty_host_form_says_what_is_missing(qtbot, probe_store, tmp_path):
     pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner())
     dialog = open_add_dialog(qtbot, pane)

@@ -37,7 +37,7 @@ def show(qtbot, store, tmp_path, executor, plan: PlanRequest | None) -> ProbePan
     return pane
 
 
-def test_the_step_of_the_open_plan_is_charted_shown_and_applied(qtbot, probe_store, tmp_path, threads):
+def test_the_step_of_the_open_plan_is_charted_shown_and_applied(qtbot, probe_store, tmp_path, threads, need_torch):
     pane = show(qtbot, probe_store, tmp_path, threads, TINY)
     click_host(qtbot, pane, "This machine")
     click(qtbot, pane.connect_button)

@@ -12,7 +12,7 @@ Fixtures:
                         (closed at teardown)
   ssh_transport         a connected SshTransport to `sshd` whose host key is trusted
   drop_ssh_connections  callable that kills the server side of every live connection (a "network drop")
-  need_torch, need_fio  skip (fail under CI) a test whose torch or fio is missing
+  need_fio              skip (fail under CI) a test whose fio is missing (need_torch: tests/conftest.py)
   netns_cluster_factory ``make(count)`` → a started `NetnsCluster` (tests/integration/netns.py): ``count``
                         network namespaces on a bridge, an sshd in each; removed at teardown, which fails the
                         test when anything it made is left
@@ -23,7 +23,6 @@ fail.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -43,13 +42,6 @@ try:
 except ImportError:  # tests/ is not importable as a package; pytest put this folder on sys.path instead
     from netns import NetnsCluster, NetnsUnavailable  # type: ignore[no-redef]
     from sshd import SshdServer, SshdUnavailable, find_missing_tools, unavailable  # type: ignore[no-redef]
-
-
-@pytest.fixture
-def need_torch() -> None:
-    """torch for the collective and distributed probes (packaging/test.sh installs torch==2.13.0)."""
-    if importlib.util.find_spec("torch") is None:
-        unavailable("torch is not installed in this environment (packaging/test.sh installs torch==2.13.0)")
 
 
 @pytest.fixture

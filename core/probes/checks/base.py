@@ -13,19 +13,34 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from core.probes.evidence import ProbeEvidence
 from core.probes.options import RunOptions
+from core.probes.samples import GpuMetric
 from core.probes.transport.base import CommandResult, Transport, TransportError
-
-if TYPE_CHECKING:
-    from core.probes.checks.gpu_metrics import MetricsSampler
 
 LogLevel = Literal["info", "warning", "error"]
 RAW_STREAM_LIMIT = 1 << 20  # bytes of a long stream's stdout kept as raw output (its samples are stored anyway)
+
+
+class MetricsHistory(Protocol):
+    """What a check reads of the run's GPU metrics stream (`gpu_metrics.MetricsSampler`, started by the
+    runner): whether it still runs, how it ended, and the samples since a mark (the burn grades clocks and
+    temperatures from them)."""
+
+    count: int
+    warnings: list[str]
+    disconnected: bool
+
+    @property
+    def running(self) -> bool: ...
+
+    def mark(self) -> int: ...
+
+    def since(self, mark: int) -> list[GpuMetric]: ...
 
 
 def q(value: object) -> str:
@@ -130,7 +145,7 @@ class ProbeContext:
     callbacks: ProbeCallbacks
     clock: Callable[[], float]
     resources: Path
-    sampler: MetricsSampler | None = None
+    sampler: MetricsHistory | None = None
     name: str = ""
     warnings: list[str] = field(default_factory=list)
     uploaded: dict[str, str] = field(default_factory=dict)
