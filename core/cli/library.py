@@ -27,10 +27,10 @@ def register(subparsers: Any) -> None:
     """Add the `library` subcommand and its actions (called by core.cli.main)."""
     p = add_command(subparsers, "library", help="list, show, export, import or delete the plans saved in the window",
                     examples=("tuneplan library list",
-                              "tuneplan library export 3 -o plan.json && tuneplan plan plan.json",
-                              "tuneplan library show 3 --json > plan-3.json"))
+                              "tuneplan library show 3",
+                              "tuneplan library --db team/tuneplan.db list   # another library file"))
     p.add_argument("--db", help="plan library file (default: the window's tuneplan.db)")
-    actions = p.add_subparsers(dest="action", title="actions", metavar="ACTION", required=True)
+    actions = p.add_subparsers(dest="action", title="actions (each has --help)", metavar="ACTION", required=True)
     listed = actions.add_parser("list", help="the saved plans, most recently changed first")
     listed.add_argument("--json", action="store_true", help="print them as JSON")
     listed.set_defaults(func=cmd_list)
