@@ -364,7 +364,9 @@ class MainWindow(QMainWindow):
             return
         self.wizard.load_request(record.request, plan_id=record.id, name=record.name)
         self.show_place("Plan")
-        self._say(f"Opened “{record.name}”", 5000)
+        problems = " ".join(f"{p[0].upper()}{p[1:]}." for p in record.problems)  # each names the plan
+        self._say(f"Opened “{record.name}”. {problems}".strip() if problems else f"Opened “{record.name}”",
+                  15000 if problems else 5000)
 
     def _ready(self, done: str) -> bool:
         """Whether the plan can be saved or exported now; if not, the status bar says why in one sentence."""

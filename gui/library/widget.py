@@ -41,30 +41,39 @@ UNDO_SECONDS = 10
 
 
 class _DeleteCommand(QUndoCommand):
-    def __init__(self, library: LibraryWidget, plan_id: int) -> None:
-        super().__init__("delete plan")
-        self.library, self.plan_id = library, plan_id
-        self.record: PlanRecord | None = None
+    """Deleting plans (all or none, one transaction), undoable. An undo the store refuses (a full disk) keeps the
+    deleted plans here and the command undoable: the stack is stepped back over it, and the sentence says why."""
+
+    def __init__(self, library: LibraryWidget, plan_ids: list[int]) -> None:
+        super().__init__("delete plans" if len(plan_ids) > 1 else "delete plan")
+        self.library, self.plan_ids = library, plan_ids
+        self.records: tuple[PlanRecord, ...] = ()
+        self.undo_failed = False  # the last undo restored nothing: the next redo only steps the stack back
 
     def redo(self) -> None:
-        try:
-            self.record = self.library.store.delete(self.plan_id)
-        except StoreError as exc:  # the plan stays; the sentence says why (a full disk, a read-only folder, a lock)
-            self.record = None
-            self.library.report_error(str(exc))
+        if self.undo_failed:  # the plans are still deleted and still held here
+            self.undo_failed = False
             return
-        self.setText(f"delete “{self.record.name}”")
+        try:
+            self.records = self.library.store.delete_all(self.plan_ids)
+        except (StoreError, KeyError) as exc:  # the plans stay; the sentence says why (a full disk, a lock…)
+            self.records = ()
+            self.library.report_error(str(exc).strip("'\""))
+            return
+        self.setText(f"delete “{self.records[0].name}”" if len(self.records) == 1 else self.text())
         self.library.refresh()
 
     def undo(self) -> None:
-        if self.record is not None:
-            try:
-                self.plan_id = self.library.store.restore(self.record)  # its own id, or a new one: redo deletes it
-            except StoreError as exc:
-                self.library.report_error(str(exc))
-                return
-            self.library.refresh()
-            self.library.select_ids([self.plan_id])
+        if not self.records:
+            return
+        try:
+            self.plan_ids = list(self.library.store.restore_all(self.records))  # their own ids, or new ones
+        except StoreError as exc:
+            self.undo_failed = True
+            self.library.undo_refused(str(exc))
+            return
+        self.library.refresh()
+        self.library.select_ids(self.plan_ids)
 
 
 class LibraryWidget(QWidget):
@@ -227,10 +236,7 @@ class LibraryWidget(QWidget):
             self._say(error="select a plan to delete")
             return
         names = [self.store.get(i).name for i in ids]
-        self.undo_stack.beginMacro(f"delete {len(ids)} plan(s)")
-        for plan_id in ids:
-            self.undo_stack.push(_DeleteCommand(self, plan_id))
-        self.undo_stack.endMacro()
+        self.undo_stack.push(_DeleteCommand(self, ids))
         shown = f"“{names[0]}”" if len(names) == 1 else f"{len(names)} plans"
         self.undo_label.setText(f"Deleted {shown}.")
         self.undo_bar.show()
@@ -238,8 +244,17 @@ class LibraryWidget(QWidget):
         self._say(error="")
 
     def undo(self) -> None:
-        self.undo_stack.undo()
         self.undo_bar.hide()
+        self.undo_stack.undo()
+
+    def undo_refused(self, why: str) -> None:
+        """An undo the store could not write: said, the Undo bar kept until it succeeds, and the stack stepped back
+        over the delete once this undo has returned (QUndoStack moves its index after the command's undo), so
+        Undo, Ctrl+Z and the bar try again and Redo does not delete plans that are not there."""
+        self._undo_timer.stop()
+        self.undo_bar.show()
+        self._say(error=f"Undo failed: {why}. The deleted plans are kept here: make room and press Undo again.")
+        QTimer.singleShot(0, self.undo_stack.redo)
 
     def compare_selected(self) -> CompareDialog | None:
         ids = self.selected_ids()
@@ -288,13 +303,13 @@ class LibraryWidget(QWidget):
         except RequestFileError as exc:
             show_problem(self, "Cannot import plan request", str(exc))
             return
-        stem = path.stem
+        stem, as_set = path.stem, request_to_dict(request)  # what the file sets, as the window saves it
 
         def saved(analysis: Analysis) -> None:
-            self._save_import(stem, raw, analysis)
+            self._save_import(stem, as_set, analysis)
 
         def failed(exc: BaseException) -> None:
-            self._save_import(stem, raw, None, str(exc))
+            self._save_import(stem, as_set, None, str(exc))
 
         def plan() -> Analysis:
             from core.planner.analysis import analyse  # on the worker: the planner is not loaded at start

@@ -1,0 +1,136 @@
+"""The plan you saved is the plan you saw: a person sets some fields, leaves the rest to the planner, saves, and
+opens the plan again from the Library; every page shows the figures and settings it showed before the save.
+
+51.1 min, $24.45 and zero3 at micro-batch 4 are what the window showed for this plan when the bug was reported
+(the Summary of "H100-SXM, 8 per node, nodes left empty"); the reopened plan then showed 1.2 h and $33.24.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QWizard
+
+from core.library.store import PlanStore
+from core.planner.models import PlanRequest
+from core.planner.plan import plan
+from gui.library.widget import LibraryWidget
+from tests.core.test_store_faults import fill, needs_mount, tmpfs
+from tests.gui.dialogs import answering
+from tests.gui.wizard_driver import choose, click, settle, type_like_a_person
+
+
+def go_to(qtbot, wizard, page) -> None:
+    """Next or Back, as a person steps through the wizard, until `page` is shown."""
+    while wizard.currentPage() is not page:
+        forward = wizard.pages().index(page) > wizard.pages().index(wizard.currentPage())
+        click(qtbot, wizard.button(QWizard.WizardButton.NextButton if forward else QWizard.WizardButton.BackButton))
+        settle(qtbot, wizard.state)
+
+
+def field(page, path):
+    return next(f for f in page.fields if f.path == path)
+
+
+def on_screen(qtbot, window) -> dict[str, str]:
+    """What a person reads on the Summary, Method and Memory pages."""
+    wizard = window.wizard
+    go_to(qtbot, wizard, wizard.summary_page)
+    headline = wizard.summary_page.headline.text()
+    go_to(qtbot, wizard, wizard.method_page)
+    method = wizard.method_page
+    micro = method.micro_batch.edit
+    return {"headline": headline,
+            "sharding": field(method, "training.sharding").combo.currentText(),
+            "checkpointing": field(method, "training.gradient_checkpointing").combo.currentText(),
+            "micro-batch": micro.text() or micro.placeholderText(),
+            "memory": wizard.memory_page.headline.text()}
+
+
+def reopen(qtbot, window, plan_id: int) -> None:
+    """New plan, then the Library: select the saved plan and press Open."""
+    window.new_plan()
+    settle(qtbot, window.wizard.state)
+    window.show_place("Library")
+    library = window.library
+    library.select_ids([plan_id])
+    click(qtbot, library.buttons["open"])
+    settle(qtbot, window.wizard.state)
+    assert window.wizard.plan_id == plan_id
+
+
+def test_a_plan_reopens_with_what_was_set_and_what_the_planner_chose(qtbot, window):
+    wizard, state = window.wizard, window.wizard.state
+    hardware = wizard.hardware_page
+    go_to(qtbot, wizard, hardware)
+    choose(qtbot, hardware.gpu.combo, "H100-SXM")
+    type_like_a_person(qtbot, hardware.per_node.edit, "8")  # nodes left empty
+    settle(qtbot, state)
+    seen = on_screen(qtbot, window)
+    assert "51.1 min" in seen["headline"] and "$24.45" in seen["headline"]
+    assert seen["sharding"] == "ZeRO-3 (+ weights) — chosen by the planner"
+    assert seen["checkpointing"] == "Off — chosen by the planner"
+    assert seen["micro-batch"] == "4 — chosen by the planner"
+    assert "zero3: 74.39 GB" in seen["memory"]
+    with answering(("OK", "H100, nodes empty")):
+        first = window.save_as_new()
+    assert first is not None
+    assert window.store.get(first).request == {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8},
+                                               "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8}}
+    row = next(window.library.model.row(i) for i in range(window.library.model.rowCount()))
+    assert row.cells[4:6] == ["$24.45", "51.1 min"]
+    reopen(qtbot, window, first)
+    assert on_screen(qtbot, window) == seen
+
+    # Now the person pins micro-batch 2 on the Method page and leaves sharding and recomputation to the planner.
+    type_like_a_person(qtbot, wizard.method_page.micro_batch.edit, "2")
+    settle(qtbot, state)
+    pinned = on_screen(qtbot, window)
+    assert pinned["micro-batch"] == "2" and pinned["sharding"].endswith("— chosen by the planner")
+    with answering(("OK", "H100, micro-batch 2")):
+        second = window.save_as_new()
+    assert second is not None
+    shown = state.analysis.result
+    reopen(qtbot, window, second)
+    assert on_screen(qtbot, window) == pinned
+    again = state.analysis.result
+    assert (again.time.hours, again.cost.total_usd, again.memory.per_gpu.total) == (
+        shown.time.hours, shown.cost.total_usd, shown.memory.per_gpu.total)
+
+    # Compare lists the settings in effect, each saying who chose it.
+    window.show_place("Library")
+    window.library.select_ids([first, second])
+    dialog = window.library.compare_selected()
+    assert dialog is not None
+    qtbot.addWidget(dialog)
+    rows = {dialog.view.model.row(i).cells[0]: dialog.view.model.row(i).cells[1:]
+            for i in range(dialog.view.model.rowCount())}
+    assert rows["total cost"][0] == "$24.45"
+    assert rows["setting: training.gradient_checkpointing"][0] == "no (chosen by the planner)"
+    assert rows["setting: training.micro_batch_size"] == ["4 (chosen by the planner)", "2"]
+
+
+@needs_mount
+def test_an_undo_the_full_disk_refuses_stays_undoable_and_says_why(qtbot, executor, tmp_path):
+    with tmpfs(tmp_path / "mnt") as mnt:
+        store = PlanStore(mnt / "tuneplan.db")
+        request = PlanRequest.model_validate({"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8}})
+        plan_id = store.save("keep me", {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8}},
+                             plan(request))
+        library = LibraryWidget(store, executor)
+        qtbot.addWidget(library)
+        library.show()
+        library.select_ids([plan_id])
+        click(qtbot, library.buttons["delete"])
+        assert store.list() == [] and library.undo_bar.isVisible()
+        filler = fill(mnt)
+        click(qtbot, library.undo_button)
+        qtbot.waitUntil(lambda: library.undo_stack.canUndo(), timeout=2000)
+        assert library.error.isVisible() and library.error.text().startswith("Undo failed: ")
+        assert "full" in library.error.text() and "press Undo again" in library.error.text()
+        assert library.undo_bar.isVisible() and not library.undo_stack.canRedo()
+        assert store.list() == []
+        filler.unlink()  # room again: the same Undo now brings the plan back, under its own id
+        click(qtbot, library.undo_button)
+        assert [r.id for r in store.list()] == [plan_id] and store.get(plan_id).name == "keep me"
+        library.undo_stack.redo()  # and Redo deletes it again, as it should
+        assert store.list() == []
+        store.close()
