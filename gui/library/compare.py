@@ -79,7 +79,12 @@ def compare_rows(a: PlanRecord, b: PlanRecord) -> list[Row]:
         differs = va != vb and key not in ("name", "updated")
         rows.append(Row([key, va, vb], highlight={1, 2} if differs else set(), bold=differs))
     sa, sb = _settings(a, ra), _settings(b, rb)
-    for key in dict.fromkeys([*sa, *sb]):
+    rank = {"set": 0, "planner": 1, "default": 2}  # what was chosen first, the defaults after
+
+    def order(key: str) -> tuple[int, str]:
+        return min(rank[s[key][1]] for s in (sa, sb) if key in s), key
+
+    for key in sorted(dict.fromkeys([*sa, *sb]), key=order):
         left, right = sa.get(key), sb.get(key)
         differs = (left or ("—",))[0] != (right or ("—",))[0]
         rows.append(Row([f"setting: {key}", _with_source(left), _with_source(right)],

@@ -70,7 +70,7 @@ class _DeleteCommand(QUndoCommand):
             self.plan_ids = list(self.library.store.restore_all(self.records))  # their own ids, or new ones
         except StoreError as exc:
             self.undo_failed = True
-            self.library.undo_refused(str(exc))
+            self.library.undo_refused(str(exc), len(self.records))
             return
         self.library.refresh()
         self.library.select_ids(self.plan_ids)
@@ -247,13 +247,14 @@ class LibraryWidget(QWidget):
         self.undo_bar.hide()
         self.undo_stack.undo()
 
-    def undo_refused(self, why: str) -> None:
+    def undo_refused(self, why: str, plans: int) -> None:
         """An undo the store could not write: said, the Undo bar kept until it succeeds, and the stack stepped back
         over the delete once this undo has returned (QUndoStack moves its index after the command's undo), so
         Undo, Ctrl+Z and the bar try again and Redo does not delete plans that are not there."""
         self._undo_timer.stop()
         self.undo_bar.show()
-        self._say(error=f"Undo failed: {why}. The deleted plans are kept here: make room and press Undo again.")
+        kept = "The deleted plan is" if plans == 1 else f"The {plans} deleted plans are"
+        self._say(error=f"Undo failed: {why.rstrip('.')}. {kept} kept here: press Undo again.")
         QTimer.singleShot(0, self.undo_stack.redo)
 
     def compare_selected(self) -> CompareDialog | None:
