@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QWizard
 from core.library.store import PlanStore
 from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.units import fmt_usd
 from gui.library.widget import LibraryWidget
 from tests.core.test_store_faults import fill, needs_mount, tmpfs
 from tests.gui.dialogs import answering
@@ -134,3 +135,26 @@ def test_an_undo_the_full_disk_refuses_stays_undoable_and_says_why(qtbot, execut
         library.undo_stack.redo()  # and Redo deletes it again, as it should
         assert store.list() == []
         store.close()
+
+
+def test_a_plan_that_now_plans_to_other_figures_says_so_when_opened(qtbot, window):
+    """A plan saved when its GPU cost more (its stored total raised here to $30.00, as a price refresh since would
+    leave it) is opened: the window plans it again and says which figure moved, instead of showing it silently."""
+    state = window.wizard.state
+    settle(qtbot, state)
+    with answering(("OK", "sample")):
+        plan_id = window.save_as_new()
+    assert plan_id is not None
+    result = state.analysis.result
+    now = result.cost.total_usd
+    older = result.model_copy(update={"cost": result.cost.model_copy(update={"total_usd": 30.0})})
+    window.store.db.execute("UPDATE plans SET result_json = ? WHERE id = ?", [older.model_dump_json(), plan_id])
+    window.store.db.conn.commit()
+    reopen(qtbot, window, plan_id)
+    shown = window.statusBar().currentMessage()
+    assert shown == (f"“sample” now plans to other figures than it was saved with (total cost $30.00 → "
+                     f"{fmt_usd(now)}): the catalog's prices or the planner changed since")
+    window.store.db.execute("UPDATE plans SET result_json = ? WHERE id = ?", [result.model_dump_json(), plan_id])
+    window.store.db.conn.commit()
+    reopen(qtbot, window, plan_id)
+    assert window.statusBar().currentMessage() == "Opened “sample”"
