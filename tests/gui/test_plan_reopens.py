@@ -7,8 +7,11 @@ opens the plan again from the Library; every page shows the figures and settings
 
 from __future__ import annotations
 
+import json
+
 from PySide6.QtWidgets import QWizard
 
+from core.cli.main import main
 from core.library.store import PlanStore
 from core.planner.models import PlanRequest
 from core.planner.plan import plan
@@ -58,7 +61,7 @@ def reopen(qtbot, window, plan_id: int) -> None:
     assert window.wizard.plan_id == plan_id
 
 
-def test_a_plan_reopens_with_what_was_set_and_what_the_planner_chose(qtbot, window):
+def test_a_plan_reopens_with_what_was_set_and_what_the_planner_chose(qtbot, window, capsys):
     wizard, state = window.wizard, window.wizard.state
     hardware = wizard.hardware_page
     go_to(qtbot, wizard, hardware)
@@ -80,6 +83,10 @@ def test_a_plan_reopens_with_what_was_set_and_what_the_planner_chose(qtbot, wind
     assert row.cells[4:6] == ["$24.45", "51.1 min"]
     reopen(qtbot, window, first)
     assert on_screen(qtbot, window) == seen
+    # `tuneplan library show --json` on the same file prints the plan the window shows.
+    capsys.readouterr()
+    assert main(["library", "--db", str(window.store.path), "show", str(first), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(state.analysis.result.model_dump_json())
 
     # Now the person pins micro-batch 2 on the Method page and leaves sharding and recomputation to the planner.
     type_like_a_person(qtbot, wizard.method_page.micro_batch.edit, "2")
