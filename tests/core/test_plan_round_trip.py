@@ -90,7 +90,8 @@ def test_settings_say_what_was_set_chosen_by_the_planner_or_a_default():
 @given(st.fixed_dictionaries({}, optional=CHOICES))
 def test_save_reopen_export_and_show_give_the_same_figures(tmp_path_factory, capsys, chosen):
     """Whichever fields are set: the library's request plans into the saved figures, in-process, through
-    `tuneplan plan` on the exported file, and `tuneplan library show --json` prints the saved plan itself."""
+    `tuneplan plan` on the exported request and on the saved plan's JSON, and `tuneplan library show --json`
+    prints the saved plan itself."""
     raw = with_fields(H100_NODES_EMPTY, chosen)
     try:
         request = PlanRequest.model_validate(raw)
@@ -113,6 +114,10 @@ def test_save_reopen_export_and_show_give_the_same_figures(tmp_path_factory, cap
     assert figures(replanned) == figures(seen)
     shown = cli_json("library", "--db", db, "show", str(plan_id), "--json", capsys=capsys)
     assert shown == json.loads(seen.model_dump_json()) == json.loads(replanned.model_dump_json())
+    saved_plan = folder / "saved-plan.json"  # the plan itself, as `show --json` and the window's Export JSON write it
+    saved_plan.write_text(json.dumps(shown), encoding="utf-8")
+    again = PlanResult.model_validate(cli_json("plan", str(saved_plan), "--json", capsys=capsys))
+    assert figures(again) == figures(seen)
 
 
 def load_v3(path: Path) -> None:
