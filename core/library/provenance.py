@@ -37,9 +37,10 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 def from_complete(saved: dict[str, Any], result: PlanResult | None) -> dict[str, Any]:
     """A request saved with every default written out, as the user set it: a field at its default that the
-    stored plan ran with another value cannot have been the user's (what the user sets, the planner keeps), so
-    it is left out and the planner chooses it again. Without a readable result nothing can be told apart and
-    the request is kept as it was."""
+    stored plan ran with another value cannot have been the user's (on hardware the user names, the planner keeps
+    what the request sets; with the hardware searched, the search chose over it anyway), so it is left out and
+    the planner chooses it again, as it did. Without a readable result nothing can be told apart and the request
+    is kept as it was."""
     if result is None:
         return saved
     try:

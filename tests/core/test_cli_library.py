@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.cli.main import main
 from core.library.store import PlanStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,3 +77,25 @@ def test_an_import_the_planner_cannot_plan_is_kept_and_a_bad_file_is_one_sentenc
     refused = tuneplan("library", "import", str(bad), home=tmp_path)
     assert refused.returncode == 1 and refused.stderr.startswith("tuneplan: bad.json is not a valid plan request: ")
     assert "data.tokens" in refused.stderr and refused.stderr.count("\n") == 1
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                        st.sampled_from(["model", "data", "training", "preset", "tokens", "method", "request",
+                                         "memory", "hardware", "gpu"]), inner, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(JSON)
+def test_importing_any_json_is_saved_or_refused_in_one_sentence(tmp_path_factory, capsys, value):
+    folder = tmp_path_factory.mktemp("import")
+    path = folder / "request.json"
+    path.write_text(json.dumps(value), encoding="utf-8")
+    capsys.readouterr()
+    code = main(["library", "--db", str(folder / "lib.db"), "import", str(path)])
+    out, err = capsys.readouterr()
+    if code == 0:
+        assert out.startswith("Imported request.json as plan 1 “request”") and not err
+    else:
+        assert code == 1 and not out and err.startswith("tuneplan: ") and err.count("\n") == 1
+        assert "Traceback" not in err
