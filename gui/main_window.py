@@ -534,7 +534,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Quit: ask about unsaved edits (Cancel keeps the window), then stop timers and workers, once."""
         if not self._closed:
-            if not self._may_replace_plan():
+            if not self._may_replace_plan() or (self._library is not None and not self._library.may_close()):
                 event.ignore()
                 return
             self._closed = True

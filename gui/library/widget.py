@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QInputDialog,
     QLabel,
+    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -70,8 +71,9 @@ class _DeleteCommand(QUndoCommand):
             self.plan_ids = list(self.library.store.restore_all(self.records))  # their own ids, or new ones
         except StoreError as exc:
             self.undo_failed = True
-            self.library.undo_refused(str(exc), len(self.records))
+            self.library.undo_refused(self, str(exc))
             return
+        self.library.unrestored.discard(self)
         self.library.refresh()
         self.library.select_ids(self.plan_ids)
 
@@ -90,6 +92,7 @@ class LibraryWidget(QWidget):
         self.store, self.executor = store, executor
         self.setAccessibleName("Library")
         self.undo_stack = QUndoStack(self)
+        self.unrestored: set[_DeleteCommand] = set()  # deletes the user undid and the store refused to undo
         self.compare_dialog: CompareDialog | None = None
         layout = QVBoxLayout(self)
         self.notice = QLabel(store.notice or "")
@@ -247,15 +250,42 @@ class LibraryWidget(QWidget):
         self.undo_bar.hide()
         self.undo_stack.undo()
 
-    def undo_refused(self, why: str, plans: int) -> None:
+    def undo_refused(self, command: _DeleteCommand, why: str) -> None:
         """An undo the store could not write: said, the Undo bar kept until it succeeds, and the stack stepped back
         over the delete once this undo has returned (QUndoStack moves its index after the command's undo), so
         Undo, Ctrl+Z and the bar try again and Redo does not delete plans that are not there."""
         self._undo_timer.stop()
         self.undo_bar.show()
+        self.unrestored.add(command)
+        plans = len(command.records)
         kept = "The deleted plan is" if plans == 1 else f"The {plans} deleted plans are"
         self._say(error=f"Undo failed: {why.rstrip('.')}. {kept} kept here: press Undo again.")
         QTimer.singleShot(0, self.undo_stack.redo)
+
+    def may_close(self) -> bool:
+        """Before the window closes: True unless plans the user asked back (an undo the store refused) would be
+        lost. They are tried once more (there may be room now); if the store still refuses, the user chooses to
+        keep the window open (the default: make room, press Undo) or to close without them."""
+        why = ""
+        for command in list(self.unrestored):
+            try:
+                self.store.restore_all(command.records)
+            except StoreError as exc:
+                why = str(exc)
+                continue
+            self.unrestored.discard(command)
+        if not self.unrestored:
+            return True
+        plans = sum(len(command.records) for command in self.unrestored)
+        box = QMessageBox(QMessageBox.Icon.Warning, "Deleted plans not restored",
+                          f"{plans} plan{'s' if plans > 1 else ''} you asked back with Undo could not be written "
+                          f"back: {why}", parent=self)
+        box.setInformativeText("Closing now loses them. Keep the window open, make room and press Undo again?")
+        keep = box.addButton("Keep the window open", QMessageBox.ButtonRole.RejectRole)
+        box.addButton("Close and lose them", QMessageBox.ButtonRole.DestructiveRole)
+        box.setDefaultButton(keep)
+        box.exec()
+        return box.clickedButton() is not keep
 
     def compare_selected(self) -> CompareDialog | None:
         ids = self.selected_ids()

@@ -165,3 +165,28 @@ def test_a_plan_that_now_plans_to_other_figures_says_so_when_opened(qtbot, windo
     window.store.db.conn.commit()
     reopen(qtbot, window, plan_id)
     assert window.statusBar().currentMessage() == "Opened “sample”"
+
+
+@needs_mount
+def test_closing_with_plans_the_full_disk_would_not_take_back_asks_first(qtbot, executor, tmp_path):
+    with tmpfs(tmp_path / "mnt") as mnt:
+        store = PlanStore(mnt / "tuneplan.db")
+        request = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8}}
+        plan_id = store.save("keep me", request, plan(PlanRequest.model_validate(request)))
+        library = LibraryWidget(store, executor)
+        qtbot.addWidget(library)
+        library.show()
+        library.select_ids([plan_id])
+        click(qtbot, library.buttons["delete"])
+        filler = fill(mnt)
+        click(qtbot, library.undo_button)
+        qtbot.waitUntil(lambda: library.undo_stack.canUndo(), timeout=2000)
+        with answering(("Keep the window open", None)) as seen:
+            assert not library.may_close()
+        assert seen[0].title == "Deleted plans not restored" and "1 plan you asked back with Undo" in seen[0].text
+        assert store.list() == []
+        filler.unlink()  # room again: closing now puts the plan back first, and asks nothing
+        with answering():
+            assert library.may_close()
+        assert [r.name for r in store.list()] == ["keep me"]
+        store.close()
