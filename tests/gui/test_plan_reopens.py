@@ -190,3 +190,29 @@ def test_closing_with_plans_the_full_disk_would_not_take_back_asks_first(qtbot, 
             assert library.may_close()
         assert [r.name for r in store.list()] == ["keep me"]
         store.close()
+
+
+def test_the_method_page_says_what_a_frameworks_recipe_sets(qtbot, window):
+    """torchtune's LoRA recipes train in bf16 with chunked cross-entropy and activation checkpointing
+    (recipes/configs/llama3_1/8B_lora_single_device.yaml): left unset, the page shows those, as the recipe's."""
+    state = window.wizard.state
+    state.load({"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
+                "training": {"framework": "torchtune", "micro_batch_size": 2},
+                "hardware": {"gpu": "A100-80GB-SXM", "gpus_per_node": 2}})
+    settle(qtbot, state)
+    method = window.wizard.method_page
+    go_to(qtbot, window.wizard, method)
+    assert field(method, "training.precision").combo.currentText() == "Pure bf16 (no fp32 copy) — torchtune's recipe"
+    assert field(method, "training.cross_entropy").combo.currentText() == "Chunked — torchtune's recipe"
+    checkpointing = field(method, "training.gradient_checkpointing")
+    assert checkpointing.combo.currentText() == "Full (every layer) — torchtune's recipe"
+    assert method.micro_batch.edit.text() == "2"  # set by the person: shown as typed, no note
+    # Picking the first entry hands a pinned setting back: it leaves the request, and the planner's choice shows.
+    sharding = field(method, "training.sharding")
+    choose(qtbot, sharding.combo, "zero3")
+    settle(qtbot, state)
+    assert state.get("training.sharding") == "zero3" and sharding.combo.currentText() == "ZeRO-3 (+ weights)"
+    choose(qtbot, sharding.combo, "")
+    settle(qtbot, state)
+    assert state.get("training.sharding") is None
+    assert sharding.combo.currentText().endswith(" — chosen by the planner")
