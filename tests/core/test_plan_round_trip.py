@@ -165,3 +165,18 @@ def test_a_damaged_result_or_request_is_reported_by_the_plan_name(tmp_path, caps
     assert main(["library", "--db", str(tmp_path / "lib.db"), "show", str(plan_id), "--json"]) == 1
     err = capsys.readouterr().err
     assert "plan “budget run”" in err and "saved result cannot be read" in err
+
+
+@pytest.mark.parametrize("training", [{}, {"method": "qlora"}, {"micro_batch_size": 2, "sharding": "zero2"}])
+def test_a_plan_whose_hardware_the_planner_searched_reopens_the_same(tmp_path, training):
+    """No hardware named: the search picks it again from the request as set, with the same table of candidates."""
+    raw = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}, **({"training": training} if training
+                                                                                 else {})}
+    request = PlanRequest.model_validate(raw)
+    seen = plan(request)
+    store = PlanStore(tmp_path / "lib.db")
+    record = store.get(store.save("searched", request_to_dict(request), seen))
+    store.close()
+    assert "hardware" not in record.request and record.request.get("training", {}) == training
+    again = plan(PlanRequest.model_validate(record.request))
+    assert figures(again) == figures(seen) and again.candidates == seen.candidates
