@@ -68,6 +68,7 @@ def test_a_plan_reopens_with_what_was_set_and_what_the_planner_chose(qtbot, wind
     choose(qtbot, hardware.gpu.combo, "H100-SXM")
     type_like_a_person(qtbot, hardware.per_node.edit, "8")  # nodes left empty
     settle(qtbot, state)
+    assert "(you chose): zero3 and micro-batch 4 chosen by the planner, 51.1 min, $24.45" in hardware.chosen.text()
     seen = on_screen(qtbot, window)
     assert "51.1 min" in seen["headline"] and "$24.45" in seen["headline"]
     assert seen["sharding"] == "ZeRO-3 (+ weights) — chosen by the planner"
