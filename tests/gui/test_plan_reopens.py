@@ -17,7 +17,9 @@ from core.planner.models import PlanRequest
 from core.planner.plan import plan
 from core.units import fmt_usd
 from gui.library.widget import LibraryWidget
+from tests.core.test_plan_round_trip import load_v3
 from tests.core.test_store_faults import fill, needs_mount, tmpfs
+from tests.gui.conftest import open_window
 from tests.gui.dialogs import answering
 from tests.gui.wizard_driver import choose, click, settle, type_like_a_person
 
@@ -217,3 +219,21 @@ def test_the_method_page_says_what_a_frameworks_recipe_sets(qtbot, window):
     settle(qtbot, state)
     assert state.get("training.sharding") is None
     assert sharding.combo.currentText().endswith(" — chosen by the planner")
+
+
+def test_a_plan_saved_by_the_earlier_version_opens_in_the_window_with_its_figures(qtbot, executor, settings,
+                                                                                 tmp_path):
+    """The schema-3 library in tests/fixtures/library (every Method default saved as if set): the window opens the
+    H100 plan with the 51.1 min and $24.45 it was saved with, and says the planner chose zero3 and micro-batch 4."""
+    db = tmp_path / "tuneplan.db"
+    load_v3(db)
+    store = PlanStore(db)
+    window = open_window(qtbot, executor, store, settings, debounce_ms=0)
+    reopen(qtbot, window, 1)
+    seen = on_screen(qtbot, window)
+    assert "51.1 min" in seen["headline"] and "$24.45" in seen["headline"]
+    assert seen["sharding"] == "ZeRO-3 (+ weights) — chosen by the planner"
+    assert seen["micro-batch"] == "4 — chosen by the planner"
+    assert window.statusBar().currentMessage() == "Opened “llama-3.1-8b on 8× H100-SXM”"  # no figure moved
+    window.close()
+    store.close()
