@@ -40,6 +40,7 @@ from gui.catalog.refresh_button import RefreshPricesButton
 from gui.catalog.view import CatalogView
 from gui.forms import chosen_path, show_problem, suggested_path
 from gui.library.widget import LibraryWidget
+from gui.wizard.saved_figures import SavedFiguresCheck
 from gui.wizard.wizard import PlanWizard
 from gui.workers import Executor, ThreadExecutor
 
@@ -72,6 +73,8 @@ class MainWindow(QMainWindow):
         self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
         self.places: dict[str, QWidget] = {}
         self.wizard = PlanWizard(executor, debounce_ms=debounce_ms)
+        self._saved_figures = SavedFiguresCheck(self.wizard.state)
+        self._saved_figures.differs.connect(lambda text: self._say(text, 20000))
         self.add_place("Plan", self.wizard)
         self.add_place("Library", QLabel("Opening the plan library…", alignment=Qt.AlignmentFlag.AlignCenter))
         if store is not None:
@@ -363,8 +366,11 @@ class MainWindow(QMainWindow):
         if not self._may_replace_plan():
             return
         self.wizard.load_request(record.request, plan_id=record.id, name=record.name)
+        self._saved_figures.expect(record.name, record.result())
         self.show_place("Plan")
-        self._say(f"Opened “{record.name}”", 5000)
+        problems = " ".join(f"{p[0].upper()}{p[1:]}." for p in record.problems)  # each names the plan
+        self._say(f"Opened “{record.name}”. {problems}".strip() if problems else f"Opened “{record.name}”",
+                  15000 if problems else 5000)
 
     def _ready(self, done: str) -> bool:
         """Whether the plan can be saved or exported now; if not, the status bar says why in one sentence."""
@@ -528,7 +534,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Quit: ask about unsaved edits (Cancel keeps the window), then stop timers and workers, once."""
         if not self._closed:
-            if not self._may_replace_plan():
+            if not self._may_replace_plan() or (self._library is not None and not self._library.may_close()):
                 event.ignore()
                 return
             self._closed = True

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from core import __version__
-from core.cli import catalog, desktop_entry, launch, plan, probe, probe_report, report, schema
+from core.cli import catalog, desktop_entry, launch, library, plan, probe, probe_report, report, schema
 from core.cli.common import EXIT_ERROR, EXIT_USAGE, CliError
 from core.validation import one_sentence
 
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the version and exit")
     desktop_entry.add_argument(parser)
     sub = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
-    for command in (plan, catalog, report, probe, probe_report, launch, schema):
+    for command in (plan, catalog, report, probe, probe_report, launch, library, schema):
         command.register(sub)
     return parser
 

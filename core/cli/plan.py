@@ -75,7 +75,9 @@ def _quick_request(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def load_request(path: str) -> dict[str, Any]:
-    data = read_json(path)
+    from core.planner.request_file import request_of  # a saved plan's JSON plans its request
+
+    data = request_of(read_json(path))
     if not isinstance(data, dict):
         raise CliError(f"{path} must hold a JSON object with model and data")
     return data

@@ -4,6 +4,9 @@ Why it is built this way:
 - every write is one transaction in WAL mode with synchronous=FULL, so a crash mid-write leaves the last
   committed state and never half a plan;
 - the schema carries a version (PRAGMA user_version) and migrates forward one step at a time from v1;
+- a plan keeps its request as the user set it (what is left out, the planner chooses or a default fills) beside the
+  result it was saved with, so it reopens as the same plan (core.library.provenance; before v4 every default was
+  written out as if set, and such a request is read back through its stored result);
 - an id is never given twice (AUTOINCREMENT, since v3), so undoing a delete puts the plan back under its own id
   even after other saves; :meth:`PlanStore.restore` still gives it a new id should its own be taken;
 - only a damaged file (SQLITE_CORRUPT / NOTADB, or PRAGMA quick_check not "ok") is moved aside with a timestamp
@@ -20,14 +23,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from core.library.provenance import from_complete
 from core.paths import data_dir
 from core.planner.models import PlanRequest, PlanResult
 from core.sqlite_schema import migrate, transaction
@@ -39,11 +44,12 @@ from core.sqlite_store import (
     secure_file,
     secure_folder,
 )
+from core.validation import validation_message
 
 if TYPE_CHECKING:
     import sqlite_utils
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_NAME = "tuneplan.db"
 
 
@@ -88,17 +94,14 @@ def library_is_empty(path: Path | None = None) -> bool | None:
 
 
 def request_to_dict(request: PlanRequest) -> dict[str, Any]:
-    """The request in the public JSON format (DESIGN §3.1): the main sections in full, the rest as changed."""
-    out: dict[str, Any] = {"model": request.model.model_dump(mode="json", exclude_none=True)}
-    for name in ("data", "training", "hardware", "pricing"):
-        section = getattr(request, name)
-        if section is not None:
-            out[name] = section.model_dump(mode="json", exclude_none=True)
-    for name in ("search", "assumptions"):
-        changed = getattr(request, name).model_dump(mode="json", exclude_defaults=True)
-        if changed:
-            out[name] = changed
-    return out
+    """The request in the public JSON format (DESIGN §3.1) as the user set it: a field never set stays out, so
+    the planner chooses it (sharding, micro-batch, recomputation) or its default applies, when the request is
+    planned again, by the window, `tuneplan plan` or another tuneplan. Writing defaults out would pin them: the
+    planner keeps what a request sets."""
+    return request.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+
+
+AS_SET, COMPLETE = "as_set", "complete"  # request_form: as the user set it (v4 on), every default written out
 
 
 @dataclass(frozen=True)
@@ -110,19 +113,62 @@ class PlanRecord:
     gpu: str
     cost_usd: float | None
     hours: float | None
-    request: dict[str, Any]
+    request_json: str  # as written in the file: restore writes it back unchanged, readable or not
     result_json: str | None
     created: str
     updated: str
+    request_form: str = AS_SET
 
     def result(self) -> PlanResult | None:
-        """The stored result, or None when there is none or it no longer matches the result model."""
+        """The stored result, or None when there is none or it cannot be read (:attr:`result_problem` says why)."""
+        return self._read_result[0]
+
+    @property
+    def result_problem(self) -> str | None:
+        """One sentence naming the plan when its stored result cannot be read; None when it can or there is none."""
+        return self._read_result[1]
+
+    @property
+    def problems(self) -> list[str]:
+        """What of this plan could not be read, each said with the plan's name."""
+        return [p for p in (self.request_problem, self.result_problem) if p]
+
+    @cached_property
+    def _read_result(self) -> tuple[PlanResult | None, str | None]:
         if not self.result_json:
-            return None
+            return None, None
         try:
-            return PlanResult.model_validate_json(self.result_json)
-        except ValidationError:
-            return None
+            return PlanResult.model_validate_json(self.result_json), None
+        except ValidationError as exc:
+            return None, (f"plan “{self.name}” (id {self.id}): its saved result cannot be read "
+                          f"({validation_message(exc)}), so it is shown as not planned")
+
+    @cached_property
+    def _read_request(self) -> tuple[dict[str, Any], str | None]:
+        try:
+            request = json.loads(self.request_json)
+        except ValueError as exc:
+            return {}, f"plan “{self.name}” (id {self.id}): its saved request is not JSON ({exc})"
+        if not isinstance(request, dict):
+            return {}, f"plan “{self.name}” (id {self.id}): its saved request is a JSON {type(request).__name__}, " \
+                       "not an object"
+        return request, None
+
+    @property
+    def stored_request(self) -> dict[str, Any]:
+        """The request as the file holds it ({} when it cannot be read: :attr:`request_problem` says why)."""
+        return self._read_request[0]
+
+    @property
+    def request_problem(self) -> str | None:
+        return self._read_request[1]
+
+    @cached_property
+    def request(self) -> dict[str, Any]:
+        """The request as the user set it: what the window opens, `library export` writes and Compare lists."""
+        if self.request_form == COMPLETE:
+            return from_complete(self.stored_request, self.result())
+        return self.stored_request
 
 
 def _summary(request: dict[str, Any], result: PlanResult | None) -> dict[str, Any]:
@@ -193,7 +239,13 @@ def _v3(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX plans_updated ON plans(updated)")
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]  # MIGRATIONS[i] makes version i + 1
+def _v4(db: sqlite_utils.Database) -> None:
+    """Requests saved as the user set them from now on; the rows before held every default as if set, and say so
+    (read back through their stored result, core.library.provenance.from_complete; the file's text is kept)."""
+    db.execute(f"ALTER TABLE plans ADD COLUMN request_form TEXT NOT NULL DEFAULT '{COMPLETE}'")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4]  # MIGRATIONS[i] makes version i + 1
 
 
 # --------------------------------------------------------------------------- store
@@ -254,14 +306,10 @@ class PlanStore:
     # ---- reading
 
     def _record(self, row: dict[str, Any]) -> PlanRecord:
-        try:
-            request = json.loads(row["request_json"])
-        except ValueError:
-            request = {}
         return PlanRecord(id=row["id"], name=row["name"], model=row["model"], method=row["method"], gpu=row["gpu"],
-                          cost_usd=row["cost_usd"], hours=row["hours"],
-                          request=request if isinstance(request, dict) else {}, result_json=row["result_json"],
-                          created=row["created"], updated=row["updated"])
+                          cost_usd=row["cost_usd"], hours=row["hours"], request_json=row["request_json"],
+                          result_json=row["result_json"], created=row["created"], updated=row["updated"],
+                          request_form=row["request_form"])
 
     def is_empty(self) -> bool:
         """No plan saved yet (the first run): one indexed row read, not the whole library."""
@@ -286,7 +334,7 @@ class PlanStore:
              plan_id: int | None = None) -> int:
         """Insert a plan (or replace plan_id's content) and return its id."""
         name = name.strip() or "untitled plan"
-        values = {"name": name, "request_json": json.dumps(request, sort_keys=True),
+        values = {"name": name, "request_json": json.dumps(request, sort_keys=True), "request_form": AS_SET,
                   "result_json": result.model_dump_json() if result is not None else None,
                   **_summary(request, result), "updated": self._stamp()}
         with self._write(f"written (plan “{name}” was not saved)"):
@@ -323,21 +371,38 @@ class PlanStore:
 
     def delete(self, plan_id: int) -> PlanRecord:
         """Delete and return the record, so the caller can offer undo (:meth:`restore`)."""
-        record = self.get(plan_id)
-        with self._write("written (the plan was not deleted)"):
-            self.db.execute("DELETE FROM plans WHERE id = ?", [plan_id])
-        return record
+        return self.delete_all([plan_id])[0]
+
+    def delete_all(self, plan_ids: Sequence[int]) -> tuple[PlanRecord, ...]:
+        """Delete the plans in one transaction (all or none) and return their records for :meth:`restore_all`."""
+        records = tuple(self.get(plan_id) for plan_id in plan_ids)
+        with self._write("written (the plan was not deleted)" if len(records) == 1 else
+                         f"written (the {len(records)} plans were not deleted)"):
+            self.db.conn.executemany("DELETE FROM plans WHERE id = ?", [[plan_id] for plan_id in plan_ids])
+        return records
 
     def restore(self, record: PlanRecord) -> int:
         """Put a deleted record back, with its dates, and return its id: its own, or a new one where another
         plan has it (a library written before ids were never reused, or the record restored twice): a deleted
         plan always comes back."""
-        values = [record.name, record.model, record.method, record.gpu, record.cost_usd, record.hours,
-                  json.dumps(record.request, sort_keys=True), record.result_json, record.created, record.updated]
-        marks = ", ".join("?" * len(values))
-        with self._write(f"written (plan “{record.name}” was not restored)"):
-            if not list(self.db.query("SELECT 1 FROM plans WHERE id = ?", [record.id])):
-                self.db.execute(f"INSERT INTO plans (id, {_COLUMNS}) VALUES (?, {marks})", [record.id, *values])
-                return record.id
-            cursor = self.db.execute(f"INSERT INTO plans ({_COLUMNS}) VALUES ({marks})", values)
-            return int(cursor.lastrowid or 0)
+        return self.restore_all([record])[0]
+
+    def restore_all(self, records: Sequence[PlanRecord]) -> tuple[int, ...]:
+        """:meth:`restore` for several records in one transaction: all come back, or none and a StoreError says
+        why (the records are the caller's to try again with)."""
+        ids: tuple[int, ...] = ()
+        shown = f"plan “{records[0].name}” was" if len(records) == 1 else f"the {len(records)} plans were"
+        with self._write(f"written ({shown} not restored)"):
+            for record in records:
+                values = [record.name, record.model, record.method, record.gpu, record.cost_usd, record.hours,
+                          record.request_json, record.result_json, record.created, record.updated,
+                          record.request_form]
+                marks = ", ".join("?" * len(values))
+                if not list(self.db.query("SELECT 1 FROM plans WHERE id = ?", [record.id])):
+                    self.db.execute(f"INSERT INTO plans (id, {_COLUMNS}, request_form) VALUES (?, {marks})",
+                                    [record.id, *values])
+                    ids += (record.id,)
+                else:
+                    cursor = self.db.execute(f"INSERT INTO plans ({_COLUMNS}, request_form) VALUES ({marks})", values)
+                    ids += (int(cursor.lastrowid or 0),)
+        return ids

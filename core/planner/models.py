@@ -184,6 +184,7 @@ class TrainingSpec(_Strict):
             raise ValueError("training.lora_rank is only allowed with method lora or qlora (method is full)")
         if self.method is not Method.full and self.lora_rank is None:
             self.lora_rank = 16
+            self.__pydantic_fields_set__.discard("lora_rank")  # the default, not the user's choice: saved unset
         if self.offload is not Offload.none and self.sharding is Sharding.none:
             raise ValueError("training.offload needs sharding zero1, zero2, zero3, fsdp or hsdp (sharding is none)")
         if self.offload is Offload.optimizer_and_params and self.sharding in (Sharding.zero1, Sharding.zero2):

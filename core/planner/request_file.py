@@ -19,12 +19,22 @@ class RequestFileError(ValueError):
     """The file cannot be a plan request; the message names the file and the problem in one sentence."""
 
 
+def request_of(raw: Any) -> Any:
+    """The request to plan from a file's JSON: a plan request as it is, or the request inside a saved plan (what
+    `tuneplan plan --json`, `tuneplan library show --json` and the window's Export JSON write), the settings it
+    ran with, which plan into its figures again."""
+    if isinstance(raw, dict) and isinstance(raw.get("request"), dict) and "memory" in raw and "model" not in raw:
+        return raw["request"]
+    return raw
+
+
 def read_request_file(path: Path, catalog: Catalog | None = None) -> dict[str, Any]:
     """The request as written in the file, or a RequestFileError naming what is wrong with it."""
     try:
         raw = parse_json(read_bounded(path), short_path(path.name))
     except FileReadError as exc:
         raise RequestFileError(str(exc)) from None
+    raw = request_of(raw)
     if not isinstance(raw, dict):
         raise RequestFileError(f"{path.name} holds a JSON {type(raw).__name__}, not a plan request: it must be an "
                                "object with model and data")

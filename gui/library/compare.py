@@ -1,4 +1,5 @@
-"""Two plans side by side: key figures first, then every request field; differing rows highlighted."""
+"""Two plans side by side: key figures first, then every setting each plan ran with, saying which the user set and
+which the planner chose (core.library.provenance); differing rows highlighted."""
 
 from __future__ import annotations
 
@@ -6,20 +7,11 @@ from typing import Any
 
 from PySide6.QtWidgets import QDialog, QLabel, QVBoxLayout, QWidget
 
+from core.library.provenance import SOURCE_WORDS, Source, flatten, settings_in_effect
 from core.library.store import PlanRecord
 from core.planner.models import PlanResult
 from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd
 from gui.table_model import Row, RowsModel, make_table
-
-
-def flatten(value: Any, prefix: str = "") -> dict[str, str]:
-    """{'training': {'method': 'lora'}} → {'training.method': 'lora'}."""
-    if isinstance(value, dict):
-        out: dict[str, str] = {}
-        for key in sorted(value):
-            out.update(flatten(value[key], f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: shown(value)}
 
 
 def shown(value: Any) -> str:
@@ -40,7 +32,7 @@ def _figures(record: PlanRecord, result: PlanResult | None) -> dict[str, str]:
 
     out = {"name": record.name, "updated": record.updated}
     if result is None:
-        return {**out, "result": "not planned"}
+        return {**out, "result": "cannot be read" if record.result_problem else "not planned"}
     m = result.memory
     return {
         **out,
@@ -60,16 +52,43 @@ def _figures(record: PlanRecord, result: PlanResult | None) -> dict[str, str]:
     }
 
 
+def _settings(record: PlanRecord, result: PlanResult | None) -> dict[str, tuple[str, Source]]:
+    """Each setting the plan ran with and where it came from; only what was set when there is no result."""
+    if result is None:
+        return {path: (shown(value), "set") for path, value in flatten(record.request).items()}
+    return {path: (shown(value), source) for path, (value, source) in settings_in_effect(record.request,
+                                                                                         result).items()}
+
+
+def _with_source(setting: tuple[str, Source] | None) -> str:
+    """'zero3 (chosen by the planner)', '2,048 (default)', or the value alone when the user set it."""
+    if setting is None:
+        return "—"
+    value, source = setting
+    return value if source == "set" else f"{value} ({SOURCE_WORDS[source]})"
+
+
 def compare_rows(a: PlanRecord, b: PlanRecord) -> list[Row]:
-    """Rows of (what, plan A, plan B); a row whose values differ has both value cells highlighted."""
+    """Rows of (what, plan A, plan B); a row whose values differ has both value cells highlighted (a setting by
+    its value: the same value set by one plan and chosen for the other is not a difference in the plan)."""
     rows: list[Row] = []
-    fa, fb = _figures(a, a.result()), _figures(b, b.result())
-    ra, rb = flatten(a.request), flatten(b.request)
-    for left, right, prefix in ((fa, fb, ""), (ra, rb, "request: ")):
-        for key in dict.fromkeys([*left, *right]):
-            va, vb = left.get(key, "—"), right.get(key, "—")
-            differs = va != vb and key not in ("name", "updated")
-            rows.append(Row([prefix + key, va, vb], highlight={1, 2} if differs else set(), bold=differs))
+    ra, rb = a.result(), b.result()
+    fa, fb = _figures(a, ra), _figures(b, rb)
+    for key in dict.fromkeys([*fa, *fb]):
+        va, vb = fa.get(key, "—"), fb.get(key, "—")
+        differs = va != vb and key not in ("name", "updated")
+        rows.append(Row([key, va, vb], highlight={1, 2} if differs else set(), bold=differs))
+    sa, sb = _settings(a, ra), _settings(b, rb)
+    rank = {"set": 0, "planner": 1, "default": 2}  # what was chosen first, the defaults after
+
+    def order(key: str) -> tuple[int, str]:
+        return min(rank[s[key][1]] for s in (sa, sb) if key in s), key
+
+    for key in sorted(dict.fromkeys([*sa, *sb]), key=order):
+        left, right = sa.get(key), sb.get(key)
+        differs = (left or ("—",))[0] != (right or ("—",))[0]
+        rows.append(Row([f"setting: {key}", _with_source(left), _with_source(right)],
+                        highlight={1, 2} if differs else set(), bold=differs))
     return rows
 
 
@@ -79,7 +98,9 @@ class CompareView(QWidget):
         layout = QVBoxLayout(self)
         rows = compare_rows(a, b)
         differing = sum(1 for r in rows if r.highlight)
-        note = QLabel(f"{differing} of {len(rows)} rows differ (highlighted).")
+        problems = " ".join(f"{problem[0].upper()}{problem[1:]}." for problem in [*a.problems, *b.problems])
+        note = QLabel(f"{differing} of {len(rows)} rows differ (highlighted). {problems}".strip())
+        note.setWordWrap(True)
         note.setAccessibleName("Comparison summary")
         layout.addWidget(note)
         self.model = RowsModel(["", a.name, b.name], self)

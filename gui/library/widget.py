@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QInputDialog,
     QLabel,
+    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -41,30 +42,40 @@ UNDO_SECONDS = 10
 
 
 class _DeleteCommand(QUndoCommand):
-    def __init__(self, library: LibraryWidget, plan_id: int) -> None:
-        super().__init__("delete plan")
-        self.library, self.plan_id = library, plan_id
-        self.record: PlanRecord | None = None
+    """Deleting plans (all or none, one transaction), undoable. An undo the store refuses (a full disk) keeps the
+    deleted plans here and the command undoable: the stack is stepped back over it, and the sentence says why."""
+
+    def __init__(self, library: LibraryWidget, plan_ids: list[int]) -> None:
+        super().__init__("delete plans" if len(plan_ids) > 1 else "delete plan")
+        self.library, self.plan_ids = library, plan_ids
+        self.records: tuple[PlanRecord, ...] = ()
+        self.undo_failed = False  # the last undo restored nothing: the next redo only steps the stack back
 
     def redo(self) -> None:
-        try:
-            self.record = self.library.store.delete(self.plan_id)
-        except StoreError as exc:  # the plan stays; the sentence says why (a full disk, a read-only folder, a lock)
-            self.record = None
-            self.library.report_error(str(exc))
+        if self.undo_failed:  # the plans are still deleted and still held here
+            self.undo_failed = False
             return
-        self.setText(f"delete “{self.record.name}”")
+        try:
+            self.records = self.library.store.delete_all(self.plan_ids)
+        except (StoreError, KeyError) as exc:  # the plans stay; the sentence says why (a full disk, a lock…)
+            self.records = ()
+            self.library.report_error(str(exc).strip("'\""))
+            return
+        self.setText(f"delete “{self.records[0].name}”" if len(self.records) == 1 else self.text())
         self.library.refresh()
 
     def undo(self) -> None:
-        if self.record is not None:
-            try:
-                self.plan_id = self.library.store.restore(self.record)  # its own id, or a new one: redo deletes it
-            except StoreError as exc:
-                self.library.report_error(str(exc))
-                return
-            self.library.refresh()
-            self.library.select_ids([self.plan_id])
+        if not self.records:
+            return
+        try:
+            self.plan_ids = list(self.library.store.restore_all(self.records))  # their own ids, or new ones
+        except StoreError as exc:
+            self.undo_failed = True
+            self.library.undo_refused(self, str(exc))
+            return
+        self.library.unrestored.discard(self)
+        self.library.refresh()
+        self.library.select_ids(self.plan_ids)
 
 
 class LibraryWidget(QWidget):
@@ -81,6 +92,7 @@ class LibraryWidget(QWidget):
         self.store, self.executor = store, executor
         self.setAccessibleName("Library")
         self.undo_stack = QUndoStack(self)
+        self.unrestored: set[_DeleteCommand] = set()  # deletes the user undid and the store refused to undo
         self.compare_dialog: CompareDialog | None = None
         layout = QVBoxLayout(self)
         self.notice = QLabel(store.notice or "")
@@ -227,10 +239,7 @@ class LibraryWidget(QWidget):
             self._say(error="select a plan to delete")
             return
         names = [self.store.get(i).name for i in ids]
-        self.undo_stack.beginMacro(f"delete {len(ids)} plan(s)")
-        for plan_id in ids:
-            self.undo_stack.push(_DeleteCommand(self, plan_id))
-        self.undo_stack.endMacro()
+        self.undo_stack.push(_DeleteCommand(self, ids))
         shown = f"“{names[0]}”" if len(names) == 1 else f"{len(names)} plans"
         self.undo_label.setText(f"Deleted {shown}.")
         self.undo_bar.show()
@@ -238,8 +247,45 @@ class LibraryWidget(QWidget):
         self._say(error="")
 
     def undo(self) -> None:
-        self.undo_stack.undo()
         self.undo_bar.hide()
+        self.undo_stack.undo()
+
+    def undo_refused(self, command: _DeleteCommand, why: str) -> None:
+        """An undo the store could not write: said, the Undo bar kept until it succeeds, and the stack stepped back
+        over the delete once this undo has returned (QUndoStack moves its index after the command's undo), so
+        Undo, Ctrl+Z and the bar try again and Redo does not delete plans that are not there."""
+        self._undo_timer.stop()
+        self.undo_bar.show()
+        self.unrestored.add(command)
+        plans = len(command.records)
+        kept = "The deleted plan is" if plans == 1 else f"The {plans} deleted plans are"
+        self._say(error=f"Undo failed: {why.rstrip('.')}. {kept} kept here: press Undo again.")
+        QTimer.singleShot(0, self.undo_stack.redo)
+
+    def may_close(self) -> bool:
+        """Before the window closes: True unless plans the user asked back (an undo the store refused) would be
+        lost. They are tried once more (there may be room now); if the store still refuses, the user chooses to
+        keep the window open (the default: make room, press Undo) or to close without them."""
+        why = ""
+        for command in list(self.unrestored):
+            try:
+                self.store.restore_all(command.records)
+            except StoreError as exc:
+                why = str(exc)
+                continue
+            self.unrestored.discard(command)
+        if not self.unrestored:
+            return True
+        plans = sum(len(command.records) for command in self.unrestored)
+        box = QMessageBox(QMessageBox.Icon.Warning, "Deleted plans not restored",
+                          f"{plans} plan{'s' if plans > 1 else ''} you asked back with Undo could not be written "
+                          f"back: {why}", parent=self)
+        box.setInformativeText("Closing now loses them. Keep the window open, make room and press Undo again?")
+        keep = box.addButton("Keep the window open", QMessageBox.ButtonRole.RejectRole)
+        box.addButton("Close and lose them", QMessageBox.ButtonRole.DestructiveRole)
+        box.setDefaultButton(keep)
+        box.exec()
+        return box.clickedButton() is not keep
 
     def compare_selected(self) -> CompareDialog | None:
         ids = self.selected_ids()
@@ -288,13 +334,13 @@ class LibraryWidget(QWidget):
         except RequestFileError as exc:
             show_problem(self, "Cannot import plan request", str(exc))
             return
-        stem = path.stem
+        stem, as_set = path.stem, request_to_dict(request)  # what the file sets, as the window saves it
 
         def saved(analysis: Analysis) -> None:
-            self._save_import(stem, raw, analysis)
+            self._save_import(stem, as_set, analysis)
 
         def failed(exc: BaseException) -> None:
-            self._save_import(stem, raw, None, str(exc))
+            self._save_import(stem, as_set, None, str(exc))
 
         def plan() -> Analysis:
             from core.planner.analysis import analyse  # on the worker: the planner is not loaded at start

@@ -125,12 +125,26 @@ class TextField(FieldBox):
             self.edit.setText(text)
 
 
+UNSET = ""  # the data of a combo's first item when the request leaves the field out (``automatic``)
+PLANNER, DEFAULT = "chosen by the planner", "default"
+
+
 class ComboField(FieldBox):
-    """Choices from an enum (value, label); the hint follows the selected choice."""
+    """Choices from an enum (value, label); the hint follows the selected choice.
+
+    ``automatic``: a first item stands for the field left out of the request, and says what is then in effect
+    and who chose it ("ZeRO-3 (+ weights) — chosen by the planner", "AMP bf16 — default"): the page shows the
+    plan's configuration, and a saved plan keeps only what the user picked (core.library.provenance).
+    """
 
     def __init__(self, state: PlanState, path: str, options: Sequence[tuple[str, str]],
-                 hints: dict[str, str] | None = None, title: str | None = None, default: str | None = None) -> None:
+                 hints: dict[str, str] | None = None, title: str | None = None, default: str | None = None,
+                 automatic: str | None = None) -> None:
         self.combo = QComboBox()
+        self._labels = dict(options)
+        self._automatic = automatic  # None: no automatic item; else who chooses a field left out (PLANNER, DEFAULT)
+        if automatic is not None:
+            self.combo.addItem("", UNSET)
         for value, label in options:
             self.combo.addItem(label, value)
             if value and label != value:  # the id the request JSON and the CLI use
@@ -138,15 +152,35 @@ class ComboField(FieldBox):
                                        Qt.ItemDataRole.ToolTipRole)
         self._hints = hints or {}
         self._default = default if default is not None else _default_text(field_info(path))
+        self._in_effect: tuple[str, str] | None = None  # (value, who chose it) for a field left out
         super().__init__(state, path, self.combo, title)
         self.combo.activated.connect(self._chosen)
-        self.refresh()
+        self.show_in_effect(None)
         self.show_error()
 
     def _chosen(self, index: int) -> None:
         value = self.combo.itemData(index)
-        self.state.set(self.path, value)
-        self.set_hint(self.hint_for(value))
+        self.state.set(self.path, None if value == UNSET else value)
+        self.set_hint(self.hint_for(self._unset_value() if value == UNSET else value))
+
+    def _unset_value(self) -> str:
+        """What runs while the field is left out: the plan's value once there is one, else the default."""
+        if self._in_effect:
+            return self._in_effect[0]
+        return "" if self._automatic == PLANNER else self._default  # the planner has not chosen yet
+
+    def show_in_effect(self, in_effect: tuple[str, str] | None) -> None:
+        """The value the plan runs with while this field is left out, and who chose it (None: no plan yet)."""
+        self._in_effect = in_effect
+        if self._automatic is not None:
+            if in_effect is None:
+                text = "Chosen by the planner" if self._automatic == PLANNER else \
+                    f"{self._labels.get(self._default, self._default)} — {DEFAULT}"
+            else:
+                text = f"{self._labels.get(in_effect[0], in_effect[0])} — {in_effect[1]}"
+            if self.combo.itemText(0) != text:
+                self.combo.setItemText(0, text)
+        self.refresh()
 
     def hint_for(self, value: str) -> str:
         """The line under the combo for a choice (subclasses may compute it from the request)."""
@@ -156,9 +190,10 @@ class ComboField(FieldBox):
         return str(self.combo.currentData())
 
     def refresh(self) -> None:
-        value = display(self.state.get(self.path)) or self._default
-        i = self.combo.findData(value)
-        if i >= 0:
+        given = display(self.state.get(self.path))
+        value = given or self._unset_value()
+        i = self.combo.findData(given if self._automatic is not None else value)
+        if i >= 0 and i != self.combo.currentIndex():
             self.combo.setCurrentIndex(i)
         self.set_hint(self.hint_for(value))
 
@@ -168,6 +203,7 @@ class CheckField(FieldBox):
         self.check = QCheckBox()
         info = field_info(path)
         self._default = bool(info.default) if info is not None and isinstance(info.default, bool) else False
+        self._in_effect: bool | None = None
         super().__init__(state, path, self.check, title, hint)
         self.check.setText(self.title)
         self.label.hide()
@@ -175,9 +211,15 @@ class CheckField(FieldBox):
         self.refresh()
         self.show_error()
 
+    def show_in_effect(self, value: bool | None) -> None:
+        """What the plan runs with while the field is left out (a framework's recipe may turn it on)."""
+        self._in_effect = value
+        self.refresh()
+
     def refresh(self) -> None:
         value = self.state.get(self.path)
-        self.check.setChecked(self._default if value is None else bool(value))
+        unset = self._default if self._in_effect is None else self._in_effect
+        self.check.setChecked(unset if value is None else bool(value))
 
 
 class MemberCheckField(FieldBox):

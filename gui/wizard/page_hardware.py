@@ -230,8 +230,13 @@ class HardwarePage(PlanPage):
         verdict = not_fit_text(r)  # a plan that cannot run shows no price, only that, by how much and what would
         outcome = (f", {fmt_hours(r.time.hours)}, {fmt_usd(r.cost.total_usd)}." if verdict is None else
                    f".<br><b>{escape(verdict)}</b>")
-        self.chosen.setText(f"<b>Planned on {hardware_label(r.hardware)}</b> ({how}): {t.sharding.value}, "
-                            f"micro-batch {t.micro_batch_size}{outcome}" + "".join(f"<br>{n}" for n in notes))
+        settings = [(f"{t.sharding.value}", "sharding"), (f"micro-batch {t.micro_batch_size}", "micro_batch_size")]
+        picked = [text for text, name in settings if self.state.get(f"training.{name}") is None
+                  and self.state.get("hardware") is not None]  # searched hardware: "the planner chose" says it all
+        kept = [text for text, name in settings if text not in picked]
+        said = ", ".join([*kept, *([" and ".join(picked) + " chosen by the planner"] if picked else [])])
+        self.chosen.setText(f"<b>Planned on {hardware_label(r.hardware)}</b> ({how}): {said}{outcome}"
+                            + "".join(f"<br>{n}" for n in notes))
         self.groups.setText(groups_text(f.candidates, r.hardware.gpu if self.state.get("hardware") else None))
         self.model.set_rows([candidate_row(c) for c in grouped(f.candidates)])
         if f.candidates:

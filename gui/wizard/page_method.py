@@ -9,7 +9,18 @@ from PySide6.QtWidgets import QBoxLayout, QGridLayout, QLabel
 from core.planner.choices import OVERRIDABLE
 from core.planner.models import Attention, CrossEntropy, Framework, Method, Offload, Optimizer, Precision, Sharding
 from gui.wizard import choices
-from gui.wizard.fields import CheckField, ComboField, FieldBox, TextField, enum_options, set_enabled
+from gui.wizard.fields import (
+    DEFAULT,
+    PLANNER,
+    UNSET,
+    CheckField,
+    ComboField,
+    FieldBox,
+    TextField,
+    display,
+    enum_options,
+    set_enabled,
+)
 from gui.wizard.page import PlanPage
 from gui.wizard.parallelism import PARALLELISM_PATHS
 from gui.wizard.state import PlanState
@@ -99,22 +110,22 @@ class CheckpointingChoice(ComboField):
 
     def __init__(self, state: PlanState) -> None:
         super().__init__(state, "training.gradient_checkpointing", list(choices.CHECKPOINTING.items()),
-                         CHECKPOINTING_HINTS, default="true")
+                         CHECKPOINTING_HINTS, default="true", automatic=PLANNER)
 
     def _chosen(self, index: int) -> None:
         value = str(self.combo.itemData(index))
-        self.state.set(self.path, CHECKPOINTING_VALUES[value])
-        self.set_hint(self.hint_for(value))
+        self.state.set(self.path, None if value == UNSET else CHECKPOINTING_VALUES[value])
+        self.set_hint(self.hint_for(self._unset_value() if value == UNSET else value))
 
     def refresh(self) -> None:
         raw = self.state.get(self.path)
-        value = self._default if raw is None else checkpointing_choice(raw)
+        value = UNSET if raw is None else checkpointing_choice(raw)
         if value is None:  # a value pydantic rejects: the error under the field says so, the combo stays
             return
         i = self.combo.findData(value)
         if i >= 0 and i != self.combo.currentIndex():
             self.combo.setCurrentIndex(i)
-        self.set_hint(self.hint_for(value))
+        self.set_hint(self.hint_for(self._unset_value() if value == UNSET else value))
 
 
 class MethodPage(PlanPage):
@@ -128,23 +139,26 @@ class MethodPage(PlanPage):
                               "capacity; 8–64 is usual", placeholder="16")
         self.targets = TextField(state, "training.lora_targets", hint="all-linear adapts every matrix (better, "
                                  "larger); attention adapts q,k,v,o only")
+        self.micro_batch = TextField(state, "training.micro_batch_size", hint="sequences per GPU per forward pass: "
+                                     "larger is faster until memory runs out", placeholder=PLANNER)
         fields = [
             self.method,
             ComboField(state, "training.framework", enum_options(Framework, choices.FRAMEWORK),
                        dict.fromkeys((f.value for f in Framework), FRAMEWORK_HINT)),
             self.rank, self.targets,
-            ComboField(state, "training.precision", enum_options(Precision, choices.PRECISION), PRECISION_HINTS),
+            ComboField(state, "training.precision", enum_options(Precision, choices.PRECISION), PRECISION_HINTS,
+                       automatic=DEFAULT),
             ComboField(state, "training.optimizer", enum_options(Optimizer, choices.OPTIMIZER), OPTIMIZER_HINTS),
-            ComboField(state, "training.sharding", enum_options(Sharding, choices.SHARDING), SHARDING_HINTS),
+            ComboField(state, "training.sharding", enum_options(Sharding, choices.SHARDING), SHARDING_HINTS,
+                       automatic=PLANNER),
             ComboField(state, "training.offload", enum_options(Offload, choices.OFFLOAD), OFFLOAD_HINTS),
             ComboField(state, "training.attention", enum_options(Attention, choices.ATTENTION), ATTENTION_HINTS),
             ComboField(state, "training.cross_entropy", enum_options(CrossEntropy, choices.CROSS_ENTROPY),
-                       CROSS_ENTROPY_HINTS),
+                       CROSS_ENTROPY_HINTS, automatic=DEFAULT),
             CheckpointingChoice(state),
             CheckField(state, "training.activation_offload", hint="checkpointed layer inputs wait in host memory: "
                        "less GPU memory, each step moves them over PCIe and back"),
-            TextField(state, "training.micro_batch_size", hint="sequences per GPU per forward pass: larger is "
-                      "faster until memory runs out"),
+            self.micro_batch,
             TextField(state, "training.global_batch_size", hint="sequences per optimizer step; the rest is "
                       "gradient accumulation", placeholder="about 256k tokens"),
             CheckField(state, "training.compile", hint="fuses elementwise kernels: fewer launches and fewer "
@@ -183,11 +197,37 @@ class MethodPage(PlanPage):
             if text != note.text():
                 note.setText(text)
                 note.setVisible(bool(text))
+        self._show_in_effect(analysis)
 
     def clear_analysis(self) -> None:
         for note in self.search_notes.values():
             note.setText("")
             note.hide()
+        for field in self.fields:
+            if isinstance(field, ComboField | CheckField):
+                field.show_in_effect(None)
+        self.micro_batch.edit.setPlaceholderText(PLANNER)
+
+    def _show_in_effect(self, analysis: Analysis) -> None:
+        """Each field the request leaves out shows what the plan runs with, and who chose it: the planner (the
+        settings its search chooses), the framework's recipe, or the default."""
+        from core.planner.speed.frameworks import PROFILES  # loaded with the plan that is being shown
+
+        ran = analysis.result.request.training
+        recipe = PROFILES[ran.framework]
+        for field in self.fields:
+            name = field.path.removeprefix("training.")
+            if field.path == name or not isinstance(field, ComboField | CheckField):
+                continue
+            value = getattr(ran, name)
+            if isinstance(field, CheckField):
+                field.show_in_effect(bool(value))
+                continue
+            who = f"{choices.FRAMEWORK.get(ran.framework.value, ran.framework.value)}'s recipe" if name in recipe \
+                else PLANNER if name in OVERRIDABLE else DEFAULT
+            field.show_in_effect((checkpointing_choice(value) or "" if name == "gradient_checkpointing"
+                                  else display(value), who))
+        self.micro_batch.edit.setPlaceholderText(f"{ran.micro_batch_size} — {PLANNER}")
 
     def _method_rules(self) -> None:
         """LoRA fields only mean something for lora/qlora: disable them for a full fine-tune, keep the text."""

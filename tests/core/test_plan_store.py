@@ -49,7 +49,7 @@ def test_default_path_follows_xdg(monkeypatch, tmp_path):
 
 def test_new_library_is_at_the_latest_schema_in_wal_mode(tmp_path):
     store = PlanStore(tmp_path / "lib.db")
-    assert store.schema_version == SCHEMA_VERSION == 3
+    assert store.schema_version == SCHEMA_VERSION == 4
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.notice is None
 
@@ -58,7 +58,7 @@ def test_migrates_from_v1_and_backfills_hours(tmp_path):
     db = tmp_path / "lib.db"
     make_v1(db)
     store = PlanStore(db)
-    assert store.schema_version == 3
+    assert store.schema_version == 4
     [old] = store.list()
     assert (old.name, old.cost_usd, old.hours, old.created) == ("old", 12.5, 3.5, "2025-01-01")
     assert "plans_updated" in {i.name for i in store.db.table("plans").indexes}
@@ -98,7 +98,7 @@ def test_a_library_written_by_version_2_is_migrated_and_never_reuses_an_id(tmp_p
     db = tmp_path / "lib.db"
     make_v2(db, ["a", "b", "c"])
     store = PlanStore(db)
-    assert store.schema_version == 3
+    assert store.schema_version == 4
     assert [(r.id, r.name, r.hours, r.created) for r in sorted(store.list(), key=lambda r: r.id)] == [
         (1, "a", 2.5, "2025-01-01"), (2, "b", 2.5, "2025-01-01"), (3, "c", 2.5, "2025-01-01")]
     assert "plans_updated" in {i.name for i in store.db.table("plans").indexes}

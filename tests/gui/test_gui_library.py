@@ -108,8 +108,8 @@ def test_compare_highlights_differences(qtbot, window):
     rows = {dialog.view.model.row(i).cells[0]: dialog.view.model.row(i) for i in range(dialog.view.model.rowCount())}
     assert rows["method"].cells[1:] == ["lora", "qlora"]
     assert rows["method"].highlight == {1, 2}
-    assert rows["request: training.method"].highlight == {1, 2}
-    assert rows["request: data.tokens"].highlight == set()
+    assert rows["setting: training.method"].highlight == {1, 2}
+    assert rows["setting: data.tokens"].highlight == set()
     assert rows["model"].highlight == set()
     # Every value is shown whole: each column is at least as wide as its longest text (no "…").
     table, model = dialog.view.table, dialog.view.model

@@ -117,8 +117,10 @@ def test_lora_plan_end_to_end(qtbot, live_window, tmp_path, monkeypatch):
     # ---- Method: readable labels, ids in the request.
     method = wizard.method_page
     precision = field(method, "training.precision")
-    assert precision.combo.currentText() == "AMP bf16 (fp32 master)"
-    assert precision.combo.currentData() == "amp_bf16"
+    # Left out of the request, the precision in effect is the default, and the combo says so.
+    assert precision.combo.currentText() == "AMP bf16 (fp32 master) — default"
+    assert precision.combo.currentData() == "" and state.get("training.precision") is None
+    assert precision.combo.itemData(precision.combo.findText("AMP bf16 (fp32 master)")) == "amp_bf16"
     assert method.method.combo.currentText() == "LoRA"
     type_like_a_person(qtbot, method.rank.edit, "32")
     choose(qtbot, field(method, "training.optimizer").combo, "adamw_8bit")
@@ -296,9 +298,9 @@ def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, live_window):
     qtbot.addWidget(dialog)
     rows = {dialog.view.model.row(i).cells[0]: dialog.view.model.row(i) for i in range(dialog.view.model.rowCount())}
     assert sorted(rows["method"].cells[1:]) == ["full", "lora"] and rows["method"].highlight == {1, 2}
-    assert rows["request: hardware.interconnect"].highlight == {1, 2}
+    assert rows["setting: hardware.interconnect"].highlight == {1, 2}
     assert rows["model"].highlight == set()
-    assert rows["request: data.tokens"].cells[1] == "200,000,000"  # whole numbers shown whole
+    assert rows["setting: data.tokens"].cells[1] == "200,000,000"  # whole numbers shown whole
 
 
 def test_pages_off_screen_draw_the_plan_when_shown(qtbot, live_window):
