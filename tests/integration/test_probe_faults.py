@@ -276,6 +276,24 @@ def test_data_paths_with_dotdot_and_colon_are_measured_and_left_clean(
     assert "could not remove" not in err
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\x85", "\v", "\f"], ids=ascii)
+def test_a_data_path_holding_a_line_separator_is_refused_before_anything_is_made(
+        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, separator: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Read back split at that separator, the test directory made in such a path was another path: never
+    measured, never removed, and in no ledger."""
+    data = Path(f"{tmp_path}/data{separator}{tmp_path}/elsewhere")
+    data.mkdir(parents=True)
+    db = tmp_path / "probes.db"
+    code = cli_main(probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "storage", "--data-path", str(data),
+                               "--fio-size", "4M", "--fio-runtime", "1", "--json"))
+    _, err = capsys.readouterr()
+    assert code == 2, err
+    assert err.startswith("tuneplan: --data-path: must be a path on one line") and len(err.splitlines()) == 1
+    assert ascii(separator).strip("'") in err
+    assert ours(data) == [] and ours(tmp_path) == []
+
+
 @contextmanager
 def tmpfs(path: Path, options: str) -> Iterator[Path]:
     """A tmpfs mounted at ``path`` (made here) with the mount ``options``, unmounted after the test; skipped where

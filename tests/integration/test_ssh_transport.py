@@ -195,6 +195,30 @@ def test_remove_workdir_resolves_dotdot_and_symlinks_on_the_host(ssh_transport: 
     assert (precious / "notes.txt").read_text() == "keep"
 
 
+# Each character Python's str.splitlines() ends a line at besides \n and \r (Python docs, str.splitlines).
+SPLITLINES_BREAKS = ["\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("via", ["named", "behind a symlink"])
+@pytest.mark.parametrize("separator", SPLITLINES_BREAKS, ids=[ascii(c) for c in SPLITLINES_BREAKS])
+def test_a_path_holding_a_line_separator_never_removes_the_path_after_it(
+        ssh_transport: SshTransport, tmp_path: Path, separator: str, via: str) -> None:
+    """'{tmp}/evil<U+2028>{tmp}/victim/tuneplan.io.x' is one directory on the host; read back split at every
+    line break, its last line is another directory, '{tmp}/victim/tuneplan.io.x', which must stay."""
+    victim = tmp_path / "victim" / "tuneplan.io.x"
+    victim.mkdir(parents=True)
+    (victim / "notes.txt").write_text("keep")
+    crafted = Path(f"{tmp_path}/evil{separator}{victim}")
+    crafted.mkdir(parents=True)
+    named = str(crafted)
+    if via == "behind a symlink":  # the name has no separator; what the host resolves it to has one
+        (tmp_path / "tuneplan.link").symlink_to(crafted)
+        named = str(tmp_path / "tuneplan.link")
+    with pytest.raises(ValueError, match="not one this app created"):
+        ssh_transport.remove_workdir(named)
+    assert (victim / "notes.txt").read_text() == "keep" and crafted.is_dir()
+
+
 # -- host keys --------------------------------------------------------------------------------
 
 
