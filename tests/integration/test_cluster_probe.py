@@ -302,6 +302,45 @@ def test_a_node_whose_connection_drops_mid_step_has_its_torchrun_ended_and_its_d
     assert_nothing_left(cluster.nodes, within_s=0)
 
 
+SWEEP_CUT = Path(__file__).resolve().parent / "sweep_cut"  # sitecustomize.py: a rank that stops at a size
+CPU_SWEEP_KIB = [4, 16, 64, 256, 1024, 4096, 16384]  # the CLI's gloo sweep: 4 KiB to 16 MiB, each 4 times the last
+
+
+def test_a_node_dropped_between_two_sizes_of_the_sweep_leaves_it_partial_ungraded_and_the_run_incomplete(
+        netns_cluster_factory: Callable[[int], NetnsCluster], tmp_path: Path, need_torch: None) -> None:
+    """Node 2's rank stops at the sweep's third size (64 KiB; sitecustomize.py), then its SSH sessions die, as
+    in a network drop: the sweep holds 4 and 16 KiB only. It must be named partial and never graded, the run
+    INCOMPLETE (exit 6), and the dropped node's torchrun and work directory gone once it answers again."""
+    cluster = netns_cluster_factory(2)
+    dropped = cluster.nodes[1]
+    marker = tmp_path / "cut"
+    dropped.restart_sshd_with(PYTHONPATH=str(SWEEP_CUT), TUNEPLAN_TEST_CUT_AT=str(64 << 10),
+                              TUNEPLAN_TEST_CUT_MARKER=str(marker))
+    db = tmp_path / "probes.db"
+    client = start_cli(cli_args(cluster, db, "--json"))
+    try:
+        wait_for(marker.exists, 120, "the rank's stop at 64 KiB", alive=lambda: client.poll() is None)
+        assert dropped.sshd.kill_connections() >= 1  # its torchrun runs on, as a dropped connection leaves it
+    finally:
+        code, out, err = finish_cli(client)
+    assert code == 6, err[-3000:]
+    doc = json.loads(out)
+    assert doc["status"] == "incomplete"
+    evidence = ClusterEvidence.model_validate(doc["evidence"]["cluster"])
+    assert list(evidence.failed_nodes) == [target(dropped)]
+    sweep = evidence.allreduce.collective if evidence.allreduce is not None else None
+    assert sweep is not None and [r.size_bytes >> 10 for r in sweep.rows] == CPU_SWEEP_KIB[:2]
+    cut = "2 of 7 message sizes, up to 16 KiB (64 KiB, 256 KiB, 1 MiB, 4 MiB and 16 MiB not reached)"
+    assert cut in doc["evidence"]["partial"]["allreduce"]
+    checks = {c["name"]: c for c in doc["scorecard"]["checks"]}
+    busbw = checks["All-reduce busbw between nodes"]
+    assert busbw["status"] == "INFO" and busbw["measured"].startswith("partial: ")
+    assert busbw["reason"] == f"not graded: the sweep was cut after {cut}"
+    assert checks["allreduce: not measured"]["measured"].startswith("partial: ")
+    assert doc["scorecard"]["verdict"] != "READY"
+    assert_nothing_left(cluster.nodes, within_s=0)
+
+
 def test_a_node_that_hangs_ends_the_run_in_bounded_time_naming_it(
         netns_cluster_factory: Callable[[int], NetnsCluster],
         ssh_nodes: Callable[[NetnsCluster], list[ClusterNode]], tmp_path: Path, need_torch: None) -> None:
