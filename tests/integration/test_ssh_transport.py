@@ -22,6 +22,7 @@ from core.probes.transport.base import (
     Disconnected,
     HostKeyChanged,
     HostKeyUnknown,
+    TransportError,
     Unreachable,
 )
 from core.probes.transport.hostkeys import accept_host_key, fingerprint, normalize_fingerprint
@@ -435,3 +436,42 @@ def test_a_proxy_that_closes_its_end_before_it_exits_is_named_as_the_failure(
     with pytest.raises(Unreachable) as caught:
         make_ssh_transport(target=slow, known_hosts_file=ssh_trusted_known_hosts).connect()
     assert str(caught.value) == f"proxy command for 127.0.0.1:{sshd.port} failed: '{command}' exited with status 3"
+
+
+def test_a_proxy_command_that_never_answers_is_named_with_the_seconds_waited(
+        make_ssh_transport, sshd: SshdServer, ssh_target: SshTarget, ssh_trusted_known_hosts: Path) -> None:
+    """A proxy that neither speaks nor exits (a bastion that swallows the connection) is the failure to name."""
+    command = f"sleep {marker_seconds()}"
+    target = ssh_target.model_copy(update={"proxy_command": command})
+    transport = make_ssh_transport(target=target, known_hosts_file=ssh_trusted_known_hosts, connect_timeout=2)
+    started = time.monotonic()
+    with pytest.raises(Unreachable) as caught:
+        transport.connect()
+    assert time.monotonic() - started < 10
+    assert str(caught.value) == (f"the proxy command '{command}' for {sshd.host}:{sshd.port} did not answer within "
+                                 "2 s (no SSH greeting came through it)")
+    assert wait_until_gone(command) == []
+
+
+def test_a_bashrc_that_ends_non_interactive_shells_is_named_as_the_cause(
+        sshd_factory, tmp_path: Path) -> None:
+    """A ~/.bashrc that exits unless the shell is interactive ends every command before it starts: exit status 3
+    alone says nothing, the sentence must point at the login shell's startup files."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text('case $- in *i*) ;; *) echo "not interactive" >&2; exit 3 ;; esac\n')
+    server = sshd_factory(session_env={"HOME": str(home)})
+    transport = SshTransport(SshTarget(host=server.host, port=server.port, user=server.user,
+                                       identity_files=[str(server.client_key_path)], identities_only=True),
+                             known_hosts_file=tmp_path / "known_hosts", user_known_hosts_file=tmp_path / "absent",
+                             allow_agent=False, look_for_keys=False, connect_timeout=5, accept_new_host_key=True)
+    transport.connect()
+    try:
+        with pytest.raises(TransportError) as caught:
+            transport.run("echo never", timeout=10)
+    finally:
+        transport.close()
+    said = str(caught.value)
+    assert said.startswith(f"the login shell on {transport.description} ended with exit status 3 before it ran "
+                           "the command: its startup files (~/.bashrc")
+    assert "not interactive" in said and len(said.splitlines()) == 1
