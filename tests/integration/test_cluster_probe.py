@@ -413,11 +413,7 @@ def test_a_slow_shell_start_is_not_taken_for_clock_skew(
     ``pyenv init`` does on a loaded host) must not read as a node clock 1 s off: the server is this machine, so
     the true offset is 0. Reading ``date`` against the midpoint of the whole command said +1.3 s here."""
     server = sshd_factory(extra_config='ForceCommand sleep 2; exec bash -c "$SSH_ORIGINAL_COMMAND"')
-    transport = SshTransport(SshTarget(host=server.host, port=server.port, user=server.user,
-                                       identity_files=[str(server.client_key_path)], identities_only=True),
-                             known_hosts_file=tmp_path / "known_hosts", user_known_hosts_file=tmp_path / "absent",
-                             allow_agent=False, look_for_keys=False, connect_timeout=5, accept_new_host_key=True)
-    transport.connect()
+    transport = server.connected_transport(tmp_path)
     try:
         ctx = ProbeContext(transport=transport, options=RunOptions(), workdir="/nonexistent", facts=HostFacts(),
                            evidence=ProbeEvidence(), cancel=threading.Event(),

@@ -123,9 +123,7 @@ def test_a_sweep_whose_ranks_die_between_two_sizes_is_a_failed_probe_shown_parti
     server = sshd_factory(session_env={"PYTHONPATH": str(ROOT / "tests" / "integration" / "sweep_cut"),
                                        "TUNEPLAN_TEST_CUT_AT": str(64 << 10), "TUNEPLAN_TEST_CUT_EXIT": "1",
                                        "TUNEPLAN_TEST_CUT_MARKER": str(tmp_path / "cut")})
-    known = tmp_path / "known_hosts"
-    key_type, key_b64 = server.host_public_key.split()[:2]
-    known.write_text(f"[{server.host}]:{server.port} {key_type} {key_b64}\n")
+    known = server.trusted_known_hosts(tmp_path / "known_hosts")
     db = tmp_path / "probes.db"
     code = cli_main(probe_args(server, known, db, "--suite", "collectives", "--json"))
     capsys.readouterr()

@@ -460,12 +460,7 @@ def test_a_bashrc_that_ends_non_interactive_shells_is_named_as_the_cause(
     home = tmp_path / "home"
     home.mkdir()
     (home / ".bashrc").write_text('case $- in *i*) ;; *) echo "not interactive" >&2; exit 3 ;; esac\n')
-    server = sshd_factory(session_env={"HOME": str(home)})
-    transport = SshTransport(SshTarget(host=server.host, port=server.port, user=server.user,
-                                       identity_files=[str(server.client_key_path)], identities_only=True),
-                             known_hosts_file=tmp_path / "known_hosts", user_known_hosts_file=tmp_path / "absent",
-                             allow_agent=False, look_for_keys=False, connect_timeout=5, accept_new_host_key=True)
-    transport.connect()
+    transport = sshd_factory(session_env={"HOME": str(home)}).connected_transport(tmp_path)
     try:
         with pytest.raises(TransportError) as caught:
             transport.run("echo never", timeout=10)

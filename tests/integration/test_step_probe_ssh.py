@@ -65,9 +65,7 @@ def test_the_step_probe_leaves_nothing_in_the_hosts_tmpdir(
     tmpdir = tmp_path / "host-tmp"
     tmpdir.mkdir()
     server = sshd_factory(session_env={"TMPDIR": str(tmpdir)})
-    known = tmp_path / "known_hosts"
-    key_type, key_b64 = server.host_public_key.split()[:2]
-    known.write_text(f"[{server.host}]:{server.port} {key_type} {key_b64}\n")
+    known = server.trusted_known_hosts(tmp_path / "known_hosts")
     db = tmp_path / "probes.db"
     code = cli_main(probe_args(server, known, db, "--suite", "step", "--plan", str(write_plan(tmp_path))))
     _, err = capsys.readouterr()
