@@ -341,6 +341,26 @@ def test_a_node_dropped_between_two_sizes_of_the_sweep_leaves_it_partial_ungrade
     assert_nothing_left(cluster.nodes, within_s=0)
 
 
+def test_a_rank_that_ends_between_two_sizes_leaves_the_sweep_partial_and_the_run_incomplete(
+        netns_cluster_factory: Callable[[int], NetnsCluster], tmp_path: Path, need_torch: None) -> None:
+    """Node 2's rank ends (exit 3) at 64 KiB while its node keeps answering: no node failed, yet the sweep is
+    cut, so the run is still INCOMPLETE (exit 6), saying why, and nothing is left on either node."""
+    cluster = netns_cluster_factory(2)
+    cluster.nodes[1].restart_sshd_with(PYTHONPATH=str(SWEEP_CUT), TUNEPLAN_TEST_CUT_AT=str(64 << 10),
+                                       TUNEPLAN_TEST_CUT_EXIT="1", TUNEPLAN_TEST_CUT_MARKER=str(tmp_path / "cut"))
+    code, out, err = finish_cli(start_cli(cli_args(cluster, tmp_path / "probes.db", "--json")))
+    assert code == 6, err[-3000:]
+    doc = json.loads(out)
+    evidence = ClusterEvidence.model_validate(doc["evidence"]["cluster"])
+    assert doc["status"] == "incomplete" and evidence.failed_nodes == {}
+    cut = "2 of 7 message sizes, up to 16 KiB (64 KiB, 256 KiB, 1 MiB, 4 MiB and 16 MiB not reached)"
+    assert cut in err and cut in doc["evidence"]["partial"]["allreduce"]
+    assert {c["name"]: c["status"] for c in doc["scorecard"]["checks"]}["All-reduce busbw between nodes"] == "INFO"
+    # The nodes have no GPU, so each is NOT READY on its own card; the unmeasured step is named after that.
+    assert doc["scorecard"]["summary"].endswith("; and allreduce was not measured.")
+    assert_nothing_left(cluster.nodes)
+
+
 def test_a_node_that_hangs_ends_the_run_in_bounded_time_naming_it(
         netns_cluster_factory: Callable[[int], NetnsCluster],
         ssh_nodes: Callable[[NetnsCluster], list[ClusterNode]], tmp_path: Path, need_torch: None) -> None:
