@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -306,6 +307,15 @@ SWEEP_CUT = Path(__file__).resolve().parent / "sweep_cut"  # sitecustomize.py: a
 CPU_SWEEP_KIB = [4, 16, 64, 256, 1024, 4096, 16384]  # the CLI's gloo sweep: 4 KiB to 16 MiB, each 4 times the last
 
 
+def busbw_points(db: Path) -> int:
+    """The inter-node busbw chart points the running CLI has stored so far (its history is a WAL SQLite file)."""
+    try:
+        with sqlite3.connect(db, timeout=1) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM series WHERE series = 'busbw'").fetchone()[0])
+    except sqlite3.Error:
+        return 0  # not created yet
+
+
 def test_a_node_dropped_between_two_sizes_of_the_sweep_leaves_it_partial_ungraded_and_the_run_incomplete(
         netns_cluster_factory: Callable[[int], NetnsCluster], tmp_path: Path, need_torch: None) -> None:
     """Node 2's rank stops at the sweep's third size (64 KiB; sitecustomize.py), then its SSH sessions die, as
@@ -319,7 +329,10 @@ def test_a_node_dropped_between_two_sizes_of_the_sweep_leaves_it_partial_ungrade
     db = tmp_path / "probes.db"
     client = start_cli(cli_args(cluster, db, "--json"))
     try:
-        wait_for(marker.exists, 120, "the rank's stop at 64 KiB", alive=lambda: client.poll() is None)
+        # The rank stopped at 64 KiB, and the rows of 4 and 16 KiB reached the client (their chart points are in
+        # the history): then the drop.
+        wait_for(lambda: marker.exists() and busbw_points(db) == 2, 120, "the rank's stop at 64 KiB",
+                 alive=lambda: client.poll() is None)
         assert dropped.sshd.kill_connections() >= 1  # its torchrun runs on, as a dropped connection leaves it
     finally:
         code, out, err = finish_cli(client)
