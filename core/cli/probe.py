@@ -283,7 +283,8 @@ def render_scorecard(doc: dict[str, Any]) -> str:
         lines += ["", "why:", *reasons]
     partial = (doc.get("evidence") or {}).get("partial") or {}
     if partial:
-        lines += ["", "partial (the connection dropped while these ran; their figures above are what came before):",
+        lines += ["", "partial (these stopped before their end, by a dropped connection or a cut sweep; their "
+                      "figures above are what came before, and a cut sweep is not graded):",
                   *(f"  {name}: {what}" for name, what in partial.items())]
     return "\n".join(lines)
 

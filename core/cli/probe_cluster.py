@@ -135,10 +135,11 @@ def run_and_report(nodes: list[Any], options: RunOptions, store: ProbeStore, lab
         if store.path is not None:
             progress.say(f"\nsaved as run {finished.run_id} (and node runs {', '.join(map(str, node_ids))}) in "
                          f"{store.path}")
-    return _exit_code(finished.status, cluster, label, finished.run_id)
+    partial = run.evidence.partial if run.evidence is not None else {}
+    return _exit_code(finished.status, cluster, label, finished.run_id, partial)
 
 
-def _exit_code(status: str, cluster: Any, label: str, run_id: int) -> int:
+def _exit_code(status: str, cluster: Any, label: str, run_id: int, partial: dict[str, str]) -> int:
     if status == "completed":
         return EXIT_OK
     if status == "cancelled":
@@ -150,6 +151,10 @@ def _exit_code(status: str, cluster: Any, label: str, run_id: int) -> int:
         kept = "what was measured" if len(failed) == len(cluster.nodes) else "what the others measured"
         print(f"tuneplan: {len(failed)} node{'s' if len(failed) > 1 else ''} of {label} did not run to the end "
               f"({named}); {kept} is saved as run {run_id}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if status == "incomplete" and partial:  # every node ran to the end, but a sweep between them was cut
+        print(f"tuneplan: the cluster run of {label} is incomplete: {'; '.join(partial.values())}; what was "
+              f"measured is saved as run {run_id}", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(f"tuneplan: the cluster run failed; see run {run_id} for what was measured", file=sys.stderr)
     return EXIT_ERROR

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.probes.step_spec import CPU_SCALE, StepSpec
+from core.probes.transport.base import line_break_in
 
 PROBE_NAMES = ("inventory", "gpu_metrics", "health", "compute", "collectives", "storage", "distributed", "burn",
                "step")
@@ -66,8 +67,11 @@ class RunOptions(BaseModel):
     def _plain_path(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        if not value.strip() or any(c in value for c in "\n\r\0"):
+        if not value.strip():
             raise ValueError("must be a non-empty path on one line")
+        found = line_break_in(value)
+        if found:  # the host's printed path would read as two lines, the last another path
+            raise ValueError(f"must be a path on one line, without line breaks or NUL (it holds {found})")
         return value
 
     @field_validator("data_path", "checkpoint_path")

@@ -31,7 +31,7 @@ from core.probes.scorecard import (
     score,
     size_label,
 )
-from core.probes.scorecard.common import flops_span
+from core.probes.scorecard.common import flops_span, sweep_cut
 from core.probes.scorecard.outcomes import account_for_outcomes
 from core.probes.step_report import step_section
 from core.units import fmt_bytes
@@ -223,8 +223,10 @@ def key_figures(evidence: ProbeEvidence, card: Scorecard, host: str, status: str
         if found is not None:
             value, size = found
             at = f" at {size_label(size)}" if size else ""
+            cut = sweep_cut(evidence.collectives)
             figures.append(KeyFigure(label="All-reduce busbw",
-                                     value=f"{value:,.1f} GB/s{at} ({evidence.collectives.nranks or '?'} ranks)"))
+                                     value=f"{value:,.1f} GB/s{at} ({evidence.collectives.nranks or '?'} ranks)"
+                                     + (f"; partial: {cut}; not graded" if cut else "")))
     reads = [s for s in evidence.storage if s.seq_read_bytes_per_s]
     if reads:
         best = max(reads, key=lambda s: s.seq_read_bytes_per_s or 0.0)
@@ -495,8 +497,9 @@ def build_probe_report(run: ProbeRunRecord | StoredRun, catalog: Catalog | None 
         sections.append(Section(title="Findings", blocks=[found]))
     if evidence.partial:
         sections.append(Section(title="Partial evidence", blocks=[
-            Paragraph(text="The connection dropped while these probes ran; what they had measured is kept and "
-                           "graded above, but it is not the whole test."),
+            Paragraph(text="These probes stopped before their end (the connection dropped, or a benchmark was cut "
+                           "short); what they had measured is kept and shown above, but it is not the whole test, "
+                           "and a collective sweep that did not reach every message size is not graded."),
             Bullets(items=[f"{name}: {what}" for name, what in evidence.partial.items()])]))
     if evidence.cluster is not None:
         sections.append(cluster_section(evidence.cluster))
@@ -504,8 +507,9 @@ def build_probe_report(run: ProbeRunRecord | StoredRun, catalog: Catalog | None 
     if evidence.collectives is not None:
         exp = expected_busbw(evidence, catalog)
         chart = busbw_chart(evidence.collectives, exp.reference if exp else None)
+        cut = sweep_cut(evidence.collectives)
         if chart is not None:
-            network.append(chart)
+            network.append(chart.model_copy(update={"title": f"{chart.title} (partial: {cut})"}) if cut else chart)
         if exp is not None:
             network.append(Paragraph(text=refs.cite(
                 f"Expected for {exp.label}: {exp.reference:,.0f}–{exp.high:,.0f} GB/s busbw at large messages "

@@ -308,6 +308,16 @@ class CollectiveResult(BaseModel):
     net: str | None = Field(default=None, description="NCCL INFO 'NET/IB : Using ...' line, trimmed")
     gdr: bool | None = Field(default=None, description="GPUDirect RDMA, from NCCL_DEBUG=INFO lines")
     algo: str | None = Field(default=None, description="NCCL_ALGO when set by environment")
+    planned_sizes: list[int] = Field(default_factory=list, description="the message sizes the sweep was started "
+                                     "with, from its header line (minBytes, maxBytes, step); empty: not known")
+
+    @property
+    def unreached_sizes(self) -> list[int]:
+        """The planned sizes beyond the largest result row: the sweep was cut before them (a sweep runs its sizes
+        in order). Empty for a whole sweep, or when the plan is not known. A tool rounds a size down to whole
+        elements (nccl-tests: count = bytes / word size), so a size up to 8 bytes above the last row is reached."""
+        largest = max((row.size_bytes for row in self.rows), default=0)
+        return [size for size in self.planned_sizes if size > largest + 8]
 
 
 # ------------------------------------------------------------------------------------- storage

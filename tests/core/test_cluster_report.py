@@ -122,3 +122,26 @@ def test_a_cluster_report_leaves_the_inventory_to_each_nodes_own_report():
     assert "Inventory" not in [s.title for s in report.sections]
     single = build_probe_report(ProbeRunRecord(host="box", evidence=ProbeEvidence()))
     assert "Inventory" in [s.title for s in single.sections]
+
+
+def test_a_sweep_cut_before_its_last_sizes_is_marked_partial_in_the_report_and_never_graded():
+    """The log cut before its 11th row (21 GiB): 10 of the 13 sizes its header announces (1 GiB, then 2 GiB
+    more each time, up to 25 GiB), the largest 19 GiB at 15.0 GB/s (read by hand from the log)."""
+    lines = LOG.split("\n")
+    eleventh = next(i for i, line in enumerate(lines) if line.strip().startswith(str(21 << 30) + " "))
+    cut = parse_nccl_tests("\n".join(lines[:eleventh])).value
+    assert cut is not None
+    ev = evidence()
+    assert ev.allreduce is not None
+    ev = ev.model_copy(update={"allreduce": ev.allreduce.model_copy(update={"collective": cut})})
+    report = build_probe_report(ProbeRunRecord(host="moc-pair", evidence=ProbeEvidence(cluster=ev),
+                                               status="incomplete"))
+    said = "10 of 13 message sizes, up to 19 GiB (21 GiB, 23 GiB and 25 GiB not reached)"
+    figures = {f.label: f.value for f in report.key_figures}
+    assert figures["Busbw between nodes"] == f"15.0 GB/s at 19 GiB (partial: {said}; not graded)"
+    chart = blocks(next(s for s in report.sections if s.title == "Cluster"), BarChart)[0]
+    assert chart.title == f"All-reduce bus bandwidth between the nodes (partial: {said})"
+    card = next(s for s in report.sections if s.title == "Scorecard")
+    rows = [row for table in blocks(card, Table) for row in table.rows]
+    line = next(row for row in rows if "All-reduce busbw between nodes" in " ".join(map(str, row)))
+    assert line[1:4] == ["INFO", "partial: 15.0 GB/s at 19 GiB", "every message size of the sweep measured"]

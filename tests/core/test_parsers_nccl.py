@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.probes.parsers.nccl_tests import parse_nccl_tests
+from core.probes.scorecard.common import sweep_cut
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
 
@@ -177,3 +178,31 @@ def test_cut_before_the_table():
 
 def test_not_nccl_output():
     assert parse_nccl_tests("bash: all_reduce_perf: command not found\n").value is None
+
+
+def test_the_header_gives_the_sweep_and_a_cut_log_lacks_its_last_sizes() -> None:
+    """'minBytes 1073741824 maxBytes 17179869184 step: 2(factor)': 1, 2, 4, 8 and 16 GiB, the five rows the
+    whole log has (read by hand); the same log cut after its third row has not reached 8 and 16 GiB."""
+    text = fixture("nccl_allreduce_2x8xH200_OCI_RoCE_slurm_wrapper.txt")
+    whole = parse_nccl_tests(text).value
+    assert whole is not None
+    assert whole.planned_sizes == [1 << 30, 2 << 30, 4 << 30, 8 << 30, 16 << 30]
+    assert whole.unreached_sizes == [] and sweep_cut(whole) is None
+    lines = text.split("\n")
+    fourth = next(i for i, line in enumerate(lines) if line.strip().startswith("8589934592 "))
+    cut = parse_nccl_tests("\n".join(lines[:fourth])).value
+    assert cut is not None and [r.size_bytes for r in cut.rows] == [1 << 30, 2 << 30, 4 << 30]
+    assert cut.unreached_sizes == [8 << 30, 16 << 30]
+    assert sweep_cut(cut) == "3 of 5 message sizes, up to 4 GiB (8 GiB and 16 GiB not reached)"
+
+
+def test_a_sweep_in_steps_of_bytes_and_one_without_a_header_plan() -> None:
+    """'minBytes 1073741824 maxBytes 27950841856 step: 2147483648(bytes)': 1 GiB then 2 GiB more each time, up
+    to 25 GiB: 13 sizes, the 13 rows of the log; the log without that header has no plan, so nothing is 'cut'."""
+    text = fixture("nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log")
+    log = parse_nccl_tests(text).value
+    assert log is not None and len(log.planned_sizes) == 13 == len(log.rows) and log.unreached_sizes == []
+    assert log.planned_sizes[-1] == (1 << 30) + 12 * (2 << 30)
+    rows = "\n".join(line for line in text.split("\n") if "nThread" not in line and "maxBytes" not in line)
+    headless = parse_nccl_tests(rows).value
+    assert headless is not None and headless.rows and headless.planned_sizes == [] and sweep_cut(headless) is None

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from core.cli.probe import parse_size
@@ -26,6 +28,7 @@ from core.probes.run_json import samples_summary
 from core.probes.samples import GpuMetric
 from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, StoredSeriesPoint
 from core.probes.transport.base import CommandResult
+from core.validation import validation_message
 
 # -- store -------------------------------------------------------------------------------------------------
 
@@ -170,6 +173,24 @@ def test_run_options_reject_bad_values_naming_the_field() -> None:
     with pytest.raises(ValidationError, match="burn_seconds"):
         RunOptions(burn_seconds=0)
     assert RunOptions(suite=["burn"]).suite_label == "burn"
+
+
+# Where Python's str.splitlines() ends a line (Python docs, str.splitlines), and NUL, which no path holds.
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029\0"
+
+
+@given(field=st.sampled_from(["data_path", "checkpoint_path", "python"]),
+       head=st.text(st.characters(blacklist_characters=LINE_BREAKS, codec="utf-8"), max_size=20),
+       separator=st.sampled_from(LINE_BREAKS),
+       tail=st.text(st.characters(codec="utf-8"), max_size=20))
+def test_a_path_holding_any_line_break_is_refused_in_one_sentence_naming_the_field(
+        field: str, head: str, separator: str, tail: str) -> None:
+    """A host prints such a path back as two lines, the last of them another path (which a run then removes)."""
+    with pytest.raises(ValidationError) as caught:
+        RunOptions(**{field: f"/{head}{separator}{tail}"})
+    message = validation_message(caught.value)
+    assert message.startswith(f"{field}: must be a path on one line")
+    assert len(message.splitlines()) == 1
 
 
 def test_parse_size() -> None:

@@ -351,7 +351,8 @@ def test_small_messages_never_fail_the_busbw(h100):
     coll = nccl(A100_NCCL)
     row = coll.rows[0].model_copy(update={"size_bytes": 256 << 20})
     row.in_place.busbw_gbps = 100.0  # 43 % of 230 would FAIL, but 256 MiB has not reached the plateau
-    check = by_name(score(ProbeEvidence(collectives=coll.model_copy(update={"rows": [row]}))), "All-reduce busbw")
+    whole = coll.model_copy(update={"rows": [row], "planned_sizes": [256 << 20]})  # a sweep that ends at 256 MiB
+    check = by_name(score(ProbeEvidence(collectives=whole)), "All-reduce busbw")
     assert check.status is WARN and "below 1 GiB" in check.reason
 
 

@@ -125,6 +125,13 @@ class Node:
                     out.append(f"{pid} {line.strip()}")
         return out
 
+    def restart_sshd_with(self, **env: str) -> None:
+        """Restart this node's sshd with ``env`` added to every session's environment (host key, port and
+        authorised keys kept): a setting only this node's commands see."""
+        self.sshd.stop()
+        self.sshd.session_env.update(env)
+        self.sshd.start()
+
     def freeze(self) -> list[int]:
         """SIGSTOP every process of this node's SSH sessions (a node that hangs); returns them."""
         frozen = self.sshd.session_pids()

@@ -20,7 +20,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.probes.transport.hostkeys import known_hosts_name
 from core.probes.transport.local import proc_stats
+from core.probes.transport.ssh import SshTransport
+from core.probes.transport.target import SshTarget
 
 SSHD = "/usr/sbin/sshd"
 START_TIMEOUT_S = 10.0
@@ -157,6 +160,24 @@ class SshdServer:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def trusted_known_hosts(self, path: Path) -> Path:
+        """A known-hosts file at ``path`` holding this server's host key (written from its .pub file)."""
+        key_type, key_b64 = self.host_public_key.split()[:2]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{known_hosts_name(self.host, self.port)} {key_type} {key_b64}\n")
+        return path
+
+    def connected_transport(self, folder: Path) -> SshTransport:
+        """An SshTransport to this server with its client key only, connected (the host key trusted from
+        ``folder``/known_hosts); the caller closes it."""
+        transport = SshTransport(SshTarget(host=self.host, port=self.port, user=self.user,
+                                           identity_files=[str(self.client_key_path)], identities_only=True),
+                                 known_hosts_file=self.trusted_known_hosts(folder / "known_hosts"),
+                                 user_known_hosts_file=folder / "absent", allow_agent=False, look_for_keys=False,
+                                 connect_timeout=5)
+        transport.connect()
+        return transport
 
     def authorize(self, public_key: Path) -> None:
         """Allow another client key to log in."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -302,6 +303,77 @@ def test_a_node_whose_connection_drops_mid_step_has_its_torchrun_ended_and_its_d
     assert_nothing_left(cluster.nodes, within_s=0)
 
 
+SWEEP_CUT = Path(__file__).resolve().parent / "sweep_cut"  # sitecustomize.py: a rank that stops at a size
+CPU_SWEEP_KIB = [4, 16, 64, 256, 1024, 4096, 16384]  # the CLI's gloo sweep: 4 KiB to 16 MiB, each 4 times the last
+
+
+def busbw_points(db: Path) -> int:
+    """The inter-node busbw chart points the running CLI has stored so far (its history is a WAL SQLite file)."""
+    try:
+        with sqlite3.connect(db, timeout=1) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM series WHERE series = 'busbw'").fetchone()[0])
+    except sqlite3.Error:
+        return 0  # not created yet
+
+
+def test_a_node_dropped_between_two_sizes_of_the_sweep_leaves_it_partial_ungraded_and_the_run_incomplete(
+        netns_cluster_factory: Callable[[int], NetnsCluster], tmp_path: Path, need_torch: None) -> None:
+    """Node 2's rank stops at the sweep's third size (64 KiB; sitecustomize.py), then its SSH sessions die, as
+    in a network drop: the sweep holds 4 and 16 KiB only. It must be named partial and never graded, the run
+    INCOMPLETE (exit 6), and the dropped node's torchrun and work directory gone once it answers again."""
+    cluster = netns_cluster_factory(2)
+    dropped = cluster.nodes[1]
+    marker = tmp_path / "cut"
+    dropped.restart_sshd_with(PYTHONPATH=str(SWEEP_CUT), TUNEPLAN_TEST_CUT_AT=str(64 << 10),
+                              TUNEPLAN_TEST_CUT_MARKER=str(marker))
+    db = tmp_path / "probes.db"
+    client = start_cli(cli_args(cluster, db, "--json"))
+    try:
+        # The rank stopped at 64 KiB, and the rows of 4 and 16 KiB reached the client (their chart points are in
+        # the history): then the drop.
+        wait_for(lambda: marker.exists() and busbw_points(db) == 2, 120, "the rank's stop at 64 KiB",
+                 alive=lambda: client.poll() is None)
+        assert dropped.sshd.kill_connections() >= 1  # its torchrun runs on, as a dropped connection leaves it
+    finally:
+        code, out, err = finish_cli(client)
+    assert code == 6, err[-3000:]
+    doc = json.loads(out)
+    assert doc["status"] == "incomplete"
+    evidence = ClusterEvidence.model_validate(doc["evidence"]["cluster"])
+    assert list(evidence.failed_nodes) == [target(dropped)]
+    sweep = evidence.allreduce.collective if evidence.allreduce is not None else None
+    assert sweep is not None and [r.size_bytes >> 10 for r in sweep.rows] == CPU_SWEEP_KIB[:2]
+    cut = "2 of 7 message sizes, up to 16 KiB (64 KiB, 256 KiB, 1 MiB, 4 MiB and 16 MiB not reached)"
+    assert cut in doc["evidence"]["partial"]["allreduce"]
+    checks = {c["name"]: c for c in doc["scorecard"]["checks"]}
+    busbw = checks["All-reduce busbw between nodes"]
+    assert busbw["status"] == "INFO" and busbw["measured"].startswith("partial: ")
+    assert busbw["reason"] == f"not graded: the sweep was cut after {cut}"
+    assert checks["allreduce: not measured"]["measured"].startswith("partial: ")
+    assert doc["scorecard"]["verdict"] != "READY"
+    assert_nothing_left(cluster.nodes, within_s=0)
+
+
+def test_a_rank_that_ends_between_two_sizes_leaves_the_sweep_partial_and_the_run_incomplete(
+        netns_cluster_factory: Callable[[int], NetnsCluster], tmp_path: Path, need_torch: None) -> None:
+    """Node 2's rank ends (exit 3) at 64 KiB while its node keeps answering: no node failed, yet the sweep is
+    cut, so the run is still INCOMPLETE (exit 6), saying why, and nothing is left on either node."""
+    cluster = netns_cluster_factory(2)
+    cluster.nodes[1].restart_sshd_with(PYTHONPATH=str(SWEEP_CUT), TUNEPLAN_TEST_CUT_AT=str(64 << 10),
+                                       TUNEPLAN_TEST_CUT_EXIT="1", TUNEPLAN_TEST_CUT_MARKER=str(tmp_path / "cut"))
+    code, out, err = finish_cli(start_cli(cli_args(cluster, tmp_path / "probes.db", "--json")))
+    assert code == 6, err[-3000:]
+    doc = json.loads(out)
+    evidence = ClusterEvidence.model_validate(doc["evidence"]["cluster"])
+    assert doc["status"] == "incomplete" and evidence.failed_nodes == {}
+    cut = "2 of 7 message sizes, up to 16 KiB (64 KiB, 256 KiB, 1 MiB, 4 MiB and 16 MiB not reached)"
+    assert cut in err and cut in doc["evidence"]["partial"]["allreduce"]
+    assert {c["name"]: c["status"] for c in doc["scorecard"]["checks"]}["All-reduce busbw between nodes"] == "INFO"
+    # The nodes have no GPU, so each is NOT READY on its own card; the unmeasured step is named after that.
+    assert doc["scorecard"]["summary"].endswith("; and allreduce was not measured.")
+    assert_nothing_left(cluster.nodes)
+
+
 def test_a_node_that_hangs_ends_the_run_in_bounded_time_naming_it(
         netns_cluster_factory: Callable[[int], NetnsCluster],
         ssh_nodes: Callable[[NetnsCluster], list[ClusterNode]], tmp_path: Path, need_torch: None) -> None:
@@ -374,11 +446,7 @@ def test_a_slow_shell_start_is_not_taken_for_clock_skew(
     ``pyenv init`` does on a loaded host) must not read as a node clock 1 s off: the server is this machine, so
     the true offset is 0. Reading ``date`` against the midpoint of the whole command said +1.3 s here."""
     server = sshd_factory(extra_config='ForceCommand sleep 2; exec bash -c "$SSH_ORIGINAL_COMMAND"')
-    transport = SshTransport(SshTarget(host=server.host, port=server.port, user=server.user,
-                                       identity_files=[str(server.client_key_path)], identities_only=True),
-                             known_hosts_file=tmp_path / "known_hosts", user_known_hosts_file=tmp_path / "absent",
-                             allow_agent=False, look_for_keys=False, connect_timeout=5, accept_new_host_key=True)
-    transport.connect()
+    transport = server.connected_transport(tmp_path)
     try:
         ctx = ProbeContext(transport=transport, options=RunOptions(), workdir="/nonexistent", facts=HostFacts(),
                            evidence=ProbeEvidence(), cancel=threading.Event(),

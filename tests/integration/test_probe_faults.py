@@ -112,6 +112,40 @@ def assert_lost_and_incomplete(run: StoredRun, probe: str) -> None:
     assert run.summary.workdir and not Path(run.summary.workdir).exists()
 
 
+# -- a benchmark cut short without a drop ---------------------------------------------------------------------
+
+
+def test_a_sweep_whose_ranks_die_between_two_sizes_is_a_failed_probe_shown_partial_and_never_graded(
+        sshd_factory: Callable[..., SshdServer], tmp_path: Path, need_torch: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Every rank ends (exit 3) at the sweep's third size, 64 KiB (tests/integration/sweep_cut/sitecustomize.py,
+    on the host's PYTHONPATH): the connection stays up, and the rows of 4 and 16 KiB came back."""
+    server = sshd_factory(session_env={"PYTHONPATH": str(ROOT / "tests" / "integration" / "sweep_cut"),
+                                       "TUNEPLAN_TEST_CUT_AT": str(64 << 10), "TUNEPLAN_TEST_CUT_EXIT": "1",
+                                       "TUNEPLAN_TEST_CUT_MARKER": str(tmp_path / "cut")})
+    known = server.trusted_known_hosts(tmp_path / "known_hosts")
+    db = tmp_path / "probes.db"
+    code = cli_main(probe_args(server, known, db, "--suite", "collectives", "--json"))
+    capsys.readouterr()
+    assert code == 0 and (tmp_path / "cut").exists()
+    run = only_run(db)
+    assert run.summary.status == "completed"
+    outcome = {o.name: o for o in run.outcomes}["collectives"]
+    # The gloo sweep is 4 KiB to 16 MiB, each size 4 times the last: 7 sizes.
+    cut = "2 of 7 message sizes, up to 16 KiB (64 KiB, 256 KiB, 1 MiB, 4 MiB and 16 MiB not reached)"
+    assert outcome.status is ProbeStatus.failed and outcome.error is not None and cut in outcome.error
+    assert run.evidence is not None and run.evidence.collectives is not None
+    assert [r.size_bytes for r in run.evidence.collectives.rows] == [4 << 10, 16 << 10]
+    assert run.scorecard is not None
+    checks = {c.name: c for c in run.scorecard.checks}
+    busbw = checks["All-reduce busbw"]
+    assert busbw.status.value == "INFO" and busbw.measured.startswith("partial: ")
+    assert busbw.reason == f"not graded: the sweep was cut after {cut}"
+    assert checks["collectives: failed"].status.value == "FAIL"
+    assert run.scorecard.verdict is Verdict.incomplete  # its only graded line says what was not measured
+    assert leftovers(db, server.target) == []
+
+
 # -- the serving sshd child killed mid-probe ------------------------------------------------------------------
 
 
@@ -149,7 +183,12 @@ def test_a_drop_during_collectives_exits_6_and_keeps_the_sizes_measured(
     coll = run.evidence.collectives
     assert coll is not None and coll.tool == "torch_all_reduce_bench"
     assert len(coll.rows) >= 1 and {r.size_bytes for r in coll.rows} <= {int(p.x) for p in points}
-    assert run.evidence.partial["collectives"].startswith(f"{len(coll.rows)} message size")
+    # The gloo sweep is 4 KiB to 16 MiB, each size 4 times the last: 7 sizes, and the drop came before the last.
+    assert run.evidence.partial["collectives"].startswith(f"{len(coll.rows)} of 7 message sizes, up to ")
+    assert run.scorecard is not None
+    busbw = next(c for c in run.scorecard.checks if c.name == "All-reduce busbw")  # shown, never graded
+    assert busbw.status.value == "INFO" and busbw.measured.startswith("partial: ")
+    assert busbw.reason.startswith(f"not graded: the sweep was cut after {len(coll.rows)} of 7 message sizes")
     assert set(glob.glob("/tmp/torchelastic_*")) == before  # torchrun kept its files in the work directory
     assert leftovers(db, sshd.target) == []
 
@@ -274,6 +313,24 @@ def test_data_paths_with_dotdot_and_colon_are_measured_and_left_clean(
     assert storage["path"] == given and storage["tool"] == "fio" and storage["seq_read_bytes_per_s"] > 0
     assert ours(data) == [] and ours(tmp_path / "elsewhere") == []
     assert "could not remove" not in err
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\x85", "\v", "\f"], ids=ascii)
+def test_a_data_path_holding_a_line_separator_is_refused_before_anything_is_made(
+        sshd: SshdServer, ssh_trusted_known_hosts: Path, tmp_path: Path, separator: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Read back split at that separator, the test directory made in such a path was another path: never
+    measured, never removed, and in no ledger."""
+    data = Path(f"{tmp_path}/data{separator}{tmp_path}/elsewhere")
+    data.mkdir(parents=True)
+    db = tmp_path / "probes.db"
+    code = cli_main(probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "storage", "--data-path", str(data),
+                               "--fio-size", "4M", "--fio-runtime", "1", "--json"))
+    _, err = capsys.readouterr()
+    assert code == 2, err
+    assert err.startswith("tuneplan: --data-path: must be a path on one line") and len(err.splitlines()) == 1
+    assert ascii(separator).strip("'") in err
+    assert ours(data) == [] and ours(tmp_path) == []
 
 
 @contextmanager

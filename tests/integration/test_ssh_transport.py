@@ -22,6 +22,7 @@ from core.probes.transport.base import (
     Disconnected,
     HostKeyChanged,
     HostKeyUnknown,
+    TransportError,
     Unreachable,
 )
 from core.probes.transport.hostkeys import accept_host_key, fingerprint, normalize_fingerprint
@@ -193,6 +194,30 @@ def test_remove_workdir_resolves_dotdot_and_symlinks_on_the_host(ssh_transport: 
     with pytest.raises(ValueError, match=f"resolves to {precious}"):
         ssh_transport.remove_workdir(str(tmp_path / "tuneplan.trap"))
     assert (precious / "notes.txt").read_text() == "keep"
+
+
+# Each character Python's str.splitlines() ends a line at besides \n and \r (Python docs, str.splitlines).
+SPLITLINES_BREAKS = ["\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("via", ["named", "behind a symlink"])
+@pytest.mark.parametrize("separator", SPLITLINES_BREAKS, ids=[ascii(c) for c in SPLITLINES_BREAKS])
+def test_a_path_holding_a_line_separator_never_removes_the_path_after_it(
+        ssh_transport: SshTransport, tmp_path: Path, separator: str, via: str) -> None:
+    """'{tmp}/evil<U+2028>{tmp}/victim/tuneplan.io.x' is one directory on the host; read back split at every
+    line break, its last line is another directory, '{tmp}/victim/tuneplan.io.x', which must stay."""
+    victim = tmp_path / "victim" / "tuneplan.io.x"
+    victim.mkdir(parents=True)
+    (victim / "notes.txt").write_text("keep")
+    crafted = Path(f"{tmp_path}/evil{separator}{victim}")
+    crafted.mkdir(parents=True)
+    named = str(crafted)
+    if via == "behind a symlink":  # the name has no separator; what the host resolves it to has one
+        (tmp_path / "tuneplan.link").symlink_to(crafted)
+        named = str(tmp_path / "tuneplan.link")
+    with pytest.raises(ValueError, match="not one this app created"):
+        ssh_transport.remove_workdir(named)
+    assert (victim / "notes.txt").read_text() == "keep" and crafted.is_dir()
 
 
 # -- host keys --------------------------------------------------------------------------------
@@ -411,3 +436,37 @@ def test_a_proxy_that_closes_its_end_before_it_exits_is_named_as_the_failure(
     with pytest.raises(Unreachable) as caught:
         make_ssh_transport(target=slow, known_hosts_file=ssh_trusted_known_hosts).connect()
     assert str(caught.value) == f"proxy command for 127.0.0.1:{sshd.port} failed: '{command}' exited with status 3"
+
+
+def test_a_proxy_command_that_never_answers_is_named_with_the_seconds_waited(
+        make_ssh_transport, sshd: SshdServer, ssh_target: SshTarget, ssh_trusted_known_hosts: Path) -> None:
+    """A proxy that neither speaks nor exits (a bastion that swallows the connection) is the failure to name."""
+    command = f"sleep {marker_seconds()}"
+    target = ssh_target.model_copy(update={"proxy_command": command})
+    transport = make_ssh_transport(target=target, known_hosts_file=ssh_trusted_known_hosts, connect_timeout=2)
+    started = time.monotonic()
+    with pytest.raises(Unreachable) as caught:
+        transport.connect()
+    assert time.monotonic() - started < 10
+    assert str(caught.value) == (f"the proxy command '{command}' for {sshd.host}:{sshd.port} did not answer within "
+                                 "2 s (no SSH greeting came through it)")
+    assert wait_until_gone(command) == []
+
+
+def test_a_bashrc_that_ends_non_interactive_shells_is_named_as_the_cause(
+        sshd_factory, tmp_path: Path) -> None:
+    """A ~/.bashrc that exits unless the shell is interactive ends every command before it starts: exit status 3
+    alone says nothing, the sentence must point at the login shell's startup files."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text('case $- in *i*) ;; *) echo "not interactive" >&2; exit 3 ;; esac\n')
+    transport = sshd_factory(session_env={"HOME": str(home)}).connected_transport(tmp_path)
+    try:
+        with pytest.raises(TransportError) as caught:
+            transport.run("echo never", timeout=10)
+    finally:
+        transport.close()
+    said = str(caught.value)
+    assert said.startswith(f"the login shell on {transport.description} ended with exit status 3 before it ran "
+                           "the command: its startup files (~/.bashrc")
+    assert "not interactive" in said and len(said.splitlines()) == 1

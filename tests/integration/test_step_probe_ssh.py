@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,24 @@ def test_the_step_probe_over_ssh_times_the_layer_as_it_does_here(
     assert "  memory   CPU: memory not measured" in out
     assert run.summary.workdir and not Path(run.summary.workdir).exists()
     assert leftovers(db, sshd.target) == []
+
+
+def test_the_step_probe_leaves_nothing_in_the_hosts_tmpdir(
+        sshd_factory: Callable[..., SshdServer], tmp_path: Path, need_torch: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """torch's compile caches (torchinductor_<user>, triton) default to $TMPDIR: they belong in the run's work
+    directory, which goes at the end, and nothing of the run stays in the TMPDIR the host's sessions have."""
+    tmpdir = tmp_path / "host-tmp"
+    tmpdir.mkdir()
+    server = sshd_factory(session_env={"TMPDIR": str(tmpdir)})
+    known = server.trusted_known_hosts(tmp_path / "known_hosts")
+    db = tmp_path / "probes.db"
+    code = cli_main(probe_args(server, known, db, "--suite", "step", "--plan", str(write_plan(tmp_path))))
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    run = only_run(db)
+    assert run.summary.workdir and Path(run.summary.workdir).parent == tmpdir  # the run used that TMPDIR
+    assert sorted(p.name for p in tmpdir.iterdir()) == []
 
 
 def test_a_drop_while_the_layer_is_timed_exits_6_incomplete_and_leaves_nothing(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from core.probes.checks.base import ProbeContext, ProbeFailed, ProbeSkipped, q, short_error
 from core.probes.checks.torchrun import Launch, plan_launch, torchrun_command
 from core.probes.parsers import parse_nccl_tests
+from core.probes.scorecard.common import sweep_cut
 from core.probes.transport.base import TransportError
 
 GPU_MIN_BYTES = 1 << 20
@@ -96,6 +97,11 @@ def run(ctx: ProbeContext) -> None:
         ctx.log("error", f"all_reduce returned {collective.wrong_total} wrong values")
     ctx.evidence.collectives = collective
     ctx.evidence.collective_interconnect = interconnect(ctx, on_gpu)
+    cut = sweep_cut(collective)
+    if cut:  # the benchmark stopped before its last size (a rank died, a hang hit the timeout): shown, not graded
+        why = short_error(result) if result is not None else "no exit status came back"
+        ctx.evidence.partial["collectives"] = f"{cut}: {why}"
+        raise ProbeFailed(f"the all_reduce sweep ({tool}) stopped after {cut}: {why}")
 
 
 def _keep_partial(ctx: ProbeContext, lines: list[str], tool: str, on_gpu: bool) -> None:
@@ -108,5 +114,6 @@ def _keep_partial(ctx: ProbeContext, lines: list[str], tool: str, on_gpu: bool) 
         parsed = parsed.model_copy(update={"tool": tool})
     ctx.evidence.collectives = parsed
     ctx.evidence.collective_interconnect = interconnect(ctx, on_gpu)
-    ctx.evidence.partial["collectives"] = (f"{len(parsed.rows)} message sizes up to "
-                                           f"{max(r.size_bytes for r in parsed.rows):,} bytes before the drop")
+    largest = max(r.size_bytes for r in parsed.rows)
+    cut = sweep_cut(parsed) or f"{len(parsed.rows)} message sizes up to {largest:,} bytes"
+    ctx.evidence.partial["collectives"] = f"{cut} before the drop"

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from core.probes.checks.base import ProbeContext, ProbeFailed, ProbeSkipped, TransportError, q, short_error
 from core.probes.checks.compute import as_float, json_lines
+from core.probes.checks.torchrun import torch_caches_in
 from core.probes.step_spec import StepResult, StepSpec
 
 SERIES = "step_ms"
@@ -49,7 +50,7 @@ def run(ctx: ProbeContext) -> None:
     scale = spec.scale if on_gpu else max(ctx.options.step_cpu_scale, spec.scale)
     script = ctx.upload("step.py")
     marker = "tuneplan-step-" + ctx.workdir.rsplit("/", 1)[-1]
-    command = (f"{q(python.path)} {q(script)} measure --marker {q(marker)} "
+    command = (f"{torch_caches_in(ctx.workdir)}{q(python.path)} {q(script)} measure --marker {q(marker)} "
                f"--spec {q(spec.script_json(scale, 'auto' if on_gpu else 'cpu'))}")
     records: list[dict[str, Any]] = []
     stream = ctx.stream(command, timeout=spec.max_seconds + STARTUP_S)

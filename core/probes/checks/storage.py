@@ -18,7 +18,7 @@ from core.probes.checks.compute import as_float
 from core.probes.evidence import StorageResult
 from core.probes.parsers import parse_fio_json
 from core.probes.samples import FioJob, FioResult
-from core.probes.transport.base import Disconnected, TransportError
+from core.probes.transport.base import Disconnected, TransportError, last_output_line, line_break_in
 
 MARGIN_BYTES = 256 << 20
 SMALL_FILE_BYTES = 4096
@@ -203,7 +203,7 @@ def _keep_partial(ctx: ProbeContext, storage: StorageResult, docs: _Docs) -> Non
 
 
 def _json_line(text: str) -> dict[str, Any] | None:
-    for line in reversed(text.strip().splitlines()):
+    for line in reversed(text.split("\n")):
         try:
             value = json.loads(line)
         except ValueError:
@@ -294,10 +294,14 @@ def test_path(ctx: ProbeContext, role: Role, path: str, storage: StorageResult |
     ledger before anything is put in it, so a drop or a killed client leaves nothing the next run cannot find."""
     tool = choose_tool(ctx)
     storage = storage or StorageResult(path=path, role=role, tool=tool)
+    found = line_break_in(path)
+    if found:  # RunOptions refuses these paths: the directory made in one would read back as another path
+        storage.skipped_reason = f"the {role} path {path!a} holds a line break ({found}), so it was not tested"
+        return storage
     made = ctx.run(f"umask 077 && d=$(mktemp -d -- {q(path + '/' + TEST_DIR_PREFIX + 'XXXXXXXX')}) && "
                    '{ realpath -e -- "$d" 2>/dev/null || readlink -f -- "$d"; }',
                    timeout=ctx.options.timeouts.command_s)
-    directory = made.stdout.strip().splitlines()[-1] if made.stdout.strip() else ""
+    directory = last_output_line(made.stdout)
     name = directory.rsplit("/", 1)[-1]
     if made.exit_code != 0 or not directory.startswith("/") or not name.startswith(TEST_DIR_PREFIX):
         storage.skipped_reason = f"cannot create a test directory in {path}: {short_error(made)}"

@@ -48,6 +48,18 @@ def plan_launch(ctx: ProbeContext, *, what: str) -> Launch:
     return Launch(nproc=CPU_RANKS, backend="gloo")
 
 
+def torch_caches_in(workdir: str) -> str:
+    """Shell assignments that keep what torch and its compilers cache inside the run's work directory (removed at
+    the end) instead of on the host for good: TMPDIR, under which torch's inductor makes
+    ``torchinductor_<user>`` by default (torch/_inductor/runtime/cache_dir_utils.py: tempfile.gettempdir()),
+    and the caches that default to the home folder: Triton's kernels (TRITON_CACHE_DIR, ~/.triton/cache), torch's
+    C++ extensions (TORCH_EXTENSIONS_DIR, ~/.cache/torch_extensions) and the CUDA driver's JIT cache
+    (CUDA_CACHE_PATH, ~/.nv/ComputeCache)."""
+    caches = {"TMPDIR": "", "TORCHINDUCTOR_CACHE_DIR": "/torchinductor", "TRITON_CACHE_DIR": "/triton",
+              "TORCH_EXTENSIONS_DIR": "/torch_extensions", "CUDA_CACHE_PATH": "/cuda_cache"}
+    return " ".join(f"{name}={q(workdir + below)}" for name, below in caches.items()) + " "
+
+
 def torchrun_command(ctx: ProbeContext, launch: Launch, script: str, args: list[str]) -> str:
     """``cd WORKDIR && [env] PYTHON -m torch.distributed.run --standalone ...`` with every value quoted."""
     python = ctx.python()
@@ -58,8 +70,9 @@ def torchrun_command(ctx: ProbeContext, launch: Launch, script: str, args: list[
     # TMPDIR: torchelastic makes its log and error-file directory with tempfile.mkdtemp(prefix="torchelastic_")
     # (torch/distributed/elastic/multiprocessing/api.py) and the local agent its watchdog_timer_* file under
     # tempfile.gettempdir() (elastic/agent/server/local_elastic_agent.py); both follow TMPDIR, so everything it
-    # writes stays in the run's work directory, which is removed at the end. --standalone keeps the rendezvous
-    # in a c10d TCP store on localhost (torch/distributed/run.py), which writes no file.
-    env = f"TMPDIR={q(ctx.workdir)} " + env
+    # writes stays in the run's work directory, which is removed at the end (so do torch's compile caches:
+    # torch_caches_in). --standalone keeps the rendezvous in a c10d TCP store on localhost
+    # (torch/distributed/run.py), which writes no file.
+    env = torch_caches_in(ctx.workdir) + env
     return (f"cd {q(ctx.workdir)} && {env}OMP_NUM_THREADS=1 {q(python)} -m torch.distributed.run --standalone "
             f"--nproc_per_node {launch.nproc} {q(script)} " + " ".join(q(a) for a in args))

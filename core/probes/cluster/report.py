@@ -17,7 +17,7 @@ from core.probes.samples import CollectiveResult
 from core.probes.scorecard import thresholds as T
 from core.probes.scorecard.cluster import node_values
 from core.probes.scorecard.cluster_network import cluster_transport, rails
-from core.probes.scorecard.common import plural, size_label
+from core.probes.scorecard.common import plural, size_label, sweep_cut
 from core.probes.scorecard.expectations import busbw_at_largest
 
 DIFFERS = " ≠"  # appended to a cell whose value another node does not share
@@ -131,7 +131,9 @@ def cluster_key_figures(cluster: ClusterEvidence) -> list[KeyFigure]:
         if found is not None:
             value, size = found
             at = f" at {size_label(size)}" if size else ""
-            figures.append(KeyFigure(label=label[0].upper() + label[1:], value=f"{value:,.1f} GB/s{at}"))
+            cut = sweep_cut(coll) if coll is not None else None
+            partial = f" (partial: {cut}; not graded)" if cut else ""
+            figures.append(KeyFigure(label=label[0].upper() + label[1:], value=f"{value:,.1f} GB/s{at}{partial}"))
     transport = cluster_transport(cluster)
     if transport is not None and transport.network:
         figures.append(KeyFigure(label="NCCL network", value=transport.network))
@@ -159,7 +161,9 @@ def cluster_section(cluster: ClusterEvidence) -> Section:
         if coll is not None:
             backend = cluster.allreduce.backend if cluster.allreduce and coll is cluster.allreduce.collective \
                 else "nccl"
-            chart = _chart(coll, title, reference if backend == "nccl" else None)
+            cut = sweep_cut(coll)
+            chart = _chart(coll, f"{title} (partial: {cut})" if cut else title,
+                           reference if backend == "nccl" else None)
             if chart is not None:
                 blocks.append(chart)
     if reference is not None:

@@ -48,9 +48,15 @@ from core.probes.parsers import parse_nccl_tests
 from core.probes.parsers.dcgm import parse_dcgmi_diag
 from core.probes.parsers.ib import parse_ibv_devinfo, parse_perftest
 from core.probes.parsers.nccl_debug import parse_nccl_debug
+from core.probes.scorecard.common import sweep_cut
 
 AGREED_FIELDS = ("gpu_model", "gpu_count", "driver", "cuda", "nccl", "torch", "kernel")
 IB_WRITE_BW_SECONDS = 5
+
+
+class SweepCut(ProbeFailed):
+    """A sweep across the nodes stopped before its last message size (a node dropped, a rank died): what it
+    measured is kept, shown as partial and never graded, and the step counts as not measured to its end."""
 
 
 @dataclass
@@ -432,6 +438,10 @@ def allreduce(step: StepContext) -> InterNodeRun:
     step.cluster.allreduce = run
     if collective is None:
         raise ProbeFailed(f"the all_reduce benchmark across nodes gave no result rows: {error or 'no output'}")
+    cut = sweep_cut(collective)
+    if cut:
+        raise SweepCut(f"the all_reduce sweep across the nodes was cut after {cut}: "
+                       f"{error or 'it ended without its last sizes'}")
     if error:
         step.warn(error)
     if not on_gpu:
@@ -471,6 +481,9 @@ def nccl_tests(step: StepContext) -> None:
     step.cluster.nccl_tests_launcher = launcher
     if step.cluster.allreduce is not None and step.cluster.allreduce.transport is None:
         step.cluster.allreduce.transport = parse_nccl_debug(result.stdout + "\n" + result.stderr).value
+    cut = sweep_cut(step.cluster.nccl_tests)
+    if cut:
+        raise SweepCut(f"nccl-tests under {launcher} was cut after {cut}: {failure_text(Launched(first.node, result))}")
 
 
 def ib_write_bw(step: StepContext) -> None:
@@ -521,5 +534,5 @@ def dcgm(step: StepContext, level: int) -> None:
         step.cluster.dcgm.append(DcgmDiag(node=session.node, level=level, results=parsed.value or {}, error=error))
 
 
-__all__ = ["AGREED_FIELDS", "StepContext", "agreement", "agreement_rows", "allreduce", "dcgm", "distributed",
-           "ib_write_bw", "nccl_tests", "node_facts", "rendezvous"]
+__all__ = ["AGREED_FIELDS", "StepContext", "SweepCut", "agreement", "agreement_rows", "allreduce", "dcgm",
+           "distributed", "ib_write_bw", "nccl_tests", "node_facts", "rendezvous"]

@@ -26,6 +26,7 @@ from core.probes.cluster.evidence import ClusterEvidence, NodeReport
 from core.probes.cluster.session import Launched, NodeSession, not_answering, on_every_node
 from core.probes.cluster.steps import (
     StepContext,
+    SweepCut,
     agreement,
     allreduce,
     dcgm,
@@ -68,6 +69,7 @@ class ClusterWorker(Reporter):
         self.finished = False  # RunFinished is on the queue
         self.left_behind = False  # a work directory stayed on a node that stopped answering
         self.carried: dict[str, list[Launched]] = {}  # what a step leaves for a later one (StepContext.carried)
+        self.partial: dict[str, str] = {}  # step -> what it measured before it was cut (ProbeEvidence.partial)
 
     # -- main --------------------------------------------------------------------------------------------
 
@@ -87,10 +89,10 @@ class ClusterWorker(Reporter):
         finally:
             if self.halt.is_set():
                 status = "cancelled"
-            elif status == "completed" and self.cluster.failed_nodes:
+            elif status == "completed" and (self.cluster.failed_nodes or self.partial):
                 status = "incomplete"
             removed = self._close_sessions() and not self.left_behind
-            evidence = ProbeEvidence(cluster=self.cluster)
+            evidence = ProbeEvidence(cluster=self.cluster, partial=dict(self.partial))
             card = compute_scorecard(evidence, lambda m: self.log("warning", m), list(CLUSTER_STEPS),
                                      self.outcomes, status)
             self.put(EvidenceSnapshot(evidence=evidence))
@@ -101,7 +103,8 @@ class ClusterWorker(Reporter):
     def finish(self, outcome: ProbeOutcome) -> None:
         """The outcome, then the evidence so far (persisted after every step, as a host's run does)."""
         super().finish(outcome)
-        self.put(EvidenceSnapshot(evidence=ProbeEvidence(cluster=self.cluster.model_copy(deep=True))))
+        self.put(EvidenceSnapshot(evidence=ProbeEvidence(cluster=self.cluster.model_copy(deep=True),
+                                                          partial=dict(self.partial))))
 
     def _nodes_outcome(self, started: float) -> None:
         failed = self.cluster.failed_nodes
@@ -192,11 +195,12 @@ class ClusterWorker(Reporter):
                 raise Cancelled("cluster run cancelled")
 
     def _mark_gone(self, step: str, outcome: ProbeOutcome) -> None:
-        """After a failed step, the nodes whose connection died or that no longer answer (a hung node) did not
-        run to the end: their reports say so, so the run is incomplete and names them (each node's own suite had
-        completed, which alone would call the cluster complete), the step's failed node is the gone one rather
-        than the peer that timed out waiting for it, and the later steps go on without them."""
-        if outcome.status != ProbeStatus.failed:
+        """After a failed step (or one cut short: `SweepCut`), the nodes whose connection died or that no longer
+        answer (a hung node) did not run to the end: their reports say so, so the run is incomplete and names
+        them (each node's own suite had completed, which alone would call the cluster complete), the step's failed
+        node is the gone one rather than the peer that timed out waiting for it, and the later steps go on
+        without them."""
+        if outcome.status not in (ProbeStatus.failed, ProbeStatus.lost):
             return
         gone = not_answering({s.node: s.transport for s in self.sessions}, ANSWER_S)
         for node, why in gone.items():
@@ -260,6 +264,9 @@ class ClusterWorker(Reporter):
             status, error = ProbeStatus.skipped, str(exc)
         except Cancelled:
             status, error = ProbeStatus.cancelled, "cancelled by the user"
+        except SweepCut as exc:  # measured in part: kept, shown partial, never graded; the run is incomplete
+            status, error = ProbeStatus.lost, str(exc)
+            self.partial[name] = str(exc)
         except ProbeFailed as exc:
             status, error = ProbeStatus.failed, str(exc)
         except TransportError as exc:
@@ -269,7 +276,7 @@ class ClusterWorker(Reporter):
             status, error = ProbeStatus.failed, f"internal error in the {name} step: {type(exc).__name__}: {exc}"
         if status == ProbeStatus.ok and self.halt.is_set():
             status, error = ProbeStatus.cancelled, "cancelled by the user"
-        if status == ProbeStatus.failed and error:
+        if status in (ProbeStatus.failed, ProbeStatus.lost) and error:
             self.log("error", f"{name}: {error}", name)
         elif status == ProbeStatus.skipped and error:
             self.log("info", f"{name} skipped: {error}", name)

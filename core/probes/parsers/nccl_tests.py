@@ -25,7 +25,9 @@ from core.probes.samples import (
 _PREFIX = re.compile(r"^\s*(?:\d+:\s|\[\d+,\d+\]<std(?:out|err)>:\s?)")
 _RANK = re.compile(r"^#?\s*Rank\s+(\d{1,9})\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d{1,9})"
                    r"\s+\[([^\]]*)\]\s*(.*)$")
-_PARAMS = re.compile(r"^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)")
+_PARAMS = re.compile(r"^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)"
+                     r"(?:\s+step:\s*(\d+)\((factor|bytes)\))?")
+MOST_SIZES = 4096  # a header whose sweep would have more sizes than this is not taken as a plan
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d{1,18})\s*(OK|FAILED)?", re.IGNORECASE)
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*([-+0-9.eE]+|nan|inf)\s*(OK|FAILED)?", re.IGNORECASE)
 _FAILURE = re.compile(r"(Test (?:\w+ )?failure|Segmentation fault|srun: error|mpirun noticed|MPI_ABORT)",
@@ -170,6 +172,21 @@ def _parse_json(data: Any) -> CollectiveResult | None:
     return result
 
 
+def planned_sizes(params: re.Match[str]) -> list[int]:
+    """The message sizes the header's sweep measures: from minBytes to maxBytes, each ``step`` times the last
+    (``N(factor)``) or ``step`` bytes more (``N(bytes)``), as nccl-tests' own loop steps (src/common.cu) and
+    allreduce_bench.py prints it; empty when the header names no step or the sweep is not a plain one."""
+    low, high, step, kind = int(params.group(3)), int(params.group(4)), params.group(5), params.group(6)
+    if step is None or low < 1 or int(step) < 1 or (kind == "factor" and int(step) < 2):
+        return []
+    sizes: list[int] = []
+    size = low
+    while size <= high and len(sizes) <= MOST_SIZES:
+        sizes.append(size)
+        size = size * int(step) if kind == "factor" else size + int(step)
+    return sizes if len(sizes) <= MOST_SIZES else []
+
+
 def _parse_text(lines: list[str], warnings: list[str]) -> CollectiveResult:
     result = CollectiveResult()
     extra_columns = False
@@ -187,7 +204,8 @@ def _parse_text(lines: list[str], warnings: list[str]) -> CollectiveResult:
             result.tool = "rccl-tests"
         if (op := _OP.search(line)) and result.op is None:
             result.op = op.group(1)
-        if _PARAMS.match(line.strip()):
+        if match := _PARAMS.match(line.strip()):
+            result.planned_sizes = planned_sizes(match) if not result.planned_sizes else result.planned_sizes
             continue
         if match := _RANK.match(line.strip()):
             result.devices.append(CollectiveDevice(rank=int(match.group(1)), host=match.group(4),

@@ -17,6 +17,7 @@ from core.catalog import Catalog, CatalogError, network
 from core.probes.cluster.evidence import ClusterEvidence, NcclTransport, NodeReport, PairBandwidth
 from core.probes.evidence import Check, CheckStatus
 from core.probes.samples import CollectiveResult, IbPort
+from core.probes.scorecard import common
 from core.probes.scorecard import thresholds as T
 from core.probes.scorecard.common import FAIL, INFO, PASS, WARN, cap, check, gpus_text, grade, plural, size_label, worst
 from core.probes.scorecard.expectations import busbw_at_largest
@@ -206,6 +207,9 @@ def _grade_busbw(name: str, coll: CollectiveResult, cluster: ClusterEvidence, ba
                      T.NCCL_INTER_SOURCE, "the collective across the nodes printed no result")
     value, size = found
     measured = f"{value:,.1f} GB/s" + (f" at {size_label(size)}" if size else " (average)")
+    cut = common.sweep_cut(coll)
+    if cut:
+        return common.partial_line("network", name, measured, cut)
     if backend == "gloo":
         return check("network", name, INFO, measured, "—", T.NCCL_INTER_SOURCE,
                      "gloo on CPUs: the data goes through the hosts' TCP stacks, so this is not a NIC test and is "
@@ -259,7 +263,7 @@ def _integrity(coll: CollectiveResult) -> list[str]:
         problems.append(f"out-of-bounds values: {coll.out_of_bounds}")
     if coll.failures:
         problems.append(f"error: {coll.failures[0][:100]}")
-    if coll.tool in ("nccl-tests", "rccl-tests") and not coll.completed:
+    if coll.tool in ("nccl-tests", "rccl-tests") and not coll.completed and not common.sweep_cut(coll):
         problems.append("no footer: the run did not finish or the output was cut")
     return problems
 

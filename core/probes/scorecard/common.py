@@ -17,7 +17,7 @@ from typing import Literal
 
 from core.catalog import GPU, Catalog, CatalogError
 from core.probes.evidence import Check, CheckStatus, ProbeEvidence
-from core.probes.samples import GpuHealth, GpuInfo, GpuMetric, IbPort
+from core.probes.samples import CollectiveResult, GpuHealth, GpuInfo, GpuMetric, IbPort
 from core.probes.scorecard import thresholds as T
 
 Area = Literal["inventory", "health", "performance", "network", "storage", "stability", "distributed"]
@@ -69,6 +69,26 @@ def size_label(n: float) -> str:
         if n >= scale:
             return f"{n / scale:g} {unit}"
     return f"{n:g} B"
+
+
+def sweep_cut(coll: CollectiveResult) -> str | None:
+    """'5 of 7 message sizes, up to 1 MiB (4 MiB and 16 MiB not reached)' for a collective sweep that did not
+    reach every size it was started with; None for a whole sweep. A cut sweep is shown, never graded: its
+    largest size is not the one the figure is graded at, and whatever cut it may have slowed it first."""
+    missing = coll.unreached_sizes
+    if not missing:
+        return None
+    reached = [size for size in coll.planned_sizes if size not in missing]
+    upto = f", up to {size_label(max(reached))}" if reached else ""
+    names = [size_label(size) for size in missing]
+    left = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{len(reached)} of {len(coll.planned_sizes)} message sizes{upto} ({left} not reached)"
+
+
+def partial_line(area: Area, name: str, measured: str, cut: str) -> Check:
+    """The busbw line of a cut sweep (`sweep_cut`): its figures shown, marked partial, and not graded."""
+    return check(area, name, INFO, f"partial: {measured}", "every message size of the sweep measured",
+                 T.NCCL_INTER_SOURCE, f"not graded: the sweep was cut after {cut}")
 
 
 def fmt_num(x: float) -> str:

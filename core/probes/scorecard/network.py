@@ -24,8 +24,10 @@ from core.probes.scorecard.common import (
     check,
     gpus_text,
     grade,
+    partial_line,
     plural,
     size_label,
+    sweep_cut,
 )
 from core.probes.scorecard.expectations import busbw_at_largest, busbw_expectation, nodes_and_ranks
 
@@ -142,6 +144,9 @@ def _check_busbw(box: Box, coll: CollectiveResult) -> Check:
     where = f" at {size_label(size)}" if size else " (average)"
     measured = f"{value:,.1f} GB/s{where}" + (f"; peak {coll.peak_busbw:,.1f}" if coll.peak_busbw and
                                              coll.peak_busbw > value * 1.01 else "")
+    cut = sweep_cut(coll)
+    if cut:
+        return partial_line("network", name, measured, cut)
     if (coll.nranks or 0) == 1:
         return check("network", name, INFO, measured, "—", f"nccl-tests#71 ({T.NCCL_TESTS_71})",
                      "a single rank moves no data: busbw is 0 by definition")
@@ -180,7 +185,8 @@ def _check_nccl_run(coll: CollectiveResult) -> Check | None:
     if coll.failures:
         problems.append(f"error: {coll.failures[0][:100]}")
     nccl_tool = coll.tool in ("nccl-tests", "rccl-tests")
-    if nccl_tool and not coll.completed:
+    cut = sweep_cut(coll)
+    if nccl_tool and not coll.completed and not cut:
         problems.append("no footer: the run did not finish or the output was cut")
     expected = "#wrong 0, out of bounds OK, footer present, no failure lines"
     source = f"nccl-tests ({T.NCCL_TESTS_README}); DCGM nccl_tests plugin logic"
@@ -188,6 +194,9 @@ def _check_nccl_run(coll: CollectiveResult) -> Check | None:
         f", out of bounds {coll.out_of_bounds}" if coll.out_of_bounds is not None else "")
     if problems:
         return check("network", "Collective run integrity", FAIL, measured, expected, source, "; ".join(problems))
+    if cut:
+        return check("network", "Collective run integrity", INFO, f"partial: {measured}", expected, source,
+                     f"the sweep was cut after {cut}: nothing wrong in what it measured, the rest unknown")
     if not nccl_tool and coll.tool != "torch_all_reduce_bench":
         return None
     return check("network", "Collective run integrity", PASS, measured, expected, source,

@@ -7,7 +7,8 @@ that has no measured outcome (``lost`` when the connection dropped, ``cancelled`
 the run was interrupted) becomes an INFO line "<probe>: not measured" - never dropped from the card - and the
 verdict is at best INCOMPLETE: a card that reads READY would vouch for checks nobody ran. A FAIL among what was
 measured still makes it NOT READY (a failure seen is a failure). Evidence a lost probe gathered before the drop
-(``ProbeEvidence.partial``) stays graded and is named partial on its line.
+(``ProbeEvidence.partial``) is named partial on its line; a collective sweep cut before its last message size is
+shown and never graded (core.probes.scorecard.common.sweep_cut).
 
 The rule is ours (heuristic in the sense of STYLE: no vendor defines "incomplete"); README "The scorecard"
 states it for users.
@@ -25,6 +26,7 @@ from core.probes.scorecard.common import FAIL, INFO, NOT_MEASURED, Area, check
 PROBE_AREA: dict[str, Area] = {
     "inventory": "inventory", "gpu_metrics": "health", "health": "health", "compute": "performance",
     "collectives": "network", "storage": "storage", "distributed": "distributed", "burn": "stability",
+    "allreduce": "network", "nccl_tests": "network",  # a cluster run's steps that can be cut short (SweepCut)
 }
 LOST = (ProbeStatus.lost, ProbeStatus.interrupted)
 SOURCE = "tuneplan run record (the probe's outcome)"
@@ -50,15 +52,20 @@ def unmeasured(planned: Sequence[str], outcomes: Sequence[ProbeOutcome], status:
 
 def failed_checks(outcomes: Sequence[ProbeOutcome], evidence: ProbeEvidence | None) -> list[Check]:
     """A FAIL "not measured" line per probe that failed and left no evidence of its own to grade (gpu_metrics has
-    none: its failure is always a line); a probe whose evidence is there is graded by its own lines, and so is a
-    cluster run's step (``cluster_checks``)."""
+    none: its failure is always a line), or only partial evidence (a benchmark that stopped midway: its own lines
+    show what it measured, ungraded); a probe whose whole evidence is there is graded by its own lines, and so is
+    a cluster run's step (``cluster_checks``)."""
     if evidence is not None and evidence.cluster is not None:
         return []
     last = {o.name: o for o in outcomes}
     return [check(area, f"{name}: failed", FAIL, NOT_MEASURED, f"the {name} probe to run to its end", SOURCE,
                   (o.error or "failed").rstrip("."))
             for name, o in last.items() if (area := PROBE_AREA.get(name)) is not None
-            and o.status is ProbeStatus.failed and not (evidence is not None and getattr(evidence, name, None))]
+            and o.status is ProbeStatus.failed and not _whole_evidence(evidence, name)]
+
+
+def _whole_evidence(evidence: ProbeEvidence | None, probe: str) -> bool:
+    return evidence is not None and bool(getattr(evidence, probe, None)) and probe not in evidence.partial
 
 
 def not_measured_checks(why: dict[str, str], evidence: ProbeEvidence | None) -> list[Check]:

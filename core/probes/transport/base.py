@@ -182,12 +182,31 @@ def _result(command: str, stdout: bytes, outcome: ExecOutcome, started: float) -
     )
 
 
+def line_break_in(text: str) -> str | None:
+    """The first character of ``text`` that ends a line for some reader, or NUL, as Python writes it ('\\u2028'),
+    else None. Not only ``\\n`` and ``\\r``: Python's ``str.splitlines`` also ends lines at VT, FF, the file,
+    group and record separators, NEL, U+2028 and U+2029, so a remote path holding one of them reads as two lines,
+    the last of which is another path. Such paths are refused where the user names them (RunOptions) and
+    before anything is removed (`check_workdir_name`, `check_workdir_path`)."""
+    for ch in text:
+        if ch == "\0" or len(f"a{ch}b".splitlines()) > 1:
+            return ascii(ch).strip("'")
+    return None
+
+
+def last_output_line(text: str) -> str:
+    """The last line of a remote command's output that is not blank, split on ``\\n`` alone (a ``\\r`` before
+    it dropped) and otherwise as printed: a path the shell printed whole stays whole, whatever else it holds."""
+    lines = [line.removesuffix("\r") for line in text.split("\n") if line.strip()]
+    return lines[-1] if lines else ""
+
+
 def check_workdir_name(path: str) -> None:
     """Before a path is resolved: absolute, on one line, and its last part one of our names. ``..`` and symlinks
     are allowed here: the transport resolves the path on the host (realpath) and checks the result with
     `check_workdir_path`, so '/data/../scratch/tuneplan.io.x' is removed rather than refused."""
     pure = PurePosixPath(path)
-    if not pure.is_absolute() or not pure.name.startswith(WORKDIR_PREFIX) or any(c in path for c in "\n\r\0"):
+    if not pure.is_absolute() or not pure.name.startswith(WORKDIR_PREFIX) or line_break_in(path):
         raise ValueError(
             f"'{path}' is not one this app created; expected an absolute path whose last part starts "
             f"with '{WORKDIR_PREFIX}'"
@@ -206,7 +225,7 @@ def check_workdir_path(path: str) -> None:
     """Refuse to delete anything but a work directory we made (guards ``rm -rf`` against bad input)."""
     pure = PurePosixPath(path)
     if not pure.is_absolute() or ".." in pure.parts or not pure.name.startswith(WORKDIR_PREFIX) \
-            or any(c in path for c in "\n\r\0"):
+            or line_break_in(path):
         raise ValueError(
             f"work directory '{path}' is not one this app created; expected an absolute path whose last part "
             f"starts with '{WORKDIR_PREFIX}'"
@@ -225,7 +244,7 @@ def make_remote_workdir(transport: Transport, description: str, timeout: float =
     script = (f'umask 077 && d=$(mktemp -d "${{TMPDIR:-/tmp}}/{WORKDIR_PREFIX}XXXXXXXX") '
               '&& chmod 700 "$d" && printf "%s\\n" "$d"')
     result = transport.run(script, timeout=timeout)
-    path = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    path = last_output_line(result.stdout)
     if not result.ok:
         raise TransportError(f"could not create a work directory on {description}: {_why(result)}")
     try:
@@ -242,7 +261,7 @@ def remove_remote_workdir(transport: Transport, description: str, path: str, tim
     found = transport.run(resolve_script(path), timeout=60)
     if not found.ok:
         raise TransportError(f"could not resolve {path} on {description}: {_why(found)}")
-    resolved = found.stdout.strip().splitlines()[-1] if found.stdout.strip() else ""
+    resolved = last_output_line(found.stdout)
     if not resolved:
         return
     try:

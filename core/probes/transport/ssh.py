@@ -294,6 +294,10 @@ class SshTransport(ChunkedTransport):
             return AuthenticationFailed(f"authentication failed for user {self.user}: {exc}")
         if self._proxy is not None and self._proxy.exited(within=_PROXY_EXIT_S):
             return Unreachable(f"proxy command for {where} failed: {self._proxy.failure()}")
+        if self._proxy is not None and not (transport is not None and transport.remote_version):
+            # Running, and nothing came through it: paramiko then reports its own state ("No existing session").
+            return Unreachable(f"the proxy command '{self._proxy.command}' for {where} did not answer within "
+                               f"{self.connect_timeout:g} s (no SSH greeting came through it)")
         via = " (through the proxy)" if self.target.proxy_command or self.target.proxy_jump else ""
         if isinstance(exc, paramiko.SSHException) and "protocol banner" in str(exc):
             return Unreachable(f"host {where} does not answer as an SSH server{via}: it sent no SSH greeting "
@@ -470,10 +474,23 @@ class SshTransport(ChunkedTransport):
                 f"the shell on {self.description} did not start within {timeout:.0f} s: its startup files "
                 f"({_STARTUP_FILES}, and what they source) are still running; look there for a command that "
                 "waits (a lock, a network mount, a conda or pyenv init)")
+        if pgid is None and finished and not (timed_out or cancelled) and chan.exit_status >= 0:
+            raise self._never_started(chan.exit_status, bytes(stderr) + head)
         if pgid is None and head:
             yield head  # no marker: the wrapper itself failed (e.g. no bash); show what came back
         exit_code = None if (timed_out or cancelled or chan.exit_status < 0) else chan.exit_status
         return ExecOutcome(exit_code, after_stderr_marker(bytes(stderr), marker), timed_out, cancelled)
+
+    def _never_started(self, status: int, said: bytes) -> TransportError:
+        """The command ended before our wrapper printed its first line: the login shell never got to run it. Its
+        startup files ended it (a ``~/.bashrc`` that exits unless the shell is interactive), or bash is missing;
+        a bare 'exit status 3' would point at the command instead."""
+        lines = [line.strip() for line in said.decode("utf-8", errors="replace").split("\n") if line.strip()]
+        last = f" (it said: {lines[-1][:200]})" if lines else ""
+        return TransportError(
+            f"the login shell on {self.description} ended with exit status {status} before it ran the command: its "
+            f"startup files ({_STARTUP_FILES}) end non-interactive shells (an `exit` there, or `set -e` and a "
+            f"failing line), or bash is not installed{last}")
 
     def _kill_group(self, chan: paramiko.Channel, pgid: int | None, marker: str, head: bytes) -> None:
         """Kill the remote process group over a second channel (TERM, then KILL after 2 s)."""
