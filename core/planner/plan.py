@@ -46,10 +46,11 @@ from core.planner.models import (
     StorageResult,
     StorageTier,
     TimeResult,
+    TrainingSpec,
 )
 from core.planner.money import pricing, reliability, sanity, storage
 from core.planner.money.plan_cost import UNPRICED, plan_cost, price_for, withheld
-from core.planner.speed import bands, gpu_rates
+from core.planner.speed import bands, gpu_rates, sustained, wall_time
 from core.planner.speed.frameworks import effective_training
 from core.planner.speed.step import (
     DEFAULT_BATCH_TOKENS,
@@ -96,9 +97,14 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> tuple[Architecture, list
         raise PlanError(str(exc)) from exc
 
 
-def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision) -> Hardware:
+def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision,
+                 training: TrainingSpec | None = None) -> Hardware:
+    """The GPU's rates and topology; with `training`, the framework's sustained share of the step on it too."""
     r = gpu_rates.rates(gpu, precision, spec.matmul_tflops)
+    kept = sustained.factor(training.framework, training.method, gpu.architecture) if training else 1.0
     return Hardware(
+        sustained=kept,
+        fp8_gain=r.fp8_gain,
         memory_bytes=gpu.memory_bytes,
         peak_tflops=gpu.peak_tflops(precision.value),
         intra_gbs=network.intra_node_gbs(gpu, spec.gpus_per_node) if spec.gpus_per_node > 1 else 1e6,
@@ -383,17 +389,19 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         gpu = catalog.gpu(hw_spec.gpu)
     except CatalogError as exc:
         raise PlanError(str(exc)) from exc
-    hw = gpu_hardware(gpu, hw_spec, request.training.precision)
+    hw = gpu_hardware(gpu, hw_spec, request.training.precision, request.training)
     est = evaluate(arch, request.training, request.data, hw, request.assumptions)
     step_source, planned_step = _step_source(arch, request, hw, warnings)
     st = _storage(arch, request, est, catalog)
     trusted_only = not pricing.low_confidence_ok(request, gpu.id, searched=searched)
     offers = {mode: price_for(catalog, gpu, request, mode, hw_spec.gpus_per_node, trusted_only)
               for mode in PRICING_MODES}
+    eval_s = wall_time.evaluation_seconds(a, float(est.steps), float(est.tokens_per_s),
+                                          2.0 * arch.active_params, float(est.model_flops_per_token))
     cost_result, cost_warnings, price_assumptions = plan_cost(
-        request, catalog, gpu, hw_spec, float(est.hours), st.ckpt_on_demand, st.lines, st.disk, offers,
-        trusted_only=trusted_only)
-    hours = float(est.hours) * (1 + st.ckpt.overhead_fraction)
+        request, catalog, gpu, hw_spec, float(est.hours) + eval_s / 3600, st.ckpt_on_demand, st.lines, st.disk,
+        offers, trusted_only=trusted_only)
+    hours = (float(est.hours) + eval_s / 3600) * (1 + st.ckpt.overhead_fraction)
     warnings += cost_warnings + _warnings(request, est, gpu, st, hours)
     compute_result = _compute_result(arch, est)
     compute_result.step_source, compute_result.planned_step_time_s = step_source, planned_step
@@ -416,7 +424,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     result = PlanResult(
         request=request, model_name=arch.name, hardware=hw_spec,
         memory=_memory_result(arch, request, est, gpu, hw), compute=compute_result,
-        time=TimeResult(hours=hours, gpu_hours=hours * hw_spec.gpus, hours_range=hours_band),
+        time=TimeResult(hours=hours, gpu_hours=hours * hw_spec.gpus, hours_range=hours_band,
+                        breakdown_s=wall_time.breakdown(float(est.steps * est.step_s), a.restart_minutes * 60, eval_s,
+                                                        st.ckpt, hours)),
         checkpoint=st.ckpt, storage=_storage_result(request, st), cost=cost_result, candidates=candidates,
         assumptions=_assumptions(arch, request, gpu, est) + price_assumptions, warnings=warnings,
     )

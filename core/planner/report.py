@@ -103,9 +103,10 @@ def bands(result: PlanResult) -> list[Band]:
 
 
 def band_note(band: Band) -> str:
-    """'80% of held-out published runs of this kind fell inside (regime: …, from 24 runs)': how far to trust it."""
+    """'80% of held-out published runs of this kind fell inside (regime: …, from 24 runs of 5 sources)': how far to
+    trust it (each source's runs checked against a band built without that source)."""
     return (f"{band.coverage:.0%} of held-out published runs of this kind fell inside (regime: {band.regime}, "
-            f"from {band.cases} runs)")
+            f"from {band.cases} runs of {band.sources} sources)")
 
 
 def band_notes(result: PlanResult) -> list[str]:

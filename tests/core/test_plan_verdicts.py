@@ -123,7 +123,7 @@ def test_the_search_table_shows_distinct_outcomes_and_always_the_fastest_and_che
     shown = shown_candidates(r.candidates, 5)
     assert min(r.candidates, key=lambda c: c.hours) in shown
     assert min(r.candidates, key=lambda c: c.cost_usd or float("inf")) in shown
-    text = tuneplan("plan", "--model", "llama-3.1-8b", "--tokens", "2e8")
+    text = tuneplan("plan", "--model", "llama-3.1-8b", "--tokens", "2e8", "--method", "full")
     assert re.search(r"^\S+ \S+\s+zero3/fsdp ", text.stdout, re.MULTILINE)
 
 
