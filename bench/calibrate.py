@@ -271,9 +271,9 @@ def bands_content(ev: Evaluation, today: dt.date) -> dict[str, Any]:
 def write_efficiency(table: dict[str, Any], today: dt.date, path: Path = EFFICIENCY_PATH) -> None:
     content = {"provenance": {
         "written_by": "python -m bench.calibrate --write-bands", "date": today.isoformat(),
-        "method": "per group, the source-weighted median of ln(published ÷ planned tokens/s) at factor 1; groups "
-                  f"backed by fewer than {sustained.MIN_SOURCES} sources are left out (core/planner/speed/"
-                  "sustained.py)"}, **table}
+        "method": "per group, the source-weighted median of ln(published ÷ planned tokens/s) at factor 1, pooled "
+                  f"with its parent group's factor (weight {calibrate_fit.SHRINK:g} sources; bench/calibrate_fit.py)"},
+               **table}
     path.write_text(json.dumps(content, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

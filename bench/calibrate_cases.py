@@ -80,6 +80,14 @@ FRAMEWORK_BY_SOURCE: dict[str, Framework] = {
     "AnswerDotAI/fsdp_qlora": Framework.hf_trainer,
     # The Hugging Face blog's FSDP-vs-DeepSpeed runs go through Accelerate with a transformers model.
     "huggingface/blog": Framework.hf_trainer,
+    # PyTorch-native stacks that run their own module tree (no transformers model, no hooks or wrappers per
+    # module): Composer/llm-foundry's MPT, nanoGPT's and LLMs-from-scratch's GPT-2 loops. torchtitan is the
+    # planner's PyTorch-native profile; its defaults (FSDP, selective recompute) never apply here, since every
+    # case sets sharding and checkpointing itself.
+    "mosaicml/llm-foundry": Framework.torchtitan,
+    "databricks.com": Framework.torchtitan,
+    "karpathy/nanoGPT": Framework.torchtitan,
+    "rasbt/LLMs-from-scratch": Framework.torchtitan,
 }
 
 # Where a case leaves the LoRA rank and targets unpublished, the framework's default, with where it is defined.
@@ -410,7 +418,8 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
         "model": model_config(case),
         "data": {"tokens": tokens or THROUGHPUT_TOKENS, "seq_len": int(case["seq_len"]), "packing": True},
         "training": training,
-        "hardware": {"gpu": gpu, "gpus_per_node": per_node, "nodes": n // per_node},
+        "hardware": {"gpu": gpu, "gpus_per_node": per_node, "nodes": n // per_node,
+                     **({"interconnect": other["interconnect"]} if other.get("interconnect") else {})},
         "assumptions": {"restart_minutes": 0.0},
     })
     return request, tokens

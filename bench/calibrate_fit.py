@@ -5,8 +5,8 @@
 Every published throughput run is planned once with the sustained factor at its prior (1: the kernel model as
 it is), giving its residual r = ln(published ÷ planned tokens/s). A group's factor (framework × method × GPU
 family, then framework × family, family, all) is the median of its runs' r with each source weighing the same
-(sixteen rows of one benchmark table are one witness, not sixteen), kept only where runs of at least
-sustained.MIN_SOURCES sources back it. The median is the closed-form least mean absolute log error, so no
+(sixteen rows of one benchmark table are one witness, not sixteen), pooled with its parent group's factor by
+how many sources back it (fit_table). The median is the closed-form least mean absolute log error, so no
 search is needed, and a factor multiplies the step's speed, so a run's residual under any fit is r − ln factor:
 leave-one-source-out refits the table without each source in turn and predicts that source's runs with it,
 exactly and in milliseconds.
@@ -24,6 +24,7 @@ import numpy as np
 
 from core.planner.speed import efficiency, sustained
 
+SHRINK = 2.0  # sources' worth of weight the parent group's factor keeps in a group's own (partial pooling)
 PRIOR_TABLE: dict[str, Any] = {"groups": {sustained.ALL: {"log_factor": 0.0, "runs": 0, "sources": 0}}}
 
 
@@ -73,14 +74,34 @@ def source_weights(sources: Sequence[str]) -> list[float]:
 
 
 def fit_table(runs: Sequence[Residual]) -> dict[str, Any]:
-    """The efficiency.json groups from these runs (closed form; see the module docstring)."""
+    """The efficiency.json groups from these runs (closed form; see the module docstring).
+
+    Coarse to fine, each group's source-weighted median is pooled with its parent's factor (the next coarser
+    group; 'all' with the prior, 0) as (n · median + SHRINK · parent) ÷ (n + SHRINK), n its sources: partial
+    pooling, so one or two sources move a group part of the way from its parent and one outlying stack cannot
+    set a whole framework's factor."""
+    parent: dict[str, str] = {}
+    for run in runs:
+        for fine, coarse in zip(run.groups, run.groups[1:], strict=False):
+            parent.setdefault(fine, coarse)
+    members = grouped(runs)
+    factors: dict[str, float] = {}
+
+    def pooled(key: str) -> float:
+        if key not in factors:
+            above = pooled(parent[key]) if key in parent else 0.0
+            rows = members.get(key, [])
+            sources = [r.source for r in rows]
+            n = len(set(sources))
+            median = weighted_quantiles([r.base for r in rows], source_weights(sources), [0.5])[0] if rows else 0.0
+            factors[key] = (n * median + SHRINK * above) / (n + SHRINK)
+        return factors[key]
+
     groups = {}
-    for key, rows in sorted(grouped(runs).items()):
-        sources = [r.source for r in rows]
-        if len(set(sources)) < sustained.MIN_SOURCES and key != sustained.ALL:
-            continue
-        (median,) = weighted_quantiles([r.base for r in rows], source_weights(sources), [0.5])
-        groups[key] = {"log_factor": round(median, 4), "runs": len(rows), "sources": len(set(sources))}
+    for key, rows in sorted(members.items()):
+        n = len({r.source for r in rows})
+        if n >= sustained.MIN_SOURCES or key == sustained.ALL:
+            groups[key] = {"log_factor": round(pooled(key), 4), "runs": len(rows), "sources": n}
     groups.setdefault(sustained.ALL, dict(PRIOR_TABLE["groups"][sustained.ALL]))
     return {"groups": groups}
 

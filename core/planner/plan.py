@@ -117,7 +117,7 @@ def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision,
         gpu_net_gbps=(
             spec.inter_node_gbps / spec.gpus_per_node
             if spec.inter_node_gbps
-            else network.DEFAULT_GPU_GBPS[spec.interconnect]
+            else network.named_gpu_gbps(spec.interconnect, gpu.architecture)
             if spec.interconnect
             else network.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, spec.gpus_per_node)
         ),
