@@ -220,8 +220,12 @@ def _residuals(rows: Sequence[Row], built: dict[str, Built], catalog: Catalog) -
     for r in rows:
         if r.kind == "throughput" and r.prior is not None:
             groups, _ = _keys(built[r.id], catalog)
+            # A run its data flags as unexplained (published_runs.json `caution`: universal-llm-trainer's QLoRA,
+            # 4-5× slower than its LoRA for no stated reason) is predicted and counted, never fitted on: it is
+            # what one stack measured, not what the method costs (PUBLISHED_RUNS.md).
+            steers = not built[r.id].case["other_settings"].get("caution")
             out.append(calibrate_fit.Residual(r.id, r.source, tuple(groups),
-                                              calibrate_bands.residual(r.metric, r.published, r.prior)))
+                                              calibrate_bands.residual(r.metric, r.published, r.prior), steers))
     return out
 
 

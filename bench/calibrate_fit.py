@@ -37,6 +37,7 @@ class Residual:
     source: str
     groups: tuple[str, ...]
     base: float
+    steers: bool = True  # False: predicted and reported, never fitted on (the data flags the figure unexplained)
 
 
 def grouped(runs: Sequence[Residual]) -> dict[str, list[Residual]]:
@@ -79,7 +80,8 @@ def fit_table(runs: Sequence[Residual]) -> dict[str, Any]:
     Coarse to fine, each group's source-weighted median is pooled with its parent's factor (the next coarser
     group; 'all' with the prior, 0) as (n · median + SHRINK · parent) ÷ (n + SHRINK), n its sources: partial
     pooling, so one or two sources move a group part of the way from its parent and one outlying stack cannot
-    set a whole framework's factor."""
+    set a whole framework's factor. Runs that do not steer (`Residual.steers`) are left out."""
+    runs = [r for r in runs if r.steers]
     parent: dict[str, str] = {}
     for run in runs:
         for fine, coarse in zip(run.groups, run.groups[1:], strict=False):

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -170,6 +171,17 @@ def test_each_fold_is_fitted_without_its_source() -> None:
         assert table == calibrate_fit.fit_table([r for r in ev.residuals if r.source != source])
 
 
+def test_a_run_the_data_flags_as_unexplained_is_predicted_but_never_fitted_on() -> None:
+    """PUBLISHED_RUNS.md: universal-llm-trainer's QLoRA rows are 4-5× slower than its LoRA rows for no stated reason
+    (`caution`): they are what one stack measured, not what QLoRA costs."""
+    ev = evaluation()
+    flagged = {r.id for r in ev.residuals if not r.steers}
+    assert flagged == {"ult-llama31-8b-qlora-a100-8192-tps"}
+    assert rows()["ult-llama31-8b-qlora-a100-8192-tps"].planned is not None
+    shifted = [replace(r, base=r.base + 5.0) if not r.steers else r for r in ev.residuals]
+    assert calibrate_fit.fit_table(shifted) == calibrate_fit.fit_table(ev.residuals)
+
+
 def test_a_group_is_pooled_with_its_parent_by_its_sources() -> None:
     """One source with residuals 0.5 and 0.7 (its median 0.6) in group g under 'all': 'all' holds the same single
     source, pooled with the prior 0 at weight SHRINK = 2 → 0.6 × 1/3 = 0.2; g pooled with that → (0.6 + 2 × 0.2) / 3."""
@@ -191,8 +203,8 @@ def test_the_out_of_source_figures_do_not_regress() -> None:
     lowers one of these must say why in docs/formulas.md and lower it here deliberately."""
     s = calibrate_report.summary(list(rows().values()))
     t = s["throughput"]
-    assert t["all"]["within"] >= 47
-    assert t["full"]["planner"]["within"] >= 43
+    assert t["all"]["within"] >= 54
+    assert t["full"]["planner"]["within"] >= 44
     assert t["full"]["planner"]["within"] > t["full"]["flat_50"]["within"]
     assert s["memory"]["within"] >= 13
 
