@@ -81,13 +81,13 @@ FRAMEWORK_BY_SOURCE: dict[str, Framework] = {
     # The Hugging Face blog's FSDP-vs-DeepSpeed runs go through Accelerate with a transformers model.
     "huggingface/blog": Framework.hf_trainer,
     # PyTorch-native stacks that run their own module tree (no transformers model, no hooks or wrappers per
-    # module): Composer/llm-foundry's MPT, nanoGPT's and LLMs-from-scratch's GPT-2 loops. torchtitan is the
-    # planner's PyTorch-native profile; its defaults (FSDP, selective recompute) never apply here, since every
-    # case sets sharding and checkpointing itself.
+    # module): Composer/llm-foundry's MPT and nanoGPT's GPT-2 loop. torchtitan is the planner's PyTorch-native
+    # profile; its defaults (FSDP, selective recompute) never apply here, since every case sets sharding and
+    # checkpointing itself. LLMs-from-scratch stays on the default: its loss runs outside the compiled model,
+    # which the torchtitan profile's compiled-loss memory would misstate.
     "mosaicml/llm-foundry": Framework.torchtitan,
     "databricks.com": Framework.torchtitan,
     "karpathy/nanoGPT": Framework.torchtitan,
-    "rasbt/LLMs-from-scratch": Framework.torchtitan,
 }
 
 # Where a case leaves the LoRA rank and targets unpublished, the framework's default, with where it is defined.

@@ -123,32 +123,23 @@ def price_offer(c: Any) -> str:
     return f" {offer_place(c)} ({c.pricing_model}{low})"
 
 
-def _seconds(s: float) -> str:
-    return f"{s:.0f} s" if s < 90 else fmt_hours(s / 3600)
-
-
-def time_parts(r: Any) -> str:
-    """'steps 13.8 min + start-up 10.0 min + evaluation none (…) + checkpoint writes 0 s + failures 0 s': what the
-    wall time is made of (time.breakdown_s), the defaults named where they decide a part."""
-    b, a = r.time.breakdown_s, r.request.assumptions
-    evaluation = (f"evaluation {_seconds(b.evaluation)}" if b.evaluation > 0 else
-                  "evaluation none (assumptions.eval_every_steps 0)")
-    return (f"steps {_seconds(b.steps)} + start-up {_seconds(b.start_up)} (assumptions.restart_minutes "
-            f"{a.restart_minutes:g}) + {evaluation} + checkpoint writes {_seconds(b.checkpoint_writes)} (to "
-            f"{a.checkpoint_tier.value}) + failures {_seconds(b.failures)}")
-
-
 def time_lines(r: Any) -> list[str]:
     """The Time line; with the plan's bands, 'likely X (range A–B)' for the wall time, a Speed line for tokens/s and
     a Range line saying how often published runs of this kind fell inside (without bands, the Time line alone)."""
-    from core.planner.report import band_notes, likely_hours, likely_tokens_per_second, measured_step_text
+    from core.planner.report import (
+        band_notes,
+        likely_hours,
+        likely_tokens_per_second,
+        measured_step_text,
+        wall_time_parts,
+    )
 
     c = r.compute
     speed = likely_tokens_per_second(r)
     rate = "" if speed else f"{c.tokens_per_second:,.0f} tokens/s, "
     lines = [f"Time     {likely_hours(r) or fmt_hours(r.time.hours)} wall, {fmt_gpu_hours(r.time.gpu_hours)} "
              f"GPU-hours, {c.steps:,} steps of {c.step_time_s:.2f} s ({rate}scaling {c.scaling_efficiency:.0%})"]
-    lines.append(f"Parts    {time_parts(r)}")
+    lines.append(f"Parts    {wall_time_parts(r)}")
     lines += [f"Speed    {speed}"] if speed else []
     measured = measured_step_text(c)
     lines += [f"Step     {measured}"] if measured else []
