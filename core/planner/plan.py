@@ -454,6 +454,28 @@ def _batch_assumption(request: PlanRequest, est: StepEstimate) -> list[Assumptio
                "× micro-batch (set training.global_batch_size to choose)")]
 
 
+def fit_assumptions(t: TrainingSpec, step_workspace: float) -> list[Assumption]:
+    """The two assumptions that most often decide whether a sharded full fine-tune fits: the dtype the weights are
+    held in, and the optimizer step's temporaries (each stated, with what changes it)."""
+    if t.precision is Precision.pure_bf16:
+        held = "bf16 parameters, gradients and optimizer states (the model loaded in bf16, no fp32 master)"
+    elif t.sharding in (Sharding.fsdp, Sharding.hsdp) and memory.master_bytes(t.precision):
+        held = ("fp32 parameters, gradients and states, sharded (FSDP mixed precision over a model loaded in fp32); "
+                "a model loaded in bf16 holds half: plan it with training.precision pure_bf16")
+    elif memory.master_bytes(t.precision):
+        held = "16-bit weights and gradients with an fp32 master copy and fp32 states (mixed precision)"
+    else:
+        held = f"{t.precision.value} parameters, gradients and states"
+    workspace = (f"{step_workspace / 1e9:.2f} GB per GPU: PyTorch's multi-tensor (foreach) AdamW materialises "
+                 "sqrt(v) for a whole parameter group at once" if step_workspace > 0 else
+                 "none: the step works in place (fused or DeepSpeed Adam, a step in backward, or offloaded)")
+    return [
+        Assumption(name="weights held as", value=held, source="docs/formulas.md, Memory"),
+        Assumption(name="optimizer step temporaries", value=workspace,
+                   source="torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt(exp_avg_sqs) per group"),
+    ]
+
+
 def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:
     a, t = request.assumptions, request.training
     src = gpu.sources
@@ -487,6 +509,7 @@ def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEs
             source="REFERENCES.md: calculators use 0.65–1 GiB; reserved exceeds allocated by 10–25%",
         ),
         Assumption(name="comm/compute overlap", value=f"{a.comm_overlap:.0%}", source="tuneplan default"),
+        *fit_assumptions(t, float(est.memory.step_workspace)),
         *_batch_assumption(request, est),
         Assumption(
             name="trained tokens",
