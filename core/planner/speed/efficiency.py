@@ -90,6 +90,14 @@ HF_MODEL_FRAMEWORKS = frozenset({Framework.hf_trainer, Framework.axolotl, Framew
 FUSED_FRAMEWORKS = frozenset({Framework.megatron})
 
 
+def overlaps_param_gather(framework: Framework) -> bool:
+    """Whether the stack overlaps ZeRO-1/2's post-step parameter all-gather with the next forward: Megatron-Core's
+    distributed optimizer with --overlap-param-gather, which NeMo's and Megatron-Bridge's recipes set (their
+    performance recipes: overlap_param_gather=True). DeepSpeed ZeRO-1/2 and PyTorch's ZeroRedundancyOptimizer
+    gather after the step."""
+    return framework in FUSED_FRAMEWORKS
+
+
 def family(architecture: str) -> str:
     """The GPU family key of a catalog architecture name ('Hopper' → 'hopper').
 

@@ -306,7 +306,12 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
     moe_layers = layers_gpu * arch.moe_fraction if parallel.uneven_stages(t) else arch.moe_layers / pp
     ep_bw = np.where(hw.gpus_per_node >= ep, intra, busbw)
     expert = comms.expert_parallel_seconds(activation * arch.experts_per_token, ep, moe_layers, ep_bw) * accumulation
-    exposed = (comms.exposed_comm(data_parallel, compute, assumptions.comm_overlap)
+    tail = 0.0 * gemm
+    if t.sharding is not Sharding.hsdp:
+        tail = np.minimum(comms.data_parallel_tail(t.sharding, grad_bytes, param_bytes, layers_gpu, dp_per_node,
+                                                   dp_nodes, busbw_dp, efficiency.overlaps_param_gather(t.framework)),
+                          data_parallel)
+    exposed = (tail + comms.exposed_comm(data_parallel - tail, compute, assumptions.comm_overlap)
                + tensor + pipeline + context_exposed + expert)
     comm_s = data_parallel + tensor + pipeline + context * accumulation + expert
 
