@@ -28,13 +28,17 @@ from core.planner.models import (
 # to be large enough that the job is many steps long.
 THROUGHPUT_TOKENS = 1e9
 
-THROUGHPUT_METRICS = ("tokens_per_s_per_gpu", "tokens_per_s_total", "achieved_tflops_per_gpu", "wall_time_s")
+THROUGHPUT_METRICS = ("tokens_per_s_per_gpu", "tokens_per_s_total", "achieved_tflops_per_gpu", "wall_time_s",
+                      "gpu_hours")
 MEMORY_METRICS = ("peak_mem_gb_per_gpu", "peak_mem_gib_per_gpu")
 
 
 def source_of(case: dict[str, Any]) -> str:
-    """The repository a case was published in (owner/name of its GitHub source_url): the unit of the split."""
+    """Who published a case: owner/name of its GitHub source_url, else the web site's host (one fold of the
+    leave-one-source-out validation)."""
     parts = case["source_url"].split("/")
+    if parts[2] != "github.com":
+        return parts[2].removeprefix("www.")
     return f"{parts[3]}/{parts[4]}"
 
 
@@ -76,6 +80,14 @@ FRAMEWORK_BY_SOURCE: dict[str, Framework] = {
     "AnswerDotAI/fsdp_qlora": Framework.hf_trainer,
     # The Hugging Face blog's FSDP-vs-DeepSpeed runs go through Accelerate with a transformers model.
     "huggingface/blog": Framework.hf_trainer,
+    # PyTorch-native stacks that run their own module tree (no transformers model, no hooks or wrappers per
+    # module): Composer/llm-foundry's MPT and nanoGPT's GPT-2 loop. torchtitan is the planner's PyTorch-native
+    # profile; its defaults (FSDP, selective recompute) never apply here, since every case sets sharding and
+    # checkpointing itself. LLMs-from-scratch stays on the default: its loss runs outside the compiled model,
+    # which the torchtitan profile's compiled-loss memory would misstate.
+    "mosaicml/llm-foundry": Framework.torchtitan,
+    "databricks.com": Framework.torchtitan,
+    "karpathy/nanoGPT": Framework.torchtitan,
 }
 
 # Where a case leaves the LoRA rank and targets unpublished, the framework's default, with where it is defined.
@@ -97,6 +109,24 @@ RECOMPUTE_DEFAULT_OFF: dict[str, str] = {
     # nemo_automodel/components/distributed/config.py: FSDP2Config.activation_checkpointing = False.
     "NVIDIA-NeMo/Automodel": "AutoModel's FSDP2Config.activation_checkpointing defaults to False",
 }
+
+
+# published_runs.json names each run's stack in words ("hf_trainer (TRL SFT + Accelerate)", "NeMo 24.09
+# (Megatron-core)"): the first prefix found picks the planner's profile. Stacks with no profile of their own
+# (Composer, nanoGPT) keep the default, as llm-foundry's and LLMs-from-scratch's runs do.
+FRAMEWORK_WORDS: tuple[tuple[str, Framework], ...] = (
+    ("hf_trainer", Framework.hf_trainer),
+    ("universal-llm-trainer", Framework.hf_trainer),  # its own loop over transformers models
+    ("xtuner", Framework.deepspeed),  # mmengine + DeepSpeed over transformers models
+    ("nemo", Framework.megatron),
+    ("megatron", Framework.megatron),
+    ("lit-gpt", Framework.litgpt),
+)
+
+
+def _framework_named(words: str) -> Framework | None:
+    text = words.lower()
+    return next((fw for prefix, fw in FRAMEWORK_WORDS if text.startswith(prefix)), None)
 
 
 @dataclass(frozen=True)
@@ -123,6 +153,8 @@ class NotPlanned(Exception):
 
 
 def _gpu(case: dict[str, Any], assumed: list[str]) -> str:
+    if case["other_settings"].get("gpu_catalog_id"):  # published_runs.json names the catalog GPU itself
+        return str(case["other_settings"]["gpu_catalog_id"])
     name = case["other_settings"]["gpu"].lower()
     for needle, gpu, note in GPU_NAMES:
         if needle in name:
@@ -155,7 +187,7 @@ def _precision(case: dict[str, Any], assumed: list[str]) -> Precision:
         # planner's terms (16-bit compute, 32-bit master and states).
         assumed.append("Composer FSDP 'PURE' mixed precision keeps fp32 master weights: planned as amp_bf16")
         return Precision.amp_bf16
-    if "bf16-true" in text or "pure" in text:
+    if "bf16-true" in text or "pure" in text or "amp_training false" in text or "states in bf16" in text:
         return Precision.pure_bf16
     if "fp16" in text:
         return Precision.amp_fp16
@@ -172,6 +204,8 @@ def _optimizer(case: dict[str, Any], method: Method) -> Optimizer:
         return Optimizer.paged_adamw_32bit
     if "8bit" in text:
         return Optimizer.adamw_8bit
+    if text.startswith("lion"):
+        return Optimizer.lion
     if "adam" in text:  # AdamW, Adam, decoupled AdamW, FusedAdam, Megatron's distributed Adam, adamw_hf/_torch
         return Optimizer.adamw
     raise NotPlanned(f"optimizer '{case['optimizer']}' has no planner equivalent")
@@ -186,7 +220,10 @@ def _sharding(case: dict[str, Any], assumed: list[str]) -> tuple[Sharding, Offlo
         return Sharding.zero3, Offload.none
     if "fsdp" in text and "fsdp column 0" not in text:
         return Sharding.fsdp, (Offload.optimizer_and_params if "offload" in text else Offload.none)
-    if "distributed optimizer (use_distributed_optimizer=true" in text:
+    if "zero (stage not stated" in text and "zero-3 assumed" in text:
+        assumed.append("ZeRO stage not published: ZeRO-3, as the case notes infer")
+        return Sharding.zero3, Offload.none
+    if "distributed optimizer (use_distributed_optimizer=true" in text or "megatron distributed optimizer" in text:
         return Sharding.zero1, Offload.none  # Megatron's distributed optimizer shards the optimizer states
     if "distributed optimizer not stated" in text:
         # NeMo's Megatron recipes use the distributed fused Adam; the table does not say so.
@@ -233,13 +270,14 @@ def _lora(case: dict[str, Any], method: Method, assumed: list[str]) -> dict[str,
     dropout = re.search(r"LoRA[^.;]*?dropout (0\.\d+)", notes) or re.search(r"alpha=\d+, dropout (0\.\d+)", notes)
     if dropout:
         out["lora_dropout"] = float(dropout.group(1))
-    targets = lora.get("targets")
-    if targets == ["query", "value"]:  # litgpt's names for the q and v projections
+    targets = lora.get("planner_targets", lora.get("targets"))
+    if isinstance(targets, list) and targets and targets != ["query", "value"] and all(
+            str(t).endswith("_proj") for t in targets):
+        out["lora_targets"] = list(targets)
+    elif targets == ["query", "value"]:  # litgpt's names for the q and v projections
         out["lora_targets"] = "q,v"
     elif targets == ["linear_qkv"]:  # Megatron-Core's fused q/k/v projection
         out["lora_targets"] = "q,k,v"
-    elif isinstance(targets, list) and targets and all(str(t).endswith("_proj") for t in targets):
-        out["lora_targets"] = list(targets)  # HF module names (q_proj, …), which the planner reads as they are
     elif isinstance(targets, str) and ("all-linear" in targets or "all *_proj" in targets):
         out["lora_targets"] = "all-linear"
         if "lm_head" in targets:
@@ -301,6 +339,8 @@ def wall_time_tokens(case: dict[str, Any]) -> tuple[float, str]:
         return 262_144.0, "262,144 tokens (512 × 512, stated)"
     if "5.54M tokens in every packed row" in notes and "No packing" not in notes:
         return 5.54e6, "5.54M tokens (derived in the case notes from steps × batch × 1024, not published)"
+    if case["other_settings"].get("tokens"):  # published_runs.json states the count (notes say how it is known)
+        return float(case["other_settings"]["tokens"]), "trained tokens as the case states them"
     if "2,097,152 tokens trained" in notes:  # Answer.AI fsdp_qlora: 1,024 dummy samples × 2,048 tokens (stated)
         return 2_097_152.0, "2,097,152 tokens (1,024 full-length samples × 2,048, stated)"
     raise NotPlanned("wall time without a published token count")
@@ -327,7 +367,7 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
     precision = _precision(case, assumed)
     sharding, offload = _sharding(case, assumed)
     tokens: float | None = None
-    if case["metric"] == "wall_time_s":
+    if case["metric"] in ("wall_time_s", "gpu_hours"):
         tokens, said = wall_time_tokens(case)
         assumed.append(said)
     n = int(case["n_gpus"])
@@ -348,16 +388,20 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
         **_lora(case, method, assumed),
     }
     if pp > 1:
-        training["pipeline_virtual_stages"] = _virtual_stages(notes)
-    if tp > 1 and "sequence_parallel" in notes:
+        training["pipeline_virtual_stages"] = int(other.get("vp") or _virtual_stages(notes))
+    if tp > 1 and ("sequence_parallel" in notes or other.get("sequence_parallel")):
         training["sequence_parallel"] = True
     if other.get("global_batch"):
         training["global_batch_size"] = max(int(other["global_batch"]), int(case["micro_batch"]))
     if other.get("torch_compile") is not None:
         training["compile"] = bool(other["torch_compile"])
-    if source in FRAMEWORK_BY_SOURCE:
-        training["framework"] = FRAMEWORK_BY_SOURCE[source].value
-    if "flash" in notes.lower() and "no flash" not in notes.lower():
+    framework = FRAMEWORK_BY_SOURCE.get(source) or _framework_named(str(other.get("framework") or ""))
+    if framework is not None:
+        training["framework"] = framework.value
+    attention = str(other.get("attention") or "").lower()
+    if attention.startswith(("flash", "sdpa", "eager")):
+        training["attention"] = attention.split()[0].split("(")[0]
+    elif "flash" in notes.lower() and "no flash" not in notes.lower():
         training["attention"] = "flash"
     elif "sdpa" in notes.lower():
         training["attention"] = "sdpa"
@@ -367,14 +411,15 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
         training["double_quant"] = False  # litgpt --quantize bnb.nf4 (bnb.nf4-dq is the double-quantized one)
     if case["model"]["name"].lower().startswith("bert"):
         assumed.append("BERT is an encoder with a classification head; planned as a decoder with an LM head")
-    per_node = min(8, n)
+    per_node = int(other.get("gpus_per_node") or min(8, n))
     if n % per_node:
         raise NotPlanned(f"{n} GPUs do not fill nodes of {per_node}")
     request = PlanRequest.model_validate({
         "model": model_config(case),
         "data": {"tokens": tokens or THROUGHPUT_TOKENS, "seq_len": int(case["seq_len"]), "packing": True},
         "training": training,
-        "hardware": {"gpu": gpu, "gpus_per_node": per_node, "nodes": n // per_node},
+        "hardware": {"gpu": gpu, "gpus_per_node": per_node, "nodes": n // per_node,
+                     **({"interconnect": other["interconnect"]} if other.get("interconnect") else {})},
         "assumptions": {"restart_minutes": 0.0},
     })
     return request, tokens

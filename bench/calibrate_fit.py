@@ -1,132 +1,142 @@
-"""Fit the step model's named efficiencies (core/planner/speed/efficiency.py) on half A of the published runs.
+"""Fit each framework's sustained efficiency (core/planner/speed/sustained.py), once per held-out source.
 
-    python -m bench.calibrate --fit-all
+    python -m bench.calibrate --write-bands
 
-Method, chosen to be explainable rather than clever: coordinate descent over the constants of
-`efficiency.CONSTANTS`, each scanned on a log grid within its bounds around the prior, minimising
-
-    mean over half-A throughput figures of |ln(planned ÷ published)|  +  PRIOR_WEIGHT · Σ ln(value ÷ prior)²
-
-The second term is a weak pull towards the cited prior: a constant the data says nothing about stays at its
-prior instead of wandering to a bound. Three rounds over all constants; each value found is rounded to two
-significant figures, because the data cannot tell more apart. Only half A is ever planned here; half B is
-reported with whatever this prints, pasted into efficiency.py by hand (the planner never fits at run time).
+Every published throughput run is planned once with the sustained factor at its prior (1: the kernel model as
+it is), giving its residual r = ln(published ÷ planned tokens/s). A group's factor (framework × method × GPU
+family, then framework × family, family, all) is the median of its runs' r with each source weighing the same
+(sixteen rows of one benchmark table are one witness, not sixteen), pooled with its parent group's factor by
+how many sources back it (fit_table). The median is the closed-form least mean absolute log error, so no
+search is needed, and a factor multiplies the step's speed, so a run's residual under any fit is r − ln factor:
+leave-one-source-out refits the table without each source in turn and predicts that source's runs with it,
+exactly and in milliseconds.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from bench.calibrate_cases import Built, source_of
-from core.catalog import Catalog
-from core.planner.speed import efficiency
+from core.planner.speed import efficiency, sustained
 
-PRIOR_WEIGHT = 0.01
-GRID = 25
-ROUNDS = 3
+SHRINK = 2.0  # sources' worth of weight the parent group's factor keeps in a group's own (partial pooling)
+PRIOR_TABLE: dict[str, Any] = {"groups": {sustained.ALL: {"log_factor": 0.0, "runs": 0, "sources": 0}}}
 
 
 @dataclass(frozen=True)
-class Fitted:
-    name: str
-    prior: float
-    value: float
-    low: float
-    high: float
+class Residual:
+    """One throughput run's ln(published ÷ planned tokens/s) and the groups it belongs to, finest first (here the
+    efficiency groups at the prior factor; in calibrate_bands the band regimes, out of source)."""
+
+    id: str
+    source: str
+    groups: tuple[str, ...]
+    base: float
+    steers: bool = True  # False: predicted and reported, never fitted on (the data flags the figure unexplained)
 
 
-@contextlib.contextmanager
-def values_in_place(values: dict[str, float]) -> Iterator[None]:
-    """efficiency.NAME = value for each, restored afterwards."""
-    before = {name: getattr(efficiency, name) for name in values}
-    for name, value in values.items():
-        setattr(efficiency, name, value)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            setattr(efficiency, name, value)
-
-
-def _round2(x: float) -> float:
-    return float(f"{x:.2g}")
-
-
-def objective(built: Sequence[Built], catalog: Catalog, values: dict[str, float]) -> float:
-    """Mean |log error| of half A's throughput figures with `values` in place, plus the prior pull."""
-    from bench.calibrate import compare  # late: calibrate imports this module for its command line
-
-    with values_in_place(values):
-        errors = [compare(b, catalog, baseline=False).log_error for b in built]
-    planned = [e for e in errors if e is not None]
-    if not planned:
-        return math.inf
-    pull = sum(math.log(values[c.name] / c.prior) ** 2 for c in efficiency.CONSTANTS)
-    return sum(planned) / len(planned) + PRIOR_WEIGHT * pull
-
-
-def fit_all(built: Sequence[Built], catalog: Catalog) -> tuple[list[Fitted], float, float]:
-    """(each constant fitted, the objective at the priors, the objective at the fit)."""
-    values = {c.name: c.prior for c in efficiency.CONSTANTS}
-    start = objective(built, catalog, values)
-    for _ in range(ROUNDS):
-        for c in efficiency.CONSTANTS:
-            grid = [min(max(_round2(v), c.low), c.high) for v in np.geomspace(c.low, c.high, GRID)]
-            grid += [c.prior, values[c.name]]
-            scores = {v: objective(built, catalog, {**values, c.name: v}) for v in sorted(set(grid))}
-            values[c.name] = min(scores, key=lambda v: (scores[v], abs(math.log(v / c.prior))))
-    end = objective(built, catalog, values)
-    return [Fitted(c.name, c.prior, values[c.name], c.low, c.high) for c in efficiency.CONSTANTS], start, end
-
-
-def held_out_folds(built: Sequence[Built], catalog: Catalog) -> dict[str, dict[str, float]]:
-    """Leave one source out: for each half-A source, the constants `fit_all` finds on the other sources.
-
-    In-sample residuals flatter the model (the fit has already bent towards each case), and a user's run is, like
-    every half-B run, a source the fit never saw; a case's residual under the constants fitted without its source
-    is the error such a run can expect. Slow (one full fit per source): only `--write-bands` calls it.
-    """
-    folds = {}
-    for source in sorted({source_of(b.case) for b in built}):
-        fitted, _, _ = fit_all([b for b in built if source_of(b.case) != source], catalog)
-        folds[source] = {f.name: f.value for f in fitted}
-    return folds
-
-
-def held_out_residuals(built: Sequence[Built], catalog: Catalog,
-                       folds: dict[str, dict[str, float]]) -> list[tuple[Built, float]]:
-    """Each planned case's ln(published ÷ planned tokens/s) under its source's fold (`held_out_folds`)."""
-    from bench.calibrate import compare  # late: calibrate imports this module for its command line
-    from bench.calibrate_bands import residual
-
-    out = []
-    for b in built:
-        with values_in_place(folds[source_of(b.case)]):
-            row = compare(b, catalog, baseline=False)
-        if row.planned is not None:
-            out.append((b, residual(row.metric, row.published, row.planned)))
+def grouped(runs: Sequence[Residual]) -> dict[str, list[Residual]]:
+    """Group key → the runs that belong to it."""
+    out: dict[str, list[Residual]] = {}
+    for run in runs:
+        for key in run.groups:
+            out.setdefault(key, []).append(run)
     return out
 
 
-def fit_text(fitted: Sequence[Fitted], start: float, end: float, cases: int) -> str:
-    lines = [f"Fitted on {cases} half-A throughput figures: objective {start:.3f} at the priors → {end:.3f}"]
-    for f in fitted:
-        shipped = getattr(efficiency, f.name)
-        lines.append(f"  {f.name:24} prior {f.prior:<8g} fitted {f.value:<8g} (bounds {f.low:g}–{f.high:g}; "
-                     f"shipped {shipped:g})")
-    return "\n".join(lines)
+@contextlib.contextmanager
+def table_in_place(table: dict[str, Any]) -> Iterator[None]:
+    """Plans read `table` instead of the shipped efficiency.json for the duration."""
+    before = sustained.OVERRIDE
+    sustained.OVERRIDE = table
+    try:
+        yield
+    finally:
+        sustained.OVERRIDE = before
+
+
+def weighted_quantiles(values: Sequence[float], weights: Sequence[float], qs: Sequence[float]) -> list[float]:
+    """Quantiles of a weighted sample (the midpoints of each value's cumulative weight, interpolated)."""
+    order = np.argsort(values)
+    v, w = np.asarray(values, float)[order], np.asarray(weights, float)[order]
+    cum = (np.cumsum(w) - w / 2) / w.sum()
+    return [float(np.interp(q, cum, v)) for q in qs]
+
+
+def source_weights(sources: Sequence[str]) -> list[float]:
+    """1 ÷ (the source's runs among these): every source weighs the same."""
+    count = Counter(sources)
+    return [1.0 / count[s] for s in sources]
+
+
+def fit_table(runs: Sequence[Residual]) -> dict[str, Any]:
+    """The efficiency.json groups from these runs (closed form; see the module docstring).
+
+    Coarse to fine, each group's source-weighted median is pooled with its parent's factor (the next coarser
+    group; 'all' with the prior, 0) as (n · median + SHRINK · parent) ÷ (n + SHRINK), n its sources: partial
+    pooling, so one or two sources move a group part of the way from its parent and one outlying stack cannot
+    set a whole framework's factor. Runs that do not steer (`Residual.steers`) are left out."""
+    runs = [r for r in runs if r.steers]
+    parent: dict[str, str] = {}
+    for run in runs:
+        for fine, coarse in zip(run.groups, run.groups[1:], strict=False):
+            parent.setdefault(fine, coarse)
+    members = grouped(runs)
+    factors: dict[str, float] = {}
+
+    def pooled(key: str) -> float:
+        if key not in factors:
+            above = pooled(parent[key]) if key in parent else 0.0
+            rows = members.get(key, [])
+            sources = [r.source for r in rows]
+            n = len(set(sources))
+            median = weighted_quantiles([r.base for r in rows], source_weights(sources), [0.5])[0] if rows else 0.0
+            factors[key] = (n * median + SHRINK * above) / (n + SHRINK)
+        return factors[key]
+
+    groups = {}
+    for key, rows in sorted(members.items()):
+        n = len({r.source for r in rows})
+        if n >= sustained.MIN_SOURCES or key == sustained.ALL:
+            groups[key] = {"log_factor": round(pooled(key), 4), "runs": len(rows), "sources": n}
+    groups.setdefault(sustained.ALL, dict(PRIOR_TABLE["groups"][sustained.ALL]))
+    return {"groups": groups}
+
+
+def folds(runs: Sequence[Residual]) -> dict[str, dict[str, Any]]:
+    """Source → the table fitted on every other source."""
+    return {s: fit_table([r for r in runs if r.source != s]) for s in sorted({r.source for r in runs})}
+
+
+def held_out(runs: Sequence[Residual], fold_tables: dict[str, dict[str, Any]]) -> dict[str, tuple[float, str]]:
+    """Run id → (its log factor under the fold without its source, the group that factor came from)."""
+    out = {}
+    for r in runs:
+        groups = fold_tables[r.source]["groups"]
+        key = next(k for k in r.groups if k in groups)
+        out[r.id] = (float(groups[key]["log_factor"]), key)
+    return out
 
 
 def constants_markdown() -> str:
-    """Every fitted constant of core/planner/speed/efficiency.py: prior, fitted value, bounds, half, source."""
-    out = ["| constant | what it is | prior | fitted | bounds searched | fitted on | prior's source |",
-           "|---|---|---:|---:|---|---|---|"]
+    """Every constant of core/planner/speed/efficiency.py: its value (the prior) and source."""
+    out = ["| constant | what it is | value (prior) | range a study may patch | source |", "|---|---|---:|---|---|"]
     for c, value in efficiency.constants():
-        out.append(f"| `{c.name}` | {c.meaning} | {c.prior:g} | {value:g} | {c.low:g}–{c.high:g} | half {c.half} | "
-                   f"{c.source} |")
+        out.append(f"| `{c.name}` | {c.meaning} | {value:g} | {c.low:g}–{c.high:g} | {c.source} |")
+    return "\n".join(out)
+
+
+def groups_markdown(table: dict[str, Any] | None) -> str:
+    """The shipped efficiency.json as a table."""
+    if table is None:
+        return "No sustained efficiencies written yet (`python -m bench.calibrate --write-bands`)."
+    out = ["| group (framework · method · GPU family) | sustained speed factor | runs | sources |",
+           "|---|---:|---:|---:|"]
+    for key, e in table["groups"].items():
+        out.append(f"| {key} | ×{np.exp(e['log_factor']):.2f} | {e['runs']} | {e['sources']} |")
     return "\n".join(out)

@@ -17,11 +17,11 @@ from core.planner import plan as plan_module
 from core.planner.models import Band, PlanResult
 
 LOW, HIGH = 0.8, 1.3  # the band's ends as multiples of the planned figure
-COVERAGE, REGIME, CASES = 0.8, "test regime: LoRA on one node", 24
+COVERAGE, REGIME, CASES, SOURCES = 0.8, "test regime: LoRA on one node", 24, 5
 
 
 def band(value: float) -> Band:
-    return Band(low=value * LOW, high=value * HIGH, coverage=COVERAGE, regime=REGIME, cases=CASES)
+    return Band(low=value * LOW, high=value * HIGH, coverage=COVERAGE, regime=REGIME, cases=CASES, sources=SOURCES)
 
 
 def with_bands(result: PlanResult, bands: bool = True) -> PlanResult:

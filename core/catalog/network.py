@@ -46,6 +46,15 @@ SCALE_OUT_GBPS_PER_GPU = {
     "volta": 12.5,
 }
 PCIE_NODE_GBPS = 100.0
+# A named fabric is a fabric on an instance, not one speed: AWS EFA gives an A100 node (p4d/p4de) 4 × 100 Gbit/s for
+# 8 GPUs, 50 per GPU, an H100/H200 node (p5/p5e) 3,200 Gbit/s, 400 per GPU, a B200 node (p6-b200) 3,200, a V100 node
+# (p3dn) 100 for 8 (aws.amazon.com/ec2/instance-types/p4, /p5, /p6; p3dn on /p3). InfiniBand on an A100 node is
+# HDR, 200 Gbit/s per GPU (DGX A100 user guide: 8 × 200 Gb/s ConnectX-6), NDR 400 on Hopper and Blackwell.
+NAMED_FABRIC_GBPS_PER_GPU = {
+    "efa": {"ampere": 50.0, "hopper": 400.0, "blackwell": 400.0, "volta": 12.5},
+    "infiniband": {"ampere": 200.0, "volta": 100.0 / 8 * 4},
+    "roce": {"ampere": 200.0},
+}
 
 # GeForce cards have no peer-to-peer over PCIe (sjeaugey, NVIDIA/nccl-tests#287: "GeForce cards do not support
 # P2P"), so NCCL's SHM transport stages every transfer in a host-memory buffer: the sender writes it across its
@@ -79,6 +88,12 @@ def typical_gpu_net_gbps(intra_node_link: str, architecture: str, gpus_per_node:
     return SCALE_OUT_GBPS_PER_GPU.get(key, PCIE_NODE_GBPS / 8) + 0.0 * gpus_per_node
 
 
+def named_gpu_gbps(interconnect: str, architecture: str) -> float:
+    """Gbit/s per GPU of a named fabric on this GPU generation's instances (else the fabric's 400G-rail default)."""
+    key = architecture.lower().replace(" ", "")
+    return NAMED_FABRIC_GBPS_PER_GPU.get(interconnect, {}).get(key, DEFAULT_GPU_GBPS[interconnect])
+
+
 def typical_gpu_gbps(gpu_id: str, gpus_per_node: int, catalog: Catalog) -> float | None:
     """Inter-node Gbit/s per GPU the planner assumes for this GPU's class when the request names no network."""
     try:
@@ -92,7 +107,12 @@ def network_gbps(interconnect: str | None, gpu_id: str, gpus_per_node: int, cata
     """Gbit/s per GPU for a named network type, else the GPU class's typical one (None: unknown GPU or type)."""
     if not interconnect:
         return typical_gpu_gbps(gpu_id, gpus_per_node, catalog)
-    return DEFAULT_GPU_GBPS.get(str(interconnect))
+    if str(interconnect) not in DEFAULT_GPU_GBPS:
+        return None
+    try:
+        return named_gpu_gbps(str(interconnect), catalog.gpu(gpu_id).architecture)
+    except CatalogError:
+        return DEFAULT_GPU_GBPS[str(interconnect)]
 
 
 def typical_network(gpu_id: str, gpus_per_node: int, catalog: Catalog) -> str:

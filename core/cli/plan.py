@@ -128,13 +128,20 @@ def price_offer(c: Any) -> str:
 def time_lines(r: Any) -> list[str]:
     """The Time line; with the plan's bands, 'likely X (range A–B)' for the wall time, a Speed line for tokens/s and
     a Range line saying how often published runs of this kind fell inside (without bands, the Time line alone)."""
-    from core.planner.report import band_notes, likely_hours, likely_tokens_per_second, measured_step_text
+    from core.planner.report import (
+        band_notes,
+        likely_hours,
+        likely_tokens_per_second,
+        measured_step_text,
+        wall_time_parts,
+    )
 
     c = r.compute
     speed = likely_tokens_per_second(r)
     rate = "" if speed else f"{c.tokens_per_second:,.0f} tokens/s, "
     lines = [f"Time     {likely_hours(r) or fmt_hours(r.time.hours)} wall, {fmt_gpu_hours(r.time.gpu_hours)} "
              f"GPU-hours, {c.steps:,} steps of {c.step_time_s:.2f} s ({rate}scaling {c.scaling_efficiency:.0%})"]
+    lines.append(f"Parts    {wall_time_parts(r)}")
     lines += [f"Speed    {speed}"] if speed else []
     measured = measured_step_text(c)
     lines += [f"Step     {measured}"] if measured else []

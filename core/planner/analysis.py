@@ -225,13 +225,11 @@ def _other_gpu_row(arch: Architecture, planned: PlanRequest, result: PlanResult,
 
 
 def _memory_key(planned: PlanRequest) -> str:
-    """What a GPU row depends on. Memory never depends on the dataset size or the prices, and neither does the
-    search's pick for one GPU type: every configuration runs the same optimizer steps at the same price per
-    GPU-hour. Only a deadline makes the dataset size matter."""
+    """What a GPU row depends on: memory never depends on the prices. The search's pick for one GPU type does
+    depend on the dataset size: every configuration pays the same start-up on each of its GPUs, so a short job
+    is cheapest on fewer GPUs than a long one (1× L40 at 2e8 tokens, 4× at 7e8), and a row kept across token
+    counts would show another configuration's memory."""
     key = planned.model_dump(mode="json", exclude={"pricing": True})
-    if planned.search.objective != "cost_under_deadline":
-        key["data"].pop("tokens", None)
-        key["data"].pop("epochs", None)
     return json.dumps(key, sort_keys=True)
 
 
@@ -306,7 +304,8 @@ def scaling(request: PlanRequest, catalog: Catalog) -> ScalingCurve:
     assert hw is not None
     arch, _ = resolve_model(request.model, catalog)
     gpu = catalog.gpu(hw.gpu)
-    curve = search.scaling_curve(arch, request, gpu_hardware(gpu, hw, request.training.precision))
+    curve = search.scaling_curve(arch, request, gpu_hardware(gpu, hw, request.training.precision,
+                                                                      request.training))
     return ScalingCurve(gpu=gpu.id, gpus_per_node=hw.gpus_per_node, nodes=curve["nodes"],
                         tokens_per_s=curve["tokens_per_s"], efficiency=curve["efficiency"], hours=curve["hours"],
                         fits=[bool(f) for f in curve["fits"]], global_batch=curve["global_batch"],

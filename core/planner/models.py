@@ -303,6 +303,12 @@ class Assumptions(_Strict):
     restart_minutes: Annotated[float, within(0, 10_080, "0 to 10,080 minutes (a week)")] = Field(
         10.0, ge=0, title="Restart time (min)", description="requeue, load, warm-up"
     )
+    eval_every_steps: Annotated[int, within(0, 10**9, "0 (no evaluation) to 1e9 steps")] = Field(
+        0, ge=0, title="Evaluate every (steps)", description="0: no evaluation passes during training"
+    )
+    eval_tokens: Annotated[float, within(0, 1e12, "0 to 1e12 tokens")] = Field(
+        0.0, ge=0, title="Tokens per evaluation", description="tokens one evaluation pass reads (forward only)"
+    )
     checkpoint_tier: StorageTier = Field(StorageTier.local_nvme, title="Checkpoint storage")
     data_tier: StorageTier = Field(StorageTier.object, title="Dataset storage")
     checkpoints_kept: int = Field(2, ge=1, le=1000, title="Hot checkpoints kept")
@@ -395,6 +401,7 @@ class Band(BaseModel):
     coverage: float = Field(..., description="the share of held-out published runs of this regime inside their band")
     regime: str = Field(..., description="the calibration regime the band is taken from (framework, method, scale)")
     cases: int = Field(..., description="published runs behind the band's width")
+    sources: int = Field(0, description="publishers behind the band and its coverage (leave-one-source-out)")
 
 
 class ComputeResult(StepSource):
@@ -417,10 +424,21 @@ class ComputeResult(StepSource):
     tokens_per_second_range: Band | None = Field(None, description="likely tokens/s (low-high), from calibration")
 
 
+class TimeBreakdown(BaseModel):
+    """Seconds of the wall time by what fills them; they add up to `hours` × 3600."""
+
+    steps: float = Field(0.0, description="the training steps")
+    start_up: float = Field(0.0, description="the first start: requeue, model load, warm-up (restart_minutes)")
+    evaluation: float = Field(0.0, description="evaluation passes (eval_every_steps × eval_tokens, forward only)")
+    checkpoint_writes: float = Field(0.0, description="checkpoint writes at the planned interval")
+    failures: float = Field(0.0, description="expected restarts and lost work after failures or preemptions")
+
+
 class TimeResult(BaseModel):
     hours: float
     gpu_hours: float
     hours_range: Band | None = Field(None, description="likely wall hours (low-high), from calibration residuals")
+    breakdown_s: TimeBreakdown = Field(default_factory=TimeBreakdown)
 
 
 class CheckpointResult(BaseModel):

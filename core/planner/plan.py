@@ -46,10 +46,11 @@ from core.planner.models import (
     StorageResult,
     StorageTier,
     TimeResult,
+    TrainingSpec,
 )
 from core.planner.money import pricing, reliability, sanity, storage
 from core.planner.money.plan_cost import UNPRICED, plan_cost, price_for, withheld
-from core.planner.speed import bands, gpu_rates
+from core.planner.speed import bands, gpu_rates, sustained, wall_time
 from core.planner.speed.frameworks import effective_training
 from core.planner.speed.step import (
     DEFAULT_BATCH_TOKENS,
@@ -96,9 +97,14 @@ def resolve_model(spec: ModelSpec, catalog: Catalog) -> tuple[Architecture, list
         raise PlanError(str(exc)) from exc
 
 
-def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision) -> Hardware:
+def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision,
+                 training: TrainingSpec | None = None) -> Hardware:
+    """The GPU's rates and topology; with `training`, the framework's sustained share of the step on it too."""
     r = gpu_rates.rates(gpu, precision, spec.matmul_tflops)
+    kept = sustained.factor(training.framework, training.method, gpu.architecture) if training else 1.0
     return Hardware(
+        sustained=kept,
+        fp8_gain=r.fp8_gain,
         memory_bytes=gpu.memory_bytes,
         peak_tflops=gpu.peak_tflops(precision.value),
         intra_gbs=network.intra_node_gbs(gpu, spec.gpus_per_node) if spec.gpus_per_node > 1 else 1e6,
@@ -111,7 +117,7 @@ def gpu_hardware(gpu: GPU, spec: HardwareSpec, precision: Precision) -> Hardware
         gpu_net_gbps=(
             spec.inter_node_gbps / spec.gpus_per_node
             if spec.inter_node_gbps
-            else network.DEFAULT_GPU_GBPS[spec.interconnect]
+            else network.named_gpu_gbps(spec.interconnect, gpu.architecture)
             if spec.interconnect
             else network.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, spec.gpus_per_node)
         ),
@@ -383,17 +389,19 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         gpu = catalog.gpu(hw_spec.gpu)
     except CatalogError as exc:
         raise PlanError(str(exc)) from exc
-    hw = gpu_hardware(gpu, hw_spec, request.training.precision)
+    hw = gpu_hardware(gpu, hw_spec, request.training.precision, request.training)
     est = evaluate(arch, request.training, request.data, hw, request.assumptions)
     step_source, planned_step = _step_source(arch, request, hw, warnings)
     st = _storage(arch, request, est, catalog)
     trusted_only = not pricing.low_confidence_ok(request, gpu.id, searched=searched)
     offers = {mode: price_for(catalog, gpu, request, mode, hw_spec.gpus_per_node, trusted_only)
               for mode in PRICING_MODES}
+    eval_s = wall_time.evaluation_seconds(a, float(est.steps), float(est.tokens_per_s),
+                                          2.0 * arch.active_params, float(est.model_flops_per_token))
     cost_result, cost_warnings, price_assumptions = plan_cost(
-        request, catalog, gpu, hw_spec, float(est.hours), st.ckpt_on_demand, st.lines, st.disk, offers,
-        trusted_only=trusted_only)
-    hours = float(est.hours) * (1 + st.ckpt.overhead_fraction)
+        request, catalog, gpu, hw_spec, float(est.hours) + eval_s / 3600, st.ckpt_on_demand, st.lines, st.disk,
+        offers, trusted_only=trusted_only)
+    hours = (float(est.hours) + eval_s / 3600) * (1 + st.ckpt.overhead_fraction)
     warnings += cost_warnings + _warnings(request, est, gpu, st, hours)
     compute_result = _compute_result(arch, est)
     compute_result.step_source, compute_result.planned_step_time_s = step_source, planned_step
@@ -416,7 +424,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     result = PlanResult(
         request=request, model_name=arch.name, hardware=hw_spec,
         memory=_memory_result(arch, request, est, gpu, hw), compute=compute_result,
-        time=TimeResult(hours=hours, gpu_hours=hours * hw_spec.gpus, hours_range=hours_band),
+        time=TimeResult(hours=hours, gpu_hours=hours * hw_spec.gpus, hours_range=hours_band,
+                        breakdown_s=wall_time.breakdown(float(est.steps * est.step_s), a.restart_minutes * 60, eval_s,
+                                                        st.ckpt, hours)),
         checkpoint=st.ckpt, storage=_storage_result(request, st), cost=cost_result, candidates=candidates,
         assumptions=_assumptions(arch, request, gpu, est) + price_assumptions, warnings=warnings,
     )
@@ -442,6 +452,28 @@ def _batch_assumption(request: PlanRequest, est: StepEstimate) -> list[Assumptio
         value=f"{sequences:,} sequences ({sequences * seq:,} tokens) per optimizer step{grown}",
         source=f"tuneplan default: about {DEFAULT_BATCH_TOKENS:,} tokens per step, at least data-parallel replicas "
                "× micro-batch (set training.global_batch_size to choose)")]
+
+
+def fit_assumptions(t: TrainingSpec, step_workspace: float) -> list[Assumption]:
+    """The two assumptions that most often decide whether a sharded full fine-tune fits: the dtype the weights are
+    held in, and the optimizer step's temporaries (each stated, with what changes it)."""
+    if t.precision is Precision.pure_bf16:
+        held = "bf16 parameters, gradients and optimizer states (the model loaded in bf16, no fp32 master)"
+    elif t.sharding in (Sharding.fsdp, Sharding.hsdp) and memory.master_bytes(t.precision):
+        held = ("fp32 parameters, gradients and states, sharded (FSDP mixed precision over a model loaded in fp32); "
+                "a model loaded in bf16 holds half: plan it with training.precision pure_bf16")
+    elif memory.master_bytes(t.precision):
+        held = "16-bit weights and gradients with an fp32 master copy and fp32 states (mixed precision)"
+    else:
+        held = f"{t.precision.value} parameters, gradients and states"
+    workspace = (f"{step_workspace / 1e9:.2f} GB per GPU: PyTorch's multi-tensor (foreach) AdamW materialises "
+                 "sqrt(v) for a whole parameter group at once" if step_workspace > 0 else
+                 "none: the step works in place (fused or DeepSpeed Adam, a step in backward, or offloaded)")
+    return [
+        Assumption(name="weights held as", value=held, source="docs/formulas.md, Memory"),
+        Assumption(name="optimizer step temporaries", value=workspace,
+                   source="torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt(exp_avg_sqs) per group"),
+    ]
 
 
 def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:
@@ -477,6 +509,7 @@ def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEs
             source="REFERENCES.md: calculators use 0.65–1 GiB; reserved exceeds allocated by 10–25%",
         ),
         Assumption(name="comm/compute overlap", value=f"{a.comm_overlap:.0%}", source="tuneplan default"),
+        *fit_assumptions(t, float(est.memory.step_workspace)),
         *_batch_assumption(request, est),
         Assumption(
             name="trained tokens",

@@ -103,9 +103,10 @@ def bands(result: PlanResult) -> list[Band]:
 
 
 def band_note(band: Band) -> str:
-    """'80% of held-out published runs of this kind fell inside (regime: …, from 24 runs)': how far to trust it."""
+    """'80% of held-out published runs of this kind fell inside (regime: …, from 24 runs of 5 sources)': how far to
+    trust it (each source's runs checked against a band built without that source)."""
     return (f"{band.coverage:.0%} of held-out published runs of this kind fell inside (regime: {band.regime}, "
-            f"from {band.cases} runs)")
+            f"from {band.cases} runs of {band.sources} sources)")
 
 
 def band_notes(result: PlanResult) -> list[str]:
@@ -244,12 +245,29 @@ def utilisation_text(compute: ComputeResult) -> str:
     return text + (f", hardware-FLOPs utilisation (HFU) {compute.hfu:.0%}" if compute.hfu > 0 else "")
 
 
+def _seconds(s: float) -> str:
+    return f"{s:.0f} s" if s < 90 else fmt_hours(s / 3600)
+
+
+def wall_time_parts(result: PlanResult) -> str:
+    """'steps 13.8 min + start-up 10.0 min (…) + evaluation none (…) + checkpoint writes 0 s (…) + failures 0 s':
+    what the wall time is made of (time.breakdown_s), with the defaults that decide a part; the CLI's Parts line
+    and the report's Time section say it alike."""
+    b, a = result.time.breakdown_s, result.request.assumptions
+    evaluation = (f"evaluation {_seconds(b.evaluation)}" if b.evaluation > 0 else
+                  "evaluation none (assumptions.eval_every_steps 0)")
+    return (f"steps {_seconds(b.steps)} + start-up {_seconds(b.start_up)} (assumptions.restart_minutes "
+            f"{a.restart_minutes:g}) + {evaluation} + checkpoint writes {_seconds(b.checkpoint_writes)} (to "
+            f"{a.checkpoint_tier.value}) + failures {_seconds(b.failures)}")
+
+
 def time_section(result: PlanResult) -> Section:
     """One optimizer step: how long, how fast, and where its time goes (the zero parts left out)."""
     c = result.compute
     blocks: list[Block] = [Paragraph(text=(
         f"One optimizer step of {c.tokens_per_step:,} tokens takes {step_seconds(c.step_time_s)}; "
-        f"{c.tokens_per_second:,.0f} tokens/s over the job; {utilisation_text(c)}."))]
+        f"{c.tokens_per_second:,.0f} tokens/s over the job; {utilisation_text(c)}.")),
+        Paragraph(text=f"The wall time of {fmt_hours(result.time.hours)}: {wall_time_parts(result)}.")]
     measured = measured_step_text(c)
     if measured:
         blocks.append(Paragraph(text=f"Planned vs measured: the step was {measured}; the parts below are the "

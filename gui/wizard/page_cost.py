@@ -162,6 +162,9 @@ class CostPage(PlanPage):
                 TextField(state, "assumptions.spot_preemptions_per_hour", hint="how often a spot node is taken "
                           "back; only spot pricing pays for it"),
                 TextField(state, "assumptions.restart_minutes", hint="requeue, reload the checkpoint, warm up"),
+                TextField(state, "assumptions.eval_every_steps", hint="0: no evaluation passes; else one pass every "
+                          "this many optimizer steps"),
+                TextField(state, "assumptions.eval_tokens", hint="tokens one evaluation pass reads, forward only"),
                 ComboField(state, "assumptions.checkpoint_tier", tiers, title="Checkpoint storage",
                            hints=TIER_HINTS),
                 TextField(state, "assumptions.checkpoints_kept", hint="hot copies on the checkpoint storage"),
@@ -297,7 +300,9 @@ class CostPage(PlanPage):
         lines = [priced_option_text(o, r.hardware.gpu, r.memory.fits) for o in f.priced_alternatives]
         self.priced_elsewhere.setText("\n".join(lines))
         self.priced_elsewhere.setVisible(bool(lines))
-        self.step.show_compute(r.compute)
+        from core.planner.report import wall_time_parts  # with the plan, as the step view's own imports
+
+        self.step.show_compute(r.compute, wall_time_parts(r))
         self.providers.set_rows([provider_row(p, c.provider, r.hardware.gpus_per_node) for p in f.providers])
         if f.providers:
             self.provider_chart.show_bar(provider_chart(f))

@@ -67,8 +67,9 @@ class StepBreakdownView(QGroupBox):
             self.rows[name] = (label, seconds, share, bar)
         self.grid.setColumnStretch(3, 1)
 
-    def show_compute(self, compute: ComputeResult) -> None:
-        """Show one plan's step; the rows with time, in the order the step runs them."""
+    def show_compute(self, compute: ComputeResult, wall: str | None = None) -> None:
+        """Show one plan's step; the rows with time, in the order the step runs them; `wall`, what the whole wall
+        time is made of (report.wall_time_parts), under the step's line."""
         from core.planner.report import measured_step_text, share_text, step_rows, step_seconds  # with the plan
 
         if not self.rows:
@@ -76,7 +77,8 @@ class StepBreakdownView(QGroupBox):
         measured = measured_step_text(compute)
         self.summary.setText(f"{step_seconds(compute.step_time_s)} per optimizer step of "
                              f"{compute.tokens_per_step:,} tokens · {compute.tokens_per_second:,.0f} tokens/s"
-                             + (f"\nStep {measured}" if measured else ""))
+                             + (f"\nStep {measured}" if measured else "")
+                             + (f"\nWall time: {wall}" if wall else ""))
         hfu = f"; hardware-FLOPs utilisation (HFU) {compute.hfu:.0%}" if compute.hfu > 0 else ""
         self.mfu.setText(f"Achieved MFU (model-FLOPs utilisation): {compute.mfu:.0%}{hfu}")
         shown = {name: (v, share) for name, v, share in step_rows(compute)}

@@ -38,8 +38,9 @@ def test_json_carries_the_bands_in_their_documented_shape(planned):
     for where, field in (("time", "hours_range"), ("compute", "tokens_per_second_range"),
                          ("cost", "total_usd_range")):
         band = planned[where][field]
-        assert set(band) == {"low", "high", "coverage", "regime", "cases"}, field
-        assert (band["coverage"], band["regime"], band["cases"]) == (B.COVERAGE, B.REGIME, B.CASES)
+        assert set(band) == {"low", "high", "coverage", "regime", "cases", "sources"}, field
+        assert (band["coverage"], band["regime"], band["cases"], band["sources"]) == (
+            B.COVERAGE, B.REGIME, B.CASES, B.SOURCES)
         assert band["low"] < band["high"]
 
 
@@ -56,7 +57,7 @@ def test_text_says_likely_and_the_range_with_its_coverage(planned):
     assert (f"Total    likely {fmt_usd(cost['total_usd'])} (range "
             f"{fmt_usd_range(usd['low'], usd['high'], cost['total_usd'])})") in out
     assert (f"Range    80% of held-out published runs of this kind fell inside (regime: {B.REGIME}, from "
-            f"{B.CASES} runs)") in out
+            f"{B.CASES} runs of {B.SOURCES} sources)") in out
 
 
 def test_without_a_band_no_range_is_claimed():

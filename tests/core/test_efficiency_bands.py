@@ -1,8 +1,8 @@
-"""The fitted efficiencies (core/planner/speed/efficiency.py) and the error band (core/planner/speed/bands.py).
+"""The step model's efficiencies (efficiency.py, sustained.py) and the error band (core/planner/speed/bands.py).
 
 Expected figures here come from outside the code under test: the flat-MFU baseline from the catalog peak and
-the definition of MFU, the band's ends from a hand-written table, the shipped bands.json from a fresh run of
-the calibration harness over the published cases.
+the definition of MFU, the band's ends from a hand-written table, the shipped bands.json and efficiency.json from a
+fresh leave-one-source-out run of the calibration harness over the published cases.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from bench import calibrate
+from bench import calibrate, calibrate_bands, calibrate_fit
 from core.catalog import load_catalog
-from core.planner.models import PlanRequest, Precision, TrainingSpec
+from core.planner.models import Framework, Method, PlanRequest, Precision, TrainingSpec
 from core.planner.plan import plan
-from core.planner.speed import bands, efficiency, gpu_rates, kernels
+from core.planner.speed import bands, efficiency, gpu_rates, kernels, sustained
 
 CATALOG = load_catalog()
 
@@ -31,7 +31,7 @@ def test_every_constant_sits_within_its_bounds_and_names_a_source() -> None:
     for c, value in efficiency.constants():
         assert c.low <= c.prior <= c.high, c.name
         assert c.low <= value <= c.high, f"{c.name} = {value} outside {c.low}–{c.high}"
-        assert len(c.source) > 20 and c.half == "A"
+        assert len(c.source) > 20
 
 
 def test_a_small_gemm_runs_slower_per_flop_than_a_large_one() -> None:
@@ -45,22 +45,26 @@ def test_a_small_gemm_runs_slower_per_flop_than_a_large_one() -> None:
 
 def test_the_sustained_factor_lowers_the_matmul_efficiency_a_plan_states(monkeypatch: pytest.MonkeyPatch) -> None:
     """H100 MAMF is 80.3% (catalog, stas00's table); the plan's line is that × the Hopper factor."""
+    monkeypatch.setattr(efficiency, "GEMM_SUSTAINED_HOPPER", 0.9)
     result = plan(_request())
     line = next(a for a in result.assumptions if a.name == "matmul efficiency")
-    assert line.value == f"{0.803 * efficiency.GEMM_SUSTAINED_HOPPER:.1%} of peak"
+    assert line.value == f"{0.803 * 0.9:.1%} of peak"
     slow = plan(_request()).compute.tokens_per_second
     monkeypatch.setattr(efficiency, "GEMM_SUSTAINED_HOPPER", efficiency.GEMM_SUSTAINED_HOPPER / 2)
     assert plan(_request()).compute.tokens_per_second < slow * 0.8
 
 
-def test_an_ada_card_is_slowed_by_its_power_cap_only_when_its_watts_are_short() -> None:
+def test_an_ada_card_is_slowed_by_its_power_cap_only_when_its_watts_are_short(monkeypatch: pytest.MonkeyPatch) -> None:
     """Datasheets: L4 72 W for 121 dense BF16 TFLOP/s, RTX 4090 450 W for 165, L40S 350 W for 362. Under one
     watts-per-TFLOP/s constant the L4 (0.6 W per TFLOP/s) runs below its nameplate clock and the 4090 (2.7) at it;
     the 4090's GEMMs then run at the plain no-MAMF heuristic, the L4's below it, and the L4's attention too."""
     l4 = gpu_rates.rates(CATALOG.gpu("L4"), Precision.amp_bf16)
     rtx = gpu_rates.rates(CATALOG.gpu("RTX-4090"), Precision.amp_bf16)
     assert rtx.matmul_efficiency == pytest.approx(kernels.FALLBACK_MATMUL_EFFICIENCY)
-    capped = kernels.FALLBACK_MATMUL_EFFICIENCY * 72 * efficiency.ADA_TFLOPS_PER_WATT / 121
+    assert l4.matmul_efficiency == pytest.approx(kernels.FALLBACK_MATMUL_EFFICIENCY)  # the prior holds 121 at 72 W
+    monkeypatch.setattr(efficiency, "ADA_TFLOPS_PER_WATT", 1.0)
+    l4 = gpu_rates.rates(CATALOG.gpu("L4"), Precision.amp_bf16)
+    capped = kernels.FALLBACK_MATMUL_EFFICIENCY * 72 * 1.0 / 121
     assert l4.matmul_efficiency == pytest.approx(capped)
     assert l4.matmul_efficiency < rtx.matmul_efficiency and l4.attention_efficiency < rtx.attention_efficiency
     assert "72 W cap" in l4.matmul_source and "cap" not in rtx.matmul_source
@@ -82,15 +86,18 @@ def test_the_flat_baseline_is_half_the_peak_over_the_model_flops() -> None:
     case = next(c for c in calibrate.load_cases() if c["id"] == "automodel-llama3.1-8b-lora-h100-1g-tps")
     built = calibrate.build(case)
     row = calibrate.compare(built, CATALOG)
+    assert row.baseline is not None
     assert built.request is not None
     fpt = plan(built.request, CATALOG, today=calibrate.PLAN_DATE).compute.model_flops_per_token
     assert row.baseline == pytest.approx(0.5 * 989e12 / fpt, rel=0.01)
 
 
 TABLE = {"regimes": {
-    "all": {"log_low": -0.2, "log_high": 0.3, "cases": 25, "coverage": 0.5},
-    "full": {"log_low": 0.1, "log_high": 0.4, "cases": 6, "coverage": 0.7},  # every residual positive
-    "hf_trainer · full · 1 node": {"log_low": -0.1, "log_high": 0.05, "cases": 5, "coverage": 0.8},
+    "all": {"log_low": -0.2, "log_high": 0.3, "cases": 25, "sources": 9, "coverage": 0.5, "coverage_sources": 9},
+    # every residual positive
+    "full": {"log_low": 0.1, "log_high": 0.4, "cases": 6, "sources": 4, "coverage": 0.7, "coverage_sources": 4},
+    "hf_trainer · full · 1 node": {"log_low": -0.1, "log_high": 0.05, "cases": 5, "sources": 3, "coverage": 0.8,
+                                   "coverage_sources": 3},
 }}
 
 
@@ -99,14 +106,19 @@ def test_the_finest_regime_held_is_used_then_coarser_ones() -> None:
     tps, hours = bands.time_bands(t, 8, 1, 1000.0, 10.0, 0.0, TABLE)
     assert tps is not None and hours is not None
     assert tps.regime == "hf_trainer · full · 1 node" and tps.coverage == 0.8 and tps.cases == 5
+    assert tps.sources == 3
     assert tps.low == pytest.approx(1000 * math.exp(-0.1)) and tps.high == pytest.approx(1000 * math.exp(0.05))
-    assert bands.time_bands(t, 16, 2, 1000.0, 10.0, 0.0, TABLE)[0].regime == "full"  # type: ignore[union-attr]
+    # A finer regime without a band of its own takes the coarser one, widened by WIDEN, and says so.
+    multi = bands.time_bands(t, 16, 2, 1000.0, 10.0, 0.0, TABLE)[0]
+    assert multi is not None and multi.regime.startswith("full (widened: hf_trainer · full · multi-node has fewer")
+    assert multi.high == pytest.approx(1000 * math.exp(0.4 * bands.WIDEN)) and multi.sources == 4
     lora = bands.time_bands(TrainingSpec(method="lora"), 1, 1, 1000.0, 10.0, 0.0, TABLE)[0]
-    assert lora is not None and lora.regime == "all"
+    assert lora is not None and lora.regime.startswith("all (widened")
 
 
 def test_the_band_holds_the_point_even_when_every_residual_has_one_sign() -> None:
-    tps, hours = bands.time_bands(TrainingSpec(method="full"), 16, 2, 1000.0, 10.0, 1.0, TABLE)
+    table = {"regimes": {**TABLE["regimes"], "hf_trainer · full · multi-node": TABLE["regimes"]["full"]}}
+    tps, hours = bands.time_bands(TrainingSpec(method="full"), 16, 2, 1000.0, 10.0, 1.0, table)
     assert tps is not None and hours is not None
     assert tps.low == pytest.approx(1000.0) and tps.high == pytest.approx(1000 * math.exp(0.4))
     # faster tokens/s → shorter hours; the 1 h start does not scale: 1 + 9 / e^0.4
@@ -129,19 +141,57 @@ def test_a_plan_carries_all_three_bands_around_its_figures() -> None:
     assert tps.low <= result.compute.tokens_per_second <= tps.high
     assert hours.low <= result.time.hours <= hours.high
     assert result.cost.total_usd is not None and cost.low <= result.cost.total_usd <= cost.high
-    assert 0 < tps.coverage <= 1 and tps.regime
+    assert 0 < tps.coverage <= 1 and tps.regime and tps.sources >= bands.MIN_SOURCES
 
 
-def test_the_shipped_bands_are_what_the_calibration_writes_today() -> None:
-    """resources/calibration/bands.json must be regenerated (--write-bands) whenever the constants move."""
+def test_the_shipped_bands_and_efficiencies_are_what_the_calibration_writes_today() -> None:
+    """resources/calibration/{bands,efficiency}.json must be rewritten (--write-bands) whenever the model moves."""
     shipped = bands.shipped_table()
     assert shipped is not None
-    folds = shipped["provenance"]["folds"]
-    # One fold per half-A source, each fitted without that source (refitting them is --write-bands' slow part;
-    # planning each held-out case with its stored fold is what this checks is current).
-    assert set(folds) == {calibrate.source_of(b.case) for b in calibrate.fit_cases()}
-    rows = calibrate.evaluate(catalog=CATALOG)
-    fresh = calibrate.bands_content(rows, calibrate.PLAN_DATE, folds, CATALOG)
+    ev = calibrate.evaluate(catalog=CATALOG, comparators=False)
+    fresh = calibrate.bands_content(ev, calibrate.PLAN_DATE)
     assert shipped["regimes"] == fresh["regimes"]
-    assert shipped["provenance"]["efficiency"] == fresh["provenance"]["efficiency"]
-    assert shipped["provenance"]["coverage_half_b"] == fresh["provenance"]["coverage_half_b"]
+    assert shipped["provenance"]["coverage_out_of_source"] == fresh["provenance"]["coverage_out_of_source"]
+    efficiency_file = sustained.shipped_table()
+    assert efficiency_file is not None and efficiency_file["groups"] == ev.shipped["groups"]
+
+
+def test_every_stated_coverage_was_measured_out_of_source_on_at_least_three_sources() -> None:
+    shipped = bands.shipped_table()
+    assert shipped is not None
+    for key, entry in shipped["regimes"].items():
+        assert entry["sources"] >= bands.MIN_SOURCES and entry["coverage_sources"] >= bands.MIN_SOURCES, key
+
+
+def test_coverage_checks_each_source_against_bands_built_without_it() -> None:
+    """Three sources with residuals 0.0, 0.1 and 1.0: with one left out, the other two set the band, so the far
+    source falls outside it; in-sample it would have been inside its own band."""
+    rows = [calibrate_fit.Residual(f"r{i}", f"s{i}", ("x", "all"), r) for i, r in enumerate((0.0, 0.1, 1.0))]
+    hits = calibrate_bands.coverage(rows)
+    assert hits["r2"] is False and hits["r0"] is True
+    in_sample = calibrate_bands.band_table(rows)
+    assert calibrate_bands.inside(rows[2], in_sample) is False or in_sample["regimes"]["all"]["log_high"] >= 0.9
+
+
+def test_the_sustained_factor_multiplies_the_step_speed() -> None:
+    """A table saying hf_trainer LoRA on Hopper keeps half its modelled speed halves the plan's tokens/s."""
+    base = plan(_request()).compute.tokens_per_second
+    halved = {"log_factor": math.log(0.5), "runs": 2, "sources": 2}
+    with calibrate_fit.table_in_place({"groups": {"hf_trainer · adapter · hopper": halved,
+                                                  "all": {"log_factor": 0.0, "runs": 2, "sources": 2}}}):
+        half = plan(_request()).compute.tokens_per_second
+        titan = sustained.factor(Framework.torchtitan, Method.lora, "Hopper")
+    with calibrate_fit.table_in_place(calibrate_fit.PRIOR_TABLE):
+        prior = plan(_request()).compute.tokens_per_second
+    assert half == pytest.approx(prior * 0.5, rel=1e-6) and titan == 1.0
+    assert base > 0
+
+
+def test_the_bands_keep_their_word_out_of_source() -> None:
+    """Measured 2026-12-07, each source checked against bands built without it: 87% of 85 runs inside at a median
+    width of ×1.57 (docs/formulas.md, Error band). Guards against regression of the issue's goals (≥ 80%, ≤ ×1.6)."""
+    shipped = bands.shipped_table()
+    assert shipped is not None
+    prov = shipped["provenance"]
+    assert prov["coverage_out_of_source"] >= 0.80
+    assert prov["median_width"] <= 1.6

@@ -123,8 +123,15 @@ def test_the_search_table_shows_distinct_outcomes_and_always_the_fastest_and_che
     shown = shown_candidates(r.candidates, 5)
     assert min(r.candidates, key=lambda c: c.hours) in shown
     assert min(r.candidates, key=lambda c: c.cost_usd or float("inf")) in shown
-    text = tuneplan("plan", "--model", "llama-3.1-8b", "--tokens", "2e8")
-    assert re.search(r"^\S+ \S+\s+zero3/fsdp ", text.stdout, re.MULTILINE)
+    # In the text, no two rows read the same (configuration, layout, micro-batch, time, cost and memory): a ZeRO-3
+    # and an FSDP row that would are one row, 'zero3/fsdp'.
+    text = tuneplan("plan", "--model", "llama-3.1-8b", "--tokens", "2e8", "--method", "full").stdout
+    row = re.compile(r"^(\S+ \S+)\s+(\S+)\s+(\d+×\d+)\s+(\d+)\s+(.+? (?:min|h|days))\s+(\$\S+).*?(\d+) of (\d+) GB",
+                     re.MULTILINE)
+    read = [(m[1], m[3], m[4], m[5], m[6], m[7]) for m in row.finditer(text)]
+    assert len(read) > 5
+    sharded = [key for key, m in zip(read, row.finditer(text), strict=True) if m[2] in ("zero3", "fsdp")]
+    assert len(sharded) == len(set(sharded))
 
 
 def test_gpu_hours_read_the_same_in_the_cli_the_window_and_the_pdf() -> None:

@@ -217,7 +217,7 @@ def test_step_rows_leave_out_the_zero_parts_and_share_the_reported_step(analysis
     zero = compute.model_copy(update={"step_time_s": 0.0, "step_breakdown_s": StepBreakdown()})
     assert step_rows(zero) == []
     section = time_section(analysis.result.model_copy(update={"compute": zero}))
-    assert [b.kind for b in section.blocks] == ["paragraph"]  # no table of nothing
+    assert [b.kind for b in section.blocks] == ["paragraph", "paragraph"]  # the step, the wall time; no empty table
 
 
 def test_a_plan_nobody_rents_says_so_in_the_summary() -> None:

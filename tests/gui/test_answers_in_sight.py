@@ -133,11 +133,11 @@ def test_an_error_on_a_late_page_can_be_reached_and_fixed_there(qtbot, window, t
 def test_each_answer_stays_in_sight_while_its_page_scrolls(qtbot, window):
     window.resize(1100, 700)  # a laptop's window: every one of these pages is taller
     wizard = window.wizard
-    # the default plan: 1× GH200 (Lambda, $2.29) (the low-confidence MI300X row no longer makes the recommendation)
-    answers = {"4. Memory": (wizard.memory_page, wizard.memory_page.headline, "of 96.00 GB per GPU — fits"),
-               "5. Hardware": (wizard.hardware_page, wizard.hardware_page.chosen, "Planned on 1× GH200"),
+    # the default plan: 1× RTX 6000 Ada (RunPod, $0.77): Hugging Face LoRA at its published sustained efficiency
+    answers = {"4. Memory": (wizard.memory_page, wizard.memory_page.headline, "of 48.00 GB per GPU — fits"),
+               "5. Hardware": (wizard.hardware_page, wizard.hardware_page.chosen, "Planned on 1× RTX-6000-ADA"),
                "6. Time & cost": (wizard.cost_page, wizard.cost_page.headline, "total on-demand"),
-               "7. Summary": (wizard.summary_page, wizard.summary_page.headline, "1× GH200 · ")}
+               "7. Summary": (wizard.summary_page, wizard.summary_page.headline, "1× RTX-6000-ADA · ")}
     for step, (page, answer, says) in answers.items():
         click_step(qtbot, window, step)
         assert wizard.currentPage() is page

@@ -54,7 +54,8 @@ def test_time_and_cost_and_summary_show_the_likely_range(qtbot, monkeypatch, sto
     assert r.request.data.tokens == 3e8 and r.hardware.gpu == "H100-SXM"
     assert r.cost.total_usd is not None
     want = likely_texts(r)
-    note = f"80% of held-out published runs of this kind fell inside (regime: {B.REGIME}, from {B.CASES} runs)"
+    note = (f"80% of held-out published runs of this kind fell inside (regime: {B.REGIME}, from {B.CASES} runs of "
+            f"{B.SOURCES} sources)")
     cost = window.wizard.cost_page
     assert cost.headline.isVisible()
     assert f"{want['hours']} wall" in cost.headline.text()

@@ -13,7 +13,7 @@ from gui.workers import InlineExecutor
 from tests.gui.dialogs import answering
 from tests.gui.wizard_driver import click, settle, type_like_a_person
 
-PROPOSED = "llama-3.1-8b lora on 1× GH200"  # the default plan: Llama 3.1 8B, LoRA, on the cheapest GPU that fits
+PROPOSED = "llama-3.1-8b lora on 1× RTX-6000-ADA"  # the default plan: Llama 3.1 8B, LoRA, on the cheapest GPU that fits
 DISCARD_QUESTION = "Discard unsaved changes to “{}”?\nSave keeps them in the library; Cancel goes back to the plan."
 
 

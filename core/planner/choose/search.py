@@ -26,7 +26,7 @@ from core.planner.model import memory, parallel
 from core.planner.model.params import Architecture
 from core.planner.models import Candidate, Method, Offload, PlanRequest, Sharding, TrainingSpec
 from core.planner.money import pricing
-from core.planner.speed import gpu_rates
+from core.planner.speed import gpu_rates, sustained
 from core.planner.speed.frameworks import effective_training
 from core.planner.speed.step import Hardware, evaluate, global_batch
 
@@ -71,6 +71,7 @@ class _GpuTable:
     billed: list[list[int | None]]  # GPUs paid for per node
     links: list[str]
     architectures: list[str]
+    fp8_gain: list[float]
 
 
 def _node_prices(request: PlanRequest, catalog: Catalog, gpu_id: str, per_node: tuple[int, ...]) -> tuple[
@@ -103,7 +104,7 @@ def _gpu_table(request: PlanRequest, catalog: Catalog, per_node: tuple[int, ...]
     wanted = request.search.gpus
     gpus = [catalog.gpu(g) for g in wanted] if wanted else list(catalog.gpus.values())
     ids, mem, peak, intra, price, offered, prov, inst, billed, links, archs = [], [], [], [], [], [], [], [], [], [], []
-    hbm, matmul, attention, pcie = [], [], [], []
+    hbm, matmul, attention, pcie, gains = [], [], [], [], []
     n = len(per_node)
     for gpu in gpus:
         if not gpu.supports(request.training.precision.value):
@@ -120,6 +121,7 @@ def _gpu_table(request: PlanRequest, catalog: Catalog, per_node: tuple[int, ...]
         matmul.append(r.matmul_efficiency)
         attention.append(r.attention_efficiency)
         pcie.append(r.pcie_gbs)
+        gains.append(r.fp8_gain)
         # A GPU with no price at all stays in a time-ranked search at every node size (unpriced).
         usd, ok, names, instances, pays = node or ([np.nan] * n, [True] * n, [None] * n, [None] * n, [None] * n)
         price.append(usd)
@@ -145,6 +147,7 @@ def _gpu_table(request: PlanRequest, catalog: Catalog, per_node: tuple[int, ...]
         billed,
         links,
         archs,
+        gains,
     )
 
 
@@ -250,10 +253,13 @@ def _axes(request: PlanRequest, gpus: int, keep: frozenset[str], grid: Grid) -> 
                  (gpus, len(grid.per_node), len(grid.nodes), len(micro_batches)), grid)
 
 
-def _grid_hardware(table: _GpuTable, gpn: np.ndarray, grid: Grid) -> Hardware:
+def _grid_hardware(table: _GpuTable, gpn: np.ndarray, grid: Grid, training: TrainingSpec) -> Hardware:
     """Every GPU of the table along the grid's first axis, GPUs per node along the second, nodes the third."""
     nodes = np.array(grid.nodes, float).reshape(1, 1, -1, 1)
+    kept = [sustained.factor(training.framework, training.method, a) for a in table.architectures]
     return Hardware(
+        sustained=np.array(kept, float).reshape(-1, 1, 1, 1),
+        fp8_gain=np.array(table.fp8_gain, float).reshape(-1, 1, 1, 1),
         memory_bytes=_column(table.memory), peak_tflops=_column(table.peak), intra_gbs=_column(table.intra),
         hbm_gbs=_column(table.hbm), matmul_efficiency=_column(table.matmul),
         attention_efficiency=_column(table.attention), pcie_gbs=_column(table.pcie), gpus_per_node=gpn,
@@ -329,7 +335,7 @@ def search(
             + _allow_hint(request, catalog)
         )
     axes = _axes(request, len(table.ids), keep, grid)
-    hw = _grid_hardware(table, axes.gpn, grid)
+    hw = _grid_hardware(table, axes.gpn, grid, request.training)
     found: list[Rows] = []
     evaluated = 0
     for tp, pp in layouts(arch, request, float(table.memory.max()), keep):

@@ -442,6 +442,7 @@ class MemoryEstimate:
     host_bytes_per_step: Num = 0.0  # bytes each GPU moves over its host link per optimizer step (offload)
     host_exposed_bytes_per_step: Num = 0.0  # the part of them the next compute waits for (not overlapped)
     paged_spilled: Num = 0.0  # paged states paged out to host RAM under memory pressure (0 while they fit)
+    step_workspace: Num = 0.0  # the optimizer step's temporaries (in overhead once they outgrow the activations)
 
 
 def grads_at_activation_peak(training: TrainingSpec, gradients: Num, accumulation: Num) -> Num:
@@ -538,4 +539,5 @@ def estimate(
     return MemoryEstimate(
         states.weights, gradients, states.optimizer + resident, act, logits, overhead, allocated,
         fixed + resident, cpu, states.paged, hidden_host + exposed_host, exposed_host, spilled,
+        states.step_workspace,
     )

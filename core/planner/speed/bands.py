@@ -1,11 +1,12 @@
 """The error band of a plan's time: how far published runs of its regime landed from their plans.
 
-The step model is fitted on half A of the published runs (efficiency.py); its residuals there,
-ln(published ÷ planned tokens/s), differ by regime: a Megatron pre-training layout lands close, a Hugging Face
-LoRA run does not. `bench/calibrate.py --write-bands` stores the residual quantiles per regime (framework ×
-method × scale) in resources/calibration/bands.json, with the share of half-B runs that fell inside their band
-(the coverage a plan states). A regime with too few half-A runs falls back to a coarser one: framework ×
-method, then method, then every run. The planner only reads the file; nothing is fitted at run time.
+Every published run is planned with the sustained efficiencies fitted without its own source (leave one source
+out); its residual ln(published ÷ planned tokens/s) is what a user's run, which the fit never saw either, can
+expect. `bench/calibrate.py --write-bands` stores the residual quantiles per regime (framework × method × scale)
+in resources/calibration/bands.json, with the share of runs that fell inside a band built without their source
+(the coverage a plan states) and how many sources stand behind each. A regime backed by fewer than MIN_SOURCES
+sources has no band of its own: the plan takes the next coarser one (framework × method, method, all), widened
+by WIDEN, and says so. The planner only reads the file; nothing is fitted at run time.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from core.planner.models import Band, Method, TrainingSpec
 
 BANDS_FILE = ("calibration", "bands.json")
 ALL = "all"
+MIN_SOURCES = 3  # a regime states its own band and coverage only with runs of at least this many publishers
+WIDEN = 1.25  # a coarser regime's band stands in for a finer one with too few sources: each side × this (in log)
 
 
 def scale_of(gpus: int, nodes: int) -> str:
@@ -59,15 +62,30 @@ def regime_entry(keys: list[str], table: dict[str, Any]) -> tuple[str, dict[str,
     return ALL, regimes[ALL]
 
 
-def ratio_band(keys: list[str], table: dict[str, Any]) -> tuple[float, float, str, int, float]:
-    """(low, high) multipliers of tokens/s, the regime used, its half-A cases and the stated coverage.
+def log_band(keys: list[str], table: dict[str, Any]) -> tuple[float, float, str, bool]:
+    """(ln low, ln high) of tokens/s, the regime used, and whether it stands in (widened) for a finer one.
 
-    low ≤ 1 ≤ high always: the band contains the point estimate even where every residual has one sign.
+    low ≤ 0 ≤ high always: the band contains the point estimate even where every residual has one sign.
     """
     key, entry = regime_entry(keys, table)
-    low = math.exp(min(float(entry["log_low"]), 0.0))
-    high = math.exp(max(float(entry["log_high"]), 0.0))
-    return low, high, key, int(entry["cases"]), float(entry["coverage"])
+    widened = key != keys[0]
+    scale = WIDEN if widened else 1.0
+    return min(float(entry["log_low"]), 0.0) * scale, max(float(entry["log_high"]), 0.0) * scale, key, widened
+
+
+def ratio_band(keys: list[str], table: dict[str, Any]) -> tuple[float, float, str, int, float]:
+    """(low, high) multipliers of tokens/s, the regime used (named '… (widened)' when it stands in for a finer
+    one), its runs and the stated coverage."""
+    lo, hi, key, widened = log_band(keys, table)
+    entry = table["regimes"][key]
+    name = f"{key} (widened: {keys[0]} has fewer than {MIN_SOURCES} sources)" if widened else key
+    return math.exp(lo), math.exp(hi), name, int(entry["cases"]), float(entry["coverage"])
+
+
+def sources_of(keys: list[str], table: dict[str, Any]) -> int:
+    """How many publishers stand behind the band (and its coverage) a plan of these regimes states."""
+    _, entry = regime_entry(keys, table)
+    return int(entry.get("coverage_sources", entry.get("sources", 0)))
 
 
 def time_bands(training: TrainingSpec, gpus: int, nodes: int, tokens_per_s: float, hours: float,
@@ -79,11 +97,15 @@ def time_bands(training: TrainingSpec, gpus: int, nodes: int, tokens_per_s: floa
     table = table if table is not None else shipped_table()
     if table is None:
         return None, None
-    low, high, key, cases, coverage = ratio_band(regime_keys(training, gpus, nodes), table)
-    tps = Band(low=tokens_per_s * low, high=tokens_per_s * high, coverage=coverage, regime=key, cases=cases)
+    keys = regime_keys(training, gpus, nodes)
+    low, high, key, cases, coverage = ratio_band(keys, table)
+    sources = sources_of(keys, table)
+    tps = Band(low=tokens_per_s * low, high=tokens_per_s * high, coverage=coverage, regime=key, cases=cases,
+               sources=sources)
     moving = max(hours - fixed_hours, 0.0)
     fixed = hours - moving
-    h = Band(low=fixed + moving / high, high=fixed + moving / low, coverage=coverage, regime=key, cases=cases)
+    h = Band(low=fixed + moving / high, high=fixed + moving / low, coverage=coverage, regime=key, cases=cases,
+             sources=sources)
     return tps, h
 
 
@@ -93,4 +115,5 @@ def cost_band(hours_band: Band | None, hours: float, compute_usd: float | None, 
         return None
     rest = total_usd - compute_usd
     return Band(low=rest + compute_usd * hours_band.low / hours, high=rest + compute_usd * hours_band.high / hours,
-                coverage=hours_band.coverage, regime=hours_band.regime, cases=hours_band.cases)
+                coverage=hours_band.coverage, regime=hours_band.regime, cases=hours_band.cases,
+                sources=hours_band.sources)

@@ -90,6 +90,26 @@ def collectives_per_step(sharding: Sharding, grad_bytes: Num, layers_per_gpu: fl
     return 2 * layers_per_gpu * accumulation + layers_per_gpu  # gathers forward + backward, one reduce-scatter
 
 
+def data_parallel_tail(sharding: Sharding, grad_bytes: Num, param_bytes: Num, layers_per_gpu: float,
+                       gpus_per_node: Num, nodes: Num, busbw: Num, param_gather_overlapped: bool) -> Num:
+    """The data-parallel traffic no compute can hide, whatever the overlap: it runs after the last backward layer
+    or before the first forward one.
+
+    DDP's last gradient bucket is reduced after backward ends (PyTorch DDP notes: buckets fire in reverse order
+    as they fill); ZeRO-1/2's updated parameters are all-gathered after the optimizer step, before the next forward
+    can start (ZeRO paper §5, arXiv:1910.02054), unless the stack overlaps that gather with the next forward
+    (Megatron-Core --overlap-param-gather, set by NeMo's recipes); ZeRO-3/FSDP's first layer's gather and last
+    layer's reduce-scatter have nothing to prefetch behind. The gather grows with the replicas, (n − 1)/n, and
+    its latency with the node count: this is what makes hundreds of GPUs slower per GPU than tens."""
+    if sharding in (Sharding.zero3, Sharding.fsdp, Sharding.hsdp):
+        unit = param_bytes / max(layers_per_gpu, 1.0)
+        return allreduce_seconds(unit, gpus_per_node, nodes, busbw)  # one gather + one reduce-scatter
+    last_bucket = allreduce_seconds(np.minimum(grad_bytes, DDP_BUCKET_BYTES), gpus_per_node, nodes, busbw)
+    if sharding is Sharding.none or param_gather_overlapped:
+        return last_bucket
+    return last_bucket + 0.5 * allreduce_seconds(param_bytes, gpus_per_node, nodes, busbw)  # the all-gather half
+
+
 def exposed_comm(comm_s: Num, compute_s: Num, overlap: float) -> Num:
     """Communication not hidden behind compute: only `overlap` of the compute time can hide transfers."""
     return np.maximum(comm_s - overlap * compute_s, 0.0)

@@ -1,14 +1,15 @@
-"""The step model's fitted efficiencies: a handful of named, physical constants, each with its prior and source.
+"""The step model's named efficiencies: a handful of physical constants, each at its cited prior.
 
 The explicit costs (step_time.py) take their rates from benchmarks: the best-shape matmul (MAMF table), the
-FlashAttention-2 paper, HBM bandwidth. A training run gets less than a benchmark: its GEMMs have the model's
-shapes, it runs for hours at the clocks its power cap allows, and the framework spends host time on every
-module call. Each constant below names one such loss, starts from a prior with a cited source, and was fitted
-on half A of the published runs (`python -m bench.calibrate --fit-all`, split by source; docs/formulas.md,
-"Calibration") within bounds around that prior. Half B was never seen by the fit and is only reported.
+FlashAttention-2 paper, HBM bandwidth. Each constant below names one way a training run differs from a benchmark
+and holds its prior with the source. None is fitted any more: fitting six constants by search could not be
+repeated once per held-out source (leave-one-source-out, docs/formulas.md "Calibration"), and the one Hopper
+factor fitted on Composer and AutoModel runs made Megatron pre-training 18–25% too slow. What a stack keeps of
+the modelled step is now the framework's own sustained efficiency (sustained.py), fitted in closed form per
+framework × method × GPU family, so every fold refits it exactly.
 
-The planner reads every constant as `efficiency.NAME` at run time (never copied at import) so that the fit can
-patch it; nothing here is fitted when a plan runs. No constant is per case or per model.
+The planner reads every constant as `efficiency.NAME` at run time (never copied at import) so that a study can
+patch it. No constant is per case or per model.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ Num = Any
 
 @dataclass(frozen=True)
 class Constant:
-    """One fitted efficiency: what it means, its prior and source, the bounds the fit searched and its half."""
+    """One efficiency: what it means, its prior and source, and the range a study may patch it within."""
 
     name: str
     meaning: str
@@ -33,27 +34,25 @@ class Constant:
     low: float
     high: float
     source: str
-    half: str = "A"
 
 
-# ----------------------------------------------------------------------------- the fitted values
+# ----------------------------------------------------------------------------- the values (priors)
 
 # Sustained GEMM rate in training ÷ the best-shape benchmark (MAMF, or the probe's matmul), per GPU family.
-GEMM_SUSTAINED_HOPPER = 0.71
-GEMM_SUSTAINED_AMPERE = 0.83
+GEMM_SUSTAINED_HOPPER = 1.0
+GEMM_SUSTAINED_AMPERE = 1.0
 # Ada cards share one silicon generation but not one power budget: an L4 has 72 W for a 121 TFLOP/s dense BF16
 # nameplate, an RTX 4090 450 W for 165. Their sustained rate is the nameplate × the clock fraction the power cap
-# allows, min(1, TDP × this ÷ nameplate): dense BF16 nameplate TFLOP/s one watt sustains.
-ADA_TFLOPS_PER_WATT = 1.0
-# Not fitted: half A holds one run of the other families (a V100), and a factor from one Volta run says nothing
-# about Volta, Turing, AMD or Gaudi kernels in general. They keep the benchmark rate (the prior). Blackwell
-# takes Hopper's factor (`family`).
+# allows, min(1, TDP × this ÷ nameplate): dense BF16 nameplate TFLOP/s one watt sustains (prior: the L4's own
+# datasheet ratio, so no listed card is throttled until runs of more than one power-capped card say otherwise).
+ADA_TFLOPS_PER_WATT = 121 / 72
+# Volta, Turing, AMD and Gaudi keep the benchmark rate; Blackwell takes Hopper's (`family`).
 GEMM_SUSTAINED_OTHER = 1.0
 # The GEMM dimension at which a matmul runs at half its large-shape rate: factor d ÷ (d + D½), d = the GEMM's
 # smallest dimension (tokens, d_in or d_out).
-GEMM_HALF_DIM = 150.0
+GEMM_HALF_DIM = 128.0
 # Flash/SDPA attention in training ÷ the FlashAttention-2 paper's figures (kernels.ATTENTION_EFFICIENCY).
-ATTENTION_SCALE = 0.8
+ATTENTION_SCALE = 1.0
 # Host-side seconds per decoder layer per micro-batch (forward + backward) of a Hugging Face model: module
 # hooks, PEFT wrappers, FSDP's per-module pre/post hooks, the Python of every unfused op.
 HF_LAYER_OVERHEAD_S = 1e-4
@@ -80,8 +79,8 @@ CONSTANTS: tuple[Constant, ...] = (
 )
 
 # Framework profiles whose model is a Hugging Face transformers module (hooks, PEFT wrappers): they pay
-# HF_LAYER_OVERHEAD_S. Megatron-Core, torchtitan, litgpt and torchtune run their own module trees; no half-A
-# case measures them, so they keep the prior of no extra host time (docs/formulas.md, "Calibration").
+# HF_LAYER_OVERHEAD_S. Megatron-Core, torchtitan, litgpt and torchtune run their own module trees: no extra host
+# time (what each stack keeps beyond that is its sustained efficiency, sustained.py).
 HF_MODEL_FRAMEWORKS = frozenset({Framework.hf_trainer, Framework.axolotl, Framework.deepspeed, Framework.unsloth})
 
 # Frameworks whose default recipes run fused elementwise kernels (norm, RoPE, activation) without
@@ -91,13 +90,20 @@ HF_MODEL_FRAMEWORKS = frozenset({Framework.hf_trainer, Framework.axolotl, Framew
 FUSED_FRAMEWORKS = frozenset({Framework.megatron})
 
 
+def overlaps_param_gather(framework: Framework) -> bool:
+    """Whether the stack overlaps ZeRO-1/2's post-step parameter all-gather with the next forward: Megatron-Core's
+    distributed optimizer with --overlap-param-gather, which NeMo's and Megatron-Bridge's recipes set (their
+    performance recipes: overlap_param_gather=True). DeepSpeed ZeRO-1/2 and PyTorch's ZeroRedundancyOptimizer
+    gather after the step."""
+    return framework in FUSED_FRAMEWORKS
+
+
 def family(architecture: str) -> str:
     """The GPU family key of a catalog architecture name ('Hopper' → 'hopper').
 
-    Blackwell takes Hopper's factor: half A has no Blackwell run, and leaving it at the benchmark rate while
-    Hopper runs at the fitted 0.71 would make a B200 look 1.4× faster against an H100 than anything measured
-    says. Hopper is the nearest generation, its MAMF row measured the same way, and it loses clocks to its power
-    cap under sustained load as Blackwell does.
+    Blackwell is grouped with Hopper: no published run here is on Blackwell, Hopper is the nearest generation,
+    its MAMF row is measured the same way, and it loses clocks to its power cap under sustained load as
+    Blackwell does; a Blackwell plan therefore takes the Hopper group's sustained efficiency.
     """
     key = architecture.lower().replace(" ", "")
     if key.startswith("ada"):
@@ -108,7 +114,7 @@ def family(architecture: str) -> str:
 
 
 def gemm_sustained(architecture: str) -> float:
-    """The fitted sustained-GEMM factor of a GPU family (Ada's is its power-capped clock, `power_clock`)."""
+    """The sustained-GEMM factor of a GPU family (Ada's is its power-capped clock, `power_clock`)."""
     key = family(architecture)
     if key == "ada":
         return 1.0
@@ -117,7 +123,7 @@ def gemm_sustained(architecture: str) -> float:
 
 def power_clock(architecture: str, tdp_w: float | None, bf16_tflops: float | None) -> float:
     """The clock fraction an Ada card's power cap allows under tensor load, min(1, TDP × ADA_TFLOPS_PER_WATT ÷
-    nameplate): it slows GEMMs and attention alike. One fitted constant covers the family because what differs
+    nameplate): it slows GEMMs and attention alike. One constant covers the family because what differs
     between an L4 and an RTX 4090 is the watts per nameplate TFLOP/s, which the catalog states per card."""
     if family(architecture) != "ada" or not tdp_w or not bf16_tflops:
         return 1.0
@@ -141,5 +147,5 @@ def fused_elementwise(framework: Framework, compiled: bool) -> bool:
 
 
 def constants() -> list[tuple[Constant, float]]:
-    """Every constant with its shipped (fitted) value, in table order."""
+    """Every constant with its shipped value, in table order."""
     return [(c, float(globals()[c.name])) for c in CONSTANTS]

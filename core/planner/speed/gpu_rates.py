@@ -28,6 +28,7 @@ class GpuRates:
     attention_efficiency: float
     attention_source: str
     pcie_gbs: float
+    fp8_gain: float = 1.0  # FP8 GEMM rate ÷ BF16 GEMM rate (1 unless the plan trains in FP8)
 
 
 def pcie_gbs(gpu: GPU) -> float:
@@ -36,23 +37,33 @@ def pcie_gbs(gpu: GPU) -> float:
 
 
 def rates(gpu: GPU, precision: Precision, measured_matmul_tflops: float | None = None) -> GpuRates:
-    """The benchmark rates times the fitted efficiencies: the GEMM rate × the family's sustained factor, the
-    FlashAttention-2 rate × the attention scale (efficiency.py; both fitted on half A of the published runs)."""
+    """The benchmark rates times the efficiencies of efficiency.py: the GEMM rate × the family's sustained factor,
+    the FlashAttention-2 rate × the attention scale, an Ada card's power-capped clock (each at its cited prior)."""
     mm, mm_source = kernels.matmul_efficiency(gpu, precision, measured_matmul_tflops)
     attn, attn_source = kernels.attention_efficiency(gpu.architecture)
     clock = efficiency.power_clock(gpu.architecture, gpu.tdp_w, gpu.bf16_tflops)
     sustained = efficiency.gemm_sustained(gpu.architecture)
     if sustained != 1:
-        mm_source += (f"; × {sustained:.2f} sustained in training ({efficiency.family(gpu.architecture)} family, "
-                      "fitted on half A: docs/formulas.md, Calibration)")
-    attn_source += f"; × {efficiency.ATTENTION_SCALE:.2f} in training (fitted on half A)"
+        mm_source += f"; × {sustained:.2f} sustained in training ({efficiency.family(gpu.architecture)} family)"
+    if efficiency.ATTENTION_SCALE != 1:
+        attn_source += f"; × {efficiency.ATTENTION_SCALE:.2f} in training"
     if clock < 1:
         clock_note = (f"; × {clock:.2f}, the clock its {gpu.tdp_w:g} W cap allows ({efficiency.ADA_TFLOPS_PER_WATT:.2f}"
-                      " nameplate TFLOP/s per W, fitted on half A)")
+                      " nameplate TFLOP/s per W, the datasheet's)")
         mm_source += clock_note
         attn_source += clock_note
+    gain = 1.0
+    if precision is Precision.fp8 and gpu.fp8_tflops and gpu.bf16_tflops and measured_matmul_tflops is None:
+        # FP8 training runs only the linear layers' GEMMs in FP8: attention (FlashAttention in BF16), the LM head
+        # and every elementwise pass stay in 16 bits (Transformer Engine docs, "Using FP8 with Transformer Engine";
+        # Micikevicius et al. 2022, arXiv:2209.05433 §4: softmax/attention and the output layer in higher
+        # precision). Attention's efficiency is restated against the FP8 peak so it keeps the BF16 rate.
+        bf16_mm, _ = kernels.matmul_efficiency(gpu, Precision.amp_bf16)
+        gain = max(gpu.fp8_tflops * mm / (gpu.bf16_tflops * bf16_mm), 1.0)
+        attn *= gpu.bf16_tflops / gpu.fp8_tflops
+        attn_source += "; BF16 attention under FP8 training (restated against the FP8 peak)"
     return GpuRates(kernels.hbm_bytes_per_s(gpu) / 1e9, min(mm * sustained * clock, 1.0), mm_source,
-                    attn * efficiency.ATTENTION_SCALE * clock, attn_source, pcie_gbs(gpu))
+                    attn * efficiency.ATTENTION_SCALE * clock, attn_source, pcie_gbs(gpu), gain)
 
 
 def time_assumptions(request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:

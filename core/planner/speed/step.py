@@ -36,6 +36,8 @@ class Hardware:
     pcie_gbs: Num  # host link per direction, GB/s
     measured_intra_busbw_gbs: float | None = None
     measured_step: MeasuredStep | None = None  # one layer timed on the box (step_time.measured_compute)
+    sustained: Num = 1.0  # the framework's sustained share of the modelled step on this GPU (sustained.py)
+    fp8_gain: Num = 1.0  # FP8 GEMM rate ÷ BF16 GEMM rate: what the FP8 linears gain and the BF16 head does not
 
     @property
     def gpus(self) -> Num:
@@ -140,6 +142,8 @@ def evaluate(
     if assumptions.mfu is not None and not step_time.measured_applies(hw, training, seq, mb):
         forced = model_fpt * tokens_per_step / hw.gpus / (peak * assumptions.mfu)
         costs = costs.scaled(forced / costs.step)
+    elif not step_time.measured_applies(hw, training, seq, mb):
+        costs = costs.scaled(1.0 / np.asarray(hw.sustained, dtype=float))  # a measured layer needs no factor
     step_s = costs.step
     tokens_per_gpu_s = tokens_per_step / step_s / hw.gpus
     # Every job also pays its start: provisioning, loading the model, warm-up (assumptions.restart_minutes).

@@ -48,6 +48,11 @@ LOSS_BYTES = {CrossEntropy.standard: 28.0, CrossEntropy.chunked: 28.0, CrossEntr
 # Kernels per layer forward (heuristic, from the same op sequences): unfused 2 norms × 6, 2 residual adds, rotary 10,
 # attention 1 + 3 layout copies, activation 2 = 29; compiled 2 norms, rotary 1, attention 1 + 1, activation 1 = 6.
 ELEMENTWISE_KERNELS = {False: 29.0, True: 6.0}
+# FP8 linears (Transformer Engine): each GEMM input is cast to FP8 with its transposed copy for the other GEMM of the
+# backward (read 2, write 1 + 1 bytes per element), forward for the activations and backward for the output
+# gradients; the amax/scale update adds two small kernels per linear (TE docs, "FP8 primer": delayed scaling).
+FP8_CAST_BYTES = 4.0
+FP8_CAST_KERNELS = 2.0
 HOST_MEMORY_GBS = 100.0  # heuristic: host DRAM bandwidth one node's CPU optimizer step gets (DeepSpeed CPU Adam)
 
 
@@ -110,6 +115,9 @@ def _layer_linears(arch: Architecture, t: TrainingSpec, tokens: Num, mm: Num, hb
         trained = full or (lin.expert and lin.name in wrapped_kinds)
         gemm = gemm + calls * one * (forward_runs + 1 + trained)  # forward(s) + dgrad (+ wgrad when trained)
         kernels_fwd += np.ceil(calls)
+        if t.precision is Precision.fp8:  # the casts of inputs (each forward) and output gradients (backward)
+            memory = memory + calls * m * (d_in * forward_runs + d_out) * FP8_CAST_BYTES
+            kernels_fwd += np.ceil(calls) * FP8_CAST_KERNELS
         if t.method is Method.qlora:  # dequantize NF4 → bf16 for each forward and for the dgrad
             memory = memory + calls * d_in * d_out * kernels.DEQUANT_BYTES_PER_PARAM * (forward_runs + 1)
         if arch.attention_bias and lin.name in ("q", "k", "v"):
@@ -189,7 +197,7 @@ def micro_batch_costs(arch: Architecture, t: TrainingSpec, seq_len: Num, hw: Har
     floor_excess = np.maximum(kernels.launch_floor_seconds(launches) - (lin.gemm + attention + memory), 0.0)
     # The framework's host time per layer (hooks, wrappers), per forward and backward pass pair.
     overhead = efficiency.layer_overhead_s(t.framework) * (forward_runs + 1.0) / 2.0
-    head_gemm, head_memory = _head(arch, t, tokens, mm, hbm, elem)
+    head_gemm, head_memory = _head(arch, t, tokens, mm / hw.fp8_gain, hbm, elem)  # the LM head stays in BF16
     layer_memory = memory + floor_excess + overhead
     # The slowest pipeline stage: the last (its layers + the output layer and loss), or with uneven stages a
     # stage of more layers when that takes longer (Llama 3 405B's middle stages of 8 against the last of 7).
@@ -298,7 +306,12 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
     moe_layers = layers_gpu * arch.moe_fraction if parallel.uneven_stages(t) else arch.moe_layers / pp
     ep_bw = np.where(hw.gpus_per_node >= ep, intra, busbw)
     expert = comms.expert_parallel_seconds(activation * arch.experts_per_token, ep, moe_layers, ep_bw) * accumulation
-    exposed = (comms.exposed_comm(data_parallel, compute, assumptions.comm_overlap)
+    tail = 0.0 * gemm
+    if t.sharding is not Sharding.hsdp:
+        tail = np.minimum(comms.data_parallel_tail(t.sharding, grad_bytes, param_bytes, layers_gpu, dp_per_node,
+                                                   dp_nodes, busbw_dp, efficiency.overlaps_param_gather(t.framework)),
+                          data_parallel)
+    exposed = (tail + comms.exposed_comm(data_parallel - tail, compute, assumptions.comm_overlap)
                + tensor + pipeline + context_exposed + expert)
     comm_s = data_parallel + tensor + pipeline + context * accumulation + expert
 
