@@ -38,21 +38,17 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from bench import perf_doc
 from core.cli import main as cli
 from core.planner.model.config_limits import LIMITS
 from core.planner.models import PlanRequest
+from tests.core.test_request_fuzz import CONFIG, VALID, schema_fields
+from tests.core.test_request_fuzz import _set as set_field
 
 SECTION_TITLE = "## Generated requests"
 SEED = 20261207
-VALID: dict[str, Any] = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
-                         "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8}}
-CONFIG: dict[str, Any] = {"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
-                          "num_key_value_heads": 8, "vocab_size": 32000, "intermediate_size": 5632,
-                          "model_type": "llama"}
 HOSTILE: list[Any] = [0, -1, 0.5, -0.0, 1e-9, 1e308, -1e308, 2**31, 2**63, 10**30, 10**400, float("nan"),
                       float("inf"), float("-inf"), True, None, "", " ", "a\nb", "\x1b[31mred", "x" * 5000, "1,5B",
                       "2,5e8", "80G", "null", "-1", "\u2028", "../../etc/passwd", "H100-SXM\n", [], [1, "a"], {},
@@ -63,17 +59,6 @@ PLAUSIBLE: list[Any] = [1, 8, 64, 0.3, True, "aws", "lambda", "runpod", "H100-SX
 PYTHON_WORDS = re.compile(r"cannot convert|int too large|invalid literal|object has no attribute|unsupported operand|"
                           r"not subscriptable|is not iterable|division by zero|math domain error|object is not|"
                           r"takes \d+ positional|unhashable type|maximum recursion|Exceeds the limit")
-
-
-def schema_fields(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], FieldInfo]]:
-    """Every leaf field of the request schema with its path (assumptions.buy.pue), nested models walked."""
-    out: list[tuple[tuple[str, ...], FieldInfo]] = []
-    for name, info in model.model_fields.items():
-        kind = info.annotation
-        nested = next((a for a in get_args(kind) or (kind,) if isinstance(a, type) and issubclass(a, BaseModel)),
-                      None)
-        out += schema_fields(nested, (*prefix, name)) if nested else [((*prefix, name), info)]
-    return out
 
 
 FIELDS = [(path, info) for path, info in schema_fields(PlanRequest) if path[0] != "model"]
@@ -104,15 +89,6 @@ def _value(rng: random.Random, info: FieldInfo | None = None) -> Any:
     return rng.choice(HOSTILE) if roll < 0.9 else rng.choice(PLAUSIBLE)
 
 
-def _set(request: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    node = request
-    for key in path[:-1]:
-        child = node.get(key)
-        node[key] = child = child if isinstance(child, dict) else {}
-        node = child
-    node[path[-1]] = value
-
-
 def generated(rng: random.Random) -> dict[str, Any] | str:
     """One request: the valid one with fields broken, another model, or the whole document replaced."""
     request: dict[str, Any] = json.loads(json.dumps(VALID))
@@ -129,7 +105,7 @@ def generated(rng: random.Random) -> dict[str, Any] | str:
     if rng.random() < 0.1:
         del request["hardware"]  # the search over the whole catalog instead of the GPU given
     for path, info in rng.sample(FIELDS, rng.randint(0, 3)):
-        _set(request, path, _value(rng, info))
+        set_field(request, path, _value(rng, info))
     return request
 
 
@@ -144,7 +120,7 @@ def _text(request: dict[str, Any] | str) -> str:
 
 def run(count: int, seed: int = SEED) -> tuple[Counter[str], list[str], float]:
     """Plan `count` generated requests: the outcomes counted, the first tracebacks, the seconds it took."""
-    cli.build_parser = functools.cache(cli.build_parser)  # type: ignore[method-assign]
+    cli.build_parser = functools.cache(cli.build_parser)
     rng = random.Random(seed)
     outcomes: Counter[str] = Counter()
     found: list[str] = []
