@@ -7,26 +7,17 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from core.output_file import write_file
 from core.validation import printable
 
 
 def write_json_atomic(path: Path, data: Any, indent: int = 2) -> None:
-    """Replace `path` with `data` as JSON; the old file stays whole until the new one is complete on disk."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=indent, ensure_ascii=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Replace `path` with `data` as JSON, readable by its owner only; the old file stays whole until the new
+    one is complete on disk (core.output_file: never through a symlink planted at the name)."""
+    write_file(path, json.dumps(data, indent=indent, ensure_ascii=False) + "\n", mode=0o600)
 
 
 MAX_JSON_BYTES = 16 * 2**20  # a plan request or a config.json is a few KB; a catalog override file a few hundred

@@ -8,6 +8,7 @@ prefix the same sentence with what they were reading. Validators that already na
 
 from __future__ import annotations
 
+import decimal
 import unicodedata
 
 from pydantic import ValidationError
@@ -66,3 +67,13 @@ def one_sentence(text: str, most: int = 1000) -> str:
     5,000-character name echoed back is noise; the sentence's start and its advice at the end are kept)."""
     line = printable(text)
     return line if len(line) <= most else f"{line[: most // 2]} … {line[-most // 2:]}"
+
+
+def shown_number(value: object) -> str:
+    """A number as a sentence shows it: 'nan', '1e+30', '2147483648'; a long integer in powers of ten, read
+    without a float (formatting 10**400 as a float overflows, and printing 5,000 digits is noise)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value) if value.bit_length() < 50 else f"{decimal.Decimal(value):.3g}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return printable(value if isinstance(value, str) else repr(value))[:60]  # text typed in a field: 0, not '0'

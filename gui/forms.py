@@ -142,3 +142,10 @@ def suggested_path(name: str, suffix: str) -> str:
     stem = "".join(c for c in name.translate(_NOT_IN_FILE_NAMES) if c.isprintable()).strip(" .")[:120] or "plan"
     folder = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation) or Path.home())
     return str((folder if folder.is_dir() else Path.home()) / f"{stem}{suffix}")
+
+
+def said(exc: OSError) -> str:
+    """A failed write as a status line says it: the writer's own sentence (core.output_file names the file and
+    why), else 'Cannot write …' with the system's reason."""
+    text = str(exc) if exc.strerror is None else f"cannot write {exc.filename or ''}: {exc.strerror}"
+    return text[:1].upper() + text[1:]

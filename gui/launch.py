@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from core.cli.common import EXIT_ERROR
@@ -68,11 +67,11 @@ def no_display() -> str | None:
             "QT_QPA_PLATFORM=offscreen to run the window without a screen")
 
 
-def _render_pdf(report: Any, path: Path) -> int:
+def _render_pdf(report: Any) -> tuple[bytes, int]:
     """`tuneplan report`: Qt is imported only when a PDF is drawn, so other commands start fast."""
     from gui.pdf import render_headless
 
-    return render_headless(report, path)
+    return render_headless(report)
 
 
 if __name__ == "__main__":

@@ -35,10 +35,11 @@ from PySide6.QtWidgets import (
 
 from core.catalog import CatalogError
 from core.library.store import PlanRecord, PlanStore, StoreError, library_is_empty, request_to_dict
+from core.output_file import format_of, write_file
 from core.planner.request_file import RequestFileError, read_request_file
 from gui.catalog.refresh_button import RefreshPricesButton
 from gui.catalog.view import CatalogView
-from gui.forms import chosen_path, show_problem, suggested_path
+from gui.forms import chosen_path, said, show_problem, suggested_path
 from gui.library.widget import LibraryWidget
 from gui.wizard.saved_figures import SavedFiguresCheck
 from gui.wizard.wizard import PlanWizard
@@ -493,9 +494,10 @@ class MainWindow(QMainWindow):
         if path is None:
             return None
         try:
-            path.write_text(analysis.result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            format_of(path, {".json": "json"})
+            write_file(path, analysis.result.model_dump_json(indent=2) + "\n")
         except OSError as exc:
-            self.statusBar().showMessage(f"Cannot write {path}: {exc.strerror or exc}", 10000)
+            self.statusBar().showMessage(said(exc), 10000)
             return None
         self.statusBar().showMessage(f"Exported {path}", 8000)
         return path

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QMarginsF, QPointF, QRectF, Qt
+from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QPointF, QRectF, Qt
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -32,6 +32,7 @@ from PySide6.QtGui import (
 )
 
 from core.document import BarChart, Bullets, KeyFigure, LineChart, Paragraph, Report, ScatterChart, Table
+from core.output_file import format_of, write_file
 from core.units import fmt_percent, fmt_tick
 from gui.colors import HIGHLIGHT, MUTED, series_color
 
@@ -481,8 +482,8 @@ class Renderer:
         return len(pages)
 
 
-def render_headless(report: Report, path: Path) -> int:
-    """render_report for the command line: the offscreen platform when there is no display, and a
+def render_headless(report: Report) -> tuple[bytes, int]:
+    """pdf_bytes for the command line: the offscreen platform when there is no display, and a
     QGuiApplication if none exists yet (fonts need one)."""
     if not os.environ.get("QT_QPA_PLATFORM") and sys.platform.startswith("linux") and not (
             os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
@@ -490,22 +491,33 @@ def render_headless(report: Report, path: Path) -> int:
     if QGuiApplication.instance() is None:
         global _APP
         _APP = QGuiApplication(sys.argv[:1])
-    return render_report(report, path)
+    return pdf_bytes(report)
 
 
 _APP: QGuiApplication | None = None
 
 
-def render_report(report: Report, path: Path) -> int:
-    """Write the report to `path` as an A4 PDF; returns the page count. Needs a QGuiApplication."""
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise OSError(f"the folder {path.parent} does not exist")
-    writer = QPdfWriter(str(path))
+def render_report(report: Report, path: Path, mode: int | None = None) -> int:
+    """Write the report to `path` as an A4 PDF through core.output_file (never through a link at the name;
+    `mode` 0o600 for a report naming hosts); returns the page count. Needs a QGuiApplication."""
+    format_of(path, {".pdf": "pdf"})  # before the drawing: a report.json never holds a PDF
+    data, pages = pdf_bytes(report)
+    write_file(path, data, mode=mode)
+    return pages
+
+
+def pdf_bytes(report: Report) -> tuple[bytes, int]:
+    """The report as an A4 PDF in memory, and its page count: the file is written by core.output_file alone
+    (QPdfWriter given a name would open it itself, following a symlink or waiting on a pipe there)."""
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    writer = QPdfWriter(buffer)
     writer.setResolution(DPI)
     writer.setTitle(report.title)
     writer.setCreator("tuneplan")
     writer.setPageLayout(QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
                                      QMarginsF(MARGIN, MARGIN, MARGIN, MARGIN), QPageLayout.Unit.Point))
-    return Renderer(writer).render(report)
+    pages = Renderer(writer).render(report)  # QPainter.end() completes the document in the buffer
+    del writer
+    return bytes(buffer.data().data()), pages
 

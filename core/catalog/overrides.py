@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,9 +23,10 @@ from core.catalog.records import GPU, PRICING_MODELS, PRICING_MODES, CatalogErro
 from core.catalog.refreshed import with_refreshed
 from core.catalog.refreshed_file import refreshed_file
 from core.catalog.shipped import shipped_catalog, with_reserved_prices
-from core.json_file import write_json_atomic
+from core.catalog.user_limits import PriceBands, check_gpu_entry
+from core.json_file import FileReadError, read_json_file, write_json_atomic
 from core.paths import config_dir
-from core.validation import validation_message
+from core.validation import shown_number, validation_message
 
 USER_FILES = ("gpus.json", "prices.json", "discounts.json")
 
@@ -38,18 +40,13 @@ def default_user_dir() -> Path:
 
 
 def _read_user_file(path: Path) -> Any:
+    """The parsed file: a regular file of at most 16 MiB, JSON without NaN, nested at most 64 deep
+    (core.json_file); CatalogError naming it otherwise (a 100,000-deep list was a RecursionError)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise CatalogError(f"user override file {path} is not UTF-8 text") from None
-    except OSError as exc:
-        raise CatalogError(f"user override file {path} cannot be read: {exc.strerror or exc}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CatalogError(
-            f"user override file {path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
+        return read_json_file(path)
+    except FileReadError as exc:
+        said = str(exc)
+        raise CatalogError(said if said.startswith("cannot") else f"user override file {said}") from None
 
 
 def _entries(data: Any, path: Path, what: str) -> list[dict[str, Any]]:
@@ -88,6 +85,7 @@ def _merge_gpus(gpus: dict[str, GPU], index_of: Catalog, data: Any, path: Path) 
             )
         if not isinstance(entry.get("id"), str) or not entry["id"].strip():
             raise CatalogError(f"user override file {path}: entry {i} needs an 'id' (a GPU name)")
+        check_gpu_entry(entry, f"user override file {path}: entry {i}")
         values = dict(entry)
         source = str(values.pop("source", f"user override ({path})"))
         if "memory_gb" in values:
@@ -149,6 +147,7 @@ def _merge_prices(cat: Catalog, data: Any, path: Path) -> tuple[list[Price], dic
     """Add user records, or replace shipped records with the same provider + instance + GPU + pricing model."""
     prices = list(cat.prices)
     providers = dict(cat.provider_info)
+    bands = PriceBands(cat.prices)
     for i, entry in enumerate(_entries(data, path, "price")):
         values = {_PRICE_SYNONYMS.get(k, k): v for k, v in entry.items()}
         for key in ("provider", "instance", "gpu"):
@@ -173,6 +172,7 @@ def _merge_prices(cat: Catalog, data: Any, path: Path) -> tuple[list[Price], dic
                 row = Price.model_validate(record)
             except ValidationError as exc:
                 raise CatalogError(f"user override file {path}: entry {i} {validation_message(exc)}") from None
+            bands.check(row, f"user override file {path}: entry {i} ({row.pricing_model})")
             same = (row.provider, row.instance.lower(), row.gpu, row.pricing_model)
             prices = [p for p in prices if (p.provider, p.instance.lower(), p.gpu, p.pricing_model) != same]
             prices.append(row)
@@ -192,7 +192,7 @@ def _apply_discounts(cat: Catalog, prices: list[Price], data: Any, path: Path) -
         if not isinstance(frac, int | float) or isinstance(frac, bool) or not 0 <= frac < 1:
             raise CatalogError(
                 f"user override file {path}: discount for '{name}' must be a fraction from 0 to below 1"
-                f" (0.15 = 15% off), got {frac!r}"
+                f" (0.15 = 15% off), got {shown_number(frac)}"
             )
         factors[slug] = float(frac)
     out = []
@@ -235,7 +235,7 @@ def _merged_cached(user_dir: str, refreshed: str,
                    signature: tuple[tuple[str, int, int, int], ...]) -> Catalog:
     del signature  # only part of the cache key: any change to the files reloads them
     folder = Path(user_dir)
-    files = {name: _read_user_file(folder / name) for name in USER_FILES if (folder / name).is_file()}
+    files = {name: _read_user_file(folder / name) for name in USER_FILES if os.path.lexists(folder / name)}
     return _merge(shipped_catalog(), folder, files, Path(refreshed))
 
 
@@ -247,8 +247,11 @@ def load_catalog(user_dir: Path | None = None) -> Catalog:
     refreshed = refreshed_file(user_dir)  # the data folder's unless user_dir is named
     signature = []
     for path in (*(folder / name for name in USER_FILES), refreshed):
-        if path.is_file():
-            st = path.stat()
+        if os.path.lexists(path):  # a folder, pipe or dangling link there is read, and refused in one sentence
+            try:
+                st = path.stat()
+            except OSError:
+                st = path.lstat()
             signature.append((str(path), st.st_mtime_ns, st.st_size, st.st_ino))
     if not signature:
         return shipped_catalog()

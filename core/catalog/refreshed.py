@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from core.catalog.records import CatalogError, Price, Provider
 from core.catalog.refreshed_file import read_document, refreshed_file
+from core.catalog.user_limits import PriceBands
 from core.validation import validation_message
 
 
@@ -37,12 +38,18 @@ def refreshed_prices(user_dir: Path | None = None) -> list[Price]:
     return prices_in(refreshed_file(user_dir))
 
 
-def prices_in(path: Path) -> list[Price]:
-    """The price records of the refreshed prices file at `path`; [] when there is none."""
+def prices_in(path: Path, bands: PriceBands | None = None) -> list[Price]:
+    """The price records of the refreshed prices file at `path`; [] when there is none. With `bands`, each row
+    must also keep to its GPU's sane band (core.catalog.user_limits), as a feed's offer did."""
     document = read_document(path)
     if document is None:
         return []
-    return [price_from_row(row, f"refreshed prices file {path} row {i}") for i, row in enumerate(document["rows"])]
+    out = []
+    for i, row in enumerate(document["rows"]):
+        where = f"refreshed prices file {path} row {i}"
+        price = price_from_row(row, where)
+        out.append(bands.check(price, where) if bands is not None else price)
+    return out
 
 
 def _key(p: Price) -> tuple[str, str, str]:
@@ -71,7 +78,7 @@ def with_refreshed(prices: list[Price], providers: dict[str, Provider],
                    path: Path) -> tuple[list[Price], dict[str, Provider]]:
     """The hook core.catalog.overrides calls before the user's prices.json: shipped prices merged with the
     refreshed ones, and a provider record for each provider only a refresh knows (gpuhunt's verda, oci...)."""
-    refreshed = prices_in(path)
+    refreshed = prices_in(path, PriceBands(prices))
     if not refreshed:
         return prices, providers
     known = dict(providers)

@@ -7,16 +7,17 @@ as it was, byte for byte. Reading never moves or rewrites a damaged file: it is 
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import Any
 
 from core.catalog.records import CatalogError
-from core.json_file import write_json_atomic
+from core.json_file import FileReadError, read_json_file, write_json_atomic
 from core.paths import config_dir, data_dir
 
 FILE_NAME = "refreshed_prices.json"
 FORMAT = 1
+MAX_BYTES = 64 * 2**20  # a refresh of every source and cloud writes a few MB
 
 
 def refreshed_file(user_dir: Path | None = None, *, writing: bool = False) -> Path:
@@ -31,14 +32,13 @@ def refreshed_file(user_dir: Path | None = None, *, writing: bool = False) -> Pa
 
 
 def read_document(path: Path) -> dict[str, Any] | None:
-    """The parsed file, None when there is none; CatalogError naming the path when it is damaged."""
-    if not path.is_file():
+    """The parsed file, None when there is none; CatalogError naming the path when it is damaged: not a regular
+    file, larger than MAX_BYTES, not JSON, nested deeper than JSON files here are (core.json_file)."""
+    if not os.path.lexists(path):
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CatalogError(f"refreshed prices file {path} cannot be read: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = read_json_file(path, MAX_BYTES)
+    except FileReadError as exc:
         raise CatalogError(
             f"refreshed prices file {path} is damaged ({exc}); it was left as it is: run"
             " `tuneplan catalog refresh` to write a new one"

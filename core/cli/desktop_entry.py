@@ -11,12 +11,15 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import unicodedata
 from pathlib import Path
 
 import platformdirs
 
 from core.cli.common import CliError
+from core.output_file import OutputError, write_file
 from core.resources import resource_path
+from core.validation import printable
 
 DESKTOP_FILE = "tuneplan.desktop"
 METAINFO_FILE = "io.github.tuneplan.metainfo.xml"
@@ -43,7 +46,14 @@ def launcher() -> list[str]:
 
 def exec_line(argv: list[str]) -> str:
     """argv as a desktop entry's Exec value (Desktop Entry Specification, "The Exec key": quoted arguments
-    escape ", `, $ and \\ with a backslash, and a literal % is written %%)."""
+    escape ", `, $ and \\ with a backslash, and a literal % is written %%). A control character (a line break,
+    a tab) has no place in an Exec value: a line break would end the line and start another key (a second
+    Exec=), so such a path is refused in one sentence."""
+    for arg in argv:
+        if any(unicodedata.category(c) == "Cc" for c in arg):
+            raise CliError(f"this installation's path {printable(arg)} holds a control character (a line break or "
+                           "tab), which a menu entry cannot hold: install tuneplan in a folder without one")
+
     def quote(arg: str) -> str:
         arg = arg.replace("%", "%%")
         if not _RESERVED.search(arg):
@@ -72,12 +82,15 @@ def install(data_home: Path | None = None) -> list[Path]:
 
 
 def _write(path: Path, content: bytes) -> Path:
+    """One file through core.output_file: a symlink planted at the name is replaced, not written through, and
+    a pipe there is refused rather than waited on."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content)
+        return write_file(path, content)
+    except OutputError as exc:
+        raise CliError(str(exc)) from None
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    return path
 
 
 def _copy(source: Path, path: Path) -> Path:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.cli.common import CliError, add_command, read_json
-from core.paths import private_file
 
 if TYPE_CHECKING:  # the report modules load when this command runs, not with every command's parser
     from core.probes.report import ProbeRunRecord
@@ -82,6 +81,8 @@ def cmd_probe_report(args: argparse.Namespace) -> int:
     from core.cli import report as report_cli
     from core.probes.report import build_probe_report
 
+    if args.output is not None:
+        report_cli.output_format(args.output)  # a suffix it cannot write is said before anything is read
     record = load_record(args.run, args.db)
     report = build_probe_report(record)
     if args.json:
@@ -90,15 +91,8 @@ def cmd_probe_report(args: argparse.Namespace) -> int:
         if not args.json:
             raise CliError("give -o report.pdf (or --json to print the report content)")
         return 0
-    output = Path(args.output)
-    report_cli.require_renderer(", or use --json")  # before a file is made for it
-    created = private_file(output)  # 0600: the report names the host, like the history it comes from
-    try:
-        report_cli.write_pdf(report, output, "report.pdf", alternative=", or use --json")
-    except CliError:
-        if created:
-            output.unlink(missing_ok=True)
-        raise
+    # 0600: the report names the host, like the history it comes from
+    report_cli.write_report(report, Path(args.output), "report.pdf", alternative=", or use --json", mode=0o600)
     return 0
 
 
@@ -108,7 +102,7 @@ def register(subparsers: Any) -> None:
                     examples=("tuneplan probe-report 12 -o box.pdf   # run 12 of the probe history",
                               "tuneplan probe-report run.json --json"))
     p.add_argument("run", metavar="RUN", help="run id from the probe history, or a run JSON file")
-    p.add_argument("-o", "--output", help="PDF file to write, e.g. report.pdf")
+    p.add_argument("-o", "--output", help="file to write: report.pdf (the PDF report) or report.json (its content)")
     p.add_argument("--json", action="store_true", help="print the report content as JSON on stdout")
     p.add_argument("--db", help="probe history file (default: the app's probes.db)")
     p.set_defaults(func=cmd_probe_report)

@@ -16,16 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 from core.cli.common import CliError, add_command
 from core.cli.plan import build_request
+from core.output_file import OutputError, format_of, write_file
 
 if TYPE_CHECKING:  # the document model loads with the report it draws, not with every command's parser
     from core.document import Report
 
-Renderer = Callable[["Report", Path], int]
+Renderer = Callable[["Report"], tuple[bytes, int]]  # the PDF's bytes and its page count
+FORMATS = {".pdf": "pdf", ".json": "json"}  # -o's suffix chooses what is written
 _renderer: Renderer | None = None
 
 
 def set_renderer(renderer: Renderer | None) -> None:
-    """Install the function that draws a Report to a PDF file and returns its page count."""
+    """Install the function that draws a Report as a PDF (its bytes) and returns them with its page count."""
     global _renderer
     _renderer = renderer
 
@@ -38,18 +40,32 @@ def require_renderer(alternative: str = "") -> Renderer:
     return _renderer
 
 
-def write_pdf(report: Report, output: Path, example: str, alternative: str = "") -> int:
-    """Draw `report` to `output`, check that a PDF really came out, and say so on stderr (every report command)."""
-    renderer = require_renderer(alternative)
+def output_format(output: str) -> str:
+    """'pdf' or 'json', from the suffix of -o; CliError in one sentence for any other (checked before any work)."""
+    try:
+        return format_of(output, FORMATS)
+    except OutputError as exc:
+        raise CliError(f"-o {exc}") from None
+
+
+def write_report(report: Report, output: Path, example: str, alternative: str = "", mode: int | None = None) -> int:
+    """Write `report` to `output` as its suffix says (a PDF, or the report's content as JSON) through
+    core.output_file, and say so on stderr (every report command); the page count, 0 for JSON."""
     if output.is_dir():
         raise CliError(f"-o {output} is a folder; give a file name such as {example}")
+    pages = 0
+    content: str | bytes
+    if output_format(str(output)) == "json":
+        content = report.model_dump_json(indent=2) + "\n"
+    else:
+        content, pages = require_renderer(alternative)(report)
+        if not content.startswith(b"%PDF"):
+            raise CliError(f"cannot write {output}: the PDF writer produced no PDF")
     try:
-        pages = renderer(report, output)
-    except OSError as exc:
-        raise CliError(f"cannot write {output}: {exc.strerror or exc.args[0]}") from exc
-    if not output.is_file() or output.stat().st_size == 0:
-        raise CliError(f"cannot write {output}: the PDF writer produced nothing (is the folder writable?)")
-    print(f"wrote {output} ({pages} pages)", file=sys.stderr)
+        write_file(output, content, mode=mode)
+    except OutputError as exc:
+        raise CliError(str(exc)) from None
+    print(f"wrote {output}" + (f" ({pages} pages)" if pages else ""), file=sys.stderr)
     return pages
 
 
@@ -58,13 +74,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from core.planner.plan import PlanError
     from core.planner.report import build_report
 
-    require_renderer()  # before planning: a headless install learns at once
+    if output_format(args.output) == "pdf":
+        require_renderer()  # before planning: a headless install learns at once
     request = build_request(args)
     try:
         analysis = analyse(request)
     except PlanError as exc:
         raise CliError(str(exc)) from exc
-    write_pdf(build_report(analysis, dt.date.today()), Path(args.output), "plan.pdf")
+    write_report(build_report(analysis, dt.date.today()), Path(args.output), "plan.pdf")
     return 0
 
 
@@ -74,5 +91,6 @@ def register(subparsers: Any) -> None:
                     examples=("tuneplan report request.json -o plan.pdf",
                               "tuneplan report - -o plan.pdf < request.json"))
     p.add_argument("request", help="plan request JSON file (- for stdin)")
-    p.add_argument("-o", "--output", required=True, help="PDF file to write, e.g. plan.pdf")
+    p.add_argument("-o", "--output", required=True,
+                   help="file to write: plan.pdf (the PDF report) or plan.json (its content as JSON)")
     p.set_defaults(func=cmd_report)

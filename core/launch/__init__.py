@@ -9,8 +9,6 @@ than dropping it. ``write_launch_files`` is the one entry point for the CLI and 
 from __future__ import annotations
 
 import datetime as dt
-import os
-import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +16,7 @@ from pathlib import Path
 from core.launch import accelerate, axolotl, deepspeed, kubernetes, skypilot, slurm, torchrun, torchtune
 from core.launch.model_ref import hf_model
 from core.launch.plan_view import LaunchError, LaunchPlan
+from core.output_file import OutputError, write_file
 from core.planner.models import PlanRequest, PlanResult
 
 __all__ = ["FORMATS", "LaunchError", "LaunchPlan", "Written", "render", "write_launch_files"]
@@ -117,22 +116,10 @@ def write_launch_files(request: PlanRequest, result: PlanResult, fmt: str | Iter
 
 
 def _write_replacing(path: Path, text: str, mode: int) -> None:
-    """Write `text` to a new file beside `path`, then rename it over `path`.
-
-    The new file is made with ``O_EXCL | O_NOFOLLOW``, and the rename replaces whatever `path` was: a symlink
-    planted at ``train.sbatch`` is replaced by the file rather than followed (its target is never written or
-    made executable), and a reader never sees half a file.
-    """
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    """Write `text` to `path` through core.output_file: a new file beside it renamed over it, so a symlink
+    planted at ``train.sbatch`` is replaced rather than followed (its target is never written or made
+    executable), a pipe or folder there is refused, and a reader never sees half a file."""
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(text)
-                os.fchmod(fh.fileno(), mode)
-            os.replace(tmp, path)
-        finally:
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
-    except OSError as exc:
-        raise LaunchError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        write_file(path, text, mode=mode)
+    except OutputError as exc:
+        raise LaunchError(str(exc)) from None

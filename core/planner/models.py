@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
 from core.catalog.records import (  # the one definition, shared with the catalog
     Allowance,
@@ -30,12 +30,18 @@ from core.planner.choices import (  # the request's named choices, re-exported: 
 from core.planner.measured_step import MeasuredHardware, StepSource
 from core.planner.model.lora import check_target_parameters, target_set
 from core.planner.request_fields import TEN_YEARS_HOURS, TokenCount, allowance_list, dns_label, left_out, within
+from core.planner.request_ranges import restate_ranges
 
 Checkpointing = Literal["none", "selective", "full"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+    model_config = ConfigDict(extra="forbid", use_enum_values=False, allow_inf_nan=False)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _both_bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return restate_ranges(cls, data, handler)
 
 
 # --------------------------------------------------------------------------- request
@@ -278,12 +284,12 @@ class BuySpec(_Strict):
     )
     years: float = Field(3.0, gt=0, le=10, title="Depreciation (years)")
     residual_fraction: float = Field(0.30, ge=0, lt=1, title="Residual value")
-    kw_per_gpu: float = Field(1.275, gt=0, title="kW per GPU incl. host (10.2 kW / 8 for HGX H100)")
+    kw_per_gpu: float = Field(1.275, gt=0, le=100, title="kW per GPU incl. host (10.2 kW / 8 for HGX H100)")
     load_fraction: float = Field(0.8, gt=0, le=1, title="Average power draw vs peak")
     pue: float = Field(1.56, ge=1, le=3, title="PUE")
-    usd_per_kwh: float = Field(0.10, ge=0, title="Electricity USD/kWh")
-    colo_usd_per_kw_month: float = Field(200.0, ge=0, title="Colocation USD per kW-month")
-    ops_usd_per_gpu_year: float = Field(0.0, ge=0, title="Operations USD per GPU-year")
+    usd_per_kwh: float = Field(0.10, ge=0, le=10, title="Electricity USD/kWh")
+    colo_usd_per_kw_month: float = Field(200.0, ge=0, le=100_000, title="Colocation USD per kW-month")
+    ops_usd_per_gpu_year: float = Field(0.0, ge=0, le=10_000_000, title="Operations USD per GPU-year")
     utilization: float = Field(0.6, gt=0, le=1, title="Utilisation")
 
 

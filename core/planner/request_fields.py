@@ -12,6 +12,7 @@ from pydantic import AfterValidator, BeforeValidator
 
 from core.catalog.records import Allowance
 from core.units import HOURS_PER_YEAR, parse_count
+from core.validation import shown_number
 
 
 def _count(value: Any) -> Any:
@@ -35,16 +36,24 @@ def within(low: float, high: float, allowed: str, low_open: bool = False) -> Aft
     values such as 1e30 tokens or $0.001 per GPU-hour are typing slips, not plans: the planner would answer
     them with figures like "9662086974982864896.0 days".
     """
+    return AfterValidator(Within(low, high, allowed, low_open))
 
-    def check(value: Any) -> Any:
+
+class Within:
+    """The check ``within`` makes; `allowed` is the range in words (request_ranges says it for a nan too)."""
+
+    def __init__(self, low: float, high: float, allowed: str, low_open: bool) -> None:
+        self.low, self.high, self.allowed, self.low_open = low, high, allowed, low_open
+
+    def __call__(self, value: Any) -> Any:
         if value is None:
             return value
-        below = value <= low if low_open else value < low
-        if below or value > high:
-            raise ValueError(f"{value:g} is out of range: use {allowed}")
+        if value != value:  # nan compares false with every bound
+            raise ValueError(f"nan is not a number: use {self.allowed}")
+        below = value <= self.low if self.low_open else value < self.low
+        if below or value > self.high:
+            raise ValueError(f"{shown_number(value)} is out of range: use {self.allowed}")
         return value
-
-    return AfterValidator(check)
 
 
 ALLOWANCES = tuple(a.value for a in Allowance)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.library.store import PlanRecord, PlanStore, StoreError, request_to_dict
+from core.output_file import format_of, write_file
 from core.planner.models import PlanRequest
 from core.planner.request_file import RequestFileError, read_request_file
 from core.units import fmt_hours, fmt_usd
@@ -312,9 +313,10 @@ class LibraryWidget(QWidget):
         except ValidationError:
             request = record.request
         try:
-            path.write_text(json.dumps(request, indent=2) + "\n", encoding="utf-8")
+            format_of(path, {".json": "json"})
+            write_file(path, json.dumps(request, indent=2) + "\n")
         except OSError as exc:
-            self._say(error=f"cannot write {path}: {exc.strerror or exc}")
+            self._say(error=str(exc))
             return None
         self._say(f"Exported “{record.name}” to {path}.")
         return path

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
-from core.paths import private_file
+from core.output_file import format_of, write_file
 from core.probes.store import ProbeStore
-from gui.forms import chosen_path
+from gui.forms import chosen_path, said
 from gui.workers import Executor
 
 
@@ -64,13 +64,17 @@ class RunExports:
 
         try:
             run = self.store.load_run(run_id)
-            private_file(path)
-            path.write_text(json.dumps(run_json(run, samples=True), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+            # 0600: the export names hosts, like the probe history it comes from
+            format_of(path, {".json": "json"})
+            write_file(path, json.dumps(run_json(run, samples=True), indent=2, allow_nan=False) + "\n", mode=0o600)
         except KeyError as exc:
             self._set_status(str(exc.args[0]))
             return None
-        except (OSError, ValueError) as exc:
-            self._set_status(f"Cannot write {path}: {getattr(exc, 'strerror', None) or exc}")
+        except OSError as exc:
+            self._set_status(said(exc))
+            return None
+        except ValueError as exc:
+            self._set_status(f"Cannot write {path}: {exc}")
             return None
         self._set_status(f"Exported {path}")
         return path
@@ -91,7 +95,6 @@ class RunExports:
             self._set_status(str(exc.args[0]))
             return
         self._set_status(f"Writing {path}…")
-        created = private_file(path)
 
         def done(pages: int) -> None:
             self._set_status(f"Exported {path} ({pages} pages)")
@@ -99,8 +102,6 @@ class RunExports:
                 on_done(pages)
 
         def failed(exc: BaseException) -> None:
-            if created:
-                path.unlink(missing_ok=True)
             self._set_status(f"PDF export failed: {exc}")
 
-        self.executor.submit(lambda: render_report(build_probe_report(run), path), done, failed)
+        self.executor.submit(lambda: render_report(build_probe_report(run), path, mode=0o600), done, failed)

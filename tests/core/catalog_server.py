@@ -12,7 +12,8 @@ Routes (base URLs the tests hand to the refresh):
 - ``/drip/<cloud>/vms.csv``: the headers and then one byte every 0.2 s, never the whole body (a slow-drip
   server: each read gets a byte well within any per-read timeout);
 - ``/flaky<n>/<cloud>/vms.csv``: HTTP 503 to the first n requests of that path, then the recorded file;
-- ``/served/<cloud>/vms.csv``: whatever the test put in ``server.served[cloud]`` (a poisoned feed).
+- ``/served/<cloud>/vms.csv``: whatever the test put in ``server.served[cloud]`` (a poisoned feed); the same
+  for gpuhunt's layout, ``/served/<provider>/version`` and ``/served/<provider>/<version>/catalog.zip``.
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ class CatalogServer:
                     return None
                 if parts[0].startswith("flaky") and len(parts) == 3:
                     return self._send((FIXTURES / "skypilot" / parts[1] / "vms.csv").read_bytes())
-                if parts[0] == "served" and len(parts) == 3 and parts[1] in outer.served:
+                if parts[0] == "served" and len(parts) == 3 and parts[2] == "version":
+                    return self._send(f"{GPUHUNT_VERSION}\n".encode())
+                if parts[0] == "served" and len(parts) in (3, 4) and parts[1] in outer.served:
                     return self._send(outer.served[parts[1]])
                 if parts[0] == "garbled":
                     return self._send(b"<!DOCTYPE html>\n<html><body><h1>Sign in to the Wi-Fi</h1></body></html>\n")

@@ -56,7 +56,8 @@ def test_typing_1e30_tokens_is_refused_with_the_range_allowed() -> None:
 
 
 def test_zero_tokens_keeps_its_one_sentence() -> None:
-    assert refusal(data={"tokens": 0}) == "data.tokens: Input should be greater than 0"
+    assert refusal(data={"tokens": 0}) == ("data.tokens: 0 is out of range: use more than 0 and at most 1e15 (1,000T) "
+                                           "tokens")
 
 
 def test_a_price_of_a_tenth_of_a_cent_per_gpu_hour_is_refused() -> None:

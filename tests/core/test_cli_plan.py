@@ -108,7 +108,7 @@ def test_search_without_hardware_returns_candidates() -> None:
         (["--model", "llama-3-8b", "--tokens", "1e8"], "did you mean llama-3.1-8b"),
         (["--model", "llama-3.1-8b", "--tokens", "1e8", "--gpu", "H900"], "H900"),
         (["--model", "llama-3.1-8b", "--tokens", "-5"], "data.tokens"),
-        (["--model", "llama-3.1-8b", "--tokens", "0"], "greater than 0"),
+        (["--model", "llama-3.1-8b", "--tokens", "0"], "0 is out of range: use more than 0 and at most 1e15"),
         (["--model", "llama-3.1-8b", "--tokens", "lots"], "not a count"),
         (["--model", "llama-3.1-8b", "--tokens", "1e8", "--method", "full", "--lora-rank", "8"], "lora_rank"),
         (["--model", "llama-3.1-8b", "--tokens", "1e8", "--method", "dpo"], "full"),

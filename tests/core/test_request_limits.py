@@ -46,6 +46,7 @@ def with_config(**keys: Any) -> dict[str, Any]:
     ({"num_hidden_layers": 0.5}, "num_hidden_layers must be a whole number from 1 to 100,000 (got 0.5)"),
     ({"num_hidden_layers": 2147483648}, "num_hidden_layers must be a whole number from 1 to 100,000 (got 2147483648)"),
     ({"hidden_size": 1e308}, "hidden_size must be a whole number from 1 to 1,048,576 (got 1e+308)"),
+    ({"hidden_size": 10**400}, "hidden_size must be a whole number from 1 to 1,048,576 (got 1.00e+400)"),
     ({"vocab_size": 1e308}, "vocab_size must be a whole number from 1 to 16,777,216 (got 1e+308)"),
     ({"intermediate_size": 1e308}, "intermediate_size must be a whole number from 1 to 1,048,576"),
     ({"head_dim": 1e308}, "head_dim must be a whole number from 1 to 1,048,576"),
@@ -170,4 +171,4 @@ def test_a_global_batch_of_1e30_sequences_is_refused_not_planned(capsys: pytest.
     request = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}, "hardware": {"gpu": "H100-SXM"},
                "training": {"global_batch_size": 10**30}}
     assert one_sentence(capsys, ["plan", plan_file(tmp_path, request)]) == (
-        "training.global_batch_size: Input should be less than or equal to 16777216")
+        "training.global_batch_size: 1.00e+30 is out of range: use 1 to 16,777,216")

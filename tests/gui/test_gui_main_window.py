@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from PySide6.QtCore import QRect, QSettings
@@ -117,3 +118,21 @@ def test_export_json_and_pdf(qtbot, window, tmp_path: Path):
     assert data["hardware"]["gpu"] == window.wizard.state.analysis.result.hardware.gpu
     window.export_pdf(tmp_path / "plan.pdf")
     assert (tmp_path / "plan.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_exports_replace_a_planted_link_and_refuse_a_pipe(qtbot, window, tmp_path: Path):
+    """The window's exports go through the one writer (core/output_file.py): a symlink at the chosen name is
+    replaced, its target left as it was; a named pipe there is said on the status line, not waited on."""
+    settle(qtbot, window.wizard.state)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own file\n")
+    for name in ("plan.json", "plan.pdf"):
+        (tmp_path / name).symlink_to(victim)
+    assert window.export_json(tmp_path / "plan.json") is not None
+    window.export_pdf(tmp_path / "plan.pdf")
+    assert victim.read_text() == "the user's own file\n"
+    assert not (tmp_path / "plan.json").is_symlink() and json.loads((tmp_path / "plan.json").read_text())
+    assert not (tmp_path / "plan.pdf").is_symlink() and (tmp_path / "plan.pdf").read_bytes().startswith(b"%PDF")
+    os.mkfifo(tmp_path / "pipe.json")
+    assert window.export_json(tmp_path / "pipe.json") is None
+    assert "pipe.json is a named pipe, not a file" in window.statusBar().currentMessage()

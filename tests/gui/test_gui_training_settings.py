@@ -59,9 +59,9 @@ def test_tensor_parallel_0_is_refused_beside_the_field_and_2_goes_into_the_reque
 
     type_like_a_person(qtbot, group.tensor.edit, "0")
     settle(qtbot, state)
-    # pydantic's bound on the field (ge=1), said next to it; Next waits.
+    # the field's range (ge=1, le=64), both ends said next to it; Next waits.
     assert group.tensor.error.isVisible()
-    assert group.tensor.error.text() == "Input should be greater than or equal to 1"
+    assert group.tensor.error.text() == "0 is out of range: use 1 to 64"
     assert not next_enabled(wizard)
     # The error is the Hardware page's: the Method and Memory pages before it do not block on it.
     assert wizard.blocking_page(wizard.pages().index(hardware)) is None

@@ -15,14 +15,13 @@ Per (instance, pricing model) the cheapest location is kept.
 
 from __future__ import annotations
 
-import io
 import re
-import zipfile
 
 from core.catalog.feeds.csv_rows import number, rows
 from core.catalog.feeds.gpu_names import resolve_gpu
 from core.catalog.feeds.offer import MARKETPLACE, ON_DEMAND, SPOT, Offer, ParseResult, cheapest_per_region
 from core.catalog.feeds.screen import screen
+from core.catalog.feeds.zip_member import read_member
 from core.catalog.lookup import Catalog
 from core.catalog.records import CatalogError
 
@@ -41,16 +40,17 @@ def version_date(version: str) -> str | None:
 
 
 def csv_from_zip(data: bytes, provider: str, where: str) -> str:
-    """The ``{provider}.csv`` inside a published catalog.zip; CatalogError when the archive is damaged."""
+    """The ``{provider}.csv`` inside a published catalog.zip, inflated within bounds (zip_member.read_member);
+    CatalogError when the archive is damaged, holds no CSV or inflates past them."""
+    def pick(names: list[str]) -> str:
+        name = f"{provider}.csv" if f"{provider}.csv" in names else next((n for n in names if n.endswith(".csv")), None)
+        if name is None:
+            raise CatalogError(f"{where} holds no CSV file (it has {', '.join(names[:5]) or 'nothing'})")
+        return name
+
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            names = archive.namelist()
-            name = f"{provider}.csv" if f"{provider}.csv" in names else next(
-                (n for n in names if n.endswith(".csv")), None)
-            if name is None:
-                raise CatalogError(f"{where} holds no CSV file (it has {', '.join(names[:5]) or 'nothing'})")
-            return archive.read(name).decode("utf-8")
-    except (zipfile.BadZipFile, EOFError, UnicodeDecodeError) as exc:
+        return read_member(data, pick, where).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise CatalogError(f"{where} is not a readable catalog.zip: {exc}") from None
 
 

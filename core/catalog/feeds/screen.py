@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Iterable
 
 from core.catalog.feeds.offer import Offer
 from core.catalog.lookup import Catalog
+from core.catalog.records import Price
 
 FLOOR_USD = 0.01
 CEILING_USD = 1000.0
@@ -26,10 +28,15 @@ MOST_GPUS = 64
 
 def band(catalog: Catalog, gpu: str) -> tuple[float, float]:
     """The per-GPU-hour prices (low, high) an offer of `gpu` may have."""
-    prices = [p.usd_per_gpu_hour for p in catalog.prices if p.gpu == gpu and p.usd_per_gpu_hour > 0]
-    if not prices:
+    return price_band(catalog.prices, gpu)
+
+
+def price_band(prices: Iterable[Price], gpu: str) -> tuple[float, float]:
+    """The band of `band` from a list of price records (the user's override files are held to the same)."""
+    known = [p.usd_per_gpu_hour for p in prices if p.gpu == gpu and p.usd_per_gpu_hour > 0]
+    if not known:
         return FLOOR_USD, CEILING_USD
-    middle = statistics.median(prices)
+    middle = statistics.median(known)
     return max(FLOOR_USD, middle / BELOW), min(CEILING_USD, middle * ABOVE)
 
 

@@ -64,6 +64,7 @@ class Table:
     instance: list[list[str | None]]
     provider: list[list[str | None]]
     gpus_per_node: tuple[int, ...]
+    outlier: np.ndarray | None = None  # [GPU][column]: the offer's price is flagged as an outlier by the plan
 
     def column(self, gpus_per_node: np.integer | int) -> int:
         return self.gpus_per_node.index(int(gpus_per_node))
@@ -122,6 +123,21 @@ def _objective_key(request: PlanRequest, hours: np.ndarray, ranking_cost: np.nda
         else:
             key = np.where(too_long, np.inf, key)
     return key, warnings, None
+
+
+def outlier_rows(table: Table, rows: Rows) -> np.ndarray:
+    """Rows priced by an offer the plan's sanity checks would flag as a price outlier (sanity.is_outlier)."""
+    if table.outlier is None:
+        return np.zeros(len(rows.gi), dtype=bool)
+    column_of = np.zeros(max(table.gpus_per_node) + 1, dtype=int)  # GPUs per node -> its column
+    column_of[list(table.gpus_per_node)] = np.arange(len(table.gpus_per_node))
+    return np.asarray(table.outlier[rows.gi, column_of[rows.gp]], dtype=bool)
+
+
+def _rank_last(key: np.ndarray, flagged: np.ndarray) -> np.ndarray:
+    """The key with `flagged` rows ranked after every usable unflagged one (kept as they are when none is)."""
+    usable = np.isfinite(key)
+    return np.where(flagged, np.inf, key) if (usable & flagged).any() and (usable & ~flagged).any() else key
 
 
 def _avoid_tight(key: np.ndarray, tight: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -185,6 +201,9 @@ def rank(arch: Architecture, request: PlanRequest, table: Table, rows: Rows, sha
     key, warnings, reason = _objective_key(request, hours, ranking_cost, priced)
     if key is None:
         return SearchOutcome(evaluated=evaluated, reason=reason)
+    # A recommendation must pass its own checks: a price the plan would flag as an outlier (a tenth of list
+    # inside the feeds' sane band) and then a tight memory headroom rank after every row without that warning.
+    key = _rank_last(key, outlier_rows(table, rows))
     key, tight_warnings = _avoid_tight(key, tight_rows(table, rows))
     warnings += tight_warnings
     # Tie-break on fewer GPUs, then fewer nodes: same cost and time, simpler job; then on the request's settings.

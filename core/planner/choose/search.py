@@ -25,7 +25,7 @@ from core.planner.choose.ranking import Rows, SearchOutcome, Table, pareto_mask,
 from core.planner.model import memory, parallel
 from core.planner.model.params import Architecture
 from core.planner.models import Candidate, Method, Offload, PlanRequest, Sharding, TrainingSpec
-from core.planner.money import pricing
+from core.planner.money import pricing, sanity
 from core.planner.speed import gpu_rates, sustained
 from core.planner.speed.frameworks import effective_training
 from core.planner.speed.step import Hardware, evaluate, global_batch
@@ -69,15 +69,18 @@ class _GpuTable:
     provider: list[list[str | None]]  # [GPU][GPUs per node]
     instance: list[list[str | None]]
     billed: list[list[int | None]]  # GPUs paid for per node
+    outlier: np.ndarray  # (GPU, GPUs per node): the offer's price is one the plan would flag as an outlier
     links: list[str]
     architectures: list[str]
     fp8_gain: list[float]
 
 
 def _node_prices(request: PlanRequest, catalog: Catalog, gpu_id: str, per_node: tuple[int, ...]) -> tuple[
-        list[float], list[bool], list[str | None], list[str | None], list[int | None]] | None:
+        list[float], list[bool], list[str | None], list[str | None], list[int | None], list[bool]] | None:
     """Per GPUs-per-node choice: the price per used GPU-hour (whole instances), whether a node of that size can
-    be rented, and from which offer; None when the GPU has no price in the mode at all."""
+    be rented, from which offer, and whether that offer's list price is one the plan's sanity checks flag as an
+    outlier (sanity.is_outlier: under a quarter of the providers' median; an offer of a pricing model the user
+    allowed, auction or marketplace, is not); None when the GPU has no price in the mode at all."""
     p, mode = request.pricing, request.pricing.mode.value
     allow = [a.value for a in p.allow]
     trusted = not pricing.low_confidence_ok(request, gpu_id, searched=True)
@@ -86,10 +89,10 @@ def _node_prices(request: PlanRequest, catalog: Catalog, gpu_id: str, per_node: 
         row = pricing.any_offer(catalog, gpu_id, mode, provider=p.provider, allow=allow, trusted_only=trusted)
         name = row.provider_name if row else None
         n = len(per_node)
-        return [p.usd_per_gpu_hour * factor] * n, [True] * n, [name] * n, [None] * n, list(per_node)
+        return [p.usd_per_gpu_hour * factor] * n, [True] * n, [name] * n, [None] * n, list(per_node), [False] * n
     if pricing.any_offer(catalog, gpu_id, mode, provider=p.provider, allow=allow, trusted_only=trusted) is None:
         return None
-    price, offered, provider, instance, billed = [], [], [], [], []
+    price, offered, provider, instance, billed, outlier = [], [], [], [], [], []
     for gpn in per_node:
         offer = pricing.node_offer(catalog, gpu_id, mode, gpn, provider=p.provider, allow=allow, trusted_only=trusted)
         price.append(np.nan if offer is None else offer.usd_per_used_gpu_hour * factor)
@@ -97,13 +100,17 @@ def _node_prices(request: PlanRequest, catalog: Catalog, gpu_id: str, per_node: 
         provider.append(offer.row.provider_name if offer else None)
         instance.append(offer.row.instance if offer else None)
         billed.append(offer.billed_gpus if offer else None)
-    return price, offered, provider, instance, billed
+        # an auction floor or marketplace host the user allowed is expected far under list; a list price is not
+        outlier.append(offer is not None and str(offer.row.pricing_model) not in allow
+                       and sanity.is_outlier(catalog, gpu_id, mode, offer.row.usd_per_gpu_hour))
+    return price, offered, provider, instance, billed, outlier
 
 
 def _gpu_table(request: PlanRequest, catalog: Catalog, per_node: tuple[int, ...]) -> _GpuTable:
     wanted = request.search.gpus
     gpus = [catalog.gpu(g) for g in wanted] if wanted else list(catalog.gpus.values())
     ids, mem, peak, intra, price, offered, prov, inst, billed, links, archs = [], [], [], [], [], [], [], [], [], [], []
+    outlier: list[list[bool]] = []
     hbm, matmul, attention, pcie, gains = [], [], [], [], []
     n = len(per_node)
     for gpu in gpus:
@@ -123,8 +130,10 @@ def _gpu_table(request: PlanRequest, catalog: Catalog, per_node: tuple[int, ...]
         pcie.append(r.pcie_gbs)
         gains.append(r.fp8_gain)
         # A GPU with no price at all stays in a time-ranked search at every node size (unpriced).
-        usd, ok, names, instances, pays = node or ([np.nan] * n, [True] * n, [None] * n, [None] * n, [None] * n)
+        usd, ok, names, instances, pays, flagged = node or (
+            [np.nan] * n, [True] * n, [None] * n, [None] * n, [None] * n, [False] * n)
         price.append(usd)
+        outlier.append(flagged)
         offered.append(ok)
         prov.append(names)
         inst.append(instances)
@@ -145,6 +154,7 @@ def _gpu_table(request: PlanRequest, catalog: Catalog, per_node: tuple[int, ...]
         prov,
         inst,
         billed,
+        np.array(outlier, bool).reshape(-1, n),
         links,
         archs,
         gains,
@@ -356,7 +366,7 @@ def search(
                 "try method qlora, a shorter data.seq_len or a larger search.max_gpus"
             ),
         )
-    view = Table(table.ids, table.memory, table.billed, table.instance, table.provider, grid.per_node)
+    view = Table(table.ids, table.memory, table.billed, table.instance, table.provider, grid.per_node, table.outlier)
     return rank(arch, request, view, Rows.concatenate(found), axes.all_shardings, axes.checkpointing, evaluated)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.validation import shown_number
+
 WIDTH = 2**20  # 1,048,576: hidden, MLP, head and low-rank widths, heads, experts, steps between MoE layers
 _LIMITS: dict[str, int] = {
     **dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers", "n_layers", "first_k_dense_replace",
@@ -41,7 +43,10 @@ def _first(cfg: dict[str, Any], *keys: str) -> tuple[str, Any] | None:
 
 
 def _whole(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and float(value).is_integer()
+    """A whole number, compared as it is: an int past float range (10**400) is never turned into a float."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
 def check(cfg: dict[str, Any], error: type[ValueError]) -> None:
@@ -52,12 +57,13 @@ def check(cfg: dict[str, Any], error: type[ValueError]) -> None:
             continue
         least = 0 if key in ZERO_ALLOWED else 1
         if not _whole(value) or not least <= value <= most:
-            raise error(f"config.json key {key} must be a whole number from {least} to {most:,} (got {value!r})"[:300])
+            raise error(f"config.json key {key} must be a whole number from {least} to {most:,} "
+                        f"(got {shown_number(value)})"[:300])
     ratio = cfg.get("expansion_ratio")
     if ratio is not None and (not isinstance(ratio, int | float) or isinstance(ratio, bool)
                               or not 0 < ratio <= MOST_EXPANSION):
         raise error(f"config.json key expansion_ratio must be a number above 0 and at most {MOST_EXPANSION:g} "
-                    f"(got {ratio!r})"[:300])
+                    f"(got {shown_number(ratio)})"[:300])
     experts, picked = _first(cfg, "num_local_experts", "num_experts", "n_routed_experts"), _first(
         cfg, "num_experts_per_tok", "num_experts_per_token", "top_k")
     if experts and experts[1] and picked and picked[1] > experts[1]:

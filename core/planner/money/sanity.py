@@ -79,6 +79,13 @@ def provider_median(catalog: Catalog, gpu: str, mode: str) -> tuple[float, int] 
     return statistics.median(cheapest.values()), len(cheapest)
 
 
+def is_outlier(catalog: Catalog, gpu: str, mode: str, price: float) -> bool:
+    """A price the plan flags as an outlier: under OUTLIER_FRACTION of the providers' median (the search ranks
+    such an offer after every other, as it does a tight memory headroom)."""
+    found = provider_median(catalog, gpu, mode)
+    return found is not None and price < OUTLIER_FRACTION * found[0]
+
+
 def _outliers(result: PlanResult, catalog: Catalog) -> list[SanityWarning]:
     out = []
     gpu = result.hardware.gpu
@@ -88,7 +95,7 @@ def _outliers(result: PlanResult, catalog: Catalog) -> list[SanityWarning]:
         if price is None or found is None:
             continue
         median, providers = found
-        if price < OUTLIER_FRACTION * median:
+        if is_outlier(catalog, gpu, mode, price):
             out.append(SanityWarning(kind="price_outlier", figure=price, message=(
                 f"The {mode_name(mode)} price of ${price:.2f}/GPU-h for {gpu} is below a quarter of the "
                 f"${median:.2f} median of {providers} provider{'s' if providers > 1 else ''}: an outlier, check it.")))
