@@ -154,14 +154,16 @@ def cost_block(r: Any) -> list[str]:
     c = r.cost
     if c.unpriced_reason:
         return [f"Cost     none: {c.unpriced_reason}"]
-    offers = {a.name: f"{a.value}, seen {a.date or 'undated'}" for a in r.assumptions}
+    from core.planner.money.sanity import seen_phrase
+
+    offers = {a.name: f"{a.value}, {seen_phrase(a.date)}" for a in r.assumptions}
     modes = [(mode.replace("_", "-"), getattr(c.compute_usd, mode)) for mode in ("on_demand", "spot", "reserved")]
     rows = table([*((name, fmt_usd(usd)) for name, usd in modes), ("storage", fmt_usd(c.storage_usd)),
                   ("total", fmt_usd(c.total_usd))]).splitlines()
     offered = [offers.get(f"{name} price", "") for name, _usd in modes]
     return ["Cost (USD)", *(f"{line}  {offer}".rstrip() for line, offer in zip(rows, [*offered, "", ""], strict=True)),
             *cost_lines(r),
-            f"Prices: {c.provider or 'none'}{price_offer(c)}, seen {c.price_date or 'undated'} "
+            f"Prices: {c.provider or 'none'}{price_offer(c)}, {seen_phrase(c.price_date)} "
             f"({c.price_source or '—'})"]
 
 

@@ -476,7 +476,8 @@ def analyse(request: PlanRequest, catalog: Catalog | None = None, today: dt.date
         curve = None
     figures = Figures(
         model=_model_summary(request, result, catalog), memory_by_gpu=memory_by_gpu(result, catalog, today),
-        providers=provider_costs(planned, catalog, today), candidates=candidates, search_note=note,
+        providers=provider_costs(planned, catalog, today) if result.memory.fits else [],  # unpriced: unfit
+        candidates=candidates, search_note=note,
         scaling=curve, break_even=break_even(result, catalog),
         overrides=search_overrides(request, result, catalog),
         priced_alternatives=priced_alternatives(request, result, catalog, today))
@@ -496,8 +497,7 @@ def hardware_label(hw: HardwareSpec) -> str:
 
 def cost_range(result: PlanResult) -> tuple[float, float] | None:
     """Cheapest and dearest total over the priced modes (compute + storage + egress + idle)."""
-    extra = result.cost.storage_usd + result.cost.egress_usd + result.cost.idle_usd
-    values = [v + extra for v in result.cost.compute_usd.model_dump().values() if v is not None]
+    values = list(sanity.mode_totals(result).values())
     return (min(values), max(values)) if values else None
 
 

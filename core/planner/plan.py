@@ -351,9 +351,10 @@ def _step_source(arch: Architecture, request: PlanRequest, hw: Hardware, warning
     return f"measured on {m.source}", float(planned.step_s)
 
 
-def _storage_result(request: PlanRequest, st: _Storage) -> StorageResult:
+def _storage_result(request: PlanRequest, st: _Storage, priced: bool) -> StorageResult:
+    """The data's size, reads and request counts; their dollars only for a plan that can run (`priced`)."""
     assert request.hardware is not None
-    per_1000 = st.object_price.get_per_1000 if st.object_price else None
+    per_1000 = st.object_price.get_per_1000 if st.object_price and priced else None
     return StorageResult(
         dataset_raw_bytes=int(st.raw), dataset_tokenized_bytes=int(st.tokenized), read_bytes_per_s_needed=st.needed,
         tier_read_bytes_per_s=float(storage.tier_read_bytes_per_s(request.assumptions.data_tier,
@@ -394,7 +395,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         request, catalog, gpu, hw_spec, float(est.hours), st.ckpt_on_demand, st.lines, st.disk, offers,
         trusted_only=trusted_only)
     hours = float(est.hours) * (1 + st.ckpt.overhead_fraction)
-    warnings += cost_warnings + _warnings(request, est, gpu, st, hours)
+    fits = bool(est.fits)  # a plan that cannot run quotes no price, not even in a warning
+    warnings += (cost_warnings if fits else []) + _warnings(request, est, gpu, st, hours)
     compute_result = _compute_result(arch, est)
     compute_result.step_source, compute_result.planned_step_time_s = step_source, planned_step
     tps_band = hours_band = None  # the bands describe the step model against published runs, not a measurement
@@ -405,8 +407,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     compute_result.tokens_per_second_range = tps_band
     chosen_usd = getattr(cost_result.compute_usd, request.pricing.mode.value)
     cost_result.total_usd_range = bands.cost_band(hours_band, hours, chosen_usd, cost_result.total_usd)
-    if not bool(est.fits):  # what cannot run has no cost: no total, no range, nothing to budget
-        cost_result = withheld(cost_result, UNPRICED)
+    if not fits:  # what cannot run has no cost: no figure, no price, nothing to budget
+        cost_result, price_assumptions = withheld(cost_result, UNPRICED), []
+        chosen_usd, offers = None, dict.fromkeys(offers)
     if candidates:
         # The chosen row shows the plan's own figures (checkpoint writes and restarts included), so the headline
         # and the table agree figure for figure; the other rows stay failure-free estimates.
@@ -417,7 +420,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         request=request, model_name=arch.name, hardware=hw_spec,
         memory=_memory_result(arch, request, est, gpu, hw), compute=compute_result,
         time=TimeResult(hours=hours, gpu_hours=hours * hw_spec.gpus, hours_range=hours_band),
-        checkpoint=st.ckpt, storage=_storage_result(request, st), cost=cost_result, candidates=candidates,
+        checkpoint=st.ckpt, storage=_storage_result(request, st, priced=fits), cost=cost_result, candidates=candidates,
         assumptions=_assumptions(arch, request, gpu, est) + price_assumptions, warnings=warnings,
     )
     priced_from = {mode: (offer.row if offer else None) for mode, offer in offers.items()}

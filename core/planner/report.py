@@ -285,34 +285,47 @@ def price_age_days(result: PlanResult, today: dt.date) -> int | None:
     return (today - dt.date.fromisoformat(result.cost.price_date)).days
 
 
+def _preemption_risk(result: PlanResult) -> list[str]:
+    """What spot preemptions cost; nothing for a plan that cannot run (no price, so no priced risk)."""
+    c, a = result.cost, result.request.assumptions
+    if c.unpriced_reason:
+        return []
+    if c.compute_usd.spot is None:
+        return ["Preemption: no spot price for this GPU and provider, so no preemption risk is priced."]
+    return [f"Preemption: spot at {a.spot_preemptions_per_hour:g} preemptions per hour loses about "
+            f"{fmt_gpu_hours(c.spot_expected_lost_hours or 0)} GPU-hours to redone work and restarts; spot "
+            f"costs {fmt_usd(c.compute_usd.spot)} against {fmt_usd(c.compute_usd.on_demand)} on-demand."]
+
+
+def _price_age(result: PlanResult, today: dt.date) -> list[str]:
+    """How old the chosen price is; nothing where no price was chosen (a plan that cannot run has none)."""
+    c = result.cost
+    if c.unpriced_reason or not c.provider:
+        return []
+    age = price_age_days(result, today)
+    where = f" {offer_place(c)}" if c.instance else ""
+    if age is None:
+        return [f"Price age: the {c.provider}{where} price has no date in its source; check it before committing."]
+    stale = f" — stale (older than {STALE_AFTER_DAYS} days), check it" if age > STALE_AFTER_DAYS else ""
+    return [f"Price age: {c.provider}{where} price seen {c.price_date}, {age} days ago{stale}."]
+
+
 def _risks(result: PlanResult, today: dt.date) -> list[str]:
-    ck, a, c = result.checkpoint, result.request.assumptions, result.cost
-    out = []
-    if c.compute_usd.spot is not None:
-        out.append(f"Preemption: spot at {a.spot_preemptions_per_hour:g} preemptions per hour loses about "
-                   f"{fmt_gpu_hours(c.spot_expected_lost_hours or 0)} GPU-hours to redone work and restarts; spot "
-                   f"costs {fmt_usd(c.compute_usd.spot)} against {fmt_usd(c.compute_usd.on_demand)} on-demand.")
-    else:
-        out.append("Preemption: no spot price for this GPU and provider, so no preemption risk is priced.")
+    ck, a = result.checkpoint, result.request.assumptions
     # A spot plan's checkpoints are planned for failures and preemptions together (plan.py): say so.
     spot = result.request.pricing.mode.value == "spot"
     events = "job-killing failure or preemption" if spot else "job-killing failure"
     rates = (f"one failure per {a.gpu_mtbf_hours:,.0f} GPU-hours"
              + (f" and {a.spot_preemptions_per_hour:g} spot preemptions per hour" if spot else ""))
-    out.append(f"Failures: one {events} every {fmt_hours(ck.job_mtbf_hours)} on {result.hardware.gpus} GPUs "
-               f"({rates}); expect {ck.expected_failures:.2f} during the run.")
-    out.append(f"Checkpoint plan: {fmt_bytes(ck.size_bytes)} every {ck.interval_minutes:.0f} min "
-               f"(Young/Daly optimum{' for failures and preemptions' if spot else ''}), "
-               f"{seconds(ck.write_seconds)} per write, {ck.overhead_fraction:.1%} time overhead.")
-    age = price_age_days(result, today)
-    where = f" {offer_place(c)}" if c.instance else ""
-    if age is None:
-        out.append(f"Price age: the {c.provider or 'chosen'}{where} price has no date in its source; check it "
-                   "before committing.")
-    else:
-        stale = f" — stale (older than {STALE_AFTER_DAYS} days), check it" if age > STALE_AFTER_DAYS else ""
-        out.append(f"Price age: {c.provider}{where} price seen {c.price_date}, {age} days ago{stale}.")
-    return out
+    return [
+        *_preemption_risk(result),
+        f"Failures: one {events} every {fmt_hours(ck.job_mtbf_hours)} on {result.hardware.gpus} GPUs "
+        f"({rates}); expect {ck.expected_failures:.2f} during the run.",
+        f"Checkpoint plan: {fmt_bytes(ck.size_bytes)} every {ck.interval_minutes:.0f} min "
+        f"(Young/Daly optimum{' for failures and preemptions' if spot else ''}), "
+        f"{seconds(ck.write_seconds)} per write, {ck.overhead_fraction:.1%} time overhead.",
+        *_price_age(result, today),
+    ]
 
 
 FORMULAS = [

@@ -59,6 +59,11 @@ def seen_text(date: str | None, today: dt.date) -> str:
     return f"{date} · stale ({age} days)" if age > STALE_AFTER_DAYS else date
 
 
+def seen_phrase(date: str | None) -> str:
+    """'seen 2026-11-09', or 'undated' (never 'seen undated'): how the CLI and the window date a price inline."""
+    return f"seen {date}" if date else "undated"
+
+
 def provider_median(catalog: Catalog, gpu: str, mode: str) -> tuple[float, int] | None:
     """The median over providers of each provider's cheapest list price serving `mode` for `gpu`, and how many
     providers it is over; None without one.
@@ -171,7 +176,7 @@ def _size(result: PlanResult) -> list[SanityWarning]:
 
 def mode_totals(result: PlanResult) -> dict[str, float]:
     """Total cost per priced mode (compute + storage + egress + idle), cheapest first."""
-    extra = result.cost.storage_usd + result.cost.egress_usd + result.cost.idle_usd
+    extra = result.cost.side_usd()
     totals = {m: v + extra for m, v in result.cost.compute_usd.model_dump().items() if v is not None}
     return dict(sorted(totals.items(), key=lambda kv: kv[1]))
 
