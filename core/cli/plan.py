@@ -7,7 +7,9 @@ summary of a ``PlanResult``, and ``--json`` prints the result itself.
 from __future__ import annotations
 
 import argparse
+import math
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -224,8 +226,18 @@ def memory_block(r: Any) -> list[str]:
     return out
 
 
+MARKERS = ("→ chosen (with checkpoints and restarts; the others failure-free), ⚡ fastest, $ cheapest (every row "
+           "tied with it), * Pareto front (no other row both faster and cheaper)")
+
+
+def tied(value: float, best: float) -> bool:
+    """Equal to the best up to float noise: two rows 3e-13 dollars apart cost the same, so both are cheapest."""
+    return math.isclose(value, best, rel_tol=1e-9, abs_tol=1e-9)
+
+
 def candidates_block(r: Any) -> list[str]:
-    """The search's table: → the chosen row, ⚡ the fastest, $ the cheapest, * the Pareto front."""
+    """The search's table, its markers explained above it: → the chosen row, ⚡ the fastest, $ the cheapest,
+    * the Pareto front; a tie marks every row tied."""
     if not r.candidates:
         return []
     from core.planner.choose.search import shown_candidates  # the planner loads only when a plan is printed
@@ -236,8 +248,9 @@ def candidates_block(r: Any) -> list[str]:
     cheapest = min(priced) if priced else None
 
     def mark(k: Any) -> str:
-        return ("→" if k is r.candidates[0] else "") + ("⚡" if k.hours == fastest else "") + (
-            "$" if cheapest is not None and k.cost_usd == cheapest else "") + ("*" if k.pareto else "")
+        return ("→" if k is r.candidates[0] else "") + ("⚡" if tied(k.hours, fastest) else "") + (
+            "$" if cheapest is not None and k.cost_usd is not None and tied(k.cost_usd, cheapest) else "") + (
+            "*" if k.pareto else "")
 
     rows = [
         (
@@ -251,8 +264,16 @@ def candidates_block(r: Any) -> list[str]:
         )
         for k in shown_candidates(r.candidates, 12)
     ]
-    return ["", "Candidates (search; → chosen, with checkpoints and restarts; the others failure-free)",
+    return ["", "Candidates (search)", *textwrap.wrap(MARKERS, 100, initial_indent="  ", subsequent_indent="  "),
             table(rows, header=("config", "sharding", "tp×pp", "mb", "time", "cost", "why"))]
+
+
+def utilisation_short(c: Any) -> str:
+    """'MFU 23% (model FLOPs), HFU 34% (hardware FLOPs, 336 TFLOP/s per GPU)': the TFLOP/s a GPU runs counts the
+    recomputed forward too, so it is the hardware rate, and sits beside HFU, never beside MFU alone."""
+    rate = f"{c.achieved_tflops_per_gpu:.0f} TFLOP/s per GPU"
+    hardware = f"HFU {c.hfu:.0%} (hardware FLOPs, {rate})" if c.hfu > 0 else f"hardware FLOPs {rate}"
+    return f"MFU {c.mfu:.0%} (model FLOPs), {hardware}"
 
 
 def render_plan(result: Any) -> str:
@@ -271,7 +292,7 @@ def render_plan(result: Any) -> str:
         *memory_block(r),
         "",
         f"Compute  {fmt_count(c.params_total)} params ({fmt_count(c.params_trainable)} trainable), "
-        f"{c.total_flops:.3g} FLOPs, MFU {c.mfu:.0%} ({c.achieved_tflops_per_gpu:.0f} TFLOP/s per GPU)",
+        f"{c.total_flops:.3g} FLOPs, {utilisation_short(c)}",
         *time_lines(r),
         f"Checkpt  {fmt_bytes(r.checkpoint.size_bytes)} every {r.checkpoint.interval_minutes:.0f} min "
         f"(write {r.checkpoint.write_seconds:.0f} s; job MTBF {fmt_hours(r.checkpoint.job_mtbf_hours)})",

@@ -37,7 +37,7 @@ from core.planner.models import (
 )
 from core.planner.money import cost, pricing, sanity
 from core.planner.plan import PlanError, gpu_hardware, on_candidate, plan, resolve_model
-from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd
+from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd, plural
 
 MODES = PRICING_MODES
 UTILISATIONS = tuple(round(0.05 * i, 2) for i in range(1, 21))
@@ -221,7 +221,7 @@ def _other_gpu_row(arch: Architecture, planned: PlanRequest, result: PlanResult,
     except (PlanError, CatalogError) as exc:
         return GpuMemory(gpu=gpu.id, capacity=gpu.memory_bytes, basis="as_planned", error=str(exc))
     return _memory_row(gpu.id, r, "as_planned",
-                       note=f"nothing fits on {gpu.id} with up to {planned.search.max_gpus} GPUs")
+                       note=f"nothing fits on {gpu.id} with up to {plural(planned.search.max_gpus, 'GPU')}")
 
 
 def _memory_key(planned: PlanRequest) -> str:

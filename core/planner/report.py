@@ -49,6 +49,7 @@ from core.units import (
     fmt_rate_range,
     fmt_usd,
     fmt_usd_range,
+    plural,
 )
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
@@ -319,7 +320,7 @@ def _risks(result: PlanResult, today: dt.date) -> list[str]:
              + (f" and {a.spot_preemptions_per_hour:g} spot preemptions per hour" if spot else ""))
     return [
         *_preemption_risk(result),
-        f"Failures: one {events} every {fmt_hours(ck.job_mtbf_hours)} on {result.hardware.gpus} GPUs "
+        f"Failures: one {events} every {fmt_hours(ck.job_mtbf_hours)} on {plural(result.hardware.gpus, 'GPU')} "
         f"({rates}); expect {ck.expected_failures:.2f} during the run.",
         f"Checkpoint plan: {fmt_bytes(ck.size_bytes)} every {ck.interval_minutes:.0f} min "
         f"(Young/Daly optimum{' for failures and preemptions' if spot else ''}), "
@@ -379,7 +380,7 @@ def build_report(analysis: Analysis, today: dt.date | None = None, name: str | N
         f"Model: {r.model_name}, {fmt_count(r.compute.params_total)} parameters"
         + (f" ({fmt_count(r.compute.params_active)} active)" if r.compute.params_active != r.compute.params_total
            else "") + f", {fmt_count(r.compute.params_trainable)} trained ({t.method.value}).",
-        f"Data: {fmt_count(r.request.data.tokens)} tokens × {r.request.data.epochs:g} epochs at "
+        f"Data: {fmt_count(r.request.data.tokens)} tokens × {plural(r.request.data.epochs, 'epoch')} at "
         f"{r.request.data.seq_len} tokens per sequence; {r.compute.steps:,} steps of "
         f"{r.compute.tokens_per_step:,} tokens.",
         f"Memory: {fmt_bytes(m.per_gpu.total)} per GPU of {fmt_bytes(m.gpu_memory)} "

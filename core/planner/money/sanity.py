@@ -20,7 +20,7 @@ from typing import Protocol
 from core.catalog import PRICING_MODES, STALE_AFTER_DAYS, Catalog, CatalogError, Price
 from core.planner.models import HardwareSpec, PlanRequest, PlanResult, SanityWarning
 from core.planner.money import pricing
-from core.units import fmt_bytes, fmt_hours, fmt_usd
+from core.units import fmt_bytes, fmt_hours, fmt_usd, plural
 
 OUTLIER_FRACTION = 0.25  # heuristic (issue 11): below a quarter of the providers' median is a typo or a bid floor
 HEADROOM_FRACTION = 0.05  # heuristic (issue 11): allocator fragmentation alone can take a few percent
@@ -126,8 +126,8 @@ def _rentable(request: PlanRequest, result: PlanResult, catalog: Catalog,
     largest = max(max(p.sizes) for p in offers)
     at = f" at {offers[0].provider_name}" if request.pricing.provider else ""
     return [SanityWarning(kind="not_rentable", figure=float(hw.gpus_per_node), message=(
-        f"No {mode_name(mode)} offer for {hw.gpu}{at} has instances of {hw.gpus_per_node} GPUs (the largest holds "
-        f"{largest}): it cannot be rented as planned; use at most {largest} GPUs per node."))]
+        f"No {mode_name(mode)} offer for {hw.gpu}{at} has instances of {plural(hw.gpus_per_node, 'GPU')} (the "
+        f"largest holds {largest}): it cannot be rented as planned; use at most {largest} GPUs per node."))]
 
 
 def not_fit_text(result: PlanResult) -> str | None:
