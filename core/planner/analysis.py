@@ -501,17 +501,22 @@ def cost_range(result: PlanResult) -> tuple[float, float] | None:
     return (min(values), max(values)) if values else None
 
 
+MODE_COSTS = "Cost by pricing mode"  # the key figure of the cheapest to the dearest mode's total
 NOT_FIT = "none: it does not fit"  # a key figure of money for a plan that cannot run
 
 
 def cost_range_text(result: PlanResult) -> str:
     if not result.memory.fits:
         return NOT_FIT
-    span = cost_range(result)
-    if span is None:
+    totals = sanity.mode_totals(result)  # cheapest first
+    if not totals:
         return "no price"
-    lo, hi = span
-    return fmt_usd(lo) if fmt_usd(lo) == fmt_usd(hi) else f"{fmt_usd(lo)}–{fmt_usd(hi)}"
+    (lo_mode, lo), (hi_mode, hi) = next(iter(totals.items())), list(totals.items())[-1]
+    if fmt_usd(lo) == fmt_usd(hi):
+        return f"{fmt_usd(lo)} {sanity.mode_name(lo_mode)}" if len(totals) == 1 else fmt_usd(lo)
+    # each end names its pricing mode: beside the estimate's 'likely X (estimate range A–B)' it reads as another
+    # kind of range, the cheapest mode to the dearest, not as the estimate's spread
+    return f"{fmt_usd(lo)} {sanity.mode_name(lo_mode)} to {fmt_usd(hi)} {sanity.mode_name(hi_mode)}"
 
 
 def about_hours(hours: float) -> str:
@@ -541,7 +546,7 @@ def key_figures(result: PlanResult) -> list[KeyFigure]:
         KeyFigure(label="Hardware", value=hardware_label(result.hardware)),
         KeyFigure(label="Wall time", value=fmt_hours(t.hours)),
         KeyFigure(label="GPU-hours", value=fmt_gpu_hours(t.gpu_hours)),
-        KeyFigure(label="Cost range", value=cost_range_text(result)),
+        KeyFigure(label=MODE_COSTS, value=cost_range_text(result)),
         KeyFigure(label="Total cost", value=fmt_usd(result.cost.total_usd) if m.fits else NOT_FIT),
         KeyFigure(label="Memory per GPU", value=f"{fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)}"
                   + ("" if m.fits else " (does not fit)")),

@@ -90,11 +90,12 @@ def likely_tokens_per_second(result: PlanResult) -> str | None:
 
 
 def likely_cost(result: PlanResult) -> str | None:
-    """'likely $54.06 (range $44.00–$70.00)', or None without a band or without a price."""
+    """'likely $54.06 (estimate range $44.00–$70.00)', or None without a band or without a price: named so beside
+    the cost by pricing mode ('$5.48 spot to $24.45 on-demand'), another kind of range."""
     band, total = result.cost.total_usd_range, result.cost.total_usd
     if band is None or total is None:
         return None
-    return f"likely {fmt_usd(total)} (range {fmt_usd_range(band.low, band.high, total)})"
+    return f"likely {fmt_usd(total)} (estimate range {fmt_usd_range(band.low, band.high, total)})"
 
 
 def bands(result: PlanResult) -> list[Band]:
@@ -364,9 +365,9 @@ def _cost_sentence(r: PlanResult) -> str:
         return "Cost: no price for this configuration in any pricing mode (the sanity checks say why)."
     if r.cost.total_usd is None:
         at = f" at {r.cost.provider}" if r.cost.provider else ""
-        return f"Cost: {cost_range_text(r)} across pricing modes; no {mode} price{at}."
+        return f"Cost by pricing mode: {cost_range_text(r)}; no {mode} price{at}."
     total = likely_cost(r) or fmt_usd(r.cost.total_usd)
-    return f"Cost: {cost_range_text(r)} across pricing modes; {total} {mode} at {r.cost.provider}."
+    return f"Cost by pricing mode: {cost_range_text(r)}; {total} {mode} at {r.cost.provider}."
 
 
 def build_report(analysis: Analysis, today: dt.date | None = None, name: str | None = None) -> Report:

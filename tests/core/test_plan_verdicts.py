@@ -66,12 +66,12 @@ def test_a_plan_that_does_not_fit_has_no_cost_in_the_report() -> None:
                         hardware={"gpu": "RTX-6000-ADA", "gpus_per_node": 1}))
     report = build_report(a)
     figures = {k.label: k.value for k in report.key_figures}
-    assert figures["Total cost"] == figures["Cost range"] == "none: it does not fit"
+    assert figures["Total cost"] == figures["Cost by pricing mode"] == "none: it does not fit"
     assert "$" not in report.conclusion and "does not fit: it needs" in report.conclusion
     sanity = next(s for s in report.sections if s.title == "Sanity checks")
     assert sanity.blocks[0].items[0].startswith("Does not fit: it needs")  # type: ignore[union-attr]
     summary = next(s for s in report.sections if s.title == "Executive summary").blocks[0]
-    assert not any(item.startswith("Cost:") and "$" in item for item in summary.items)  # type: ignore[union-attr]
+    assert not any(item.startswith("Cost") and "$" in item for item in summary.items)  # type: ignore[union-attr]
     cost = next(s for s in report.sections if s.title == "Cost")
     assert not any(b.kind == "bar" and "provider" in getattr(b, "title", "") for b in cost.blocks)
 
