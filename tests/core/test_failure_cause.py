@@ -6,10 +6,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.probes.checks.base import require_ok, short_error, telling_line
+from core.probes.checks.base import ProbeFailed, require_ok, short_error, telling_line
 from core.probes.transport.base import CommandResult
 
 # A real torch on a host Python without numpy (numpy hidden from the import system), and a rule of '=' printed at
@@ -28,12 +29,9 @@ def test_the_cause_of_a_real_failure_is_its_exception_not_the_rule_after_it() ->
     assert run.returncode == 1 and run.stderr.rstrip().endswith("=" * 60)
     result = CommandResult(command="step", exit_code=1, stdout="", stderr=run.stderr, duration_s=1.0)
     assert short_error(result) == "RuntimeError: Numpy is not available"
-    try:
+    with pytest.raises(ProbeFailed) as caught:
         require_ok(result, "the step benchmark")
-    except Exception as exc:  # noqa: BLE001 - the sentence is what is checked
-        assert str(exc) == "the step benchmark failed: RuntimeError: Numpy is not available"
-    else:
-        raise AssertionError("a failed command passed require_ok")
+    assert str(caught.value) == "the step benchmark failed: RuntimeError: Numpy is not available"
 
 
 def test_without_an_exception_the_last_worded_line_is_the_cause() -> None:

@@ -243,7 +243,8 @@ def telling_line(text: str) -> str | None:
     library printed after the cause. None when no line has a word."""
     worded = [line.strip() for line in text.splitlines() if any(ch.isalpha() for ch in line)]
     raised = [line for line in worded if _EXCEPTION_LINE.match(line)]
-    return (raised or worded or [None])[-1]
+    found = raised or worded
+    return found[-1] if found else None
 
 
 def short_error(result: CommandResult, limit: int = 300) -> str:
