@@ -83,3 +83,16 @@ def test_catalog_prices_fit_a_100_column_terminal() -> None:
     lines = cli("catalog", "prices").splitlines()
     assert len(lines) > 100
     assert max(len(line) for line in lines) <= 100
+
+
+def test_the_memory_charts_caption_reads_its_labels_in_their_order() -> None:
+    from core.planner.analysis import GpuMemory
+    from core.planner.models import Sharding
+    from core.planner.report import MEMORY_CAPTION
+
+    # Two nodes of eight GPUs are labelled '2×8': nodes first, as the caption must say.
+    row = GpuMemory.model_construct(gpu="H100-SXM", nodes=2, gpus_per_node=8, sharding=Sharding.fsdp, error=None,
+                                    gradient_checkpointing=False, tensor_parallel=1, pipeline_parallel=1)
+    assert row.configuration == "2×8 fsdp"
+    assert "labelled nodes × GPUs per node, as 2×8" in MEMORY_CAPTION
+    assert "GPUs per node × nodes" not in MEMORY_CAPTION
