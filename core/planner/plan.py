@@ -61,7 +61,7 @@ from core.planner.speed.step import (
     trained_tokens,
 )
 from core.planner.speed.step_time import measured_applies
-from core.units import fmt_hours
+from core.units import fmt_hours, plural
 
 
 class PlanError(ValueError):
@@ -423,6 +423,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         checkpoint=st.ckpt, storage=_storage_result(request, st, priced=fits), cost=cost_result, candidates=candidates,
         assumptions=_assumptions(arch, request, gpu, est) + price_assumptions, warnings=warnings,
     )
+    grown = grown_batch_warning(result)
+    if grown:
+        result.warnings.append(grown)
     priced_from = {mode: (offer.row if offer else None) for mode, offer in offers.items()}
     result.sanity = sanity.sanity_checks(request, result, catalog, today, prices=priced_from)
     return result
@@ -445,6 +448,25 @@ def _batch_assumption(request: PlanRequest, est: StepEstimate) -> list[Assumptio
         value=f"{sequences:,} sequences ({sequences * seq:,} tokens) per optimizer step{grown}",
         source=f"tuneplan default: about {DEFAULT_BATCH_TOKENS:,} tokens per step, at least data-parallel replicas "
                "× micro-batch (set training.global_batch_size to choose)")]
+
+
+def grown_batch_warning(result: PlanResult) -> str | None:
+    """When the planner grew its default global batch to feed every data-parallel replica (the user set none), what
+    that does to the run: a batch past the ~256k tokens fine-tuning recipes step on, and so few optimizer steps
+    (8.4M tokens a step on 512 GPUs left 24 for the whole run). None when the batch is the default or the user's."""
+    training, seq = result.request.training, result.request.data.seq_len
+    if training.global_batch_size:
+        return None
+    default, tokens = default_global_batch(seq), result.compute.tokens_per_step
+    sequences = round(tokens / seq)
+    if sequences <= default:
+        return None
+    steps = result.compute.steps
+    return (f"the global batch grew from {default:,} to {sequences:,} sequences ({tokens:,} tokens) per optimizer "
+            f"step so that every data-parallel replica on the {plural(result.hardware.gpus, 'GPU')} gets a "
+            f"micro-batch: {tokens / DEFAULT_BATCH_TOKENS:,.0f}× the ~{DEFAULT_BATCH_TOKENS:,} tokens fine-tuning "
+            f"recipes step on, leaving {plural(steps, 'optimizer step')} for the whole run; plan fewer GPUs or set "
+            "training.global_batch_size (and scale the learning rate) if you mean it")
 
 
 def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:

@@ -62,10 +62,10 @@ STEP_HEADER = ["part of the step", "seconds", "share of the step"]
 
 MEMORY_CAPTION = (
     "Each GPU type at the configuration the hardware search picks for it (labelled nodes × GPUs per node, as 2×8, "
-    "or 8× for one node; then sharding, recomputation, micro-batch), with your model, method, precision, optimizer, offload and sequence length "
-    "unchanged; (plan) is the planned configuration. The vertical line is the card's memory; ✗ marks a type on which "
-    "nothing fits within the search limits, drawn at the plan's counts. GPU types without a figure for this "
-    "precision are left out."
+    "or 8× for one node; then sharding, recomputation, micro-batch), with your model, method, precision, optimizer, "
+    "offload and sequence length unchanged; (plan) is the planned configuration. The vertical line is the card's "
+    "memory; ✗ marks a type on which nothing fits within the search limits, drawn at the plan's counts. GPU types "
+    "without a figure for this precision are left out."
 )
 
 

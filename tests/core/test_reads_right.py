@@ -91,8 +91,25 @@ def test_the_memory_charts_caption_reads_its_labels_in_their_order() -> None:
     from core.planner.report import MEMORY_CAPTION
 
     # Two nodes of eight GPUs are labelled '2×8': nodes first, as the caption must say.
-    row = GpuMemory.model_construct(gpu="H100-SXM", nodes=2, gpus_per_node=8, sharding=Sharding.fsdp, error=None,
-                                    gradient_checkpointing=False, tensor_parallel=1, pipeline_parallel=1)
+    row = GpuMemory(gpu="H100-SXM", capacity=80 * 10**9, nodes=2, gpus_per_node=8, sharding=Sharding.fsdp)
     assert row.configuration == "2×8 fsdp"
     assert "labelled nodes × GPUs per node, as 2×8" in MEMORY_CAPTION
     assert "GPUs per node × nodes" not in MEMORY_CAPTION
+
+
+def test_a_global_batch_the_gpu_count_grew_is_a_warning_with_its_steps() -> None:
+    # 64 nodes × 8 H100: 512 data-parallel replicas at micro-batch 2 need 1,024 sequences a step, where the default
+    # is 128 of 2,048 tokens (262,144 tokens, DEFAULT_BATCH_TOKENS): 2e8 tokens then take 2e8 / 2,097,152 ≈ 96 steps.
+    r = plan(PlanRequest.model_validate({
+        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}, "training": {"method": "full"},
+        "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 64}}))
+    sequences = r.compute.tokens_per_step // 2048
+    assert sequences >= 512  # one micro-batch per replica at least
+    grown = [w for w in r.warnings if w.startswith("the global batch grew from 128 to ")]
+    assert len(grown) == 1
+    assert f"leaving {r.compute.steps} optimizer steps for the whole run" in grown[0]
+    assert r.compute.steps == -(-200_000_000 // r.compute.tokens_per_step)  # whole steps over 2e8 tokens
+    # the same run on one node keeps the default batch: nothing to warn of
+    one = plan(PlanRequest.model_validate({
+        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}, "hardware": {"gpu": "H100-SXM"}}))
+    assert not any("global batch grew" in w for w in one.warnings)
