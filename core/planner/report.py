@@ -394,7 +394,8 @@ def build_report(analysis: Analysis, today: dt.date | None = None, name: str | N
         *([source] if (source := band_source(r)) else []),
     ]
     memory_rows = [[p, fmt_bytes(getattr(m.per_gpu, p))] for p in (*MEMORY_PARTS, "total")]
-    cost_rows = [[line.item, fmt_usd(line.usd), line.detail, seen_text(line.date, today)] for line in r.cost.items]
+    cost_rows = [[line.item, fmt_usd(line.usd), line.detail, seen_text(line.date, today) if line.source else "—"]
+                 for line in r.cost.items]  # a line priced from nothing has no price to date
     sections = [
         Section(title="Executive summary", blocks=[Bullets(items=summary)]),
         *([Section(title="Sanity checks", blocks=[Bullets(items=[w.message for w in r.sanity])])] if r.sanity else []),
