@@ -212,6 +212,13 @@ def fmt_rate_range(low: float, high: float) -> str:
     return f"{low:,.0f}–{high:,.0f}"
 
 
+def plural(n: float, noun: str, nouns: str | None = None) -> str:
+    """(1, 'GPU') → '1 GPU'; (8, 'GPU') → '8 GPUs'; (2.5, 'epoch') → '2.5 epochs'; `nouns` where adding an s is
+    wrong ('1 copy', '2 copies'). The one rule every view counts things with: never '1 epochs' or 'on 1 GPUs'."""
+    count = f"{int(n):,}" if float(n).is_integer() else f"{n:g}"
+    return f"{count} {noun}" if n == 1 else f"{count} {nouns or noun + 's'}"
+
+
 def fmt_percent(share: float) -> str:
     """0.41 → '41%': a chart axis's share, the same in the window and the PDF."""
     return f"{share:.0%}"

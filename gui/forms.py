@@ -127,9 +127,27 @@ def chosen_path(parent: QWidget, path: Path | None, title: str, suggested: str, 
     they cancel. One place for it, so every open and export behaves alike."""
     if path is not None:
         return path
-    ask = QFileDialog.getSaveFileName if save else QFileDialog.getOpenFileName
-    name, _ = ask(parent, title, suggested, file_filter)
-    return Path(name) if name else None
+    dialog = file_dialog(parent, title, suggested, file_filter, save)
+    if dialog.exec() != QFileDialog.DialogCode.Accepted or not dialog.selectedFiles():
+        return None
+    return Path(dialog.selectedFiles()[0])
+
+
+DIALOG_MARGIN_PX = 420  # the file-name field's label, the dialog's sidebar share and its margins
+
+
+def file_dialog(parent: QWidget, title: str, suggested: str, file_filter: str, save: bool) -> QFileDialog:
+    """The open or save dialog, proposing `suggested` (a folder and a file name), and wide enough that the name
+    it proposes shows whole in its file-name field (a default 'llama-3.1-8b lora on 8× H100-SXM.pdf' was cut)."""
+    folder, name = (str(Path(suggested).parent), Path(suggested).name) if suggested else ("", "")
+    dialog = QFileDialog(parent, title, folder, file_filter)
+    dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave if save else QFileDialog.AcceptMode.AcceptOpen)
+    dialog.setFileMode(QFileDialog.FileMode.AnyFile if save else QFileDialog.FileMode.ExistingFile)
+    if name:
+        dialog.selectFile(name)
+    wanted = dialog.fontMetrics().horizontalAdvance(name) + DIALOG_MARGIN_PX
+    dialog.resize(max(dialog.sizeHint().width(), wanted, 720), max(dialog.sizeHint().height(), 480))
+    return dialog
 
 
 _NOT_IN_FILE_NAMES = str.maketrans({c: "-" for c in '/\\:*?"<>|'})

@@ -12,13 +12,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QAction, QDesktopServices, QKeySequence, QTextCursor
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
 from core.resources import guide_path
 from gui.table_model import Row, RowsModel, make_table
 
 _IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
+_NOT_IN_SLUG = re.compile(r"[^\w\- ]")
+
+
+def heading_slug(heading: str) -> str:
+    """'Save, compare and export the PDF' -> 'save-compare-and-export-the-pdf': the anchor GitHub gives a heading,
+    which the guide's contents links name (Qt's Markdown reader gives headings no anchors of their own)."""
+    return _NOT_IN_SLUG.sub("", heading.strip().lower()).replace(" ", "-")
 
 
 def guide_markdown(path: Path) -> str:
@@ -37,7 +45,8 @@ class GuideWindow(QDialog):
         layout = QVBoxLayout(self)
         self.browser = QTextBrowser()
         self.browser.setAccessibleName("User guide text")
-        self.browser.setOpenExternalLinks(True)
+        self.browser.setOpenLinks(False)  # '#plan-a-run' goes to its heading here; a web link to the browser
+        self.browser.anchorClicked.connect(self.follow)
         path = guide_path()
         if path is None:
             self.browser.setPlainText("The user guide is not part of this installation; it is docs/guide.md in "
@@ -45,11 +54,37 @@ class GuideWindow(QDialog):
         else:
             self.browser.setSearchPaths([str(path.parent)])
             self.browser.setMarkdown(guide_markdown(path))
+        self.headings = self._headings()
         layout.addWidget(self.browser)
         close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         close.rejected.connect(self.close)
         layout.addWidget(close)
         self.resize(900, 760)
+
+    def _headings(self) -> dict[str, int]:
+        """Each heading's anchor (heading_slug) and where its block starts in the document."""
+        found: dict[str, int] = {}
+        block = self.browser.document().begin()
+        while block.isValid():
+            if block.blockFormat().headingLevel() > 0:
+                found.setdefault(heading_slug(block.text()), block.position())
+            block = block.next()
+        return found
+
+    def follow(self, url: QUrl) -> None:
+        """A contents link scrolls its heading to the top; a link out of the guide opens in the web browser."""
+        if url.scheme() in ("http", "https", "mailto"):
+            QDesktopServices.openUrl(url)
+            return
+        position = self.headings.get(url.fragment())
+        if position is None:
+            return
+        cursor = QTextCursor(self.browser.document())
+        cursor.setPosition(position)
+        block = cursor.block()
+        top = self.browser.document().documentLayout().blockBoundingRect(block).top()
+        self.browser.setTextCursor(cursor)
+        self.browser.verticalScrollBar().setValue(int(top))
 
 
 def shortcut_rows(actions: list[QAction]) -> list[tuple[str, str]]:

@@ -138,7 +138,7 @@ def main(out: Path, only_launch: bool = False) -> int:
     window.add_probe_place()  # in the sidebar as `tuneplan` shows it; these pictures do not open it
     wizard, state = window.wizard, window.wizard.state
     for old in [] if only_launch else out.glob("*.png"):
-        if not old.name.startswith(("probe", "ranges")):
+        if not old.name.startswith(("probe", "ranges", "not-fit", "step")):  # their own scripts take them
             old.unlink()
     from gui.wizard.first_run import open_sample
 

@@ -95,19 +95,22 @@ def cmd_catalog(args: argparse.Namespace) -> int:
                 p.instance,
                 p.gpu,
                 str(p.gpus_per_instance),
-                p.pricing_model.value + (f" ({p.term})" if p.term else ""),
+                p.pricing_model.value,
                 fmt_usd(p.usd_per_gpu_hour),
-                p.seen,
+                p.date or "undated",
             )
             for p in cat.prices
         ]
         data = [{**p.model_dump(mode="json"), **({"undated": True} if p.is_undated else {})} for p in cat.prices]
-        header = ("provider", "instance", "gpu", "GPUs", "pricing model", "USD/GPU-h", "seen")
+        header = ("provider", "instance", "gpu", "GPUs", "pricing", "USD/GPU-h", "seen")
     if args.json:
         print(json.dumps(data, indent=2, default=str))
-    else:
-        print(table(rows, header=header))
+    else:  # prices fit a 100-column terminal: long names cut (…), a reserved term and a read date in --json
+        print(table(rows, header=header, max_cell=PRICE_CELL if args.what == "prices" else None))
     return 0
+
+
+PRICE_CELL = 19  # the widest cell of `catalog prices`: names cut there keep the table within 100 columns
 
 
 def _figure(value: float | None, unit: str = "") -> str:

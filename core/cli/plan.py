@@ -7,7 +7,9 @@ summary of a ``PlanResult``, and ``--json`` prints the result itself.
 from __future__ import annotations
 
 import argparse
+import math
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -32,19 +34,53 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the result JSON only")
     p.add_argument("--model", help="preset id (llama-3.1-8b), a parameter count (7B) or a config.json path")
     p.add_argument("--tokens", help="dataset tokens: 2e8, 200M, 1.5B")
-    p.add_argument("--epochs", type=float, help="passes over the dataset (default 1)")
-    p.add_argument("--seq-len", type=int, help="tokens per sample (default 2048)")
-    p.add_argument("--method", default="lora", help="full, lora or qlora (default lora)")
-    p.add_argument("--lora-rank", type=int, help="LoRA rank (default 16)")
+    # The numbers go into the request as typed, as the window's fields put them: pydantic judges both alike
+    # (a 0 is refused there in one sentence, never dropped here for being falsy).
+    p.add_argument("--epochs", help="passes over the dataset (default 1)")
+    p.add_argument("--seq-len", help="tokens per sample (default 2048)")
+    p.add_argument("--method", help="full, lora or qlora (default lora)")
+    p.add_argument("--lora-rank", help="LoRA rank (default 16)")
     p.add_argument("--gpu", help="GPU id, e.g. H100-SXM (omit to search)")
-    p.add_argument("--gpus", type=int, default=1, help="GPUs per node (with --gpu; default 1)")
-    p.add_argument("--nodes", type=int, default=1, help="nodes (with --gpu; default 1)")
+    p.add_argument("--gpus", help="GPUs per node (with --gpu; default 1)")
+    p.add_argument("--nodes", help="nodes (with --gpu; default 1)")
     p.add_argument("--provider", help="price at this provider only, e.g. lambda or runpod (`tuneplan catalog prices`)")
     p.add_argument("--mode", help="on_demand, spot or reserved")
     p.add_argument("--probe-run", metavar="RUN", help="apply a probe run's measurements (a run id from the probe "
                    "history or a run JSON file): matmul TFLOP/s, bus bandwidth and the measured step")
     p.add_argument("--db", help="probe history file for --probe-run (default: the app's probes.db)")
     p.set_defaults(func=cmd_plan)
+
+
+# The quick flags, each with the request field it sets (`--gpus` and `--nodes` go with `--gpu`, in hardware).
+QUICK_FIELDS = {"model": "model", "tokens": "data.tokens", "epochs": "data.epochs", "seq_len": "data.seq_len",
+                "method": "training.method", "lora_rank": "training.lora_rank", "gpu": "hardware.gpu",
+                "gpus": "hardware.gpus_per_node", "nodes": "hardware.nodes", "provider": "pricing.provider",
+                "mode": "pricing.mode"}
+
+
+def flag(dest: str) -> str:
+    """'seq_len' -> '--seq-len', as the user typed it."""
+    return "--" + dest.replace("_", "-")
+
+
+def _refuse_ignored(args: argparse.Namespace) -> None:
+    """A flag the request would not use is refused in one sentence, never dropped: quick flags beside
+    REQUEST.json, --gpus or --nodes without --gpu (the search tries its own counts), --db without --probe-run,
+    and a flag given with nothing after '='."""
+    given = [dest for dest in QUICK_FIELDS if getattr(args, dest, None) is not None]
+    if getattr(args, "request", None) and given:
+        raise CliError(f"{flag(given[0])} applies only without REQUEST.json: set {QUICK_FIELDS[given[0]]} in the "
+                       "file instead, or leave the file out")
+    for dest in given:
+        if not str(getattr(args, dest)).strip():
+            raise CliError(f"{flag(dest)} is empty: give a value or leave the flag out for its default")
+    for dest in ("gpus", "nodes"):
+        if dest in given and not args.gpu:
+            raise CliError(f"{flag(dest)} needs --gpu: name the GPU (e.g. --gpu H100-SXM {flag(dest)} "
+                           f"{getattr(args, dest)}), or leave {flag(dest)} out and the search tries 1 to 8 GPUs per "
+                           "node on 1 to 64 nodes")
+    if getattr(args, "db", None) and not getattr(args, "probe_run", None):
+        raise CliError("--db names the probe history for --probe-run: give --probe-run RUN too, or leave --db out")
 
 
 def _quick_request(args: argparse.Namespace) -> dict[str, Any]:
@@ -60,17 +96,13 @@ def _quick_request(args: argparse.Namespace) -> dict[str, Any]:
             model = {"params": parse_count(args.model)} if args.model[:1].isdigit() else {"preset": args.model}
         except ValueError:  # '1,5B' is a count mistyped (its sentence says so), '01-ai/Yi-34B' a preset
             model = {"params": args.model} if _NUMBER_LIKE.fullmatch(args.model) else {"preset": args.model}
-    req: dict[str, Any] = {"model": model, "data": {"tokens": args.tokens}, "training": {"method": args.method}}
-    if args.seq_len:
-        req["data"]["seq_len"] = args.seq_len
-    if args.epochs:
-        req["data"]["epochs"] = args.epochs
-    if args.lora_rank is not None:
-        req["training"]["lora_rank"] = args.lora_rank
-    if args.gpu:
-        req["hardware"] = {"gpu": args.gpu, "gpus_per_node": args.gpus, "nodes": args.nodes}
-    if args.provider or args.mode:
-        req["pricing"] = {k: v for k, v in (("provider", args.provider), ("mode", args.mode)) if v}
+    req: dict[str, Any] = {"model": model}
+    for dest, path in QUICK_FIELDS.items():
+        value = getattr(args, dest)
+        if dest != "model" and value is not None:
+            section, _, field = path.partition(".")
+            req.setdefault(section, {})[field] = value
+    req.setdefault("training", {}).setdefault("method", "lora")
     return req
 
 
@@ -86,11 +118,18 @@ def load_request(path: str) -> dict[str, Any]:
 def build_request(args: argparse.Namespace) -> Any:
     from core.planner.models import PlanRequest
 
+    _refuse_ignored(args)
     raw = load_request(args.request) if args.request else _quick_request(args)
     try:
         return PlanRequest.model_validate(raw)
     except ValidationError as exc:
-        raise CliError(validation_message(exc)) from exc
+        message = validation_message(exc)
+        if not args.request:  # name the flag the user typed, beside the field it sets
+            for dest, path in QUICK_FIELDS.items():
+                if message.startswith(path + ":") and getattr(args, dest, None) is not None:
+                    message = f"{flag(dest)} ({path}):{message[len(path) + 1:]}"
+                    break
+        raise CliError(message) from exc
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -163,14 +202,16 @@ def cost_block(r: Any) -> list[str]:
     c = r.cost
     if c.unpriced_reason:
         return [f"Cost     none: {c.unpriced_reason}"]
-    offers = {a.name: f"{a.value}, seen {a.date or 'undated'}" for a in r.assumptions}
+    from core.planner.money.sanity import seen_phrase
+
+    offers = {a.name: f"{a.value}, {seen_phrase(a.date)}" for a in r.assumptions}
     modes = [(mode.replace("_", "-"), getattr(c.compute_usd, mode)) for mode in ("on_demand", "spot", "reserved")]
     rows = table([*((name, fmt_usd(usd)) for name, usd in modes), ("storage", fmt_usd(c.storage_usd)),
                   ("total", fmt_usd(c.total_usd))]).splitlines()
     offered = [offers.get(f"{name} price", "") for name, _usd in modes]
     return ["Cost (USD)", *(f"{line}  {offer}".rstrip() for line, offer in zip(rows, [*offered, "", ""], strict=True)),
             *cost_lines(r),
-            f"Prices: {c.provider or 'none'}{price_offer(c)}, seen {c.price_date or 'undated'} "
+            f"Prices: {c.provider or 'none'}{price_offer(c)}, {seen_phrase(c.price_date)} "
             f"({c.price_source or '—'})"]
 
 
@@ -194,8 +235,18 @@ def memory_block(r: Any) -> list[str]:
     return out
 
 
+MARKERS = ("→ chosen (with checkpoints and restarts; the others failure-free), ⚡ fastest, $ cheapest (every row "
+           "tied with it), * Pareto front (no other row both faster and cheaper)")
+
+
+def tied(value: float, best: float) -> bool:
+    """Equal to the best up to float noise: two rows 3e-13 dollars apart cost the same, so both are cheapest."""
+    return math.isclose(value, best, rel_tol=1e-9, abs_tol=1e-9)
+
+
 def candidates_block(r: Any) -> list[str]:
-    """The search's table: → the chosen row, ⚡ the fastest, $ the cheapest, * the Pareto front."""
+    """The search's table, its markers explained above it: → the chosen row, ⚡ the fastest, $ the cheapest,
+    * the Pareto front; a tie marks every row tied."""
     if not r.candidates:
         return []
     from core.planner.choose.search import shown_candidates  # the planner loads only when a plan is printed
@@ -206,8 +257,9 @@ def candidates_block(r: Any) -> list[str]:
     cheapest = min(priced) if priced else None
 
     def mark(k: Any) -> str:
-        return ("→" if k is r.candidates[0] else "") + ("⚡" if k.hours == fastest else "") + (
-            "$" if cheapest is not None and k.cost_usd == cheapest else "") + ("*" if k.pareto else "")
+        return ("→" if k is r.candidates[0] else "") + ("⚡" if tied(k.hours, fastest) else "") + (
+            "$" if cheapest is not None and k.cost_usd is not None and tied(k.cost_usd, cheapest) else "") + (
+            "*" if k.pareto else "")
 
     rows = [
         (
@@ -221,8 +273,16 @@ def candidates_block(r: Any) -> list[str]:
         )
         for k in shown_candidates(r.candidates, 12)
     ]
-    return ["", "Candidates (search; → chosen, with checkpoints and restarts; the others failure-free)",
+    return ["", "Candidates (search)", *textwrap.wrap(MARKERS, 100, initial_indent="  ", subsequent_indent="  "),
             table(rows, header=("config", "sharding", "tp×pp", "mb", "time", "cost", "why"))]
+
+
+def utilisation_short(c: Any) -> str:
+    """'MFU 23% (model FLOPs), HFU 34% (hardware FLOPs, 336 TFLOP/s per GPU)': the TFLOP/s a GPU runs counts the
+    recomputed forward too, so it is the hardware rate, and sits beside HFU, never beside MFU alone."""
+    rate = f"{c.achieved_tflops_per_gpu:.0f} TFLOP/s per GPU"
+    hardware = f"HFU {c.hfu:.0%} (hardware FLOPs, {rate})" if c.hfu > 0 else f"hardware FLOPs {rate}"
+    return f"MFU {c.mfu:.0%} (model FLOPs), {hardware}"
 
 
 def render_plan(result: Any) -> str:
@@ -241,7 +301,7 @@ def render_plan(result: Any) -> str:
         *memory_block(r),
         "",
         f"Compute  {fmt_count(c.params_total)} params ({fmt_count(c.params_trainable)} trainable), "
-        f"{c.total_flops:.3g} FLOPs, MFU {c.mfu:.0%} ({c.achieved_tflops_per_gpu:.0f} TFLOP/s per GPU)",
+        f"{c.total_flops:.3g} FLOPs, {utilisation_short(c)}",
         *time_lines(r),
         f"Checkpt  {fmt_bytes(r.checkpoint.size_bytes)} every {r.checkpoint.interval_minutes:.0f} min "
         f"(write {r.checkpoint.write_seconds:.0f} s; job MTBF {fmt_hours(r.checkpoint.job_mtbf_hours)})",

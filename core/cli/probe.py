@@ -16,7 +16,6 @@ import dataclasses
 import getpass
 import json
 import logging
-import math
 import signal
 import sys
 import threading
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from core.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, add_command
 from core.cli.probe_step import options_step, step_lines
 from core.cli.table import table
+from core.units import parse_bytes
 
 if TYPE_CHECKING:  # the probe modules load when a probe runs, not when `tuneplan plan` builds its parser
     from core.probes.store import ProbeStore, StoredRun
@@ -82,7 +82,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--data-path", metavar="P", help="absolute path on the host where training data lives")
     p.add_argument("--checkpoint-path", metavar="P", help="absolute path on the host for checkpoints")
     p.add_argument("--duration", type=float, metavar="S", help="burn seconds (default 600)")
-    p.add_argument("--fio-size", metavar="SIZE", help="storage test file size, e.g. 256M or 1G (default 256M)")
+    p.add_argument("--fio-size", metavar="SIZE", help="storage test file size: 256MB or 256M (10^6 bytes each), "
+                   "256MiB or 256Mi (2^20); default 256 MiB")
     p.add_argument("--fio-runtime", type=float, metavar="S", help="seconds per timed storage job (default 3)")
     p.add_argument("--python", metavar="PATH", help="Python interpreter on the host that has torch")
     p.add_argument("--plan", metavar="REQUEST.json", help="the plan whose model the step probe times (one layer)")
@@ -95,6 +96,9 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_probe)
 
 
+MIN_FIO_BYTES = 1 << 20  # RunOptions.fio_size's floor
+
+
 class _Exit(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -102,19 +106,16 @@ class _Exit(Exception):
 
 
 def parse_size(text: str) -> int:
-    """'256M', '1G', '512MiB', '1048576' -> bytes (binary units)."""
-    value = text.strip().upper().removesuffix("B").removesuffix("I")
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    factor = units.get(value[-1:], 1) if value else 1
-    number = value[:-1] if value[-1:] in units else value
+    """'256MB' and '256M' (10⁶ bytes each), '256MiB' and '256Mi' (2²⁰), '1048576' (bytes) -> bytes: the one reading of
+    a size every tuneplan field has (core.units.parse_bytes, as the README says); '80Gb' is refused as bits."""
     try:
-        size = float(number) * factor
-    except ValueError:
-        raise _Exit(EXIT_USAGE, f"--fio-size '{text}' is not a size; use e.g. 256M, 1G or a number of bytes") \
-            from None
-    if not math.isfinite(size) or size < 1 << 20:
-        raise _Exit(EXIT_USAGE, f"--fio-size '{text}' must be at least 1M")
-    return int(size)
+        size = parse_bytes(text)
+    except ValueError as exc:
+        raise _Exit(EXIT_USAGE, f"--fio-size: {exc}") from None
+    if size < MIN_FIO_BYTES:
+        raise _Exit(EXIT_USAGE, f"--fio-size '{text}' is {size:,} bytes; the test file needs at least 1 MiB "
+                                "(1,048,576 bytes), e.g. 2M or 1MiB")
+    return size
 
 
 def _options(args: argparse.Namespace) -> Any:

@@ -37,7 +37,7 @@ from core.planner.models import (
 )
 from core.planner.money import cost, pricing, sanity
 from core.planner.plan import PlanError, gpu_hardware, on_candidate, plan, resolve_model
-from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd
+from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd, plural
 
 MODES = PRICING_MODES
 UTILISATIONS = tuple(round(0.05 * i, 2) for i in range(1, 21))
@@ -221,7 +221,7 @@ def _other_gpu_row(arch: Architecture, planned: PlanRequest, result: PlanResult,
     except (PlanError, CatalogError) as exc:
         return GpuMemory(gpu=gpu.id, capacity=gpu.memory_bytes, basis="as_planned", error=str(exc))
     return _memory_row(gpu.id, r, "as_planned",
-                       note=f"nothing fits on {gpu.id} with up to {planned.search.max_gpus} GPUs")
+                       note=f"nothing fits on {gpu.id} with up to {plural(planned.search.max_gpus, 'GPU')}")
 
 
 def _memory_key(planned: PlanRequest) -> str:
@@ -475,7 +475,8 @@ def analyse(request: PlanRequest, catalog: Catalog | None = None, today: dt.date
         curve = None
     figures = Figures(
         model=_model_summary(request, result, catalog), memory_by_gpu=memory_by_gpu(result, catalog, today),
-        providers=provider_costs(planned, catalog, today), candidates=candidates, search_note=note,
+        providers=provider_costs(planned, catalog, today) if result.memory.fits else [],  # unpriced: unfit
+        candidates=candidates, search_note=note,
         scaling=curve, break_even=break_even(result, catalog),
         overrides=search_overrides(request, result, catalog),
         priced_alternatives=priced_alternatives(request, result, catalog, today))
@@ -495,22 +496,26 @@ def hardware_label(hw: HardwareSpec) -> str:
 
 def cost_range(result: PlanResult) -> tuple[float, float] | None:
     """Cheapest and dearest total over the priced modes (compute + storage + egress + idle)."""
-    extra = result.cost.storage_usd + result.cost.egress_usd + result.cost.idle_usd
-    values = [v + extra for v in result.cost.compute_usd.model_dump().values() if v is not None]
+    values = list(sanity.mode_totals(result).values())
     return (min(values), max(values)) if values else None
 
 
+MODE_COSTS = "Cost by pricing mode"  # the key figure of the cheapest to the dearest mode's total
 NOT_FIT = "none: it does not fit"  # a key figure of money for a plan that cannot run
 
 
 def cost_range_text(result: PlanResult) -> str:
     if not result.memory.fits:
         return NOT_FIT
-    span = cost_range(result)
-    if span is None:
+    totals = sanity.mode_totals(result)  # cheapest first
+    if not totals:
         return "no price"
-    lo, hi = span
-    return fmt_usd(lo) if fmt_usd(lo) == fmt_usd(hi) else f"{fmt_usd(lo)}–{fmt_usd(hi)}"
+    (lo_mode, lo), (hi_mode, hi) = next(iter(totals.items())), list(totals.items())[-1]
+    if fmt_usd(lo) == fmt_usd(hi):
+        return f"{fmt_usd(lo)} {sanity.mode_name(lo_mode)}" if len(totals) == 1 else fmt_usd(lo)
+    # each end names its pricing mode: beside the estimate's 'likely X (estimate range A–B)' it reads as another
+    # kind of range, the cheapest mode to the dearest, not as the estimate's spread
+    return f"{fmt_usd(lo)} {sanity.mode_name(lo_mode)} to {fmt_usd(hi)} {sanity.mode_name(hi_mode)}"
 
 
 def about_hours(hours: float) -> str:
@@ -540,7 +545,7 @@ def key_figures(result: PlanResult) -> list[KeyFigure]:
         KeyFigure(label="Hardware", value=hardware_label(result.hardware)),
         KeyFigure(label="Wall time", value=fmt_hours(t.hours)),
         KeyFigure(label="GPU-hours", value=fmt_gpu_hours(t.gpu_hours)),
-        KeyFigure(label="Cost range", value=cost_range_text(result)),
+        KeyFigure(label=MODE_COSTS, value=cost_range_text(result)),
         KeyFigure(label="Total cost", value=fmt_usd(result.cost.total_usd) if m.fits else NOT_FIT),
         KeyFigure(label="Memory per GPU", value=f"{fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)}"
                   + ("" if m.fits else " (does not fit)")),

@@ -518,14 +518,18 @@ class CostResult(BaseModel):
     usd_per_gpu_hour: ComputeCost
     compute_usd: ComputeCost
     spot_expected_lost_hours: float | None
-    storage_usd: float
-    egress_usd: float
-    idle_usd: float
+    storage_usd: float | None = Field(description="storage lines' sum; null for a plan that cannot run")
+    egress_usd: float | None = Field(description="data out; null for a plan that cannot run")
+    idle_usd: float | None = Field(description="stopped disks; null for a plan that cannot run")
     total_usd: float | None
     total_usd_range: Band | None = Field(None, description="the total cost at the ends of the hours' band")
     unpriced_reason: str | None = Field(None, description="why compute_usd and total_usd are null: it does not fit")
     items: list[CostLine]
     buy_vs_rent: BuyVsRent | None
+
+    def side_usd(self) -> float:
+        """Storage, egress and idle disks together: what every pricing mode adds to its compute (0 when unpriced)."""
+        return (self.storage_usd or 0.0) + (self.egress_usd or 0.0) + (self.idle_usd or 0.0)
 
 
 class Candidate(BaseModel):

@@ -62,7 +62,7 @@ from core.planner.speed.step import (
     trained_tokens,
 )
 from core.planner.speed.step_time import measured_applies
-from core.units import fmt_hours
+from core.units import fmt_hours, plural
 
 
 class PlanError(ValueError):
@@ -357,9 +357,10 @@ def _step_source(arch: Architecture, request: PlanRequest, hw: Hardware, warning
     return f"measured on {m.source}", float(planned.step_s)
 
 
-def _storage_result(request: PlanRequest, st: _Storage) -> StorageResult:
+def _storage_result(request: PlanRequest, st: _Storage, priced: bool) -> StorageResult:
+    """The data's size, reads and request counts; their dollars only for a plan that can run (`priced`)."""
     assert request.hardware is not None
-    per_1000 = st.object_price.get_per_1000 if st.object_price else None
+    per_1000 = st.object_price.get_per_1000 if st.object_price and priced else None
     return StorageResult(
         dataset_raw_bytes=int(st.raw), dataset_tokenized_bytes=int(st.tokenized), read_bytes_per_s_needed=st.needed,
         tier_read_bytes_per_s=float(storage.tier_read_bytes_per_s(request.assumptions.data_tier,
@@ -402,7 +403,8 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         request, catalog, gpu, hw_spec, float(est.hours) + eval_s / 3600, st.ckpt_on_demand, st.lines, st.disk,
         offers, trusted_only=trusted_only)
     hours = (float(est.hours) + eval_s / 3600) * (1 + st.ckpt.overhead_fraction)
-    warnings += cost_warnings + _warnings(request, est, gpu, st, hours)
+    fits = bool(est.fits)  # a plan that cannot run quotes no price, not even in a warning
+    warnings += (cost_warnings if fits else []) + _warnings(request, est, gpu, st, hours)
     compute_result = _compute_result(arch, est)
     compute_result.step_source, compute_result.planned_step_time_s = step_source, planned_step
     tps_band = hours_band = None  # the bands describe the step model against published runs, not a measurement
@@ -413,8 +415,9 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     compute_result.tokens_per_second_range = tps_band
     chosen_usd = getattr(cost_result.compute_usd, request.pricing.mode.value)
     cost_result.total_usd_range = bands.cost_band(hours_band, hours, chosen_usd, cost_result.total_usd)
-    if not bool(est.fits):  # what cannot run has no cost: no total, no range, nothing to budget
-        cost_result = withheld(cost_result, UNPRICED)
+    if not fits:  # what cannot run has no cost: no figure, no price, nothing to budget
+        cost_result, price_assumptions = withheld(cost_result, UNPRICED), []
+        chosen_usd, offers = None, dict.fromkeys(offers)
     if candidates:
         # The chosen row shows the plan's own figures (checkpoint writes and restarts included), so the headline
         # and the table agree figure for figure; the other rows stay failure-free estimates.
@@ -427,9 +430,13 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
         time=TimeResult(hours=hours, gpu_hours=hours * hw_spec.gpus, hours_range=hours_band,
                         breakdown_s=wall_time.breakdown(float(est.steps * est.step_s), a.restart_minutes * 60, eval_s,
                                                         st.ckpt, hours)),
-        checkpoint=st.ckpt, storage=_storage_result(request, st), cost=cost_result, candidates=candidates,
+        checkpoint=st.ckpt, storage=_storage_result(request, st, priced=fits), cost=cost_result,
+        candidates=candidates,
         assumptions=_assumptions(arch, request, gpu, est) + price_assumptions, warnings=warnings,
     )
+    grown = grown_batch_warning(result)
+    if grown:
+        result.warnings.append(grown)
     priced_from = {mode: (offer.row if offer else None) for mode, offer in offers.items()}
     result.sanity = sanity.sanity_checks(request, result, catalog, today, prices=priced_from)
     return result
@@ -474,6 +481,25 @@ def fit_assumptions(t: TrainingSpec, step_workspace: float) -> list[Assumption]:
         Assumption(name="optimizer step temporaries", value=workspace,
                    source="torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt(exp_avg_sqs) per group"),
     ]
+
+
+def grown_batch_warning(result: PlanResult) -> str | None:
+    """When the planner grew its default global batch to feed every data-parallel replica (the user set none), what
+    that does to the run: a batch past the ~256k tokens fine-tuning recipes step on, and so few optimizer steps
+    (8.4M tokens a step on 512 GPUs left 24 for the whole run). None when the batch is the default or the user's."""
+    training, seq = result.request.training, result.request.data.seq_len
+    if training.global_batch_size:
+        return None
+    default, tokens = default_global_batch(seq), result.compute.tokens_per_step
+    sequences = round(tokens / seq)
+    if sequences <= default:
+        return None
+    steps = result.compute.steps
+    return (f"the global batch grew from {default:,} to {sequences:,} sequences ({tokens:,} tokens) per optimizer "
+            f"step so that every data-parallel replica on the {plural(result.hardware.gpus, 'GPU')} gets a "
+            f"micro-batch: {tokens / DEFAULT_BATCH_TOKENS:,.0f}× the ~{DEFAULT_BATCH_TOKENS:,} tokens fine-tuning "
+            f"recipes step on, leaving {plural(steps, 'optimizer step')} for the whole run; plan fewer GPUs or set "
+            "training.global_batch_size (and scale the learning rate) if you mean it")
 
 
 def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:

@@ -49,6 +49,7 @@ from core.units import (
     fmt_rate_range,
     fmt_usd,
     fmt_usd_range,
+    plural,
 )
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
@@ -60,11 +61,11 @@ STEP_PARTS = (("gemm", "matmuls (GEMM)"), ("attention", "attention"), ("memory_b
 STEP_HEADER = ["part of the step", "seconds", "share of the step"]
 
 MEMORY_CAPTION = (
-    "Each GPU type at the configuration the hardware search picks for it (GPUs per node × nodes, sharding, "
-    "recomputation, micro-batch), with your model, method, precision, optimizer, offload and sequence length "
-    "unchanged; (plan) is the planned configuration. The vertical line is the card's memory; ✗ marks a type on which "
-    "nothing fits within the search limits, drawn at the plan's counts. GPU types without a figure for this "
-    "precision are left out."
+    "Each GPU type at the configuration the hardware search picks for it (labelled nodes × GPUs per node, as 2×8, "
+    "or 8× for one node; then sharding, recomputation, micro-batch), with your model, method, precision, optimizer, "
+    "offload and sequence length unchanged; (plan) is the planned configuration. The vertical line is the card's "
+    "memory; ✗ marks a type on which nothing fits within the search limits, drawn at the plan's counts. GPU types "
+    "without a figure for this precision are left out."
 )
 
 
@@ -89,11 +90,12 @@ def likely_tokens_per_second(result: PlanResult) -> str | None:
 
 
 def likely_cost(result: PlanResult) -> str | None:
-    """'likely $54.06 (range $44.00–$70.00)', or None without a band or without a price."""
+    """'likely $54.06 (estimate range $44.00–$70.00)', or None without a band or without a price: named so beside
+    the cost by pricing mode ('$5.48 spot to $24.45 on-demand'), another kind of range."""
     band, total = result.cost.total_usd_range, result.cost.total_usd
     if band is None or total is None:
         return None
-    return f"likely {fmt_usd(total)} (range {fmt_usd_range(band.low, band.high, total)})"
+    return f"likely {fmt_usd(total)} (estimate range {fmt_usd_range(band.low, band.high, total)})"
 
 
 def bands(result: PlanResult) -> list[Band]:
@@ -303,34 +305,47 @@ def price_age_days(result: PlanResult, today: dt.date) -> int | None:
     return (today - dt.date.fromisoformat(result.cost.price_date)).days
 
 
+def _preemption_risk(result: PlanResult) -> list[str]:
+    """What spot preemptions cost; nothing for a plan that cannot run (no price, so no priced risk)."""
+    c, a = result.cost, result.request.assumptions
+    if c.unpriced_reason:
+        return []
+    if c.compute_usd.spot is None:
+        return ["Preemption: no spot price for this GPU and provider, so no preemption risk is priced."]
+    return [f"Preemption: spot at {a.spot_preemptions_per_hour:g} preemptions per hour loses about "
+            f"{fmt_gpu_hours(c.spot_expected_lost_hours or 0)} GPU-hours to redone work and restarts; spot "
+            f"costs {fmt_usd(c.compute_usd.spot)} against {fmt_usd(c.compute_usd.on_demand)} on-demand."]
+
+
+def _price_age(result: PlanResult, today: dt.date) -> list[str]:
+    """How old the chosen price is; nothing where no price was chosen (a plan that cannot run has none)."""
+    c = result.cost
+    if c.unpriced_reason or not c.provider:
+        return []
+    age = price_age_days(result, today)
+    where = f" {offer_place(c)}" if c.instance else ""
+    if age is None:
+        return [f"Price age: the {c.provider}{where} price has no date in its source; check it before committing."]
+    stale = f" — stale (older than {STALE_AFTER_DAYS} days), check it" if age > STALE_AFTER_DAYS else ""
+    return [f"Price age: {c.provider}{where} price seen {c.price_date}, {age} days ago{stale}."]
+
+
 def _risks(result: PlanResult, today: dt.date) -> list[str]:
-    ck, a, c = result.checkpoint, result.request.assumptions, result.cost
-    out = []
-    if c.compute_usd.spot is not None:
-        out.append(f"Preemption: spot at {a.spot_preemptions_per_hour:g} preemptions per hour loses about "
-                   f"{fmt_gpu_hours(c.spot_expected_lost_hours or 0)} GPU-hours to redone work and restarts; spot "
-                   f"costs {fmt_usd(c.compute_usd.spot)} against {fmt_usd(c.compute_usd.on_demand)} on-demand.")
-    else:
-        out.append("Preemption: no spot price for this GPU and provider, so no preemption risk is priced.")
+    ck, a = result.checkpoint, result.request.assumptions
     # A spot plan's checkpoints are planned for failures and preemptions together (plan.py): say so.
     spot = result.request.pricing.mode.value == "spot"
     events = "job-killing failure or preemption" if spot else "job-killing failure"
     rates = (f"one failure per {a.gpu_mtbf_hours:,.0f} GPU-hours"
              + (f" and {a.spot_preemptions_per_hour:g} spot preemptions per hour" if spot else ""))
-    out.append(f"Failures: one {events} every {fmt_hours(ck.job_mtbf_hours)} on {result.hardware.gpus} GPUs "
-               f"({rates}); expect {ck.expected_failures:.2f} during the run.")
-    out.append(f"Checkpoint plan: {fmt_bytes(ck.size_bytes)} every {ck.interval_minutes:.0f} min "
-               f"(Young/Daly optimum{' for failures and preemptions' if spot else ''}), "
-               f"{seconds(ck.write_seconds)} per write, {ck.overhead_fraction:.1%} time overhead.")
-    age = price_age_days(result, today)
-    where = f" {offer_place(c)}" if c.instance else ""
-    if age is None:
-        out.append(f"Price age: the {c.provider or 'chosen'}{where} price has no date in its source; check it "
-                   "before committing.")
-    else:
-        stale = f" — stale (older than {STALE_AFTER_DAYS} days), check it" if age > STALE_AFTER_DAYS else ""
-        out.append(f"Price age: {c.provider}{where} price seen {c.price_date}, {age} days ago{stale}.")
-    return out
+    return [
+        *_preemption_risk(result),
+        f"Failures: one {events} every {fmt_hours(ck.job_mtbf_hours)} on {plural(result.hardware.gpus, 'GPU')} "
+        f"({rates}); expect {ck.expected_failures:.2f} during the run.",
+        f"Checkpoint plan: {fmt_bytes(ck.size_bytes)} every {ck.interval_minutes:.0f} min "
+        f"(Young/Daly optimum{' for failures and preemptions' if spot else ''}), "
+        f"{seconds(ck.write_seconds)} per write, {ck.overhead_fraction:.1%} time overhead.",
+        *_price_age(result, today),
+    ]
 
 
 FORMULAS = [
@@ -368,9 +383,9 @@ def _cost_sentence(r: PlanResult) -> str:
         return "Cost: no price for this configuration in any pricing mode (the sanity checks say why)."
     if r.cost.total_usd is None:
         at = f" at {r.cost.provider}" if r.cost.provider else ""
-        return f"Cost: {cost_range_text(r)} across pricing modes; no {mode} price{at}."
+        return f"Cost by pricing mode: {cost_range_text(r)}; no {mode} price{at}."
     total = likely_cost(r) or fmt_usd(r.cost.total_usd)
-    return f"Cost: {cost_range_text(r)} across pricing modes; {total} {mode} at {r.cost.provider}."
+    return f"Cost by pricing mode: {cost_range_text(r)}; {total} {mode} at {r.cost.provider}."
 
 
 def build_report(analysis: Analysis, today: dt.date | None = None, name: str | None = None) -> Report:
@@ -384,7 +399,7 @@ def build_report(analysis: Analysis, today: dt.date | None = None, name: str | N
         f"Model: {r.model_name}, {fmt_count(r.compute.params_total)} parameters"
         + (f" ({fmt_count(r.compute.params_active)} active)" if r.compute.params_active != r.compute.params_total
            else "") + f", {fmt_count(r.compute.params_trainable)} trained ({t.method.value}).",
-        f"Data: {fmt_count(r.request.data.tokens)} tokens × {r.request.data.epochs:g} epochs at "
+        f"Data: {fmt_count(r.request.data.tokens)} tokens × {plural(r.request.data.epochs, 'epoch')} at "
         f"{r.request.data.seq_len} tokens per sequence; {r.compute.steps:,} steps of "
         f"{r.compute.tokens_per_step:,} tokens.",
         f"Memory: {fmt_bytes(m.per_gpu.total)} per GPU of {fmt_bytes(m.gpu_memory)} "
@@ -397,7 +412,8 @@ def build_report(analysis: Analysis, today: dt.date | None = None, name: str | N
         *([source] if (source := band_source(r)) else []),
     ]
     memory_rows = [[p, fmt_bytes(getattr(m.per_gpu, p))] for p in (*MEMORY_PARTS, "total")]
-    cost_rows = [[line.item, fmt_usd(line.usd), line.detail, seen_text(line.date, today)] for line in r.cost.items]
+    cost_rows = [[line.item, fmt_usd(line.usd), line.detail, seen_text(line.date, today) if line.source else "—"]
+                 for line in r.cost.items]  # a line priced from nothing has no price to date
     sections = [
         Section(title="Executive summary", blocks=[Bullets(items=summary)]),
         *([Section(title="Sanity checks", blocks=[Bullets(items=[w.message for w in r.sanity])])] if r.sanity else []),

@@ -33,7 +33,7 @@ from core.probes.cluster.evidence import ClusterEvidence
 from core.probes.evidence import ComputeResult, ProbeEvidence
 from core.probes.samples import CollectiveResult, GpuInfo
 from core.probes.scorecard import NO_GPU
-from core.probes.scorecard.common import fmt_num, size_label
+from core.probes.scorecard.common import fmt_num, plural, size_label
 from core.probes.scorecard.expectations import busbw_at_largest, matmul_reference, probed_gpu
 from core.probes.step_spec import (
     StepPlanned,
@@ -161,7 +161,7 @@ def _apply_matmul(request: PlanRequest, evidence: ProbeEvidence, gpu: GPU | None
     ref = matmul_reference(c, gpu)
     versus = f" ({slowest / ref[0]:.0%} of the {fmt_num(ref[0])} TFLOP/s a healthy GPU reaches)" if ref else ""
     old = f"{hw.matmul_tflops:,.0f}" if hw.matmul_tflops else "table"
-    where = f"{len(values)}× {gpu.id}" if gpu is not None else f"{len(values)} GPUs"
+    where = f"{len(values)}× {gpu.id}" if gpu is not None else plural(len(values), "GPU")
     which = "the slowest of " if len(values) > 1 else ""
     notes.append(f"Matmul TFLOP/s {old} → {slowest:,.0f} measured on {which}{where}{versus}.")
     return request.model_copy(update={"hardware": hw.model_copy(update={"matmul_tflops": slowest})})
@@ -195,8 +195,8 @@ def _apply_busbw(request: PlanRequest, evidence: ProbeEvidence, catalog: Catalog
             old = f"{gpu.intra_node_bandwidth_gbs(hw.gpus_per_node) * comms.BUSBW_EFFICIENCY:,.1f} (default)"
         else:
             old = "default"
-        ranks = f" on {coll.nranks} GPUs" + (f" (the plan uses {hw.gpus_per_node} per node)"
-                                             if coll.nranks != hw.gpus_per_node else "")
+        ranks = "" if coll.nranks is None else f" on {plural(coll.nranks, 'GPU')}" + (
+            f" (the plan uses {hw.gpus_per_node} per node)" if coll.nranks != hw.gpus_per_node else "")
         notes.append(f"Intra-node busbw {old} → {busbw:,.1f} GB/s from the all-reduce measured{ranks}{at}.")
         return request.model_copy(update={"hardware": hw.model_copy(update={"intra_node_busbw_gbs": busbw})})
     per_node = node_gbps_for_busbw(busbw, hw.gpus_per_node, _ranks_per_node(coll, nodes, hw.gpus_per_node))

@@ -34,7 +34,7 @@ from core.probes.scorecard import (
 from core.probes.scorecard.common import flops_span, sweep_cut
 from core.probes.scorecard.outcomes import account_for_outcomes
 from core.probes.step_report import step_section
-from core.units import fmt_bytes
+from core.units import fmt_bytes, plural
 from core.validation import validation_message
 
 if TYPE_CHECKING:
@@ -396,13 +396,18 @@ def inventory_tables(evidence: ProbeEvidence) -> list[Block]:
         first = ["mount", "type", "size", "free"]
         seen = {k for fs in inv.filesystems for k in fs}
         keys = [k for k in first if k in seen] + sorted(seen - set(first))
-        blocks.append(Table(header=keys, rows=[[fs.get(k, "") for k in keys] for fs in inv.filesystems]))
+        blocks.append(Table(header=keys, rows=[[fs_cell(k, fs.get(k, "")) for k in keys] for fs in inv.filesystems]))
     if inv.infiniband is not None and inv.infiniband.ports:
         blocks.append(Table(header=["device", "port", "state", "physical", "rate Gb/s", "link layer", "CA"],
                             rows=[[p.device, str(p.port), p.state or "?", p.phys_state or "?",
                                    f"{p.rate_gbps:g}" if p.rate_gbps else "?", p.link_layer or "?", p.ca_type or "?"]
                                   for p in inv.infiniband.ports]))
     return blocks
+
+
+def fs_cell(key: str, value: str) -> str:
+    """A filesystem's cell as read: df's size and free are byte counts (df -B1), written as sizes (1.97 TB)."""
+    return fmt_bytes(int(value)) if key in ("size", "free") and value.isdigit() else value
 
 
 def _collective_table(coll: CollectiveResult) -> Table:
@@ -422,12 +427,13 @@ def appendix(evidence: ProbeEvidence, warnings: Sequence[str]) -> list[Block]:
     blocks: list[Block] = []
     coll = evidence.collectives
     if coll is not None:
-        facts = [f"tool {coll.tool}, op {coll.op or '?'}, {coll.nranks or '?'} ranks"
+        ranks = plural(coll.nranks, "rank") if coll.nranks else "ranks not printed"
+        facts = [f"tool {coll.tool}, op {coll.op or 'not printed'}, {ranks}"
                  + (" (inferred)" if coll.nranks_inferred else ""),
                  f"hosts: {', '.join(sorted({d.host for d in coll.devices if d.host})) or 'not printed'}",
                  f"average busbw line: {coll.avg_busbw if coll.avg_busbw is not None else '—'} GB/s; peak "
                  f"{coll.peak_busbw if coll.peak_busbw is not None else '—'} GB/s",
-                 f"NCCL {coll.nccl_version or '?'}; {coll.net or 'NET line not printed'}; GDR "
+                 f"NCCL {coll.nccl_version or 'version not printed'}; {coll.net or 'NET line not printed'}; GDR "
                  f"{ {True: 'on', False: 'off', None: 'unknown'}[coll.gdr] }; algorithm {coll.algo or 'default'}"]
         blocks += [Paragraph(text="All-reduce run (rows are in-place where printed):"), Bullets(items=facts)]
         if coll.rows:

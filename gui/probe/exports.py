@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
 from core.output_file import format_of, write_file
 from core.probes.store import ProbeStore
-from gui.forms import chosen_path, said
+from gui.forms import chosen_path, said, suggested_path
 from gui.workers import Executor
 
 
@@ -48,8 +48,9 @@ class RunExports:
         if run_id is None:
             self._set_status("No run to export: run a suite or reopen one")
             return None
-        path = chosen_path(self.parent, path, title, f"probe-run-{run_id}.{suffix}", f"{suffix.upper()} (*.{suffix})",
-                           save=True)
+        # proposed in the documents folder, as a plan's export is: not in whatever folder tuneplan started from
+        path = chosen_path(self.parent, path, title, suggested_path(f"probe-run-{run_id}", f".{suffix}"),
+                           f"{suffix.upper()} (*.{suffix})", save=True)
         if path is None:
             return None
         return run_id, path

@@ -216,6 +216,7 @@ class LiveGpuCharts(QWidget):
         top = QHBoxLayout()
         self.status = QLabel("No GPU samples yet")
         self.status.setAccessibleName("GPU sample status")
+        self.status.setWordWrap(True)  # a failed step's cause may be long: it wraps, the window does not widen
         top.addWidget(self.status, 1)
         top.addWidget(QLabel("Show"))
         self.window_box = QComboBox()

@@ -87,7 +87,11 @@ class SuitePicker(QGroupBox):
         grid = QGridLayout()
         self.checks: dict[str, QCheckBox] = {}
         for i, name in enumerate(PROBE_NAMES):
-            box = QCheckBox(PROBE_TITLES.get(name, name))
+            title = PROBE_TITLES.get(name, name)
+            # the name alone on the box, what it measures in its tooltip: two columns of the whole titles were
+            # wider than the hosts' side of the pane and cut ('Inventory (GPUs, PCIe, NICs,')
+            box = QCheckBox(title.split(" (")[0])
+            box.setToolTip(title)
             box.setAccessibleName(f"Probe {name}")
             box.setChecked(name in SUITES["quick"])
             box.toggled.connect(lambda _on: self._changed())

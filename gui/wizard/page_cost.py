@@ -86,19 +86,24 @@ def provider_row(p: ProviderCost, chosen: str | None, gpus_per_node: int = 1) ->
 def priced_option_text(option: PricedOption, planned_gpu: str, fits: bool = True) -> str:
     """'No spot price for MI300X; the cheapest option with one: 1× A100-80GB-SXM at Mithril, $0.99 spot in 15.7 h.';
     for a plan that does not fit, 'It does not fit as planned on RTX-6000-ADA; the cheapest configuration that
-    fits: …' (its GPU has prices: what it lacks is memory)."""
+    fits: 2× H100-SXM at Lambda, on-demand, 3.1 h.' (what would run, with no dollar figure: a page of a plan that
+    cannot run shows no money, and a price beside it would be read as this plan's)."""
     from core.planner.analysis import hardware_label  # loaded by the plan the option comes from
+    from core.planner.money.sanity import seen_phrase
 
     mode = option.mode.replace("_", "-")
-    why = (f"No {mode} price for {planned_gpu}; the cheapest option with one" if fits else
-           f"It does not fit as planned on {planned_gpu}; the cheapest configuration that fits")
-    return (f"{why}: {hardware_label(option.hardware)} at "
-            f"{option.provider or 'an unnamed provider'}, {fmt_usd(option.compute_usd)} {mode} compute in "
-            f"{fmt_hours(option.hours)} (price seen {option.price_date or 'undated'}).")
+    where = f"{hardware_label(option.hardware)} at {option.provider or 'an unnamed provider'}"
+    if not fits:
+        return (f"It does not fit as planned on {planned_gpu}; the cheapest configuration that fits: {where}, "
+                f"{mode}, {fmt_hours(option.hours)}.")
+    return (f"No {mode} price for {planned_gpu}; the cheapest option with one: {where}, "
+            f"{fmt_usd(option.compute_usd)} {mode} compute in {fmt_hours(option.hours)} "
+            f"(price {seen_phrase(option.price_date)}).")
 
 
 def headline_text(r: PlanResult) -> str:
     """The page's answer: wall time, GPU-hours and total ('likely X (range A–B)' where the plan has bands)."""
+    from core.planner.money.sanity import seen_phrase
     from core.planner.report import likely_cost, likely_hours  # loaded by the plan the headline is of
 
     c = r.cost
@@ -107,7 +112,7 @@ def headline_text(r: PlanResult) -> str:
     if c.unpriced_reason:
         return f"<b>{hours} wall, {fmt_gpu_hours(r.time.gpu_hours)} GPU-hours; no cost</b>: {c.unpriced_reason}."
     return (f"<b>{hours} wall, {fmt_gpu_hours(r.time.gpu_hours)} GPU-hours; {total} total {mode}</b> at "
-            f"{c.provider or 'no provider'}{offer_text(c)} (price seen {c.price_date or 'undated'})."
+            f"{c.provider or 'no provider'}{offer_text(c)} (price {seen_phrase(c.price_date)})."
             + (f" It {c.billing}." if c.billing else ""))
 
 
@@ -304,20 +309,27 @@ class CostPage(PlanPage):
 
         self.step.show_compute(r.compute, wall_time_parts(r))
         self.providers.set_rows([provider_row(p, c.provider, r.hardware.gpus_per_node) for p in f.providers])
-        if f.providers:
+        self.providers_view.setVisible(not c.unpriced_reason)  # what cannot run is priced nowhere
+        if c.unpriced_reason:
+            self.provider_chart.clear_chart("no cost: the plan does not fit")
+        elif f.providers:
             self.provider_chart.show_bar(provider_chart(f))
         else:
             self.provider_chart.clear_chart("no provider rents this GPU in the catalog")
-        if c.compute_usd.spot is not None:
+        if c.unpriced_reason:
+            self.spot.setText(f"Checkpoint {fmt_bytes(ck.size_bytes)} every {ck.interval_minutes:.0f} min; job MTBF "
+                              f"{fmt_hours(ck.job_mtbf_hours)}.")
+        elif c.compute_usd.spot is not None:
             self.spot.setText(
                 f"Spot: {fmt_usd(c.compute_usd.spot)} including about {fmt_gpu_hours(c.spot_expected_lost_hours or 0)} "
                 f"GPU-hours of lost work and restarts; checkpoint {fmt_bytes(ck.size_bytes)} every "
                 f"{ck.interval_minutes:.0f} min ({seconds(ck.write_seconds)} per write); job MTBF "
                 f"{fmt_hours(ck.job_mtbf_hours)}.")
         else:
-            self.spot.setText(f"No spot price for {r.hardware.gpu} here. Checkpoint {fmt_bytes(ck.size_bytes)} every "
-                              f"{ck.interval_minutes:.0f} min; job MTBF {fmt_hours(ck.job_mtbf_hours)}.")
-        self.items.set_rows([Row([i.item, fmt_usd(i.usd), i.date or "undated", i.detail, i.source or "—"],
+            self.spot.setText(f"No spot price for {r.hardware.gpu} here. Checkpoint {fmt_bytes(ck.size_bytes)} "
+                              f"every {ck.interval_minutes:.0f} min; job MTBF {fmt_hours(ck.job_mtbf_hours)}.")
+        self.items.set_rows([Row([i.item, fmt_usd(i.usd), i.date or ("undated" if i.source else "—"), i.detail,
+                                  i.source or "—"],
                                  tooltips=[i.item, "", i.date or "the source gives no date", i.detail,
                                            i.source or ""])
                              for i in c.items])
@@ -330,7 +342,8 @@ class CostPage(PlanPage):
                              f"{r.request.assumptions.buy.utilization:.0%} utilisation (capex "
                              f"${f.break_even.capex_usd_per_gpu:,.0f}/GPU, {f.break_even.capex_source}); {be}.")
         else:
-            self.break_even.clear_chart("no purchase price for this GPU")
+            self.break_even.clear_chart("no cost: the plan does not fit" if c.unpriced_reason else
+                                        "no purchase price for this GPU")
             self.buy.setText("")
 
     def clear_analysis(self) -> None:

@@ -220,13 +220,16 @@ class HardwarePage(PlanPage):
     def show_analysis(self, analysis: Analysis) -> None:
         from core.planner.analysis import hardware_label  # loaded by the plan that arrived
         from core.planner.money.sanity import not_fit_text
+        from core.planner.plan import grown_batch_warning
         from core.planner.report import pareto_chart, scaling_chart
 
         r, f = analysis.result, analysis.figures
         t = r.request.training
         how = "you chose" if self.state.get("hardware") is not None else "the planner chose"
         notes = [f.search_note] if f.search_note else []
-        notes += [escape(why[0].upper() + why[1:]) + "." for why in f.overrides.values()]
+        grown = grown_batch_warning(r)  # the search's count changed the batch: said where the count is chosen
+        reasons = [*f.overrides.values(), *([grown] if grown else [])]
+        notes += [escape(why[0].upper() + why[1:]) + "." for why in reasons]
         verdict = not_fit_text(r)  # a plan that cannot run shows no price, only that, by how much and what would
         outcome = (f", {fmt_hours(r.time.hours)}, {fmt_usd(r.cost.total_usd)}." if verdict is None else
                    f".<br><b>{escape(verdict)}</b>")

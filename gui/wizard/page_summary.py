@@ -96,7 +96,7 @@ class SummaryPage(PlanPage):
         self.launch_dialog.open()
 
     def show_analysis(self, analysis: Analysis) -> None:
-        from core.planner.analysis import conclusion  # loaded by the plan that arrived
+        from core.planner.analysis import MODE_COSTS, conclusion  # loaded by the plan that arrived
         from core.planner.money.sanity import not_fit_text
         from core.planner.report import band_source, shown_key_figures
 
@@ -106,7 +106,7 @@ class SummaryPage(PlanPage):
         figures = {k.label: k.value for k in shown_key_figures(r)}
         verdict = not_fit_text(r)  # what cannot run has no cost: the headline says so, by how much and what would
         self.headline.setText(f"{figures['Hardware']} · " + (verdict or f"{figures['Wall time']} · "
-                                                                       f"{figures['Cost range']}"))
+                                                                       f"{figures[MODE_COSTS]}"))
         show_band(self.band, r)
         self.conclusion.setText(conclusion(r))
         while self.figures.rowCount():

@@ -126,3 +126,26 @@ def test_a_port_given_twice_that_disagrees_is_refused_as_the_window_refuses_it(t
                               str(tmp_path / "kh"), "--suite", "inventory", "--db", str(tmp_path / "p.db"),
                               home=tmp_path)
     assert agrees.returncode == 5 and f"host 127.0.0.1:{port} does not answer as an SSH server" in agrees.stderr
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("80G", 80 * 10**9), ("80GB", 80 * 10**9), ("256M", 256 * 10**6),  # decimal, as the README says 80G is
+    ("80GiB", 80 * 2**30), ("80Gi", 80 * 2**30), ("1048576", 2**20),
+])
+def test_fio_size_reads_sizes_as_every_field_does(text: str, size: int) -> None:
+    from core.cli.probe import parse_size
+
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("80Gb", "--fio-size: '80Gb' could be bits; write 80GB for bytes"),
+    ("1M", "--fio-size '1M' is 1,000,000 bytes; the test file needs at least 1 MiB"),
+    ("lots", "--fio-size: 'lots' is not a size"),
+])
+def test_fio_size_refuses_bits_and_too_small_in_one_sentence(text: str, words: str) -> None:
+    from core.cli import probe
+
+    with pytest.raises(probe._Exit) as caught:
+        probe.parse_size(text)
+    assert str(caught.value).startswith(words) and "\n" not in str(caught.value)

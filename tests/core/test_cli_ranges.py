@@ -54,7 +54,7 @@ def test_text_says_likely_and_the_range_with_its_coverage(planned):
     assert (f"Speed    likely {c['tokens_per_second']:,.0f} tokens/s (range "
             f"{fmt_rate_range(rate['low'], rate['high'])})") in out
     usd = cost["total_usd_range"]
-    assert (f"Total    likely {fmt_usd(cost['total_usd'])} (range "
+    assert (f"Total    likely {fmt_usd(cost['total_usd'])} (estimate range "
             f"{fmt_usd_range(usd['low'], usd['high'], cost['total_usd'])})") in out
     assert (f"Range    80% of held-out published runs of this kind fell inside (regime: {B.REGIME}, from "
             f"{B.CASES} runs of {B.SOURCES} sources)") in out

@@ -108,9 +108,9 @@ def test_the_window_s_request_refuses_a_decimal_comma_naming_the_field() -> None
     assert validation_message(caught.value).startswith("data.tokens: '1,5B' is not a count")
 
 
-@pytest.mark.parametrize(("flags", "field"), [
-    (["--model", "llama-3.1-8b", "--tokens", "1,5B"], "data.tokens"),
-    (["--model", "llama-3.1-8b", "--tokens", "2,5e8"], "data.tokens"),
+@pytest.mark.parametrize(("flags", "field"), [  # the flag typed, beside the field it sets
+    (["--model", "llama-3.1-8b", "--tokens", "1,5B"], "--tokens (data.tokens)"),
+    (["--model", "llama-3.1-8b", "--tokens", "2,5e8"], "--tokens (data.tokens)"),
     (["--model", "1,5B", "--tokens", "2e8"], "model.params"),
 ])
 def test_the_cli_refuses_a_decimal_comma_in_one_sentence(flags: list[str], field: str) -> None:

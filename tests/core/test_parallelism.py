@@ -223,7 +223,7 @@ def test_the_chosen_row_is_the_plan_figure_for_figure() -> None:
     assert chosen.cost_usd == pytest.approx(result.cost.compute_usd.on_demand, rel=1e-9)
     text = render_plan(result)
     table = text.split("Candidates (search")[1].splitlines()[1:]  # below the heading
-    row = next(line for line in table if "→" in line)
+    row = next(line for line in table if "→" in line and not line.startswith(" "))  # not the markers' legend
     config = f"{chosen.nodes}×{chosen.gpus_per_node}" if chosen.nodes > 1 else f"{chosen.gpus_per_node}×"
     assert row.startswith(f"{config} {chosen.gpu}")
     usd = result.cost.compute_usd.on_demand

@@ -66,12 +66,12 @@ def test_a_plan_that_does_not_fit_has_no_cost_in_the_report() -> None:
                         hardware={"gpu": "RTX-6000-ADA", "gpus_per_node": 1}))
     report = build_report(a)
     figures = {k.label: k.value for k in report.key_figures}
-    assert figures["Total cost"] == figures["Cost range"] == "none: it does not fit"
+    assert figures["Total cost"] == figures["Cost by pricing mode"] == "none: it does not fit"
     assert "$" not in report.conclusion and "does not fit: it needs" in report.conclusion
     sanity = next(s for s in report.sections if s.title == "Sanity checks")
     assert sanity.blocks[0].items[0].startswith("Does not fit: it needs")  # type: ignore[union-attr]
     summary = next(s for s in report.sections if s.title == "Executive summary").blocks[0]
-    assert not any(item.startswith("Cost:") and "$" in item for item in summary.items)  # type: ignore[union-attr]
+    assert not any(item.startswith("Cost") and "$" in item for item in summary.items)  # type: ignore[union-attr]
     cost = next(s for s in report.sections if s.title == "Cost")
     assert not any(b.kind == "bar" and "provider" in getattr(b, "title", "") for b in cost.blocks)
 
@@ -180,3 +180,51 @@ def test_every_catalogued_gpu_plans_in_each_precision_it_supports(gpu: str) -> N
         r = plan(req, catalog)
         assert r.memory.fits and 0 < r.time.hours < 1e4, (gpu, precision)
         assert r.compute.achieved_tflops_per_gpu > 0
+
+
+# The issue's second reproduction: a 1T full fine-tune on one RTX 4090, a GPU the catalog prices only on a
+# marketplace (whose warning quoted that price) and sells for $1,599 (whose buy-vs-rent chart was drawn).
+NOT_FIT_4090 = ["plan", "--model", "1T", "--tokens", "2e8", "--method", "full", "--gpu", "RTX-4090", "--gpus", "1"]
+
+
+def money_in(value: Any, path: str = "") -> list[str]:
+    """Every place in a plan's JSON (the request the user wrote left out) that holds a dollar figure or a price:
+    a non-null number under a key naming USD, or a '$' in any text."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "usd" in key.lower() and isinstance(item, int | float) and not isinstance(item, bool):
+                found.append(f"{path}.{key}={item}")
+            found += money_in(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += money_in(item, f"{path}[{i}]")
+    elif isinstance(value, str) and "$" in value:
+        found.append(f"{path}: {value}")
+    return found
+
+
+def test_a_plan_that_cannot_run_carries_no_money_anywhere_in_its_json_or_text() -> None:
+    proc = tuneplan(*NOT_FIT_4090, "--json")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["memory"]["fits"] is False
+    assert money_in({k: v for k, v in r.items() if k != "request"}) == []
+    assert r["cost"]["items"] == [{"item": "compute", "usd": None, "source": None, "date": None,
+                                   "detail": r["cost"]["unpriced_reason"]}]
+    assert r["cost"]["buy_vs_rent"] is None and r["cost"]["provider"] is None
+    assert not any("price" in a["name"] for a in r["assumptions"])
+    text = tuneplan(*NOT_FIT_4090)
+    assert text.returncode == 0, text.stderr
+    assert "$" not in text.stdout and "marketplace" not in text.stdout
+    assert "Cost     none: the plan does not fit in GPU memory" in text.stdout
+
+
+def test_the_same_plan_once_it_fits_is_priced_again() -> None:
+    # The check above cannot pass by pricing nothing at all: the same GPU with a 1B model fits and, with the
+    # marketplace allowed, has its compute, storage and total (RunPod's community price, in the catalog).
+    r = plan(request(model={"params": "1B"}, training={"method": "full"},
+                     hardware={"gpu": "RTX-4090", "gpus_per_node": 1}, pricing={"allow": ["marketplace"]}))
+    assert r.memory.fits
+    assert r.cost.total_usd is not None and r.cost.storage_usd is not None and r.cost.storage_usd > 0
+    assert r.cost.buy_vs_rent is not None and len(r.cost.items) > 1

@@ -113,10 +113,11 @@ def test_cost_is_hours_times_price_for_every_mode(
         )
     )
     price, usd = result.cost.usd_per_gpu_hour, result.cost.compute_usd
-    assert price.on_demand is not None  # AWS lists an on-demand price for the H100
-    if not result.memory.fits:  # what cannot run has no cost, in any mode (tests/core/test_plan_verdicts.py)
+    if not result.memory.fits:  # what cannot run has no cost and no price (tests/core/test_plan_verdicts.py)
         assert (usd.on_demand, usd.spot, usd.reserved, result.cost.total_usd) == (None, None, None, None)
+        assert (price.on_demand, price.spot, price.reserved) == (None, None, None)
         return
+    assert price.on_demand is not None  # AWS lists an on-demand price for the H100
     # A node is one whole instance: AWS sells the H100 SXM as p5.4xlarge (1 GPU) and p5.48xlarge (8 GPUs), so a
     # 2- or 4-GPU node pays for 8 (on demand, and reserved: AWS's own 1-year ratio on each instance's price)
     billed = 1 if gpus == 1 else 8

@@ -319,3 +319,27 @@ def test_probe_report_pdf_from_a_json_file(tmp_path, record):
     if os.environ.get("TUNEPLAN_UPDATE_SCREENSHOTS"):
         shutil.copyfile(page, SCREENSHOT)
 
+
+
+def test_the_appendix_says_sizes_and_what_was_not_printed_in_words(report):
+    # The nccl-tests log of this fixture prints neither the op nor the NCCL version: the report says so in words,
+    # not 'op ?' and 'NCCL ?'.
+    appendix = next(s for s in report.sections if s.title == "Appendix: evidence")
+    items = [i for b in appendix.blocks for i in getattr(b, "items", [])]
+    assert any(i.startswith("tool nccl-tests, op not printed, 16 ranks") for i in items), items
+    assert any(i.startswith("NCCL version not printed;") for i in items)
+    assert not any(re.search(r"(^| )\?([ ,;]|$)", i) for i in items)
+
+
+def test_filesystem_sizes_from_a_real_df_read_as_sizes() -> None:
+    # df -PT -B1, as the inventory script runs it (resources/probes/inventory.sh), on this machine: byte counts.
+    from core.probes.checks.inventory import parse_df
+    from core.probes.report import fs_cell
+    from core.units import fmt_bytes
+
+    df = subprocess.run(["df", "-PT", "-B1", "/"], capture_output=True, text=True, timeout=30, check=True).stdout
+    (root,) = [fs for fs in parse_df(df) if fs.get("mount") == "/"] or [{"mount": "/", "size": "0", "free": "0"}]
+    assert root["size"].isdigit()  # what the PDF printed raw
+    assert fs_cell("size", root["size"]) == fmt_bytes(int(root["size"]))
+    assert fs_cell("size", root["size"]).endswith(("GB", "TB", "MB", "PB", "KB", " B"))
+    assert fs_cell("type", "ext4") == "ext4"

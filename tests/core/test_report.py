@@ -38,7 +38,7 @@ def test_cost_range_spans_the_priced_modes_plus_side_costs(analysis):
     r = with_cost(analysis.result, compute_usd=ComputeCost(on_demand=100.0, spot=40.0, reserved=None),
                   storage_usd=2.0, egress_usd=1.0, idle_usd=0.5)
     assert cost_range(r) == (43.5, 103.5)
-    assert cost_range_text(r) == "$43.50–$104"
+    assert cost_range_text(r) == "$43.50 spot to $104 on-demand"  # each end names its mode
     none = with_cost(r, compute_usd=ComputeCost(on_demand=None, spot=None, reserved=None))
     assert cost_range(none) is None and cost_range_text(none) == "no price"
 
@@ -144,7 +144,7 @@ def test_report_sections_in_reading_order(analysis):
     assert [s.title for s in report.sections][:5] == ["Executive summary", "Sanity checks", "Memory", "Time", "Cost"]
     assert [s.title for s in report.sections][-2:] == ["Assumptions", "Appendix: formulas"]
     labels = [k.label for k in report.key_figures]
-    assert labels[:4] == ["Hardware", "Wall time", "GPU-hours", "Cost range"]
+    assert labels[:4] == ["Hardware", "Wall time", "GPU-hours", "Cost by pricing mode"]
     kinds = {b.kind for s in report.sections for b in s.blocks}
     assert {"bar", "scatter", "line", "table", "bullets"} <= kinds
     formulas = next(s for s in report.sections if s.title == "Appendix: formulas").blocks[0]

@@ -518,7 +518,7 @@ def test_a_run_with_only_info_lines_has_no_verdict():
     assert [c.status for c in card.checks] == [INFO]
     assert card.checks[0].measured == "fp32 5.1 GFLOP/s"
     assert card.verdict is None
-    assert card.summary == "No verdict: none of the 1 check could be graded here (not applicable or not measured)."
+    assert card.summary == "No verdict: the one check could not be graded here (not applicable or not measured)."
 
 
 def test_a_run_without_evidence_says_what_became_of_its_probes():

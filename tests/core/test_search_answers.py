@@ -33,6 +33,7 @@ def test_the_search_lists_one_row_per_gpu_count_nodes_and_sharding() -> None:
     compute_usd = result.cost.compute_usd.on_demand
     assert compute_usd is not None
     assert compute_usd == pytest.approx(result.time.gpu_hours * 0.77)
+    assert result.cost.storage_usd is not None
     assert result.cost.total_usd == pytest.approx(compute_usd + result.cost.storage_usd)
 
 

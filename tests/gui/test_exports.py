@@ -43,6 +43,7 @@ class SaveDialog:
     open 10 s on is closed (Cancel), so the test fails instead of waiting for ever."""
 
     proposed: list[str] = field(default_factory=list)
+    name_fits: list[bool] = field(default_factory=list)  # the proposed name shows whole in the file-name field
     pressed: bool = False
     deadline: float = field(default_factory=lambda: time.monotonic() + 10)
 
@@ -54,6 +55,10 @@ class SaveDialog:
                 return
             if not self.proposed:
                 self.proposed.append(dialog.selectedFiles()[0])
+                edit = dialog.findChild(QLineEdit, "fileNameEdit")
+                if edit is not None:
+                    room = edit.contentsRect().width() - 8  # the frame's and the text margins' pixels
+                    self.name_fits.append(edit.fontMetrics().horizontalAdvance(edit.text()) <= room)
             if not dialog.isActiveWindow():  # a window manager activates a dialog that opens; Xvfb runs none
                 dialog.activateWindow()
             elif not self.pressed:
@@ -91,6 +96,7 @@ def export_pdf_by_keyboard(qtbot, window) -> str:
     QTimer.singleShot(20, answer.look)
     press(qtbot, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
     assert answer.proposed, "no save dialog opened"
+    assert answer.name_fits == [True], "the proposed name is cut in the dialog's file-name field"
     qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith("Exported"), timeout=20000)
     return answer.proposed[0]
 
@@ -160,3 +166,25 @@ def test_any_plan_name_gives_one_file_in_the_documents_folder(name: str, suffix:
     assert path.parent == Path.home() / "Documents"
     assert path.name.endswith(suffix) and len(path.name) > len(suffix)
     assert path.name.isprintable() and not any(c in path.name for c in '/\\:*?"<>|')
+
+
+def test_the_probe_report_is_proposed_in_documents_as_the_plan_is(qtbot, probe_store, home: Path):
+    """The scorecard's Export PDF… proposed probe-run-N.pdf in whatever folder tuneplan was started from."""
+    from tests.gui.test_probe_pane import connect_local, make_pane
+
+    pane = make_pane(qtbot, probe_store, home)
+    connect_local(qtbot, pane)
+    qtbot.mouseClick(pane.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: pane.export_pdf_button.isEnabled(), timeout=10000)
+    pane.tabs.setCurrentIndex(1)  # the Scorecard tab, where Export PDF… is (a finished run opens it)
+    qtbot.waitUntil(pane.export_pdf_button.isVisible, timeout=2000)
+    answer = SaveDialog()
+    QTimer.singleShot(20, answer.look)
+    pane.activateWindow()
+    pane.export_pdf_button.setFocus()  # tabbed to, then Space, as a keyboard user presses a button
+    qtbot.waitUntil(pane.export_pdf_button.hasFocus, timeout=2000)
+    press(qtbot, Qt.Key.Key_Space)
+    assert answer.proposed == [str(home / "Documents" / f"probe-run-{pane.shown_run}.pdf")]
+    assert answer.name_fits == [True]
+    qtbot.waitUntil(lambda: pane.status.text().startswith("Exported"), timeout=20000)
+    assert (home / "Documents" / f"probe-run-{pane.shown_run}.pdf").stat().st_size > 0

@@ -190,3 +190,24 @@ def test_a_plan_without_spot_or_reserved_price_names_the_best_option_that_has_on
     settle(qtbot, state)
     assert "at AWS" in cost.headline.text()
     assert not cost.priced_elsewhere.isVisible() and cost.priced_elsewhere.text() == ""
+
+
+def test_the_hardware_page_says_when_the_gpu_count_grew_the_global_batch(qtbot, window, tmp_path: Path):
+    wizard = window.wizard
+    hardware = wizard.hardware_page
+    open_request(qtbot, window, tmp_path, {
+        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}, "training": {"method": "full"},
+        "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 64}})
+    go_to(qtbot, wizard, hardware)
+    steps = wizard.state.analysis.result.compute.steps
+    text = hardware.chosen.text()
+    assert "The global batch grew from 128 to " in text and f"leaving {steps} optimizer steps" in text
+
+
+def test_the_hardware_page_says_nothing_of_the_batch_when_it_is_the_default(qtbot, window, tmp_path: Path):
+    wizard = window.wizard
+    open_request(qtbot, window, tmp_path, {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
+                                           "hardware": {"gpu": "H100-SXM", "gpus_per_node": 1}})
+    go_to(qtbot, wizard, wizard.hardware_page)
+    assert "Planned on 1× H100-SXM" in wizard.hardware_page.chosen.text()
+    assert "global batch" not in wizard.hardware_page.chosen.text()

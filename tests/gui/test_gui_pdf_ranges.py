@@ -42,7 +42,7 @@ def test_the_headline_and_summary_show_the_likely_range_and_its_basis(qapp, tmp_
     t, cost = plan["time"], plan["cost"]
     hours = (f"likely {fmt_hours(t['hours'])} (range "
              f"{fmt_hours_range(t['hours_range']['low'], t['hours_range']['high'], t['hours'])})")
-    usd = (f"likely {fmt_usd(cost['total_usd'])} (range "
+    usd = (f"likely {fmt_usd(cost['total_usd'])} (estimate range "
            f"{fmt_usd_range(cost['total_usd_range']['low'], cost['total_usd_range']['high'], cost['total_usd'])})")
     flat = squash(text)
     assert f"Wall time {hours}" in flat  # the headline table's row

@@ -44,7 +44,7 @@ def likely_texts(r) -> dict[str, str]:
                  f"{fmt_hours_range(t.hours_range.low, t.hours_range.high, t.hours)})",
         "rate": f"likely {c.tokens_per_second:,.0f} tokens/s (range "
                 f"{fmt_rate_range(c.tokens_per_second_range.low, c.tokens_per_second_range.high)})",
-        "cost": f"likely {fmt_usd(usd.total_usd)} (range "
+        "cost": f"likely {fmt_usd(usd.total_usd)} (estimate range "
                 f"{fmt_usd_range(usd.total_usd_range.low, usd.total_usd_range.high, usd.total_usd)})",
     }
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import unicodedata
 from pathlib import Path
 
 from pypdf import PdfReader
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog, QToolBar, QWizard
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QToolBar, QWizard
 
 from core.planner.analysis import analyse
 from core.planner.models import PlanRequest
@@ -78,7 +80,28 @@ def pdf_text(path: Path) -> str:
 
 
 def save_dialog_returns(monkeypatch, path: Path) -> None:
-    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(path), ""))
+    """The next save dialog is answered as a person answers it: the path typed into its file-name field over the
+    proposed name, then Enter. (A dialog still open 10 s on is closed, so the test fails instead of hanging.)"""
+    deadline = time.monotonic() + 10
+
+    def answer() -> None:
+        dialog = QApplication.activeModalWidget()
+        if isinstance(dialog, QFileDialog) and dialog.isVisible():
+            name = dialog.findChild(QLineEdit, "fileNameEdit")
+            assert name is not None, "the save dialog has no file name field"
+            dialog.activateWindow()
+            name.setFocus()
+            name.selectAll()
+            QTest.keyClicks(name, str(path))
+            QTest.keyClick(name, Qt.Key.Key_Return)
+            if dialog.isVisible() and time.monotonic() > deadline:
+                dialog.reject()
+            elif dialog.isVisible():
+                QTimer.singleShot(50, answer)
+        elif time.monotonic() < deadline:
+            QTimer.singleShot(20, answer)
+
+    QTimer.singleShot(20, answer)
 
 
 def test_lora_plan_end_to_end(qtbot, live_window, tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
 from core.resources import guide_path
@@ -72,3 +72,23 @@ def test_every_package_ships_the_guide_where_the_app_reads_it():
     assert "docs/guide.md" in data_files["share/tuneplan/resources"]
     spec = (ROOT / "packaging" / "tuneplan.spec").read_text()
     assert '(str(ROOT / "docs" / "guide.md"), "resources")' in spec
+
+
+def test_the_guides_contents_links_go_to_their_headings(qtbot, window):
+    # The guide opens with links to its sections ([Probe a cluster](#probe-a-cluster)); Qt's Markdown gives the
+    # headings no anchors, so a click did nothing. A person tabs to a link and presses Enter.
+    press(qtbot, Qt.Key.Key_F1)
+    qtbot.waitUntil(lambda: window.guide is not None and window.guide.isVisible(), timeout=5000)
+    guide = window.guide
+    browser = guide.browser
+    guide.activateWindow()
+    browser.setFocus()
+    qtbot.waitUntil(browser.hasFocus, timeout=2000)
+    assert browser.verticalScrollBar().value() == 0
+    press(qtbot, Qt.Key.Key_Tab)  # the first link: "Plan a run"
+    press(qtbot, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: browser.verticalScrollBar().value() > 0, timeout=2000)
+    assert browser.cursorForPosition(QPoint(8, 8)).block().text() == "Plan a run"  # its heading at the top
+    for anchor in re.findall(r"\]\(#([\w-]+)\)", GUIDE.read_text(encoding="utf-8")):
+        assert anchor in guide.headings, anchor  # every contents link of the guide has its heading
+    guide.close()

@@ -214,3 +214,18 @@ def test_a_cleared_point_chart_forgets_the_last_run_s_axes(qtbot):
     assert item.getAxis("left").labelText == "TFLOP/s"
     (x0, x1), (y0, y1) = item.viewRange()
     assert (x0, x1, y0, y1) == (0.0, 1.0, 0.0, 1.0)
+
+
+def test_a_long_failure_cause_wraps_and_does_not_widen_the_charts(qtbot):
+    # A failed GPU-metrics step says its cause (up to 300 characters, core.probes.checks.base.short_error) in the
+    # status line: the line wraps, so the narrowest the charts can be stays what a short reason allows (unwrapped,
+    # the sentence alone held the window 1,743 pixels wide).
+    short, long = LiveGpuCharts(), LiveGpuCharts()
+    qtbot.addWidget(short)
+    qtbot.addWidget(long)
+    short.say_empty("skipped: no GPU")
+    cause = ("gpu_metrics failed: RuntimeError: " + "Numpy is not available in the host's Python " * 7)[:300]
+    long.say_empty(cause)
+    assert long.status.text() == f"No GPU samples: {cause}"
+    assert long.status.minimumSizeHint().width() < 300
+    assert long.minimumSizeHint().width() <= short.minimumSizeHint().width() + 50

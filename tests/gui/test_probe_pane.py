@@ -519,3 +519,14 @@ def test_opening_the_window_marks_a_killed_clients_run_interrupted(qtbot, tmp_pa
     again = pane.store.load_run(run_id)
     assert again.summary.status == "interrupted" and len(again.samples) == 1
     pane.store.close()
+
+
+def test_the_suites_checkboxes_show_whole_in_the_pane(qtbot, probe_store, tmp_path):
+    # Two columns of whole titles were wider than the hosts' side of the pane: 'Inventory (GPUs, PCIe, NICs,' was
+    # cut. Each box now shows its name whole, what it measures in its tooltip.
+    pane = make_pane(qtbot, probe_store, tmp_path)
+    qtbot.waitUntil(pane.suite.isVisible, timeout=2000)
+    for name, box in pane.suite.checks.items():
+        assert box.width() >= box.sizeHint().width(), (name, box.text(), box.width(), box.sizeHint().width())
+        assert box.toolTip().startswith(box.text())
+    assert pane.suite.checks["inventory"].toolTip() == "Inventory (GPUs, PCIe, NICs, filesystems)"

@@ -187,15 +187,14 @@ UNPRICED = "the plan does not fit in GPU memory, so it cannot run and has no cos
 
 
 def withheld(c: CostResult, reason: str) -> CostResult:
-    """The cost of a plan that cannot run: each offer's price per GPU-hour stays (a fact of the catalog), but no
-    compute money in any mode, no total and no range, and the compute line says why. A figure for a run that
-    cannot happen would be read, and budgeted, as the run's cost."""
-    items = [line.model_copy(update={"usd": None, "detail": reason}) if line.item.startswith("compute") else line
-             for line in c.items]
-    return c.model_copy(update={
-        "compute_usd": ComputeCost(on_demand=None, spot=None, reserved=None), "total_usd": None,
-        "total_usd_range": None, "billed_gpu_hours": None, "billing": "", "spot_expected_lost_hours": None,
-        "unpriced_reason": reason, "items": items})
+    """The cost of a plan that cannot run: no money at all. No compute in any mode, no storage, egress or idle
+    disks, no total or range, no offer or rate, no buy-vs-rent; one line says why. A figure for a run that cannot
+    happen would be read, and budgeted, as the run's cost (a $322 checkpoint archive of a model that never trains)."""
+    none = ComputeCost(on_demand=None, spot=None, reserved=None)
+    return CostResult(
+        provider=None, price_date=None, price_source=None, usd_per_gpu_hour=none, compute_usd=none,
+        spot_expected_lost_hours=None, storage_usd=None, egress_usd=None, idle_usd=None, total_usd=None,
+        unpriced_reason=reason, items=[CostLine(item="compute", usd=None, detail=reason)], buy_vs_rent=None)
 
 
 def offer_place(c: CostResult) -> str:

@@ -20,7 +20,7 @@ from typing import Protocol
 from core.catalog import PRICING_MODES, STALE_AFTER_DAYS, Catalog, CatalogError, Price
 from core.planner.models import HardwareSpec, PlanRequest, PlanResult, SanityWarning
 from core.planner.money import pricing
-from core.units import fmt_bytes, fmt_hours, fmt_usd
+from core.units import fmt_bytes, fmt_hours, fmt_usd, plural
 
 OUTLIER_FRACTION = 0.25  # heuristic (issue 11): below a quarter of the providers' median is a typo or a bid floor
 HEADROOM_FRACTION = 0.05  # heuristic (issue 11): allocator fragmentation alone can take a few percent
@@ -57,6 +57,11 @@ def seen_text(date: str | None, today: dt.date) -> str:
         return "undated"
     age = (today - dt.date.fromisoformat(date)).days
     return f"{date} · stale ({age} days)" if age > STALE_AFTER_DAYS else date
+
+
+def seen_phrase(date: str | None) -> str:
+    """'seen 2026-11-09', or 'undated' (never 'seen undated'): how the CLI and the window date a price inline."""
+    return f"seen {date}" if date else "undated"
 
 
 def provider_median(catalog: Catalog, gpu: str, mode: str) -> tuple[float, int] | None:
@@ -128,8 +133,8 @@ def _rentable(request: PlanRequest, result: PlanResult, catalog: Catalog,
     largest = max(max(p.sizes) for p in offers)
     at = f" at {offers[0].provider_name}" if request.pricing.provider else ""
     return [SanityWarning(kind="not_rentable", figure=float(hw.gpus_per_node), message=(
-        f"No {mode_name(mode)} offer for {hw.gpu}{at} has instances of {hw.gpus_per_node} GPUs (the largest holds "
-        f"{largest}): it cannot be rented as planned; use at most {largest} GPUs per node."))]
+        f"No {mode_name(mode)} offer for {hw.gpu}{at} has instances of {plural(hw.gpus_per_node, 'GPU')} (the "
+        f"largest holds {largest}): it cannot be rented as planned; use at most {largest} GPUs per node."))]
 
 
 def not_fit_text(result: PlanResult) -> str | None:
@@ -178,7 +183,7 @@ def _size(result: PlanResult) -> list[SanityWarning]:
 
 def mode_totals(result: PlanResult) -> dict[str, float]:
     """Total cost per priced mode (compute + storage + egress + idle), cheapest first."""
-    extra = result.cost.storage_usd + result.cost.egress_usd + result.cost.idle_usd
+    extra = result.cost.side_usd()
     totals = {m: v + extra for m, v in result.cost.compute_usd.model_dump().items() if v is not None}
     return dict(sorted(totals.items(), key=lambda kv: kv[1]))
 

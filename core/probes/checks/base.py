@@ -7,6 +7,7 @@ rows, so probes stay testable without a runner. Every remote value is quoted wit
 
 from __future__ import annotations
 
+import re
 import shlex
 import threading
 import time
@@ -248,12 +249,26 @@ class ProbeStream:
             raise Cancelled(f"{ctx.name} was cancelled")
 
 
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b")
+
+
+def telling_line(text: str) -> str | None:
+    """The line of some output that says what went wrong: the last exception line of a traceback ('RuntimeError:
+    Numpy is not available'), else the last line with a word in it; never a rule of '=====' or '^^^^' that a
+    library printed after the cause. None when no line has a word."""
+    worded = [line.strip() for line in text.splitlines() if any(ch.isalpha() for ch in line)]
+    raised = [line for line in worded if _EXCEPTION_LINE.match(line)]
+    found = raised or worded
+    return found[-1] if found else None
+
+
 def short_error(result: CommandResult, limit: int = 300) -> str:
-    """The most telling line of a failed command: last stderr line, else last stdout line, else the status."""
+    """The most telling line of a failed command: its error in stderr, else in stdout (``telling_line``), else
+    the status."""
     for text in (result.stderr, result.stdout):
-        lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-        if lines:
-            return lines[-1][:limit]
+        line = telling_line(text)
+        if line:
+            return line[:limit]
     if result.timed_out:
         return f"timed out after {result.duration_s:.0f} s"
     return f"exit status {result.exit_code}"

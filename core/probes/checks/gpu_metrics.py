@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from core.probes.checks.base import HostFacts, LogLevel, ProbeContext, ProbeFailed, ProbeSkipped, q
+from core.probes.checks.base import HostFacts, LogLevel, ProbeContext, ProbeFailed, ProbeSkipped, q, telling_line
 from core.probes.parsers import QueryGpuStream
 from core.probes.samples import GpuMetric
 from core.probes.transport.base import CommandResult, Disconnected, Transport, TransportError
@@ -142,8 +142,7 @@ class MetricsSampler:
                 self._on_raw("gpu_metrics", result.model_copy(update={"stdout": "\n".join(head)}))
                 if not self._stop.is_set() and not self.disconnected:
                     self.ended_early = True
-                    reason = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else \
-                        f"exit status {result.exit_code}"
+                    reason = telling_line(result.stderr) or f"exit status {result.exit_code}"
                     self._on_log("warning", f"the GPU metrics stream ended early: {reason[:200]}", "gpu_metrics")
 
 

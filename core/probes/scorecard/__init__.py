@@ -38,7 +38,6 @@ from core.probes.scorecard.common import (
     check,
     fmt_flops,
     fmt_num,
-    plural,
     size_label,
 )
 from core.probes.scorecard.compute import check_matmul
@@ -171,7 +170,8 @@ def summarise(checks: Sequence[Check], most: int = 3, label: str | None = None) 
     if verdict is None:
         if not checks:
             return no_verdict_summary()
-        return (f"No verdict: none of the {plural(len(checks), 'check')} could be graded here (not applicable "
+        which = "the one check" if len(checks) == 1 else f"none of the {len(checks)} checks"
+        return (f"No verdict: {which} could{' not' if len(checks) == 1 else ''} be graded here (not applicable "
                 "or not measured).")
     if verdict is Verdict.ready:
         graded = [c for c in checks if c.status is PASS]

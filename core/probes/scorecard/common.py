@@ -19,6 +19,7 @@ from core.catalog import GPU, Catalog, CatalogError
 from core.probes.evidence import Check, CheckStatus, ProbeEvidence
 from core.probes.samples import CollectiveResult, GpuHealth, GpuInfo, GpuMetric, IbPort
 from core.probes.scorecard import thresholds as T
+from core.units import plural as plural  # the one counting rule, used by the scorecard's modules through here
 
 Area = Literal["inventory", "health", "performance", "network", "storage", "stability", "distributed"]
 PASS, WARN, FAIL, INFO = CheckStatus.passed, CheckStatus.warn, CheckStatus.fail, CheckStatus.info
@@ -56,11 +57,6 @@ def gpus_text(indices: Iterable[int]) -> str:
     """[3, 1, 1] → 'GPUs 1, 3'; [0] → 'GPU 0'."""
     ids = sorted(set(indices))
     return ("GPU " if len(ids) == 1 else "GPUs ") + ", ".join(str(i) for i in ids)
-
-
-def plural(n: int, noun: str) -> str:
-    """(1, 'GPU') → '1 GPU'; (8, 'GPU') → '8 GPUs'."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def size_label(n: float) -> str:

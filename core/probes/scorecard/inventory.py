@@ -13,7 +13,7 @@ from typing import NamedTuple
 from core.catalog import Catalog, CatalogError, load_catalog
 from core.probes.evidence import Check
 from core.probes.scorecard import thresholds as T
-from core.probes.scorecard.common import FAIL, INFO, NO_GPU, PASS, WARN, Area, Box, check, gpus_text
+from core.probes.scorecard.common import FAIL, INFO, NO_GPU, PASS, WARN, Area, Box, check, gpus_text, plural
 
 # --------------------------------------------------------------------------- the user's order
 
@@ -74,7 +74,7 @@ def check_count_and_model(box: Box, order: Order | None) -> Check:
         expected = f"{want} as ordered"
         problems = []
         if order.gpus is not None and box.count != order.gpus:
-            problems.append(f"{box.count} GPUs found, {order.gpus} ordered")
+            problems.append(f"{plural(box.count, 'GPU')} found, {order.gpus} ordered")
         ids = {_gpu_id_or_name(box.catalog, g.name) for g in box.gpus if g.name}
         if ids and ids != {order.gpu_id}:
             problems.append(f"model is {', '.join(sorted(str(i) for i in ids))}, {order.gpu_id} ordered")
