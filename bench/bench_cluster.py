@@ -30,10 +30,10 @@ from pathlib import Path
 
 from bench import perf_doc
 from core.probes.cluster.run import ClusterNode, NodeEvent, run_cluster
-from core.probes.events import ProbeFinished, RunFinished
-from core.probes.options import RunOptions
-from core.probes.runner import run_suite
-from core.probes.store import ProbeStore
+from core.probes.history.store import ProbeStore
+from core.probes.run.events import ProbeFinished, RunFinished
+from core.probes.run.options import RunOptions
+from core.probes.run.runner import run_suite
 from core.probes.transport.ssh import SshTransport
 from core.probes.transport.target import SshTarget
 from tests.integration.netns import NetnsCluster, find_missing_privileges

@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from bench import perf_doc
+from core.probes.history.store import SAMPLE_COLUMNS, ProbeStore, sample_values
 from core.probes.samples import GpuMetric
-from core.probes.store import SAMPLE_COLUMNS, ProbeStore, sample_values
 
 BUDGET_S = 0.5
-FLUSH_S = 0.5  # the runner's sample flush period (core.probes.run_queue.SAMPLE_FLUSH_S)
+FLUSH_S = 0.5  # the runner's sample flush period (core.probes.run.run_queue.SAMPLE_FLUSH_S)
 SECTION_TITLE = "## Probe store"
 
 

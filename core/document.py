@@ -1,7 +1,7 @@
 """The report document, independent of how it is drawn: a title, a conclusion, key figures and sections of
 paragraphs, bullets, tables and charts (bar, scatter, line).
 
-The plan report (``core.planner.report``) and the probe report (``core.probes.report``) both build one, so
+The plan report (``core.planner.report``) and the probe report (``core.probes.output.report``) both build one, so
 ``gui/pdf.py`` draws both with one look and ``gui/charts.py`` shows the same chart data in the window. It is plain
 data (pydantic models), so a report also prints as JSON (`tuneplan probe-report --json`).
 """

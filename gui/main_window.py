@@ -279,7 +279,7 @@ class MainWindow(QMainWindow):
 
         from core.catalog import shipped_catalog
         from core.paths import config_dir
-        from core.probes.store import default_probe_db_path
+        from core.probes import default_probe_db_path
 
         try:
             release = version("tuneplan")

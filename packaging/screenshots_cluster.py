@@ -44,8 +44,8 @@ def main(out: Path) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="tuneplan-cluster-shots-"))
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
-    from core.probes.host_groups import HostGroup, save_group
-    from core.probes.store import HostProfile, ProbeStore
+    from core.probes.history.host_groups import HostGroup, save_group
+    from core.probes.history.store import HostProfile, ProbeStore
     from core.probes.transport.local import LocalTransport
     from gui.app import make_app
     from gui.probe.pane import ProbePane

@@ -6,7 +6,7 @@ once the run ends, and a real run on this GPU-less machine (``probe-*-no-gpu.png
 There is no GPU on the machines that build the docs, so the run is a replay of real captures from
 ``resources/samples/probe_run`` (see its SOURCES.md) through the project's parsers: `nvidia-smi --query-gpu` and
 `dmon` under gpu-burn on one H100 (#4, #7), its `nvidia-smi -q` (#3), the nccl-tests sweep of two p5 nodes
-(#21) and a fio JSON, parsed as the pane's tests parse them (``core/probes/replay.py``). Values
+(#21) and a fio JSON, parsed as the pane's tests parse them (``core/probes/run/replay.py``). Values
 and their timing are the captured ones; the host is named after what it is.
 Everything is written to a throwaway user folder.
 """
@@ -49,7 +49,9 @@ class CaptureReplay:
     def __call__(self, transport: Any, options: Any, store: Any, cancel: threading.Event,
                  host_label: str) -> Iterator[Any]:
         from core.probes.checks.base import HostFacts
-        from core.probes.events import (
+        from core.probes.evidence import ProbeOutcome, ProbeStatus
+        from core.probes.history.store import StoredSeriesPoint
+        from core.probes.run.events import (
             LogEvent,
             MetricsBatch,
             ProbeFinished,
@@ -58,10 +60,8 @@ class CaptureReplay:
             RunStarted,
             SeriesPoint,
         )
-        from core.probes.evidence import ProbeOutcome, ProbeStatus
-        from core.probes.replay import burn_metrics, replay_evidence
+        from core.probes.run.replay import burn_metrics, replay_evidence
         from core.probes.scorecard import score
-        from core.probes.store import StoredSeriesPoint
 
         evidence = replay_evidence()
         smi, nccl, burn = evidence.health, evidence.collectives, burn_metrics()
@@ -159,7 +159,7 @@ def main(out: Path) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="tuneplan-probe-shots-"))
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
-    from core.probes.store import HostProfile, ProbeStore
+    from core.probes.history.store import HostProfile, ProbeStore
     from core.probes.transport.local import LocalTransport
     from gui.app import make_app
     from gui.probe.pane import ProbePane

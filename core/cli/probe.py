@@ -30,7 +30,7 @@ from core.cli.table import table
 from core.units import parse_bytes
 
 if TYPE_CHECKING:  # the probe modules load when a probe runs, not when `tuneplan plan` builds its parser
-    from core.probes.store import ProbeStore, StoredRun
+    from core.probes import ProbeStore, StoredRun
 
 EXIT_OK = 0
 EXIT_HOST_KEY = 3
@@ -121,7 +121,7 @@ def parse_size(text: str) -> int:
 def _options(args: argparse.Namespace) -> Any:
     from pydantic import ValidationError
 
-    from core.probes.options import RunOptions
+    from core.probes import RunOptions
     from core.validation import validation_message
 
     values: dict[str, Any] = {"suite": args.suite, "data_path": args.data_path,
@@ -163,19 +163,19 @@ def _prompt(label: str) -> str | None:
 def _connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[Any, str]:
     """A connected transport and the label runs are filed under; `_Exit` with one sentence on failure (naming
     the host when several are probed)."""
-    from core.probes.transport.base import (
+    from core.probes import (
         AuthenticationFailed,
         HostKeyChanged,
         HostKeyRevoked,
         HostKeyUnknown,
+        LocalTransport,
         TransportError,
         Unreachable,
     )
-    from core.probes.transport.local import LocalTransport
 
     if args.local:
         return LocalTransport(), LOCAL_LABEL
-    from core.probes.transport.connect import HostOverrides, open_ssh, resolve
+    from core.probes import HostOverrides, open_ssh, resolve
 
     text = target_text if target_text is not None else args.targets[0]
     where = f"{text}: " if len(args.targets) > 1 else ""
@@ -247,7 +247,7 @@ class _Progress:
     def event(self, ev: Any) -> None:
         kind = ev.kind
         if kind == "run_started":
-            from core.probes.checks.facts import python_used
+            from core.probes import python_used
 
             self.say(f"probing {ev.host}: {', '.join(ev.probes)} (run {ev.run_id})")
             if ev.facts is not None:
@@ -315,8 +315,8 @@ def _sigint_cancels(cancel: threading.Event, say: Callable[[str], None]) -> Iter
 
 
 def _mark_stale(store: ProbeStore, progress: _Progress) -> None:
-    """Runs left ``running`` by a dead client become ``interrupted`` (core.probes.leases), said on one line."""
-    from core.probes.leases import mark_stale_runs
+    """Runs left ``running`` by a dead client become ``interrupted`` (core.probes.history.leases), said on one line."""
+    from core.probes import mark_stale_runs
 
     try:
         stale = mark_stale_runs(store)
@@ -345,7 +345,7 @@ def _logging(verbose: bool) -> None:
 
 def load_explained(store: ProbeStore, run_id: int) -> StoredRun:
     """A stored run whose scorecard, when it graded nothing, says what became of its probes."""
-    from core.probes.scorecard import explain_no_verdict
+    from core.probes import explain_no_verdict
 
     run = store.load_run(run_id)
     if run.scorecard is None:
@@ -364,9 +364,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 def _probe(args: argparse.Namespace) -> int:
     from core.cli.probe_slurm import check_slurm_flags, probe_slurm
-    from core.probes.run_json import run_json
-    from core.probes.runner import run_suite
-    from core.probes.store import ProbeStore
+    from core.probes import ProbeStore, run_json, run_suite
 
     if args.slurm is not None:
         return probe_slurm(args, _options(args))

@@ -32,9 +32,7 @@ from core.cli.probe import (
     render_scorecard,
 )
 from core.cli.table import table
-from core.probes.options import RunOptions
-from core.probes.run_json import run_json
-from core.probes.store import ProbeStore
+from core.probes import ProbeStore, RunOptions, run_json
 
 
 class ClusterProgress(_Progress):
@@ -83,7 +81,7 @@ def open_history(args: argparse.Namespace) -> tuple[ProbeStore, ClusterProgress]
 
 
 def probe_cluster(args: argparse.Namespace, options: RunOptions) -> int:
-    from core.probes.cluster.run import ClusterNode, check_nodes
+    from core.probes import ClusterNode, check_nodes
 
     store, progress = open_history(args)
     label = args.name or "cluster " + " + ".join(t.strip() for t in args.targets)
@@ -105,7 +103,7 @@ def probe_cluster(args: argparse.Namespace, options: RunOptions) -> int:
 def run_and_report(nodes: list[Any], options: RunOptions, store: ProbeStore, label: str, as_json: bool,
                    progress: ClusterProgress, slurm_job: str | None = None) -> int:
     """Run the cluster (connected nodes), print the result, return the exit code; the transports are closed."""
-    from core.probes.cluster.run import run_cluster
+    from core.probes import run_cluster
 
     cancel = threading.Event()
     finished: Any = None

@@ -1,7 +1,7 @@
 """`tuneplan probe-report RUN -o report.pdf [--json]`: a probe run's readiness report, with no window.
 
-RUN is a run id from the probe history (``core.probes.store``) or the path of a run JSON file (what
-`tuneplan probe --json` prints, or the GUI's JSON export). The content comes from ``core.probes.report``; the
+RUN is a run id from the probe history (``core.probes.history.store``) or the path of a run JSON file (what
+`tuneplan probe --json` prints, or the GUI's JSON export). The content comes from ``core.probes.output.report``; the
 drawing function is the one ``gui.launch`` installs in ``core.cli.report`` for `tuneplan report`, so both PDFs
 look the same and core never imports Qt.
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from core.cli.common import CliError, add_command, read_json
 
 if TYPE_CHECKING:  # the report modules load when this command runs, not with every command's parser
-    from core.probes.report import ProbeRunRecord
+    from core.probes import ProbeRunRecord
 
 
 def load_record(run: str, db: str | None = None) -> ProbeRunRecord:
@@ -30,7 +30,7 @@ def load_record(run: str, db: str | None = None) -> ProbeRunRecord:
 
 
 def _from_file(path: Path) -> ProbeRunRecord:
-    from core.probes.report import record_from_json
+    from core.probes import record_from_json
 
     data = read_json(path)
     try:
@@ -40,8 +40,7 @@ def _from_file(path: Path) -> ProbeRunRecord:
 
 
 def _from_store(run_id: int, db: str | None) -> ProbeRunRecord:
-    from core.probes.report import record_from_stored
-    from core.probes.store import ProbeStore, ProbeStoreError, default_probe_db_path
+    from core.probes import ProbeStore, ProbeStoreError, default_probe_db_path, record_from_stored
     from core.sqlite_store import READ_ONLY, moved_aside
 
     path = Path(db).expanduser() if db else default_probe_db_path()
@@ -79,7 +78,7 @@ def _from_store(run_id: int, db: str | None) -> ProbeRunRecord:
 
 def cmd_probe_report(args: argparse.Namespace) -> int:
     from core.cli import report as report_cli
-    from core.probes.report import build_probe_report
+    from core.probes import build_probe_report
 
     if args.output is not None:
         report_cli.output_format(args.output)  # a suffix it cannot write is said before anything is read

@@ -19,7 +19,7 @@ from core.cli.common import EXIT_ERROR, EXIT_USAGE
 from core.cli.probe import EXIT_CANCELLED, _connect, _Exit, _sigint_cancels
 
 if TYPE_CHECKING:  # loaded when a Slurm probe runs: `tuneplan plan` builds the probe parser without them
-    from core.probes.options import RunOptions
+    from core.probes import RunOptions
 
 DEFAULT_NODES = 2
 DEFAULT_TIME_LIMIT_MIN = 60
@@ -65,7 +65,7 @@ def check_slurm_flags(args: argparse.Namespace) -> None:
                                 f"as a single host")
     if args.slurm_time < 1:
         raise _Exit(EXIT_USAGE, f"--slurm-time {args.slurm_time} must be 1 minute or more")
-    from core.probes.transport.slurm import salloc_command
+    from core.probes import salloc_command
 
     try:
         salloc_command(args.nodes, args.partition, args.slurm_time, extra_args=args.salloc_arg)
@@ -76,8 +76,7 @@ def check_slurm_flags(args: argparse.Namespace) -> None:
 def probe_slurm(args: argparse.Namespace, options: RunOptions) -> int:
     """Connect to the login node, allocate, run the cluster probe on the allocation, release it."""
     from core.cli.probe_cluster import open_history, run_and_report
-    from core.probes.cluster.run import ClusterNode
-    from core.probes.transport.slurm import AllocationCancelled, SlurmAllocation, SlurmError
+    from core.probes import AllocationCancelled, ClusterNode, SlurmAllocation, SlurmError
 
     check_slurm_flags(args)
     store, progress = open_history(args)

@@ -30,7 +30,7 @@ def read_plan_request(path: str) -> Any:
 def options_step(values: dict[str, Any], plan: str | None, step_scale: int | None) -> None:
     """Put the plan's layer into the run's options: ``step`` is run on its own, or in ``full`` once a plan is
     given; naming ``step`` without a plan is a usage error (one sentence)."""
-    from core.probes.options import SUITES, resolve_probes
+    from core.probes import SUITES, resolve_probes
 
     suite = values["suite"]
     try:
@@ -41,10 +41,10 @@ def options_step(values: dict[str, Any], plan: str | None, step_scale: int | Non
         if "step" in names:
             raise CliError("--suite step needs --plan REQUEST.json: the layer it times is the plan's")
         return
-    from core.probes.apply import step_spec
+    from core.probes import step_spec_for
 
     try:
-        values["step"] = step_spec(read_plan_request(plan))
+        values["step"] = step_spec_for(read_plan_request(plan))
     except ValueError as exc:
         raise CliError(f"{plan}: {exc}") from None
     if suite == "full":
@@ -57,8 +57,7 @@ def options_step(values: dict[str, Any], plan: str | None, step_scale: int | Non
 
 def step_lines(doc: dict[str, Any]) -> list[str]:
     """What the step probe measured and, at the plan's own shapes, the step against the plan; empty without it."""
-    from core.probes.apply import step_sentence
-    from core.probes.step_spec import StepResult, comparable, differences, measured_step
+    from core.probes import StepResult, comparable, differences, measured_step, step_sentence
 
     raw = (doc.get("evidence") or {}).get("step")
     if not raw:
@@ -87,7 +86,7 @@ def step_lines(doc: dict[str, Any]) -> list[str]:
 def applied_request(request: Any, run: str, db: str | None) -> tuple[Any, list[str]]:
     """The request with probe run RUN's measurements applied (`tuneplan plan … --probe-run RUN`), and the notes."""
     from core.cli.probe_report import load_record
-    from core.probes.apply import apply_to_plan
+    from core.probes import apply_to_plan
 
     record = load_record(run, db)
     try:

@@ -12,12 +12,16 @@ from typing import Any
 
 from core.catalog import load_catalog
 from core.planner.models import PlanRequest
-from core.probes.apply import nothing_to_apply
-from core.probes.evidence import ProbeEvidence, Scorecard
-from core.probes.scorecard import explain_no_verdict
-from core.probes.scorecard.outcomes import account_for_outcomes
-from core.probes.store import ProbeStore, StoredRun
-from core.probes.transport.base import Transport
+from core.probes import (
+    ProbeEvidence,
+    ProbeStore,
+    Scorecard,
+    StoredRun,
+    Transport,
+    account_for_outcomes,
+    explain_no_verdict,
+    nothing_to_apply,
+)
 from gui.probe.suite_picker import SuiteChoice
 from gui.workers import Job
 
@@ -32,7 +36,7 @@ MakeOptions = Callable[[SuiteChoice], Any]
 
 def make_options(choice: SuiteChoice) -> Any:
     """The runner's RunOptions for a suite picked in the pane."""
-    from core.probes.options import RunOptions
+    from core.probes import RunOptions
 
     suite: str | list[str] = choice.suite if isinstance(choice.suite, str) else list(choice.suite)
     return RunOptions(suite=suite, data_path=choice.data_path, checkpoint_path=choice.checkpoint_path,
@@ -42,17 +46,17 @@ def make_options(choice: SuiteChoice) -> Any:
 def with_step(options: Any, request: PlanRequest | None) -> Any:
     """The options with the plan's layer for the step probe (runs on the worker: it plans once). The step runs
     when picked, and joins the full suite when a plan is open; without a plan it is skipped with the reason."""
-    from core.probes.options import RunOptions
+    from core.probes import RunOptions
 
     if request is None or not isinstance(options, RunOptions):  # no plan, or a test's stand-in for the options
         return options
     names = options.probe_names()
     if "step" not in names and options.suite != "full":
         return options
-    from core.probes.apply import step_spec
+    from core.probes import step_spec_for
 
     try:
-        spec = step_spec(request)
+        spec = step_spec_for(request)
     except ValueError:
         return options  # the step probe says it had no plan; the plan's own page says what is wrong with it
     return options.model_copy(update={"step": spec, "suite": names if "step" in names else [*names, "step"]})
@@ -60,8 +64,8 @@ def with_step(options: Any, request: PlanRequest | None) -> Any:
 
 def run_suite(transport: Transport, options: Any, store: ProbeStore, cancel: threading.Event,
               host_label: str) -> Iterator[Any]:
-    """`core.probes.runner.run_suite`: yields RunEvents until RunFinished."""
-    from core.probes.runner import run_suite as real
+    """`core.probes.run.runner.run_suite`: yields RunEvents until RunFinished."""
+    from core.probes import run_suite as real
 
     return real(transport, options, store, cancel, host_label)
 
@@ -73,7 +77,7 @@ def measured_plan(evidence: ProbeEvidence | None, source: Callable[[], PlanReque
     reason = nothing_to_apply(evidence, load_catalog())
     if reason is not None or evidence is None:
         return None, [], reason or ""
-    from core.probes.apply import apply_to_plan
+    from core.probes import apply_to_plan
 
     request = source() if source is not None else None
     if request is None:
@@ -116,7 +120,7 @@ def relay(make_stream: Callable[[], Iterator[Any]], cancel: threading.Event) -> 
 def cluster_nodes(nodes: list[tuple[str, Transport]]) -> list[Any]:
     """``ClusterNode``s for connected nodes: each filed under its host's label, reached at the address found on
     the node itself (the server address of its connection)."""
-    from core.probes.cluster.run import ClusterNode
+    from core.probes import ClusterNode
 
     return [ClusterNode(label=label, transport=transport) for label, transport in nodes]
 
@@ -128,6 +132,6 @@ def run_cluster(nodes: list[Any], options: Any, store: ProbeStore, cancel: threa
                 label: str) -> Iterator[Any]:
     """`core.probes.cluster.run.run_cluster` on connected nodes (``ClusterNode``): yields the cluster run's events
     and each node's own, wrapped in ``NodeEvent``, until the cluster's RunFinished."""
-    from core.probes.cluster.run import run_cluster as real
+    from core.probes import run_cluster as real
 
     return real(nodes, options, store, cancel, label)

@@ -16,9 +16,7 @@ import contextlib
 
 from PySide6.QtCore import QObject, Signal
 
-from core.probes.host_groups import HostGroup
-from core.probes.store import HostProfile
-from core.probes.transport.base import Transport
+from core.probes import HostGroup, HostProfile, Transport
 from gui.probe.connection import Connector, connect_spec
 
 ConnectedNode = tuple[HostProfile, Transport]

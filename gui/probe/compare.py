@@ -12,9 +12,7 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from core.probes.evidence import Check, Scorecard
-from core.probes.scorecard import check_key, check_path
-from core.probes.store import RunSummary, StoredRun
+from core.probes import Check, RunSummary, Scorecard, StoredRun, check_key, check_path
 from gui.probe.scorecard_view import StatusRowsModel, VerdictBanner, verdict_value
 from gui.table_model import Row, make_table
 

@@ -19,13 +19,20 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
-from core.probes.store import HostProfile
-from core.probes.transport.base import HostKeyChanged, HostKeyUnknown, Transport, TransportError
-from core.probes.transport.connect import HostOverrides, open_ssh, resolve
-from core.probes.transport.hostkeys import default_app_known_hosts
-from core.probes.transport.local import LocalTransport
-from core.probes.transport.ssh import SshTransport
-from core.probes.transport.target import SshTarget
+from core.probes import (
+    HostKeyChanged,
+    HostKeyUnknown,
+    HostOverrides,
+    HostProfile,
+    LocalTransport,
+    SshTarget,
+    SshTransport,
+    Transport,
+    TransportError,
+    default_app_known_hosts,
+    open_ssh,
+    resolve,
+)
 from gui.probe.hostkey_dialog import HostKeyChoice, HostKeyDialog, changed_key_box
 from gui.probe.prompts import Prompter
 from gui.workers import Executor

@@ -15,7 +15,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
 from core.output_file import format_of, write_file
-from core.probes.store import ProbeStore
+from core.probes import ProbeStore
 from gui.forms import chosen_path, said, suggested_path
 from gui.workers import Executor
 
@@ -61,7 +61,7 @@ class RunExports:
         if target is None:
             return None
         run_id, path = target
-        from core.probes.run_json import run_json
+        from core.probes import run_json
 
         try:
             run = self.store.load_run(run_id)
@@ -87,7 +87,7 @@ class RunExports:
         if target is None:
             return
         run_id, path = target
-        from core.probes.report import build_probe_report
+        from core.probes import build_probe_report
         from gui.pdf import render_report
 
         try:

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.probes.samples import GpuMetric
-from core.probes.store import SampleTable
+from core.probes import GpuMetric, SampleTable
 from gui.probe.ring import FloatArray, RingBuffer
 
 HISTORY_S = 3600.0

@@ -1,6 +1,6 @@
 """The dialog that makes or edits a host group: a cluster target of two or more saved hosts under one name.
 
-A group names its hosts by their profile names (core.probes.host_groups), so the dialog offers the saved hosts
+A group names its hosts by their profile names (core.probes.history.host_groups), so the dialog offers the saved hosts
 as tick boxes, never free text: a group cannot point at a host that does not exist. Like the host dialog, an
 error shows once the user has touched the form (or pressed Save), in one sentence naming the field, and the
 dialog keeps what was typed until the user fixes it or cancels.
@@ -22,8 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.probes.host_groups import HostGroup, group_error
-from core.probes.store import HostProfile
+from core.probes import HostGroup, HostProfile, group_error
 from gui.forms import form_footer
 
 MIN_WIDTH = 520

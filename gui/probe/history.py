@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.probes.store import ProbeStore, RunSummary
+from core.probes import ProbeStore, RunSummary
 from gui.forms import button_row
 from gui.probe.run_feed import fmt_duration, fmt_time
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table

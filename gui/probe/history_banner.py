@@ -1,14 +1,14 @@
 """The line above the Probe place that says when the probe history cannot be kept (or was moved aside).
 
-Why: when the history file is full, read-only, locked or damaged, runs go on in memory (core.probes.store_rescue);
-a user who is not told would expect to find them in the history tomorrow.
+Why: when the history file is full, read-only, locked or damaged, runs go on in memory
+(core.probes.history.store_rescue); a user who is not told would expect to find them in the history tomorrow.
 """
 
 from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel
 
-from core.probes.store import ProbeStore
+from core.probes import ProbeStore
 
 
 def history_text(store: ProbeStore) -> str:

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.probes.transport.base import HostKeyChanged, HostKeyUnknown
+from core.probes import HostKeyChanged, HostKeyUnknown
 
 
 class HostKeyChoice(Enum):

@@ -2,7 +2,7 @@
 
 Profiles come from the probe store and hold no secrets (a key file's *path*, never a password). "This
 machine" is always first; editing it saves its data and checkpoint paths like any other profile. Host groups
-(cluster targets, core.probes.host_groups) follow the hosts; a host in a group is not removed from under it,
+(cluster targets, core.probes.history.host_groups) follow the hosts; a host in a group is not removed from under it,
 and renaming a host renames it in its groups. Store calls are short and run on the GUI thread.
 """
 
@@ -28,10 +28,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.probes import host_groups
-from core.probes.host_groups import HostGroup
-from core.probes.store import HostProfile, ProbeStore
-from core.probes.transport.connect import HostOverrides, check
+from core.probes import (
+    HostGroup,
+    HostOverrides,
+    HostProfile,
+    ProbeStore,
+    check_target,
+    delete_group,
+    groups_with,
+    rename_member,
+    save_group,
+    saved_groups,
+)
 from gui.forms import form_footer
 from gui.probe.groups import GroupDialog, group_text
 
@@ -65,7 +73,7 @@ def target_error(target: str, port: int | None = None) -> str | None:
     """One sentence on what is wrong with the target and the port given beside it, or None (the rule the
     connection itself and the command line follow: core.probes.transport.connect)."""
     try:
-        check(target, HostOverrides(port=port))
+        check_target(target, HostOverrides(port=port))
     except ValueError as exc:
         return f"target: {exc}"
     return None
@@ -76,7 +84,7 @@ def python_error(text: str) -> str | None:
     means "look for one"."""
     from pydantic import ValidationError
 
-    from core.probes.options import RunOptions
+    from core.probes import RunOptions
 
     if not text.strip():
         return None
@@ -267,7 +275,7 @@ class HostList(QWidget):
         return [local, *(p for p in saved if not p.local)]
 
     def groups(self) -> list[HostGroup]:
-        return host_groups.groups(self.store)
+        return saved_groups(self.store)
 
     def refresh(self, select: str | None = None) -> None:
         current = select or (self.current().name if self.list.currentItem() is not None else None)
@@ -319,7 +327,7 @@ class HostList(QWidget):
             new = dialog.profile()
             if profile is not None and profile.name != new.name:
                 self.store.delete_host(profile.name)
-                host_groups.rename_member(self.store, profile.name, new.name)
+                rename_member(self.store, profile.name, new.name)
             self.store.save_host(new)
             self.refresh(select=new.name)
             self.message.emit(f"Saved host “{new.name}”")
@@ -332,8 +340,8 @@ class HostList(QWidget):
         def save() -> None:
             new = dialog.group()
             if group is not None and group.name != new.name:
-                host_groups.delete_group(self.store, group.name)
-            host_groups.save_group(self.store, new)
+                delete_group(self.store, group.name)
+            save_group(self.store, new)
             self.refresh(select=new.name)
             self.message.emit(f"Saved cluster “{new.name}” of {len(new.hosts)} hosts")
 
@@ -371,7 +379,7 @@ class HostList(QWidget):
         if isinstance(profile, HostProfile) and profile.local:
             return
         kind = "cluster" if isinstance(profile, HostGroup) else "host"
-        if isinstance(profile, HostProfile) and (holders := host_groups.groups_with(self.store, profile.name)):
+        if isinstance(profile, HostProfile) and (holders := groups_with(self.store, profile.name)):
             self.message.emit(f"Host “{profile.name}” is a node of the cluster “{holders[0]}”; remove it from "
                               "that cluster first")
             return
@@ -382,7 +390,7 @@ class HostList(QWidget):
         def finished(result: int) -> None:
             if result == int(QMessageBox.StandardButton.Yes):
                 if isinstance(profile, HostGroup):
-                    host_groups.delete_group(self.store, profile.name)
+                    delete_group(self.store, profile.name)
                 else:
                     self.store.delete_host(profile.name)
                 self.refresh()

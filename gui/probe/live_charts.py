@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.probes.samples import GpuMetric
+from core.probes import GpuMetric
 from gui.colors import gpu_color, palette_colors
 from gui.probe.decimate import peak_decimate
 from gui.probe.gpu_history import CHANNEL, DEFAULT_SHOWN, METRICS, GpuHistory, MetricSpec

@@ -13,9 +13,7 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from core.probes.cluster.evidence import NodeReport
-from core.probes.cluster.run import NodeEvent
-from core.probes.events import LogEvent, ProbeFinished, ProbeStarted, RunFinished, RunStarted
+from core.probes import LogEvent, NodeEvent, NodeReport, ProbeFinished, ProbeStarted, RunFinished, RunStarted
 from gui.probe.run_feed import LogLine
 from gui.table_model import Row, RowsModel, make_table
 

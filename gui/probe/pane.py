@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -34,17 +34,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core import probes
 from core.catalog import load_catalog
 from core.planner.models import PlanRequest
-from core.probes.apply import nothing_to_apply
-from core.probes.cluster.run import NodeEvent
-from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
-from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
-from core.probes.host_groups import HostGroup
-from core.probes.leases import mark_stale_runs
-from core.probes.scorecard import explain_no_verdict
-from core.probes.store import HostProfile, ProbeStore, StoredRun
-from core.probes.transport.base import Transport
+from core.probes import HostGroup, HostProfile, ProbeStore, explain_no_verdict, mark_stale_runs, nothing_to_apply
 from core.validation import validation_message
 from gui.probe import backend
 from gui.probe.cluster_connect import ClusterConnector, ConnectedNode, close_nodes, member_profiles
@@ -71,6 +64,9 @@ from gui.probe.scorecard_view import ScorecardView, verdict_value
 from gui.probe.suite_picker import SuitePicker
 from gui.probe.window_close import OnWindowClose
 from gui.workers import Executor, Job, ThreadExecutor
+
+if TYPE_CHECKING:
+    from core.probes import ProbeEvidence, ProbeOutcome, Scorecard, StoredRun, Transport
 
 STOP_GRACE_MS = 30_000
 
@@ -161,7 +157,7 @@ class ProbePane(QWidget):
         """The pane the app shows: the user's probe history (in memory, and saying so, when the file cannot be
         used), the real runner; runs a killed tuneplan left 'running' are marked interrupted first."""
         store = ProbeStore.open_or_memory()
-        stale = mark_stale_runs(store)  # core.probes.leases
+        stale = mark_stale_runs(store)  # core.probes.history.leases
         pane = cls(executor or ThreadExecutor(), store, **kwargs)
         pane.check_history()
         if stale:
@@ -432,31 +428,31 @@ class ProbePane(QWidget):
 
     def _on_event(self, event: object) -> None:
         match event:
-            case RunStarted():
+            case probes.RunStarted():
                 self.run_id, self.run_probes = event.run_id, list(event.probes)
                 host = self.connected_profile.name if self.connected_profile else "the host"
                 self.showing.setText(live_title(self.run_id, host, event.facts))
                 self._note_empty_charts(event.facts.nvidia if event.facts is not None else None, ended=False)
-            case ProbeStarted():
+            case probes.ProbeStarted():
                 self.log.add(*self.run_progress.start(event.name, event.index, event.total, event.eta_s,
                                                       time.monotonic()))
                 self._update_progress()
-            case MetricsBatch():
+            case probes.MetricsBatch():
                 self.gpu_charts.add_metrics(event.metrics)
                 self._add_lines(self.throttle.lines(event.metrics))
-            case SeriesPoint():
+            case probes.SeriesPoint():
                 self.run_charts.add_point(event.series, event.x, event.y, event.label, event.t)
-            case LogEvent():
+            case probes.LogEvent():
                 self.log.add(event.level, event.message)
-            case ProbeFinished():
+            case probes.ProbeFinished():
                 self.outcomes.append(event.outcome)
                 self.run_progress.finish()
                 self._add_lines(outcome_lines(event.outcome))
                 self._update_progress()
                 self._note_empty_charts(None, ended=False)
-            case RunFinished():
+            case probes.RunFinished():
                 self._run_finished(event)
-            case NodeEvent():
+            case probes.NodeEvent():
                 self._add_lines(self.node_table.add(event))
                 self.run_progress.running_share(self.node_table.progress.fraction())
                 self._update_progress()
@@ -467,7 +463,7 @@ class ProbePane(QWidget):
         for level, text in lines:
             self.log.add(level, text)
 
-    def _run_finished(self, event: RunFinished) -> None:
+    def _run_finished(self, event: probes.RunFinished) -> None:
         status = event.status
         card = explain_no_verdict(event.scorecard, self.outcomes, status) if event.scorecard is not None else None
         self.run_id, self.evidence, self.scorecard = event.run_id, event.evidence, card

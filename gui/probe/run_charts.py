@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QGridLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from core.probes.evidence import ProbeOutcome
+from core.probes import ProbeOutcome
 from gui.probe.live_charts import LiveGpuCharts
 from gui.probe.point_charts import PointChart
 from gui.probe.run_feed import chart_notes, gpu_chart_note, route_point

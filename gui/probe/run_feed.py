@@ -15,11 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from core.probes.checks.base import HostFacts
-from core.probes.evidence import ProbeOutcome, ProbeStatus
-from core.probes.samples import GpuMetric
-from core.probes.scorecard import NO_GPU
-from core.probes.store import RunSummary
+from core.probes import NO_GPU, GpuMetric, HostFacts, ProbeOutcome, ProbeStatus, RunSummary
 
 PROGRESS_STEPS = 1000
 # Clock-event reasons worth a log line, with their level (PROBES §4 D: HW slowdown is a FAIL, SW thermal a WARN).
@@ -31,7 +27,7 @@ THROTTLE_LEVELS = {
 LogLine = tuple[str, str]
 
 
-# The runner's chart series (core.probes.events.SeriesName) → (chart, legend name; None: the point's label).
+# The runner's chart series (core.probes.run.events.SeriesName) → (chart, legend name; None: the point's label).
 SERIES_ROUTES: dict[str, tuple[str, str | None]] = {
     "busbw": ("busbw", "busbw"), "algbw": ("busbw", "algbw"),
     "fio_read": ("throughput", None), "fio_write": ("throughput", None), "fio_iops": ("iops", None),

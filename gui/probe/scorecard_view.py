@@ -13,7 +13,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from core.probes.evidence import Check, Scorecard
+from core.probes import Check, Scorecard
 from gui.colors import VERDICT_COLORS, status_color
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 

@@ -23,8 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.probes.options import PROBE_NAMES, SUITES
-from core.probes.store import HostProfile
+from core.probes import PROBE_NAMES, SUITES, HostProfile
 
 DEFAULT_BURN_MIN = 10
 PROBE_TITLES = {

@@ -15,7 +15,7 @@ import pytest
 import sqlite_utils
 from pydantic import ValidationError
 
-from core.probes.host_groups import (
+from core.probes.history.host_groups import (
     HostGroup,
     delete_group,
     group,
@@ -25,7 +25,7 @@ from core.probes.host_groups import (
     rename_member,
     save_group,
 )
-from core.probes.store import MIGRATIONS, HostProfile, ProbeStore
+from core.probes.history.store import MIGRATIONS, HostProfile, ProbeStore
 from core.sqlite_schema import migrate
 
 

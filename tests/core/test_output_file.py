@@ -21,7 +21,7 @@ from core.cli import desktop_entry
 from core.cli.common import CliError
 from core.cli.main import main
 from core.output_file import OutputError, format_of, write_file
-from core.probes.replay import replay_evidence, replay_scorecard
+from core.probes.run.replay import replay_evidence, replay_scorecard
 
 VICTIM = "the user's own file\n"
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},

@@ -12,7 +12,7 @@ from core.planner.plan import plan
 from core.probes.apply import apply_to_plan, nothing_to_apply
 from core.probes.evidence import ComputeResult, HostInventory, ProbeEvidence
 from core.probes.parsers import parse_nccl_tests, parse_nvidia_smi_q
-from core.probes.replay import replay_evidence
+from core.probes.run.replay import replay_evidence
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from core.probes import ledger
-from core.probes.leases import Lease, current_lease, holder_alive, mark_stale_runs, process_start, take_lease
+from core.probes.history import ledger
+from core.probes.history.leases import Lease, current_lease, holder_alive, mark_stale_runs, process_start, take_lease
+from core.probes.history.store import ProbeStore
 from core.probes.samples import GpuMetric
-from core.probes.store import ProbeStore
 from core.probes.transport.local import LocalTransport
 
 

@@ -20,11 +20,19 @@ import pytest
 from core.probes.checks import compute
 from core.probes.checks.base import HostFacts, ProbeCallbacks, ProbeContext, PythonInfo
 from core.probes.checks.compute import LINK_QUERY
-from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeStatus
-from core.probes.options import RunOptions
-from core.probes.runner import run_suite
-from core.probes.store import ProbeStore
+from core.probes.history.store import ProbeStore
+from core.probes.run.events import (
+    LogEvent,
+    MetricsBatch,
+    ProbeFinished,
+    ProbeStarted,
+    RunFinished,
+    RunStarted,
+    SeriesPoint,
+)
+from core.probes.run.options import RunOptions
+from core.probes.run.runner import run_suite
 from core.probes.transport.base import ExecGenerator
 from core.probes.transport.local import LocalTransport
 from core.resources import resource_path

@@ -23,10 +23,10 @@ from core.probes.checks.facts import parse_facts
 from core.probes.checks.inventory import parse_df, parse_inventory_sections
 from core.probes.checks.storage import dd_rate, required_bytes
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
-from core.probes.options import RunOptions, resolve_probes
-from core.probes.run_json import samples_summary
+from core.probes.history.store import HostProfile, ProbeStore, ProbeStoreError, StoredSeriesPoint
+from core.probes.output.run_json import samples_summary
+from core.probes.run.options import RunOptions, resolve_probes
 from core.probes.samples import GpuMetric
-from core.probes.store import HostProfile, ProbeStore, ProbeStoreError, StoredSeriesPoint
 from core.probes.transport.base import CommandResult
 from core.validation import validation_message
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from core.library.store import PlanStore, StoreError
-from core.probes.store import HostProfile, ProbeStore, ProbeStoreError
+from core.probes.history.store import HostProfile, ProbeStore, ProbeStoreError
 from core.sqlite_store import FULL, LOCKED, READ_ONLY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -444,7 +444,7 @@ def test_probe_report_reads_a_read_only_history_and_writes_its_pdf_0600(tmp_path
 
 @needs_mount
 def test_a_disk_that_fills_mid_run_ends_the_run_in_the_file_saying_so_not_as_a_killed_client(tmp_path):
-    from core.probes.leases import Lease, mark_stale_runs, take_lease
+    from core.probes.history.leases import Lease, mark_stale_runs, take_lease
 
     with tmpfs(tmp_path / "mnt") as mnt:
         store = ProbeStore(mnt / "probes.db")

@@ -97,9 +97,9 @@ def report_outputs() -> Iterator[tuple[str, Callable[[], str]]]:
 def replayed_run(db: Path) -> tuple[Any, int]:
     """A probe run of the recorded H100 box (real nvidia-smi, nccl-tests and fio outputs), stored."""
     from core.probes.evidence import ProbeOutcome, ProbeStatus
-    from core.probes.replay import burn_metrics, nccl_points, replay_evidence
+    from core.probes.history.store import ProbeStore, StoredSeriesPoint
+    from core.probes.run.replay import burn_metrics, nccl_points, replay_evidence
     from core.probes.scorecard import score
-    from core.probes.store import ProbeStore, StoredSeriesPoint
 
     store = ProbeStore(db)
     probes = ["inventory", "gpu_metrics", "collectives", "storage", "burn"]
@@ -120,7 +120,7 @@ def replayed_run(db: Path) -> tuple[Any, int]:
 def probe_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
     def run_document() -> str:
         from core.cli.probe import render_scorecard
-        from core.probes.run_json import run_json
+        from core.probes.output.run_json import run_json
 
         store, run_id = replayed_run(workdir / "probe_doc.db")
         doc = run_json(store.load_run(run_id))
@@ -129,8 +129,8 @@ def probe_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
                 + re.sub(r"^run \d+ ", "run N ", render_scorecard(doc)) + "\n")
 
     def report() -> str:
-        from core.probes.report import build_probe_report
-        from core.probes.run_json import run_json
+        from core.probes.output.report import build_probe_report
+        from core.probes.output.run_json import run_json
 
         store, run_id = replayed_run(workdir / "probe_report.db")
         run = store.load_run(run_id)

@@ -15,7 +15,7 @@ import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 
 from core.library.store import PlanStore
-from core.probes.store import ProbeStore
+from core.probes.history.store import ProbeStore
 from gui.workers import InlineExecutor, ThreadExecutor
 from tests.gui.dialogs import answering
 from tests.gui.qt_leaks import LeakWatch

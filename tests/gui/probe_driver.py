@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QTabWidget, QWidget
 
-from core.probes.store import ProbeStore
+from core.probes.history.store import ProbeStore
 from gui.probe import backend
 from gui.probe.pane import ProbePane
 from gui.workers import Executor

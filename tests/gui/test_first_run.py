@@ -10,9 +10,9 @@ import pytest
 from PySide6.QtCore import Qt
 
 from core.library.store import PlanStore
-from core.probes.options import SUITES
-from core.probes.replay import ReplayRunner
-from core.probes.store import HostProfile, ProbeStore
+from core.probes.history.store import HostProfile, ProbeStore
+from core.probes.run.options import SUITES
+from core.probes.run.replay import ReplayRunner
 from gui.probe.pane import ProbePane
 from gui.probe.suite_picker import SuiteChoice
 from gui.wizard.first_run import WHAT_YOU_SEE

@@ -188,7 +188,7 @@ def test_a_traceback_the_probe_runner_logs_from_its_thread_stays_off_the_window_
             "    try:\n"
             "        1 / 0\n"
             "    except ZeroDivisionError:\n"
-            "        logging.getLogger('core.probes.runner').exception('probe run failed')\n"
+            "        logging.getLogger('core.probes.run.runner').exception('probe run failed')\n"
             "t = threading.Thread(target=bug); t.start(); t.join()\n")
     root = Path(__file__).parents[2]
     bare = subprocess.run([sys.executable, "-c", code, "bare"], cwd=root, capture_output=True, text=True, timeout=120)

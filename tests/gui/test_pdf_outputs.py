@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
-from core.probes.replay import replay_evidence, replay_scorecard
+from core.probes.run.replay import replay_evidence, replay_scorecard
 from gui.launch import main
 
 VICTIM = "the user's own file\n"

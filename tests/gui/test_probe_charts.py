@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from core.probes.replay import burn_metrics
+from core.probes.history.store import ProbeStore
+from core.probes.run.replay import burn_metrics
 from core.probes.samples import GpuMetric
-from core.probes.store import ProbeStore
 from gui.probe.decimate import peak_decimate
 from gui.probe.gpu_history import CHANNEL, METRICS, GpuHistory
 from gui.probe.live_charts import MAX_REDRAW_HZ, LiveGpuCharts

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
-from core.probes.host_groups import HostGroup, group, groups, save_group
-from core.probes.replay import ReplayRunner
-from core.probes.store import HostProfile, ProbeStore, RunSummary
+from core.probes.history.host_groups import HostGroup, group, groups, save_group
+from core.probes.history.store import HostProfile, ProbeStore, RunSummary
+from core.probes.run.replay import ReplayRunner
 from gui.probe import backend
 from gui.probe.groups import GroupDialog
 from gui.probe.hostkey_dialog import HostKeyDialog

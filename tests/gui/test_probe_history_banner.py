@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.probes.store import ProbeStore
+from core.probes.history.store import ProbeStore
 from gui.probe.pane import ProbePane
 from gui.workers import InlineExecutor
 

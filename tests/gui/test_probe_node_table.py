@@ -1,15 +1,15 @@
 """A cluster run's node rows worked out from each node's own events (no window): the probe a node is on, how
 its run ended with its verdict, the log lines that name the node, and a reopened run's nodes from its evidence.
 
-The events are built by hand as a node's run streams them (core.probes.events), wrapped as run_cluster wraps them.
+The events are built by hand as a node's run streams them (core.probes.run.events), wrapped as run_cluster wraps them.
 """
 
 from __future__ import annotations
 
 from core.probes.cluster.evidence import NodeReport
 from core.probes.cluster.run import NodeEvent
-from core.probes.events import LogEvent, ProbeFinished, ProbeStarted, RunFinished, RunStarted
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard, Verdict
+from core.probes.run.events import LogEvent, ProbeFinished, ProbeStarted, RunFinished, RunStarted
 from gui.probe.node_table import MAX_TABLE_HEIGHT, NodeProgress, NodeTable
 
 

@@ -14,11 +14,11 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
 from core.planner.models import PlanRequest
-from core.probes.events import MetricsBatch
 from core.probes.evidence import Check, CheckStatus, Scorecard, Verdict
-from core.probes.replay import ReplayRunner, replay_evidence, replay_scorecard
+from core.probes.history.store import HostProfile, ProbeStore
+from core.probes.run.events import MetricsBatch
+from core.probes.run.replay import ReplayRunner, replay_evidence, replay_scorecard
 from core.probes.samples import GpuMetric
-from core.probes.store import HostProfile, ProbeStore
 from core.probes.transport.local import LocalTransport
 from gui.probe.compare import compare_rows
 from gui.probe.hosts import LOCAL_NAME
@@ -125,7 +125,7 @@ def test_stop_cancels_a_run_mid_burn(qtbot, probe_store, tmp_path):
 
 class SlowToEnd(ReplayRunner):
     """The replay held at its burn until stopped, whose stream ends a while after its RunFinished, as a real run's
-    does while it joins a worker thread slow to stop (core.probes.run_queue.drain waits up to 5 s for each)."""
+    does while it joins a worker thread slow to stop (core.probes.run.run_queue.drain waits up to 5 s for each)."""
 
     def __init__(self, linger_s: float) -> None:
         super().__init__(hold="burn", hold_s=30.0)
@@ -499,7 +499,7 @@ def test_opening_the_window_marks_a_killed_clients_run_interrupted(qtbot, tmp_pa
     import subprocess
     import sys
 
-    from core.probes.leases import Lease, take_lease
+    from core.probes.history.leases import Lease, take_lease
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     path = tmp_path / "xdg" / "tuneplan" / "probes.db"

@@ -1,4 +1,4 @@
-"""The replayed probe run (core.probes.replay) reads the real tool outputs it ships, and they are the fixtures.
+"""The replayed probe run (core.probes.run.replay) reads the real tool outputs it ships, and they are the fixtures.
 
 The replay feeds the probe pane's tests and the screenshots: the `nvidia-smi --query-gpu` CSV and
 `nvidia-smi dmon` captured under gpu-burn on one H100 (tests/fixtures/probes/SOURCES.md #4 and #7), the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.probes.replay import CAPTURES, SAMPLES, burn_metrics, nccl_points
+from core.probes.run.replay import CAPTURES, SAMPLES, burn_metrics, nccl_points
 from core.resources import resource_path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"

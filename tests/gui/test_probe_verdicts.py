@@ -12,9 +12,9 @@ import pytest
 from PySide6.QtCore import Qt
 
 from core.probes.evidence import HostInventory, ProbeEvidence, StorageResult
-from core.probes.replay import ReplayRunner
+from core.probes.history.store import HostProfile, ProbeStore
+from core.probes.run.replay import ReplayRunner
 from core.probes.scorecard import score
-from core.probes.store import HostProfile, ProbeStore
 from gui.probe.pane import ProbePane
 from gui.workers import InlineExecutor
 from tests.gui.probe_driver import (

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from core.probes import ledger
 from core.probes.cluster.run import ClusterNode, NodeEvent, run_cluster
-from core.probes.options import ProbeTimeouts, RunOptions
-from core.probes.store import ProbeStore
+from core.probes.history import ledger
+from core.probes.history.store import ProbeStore
+from core.probes.run.options import ProbeTimeouts, RunOptions
 from core.probes.transport.base import WORKDIR_PREFIX
 from core.probes.transport.local import LocalTransport
 

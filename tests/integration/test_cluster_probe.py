@@ -30,10 +30,10 @@ from core.probes.cluster.evidence import ClusterEvidence
 from core.probes.cluster.run import CLUSTER_STEPS, ClusterNode, NodeEvent, run_cluster
 from core.probes.cluster.session import NodeSession
 from core.probes.cluster.steps import clock_offset
-from core.probes.events import LogEvent, ProbeFinished, ProbeStarted, RunEvent, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import ProbeEvidence
-from core.probes.options import ProbeTimeouts, RunOptions
-from core.probes.store import ProbeStore, StoredRun
+from core.probes.history.store import ProbeStore, StoredRun
+from core.probes.run.events import LogEvent, ProbeFinished, ProbeStarted, RunEvent, RunFinished, RunStarted, SeriesPoint
+from core.probes.run.options import ProbeTimeouts, RunOptions
 from core.probes.transport.ssh import SshTransport
 from core.probes.transport.target import SshTarget
 

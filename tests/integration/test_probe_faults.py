@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 
 from core.cli.main import main as cli_main
-from core.probes import ledger
 from core.probes.evidence import ProbeStatus, Verdict
-from core.probes.store import ProbeStore, StoredRun
+from core.probes.history import ledger
+from core.probes.history.store import ProbeStore, StoredRun
 from core.probes.transport import ssh
 
 try:

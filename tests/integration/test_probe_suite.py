@@ -25,7 +25,9 @@ from typing import Any
 import pytest
 
 from core.cli.main import main as cli_main
-from core.probes.events import (
+from core.probes.evidence import ProbeStatus, Verdict
+from core.probes.history.store import ProbeStore
+from core.probes.run.events import (
     LogEvent,
     MetricsBatch,
     ProbeFinished,
@@ -34,10 +36,8 @@ from core.probes.events import (
     RunStarted,
     SeriesPoint,
 )
-from core.probes.evidence import ProbeStatus, Verdict
-from core.probes.options import RunOptions
-from core.probes.runner import run_suite
-from core.probes.store import ProbeStore
+from core.probes.run.options import RunOptions
+from core.probes.run.runner import run_suite
 from core.probes.transport.base import ExecGenerator
 from core.probes.transport.local import LocalTransport
 from core.probes.transport.ssh import SshTransport
@@ -411,8 +411,8 @@ def test_cli_unreachable_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def test_storage_without_fio_uses_the_python_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A host without fio: the facts say so (fio removed from what facts.sh found) and iobench.py measures."""
-    from core.probes import runner
     from core.probes.checks.facts import detect_facts
+    from core.probes.run import runner
 
     def without_fio(ctx: Any) -> Any:
         facts = detect_facts(ctx)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from core.probes.store import ProbeStore
+from core.probes.history.store import ProbeStore
 from core.probes.transport.base import ShellStartTimeout, make_remote_workdir
 from core.probes.transport.ssh import SshTransport
 from core.probes.transport.target import SshTarget

@@ -25,8 +25,8 @@ import pytest
 
 from core.cli.main import main as cli_main
 from core.probes.cluster.run import ClusterNode, run_cluster
-from core.probes.options import RunOptions
-from core.probes.store import ProbeStore
+from core.probes.history.store import ProbeStore
+from core.probes.run.options import RunOptions
 from core.probes.transport.base import Disconnected
 from core.probes.transport.hostkeys import known_hosts_name
 from core.probes.transport.local import LocalTransport

@@ -19,7 +19,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, Field
 
 from core.probes.evidence import ProbeEvidence
-from core.probes.options import RunOptions
+from core.probes.run.options import RunOptions
 from core.probes.samples import GpuMetric
 from core.probes.transport.base import CommandResult, Transport, TransportError
 
@@ -128,7 +128,7 @@ class ProbeCallbacks:
     log: Callable[[LogLevel, str, str | None], None]
     point: Callable[[str, float, float, str], None]
     raw: Callable[[str, CommandResult], None]
-    # The ledger of what this app made on the host (core.probes.ledger): (path, kind) once made, path once gone.
+    # The ledger of what this app made on the host (core.probes.history.ledger): (path, kind) once made, path once gone.
     created: Callable[[str, str], None] | None = None
     removed: Callable[[str], None] | None = None
 
@@ -165,7 +165,7 @@ class ProbeContext:
         self.callbacks.point(series, x, y, label)
 
     def remember(self, path: str, kind: str) -> None:
-        """Write down a directory this probe made on the host, before anything goes in it (see core.probes.ledger)."""
+        """Write down a directory this probe made on the host, before anything goes in it (history.ledger)."""
         if self.callbacks.created is not None:
             self.callbacks.created(path, kind)
 

@@ -94,7 +94,7 @@ def _reference(cluster: ClusterEvidence) -> float | None:
 
 
 def _chart(coll: CollectiveResult, title: str, reference: float | None) -> BarChart | None:
-    from core.probes.report import busbw_chart  # core.probes.report builds this section: imported at use
+    from core.probes.output.charts import busbw_chart
 
     chart = busbw_chart(coll, reference)
     return None if chart is None else chart.model_copy(update={"title": title})

@@ -2,11 +2,11 @@
 need them all — streaming typed events and persisting everything as it arrives.
 
 Why this shape: a node's own figures (its GPUs, health, storage) are exactly a single-host run's, so each node
-gets an ordinary run (core.probes.runner.start_worker) with a row of its own in the history, and all of them run
+gets an ordinary run (core.probes.run.runner.start_worker) with a row of its own in the history, and all of them run
 at once on their own threads. The cluster run is one more row, whose evidence holds only what needs several
 nodes (core.probes.cluster.evidence); its worker (core.probes.cluster.worker) starts when every node's run has
 ended, because torchrun across the nodes would otherwise compete with the nodes' own benchmarks. Every run
-reports through one queue and `core.probes.run_queue.drain` persists them all from the thread iterating this
+reports through one queue and `core.probes.run.run_queue.drain` persists them all from the thread iterating this
 generator, so the store is written from one thread, as everywhere else.
 
 Cancel (the ``cancel`` event, or closing the generator) halts every node's run and the cluster steps; each kills
@@ -28,13 +28,13 @@ from core.probes.checks.base import HostFacts
 from core.probes.cluster.evidence import ClusterEvidence, NodeReport
 from core.probes.cluster.steps import node_facts
 from core.probes.cluster.worker import CLUSTER_STEPS, ClusterWorker
-from core.probes.events import LogEvent, ProbeFinished, ProbeStarted, RunEvent, RunFinished, RunStarted
 from core.probes.evidence import ProbeEvidence, ProbeStatus
-from core.probes.leases import mark_stale_runs, take_lease
-from core.probes.options import RunOptions
-from core.probes.run_queue import Queue, Writer, drain
-from core.probes.runner import start_worker
-from core.probes.store import ProbeStore
+from core.probes.history.leases import mark_stale_runs, take_lease
+from core.probes.history.store import ProbeStore
+from core.probes.run.events import LogEvent, ProbeFinished, ProbeStarted, RunEvent, RunFinished, RunStarted
+from core.probes.run.options import RunOptions
+from core.probes.run.run_queue import Queue, Writer, drain
+from core.probes.run.runner import start_worker
 from core.probes.transport.base import Transport
 
 

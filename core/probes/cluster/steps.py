@@ -43,11 +43,11 @@ from core.probes.cluster.session import (
     upload_everywhere,
 )
 from core.probes.evidence import ProbeEvidence
-from core.probes.options import RunOptions
 from core.probes.parsers import parse_nccl_tests
 from core.probes.parsers.dcgm import parse_dcgmi_diag
 from core.probes.parsers.ib import parse_ibv_devinfo, parse_perftest
 from core.probes.parsers.nccl_debug import parse_nccl_debug
+from core.probes.run.options import RunOptions
 from core.probes.scorecard.common import sweep_cut
 
 AGREED_FIELDS = ("gpu_model", "gpu_count", "driver", "cuda", "nccl", "torch", "kernel")

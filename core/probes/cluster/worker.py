@@ -1,6 +1,6 @@
 """The cluster run's own worker: after every node's suite has ended, the steps that need all nodes, in order.
 
-It runs on a thread of its own and reports through the run queue (core.probes.run_queue), exactly as a node's
+It runs on a thread of its own and reports through the run queue (core.probes.run.run_queue), exactly as a node's
 worker does, so every step's events, raw outputs and evidence are persisted as they arrive. Before the steps it
 asks every node that finished its suite to answer (``true`` within a short timeout): a node that hangs is named
 and left out, and the steps go on with the others. Every work directory it made is removed at the end, also
@@ -35,11 +35,11 @@ from core.probes.cluster.steps import (
     nccl_tests,
     rendezvous,
 )
-from core.probes.events import ProbeStarted, RunFinished, RunStatus, SeriesPoint
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
-from core.probes.options import RunOptions
-from core.probes.run_queue import EvidenceSnapshot, LedgerItem, Queue, RawItem, Reporter
-from core.probes.runner import compute_scorecard
+from core.probes.run.events import ProbeStarted, RunFinished, RunStatus, SeriesPoint
+from core.probes.run.options import RunOptions
+from core.probes.run.run_queue import EvidenceSnapshot, LedgerItem, Queue, RawItem, Reporter
+from core.probes.run.runner import compute_scorecard
 from core.probes.transport.base import CommandResult, Transport, TransportError
 from core.resources import resource_path
 

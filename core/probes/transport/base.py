@@ -8,7 +8,7 @@ workers, ``nvidia-smi -lms``) that would otherwise outlive the run. The implemen
 Threading: a transport belongs to the run's worker thread, which connects, reconnects and closes it. Each
 command runs in a process (or SSH channel) of its own, so one other thread may run commands on it at the same
 time: the metrics sampler streams ``nvidia-smi`` over the worker's transport while the checks run theirs
-(``core.probes.runner`` says why). The ``cancel`` events may be set from any thread.
+(``core.probes.run.runner`` says why). The ``cancel`` events may be set from any thread.
 """
 
 from __future__ import annotations

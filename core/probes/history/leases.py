@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.probes.store import ProbeStore
+from core.probes.history.store import ProbeStore
 
 START_TOLERANCE_S = 2.0  # /proc start times are in clock ticks since boot; boot time itself is to the second
 

@@ -8,7 +8,7 @@ long work in it (fio, the burn) - and struck out once it is removed; the runner 
 reconnect and at the start of the next run on that host (``sweep``). The ledger is also the guard: ``sweep``
 removes nothing that is not in it, and the transports' ``remove_workdir`` removes only a resolved path whose last
 part is one of our names (``tuneplan.*``). Entries of a run still ``running`` (a live tuneplan, see
-core.probes.leases) are not swept.
+core.probes.history.leases) are not swept.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from core.probes.store import ProbeStore
+from core.probes.history.store import ProbeStore
 from core.probes.transport.base import Transport, TransportError
 
 Kind = Literal["workdir", "storage"]

@@ -1,6 +1,6 @@
 """The one queue probe runs report through, and the loop that persists and yields what arrives on it.
 
-A run's work happens on threads (core.probes.runner says why); they only put ``(run_id, item)`` pairs on a
+A run's work happens on threads (core.probes.run.runner says why); they only put ``(run_id, item)`` pairs on a
 queue. `drain` is the generator side: it takes items off, writes each to the `ProbeStore` through that run's
 `Writer` (so the store is written from the one thread iterating it) and yields the public events. Several runs
 may share one queue — a cluster run's nodes each have a run of their own (core.probes.cluster.run) — and
@@ -18,9 +18,11 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel
 
-from core.probes import ledger
 from core.probes.checks.base import LogLevel
-from core.probes.events import (
+from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
+from core.probes.history import ledger
+from core.probes.history.store import ProbeStore, StoredSeriesPoint
+from core.probes.run.events import (
     LogEvent,
     MetricsBatch,
     ProbeFinished,
@@ -30,9 +32,7 @@ from core.probes.events import (
     RunStarted,
     SeriesPoint,
 )
-from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
 from core.probes.samples import GpuMetric
-from core.probes.store import ProbeStore, StoredSeriesPoint
 from core.probes.transport.base import CommandResult
 
 SAMPLE_FLUSH_S = 0.5

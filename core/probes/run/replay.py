@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
 from core.probes.evidence import (
     HostInventory,
     ProbeEvidence,
@@ -23,9 +22,18 @@ from core.probes.evidence import (
     Scorecard,
     StorageResult,
 )
+from core.probes.history.store import ProbeStore, StoredSeriesPoint
 from core.probes.parsers import parse_dmon, parse_fio_json, parse_nccl_tests, parse_nvidia_smi_q, parse_query_gpu
+from core.probes.run.events import (
+    LogEvent,
+    MetricsBatch,
+    ProbeFinished,
+    ProbeStarted,
+    RunFinished,
+    RunStarted,
+    SeriesPoint,
+)
 from core.probes.samples import GpuMetric
-from core.probes.store import ProbeStore, StoredSeriesPoint
 from core.resources import resource_path
 
 SAMPLES = ("samples", "probe_run")  # under resources/

@@ -14,7 +14,7 @@ Why it is built this way:
   still, hostnames and kernel logs are the user's business: the file is 0600 in a 0700 folder;
 - a damaged file (found by PRAGMA quick_check on open) is moved aside and a new one started (``notice`` says
   where); a full disk, a read-only folder or a lock is a ProbeStoreError sentence and renames nothing
-  (core.sqlite_store); a file that fails mid-run hands the run to memory (core.probes.store_rescue) and
+  (core.sqlite_store); a file that fails mid-run hands the run to memory (core.probes.history.store_rescue) and
   ``fault`` says the history could not be kept (a full disk: the runs end there as interrupted, saying why).
 """
 
@@ -36,9 +36,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core.paths import data_dir
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
+from core.probes.history.store_rescue import can_rescue, end_in_file, kept, to_memory
+from core.probes.history.store_schema import MIGRATIONS
 from core.probes.samples import GpuMetric
-from core.probes.store_rescue import can_rescue, end_in_file, kept, to_memory
-from core.probes.store_schema import MIGRATIONS
 from core.probes.transport.base import CommandResult
 from core.sqlite_schema import migrate, transaction
 from core.sqlite_store import (

@@ -17,13 +17,13 @@ and the generator reaches them only through the ``cancel`` event.
 
 Remote work happens in a private work directory (``transport.make_workdir()``) that is removed at the end,
 also after a cancel or a failure. Every directory made on the host is written in the ledger first
-(core.probes.ledger) and struck out once removed; what earlier runs left on this host is swept at the start,
+(core.probes.history.ledger) and struck out once removed; what earlier runs left on this host is swept at the start,
 and what this run left is retried right after a reconnect. On `Disconnected` the probe that was running is
 ``lost`` (what it gathered before the drop is kept, marked partial); the runner tries ``transport.reconnect()``
 once (when the transport has it) and resumes with the next probe, and the run ends ``incomplete``; without a
 reconnect the rest is ``lost`` too and the run ends ``interrupted``. Only a run where every planned probe has
 an outcome and none is lost is ``completed``; the scorecard is held to that (core.probes.scorecard.outcomes).
-The run's row carries a lease (core.probes.leases) so that a run whose client dies is found on the next start.
+The run's row carries a lease (core.probes.history.leases) so that a run whose client dies is found on the next start.
 Cancel (the ``cancel`` event, or closing the generator) reaches the running remote command within a fraction of
 a second; the transport kills its process group.
 """
@@ -38,7 +38,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from core.catalog import load_catalog
-from core.probes import ledger
 from core.probes.checks import PROBES
 from core.probes.checks.base import (
     Cancelled,
@@ -51,7 +50,11 @@ from core.probes.checks.base import (
 )
 from core.probes.checks.facts import detect_facts, python_used
 from core.probes.checks.gpu_metrics import MetricsSampler, sampler_command
-from core.probes.events import (
+from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard
+from core.probes.history import ledger
+from core.probes.history.leases import mark_stale_runs, take_lease
+from core.probes.history.store import ProbeStore
+from core.probes.run.events import (
     MetricsBatch,
     ProbeStarted,
     RunEvent,
@@ -60,14 +63,11 @@ from core.probes.events import (
     RunStatus,
     SeriesPoint,
 )
-from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard
-from core.probes.leases import mark_stale_runs, take_lease
-from core.probes.options import RunOptions
-from core.probes.run_queue import EvidenceSnapshot, LedgerItem, Queue, RawItem, Reporter, Writer, drain
+from core.probes.run.options import RunOptions
+from core.probes.run.run_queue import EvidenceSnapshot, LedgerItem, Queue, RawItem, Reporter, Writer, drain
 from core.probes.samples import GpuMetric
 from core.probes.scorecard import score
 from core.probes.scorecard.outcomes import account_for_outcomes
-from core.probes.store import ProbeStore
 from core.probes.transport.base import CommandResult, Disconnected, Transport, TransportError
 from core.resources import resource_path
 
@@ -358,7 +358,7 @@ def start_worker(transport: Transport, options: RunOptions, store: ProbeStore, o
                  host_label: str, started: float) -> tuple[Writer, threading.Thread]:
     """Start one host's run on its own thread, reporting through ``out``: its row (with a lease) is made in the
     store first, and what earlier runs left on the host is swept by the worker. Returns the run's writer and
-    thread (the caller drains the queue: core.probes.run_queue.drain)."""
+    thread (the caller drains the queue: core.probes.run.run_queue.drain)."""
     probes = options.probe_names()
     leftovers = ledger.leftovers(store, host_label)
     run_id = store.start_run(host_label, options.suite_label, probes, options.model_dump(mode="json"),

@@ -1,4 +1,4 @@
-"""The probe history's tables, one migration a schema version (core.probes.store opens and migrates the file).
+"""The probe history's tables, one migration a schema version (core.probes.history.store opens and migrates the file).
 
 Kept apart from the store so that what the file holds reads in one place, oldest first: a version, once
 shipped, is never edited; a new column or table is a new function at the end.
@@ -46,8 +46,8 @@ def _v1(db: sqlite_utils.Database) -> None:
 
 
 def _v2(db: sqlite_utils.Database) -> None:
-    """The run's lease (who is running it: core.probes.leases) and the ledger of what this app created on which
-    host (core.probes.ledger), so a dead client's run is told apart from a live one and its leftovers are swept."""
+    """The run's lease (who is running it: history.leases) and the ledger of what this app created on which
+    host (history.ledger), so a dead client's run is told apart from a live one and its leftovers are swept."""
     for column, kind in (("lease_pid", "INTEGER"), ("lease_host", "TEXT"), ("lease_start", "REAL")):
         db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
     db.execute("""CREATE TABLE created_paths (
@@ -56,7 +56,7 @@ def _v2(db: sqlite_utils.Database) -> None:
 
 
 def _v3(db: sqlite_utils.Database) -> None:
-    """Host groups (cluster targets, core.probes.host_groups): a name and its member host names as a JSON list."""
+    """Host groups (cluster targets, history.host_groups): a name and its member host names as a JSON list."""
     db.execute("""CREATE TABLE host_groups (
         id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, hosts TEXT NOT NULL DEFAULT '[]',
         created REAL NOT NULL, updated REAL NOT NULL)""")

@@ -3,7 +3,7 @@
 Why a table of its own: a group is what the user made, like a host profile, and must outlive a restart; it names
 its member hosts by their profile names (the labels their runs are filed under), so a member's connection
 details stay in one place, the host profile. The store's schema gets the table in its third version
-(``_v3`` in ``core.probes.store_schema``); older files gain an empty table and keep everything else.
+(``_v3`` in ``core.probes.history.store_schema``); older files gain an empty table and keep everything else.
 
 The rules a group follows (``group_error``) are one sentence each, naming the field: a name, not already used by a
 saved host or another group (runs are filed under names, so one name must mean one target), and at least two
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 if TYPE_CHECKING:
-    from core.probes.store import ProbeStore
+    from core.probes.history.store import ProbeStore
 
 MIN_GROUP_HOSTS = 2
 

@@ -1,7 +1,7 @@
 """Keeping a probe run when its history file fails mid-run: copy what can be read into memory and carry on.
 
 Why: a run measures for minutes to hours on a rented box; a history file that fills its disk, turns read-only,
-stays locked or is found damaged halfway must not cost those measurements. The store (core.probes.store) then
+stays locked or is found damaged halfway must not cost those measurements. The store (core.probes.history.store) then
 switches to an in-memory database holding what this session's runs had written, so the runner, the CLI's
 ``--json`` and the window still see the whole run, and the user is told the history could not be kept.
 """

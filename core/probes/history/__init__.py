@@ -1,0 +1,1 @@
+"""The probe history: runs and their samples in SQLite (store.py), saved host groups, leases and the ledger."""
