@@ -333,6 +333,8 @@ def model_config(case: dict[str, Any]) -> dict[str, Any]:
         cfg.update(model_type="qwen2", hidden_act="silu", tie_word_embeddings=False)
     else:
         cfg.update(model_type="llama", hidden_act="silu", tie_word_embeddings="llama-3.2" in name)
+    if name.startswith("bert"):
+        cfg["attention_probs_dropout_prob"] = 0.1  # bert-large-uncased config.json (BertConfig's default too)
     return cfg
 
 
