@@ -270,6 +270,10 @@ def _lora(case: dict[str, Any], method: Method, assumed: list[str]) -> dict[str,
     dropout = re.search(r"LoRA[^.;]*?dropout (0\.\d+)", notes) or re.search(r"alpha=\d+, dropout (0\.\d+)", notes)
     if dropout:
         out["lora_dropout"] = float(dropout.group(1))
+    elif isinstance(lora.get("dropout"), (int, float)):
+        # The run's own LoRA block states it (ms-swift's and universal-llm-trainer's lora_dropout 0.05): PEFT
+        # then saves each adapter's dropped-out input for backward (memory._linear_inputs).
+        out["lora_dropout"] = float(lora["dropout"])
     targets = lora.get("planner_targets", lora.get("targets"))
     if isinstance(targets, list) and targets and targets != ["query", "value"] and all(
             str(t).endswith("_proj") for t in targets):
@@ -329,6 +333,8 @@ def model_config(case: dict[str, Any]) -> dict[str, Any]:
         cfg.update(model_type="qwen2", hidden_act="silu", tie_word_embeddings=False)
     else:
         cfg.update(model_type="llama", hidden_act="silu", tie_word_embeddings="llama-3.2" in name)
+    if name.startswith("bert"):
+        cfg["attention_probs_dropout_prob"] = 0.1  # bert-large-uncased config.json (BertConfig's default too)
     return cfg
 
 

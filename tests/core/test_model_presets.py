@@ -222,11 +222,12 @@ def test_mla_saves_expanded_keys_and_values_and_its_latents() -> None:
 
 
 def test_eager_scores_stay_s_squared_under_a_window() -> None:
-    """Eager attention materialises every layer's s×s probabilities (2·a·s elements a token), windowed or not."""
+    """Eager attention materialises every layer's s×s probabilities, windowed or not: a·s of them a token, each
+    kept as the fp32 softmax output and its bf16 copy (6 B = 3 bf16 elements; transformers' eager_attention_forward)."""
     gemma = arch("gemma-3-1b")
     eager = memory.activation_parts(gemma, TrainingSpec(attention=Attention.eager), 8192)
     flash = memory.activation_parts(gemma, TrainingSpec(attention=Attention.flash), 8192)
-    assert eager[1] - flash[1] == 2 * 4 * 8192
+    assert eager[1] - flash[1] == 3 * 4 * 8192
 
 
 # ----------------------------------------------------------------------------- the listing

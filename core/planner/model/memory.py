@@ -141,8 +141,13 @@ def model_states(
 
     wb = weight_bytes(precision)
     if method is Method.qlora:
+        nf4 = (NF4_BITS + NF4_CONSTANT_BITS[training.double_quant]) / 8
         quantized = float(arch.quantizable_params)
-        frozen_bytes = quantized * (NF4_BITS + NF4_CONSTANT_BITS[training.double_quant]) / 8 + (frozen - quantized) * wb
+        frozen_bytes = quantized * nf4 + (frozen - quantized) * wb
+        if quantizes_lm_head(training):
+            # The head becomes a 4-bit linear of its own; a tied model's embedding stays a 16-bit table beside it.
+            head = float(arch.vocab * arch.hidden)
+            frozen_bytes += head * nf4 - (0.0 if arch.tied_embeddings else head * wb)
     else:
         frozen_bytes = frozen * wb
     # A trainable 16-bit working copy; fp32 precision trains the fp32 weights directly.
@@ -236,6 +241,22 @@ def parallel_split(states: ModelStates, arch: Architecture, training: TrainingSp
     )
 
 
+def quantizes_lm_head(training: TrainingSpec) -> bool:
+    """litgpt's QLoRA quantizes the LM head too: its finetune scripts pass Lightning Fabric's
+    BitsandbytesPrecision, whose convert_module replaces every torch.nn.Linear (the head included; only
+    `ignore_modules` are spared, and litgpt names none). transformers' bitsandbytes integration keeps the head
+    16-bit (`llm_int8_skip_modules` defaults to the output embedding)."""
+    return training.method is Method.qlora and training.framework is Framework.litgpt
+
+
+def dequantized_matrix_params(arch: Architecture, training: TrainingSpec) -> int:
+    """The largest weight bitsandbytes dequantizes to 16-bit at once (MatMul4Bit's forward, and again in
+    backward): the largest block matrix, or the LM head where it is quantized too."""
+    if quantizes_lm_head(training):
+        return max(arch.largest_matrix_params, arch.vocab * arch.hidden)
+    return arch.largest_matrix_params
+
+
 def gathered_bytes(arch: Architecture, training: TrainingSpec, largest: float, wb: float) -> float:
     """Parameters ZeRO-3/FSDP holds gathered at once: two units (the current one and the prefetched next).
 
@@ -325,7 +346,7 @@ def activation_parts(
     if training.attention is Attention.eager and attention_core:
         # Eager attention materialises every layer's s×s probabilities, windowed or not: transformers'
         # eager_attention_forward multiplies q by all keys and adds the (sliding) mask before the softmax.
-        attn = attn + 2 * arch.heads * seq_len
+        attn = attn + arch.heads * seq_len * eager_probability_bytes(arch, training) / weight_bytes(training.precision)
     o_in = _linear_inputs(arch, training, ("o",), o_w)
     attn = attn + (o_in if o_in != o_w else 0)
     mlp = (3 if arch.gated_mlp else 1) * mlp_width + (_linear_inputs(arch, training, ("down",), down_width)
@@ -337,6 +358,20 @@ def activation_parts(
     # Tensor parallelism shards attention and the MLP interior; the norms, the column-parallel linears' shared
     # inputs and the router (it reads the replicated hidden state) stay whole on every tp rank.
     return norms + qkv_in + mlp_in + router, attn + mlp, kv
+
+
+def eager_probability_bytes(arch: Architecture, training: TrainingSpec) -> float:
+    """Bytes eager attention keeps for backward per probability (one head, one query, one key).
+
+    transformers' eager_attention_forward (and Qwen's and BERT's own attention): `softmax(scores, dtype=float32)`
+    saves its fp32 output (4 B, what softmax's backward reads) and `.to(query.dtype)` makes the 16-bit copy the
+    P·V matmul saves (2 B; in fp32 it is the same tensor). A dropout with p > 0 on the probabilities adds its
+    1-byte mask and the dropped copy the matmul saves (ATen's dropout returns its input untouched at p = 0).
+    16-bit: 6 B (9 B with dropout); fp32: 4 B (9 B with dropout).
+    """
+    wb = weight_bytes(training.precision)
+    kept = 4.0 + (wb if wb < 4.0 else 0.0)
+    return kept + (1.0 + wb if arch.attention_dropout > 0 else 0.0)
 
 
 def _mla_latents(arch: Architecture, training: TrainingSpec) -> Num:
@@ -445,20 +480,31 @@ class MemoryEstimate:
     step_workspace: Num = 0.0  # the optimizer step's temporaries (in overhead once they outgrow the activations)
 
 
-def grads_at_activation_peak(training: TrainingSpec, gradients: Num, accumulation: Num) -> Num:
+def grads_at_activation_peak(training: TrainingSpec, gradients: Num, accumulation: Num, dp: Num = 1) -> Num:
     """The gradient bytes alive with every activation, at the start of backward.
 
-    PyTorch FSDP (1 and 2) writes each sharded gradient in its unit's post-backward reduce-scatter, and the
-    optimizer's zero_grad() sets them to None (its default since PyTorch 2.0; torchtitan calls it at the start
-    of every step): with one micro-batch per step no gradient exists while the activations are all alive, and
-    the sharded gradients grow only as the layers' activations are freed. With accumulation they persist.
-    DDP buckets and DeepSpeed's flat fp32 partitions are allocated once and stay.
+    A gradient is allocated by the backward that first computes it ("None by default and becomes a Tensor the first
+    time a call to backward() computes gradients", torch.Tensor.grad docs), and `optimizer.zero_grad()` sets them
+    back to None (set_to_none=True, its default since PyTorch 2.0; the Trainer, torchtitan and plain loops call it
+    every step). PyTorch FSDP (1 and 2) writes each sharded gradient in its unit's post-backward reduce-scatter the
+    same way. So with one micro-batch per step no gradient exists while the activations are all alive, and the
+    gradients grow only as the layers' activations are freed; with accumulation they persist. The same holds for
+    one GPU with no wrapper. DDP's buckets (its Reducer allocates them at construction), DeepSpeed's flat fp32
+    partitions and Megatron-Core's contiguous gradient buffer are allocated once and stay.
     """
-    if training.sharding not in (Sharding.fsdp, Sharding.hsdp) or training.offload is not Offload.none:
+    if training.offload is not Offload.none:
         return gradients
-    if np.ndim(accumulation) == 0 and np.ndim(gradients) == 0:
-        return gradients if float(accumulation) > 1 else 0.0
-    return np.where(np.asarray(accumulation) > 1, gradients, 0.0 * gradients)
+    fsdp = training.sharding in (Sharding.fsdp, Sharding.hsdp)
+    bare = (training.sharding is Sharding.none and training.framework is not Framework.megatron
+            and training.tensor_parallel * training.pipeline_parallel * training.expert_parallel == 1)
+    if not (fsdp or bare):
+        return gradients
+    fresh = np.asarray(accumulation) <= 1
+    if bare:
+        fresh = fresh & (np.asarray(dp) * training.context_parallel <= 1)
+    if np.ndim(fresh) == 0 and np.ndim(gradients) == 0:
+        return 0.0 if bool(fresh) else gradients
+    return np.where(fresh, 0.0 * gradients, gradients)
 
 
 def no_sync_gradients(arch: Architecture, training: TrainingSpec, gradients: Num, dp: Num, accumulation: Num) -> Num:
@@ -510,11 +556,11 @@ def estimate(
     logits = logits_bytes(arch, training, micro_batch, seq_len) / (training.tensor_parallel * training.context_parallel)
     working = states.gathered + COMM_BUCKET_BYTES * (np.asarray(dp) > 1)
     if training.method is Method.qlora:
-        working = working + 2 * arch.largest_matrix_params * 2  # dequantized bf16 weight, forward and backward
+        working = working + 2 * dequantized_matrix_params(arch, training) * 2  # dequantized bf16 weight, fwd + bwd
     # The optimizer step runs after backward has freed the activations: the gradients it reads and its workspace
     # only add beyond them (the gradients alive at the activation peak are counted there).
-    live_grads = no_sync_gradients(arch, training, grads_at_activation_peak(training, states.gradients, accumulation),
-                                   dp, accumulation)
+    fresh = grads_at_activation_peak(training, states.gradients, accumulation, dp)
+    live_grads = no_sync_gradients(arch, training, fresh, dp, accumulation)
     gradients = np.maximum(states.gradients, live_grads)  # more only while no_sync keeps them whole
     step_excess = np.maximum(states.gradients + states.step_workspace - live_grads - act - logits, 0.0)
     allocated = states.weights + live_grads + states.optimizer + act + logits + working + step_excess

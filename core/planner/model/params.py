@@ -89,6 +89,7 @@ class Architecture:
     fused_qkv: bool = False  # q, k, v computed by one linear module
     experts_fused: bool = False  # routed experts stored as 3-D parameters: no LoRA adapter, no NF4 quantization
     sliding_window: int | None = None
+    attention_dropout: float = 0.0  # dropout on the attention probabilities (BERT, GPT-2): eager keeps its mask
     # Each layer's attention kind and window/chunk (attention_layers.layer_pattern); empty: `sliding_window`
     # (when set) windows every layer, as for an Architecture built by hand.
     layer_attention: tuple[LayerAttention, ...] = ()
@@ -157,6 +158,7 @@ class Architecture:
             experts_fused=model_type in _FUSED_EXPERT_TYPES and experts > 0,
             attention_bias=bool(cfg.get("attention_bias") or cfg.get("qkv_bias") or model_type == "qwen2"),
             sliding_window=opt("sliding_window") if cfg.get("use_sliding_window", True) else None,
+            attention_dropout=_attention_dropout(cfg),
             layer_attention=_layer_pattern(cfg, model_type, layers),
             notes=view.notes,
         )
@@ -388,6 +390,24 @@ class Architecture:
     @cached_property
     def largest_matrix_params(self) -> int:
         return max(lin.params for lin in self.linears())
+
+
+ATTENTION_DROPOUT_KEYS = ("attention_dropout", "attention_probs_dropout_prob", "attn_pdrop", "attn_dropout_prob")
+
+
+def _attention_dropout(cfg: dict[str, Any]) -> float:
+    """The dropout config.json puts on the attention probabilities under its family's name (Llama's
+    attention_dropout, BERT's attention_probs_dropout_prob, GPT-2's attn_pdrop, Qwen's attn_dropout_prob); 0 when
+    none is written."""
+    for key in ATTENTION_DROPOUT_KEYS:
+        value = cfg.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+            raise ConfigError(f"config.json key {key} must be a probability from 0 up to (not including) 1 "
+                              f"(got {value!r})")
+        return float(value)
+    return 0.0
 
 
 class _Keys:
