@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.catalog import load_catalog
-from core.planner.models import PlanRequest
+from core.planner import PlanRequest
 from core.probes.apply import nothing_to_apply
 from core.probes.cluster.run import NodeEvent
 from core.probes.events import LogEvent, MetricsBatch, ProbeFinished, ProbeStarted, RunFinished, RunStarted, SeriesPoint
