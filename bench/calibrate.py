@@ -22,12 +22,13 @@ import json
 import math
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bench import calibrate_bands, calibrate_compare, calibrate_fit, calibrate_report
-from bench.calibrate_cases import MEMORY_METRICS, THROUGHPUT_METRICS, Built, build, source_of
+from bench.calibrate_cases import Built, build, source_of
+from bench.calibrate_rows import BEGIN, END, MEMORY_TOLERANCE, THROUGHPUT_TOLERANCE, Row
 from core.catalog import Catalog, load_catalog
 from core.planner.model import memory
 from core.planner.models import PlanResult
@@ -42,15 +43,9 @@ EFFICIENCY_PATH = ROOT / "resources/calibration/efficiency.json"
 DOC = ROOT / "docs/formulas.md"
 PLAN_DATE = dt.date(2026, 12, 1)  # plan(today=...): fixed, so price-staleness warnings never change a figure
 
-MEMORY_TOLERANCE, MEMORY_GOAL = 0.10, 0.80
-THROUGHPUT_TOLERANCE, THROUGHPUT_GOAL, CLASS_GOAL = 0.20, 0.70, 0.60
+MEMORY_GOAL = 0.80
+THROUGHPUT_GOAL, CLASS_GOAL = 0.70, 0.60
 TIME_METRICS = ("wall_time_s", "gpu_hours")
-
-# litgpt's QLoRA peaks, measured with litgpt#1112's bitsandbytes (it kept each 4-bit linear's input), do not
-# reproduce on an H200 with today's, while the LoRA and full rows do (docs/formulas.md, "litgpt measured peaks").
-# They stay in the tables and counts; the summary also counts without them.
-SUPERSEDED_BNB_ROWS = frozenset({"litgpt-a100-40g-llama2-7b-qlora-nf4-mem", "litgpt-a100-40g-llama2-13b-qlora-nf4-mem",
-                                 "litgpt-a10g-llama3-8b-qlora-mem"})
 
 # What each source's memory figure measures (tests/fixtures/planner/THROUGHPUT.md "Units"); a run of
 # published_runs.json may say so itself (other_settings.measure):
@@ -65,9 +60,6 @@ MEMORY_MEASURE: dict[str, str] = {
     "philschmid/deep-learning-pytorch-huggingface": "device",  # "22 GB/GPU", a rounded nvidia-smi-level figure
 }
 
-BEGIN, END = "<!-- calibrate:begin -->", "<!-- calibrate:end -->"
-
-
 def load_cases(paths: Sequence[Path] = FIXTURES) -> list[dict[str, Any]]:
     """Every run of the fixtures; a figure copied into both (same source, metric and value) counts once."""
     seen: set[tuple[str, str, float]] = set()
@@ -81,59 +73,10 @@ def load_cases(paths: Sequence[Path] = FIXTURES) -> list[dict[str, Any]]:
     return cases
 
 
-def kind_of(metric: str) -> str:
-    if metric in MEMORY_METRICS:
-        return "memory"
-    if metric in THROUGHPUT_METRICS:
-        return "throughput"
-    raise KeyError(f"unknown metric {metric}")
-
-
 def method_class(case: dict[str, Any]) -> str:
     """'full' (full fine-tuning and pre-training), 'LoRA' or 'QLoRA': the classes the goals are judged in."""
     text = case["method"].lower()
     return "QLoRA" if text == "qlora" else "LoRA" if text == "lora" else "full"
-
-
-@dataclass(frozen=True)
-class Row:
-    """One run compared: the published figure, the out-of-source plan (None: not planned) and why."""
-
-    id: str
-    source: str
-    method: str
-    metric: str
-    published: float
-    planned: float | None
-    reason: str | None = None
-    assumed: tuple[str, ...] = field(default=())
-    measured: bool = True
-    baseline: float | None = None  # the same figure from a flat 50%-of-peak plan (throughput only)
-    llm_analysis: float | None = None  # the same figure from llm-analysis 0.2.2, where it can express the run
-    prior: float | None = None  # the figure planned at sustained efficiency 1 (before any fit)
-    group: str | None = None  # the sustained-efficiency group its fold's factor came from
-    regimes: tuple[str, ...] = field(default=())
-
-    @property
-    def kind(self) -> str:
-        return kind_of(self.metric)
-
-    @property
-    def tolerance(self) -> float:
-        return MEMORY_TOLERANCE if self.kind == "memory" else THROUGHPUT_TOLERANCE
-
-    @property
-    def error(self) -> float | None:
-        """planned ÷ published − 1 (positive: the planner says more)."""
-        return None if self.planned is None else self.planned / self.published - 1
-
-    @property
-    def within(self) -> bool | None:
-        err = self.error
-        return None if err is None else abs(err) <= self.tolerance
-
-    def other_within(self, figure: float | None) -> bool | None:
-        return None if figure is None else abs(figure / self.published - 1) <= self.tolerance
 
 
 def planned_figure(built: Built, result: PlanResult) -> float:

@@ -17,7 +17,7 @@ from bench import calibrate_bands, calibrate_fit
 from core.planner.speed import bands, sustained
 
 if TYPE_CHECKING:
-    from bench.calibrate import Row
+    from bench.calibrate_rows import Row
 
 CLASSES = ("full", "LoRA", "QLoRA")
 CLASS_TITLE = {"full": "full fine-tuning and pre-training", "LoRA": "LoRA", "QLoRA": "QLoRA"}
@@ -31,7 +31,7 @@ def _share(hits: Sequence[bool | None]) -> dict[str, Any]:
 def summary(rows: Sequence[Row]) -> dict[str, Any]:
     """Within-tolerance counts: throughput overall and per method class (planner, flat 50%, llm-analysis on the
     runs each can express), memory (measured figures only)."""
-    from bench.calibrate import SUPERSEDED_BNB_ROWS
+    from bench.calibrate_rows import SUPERSEDED_BNB_ROWS
 
     tp = [r for r in rows if r.kind == "throughput" and r.planned is not None]
     out: dict[str, Any] = {"throughput": {"all": _share([r.within for r in tp])}}
@@ -142,7 +142,7 @@ METHOD = (
 
 def doc_section(rows: Sequence[Row], today: dt.date) -> str:
     """The docs/formulas.md section, between its markers."""
-    from bench.calibrate import BEGIN, END
+    from bench.calibrate_rows import BEGIN, END
 
     method = textwrap.fill(METHOD.format(today=today.isoformat(), runs=len(rows),
                                          sources=len({r.source for r in rows})),

@@ -34,9 +34,9 @@ from PySide6.QtWidgets import (
 )
 
 from core.catalog import CatalogError
-from core.library.store import PlanRecord, PlanStore, StoreError, library_is_empty, request_to_dict
+from core.library import PlanRecord, PlanStore, StoreError, library_is_empty, request_to_dict
 from core.output_file import format_of, write_file
-from core.planner.request_file import RequestFileError, read_request_file
+from core.planner import RequestFileError, read_request_file
 from gui.catalog.refresh_button import RefreshPricesButton
 from gui.catalog.view import CatalogView
 from gui.forms import chosen_path, said, show_problem, suggested_path
@@ -417,7 +417,7 @@ class MainWindow(QMainWindow):
 
     def _plan_label(self) -> str:
         """'llama-3.1-8b lora on 8× H100-SXM': what the plan is, for a plan that has no name yet."""
-        from core.planner.analysis import hardware_label  # loaded by the plan being saved
+        from core.planner import hardware_label  # loaded by the plan being saved
 
         analysis = self.wizard.state.analysis
         assert analysis is not None
@@ -511,7 +511,7 @@ class MainWindow(QMainWindow):
         path = chosen_path(self, path, "Export PDF", self._export_path(".pdf"), "PDF (*.pdf)", save=True)
         if path is None:
             return
-        from core.planner.report import build_report
+        from core.planner import build_report
         from gui.pdf import render_report
 
         report = build_report(analysis, name=self.wizard.plan_name)

@@ -17,6 +17,9 @@ This package's front door re-exports what callers use; the work is split by job:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from core import lazy_names
 from core.catalog.lookup import Catalog
 from core.catalog.overrides import default_user_dir, load_catalog, save_user_overrides
 from core.catalog.records import (
@@ -41,11 +44,30 @@ from core.catalog.records import (
 )
 from core.catalog.shipped import shipped_catalog
 
+if TYPE_CHECKING:
+    from core.catalog.network import network_node_gbps, network_text
+    from core.catalog.refresh import SOURCES as REFRESH_SOURCES
+    from core.catalog.refresh import RefreshReport, import_file
+    from core.catalog.refresh import refresh as refresh_prices
+
+# Read on first use (core/__init__.py): the refresh brings the downloader and the feeds' parsers, which neither
+# `tuneplan plan` nor the window's start-up needs. ``refresh_prices`` is ``core.catalog.refresh.refresh`` under a
+# name of its own, because ``refresh`` is the module's name in this package.
+_LAZY: dict[str, str | tuple[str, str]] = {
+    "network_node_gbps": "core.catalog.network",
+    "network_text": "core.catalog.network",
+    "REFRESH_SOURCES": ("core.catalog.refresh", "SOURCES"),
+    "RefreshReport": "core.catalog.refresh",
+    "import_file": "core.catalog.refresh",
+    "refresh_prices": ("core.catalog.refresh", "refresh"),
+}
+
 __all__ = [
     "GPU",
     "PRECISIONS",
     "PRICING_MODELS",
     "PRICING_MODES",
+    "REFRESH_SOURCES",
     "STALE_AFTER_DAYS",
     "STORAGE_TIERS",
     "Allowance",
@@ -59,10 +81,16 @@ __all__ = [
     "PricingMode",
     "PricingModel",
     "Provider",
+    "RefreshReport",
     "StoragePrice",
     "StorageTier",
     "default_user_dir",
+    "import_file",
     "load_catalog",
+    "network_node_gbps",
+    "network_text",
+    "refresh_prices",
     "save_user_overrides",
     "shipped_catalog",
 ]
+__getattr__ = lazy_names(__name__, _LAZY, globals())

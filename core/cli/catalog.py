@@ -15,7 +15,7 @@ from core.cli.table import table
 from core.units import fmt_count, fmt_usd
 
 if TYPE_CHECKING:
-    from core.catalog.records import GPU
+    from core.catalog import GPU
 
 # The figures `catalog gpus` shows, whose sources its last column names (GPU.sources keys).
 SHOWN_FIGURES = ("memory_bytes", "memory_bandwidth_gbs", "bf16_tflops", "fp16_tflops")
@@ -72,7 +72,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
         data: list[Any] = [g.model_dump() for g in cat.gpus.values()]
         header = ("id", "name", "memory", "bandwidth", "bf16 TFLOP/s", "fp16 TFLOP/s", "source")
     elif args.what == "models":
-        from core.planner.model.params import Architecture
+        from core.planner import Architecture
 
         rows, data = [], []
         for p in cat.models.values():

@@ -12,8 +12,7 @@ import argparse
 import dataclasses
 import json
 
-from core.catalog.records import CatalogError
-from core.catalog.refresh import SOURCES, RefreshReport, import_file, refresh
+from core.catalog import REFRESH_SOURCES, CatalogError, RefreshReport, import_file, refresh_prices
 from core.cli.common import CliError
 
 
@@ -39,9 +38,9 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     if args.file is not None:
         raise CliError(f"`tuneplan catalog refresh` takes no file (got '{args.file}'); to read a file use"
                        " `tuneplan catalog import FILE`")
-    sources = SOURCES if args.source in (None, "all") else (args.source,)
+    sources = REFRESH_SOURCES if args.source in (None, "all") else (args.source,)
     try:
-        report = refresh(sources, clouds=_clouds(args.cloud), accept_fewer=args.accept_fewer)
+        report = refresh_prices(sources, clouds=_clouds(args.cloud), accept_fewer=args.accept_fewer)
     except CatalogError as exc:
         raise CliError(str(exc)) from None
     _print(report, args.json)

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.cli.common import EXIT_ERROR, CliError, add_command
-from core.cli.plan import load_request
+from core.cli.plan_request import load_request
 from core.validation import validation_message
 
 # core.launch.FORMATS' names, spelt here so that building the parser imports no planner (every `tuneplan` call
@@ -44,15 +44,14 @@ def register(subparsers: Any) -> None:
 
 def cmd_launch(args: argparse.Namespace) -> int:
     from core.launch import LaunchError, write_launch_files
-    from core.planner.models import PlanRequest
-    from core.planner.plan import PlanError, plan
+    from core.planner import PlanError, PlanRequest, make_plan
 
     try:
         request = PlanRequest.model_validate(load_request(args.request))
     except ValidationError as exc:
         raise CliError(validation_message(exc)) from exc
     try:
-        result = plan(request)
+        result = make_plan(request)
     except PlanError as exc:
         raise CliError(str(exc)) from exc
     name = args.name or (Path(args.request).stem if args.request != "-" else None)

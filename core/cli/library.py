@@ -20,7 +20,7 @@ from core.cli.table import table
 from core.units import fmt_hours, fmt_usd
 
 if TYPE_CHECKING:
-    from core.library.store import PlanRecord, PlanStore
+    from core.library import PlanRecord, PlanStore
 
 
 def register(subparsers: Any) -> None:
@@ -54,7 +54,7 @@ def register(subparsers: Any) -> None:
 @contextmanager
 def _opened(args: argparse.Namespace) -> Iterator[PlanStore]:
     """The library named by --db or the window's; its faults (full disk, lock, newer schema) as CliError."""
-    from core.library.store import PlanStore, StoreError
+    from core.library import PlanStore, StoreError
 
     try:
         store = PlanStore(Path(args.db).expanduser() if args.db else None)
@@ -102,7 +102,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def settings_lines(record: PlanRecord) -> list[str]:
     """'training.sharding  zero3  chosen by the planner' for each setting the user set or the planner chose; the
     defaults are counted, not listed (`show --json` has them all)."""
-    from core.library.provenance import SOURCE_WORDS, flatten, settings_in_effect
+    from core.library import SOURCE_WORDS, flatten, settings_in_effect
 
     result = record.result()
     settings = settings_in_effect(record.request, result) if result is not None else \
@@ -155,10 +155,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from core.library.store import request_to_dict
-    from core.planner.models import PlanRequest
-    from core.planner.plan import PlanError, plan
-    from core.planner.request_file import RequestFileError, read_request_file
+    from core.library import request_to_dict
+    from core.planner import PlanError, PlanRequest, RequestFileError, make_plan, read_request_file
     from core.validation import validation_message
 
     path = Path(args.file).expanduser()
@@ -169,7 +167,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         raise CliError(f"{path.name} is not a valid plan request: {validation_message(exc)}") from None
     try:
-        result, problem = plan(request), ""
+        result, problem = make_plan(request), ""
     except PlanError as exc:  # kept, as the window keeps it: the request is the user's, planned once it can be
         result, problem = None, str(exc)
     name = args.name or path.stem

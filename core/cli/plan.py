@@ -1,6 +1,7 @@
 """`tuneplan plan REQUEST.json|--model ...`: build a plan request from a file or quick flags, plan it, print it.
 
-The request building is shared with `tuneplan report` (``core.cli.report``); the text rendering is the human
+The request building (``core.cli.plan_request``) is shared with `tuneplan report`, `tuneplan launch` and the step
+probe; the text rendering is the human
 summary of a ``PlanResult``, and ``--json`` prints the result itself.
 """
 
@@ -8,19 +9,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import textwrap
-from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from core.cli.common import CliError, add_command, read_json
+from core.cli.common import CliError, add_command
+from core.cli.plan_request import build_request
 from core.cli.table import table
-from core.units import fmt_bytes, fmt_count, fmt_gpu_hours, fmt_hours, fmt_usd, parse_count
-from core.validation import validation_message
-
-_NUMBER_LIKE = re.compile(r"[0-9][0-9.,_eE+-]*\s*[A-Za-z]?")
+from core.units import fmt_bytes, fmt_count, fmt_gpu_hours, fmt_hours, fmt_usd
 
 
 def register(subparsers: Any) -> None:
@@ -51,89 +46,8 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_plan)
 
 
-# The quick flags, each with the request field it sets (`--gpus` and `--nodes` go with `--gpu`, in hardware).
-QUICK_FIELDS = {"model": "model", "tokens": "data.tokens", "epochs": "data.epochs", "seq_len": "data.seq_len",
-                "method": "training.method", "lora_rank": "training.lora_rank", "gpu": "hardware.gpu",
-                "gpus": "hardware.gpus_per_node", "nodes": "hardware.nodes", "provider": "pricing.provider",
-                "mode": "pricing.mode"}
-
-
-def flag(dest: str) -> str:
-    """'seq_len' -> '--seq-len', as the user typed it."""
-    return "--" + dest.replace("_", "-")
-
-
-def _refuse_ignored(args: argparse.Namespace) -> None:
-    """A flag the request would not use is refused in one sentence, never dropped: quick flags beside
-    REQUEST.json, --gpus or --nodes without --gpu (the search tries its own counts), --db without --probe-run,
-    and a flag given with nothing after '='."""
-    given = [dest for dest in QUICK_FIELDS if getattr(args, dest, None) is not None]
-    if getattr(args, "request", None) and given:
-        raise CliError(f"{flag(given[0])} applies only without REQUEST.json: set {QUICK_FIELDS[given[0]]} in the "
-                       "file instead, or leave the file out")
-    for dest in given:
-        if not str(getattr(args, dest)).strip():
-            raise CliError(f"{flag(dest)} is empty: give a value or leave the flag out for its default")
-    for dest in ("gpus", "nodes"):
-        if dest in given and not args.gpu:
-            raise CliError(f"{flag(dest)} needs --gpu: name the GPU (e.g. --gpu H100-SXM {flag(dest)} "
-                           f"{getattr(args, dest)}), or leave {flag(dest)} out and the search tries 1 to 8 GPUs per "
-                           "node on 1 to 64 nodes")
-    if getattr(args, "db", None) and not getattr(args, "probe_run", None):
-        raise CliError("--db names the probe history for --probe-run: give --probe-run RUN too, or leave --db out")
-
-
-def _quick_request(args: argparse.Namespace) -> dict[str, Any]:
-    if not args.model:
-        raise CliError("plan needs REQUEST.json or --model PRESET (with --tokens)")
-    if args.tokens is None:
-        raise CliError("--tokens is required with --model (e.g. --tokens 2e8 or 200M)")
-    model: dict[str, Any]
-    if Path(args.model).suffix == ".json":
-        model = {"hf_config": args.model}
-    else:
-        try:
-            model = {"params": parse_count(args.model)} if args.model[:1].isdigit() else {"preset": args.model}
-        except ValueError:  # '1,5B' is a count mistyped (its sentence says so), '01-ai/Yi-34B' a preset
-            model = {"params": args.model} if _NUMBER_LIKE.fullmatch(args.model) else {"preset": args.model}
-    req: dict[str, Any] = {"model": model}
-    for dest, path in QUICK_FIELDS.items():
-        value = getattr(args, dest)
-        if dest != "model" and value is not None:
-            section, _, field = path.partition(".")
-            req.setdefault(section, {})[field] = value
-    req.setdefault("training", {}).setdefault("method", "lora")
-    return req
-
-
-def load_request(path: str) -> dict[str, Any]:
-    from core.planner.request_file import request_of  # a saved plan's JSON plans its request
-
-    data = request_of(read_json(path))
-    if not isinstance(data, dict):
-        raise CliError(f"{path} must hold a JSON object with model and data")
-    return data
-
-
-def build_request(args: argparse.Namespace) -> Any:
-    from core.planner.models import PlanRequest
-
-    _refuse_ignored(args)
-    raw = load_request(args.request) if args.request else _quick_request(args)
-    try:
-        return PlanRequest.model_validate(raw)
-    except ValidationError as exc:
-        message = validation_message(exc)
-        if not args.request:  # name the flag the user typed, beside the field it sets
-            for dest, path in QUICK_FIELDS.items():
-                if message.startswith(path + ":") and getattr(args, dest, None) is not None:
-                    message = f"{flag(dest)} ({path}):{message[len(path) + 1:]}"
-                    break
-        raise CliError(message) from exc
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
-    from core.planner.plan import PlanError, plan
+    from core.planner import PlanError, make_plan
 
     request = build_request(args)
     applied: list[str] = []
@@ -142,7 +56,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         request, applied = applied_request(request, args.probe_run, args.db)
     try:
-        result = plan(request)
+        result = make_plan(request)
     except PlanError as exc:
         raise CliError(str(exc)) from exc
     if args.json:
@@ -156,7 +70,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def price_offer(c: Any) -> str:
     """' p5.48xlarge in us-east-1 (on_demand)': the instance and region the price is for and what kind of price
     it is; '' with none."""
-    from core.planner.money.plan_cost import offer_place
+    from core.planner import offer_place
 
     if not c.instance:
         return ""
@@ -167,13 +81,7 @@ def price_offer(c: Any) -> str:
 def time_lines(r: Any) -> list[str]:
     """The Time line; with the plan's bands, 'likely X (range A–B)' for the wall time, a Speed line for tokens/s and
     a Range line saying how often published runs of this kind fell inside (without bands, the Time line alone)."""
-    from core.planner.report import (
-        band_notes,
-        likely_hours,
-        likely_tokens_per_second,
-        measured_step_text,
-        wall_time_parts,
-    )
+    from core.planner import band_notes, likely_hours, likely_tokens_per_second, measured_step_text, wall_time_parts
 
     c = r.compute
     speed = likely_tokens_per_second(r)
@@ -189,7 +97,7 @@ def time_lines(r: Any) -> list[str]:
 
 def cost_lines(r: Any) -> list[str]:
     """'Total    likely $54.06 (range $44.00–$70.00)' under the cost table when the plan has a cost band."""
-    from core.planner.report import likely_cost
+    from core.planner import likely_cost
 
     total = likely_cost(r)
     return [f"Total    {total}"] if total else []
@@ -202,7 +110,7 @@ def cost_block(r: Any) -> list[str]:
     c = r.cost
     if c.unpriced_reason:
         return [f"Cost     none: {c.unpriced_reason}"]
-    from core.planner.money.sanity import seen_phrase
+    from core.planner import seen_phrase
 
     offers = {a.name: f"{a.value}, {seen_phrase(a.date)}" for a in r.assumptions}
     modes = [(mode.replace("_", "-"), getattr(c.compute_usd, mode)) for mode in ("on_demand", "spot", "reserved")]
@@ -249,8 +157,11 @@ def candidates_block(r: Any) -> list[str]:
     * the Pareto front; a tie marks every row tied."""
     if not r.candidates:
         return []
-    from core.planner.choose.search import shown_candidates  # the planner loads only when a plan is printed
-    from core.planner.report import sharding_text
+    # The planner loads only when a plan is printed
+    from core.planner import (
+        sharding_text,
+        shown_candidates,
+    )
 
     fastest = min(k.hours for k in r.candidates)
     priced = [k.cost_usd for k in r.candidates if k.cost_usd is not None]
@@ -287,7 +198,7 @@ def utilisation_short(c: Any) -> str:
 
 def render_plan(result: Any) -> str:
     """The human summary: headline (that it does not fit, first), memory table, time, cost, candidates, warnings."""
-    from core.planner.money.sanity import not_fit_text
+    from core.planner import not_fit_text
 
     r = result
     hw, m, c, t = r.hardware, r.memory, r.compute, r.training if hasattr(r, "training") else r.request.training

@@ -12,33 +12,33 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
-import getpass
 import json
 import logging
-import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from core.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, add_command
+from core.cli.probe_common import (
+    EXIT_CANCELLED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    ProbeExit,
+    Progress,
+    connect,
+    load_explained,
+    mark_stale,
+    render_scorecard,
+    sigint_cancels,
+)
+from core.cli.probe_slurm import add_arguments as add_slurm_arguments
 from core.cli.probe_step import options_step, step_lines
-from core.cli.table import table
 from core.units import parse_bytes
 
 if TYPE_CHECKING:  # the probe modules load when a probe runs, not when `tuneplan plan` builds its parser
-    from core.probes import ProbeStore, StoredRun
+    from core.probes import ProbeStore
 
-EXIT_OK = 0
-EXIT_HOST_KEY = 3
-EXIT_AUTH = 4
-EXIT_UNREACHABLE = 5
-EXIT_INTERRUPTED = 6
-EXIT_CANCELLED = 130
-LOCAL_LABEL = "This machine"  # the GUI files runs of the local machine under the same name
 
 _EPILOG = """exit codes: 0 run completed (any verdict), 1 error, 2 usage, 3 unknown or changed host key,
 4 authentication failed, 5 host unreachable, 6 connection lost mid-run: a probe was not measured (partial results
@@ -61,7 +61,6 @@ def register(subparsers: Any) -> None:
                         "between nodes)")
     p.add_argument("--name", metavar="NAME", help="the name a cluster run is filed under (default: its hosts)")
     p.add_argument("--local", action="store_true", help="probe this machine instead of a remote host")
-    from core.cli.probe_slurm import add_arguments as add_slurm_arguments  # here: it imports this module
 
     add_slurm_arguments(p)
     p.add_argument("--suite", default="quick",
@@ -99,21 +98,15 @@ def register(subparsers: Any) -> None:
 MIN_FIO_BYTES = 1 << 20  # RunOptions.fio_size's floor
 
 
-class _Exit(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
 def parse_size(text: str) -> int:
     """'256MB' and '256M' (10⁶ bytes each), '256MiB' and '256Mi' (2²⁰), '1048576' (bytes) -> bytes: the one reading of
     a size every tuneplan field has (core.units.parse_bytes, as the README says); '80Gb' is refused as bits."""
     try:
         size = parse_bytes(text)
     except ValueError as exc:
-        raise _Exit(EXIT_USAGE, f"--fio-size: {exc}") from None
+        raise ProbeExit(EXIT_USAGE, f"--fio-size: {exc}") from None
     if size < MIN_FIO_BYTES:
-        raise _Exit(EXIT_USAGE, f"--fio-size '{text}' is {size:,} bytes; the test file needs at least 1 MiB "
+        raise ProbeExit(EXIT_USAGE, f"--fio-size '{text}' is {size:,} bytes; the test file needs at least 1 MiB "
                                 "(1,048,576 bytes), e.g. 2M or 1MiB")
     return size
 
@@ -136,7 +129,7 @@ def _options(args: argparse.Namespace) -> Any:
     try:
         options_step(values, args.plan, args.step_scale)
     except CliError as exc:
-        raise _Exit(EXIT_USAGE, str(exc)) from None
+        raise ProbeExit(EXIT_USAGE, str(exc)) from None
     try:
         return RunOptions(**values)
     except ValidationError as exc:
@@ -147,80 +140,7 @@ def _options(args: argparse.Namespace) -> Any:
         for name, cli_name in flag.items():
             if message.startswith(name + ":"):
                 message = cli_name + message[len(name):]
-        raise _Exit(EXIT_USAGE, message) from None
-
-
-def _prompt(label: str) -> str | None:
-    """Ask on the terminal (never stored); None when there is no terminal to ask on."""
-    if not sys.stdin.isatty():
-        return None
-    try:
-        return getpass.getpass(f"tuneplan: {label} ")
-    except (EOFError, KeyboardInterrupt):
-        return None
-
-
-def _connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[Any, str]:
-    """A connected transport and the label runs are filed under; `_Exit` with one sentence on failure (naming
-    the host when several are probed)."""
-    from core.probes import (
-        AuthenticationFailed,
-        HostKeyChanged,
-        HostKeyRevoked,
-        HostKeyUnknown,
-        LocalTransport,
-        TransportError,
-        Unreachable,
-    )
-
-    if args.local:
-        return LocalTransport(), LOCAL_LABEL
-    from core.probes import HostOverrides, open_ssh, resolve
-
-    text = target_text if target_text is not None else args.targets[0]
-    where = f"{text}: " if len(args.targets) > 1 else ""
-    if args.port is not None and not 1 <= args.port <= 65535:
-        raise _Exit(EXIT_USAGE, f"--port {args.port} is not a port number from 1 to 65535")
-    try:
-        target = resolve(text, HostOverrides(port=args.port, identity_files=tuple(args.identity)))
-    except ValueError as exc:
-        raise _Exit(EXIT_USAGE, f"{where}{exc}") from None
-    options: dict[str, Any] = {"accept_new_host_key": _accepted(args.accept_new_host_key), "password_cb": _prompt,
-                               "passphrase_cb": _prompt}
-    if args.known_hosts:
-        options["known_hosts_file"] = Path(args.known_hosts).expanduser()
-    try:
-        transport = open_ssh(target, notes=_print_notes, **options)
-    except HostKeyRevoked as exc:
-        raise _Exit(EXIT_HOST_KEY, f"{where}{exc}") from None
-    except HostKeyUnknown as exc:
-        more = " adding" if args.accept_new_host_key else " with"
-        hint = "" if exc.expected else f"; if it is right, run again{more} --accept-new-host-key {exc.fingerprint}"
-        raise _Exit(EXIT_HOST_KEY, f"{where}{exc}{hint}") from None
-    except HostKeyChanged as exc:
-        raise _Exit(EXIT_HOST_KEY, f"{where}{exc} (the host was reinstalled, or someone is in the middle; if you "
-                                   "know it was reinstalled, remove its old line from the known-hosts file)") from None
-    except AuthenticationFailed as exc:
-        raise _Exit(EXIT_AUTH, f"{where}{exc}") from None
-    except Unreachable as exc:
-        raise _Exit(EXIT_UNREACHABLE, f"{where}{exc}") from None
-    except TransportError as exc:
-        raise _Exit(EXIT_ERROR, f"{where}{exc}") from None
-    return transport, text.strip()
-
-
-def _print_notes(notes: list[str]) -> None:
-    """Known-hosts lines skipped, one line each, as OpenSSH would skip them."""
-    for note in notes:
-        print(f"tuneplan: note: {note}", file=sys.stderr, flush=True)
-
-
-def _accepted(values: list[bool | str]) -> bool | tuple[str, ...]:
-    """--accept-new-host-key as given: True when once without a fingerprint (any new key), else the fingerprints
-    (each host of the run must have one of them), else False."""
-    if True in values:
-        return True
-    return tuple(v for v in values if isinstance(v, str)) or False
+        raise ProbeExit(EXIT_USAGE, message) from None
 
 
 def _label(store: ProbeStore, args: argparse.Namespace, default: str) -> str:
@@ -235,98 +155,7 @@ def _label(store: ProbeStore, args: argparse.Namespace, default: str) -> str:
 # ----------------------------------------------------------------------------------------- output
 
 
-class _Progress:
-    """Human progress lines: one per probe start and end, warnings and log events indented."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.out = stream
-
-    def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
-
-    def event(self, ev: Any) -> None:
-        kind = ev.kind
-        if kind == "run_started":
-            from core.probes import python_used
-
-            self.say(f"probing {ev.host}: {', '.join(ev.probes)} (run {ev.run_id})")
-            if ev.facts is not None:
-                self.say(f"      {python_used(ev.facts)}")
-        elif kind == "probe_started":
-            eta = f", about {ev.eta_s:.0f} s" if ev.eta_s else ""
-            self.say(f"[{ev.index}/{ev.total}] {ev.name}{eta}")
-        elif kind == "probe_finished":
-            outcome = ev.outcome
-            took = max(0.0, outcome.ended - outcome.started)
-            detail = f": {outcome.error}" if outcome.error else ""
-            self.say(f"      {outcome.name} {outcome.status.value} ({took:.1f} s){detail}")
-            for warning in outcome.warnings:
-                self.say(f"        - {warning}")
-        elif kind == "log" and ev.level != "info":
-            self.say(f"      ! {ev.message}")
-
-
-def render_scorecard(doc: dict[str, Any]) -> str:
-    card = doc.get("scorecard")
-    lines = [f"run {doc['run_id']} on {doc['host']}: {doc['status']}"]
-    if not card:
-        lines.append("no scorecard (the run has no evidence)")
-        return "\n".join(lines)
-    if not card["checks"]:
-        lines.append(card["summary"])  # "No verdict: …" and why
-        return "\n".join(lines)
-    # the summary opens with the verdict, or says there is none
-    lines += [f"verdict: {card['summary']}" if card["verdict"] else card["summary"], ""]
-    rows = [[c["status"], c["area"], c["name"], c["measured"], c["expected"]] for c in card["checks"]]
-    lines.append(table(rows, ["status", "area", "check", "measured", "expected"], align="text", max_cell=48))
-    reasons = [f"  {c['name']}: {c['reason']}" for c in card["checks"] if c["status"] in ("FAIL", "WARN")]
-    if reasons:
-        lines += ["", "why:", *reasons]
-    partial = (doc.get("evidence") or {}).get("partial") or {}
-    if partial:
-        lines += ["", "partial (these stopped before their end, by a dropped connection or a cut sweep; their "
-                      "figures above are what came before, and a cut sweep is not graded):",
-                  *(f"  {name}: {what}" for name, what in partial.items())]
-    return "\n".join(lines)
-
-
 # ------------------------------------------------------------------------------------------- command
-
-
-@contextlib.contextmanager
-def _sigint_cancels(cancel: threading.Event, say: Callable[[str], None]) -> Iterator[None]:
-    """First Ctrl-C cancels the run cleanly (remote processes killed, work directory removed); a second one
-    interrupts at once."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if cancel.is_set():
-            raise KeyboardInterrupt
-        cancel.set()
-        say("cancelling: stopping remote processes and removing the work directory (Ctrl-C again to quit now)")
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _mark_stale(store: ProbeStore, progress: _Progress) -> None:
-    """Runs left ``running`` by a dead client become ``interrupted`` (core.probes.history.leases), said on one line."""
-    from core.probes import mark_stale_runs
-
-    try:
-        stale = mark_stale_runs(store)
-    except Exception as exc:  # by design: a history that cannot be tidied must not stop a new run
-        progress.say(f"tuneplan: could not check the history for interrupted runs: {exc}")
-        return
-    if stale:
-        ids = ", ".join(str(i) for i in stale)
-        progress.say(f"run{'s' if len(stale) > 1 else ''} {ids} stopped without an end (the tuneplan running "
-                     f"{'them' if len(stale) > 1 else 'it'} was killed): marked interrupted, samples kept")
 
 
 def _logging(verbose: bool) -> None:
@@ -343,21 +172,11 @@ def _logging(verbose: bool) -> None:
                 logger.addHandler(logging.NullHandler())
 
 
-def load_explained(store: ProbeStore, run_id: int) -> StoredRun:
-    """A stored run whose scorecard, when it graded nothing, says what became of its probes."""
-    from core.probes import explain_no_verdict
-
-    run = store.load_run(run_id)
-    if run.scorecard is None:
-        return run
-    return dataclasses.replace(run, scorecard=explain_no_verdict(run.scorecard, run.outcomes, run.summary.status))
-
-
 def cmd_probe(args: argparse.Namespace) -> int:
     _logging(args.verbose)
     try:
         return _probe(args)
-    except _Exit as exc:
+    except ProbeExit as exc:
         print(f"tuneplan: {exc}", file=sys.stderr)
         return exc.code
 
@@ -370,7 +189,7 @@ def _probe(args: argparse.Namespace) -> int:
         return probe_slurm(args, _options(args))
     check_slurm_flags(args)
     if bool(args.local) == bool(args.targets):
-        raise _Exit(EXIT_USAGE, "probe needs either TARGET ([user@]host[:port]) or --local, not both"
+        raise ProbeExit(EXIT_USAGE, "probe needs either TARGET ([user@]host[:port]) or --local, not both"
                     if args.local else "probe needs a TARGET ([user@]host[:port] or an ssh alias) or --local")
     options = _options(args)
     if len(args.targets) > 1:
@@ -382,14 +201,14 @@ def _probe(args: argparse.Namespace) -> int:
         if note:
             print(f"tuneplan: {note}", file=sys.stderr, flush=True)
     opened_fault = store.fault
-    progress = _Progress(sys.stderr if args.json else sys.stdout)
-    _mark_stale(store, progress)
-    transport, default_label = _connect(args)
+    progress = Progress(sys.stderr if args.json else sys.stdout)
+    mark_stale(store, progress)
+    transport, default_label = connect(args)
     label = _label(store, args, default_label)
     cancel = threading.Event()
     finished: Any = None
     try:
-        with _sigint_cancels(cancel, lambda m: print(f"tuneplan: {m}", file=sys.stderr, flush=True)):
+        with sigint_cancels(cancel, lambda m: print(f"tuneplan: {m}", file=sys.stderr, flush=True)):
             for event in run_suite(transport, options, store, cancel, label):
                 progress.event(event)
                 if event.kind == "run_finished":
@@ -397,7 +216,7 @@ def _probe(args: argparse.Namespace) -> int:
     finally:
         transport.close()
     if finished is None:
-        raise _Exit(EXIT_ERROR, "the probe run ended without a result")
+        raise ProbeExit(EXIT_ERROR, "the probe run ended without a result")
     run = load_explained(store, finished.run_id)
     doc = run_json(run)
     store.close()

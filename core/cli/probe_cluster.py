@@ -19,23 +19,23 @@ from pathlib import Path
 from typing import Any
 
 from core.cli.common import EXIT_ERROR
-from core.cli.probe import (
+from core.cli.probe_common import (
     EXIT_CANCELLED,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    _connect,
-    _Exit,
-    _mark_stale,
-    _Progress,
-    _sigint_cancels,
+    ProbeExit,
+    Progress,
+    connect,
     load_explained,
+    mark_stale,
     render_scorecard,
+    sigint_cancels,
 )
 from core.cli.table import table
 from core.probes import ProbeStore, RunOptions, run_json
 
 
-class ClusterProgress(_Progress):
+class ClusterProgress(Progress):
     """Node lines prefixed with the node; the cluster steps' lines as for one host."""
 
     def event(self, ev: Any) -> None:
@@ -76,7 +76,7 @@ def open_history(args: argparse.Namespace) -> tuple[ProbeStore, ClusterProgress]
         if note:
             print(f"tuneplan: {note}", file=sys.stderr, flush=True)
     progress = ClusterProgress(sys.stderr if args.json else sys.stdout)
-    _mark_stale(store, progress)
+    mark_stale(store, progress)
     return store, progress
 
 
@@ -88,13 +88,13 @@ def probe_cluster(args: argparse.Namespace, options: RunOptions) -> int:
     nodes: list[ClusterNode] = []
     try:
         for text in args.targets:
-            transport, node_label = _connect(args, text)
+            transport, node_label = connect(args, text)
             nodes.append(ClusterNode(label=node_label, transport=transport))
         check_nodes(nodes)
     except ValueError as exc:
         _close(nodes)
-        raise _Exit(2, str(exc)) from None
-    except _Exit:
+        raise ProbeExit(2, str(exc)) from None
+    except ProbeExit:
         _close(nodes)
         raise
     return run_and_report(nodes, options, store, label, args.json, progress)
@@ -108,7 +108,7 @@ def run_and_report(nodes: list[Any], options: RunOptions, store: ProbeStore, lab
     cancel = threading.Event()
     finished: Any = None
     try:
-        with _sigint_cancels(cancel, lambda m: print(f"tuneplan: {m}", file=sys.stderr, flush=True)):
+        with sigint_cancels(cancel, lambda m: print(f"tuneplan: {m}", file=sys.stderr, flush=True)):
             for event in run_cluster(nodes, options, store, cancel, label, slurm_job=slurm_job):
                 progress.event(event)
                 if event.kind == "run_finished":
@@ -116,7 +116,7 @@ def run_and_report(nodes: list[Any], options: RunOptions, store: ProbeStore, lab
     finally:
         _close(nodes)
     if finished is None:
-        raise _Exit(EXIT_ERROR, "the cluster run ended without a result")
+        raise ProbeExit(EXIT_ERROR, "the cluster run ended without a result")
     run = load_explained(store, finished.run_id)
     doc = run_json(run)
     cluster = run.evidence.cluster if run.evidence is not None else None

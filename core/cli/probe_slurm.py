@@ -16,7 +16,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from core.cli.common import EXIT_ERROR, EXIT_USAGE
-from core.cli.probe import EXIT_CANCELLED, _connect, _Exit, _sigint_cancels
+from core.cli.probe_common import EXIT_CANCELLED, ProbeExit, connect, sigint_cancels
 
 if TYPE_CHECKING:  # loaded when a Slurm probe runs: `tuneplan plan` builds the probe parser without them
     from core.probes import RunOptions
@@ -43,7 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def check_slurm_flags(args: argparse.Namespace) -> None:
-    """`_Exit` (usage) with one sentence when the Slurm flags do not make a Slurm run, or are given without
+    """`ProbeExit` (usage) with one sentence when the Slurm flags do not make a Slurm run, or are given without
     --slurm."""
     if args.slurm is None:
         given = [flag for flag, value in (("--partition", args.partition),
@@ -51,26 +51,26 @@ def check_slurm_flags(args: argparse.Namespace) -> None:
                                           ("--salloc-arg", args.salloc_arg),
                                           ("--slurm-time", args.slurm_time != DEFAULT_TIME_LIMIT_MIN)) if value]
         if given:
-            raise _Exit(EXIT_USAGE, f"{', '.join(given)} only applies to --slurm LOGIN")
+            raise ProbeExit(EXIT_USAGE, f"{', '.join(given)} only applies to --slurm LOGIN")
         return
     if args.targets:
-        raise _Exit(EXIT_USAGE, f"--slurm takes the login node as its value; TARGET '{args.targets[0]}' cannot be "
+        raise ProbeExit(EXIT_USAGE, f"--slurm takes the login node as its value; TARGET '{args.targets[0]}' cannot be "
                                 f"given with it")
     if bool(args.slurm.strip()) == bool(args.local):
-        raise _Exit(EXIT_USAGE, "--slurm needs a login node (--slurm LOGIN) or --local, not both"
+        raise ProbeExit(EXIT_USAGE, "--slurm needs a login node (--slurm LOGIN) or --local, not both"
                     if args.local else "--slurm needs a login node: --slurm LOGIN, or --local --slurm for this "
                                        "machine")
     if args.nodes < 2:
-        raise _Exit(EXIT_USAGE, f"--nodes {args.nodes}: a cluster run needs 2 nodes or more; probe one node "
+        raise ProbeExit(EXIT_USAGE, f"--nodes {args.nodes}: a cluster run needs 2 nodes or more; probe one node "
                                 f"as a single host")
     if args.slurm_time < 1:
-        raise _Exit(EXIT_USAGE, f"--slurm-time {args.slurm_time} must be 1 minute or more")
+        raise ProbeExit(EXIT_USAGE, f"--slurm-time {args.slurm_time} must be 1 minute or more")
     from core.probes import salloc_command
 
     try:
         salloc_command(args.nodes, args.partition, args.slurm_time, extra_args=args.salloc_arg)
     except ValueError as exc:
-        raise _Exit(EXIT_USAGE, str(exc)) from None
+        raise ProbeExit(EXIT_USAGE, str(exc)) from None
 
 
 def probe_slurm(args: argparse.Namespace, options: RunOptions) -> int:
@@ -80,7 +80,7 @@ def probe_slurm(args: argparse.Namespace, options: RunOptions) -> int:
 
     check_slurm_flags(args)
     store, progress = open_history(args)
-    login, login_label = _connect(args, args.slurm.strip() or None)  # --local: this machine
+    login, login_label = connect(args, args.slurm.strip() or None)  # --local: this machine
     login_name = "this machine" if args.local else login_label
     allocation = SlurmAllocation(login)
     try:
@@ -88,14 +88,14 @@ def probe_slurm(args: argparse.Namespace, options: RunOptions) -> int:
         where = f" in partition '{args.partition}'" if args.partition else ""
         progress.say(f"asking Slurm on {login_name} for {args.nodes} nodes{where}")
         try:
-            with _sigint_cancels(cancel, lambda m: print(f"tuneplan: {m}", file=sys.stderr, flush=True)):
+            with sigint_cancels(cancel, lambda m: print(f"tuneplan: {m}", file=sys.stderr, flush=True)):
                 names = allocation.allocate(args.nodes, args.partition, args.slurm_time,
                                             extra_args=args.salloc_arg, cancel=cancel)
         except AllocationCancelled as exc:
             print(f"tuneplan: {exc}", file=sys.stderr)
             return EXIT_CANCELLED
         except SlurmError as exc:
-            raise _Exit(EXIT_ERROR, str(exc)) from None
+            raise ProbeExit(EXIT_ERROR, str(exc)) from None
         job = allocation.job_id
         assert job is not None
         progress.say(f"Slurm job {job}: {', '.join(names)}")

@@ -18,8 +18,8 @@ from core.validation import validation_message
 
 def read_plan_request(path: str) -> Any:
     """The PlanRequest in a request file; CliError with one sentence naming the file and the field."""
-    from core.cli.plan import load_request
-    from core.planner.models import PlanRequest
+    from core.cli.plan_request import load_request
+    from core.planner import PlanRequest
 
     try:
         return PlanRequest.model_validate(load_request(path))

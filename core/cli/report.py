@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.cli.common import CliError, add_command
-from core.cli.plan import build_request
+from core.cli.plan_request import build_request
 from core.output_file import OutputError, format_of, write_file
 
 if TYPE_CHECKING:  # the document model loads with the report it draws, not with every command's parser
@@ -70,9 +70,7 @@ def write_report(report: Report, output: Path, example: str, alternative: str = 
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from core.planner.analysis import analyse
-    from core.planner.plan import PlanError
-    from core.planner.report import build_report
+    from core.planner import PlanError, analyse, build_report
 
     if output_format(args.output) == "pdf":
         require_renderer()  # before planning: a headless install learns at once

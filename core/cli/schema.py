@@ -17,7 +17,7 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"  # what pydantic genera
 
 def request_schema() -> dict[str, Any]:
     """The schema of what `tuneplan plan REQUEST.json` reads (validation mode: '200M' is a token count too)."""
-    from core.planner.models import PlanRequest
+    from core.planner import PlanRequest
 
     schema = PlanRequest.model_json_schema(by_alias=True, mode="validation")
     return {"$schema": DIALECT, **schema, "title": "tuneplan plan request"}

@@ -18,7 +18,7 @@ from typing import Any
 from core.launch import emit
 from core.launch.plan_view import LaunchError, LaunchPlan
 from core.launch.torchrun import PORT
-from core.planner.model.lora import target_set
+from core.planner.model.lora_targets import target_set
 from core.planner.models import Method, Offload, Optimizer, Precision, Sharding
 
 FILE = "torchtune_config.yaml"

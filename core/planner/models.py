@@ -28,7 +28,7 @@ from core.planner.choices import (  # the request's named choices, re-exported: 
     Sharding,
 )
 from core.planner.measured_step import MeasuredHardware, StepSource
-from core.planner.model.lora import check_target_parameters, target_set
+from core.planner.model.lora_targets import check_target_parameters, target_set
 from core.planner.request_fields import TEN_YEARS_HOURS, TokenCount, allowance_list, dns_label, left_out, within
 from core.planner.request_ranges import restate_ranges
 

@@ -52,9 +52,9 @@ from core.planner.money import pricing, reliability, sanity, storage
 from core.planner.money.plan_cost import UNPRICED, plan_cost, price_for, withheld
 from core.planner.speed import bands, gpu_rates, sustained, wall_time
 from core.planner.speed.frameworks import effective_training
+from core.planner.speed.hardware import Hardware
 from core.planner.speed.step import (
     DEFAULT_BATCH_TOKENS,
-    Hardware,
     StepEstimate,
     default_global_batch,
     evaluate,

@@ -22,10 +22,8 @@ from core.planner.models import (
     Attention,
     CrossEntropy,
     HardwareSpec,
-    Method,
     Optimizer,
     PlanRequest,
-    Sharding,
     TrainingSpec,
 )
 from core.planner.speed import comms
@@ -301,31 +299,23 @@ def apply_to_plan(request: PlanRequest, evidence: ProbeEvidence,
 def step_spec(request: PlanRequest, catalog: Catalog | None = None) -> StepSpec:
     """One decoder layer of the plan's model and its recipe, with what the plan expects of its step; ValueError
     with the planner's one sentence when the request cannot be planned."""
-    from core.planner.model import lora, parallel
-    from core.planner.model.memory import shard_degree
-    from core.planner.plan import PlanError, plan, resolve_model
-    from core.planner.speed.frameworks import effective_training
+    from core.planner.plan import PlanError, plan
+    from core.planner.timed_layer import layer_spec
 
     catalog = catalog or load_catalog()
     try:
         result = plan(request, catalog)
-        arch, _warnings = resolve_model(request.model, catalog)
+        layer = layer_spec(result, catalog)
     except PlanError as exc:
         raise ValueError(str(exc)) from None
-    t = effective_training(result.request.training)
+    arch, t = layer.architecture, layer.training
     hw, c = result.hardware, result.compute
-    dp = parallel.data_parallel(hw.gpus, t)
-    accumulation = max(c.tokens_per_step / (t.micro_batch_size * request.data.seq_len * dp), 1.0)
-    stepped = c.params_trainable * parallel.state_share(arch, t) / (
-        float(shard_degree(t.sharding, dp, max(hw.gpus_per_node / t.model_parallel, 1.0)))
-        if t.sharding is not Sharding.none else 1.0)
     b = c.step_breakdown_s
     planned = StepPlanned(
-        model=result.model_name, layers=parallel.stage_layers(arch, t), accumulation=accumulation,
-        trainable_per_gpu=stepped, step_s=c.step_time_s, gemm_s=b.gemm, attention_s=b.attention,
+        model=result.model_name, layers=layer.layers, accumulation=layer.accumulation,
+        trainable_per_gpu=layer.trainable_per_gpu, step_s=c.step_time_s, gemm_s=b.gemm, attention_s=b.attention,
         memory_bound_s=b.memory_bound, optimizer_s=b.optimizer, other_s=b.host_transfer + b.exposed_comm + b.bubble,
         gpu=hw.gpu, memory_per_gpu=result.memory.per_gpu.total, notes=_layer_notes(arch, t))
-    targets = sorted(lora.target_set(t.lora_targets) - {"head"}) if t.method is not Method.full else []
     return StepSpec(
         hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads, head_dim=arch.qk_head_dim,
         v_head_dim=arch.value_head_dim, intermediate=arch.intermediate, gated=arch.gated_mlp,
@@ -333,7 +323,7 @@ def step_spec(request: PlanRequest, catalog: Catalog | None = None) -> StepSpec:
         attention_bias=arch.attention_bias, experts=arch.experts, top_k=arch.experts_per_token,
         expert_intermediate=arch.expert_intermediate, shared_intermediate=arch.shared_intermediate,
         vocab=arch.vocab, micro_batch=t.micro_batch_size, seq_len=request.data.seq_len, method=t.method.value,
-        precision=t.precision.value, lora_rank=t.lora_rank or 16, lora_targets=targets,
+        precision=t.precision.value, lora_rank=t.lora_rank or 16, lora_targets=layer.lora_targets,
         checkpointing=t.checkpointing, optimizer=t.optimizer.value, cross_entropy=t.cross_entropy.value,
         planned=planned)
 

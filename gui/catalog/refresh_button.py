@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from core.catalog.records import CatalogError
+from core.catalog import CatalogError
 from gui.workers import Executor, error_message
 
 if TYPE_CHECKING:
-    from core.catalog.refresh import RefreshReport
+    from core.catalog import RefreshReport
 
 BUSY_TEXT = "Downloading prices from the SkyPilot and gpuhunt catalogs…"
 
@@ -71,6 +71,6 @@ class RefreshPricesButton(QWidget):
 
 def _refresh() -> RefreshReport:
     """The real refresh, imported when clicked: its download and parsing code need not slow the window's start."""
-    from core.catalog.refresh import refresh
+    from core.catalog import refresh_prices
 
-    return refresh()
+    return refresh_prices()

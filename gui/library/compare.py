@@ -7,9 +7,8 @@ from typing import Any
 
 from PySide6.QtWidgets import QDialog, QLabel, QVBoxLayout, QWidget
 
-from core.library.provenance import SOURCE_WORDS, Source, flatten, settings_in_effect
-from core.library.store import PlanRecord
-from core.planner.models import PlanResult
+from core.library import SOURCE_WORDS, PlanRecord, Source, flatten, settings_in_effect
+from core.planner import PlanResult
 from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd
 from gui.table_model import Row, RowsModel, make_table
 
@@ -28,7 +27,7 @@ def shown(value: Any) -> str:
 
 
 def _figures(record: PlanRecord, result: PlanResult | None) -> dict[str, str]:
-    from core.planner.analysis import cost_range_text, hardware_label  # the planner is not loaded at start
+    from core.planner import cost_range_text, hardware_label  # the planner is not loaded at start
 
     out = {"name": record.name, "updated": record.updated}
     if result is None:

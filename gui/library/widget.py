@@ -25,10 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.library.store import PlanRecord, PlanStore, StoreError, request_to_dict
+from core.library import PlanRecord, PlanStore, StoreError, request_to_dict
 from core.output_file import format_of, write_file
-from core.planner.models import PlanRequest
-from core.planner.request_file import RequestFileError, read_request_file
+from core.planner import PlanRequest, RequestFileError, read_request_file
 from core.units import fmt_hours, fmt_usd
 from core.validation import validation_message
 from gui.forms import button_row, chosen_path, make_error_label, show_problem, suggested_path
@@ -37,7 +36,7 @@ from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, make_table
 from gui.workers import Executor
 
 if TYPE_CHECKING:
-    from core.planner.analysis import Analysis
+    from core.planner import Analysis
 
 UNDO_SECONDS = 10
 
@@ -345,7 +344,7 @@ class LibraryWidget(QWidget):
             self._save_import(stem, as_set, None, str(exc))
 
         def plan() -> Analysis:
-            from core.planner.analysis import analyse  # on the worker: the planner is not loaded at start
+            from core.planner import analyse  # on the worker: the planner is not loaded at start
 
             return analyse(request)
 

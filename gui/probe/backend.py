@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from core.catalog import load_catalog
-from core.planner.models import PlanRequest
+from core.planner import PlanRequest
 from core.probes import (
     ProbeEvidence,
     ProbeStore,

@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from core import probes
 from core.catalog import load_catalog
-from core.planner.models import PlanRequest
+from core.planner import PlanRequest
 from core.probes import HostGroup, HostProfile, ProbeStore, explain_no_verdict, mark_stale_runs, nothing_to_apply
 from core.validation import validation_message
 from gui.probe import backend

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from core.planner.models import Interconnect, StorageTier
-from core.planner.money.storage_tiers import tier_figures
+from core.planner import Interconnect, StorageTier, tier_figures
 
 METHOD = {"full": "Full fine-tune", "lora": "LoRA", "qlora": "QLoRA (4-bit base)"}
 PRECISION = {

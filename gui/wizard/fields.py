@@ -16,7 +16,7 @@ from pydantic.fields import FieldInfo
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QVBoxLayout, QWidget
 
-from core.planner.models import PlanRequest
+from core.planner import PlanRequest
 from gui.forms import make_error_label, make_hint_label
 from gui.wizard.state import PlanState
 

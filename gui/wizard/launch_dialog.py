@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.launch import FORMATS, LaunchError, Written, write_launch_files
-from core.planner.models import LaunchSpec, PlanResult
+from core.planner import LaunchSpec, PlanResult
 from core.validation import validation_message
 from gui.workers import Executor, error_message
 

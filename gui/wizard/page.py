@@ -32,8 +32,7 @@ from gui.wizard.fields import FieldBox
 from gui.wizard.state import PLAN_PATH, PlanState, owner_path, under
 
 if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
-    from core.planner.analysis import Analysis
-    from core.planner.models import PlanResult
+    from core.planner import Analysis, PlanResult
 
 F = TypeVar("F", bound=FieldBox)
 VISIBLE_ROWS = 6  # the least a table in a page shows before its own scroll bar takes over
@@ -52,7 +51,7 @@ def show_band(label: QLabel, result: PlanResult | None) -> None:
     parts: list[str] = []
     source = ""
     if result is not None:  # a cleared page imports nothing: the planner loads with the first plan
-        from core.planner.report import band_notes, band_source, likely_tokens_per_second
+        from core.planner import band_notes, band_source, likely_tokens_per_second
 
         speed = likely_tokens_per_second(result)
         parts = ([f"Throughput {speed}."] if speed else []) + [f"{n[0].upper()}{n[1:]}." for n in band_notes(result)]

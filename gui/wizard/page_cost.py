@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QGroupBox, QHBoxLayout, QLabel, QPushButton, QSplitter
 
 from core.catalog import PRICING_MODES, CatalogError, default_user_dir, load_catalog, save_user_overrides
-from core.planner.models import CostResult, PlanResult, PricingMode
+from core.planner import CostResult, PlanResult, PricingMode
 from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.forms import make_error_label, make_hint_label
@@ -27,7 +27,7 @@ from gui.wizard.state import PlanState
 from gui.wizard.step_view import StepBreakdownView
 
 if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
-    from core.planner.analysis import Analysis, PricedOption, ProviderCost
+    from core.planner import Analysis, PricedOption, ProviderCost
 
 MODES = PRICING_MODES
 TIER_HINTS = {
@@ -47,7 +47,7 @@ MODE_HINTS = {
 def offer_text(c: CostResult) -> str:
     """' (p5.48xlarge in us-east-1, marketplace)': the instance and region priced, and the kind of price when it
     is not the mode's own."""
-    from core.planner.money.plan_cost import offer_place  # loaded by the plan the cost is of (with NumPy)
+    from core.planner import offer_place  # loaded by the plan the cost is of (with NumPy)
 
     if not c.instance:
         return ""
@@ -88,8 +88,7 @@ def priced_option_text(option: PricedOption, planned_gpu: str, fits: bool = True
     for a plan that does not fit, 'It does not fit as planned on RTX-6000-ADA; the cheapest configuration that
     fits: 2× H100-SXM at Lambda, on-demand, 3.1 h.' (what would run, with no dollar figure: a page of a plan that
     cannot run shows no money, and a price beside it would be read as this plan's)."""
-    from core.planner.analysis import hardware_label  # loaded by the plan the option comes from
-    from core.planner.money.sanity import seen_phrase
+    from core.planner import hardware_label, seen_phrase  # loaded by the plan the option comes from
 
     mode = option.mode.replace("_", "-")
     where = f"{hardware_label(option.hardware)} at {option.provider or 'an unnamed provider'}"
@@ -103,8 +102,7 @@ def priced_option_text(option: PricedOption, planned_gpu: str, fits: bool = True
 
 def headline_text(r: PlanResult) -> str:
     """The page's answer: wall time, GPU-hours and total ('likely X (range A–B)' where the plan has bands)."""
-    from core.planner.money.sanity import seen_phrase
-    from core.planner.report import likely_cost, likely_hours  # loaded by the plan the headline is of
+    from core.planner import likely_cost, likely_hours, seen_phrase  # loaded by the plan the headline is of
 
     c = r.cost
     mode = r.request.pricing.mode.value.replace("_", "-")
@@ -296,7 +294,7 @@ class CostPage(PlanPage):
     # ---- figures
 
     def show_analysis(self, analysis: Analysis) -> None:
-        from core.planner.report import break_even_chart, provider_chart, seconds  # with the plan that arrived
+        from core.planner import break_even_chart, provider_chart, seconds  # with the plan that arrived
 
         r, f = analysis.result, analysis.figures
         c, ck = r.cost, r.checkpoint
@@ -305,7 +303,7 @@ class CostPage(PlanPage):
         lines = [priced_option_text(o, r.hardware.gpu, r.memory.fits) for o in f.priced_alternatives]
         self.priced_elsewhere.setText("\n".join(lines))
         self.priced_elsewhere.setVisible(bool(lines))
-        from core.planner.report import wall_time_parts  # with the plan, as the step view's own imports
+        from core.planner import wall_time_parts  # with the plan, as the step view's own imports
 
         self.step.show_compute(r.compute, wall_time_parts(r))
         self.providers.set_rows([provider_row(p, c.provider, r.hardware.gpus_per_node) for p in f.providers])

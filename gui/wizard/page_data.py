@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QFormLayout, QGridLayout, QLabel, QWidget
 
-from core.planner.money.storage_tiers import tier_figures
+from core.planner import tier_figures
 from core.units import fmt_bytes, fmt_count, fmt_usd
 from gui.wizard.fields import CheckField, TextField
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 
 if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
-    from core.planner.analysis import Analysis
+    from core.planner import Analysis
 
 
 def figure_label(name: str) -> QLabel:

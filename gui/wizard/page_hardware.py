@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QSplitter
 
-from core.catalog import load_catalog
-from core.catalog.network import network_node_gbps, network_text
-from core.planner.models import Candidate
+from core.catalog import load_catalog, network_node_gbps, network_text
+from core.planner import Candidate
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 from gui.charts import ChartView
 from gui.table_model import Row, RowsModel, make_table, selected_payload
@@ -21,7 +20,7 @@ from gui.wizard.parallelism import PARALLELISM_PATHS, ParallelismGroup
 from gui.wizard.state import PlanState
 
 if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
-    from core.planner.analysis import Analysis
+    from core.planner import Analysis
 
 AUTO = ""
 
@@ -50,7 +49,7 @@ def groups_text(candidates: list[Candidate], chosen_gpu: str | None) -> str:
 
 
 def candidate_row(c: Candidate) -> Row:
-    from core.planner.report import candidate_label  # loaded with the plan the candidates come from
+    from core.planner import candidate_label  # loaded with the plan the candidates come from
 
     return Row(
         cells=[candidate_label(c), str(c.micro_batch_size), "yes" if c.gradient_checkpointing else "no",
@@ -218,10 +217,14 @@ class HardwarePage(PlanPage):
             {"hardware": hardware})
 
     def show_analysis(self, analysis: Analysis) -> None:
-        from core.planner.analysis import hardware_label  # loaded by the plan that arrived
-        from core.planner.money.sanity import not_fit_text
-        from core.planner.plan import grown_batch_warning
-        from core.planner.report import pareto_chart, scaling_chart
+        # Loaded by the plan that arrived
+        from core.planner import (
+            grown_batch_warning,
+            hardware_label,
+            not_fit_text,
+            pareto_chart,
+            scaling_chart,
+        )
 
         r, f = analysis.result, analysis.figures
         t = r.request.training

@@ -15,7 +15,7 @@ from gui.wizard.parallelism import PARALLELISM_PATHS
 from gui.wizard.state import PlanState
 
 if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
-    from core.planner.analysis import Analysis, GpuMemory
+    from core.planner import Analysis, GpuMemory
 
 PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead", "total")
 
@@ -69,8 +69,7 @@ class MemoryPage(PlanPage):
         self.body.addWidget(self.suggestions)
 
     def show_analysis(self, analysis: Analysis) -> None:
-        from core.planner.analysis import hardware_label  # loaded by the plan that arrived
-        from core.planner.report import memory_chart
+        from core.planner import hardware_label, memory_chart  # loaded by the plan that arrived
 
         r, f = analysis.result, analysis.figures
         m = r.memory

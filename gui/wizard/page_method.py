@@ -6,8 +6,17 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QBoxLayout, QGridLayout, QLabel
 
-from core.planner.choices import OVERRIDABLE
-from core.planner.models import Attention, CrossEntropy, Framework, Method, Offload, Optimizer, Precision, Sharding
+from core.planner import (
+    OVERRIDABLE,
+    Attention,
+    CrossEntropy,
+    Framework,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    Sharding,
+)
 from gui.wizard import choices
 from gui.wizard.fields import (
     DEFAULT,
@@ -26,7 +35,7 @@ from gui.wizard.parallelism import PARALLELISM_PATHS
 from gui.wizard.state import PlanState
 
 if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
-    from core.planner.analysis import Analysis
+    from core.planner import Analysis
 
 METHOD_HINTS = {
     "full": "updates every weight: best quality headroom, needs gradients and optimizer states for all of them",
@@ -211,7 +220,7 @@ class MethodPage(PlanPage):
     def _show_in_effect(self, analysis: Analysis) -> None:
         """Each field the request leaves out shows what the plan runs with, and who chose it: the planner (the
         settings its search chooses), the framework's recipe, or the default."""
-        from core.planner.speed.frameworks import PROFILES  # loaded with the plan that is being shown
+        from core.planner import PROFILES  # loaded with the plan that is being shown
 
         ran = analysis.result.request.training
         recipe = PROFILES[ran.framework]

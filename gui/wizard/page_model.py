@@ -30,7 +30,7 @@ from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 
 if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
-    from core.planner.analysis import Analysis
+    from core.planner import Analysis
 
 PRESET, CONFIG, PARAMS = 0, 1, 2
 CONFIG_PATH = "model.config"  # where config.json text errors are shown

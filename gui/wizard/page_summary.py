@@ -14,7 +14,7 @@ from gui.wizard.page import PlanPage, make_band_label, show_band
 from gui.wizard.state import PlanState
 
 if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
-    from core.planner.analysis import Analysis
+    from core.planner import Analysis
     from gui.wizard.launch_dialog import LaunchDialog
 
 # The window's words for a key figure where they say more than the report's short label.
@@ -96,9 +96,13 @@ class SummaryPage(PlanPage):
         self.launch_dialog.open()
 
     def show_analysis(self, analysis: Analysis) -> None:
-        from core.planner.analysis import MODE_COSTS, conclusion  # loaded by the plan that arrived
-        from core.planner.money.sanity import not_fit_text
-        from core.planner.report import band_source, shown_key_figures
+        from core.planner import (  # loaded by the plan that arrived
+            MODE_COSTS,
+            band_source,
+            conclusion,
+            not_fit_text,
+            shown_key_figures,
+        )
 
         r = analysis.result
         for button in (self.save_button, self.pdf_button, self.json_button, self.launch_button):

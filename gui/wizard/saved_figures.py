@@ -11,8 +11,7 @@ from PySide6.QtCore import QObject, Signal
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 
 if TYPE_CHECKING:
-    from core.planner.analysis import Analysis
-    from core.planner.models import PlanResult
+    from core.planner import Analysis, PlanResult
     from gui.wizard.state import PlanState
 
 

@@ -15,13 +15,13 @@ from pydantic import ValidationError
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from core.catalog import CatalogError
-from core.planner.models import PlanRequest
+from core.planner import PlanRequest
 from core.validation import field_errors
 from gui.long_lived import freeze_once
 from gui.workers import Executor
 
 if TYPE_CHECKING:
-    from core.planner.analysis import Analysis
+    from core.planner import Analysis
 
 DEFAULT_REQUEST: dict[str, Any] = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}}
 PLAN_PATH = "plan"  # errors from planning that name no field
@@ -51,7 +51,7 @@ def plan_on_worker(request: PlanRequest) -> Analysis:
     third of the start-up's imports, and nothing on screen needs them before a plan's figures arrive. The
     import then runs on the worker while the window already answers.
     """
-    from core.planner.analysis import analyse
+    from core.planner import analyse
 
     return analyse(request)
 

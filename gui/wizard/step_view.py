@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QGridLayout, QGroupBox, QLabel, QProgressBar, QVBoxLayout
 
-from core.planner.models import ComputeResult
+from core.planner import ComputeResult
 
 TITLE = "Time per optimizer step"
 
@@ -45,7 +45,7 @@ class StepBreakdownView(QGroupBox):
 
     def _make_rows(self) -> None:
         """The header and one hidden row per kind of work, in the order the step runs them (once)."""
-        from core.planner.report import STEP_HEADER, STEP_PARTS
+        from core.planner import STEP_HEADER, STEP_PARTS
 
         self.header = [QLabel(f"<b>{text}</b>") for text in STEP_HEADER]
         for i, label in enumerate(self.header):
@@ -70,7 +70,7 @@ class StepBreakdownView(QGroupBox):
     def show_compute(self, compute: ComputeResult, wall: str | None = None) -> None:
         """Show one plan's step; the rows with time, in the order the step runs them; `wall`, what the whole wall
         time is made of (report.wall_time_parts), under the step's line."""
-        from core.planner.report import measured_step_text, share_text, step_rows, step_seconds  # with the plan
+        from core.planner import measured_step_text, share_text, step_rows, step_seconds  # with the plan
 
         if not self.rows:
             self._make_rows()

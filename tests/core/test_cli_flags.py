@@ -15,7 +15,7 @@ import pytest
 
 from core.cli.common import CliError
 from core.cli.main import build_parser, main
-from core.cli.plan import QUICK_FIELDS, build_request
+from core.cli.plan_request import QUICK_FIELDS, build_request
 
 BASE = ["plan", "--model", "llama-3.1-8b", "--tokens", "2e8"]
 

@@ -146,6 +146,6 @@ def test_fio_size_reads_sizes_as_every_field_does(text: str, size: int) -> None:
 def test_fio_size_refuses_bits_and_too_small_in_one_sentence(text: str, words: str) -> None:
     from core.cli import probe
 
-    with pytest.raises(probe._Exit) as caught:
+    with pytest.raises(probe.ProbeExit) as caught:
         probe.parse_size(text)
     assert str(caught.value).startswith(words) and "\n" not in str(caught.value)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from core.cli.common import CliError
 from core.cli.main import build_parser
-from core.cli.plan import QUICK_FIELDS, build_request
+from core.cli.plan_request import QUICK_FIELDS, build_request
 from gui.wizard.state import PlanState
 from gui.workers import InlineExecutor
 

@@ -28,7 +28,8 @@ from core.planner.models import Candidate, Method, Offload, PlanRequest, Shardin
 from core.planner.money import pricing, sanity
 from core.planner.speed import gpu_rates, sustained
 from core.planner.speed.frameworks import effective_training
-from core.planner.speed.step import Hardware, evaluate, global_batch
+from core.planner.speed.hardware import Hardware
+from core.planner.speed.step import evaluate, global_batch
 
 if TYPE_CHECKING:
     from core.catalog import Catalog

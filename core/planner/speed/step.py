@@ -11,37 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from core.planner.measured_step import MeasuredStep
 from core.planner.model import lora, memory, parallel
 from core.planner.model.params import Architecture
 from core.planner.models import Assumptions, DataSpec, TrainingSpec
 from core.planner.speed import compute, step_time
+from core.planner.speed.hardware import Hardware
 
 Num = Any
-
-
-@dataclass(frozen=True)
-class Hardware:
-    """GPU properties and topology, as scalars or broadcastable arrays."""
-
-    memory_bytes: Num
-    peak_tflops: Num  # dense peak for the training precision
-    intra_gbs: Num
-    gpus_per_node: Num
-    nodes: Num
-    gpu_net_gbps: Num  # inter-node network per GPU, Gbit/s
-    hbm_gbs: Num  # memory bandwidth, GB/s
-    matmul_efficiency: Num  # E_mm: achievable matmul ÷ peak (MAMF table, measured, or the heuristic)
-    attention_efficiency: Num  # flash/SDPA forward + backward ÷ peak (kernels.attention_efficiency)
-    pcie_gbs: Num  # host link per direction, GB/s
-    measured_intra_busbw_gbs: float | None = None
-    measured_step: MeasuredStep | None = None  # one layer timed on the box (step_time.measured_compute)
-    sustained: Num = 1.0  # the framework's sustained share of the modelled step on this GPU (sustained.py)
-    fp8_gain: Num = 1.0  # FP8 GEMM rate ÷ BF16 GEMM rate: what the FP8 linears gain and the BF16 head does not
-
-    @property
-    def gpus(self) -> Num:
-        return self.gpus_per_node * self.nodes
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from core.planner.models import Assumptions, Attention, CrossEntropy, Method, Of
 from core.planner.speed import comms, compute, efficiency, kernels
 
 if TYPE_CHECKING:
-    from core.planner.speed.step import Hardware
+    from core.planner.speed.hardware import Hardware
 
 Num = Any
 
