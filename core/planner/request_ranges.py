@@ -45,6 +45,12 @@ def allowed_range(field: FieldInfo) -> str:
 
 def _sentence(field: FieldInfo, value: Any) -> str:
     allowed = allowed_range(field)
+    if isinstance(value, str):  # typed text (a flag, a field): 'nan' and 'inf' read as the floats they are
+        try:
+            read = float(value.strip())
+        except ValueError:
+            read = 0.0
+        value = read if not math.isfinite(read) else value
     if isinstance(value, float) and math.isnan(value):
         return f"nan is not a number: use {allowed}"
     if isinstance(value, float) and math.isinf(value):

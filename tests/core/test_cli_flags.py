@@ -48,10 +48,10 @@ def test_each_value_flag_reaches_the_request(flags: list[str], path: tuple[str, 
 
 
 @pytest.mark.parametrize(("flags", "words"), [
-    (["--seq-len", "0"], "--seq-len (data.seq_len): Input should be greater than or equal to 16"),
-    (["--epochs", "0"], "--epochs (data.epochs): Input should be greater than 0"),
-    (["--lora-rank", "0"], "--lora-rank (training.lora_rank): Input should be greater than or equal to 1"),
-    (["--gpu", "H100-SXM", "--gpus", "0"], "--gpus (hardware.gpus_per_node): Input should be greater than or equal"),
+    (["--seq-len", "0"], "--seq-len (data.seq_len): 0 is out of range: use 16 to 2,097,152"),
+    (["--epochs", "0"], "--epochs (data.epochs): 0 is out of range: use more than 0 and at most 1,000"),
+    (["--lora-rank", "0"], "--lora-rank (training.lora_rank): 0 is out of range: use 1 to 4,096"),
+    (["--gpu", "H100-SXM", "--gpus", "0"], "--gpus (hardware.gpus_per_node): 0 is out of range: use 1 to 64"),
     (["--gpus", "8"], "--gpus needs --gpu: name the GPU (e.g. --gpu H100-SXM --gpus 8)"),
     (["--nodes", "2"], "--nodes needs --gpu: name the GPU (e.g. --gpu H100-SXM --nodes 2)"),
     (["--db", "probes.db"], "--db names the probe history for --probe-run"),

@@ -15,11 +15,11 @@ PLAN = ["plan", "--model", "llama-3.1-8b", "--tokens", "2e8", "--gpu", "H100-SXM
 
 
 @pytest.mark.parametrize(("flag", "sentence"), [
-    ("--epochs=nan", "data.epochs: nan is not a number: use more than 0 and at most 1,000"),
-    ("--epochs=inf", "data.epochs: inf is not a finite number: use more than 0 and at most 1,000"),
-    ("--epochs=5000", "data.epochs: 5000 is out of range: use more than 0 and at most 1,000"),
-    ("--seq-len=99999999", "data.seq_len: 99999999 is out of range: use 16 to 2,097,152"),
-    ("--lora-rank=5000", "training.lora_rank: 5000 is out of range: use 1 to 4,096"),
+    ("--epochs=nan", "--epochs (data.epochs): nan is not a number: use more than 0 and at most 1,000"),
+    ("--epochs=inf", "--epochs (data.epochs): inf is not a finite number: use more than 0 and at most 1,000"),
+    ("--epochs=5000", "--epochs (data.epochs): 5000 is out of range: use more than 0 and at most 1,000"),
+    ("--seq-len=99999999", "--seq-len (data.seq_len): 99999999 is out of range: use 16 to 2,097,152"),
+    ("--lora-rank=5000", "--lora-rank (training.lora_rank): 5000 is out of range: use 1 to 4,096"),
 ])
 def test_a_flag_out_of_range_names_both_bounds(capsys: pytest.CaptureFixture[str], flag: str, sentence: str) -> None:
     assert main([*PLAN, flag]) == 1
