@@ -107,6 +107,9 @@ def cmd_catalog(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2, default=str))
     else:  # prices fit a 100-column terminal: long names cut (…), a reserved term and a read date in --json
         print(table(rows, header=header, max_cell=PRICE_CELL if args.what == "prices" else None))
+        read = sorted({p.fetched or "on no recorded date" for p in cat.prices if p.date is None})
+        if args.what == "prices" and read:  # how old an undated row is: when it was read, never an invented date
+            print(f"\nundated: the source gives no date; those rows were read {', '.join(read)}")
     return 0
 
 

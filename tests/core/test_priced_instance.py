@@ -74,5 +74,7 @@ def test_every_shipped_row_is_dated_by_its_source_or_by_when_it_was_read() -> No
     listed = subprocess.run([sys.executable, "-m", "core.cli", "catalog", "prices"], capture_output=True, text=True,
                             cwd=ROOT, timeout=120, env={**os.environ, "XDG_CONFIG_HOME": "/nonexistent",
                                                         "XDG_DATA_HOME": "/nonexistent"}).stdout
-    seen = [line.rsplit("  ", 1)[-1].strip() for line in listed.splitlines()[2:]]
-    assert len(seen) == len(prices) and "undated" not in seen
+    body, _, footer = listed.partition("\n\n")
+    seen = [line.rsplit("  ", 1)[-1].strip() for line in body.splitlines()[2:]]
+    assert len(seen) == len(prices) and seen.count("undated") == len(undated)
+    assert footer == f"undated: the source gives no date; those rows were read {read.group(1)}\n"

@@ -194,8 +194,8 @@ def test_a_path_holding_any_line_break_is_refused_in_one_sentence_naming_the_fie
 
 
 def test_parse_size() -> None:
-    assert parse_size("256M") == 256 * 2**20
-    assert parse_size("1G") == 2**30
+    assert parse_size("256M") == 256 * 10**6  # decimal, as the README says 80G is 10^9 bytes
+    assert parse_size("1G") == 10**9
     assert parse_size("512MiB") == 512 * 2**20
     assert parse_size("2097152") == 2 * 2**20
 
