@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLineEdit,
     QRadioButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -91,6 +92,9 @@ class SuitePicker(QGroupBox):
             # wider than the hosts' side of the pane and cut ('Inventory (GPUs, PCIe, NICs,')
             box = QCheckBox(title.split(" (")[0])
             box.setToolTip(title)
+            # as wide as its box and name, so all of it answers a click: stretched to the grid's column, a
+            # short name left an empty right part that looks like the box and ignores clicks
+            box.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
             box.setAccessibleName(f"Probe {name}")
             box.setChecked(name in SUITES["quick"])
             box.toggled.connect(lambda _on: self._changed())

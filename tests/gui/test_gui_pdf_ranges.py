@@ -50,7 +50,7 @@ def test_the_headline_and_summary_show_the_likely_range_and_its_basis(qapp, tmp_
     assert f"Time: {hours} wall" in flat  # the executive summary
     assert "calibration residuals (published ÷ planned)" in flat
     assert (f"80% of held-out published runs of this kind fell inside (regime: {B.REGIME}, from {B.CASES} "
-            "runs)") in flat
+            f"runs of {B.SOURCES} sources)") in flat
 
 
 def test_without_a_band_the_report_claims_no_range(qapp, tmp_path, monkeypatch):
