@@ -84,7 +84,8 @@ HARDWARE = [("GPUs per node", "8"), ("Nodes", "16"), ("Inter-node bandwidth (Gbi
 COST = [("Price override", "2.49"), ("Discount", "0.15"), ("GPU MTBF (h)", "2000"),
         ("Spot preemptions per hour", "0.05"), ("Restart time (min)", "15"), ("Hot checkpoints kept", "3"),
         ("Months of storage billed", "2"), ("Idle hours (stopped instances, disks kept)", "24"),
-        ("Egress (GB)", "150"), ("Price per GPU incl. server share", "25000"), ("Utilisation", "0.75")]
+        ("Egress (GB)", "150"), ("Price per GPU incl. server share", "25000"), ("Utilisation", "0.75"),
+        ("Evaluate every (steps)", "500"), ("Tokens per evaluation", "2M")]
 HOST = [("Host name", "lambda-8xh100"), ("Target", "ubuntu@10.0.0.5"), ("Port", "2222"),
         ("Identity file", "~/.ssh/id_ed25519"), ("Data path", "/data"), ("Checkpoint path", "/ckpt"),
         ("Python interpreter", "~/.venv/bin/python")]
