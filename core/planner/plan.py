@@ -56,6 +56,7 @@ from core.planner.speed.hardware import Hardware
 from core.planner.speed.step import (
     DEFAULT_BATCH_TOKENS,
     StepEstimate,
+    accumulation_steps,
     default_global_batch,
     evaluate,
     global_batch,
@@ -155,16 +156,23 @@ def _largest_fitting(arch: Architecture, request: PlanRequest, hw: Hardware, *, 
     limit = 4096 if vary == "micro" else (arch.max_position or 1_048_576)
     start = 1 if vary == "micro" else 128
 
+    dp = parallel.data_parallel(hw.gpus, training)
+
     def largest(values: np.ndarray) -> int:
         micro, seqs = (values, seq) if vary == "micro" else (1, values)
+        # the accumulation each size would run with: whether the gradients are alive at the activation peak
+        # depends on it, so the largest size that fits is the plan's own, not one that assumed no accumulation
+        sequences = (global_batch(training, seq, dp, micro) if vary == "micro" else
+                     np.array([global_batch(training, int(s), dp, 1) for s in values]))
         est = memory.estimate(
             arch,
             training,
-            dp=parallel.data_parallel(hw.gpus, training),
+            dp=dp,
             gpus_per_node=hw.gpus_per_node,
             micro_batch=micro,
             seq_len=seqs,
             zero_accounting=request.assumptions.zero_accounting,
+            accumulation=accumulation_steps(sequences, micro, dp),
             gpu_memory=hw.memory_bytes,
         )
         fits = np.broadcast_to(est.total <= hw.memory_bytes, values.shape)

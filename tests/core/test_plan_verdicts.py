@@ -228,3 +228,15 @@ def test_the_same_plan_once_it_fits_is_priced_again() -> None:
     assert r.memory.fits
     assert r.cost.total_usd is not None and r.cost.storage_usd is not None and r.cost.storage_usd > 0
     assert r.cost.buy_vs_rent is not None and len(r.cost.items) > 1
+
+
+@pytest.mark.parametrize("training", [{"micro_batch_size": 1, "gradient_checkpointing": True},
+                                      {"micro_batch_size": 1, "gradient_checkpointing": False}])
+def test_the_longest_sequence_a_plan_says_fits_does_and_one_token_more_does_not(training: dict) -> None:
+    """max_seq_len is the plan's own answer at micro-batch 1: planned at that length (with the accumulation that
+    length runs with, which decides whether gradients are alive at the activation peak) it fits; one more, not."""
+    on_one_l4 = {"training": training, "hardware": {"gpu": "L4", "gpus_per_node": 1}}
+    longest = plan(request(**on_one_l4)).memory.max_seq_len
+    assert longest > 0
+    assert plan(request(data={"tokens": "2e7", "seq_len": longest}, **on_one_l4)).memory.fits
+    assert not plan(request(data={"tokens": "2e7", "seq_len": longest + 1}, **on_one_l4)).memory.fits
