@@ -422,6 +422,7 @@ t = torch.tensor([float(dist.get_rank())])
 dist.all_reduce(t)
 with open(os.path.join(sys.argv[1], f"rank{dist.get_rank()}"), "w") as fh:
     fh.write(f"{dist.get_world_size()} {os.environ['GROUP_RANK']} {t.item():g} {os.environ['SAVE_STEPS']}")
+dist.destroy_process_group()  # as a training script ends: gloo's threads joined, not torn down by the exit
 """
 
 
@@ -473,6 +474,7 @@ def test_two_pods_of_a_two_node_plan_really_meet_and_all_reduce(kind: str, tmp_p
         expanded = [_expand(a, env) for a in args]
         assert f"--master-addr={host}" in expanded  # one rendezvous host for both pods
         expanded = [a.replace(host, "127.0.0.1") for a in expanded] + [str(tmp_path)]
+        env = {k: v.replace(host, "127.0.0.1") for k, v in env.items()}  # no lookup of a name no DNS here knows
         with (tmp_path / f"pod{i}.log").open("w") as log:  # a file, not a pipe nobody reads while the other runs
             procs.append(subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *expanded],
                                           env={"GLOO_SOCKET_IFNAME": "lo", **os.environ, **env}, cwd=tmp_path,
