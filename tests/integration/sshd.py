@@ -306,9 +306,12 @@ LogLevel VERBOSE
     def stop(self) -> None:
         """Kill sshd, its connections and anything they started; safe to call twice."""
         if self.process is not None:
+            # The listener is frozen first: a client that reconnects the moment its session dies must find no
+            # sshd to accept it, as when a host goes away (SIGTERM alone left it a moment to accept one more).
+            _kill([self.pid], signal.SIGSTOP)
             tree = _descendants(self.pid)
             self._orphan_sessions |= _command_sessions([p for p in tree if not _comm(p).startswith("sshd")])
-            _kill([self.pid], signal.SIGTERM)
+            _kill([self.pid], signal.SIGKILL)
             _kill(tree)
             try:
                 self.process.wait(timeout=5)
