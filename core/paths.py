@@ -41,24 +41,3 @@ def data_dir() -> Path:
 def config_dir() -> Path:
     """The user's settings: catalog overrides (prices.json, gpus.json, discounts.json; ~/.config/tuneplan)."""
     return _chosen(platformdirs.user_config_path(APP, appauthor=False), _earlier("XDG_CONFIG_HOME", (".config",)))
-
-
-def private_file(path: Path) -> bool:
-    """Make ``path`` readable by its owner only (0600) before anything is written to it; True when it was created
-    here (empty; the caller removes it if the write then fails). Why: a probe report or run export names hosts,
-    addresses and users, like the probe history (0600) it comes from. An existing file the user owns is narrowed;
-    a folder or another user's file is left as it is (writing to it then says why)."""
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        return True
-    except FileExistsError:
-        pass
-    except OSError:
-        return False  # a missing or read-only folder: the write itself says so in its own words
-    try:
-        info = path.stat()
-        if path.is_file() and info.st_uid == getattr(os, "getuid", lambda: info.st_uid)() and info.st_mode & 0o077:
-            path.chmod(0o600)
-    except OSError:
-        pass
-    return False
