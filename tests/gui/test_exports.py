@@ -186,5 +186,7 @@ def test_the_probe_report_is_proposed_in_documents_as_the_plan_is(qtbot, probe_s
     press(qtbot, Qt.Key.Key_Space)
     assert answer.proposed == [str(home / "Documents" / f"probe-run-{pane.shown_run}.pdf")]
     assert answer.name_fits == [True]
-    qtbot.waitUntil(lambda: pane.status.text().startswith("Exported"), timeout=20000)
-    assert (home / "Documents" / f"probe-run-{pane.shown_run}.pdf").stat().st_size > 0
+    written = home / "Documents" / f"probe-run-{pane.shown_run}.pdf"
+    # the file itself, as a person looks for it: the status line's "Exported …" can be replaced a moment later
+    # by the run's own status, and the PDF is drawn on a worker that a loaded machine makes slow
+    qtbot.waitUntil(lambda: written.exists() and written.stat().st_size > 0, timeout=60000)
