@@ -1,8 +1,8 @@
 """Plans carrying likely ranges the test chose, so the CLI, window and PDF tests check how a band is shown and not
 what calibration makes of it (the real bands come from ``core.planner`` and change as its data does).
 
-``install()`` wraps the planner where the CLI (``core.planner.make_plan``, the face's name for
-``core.planner.plan.plan``) and the window and report (``core.planner.analysis.plan``) call it;
+``install()`` wraps the planner where the CLI (``core.planner.plan.plan``, which the face's ``make_plan`` reads)
+and the window and report (``core.planner.analysis.plan``) call it;
 ``install(bands=False)`` takes every band away, for the "no range shown" side. A subprocess runs
 ``python -c`` with ``SUBPROCESS`` (see tests/core/test_cli_ranges.py).
 """
@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from core import planner
 from core.planner import analysis
 from core.planner import plan as plan_module
 from core.planner.models import Band, PlanResult
@@ -48,7 +47,6 @@ def install(monkeypatch: pytest.MonkeyPatch | None = None, bands: bool = True) -
     patch = monkeypatch or pytest.MonkeyPatch()  # a MonkeyPatch never undone: for the whole process
     for module in (plan_module, analysis):
         patch.setattr(module, "plan", planned)
-    patch.setattr(planner, "make_plan", planned)  # the face keeps what it has read once
 
 
 SUBPROCESS = ("import sys, tests.bands as b; b.install(bands=sys.argv[1] == 'bands'); "

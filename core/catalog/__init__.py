@@ -93,4 +93,4 @@ __all__ = [
     "save_user_overrides",
     "shipped_catalog",
 ]
-__getattr__ = lazy_names(__name__, _LAZY, globals())
+__getattr__ = lazy_names(__name__, _LAZY)

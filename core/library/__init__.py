@@ -32,4 +32,4 @@ __all__ = [
     "request_to_dict",
     "settings_in_effect",
 ]
-__getattr__ = lazy_names(__name__, _TABLE, globals())
+__getattr__ = lazy_names(__name__, _TABLE)

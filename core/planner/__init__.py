@@ -179,4 +179,4 @@ __all__ = [
     "tier_figures",
     "wall_time_parts",
 ]
-__getattr__ = lazy_names(__name__, _TABLE, globals())
+__getattr__ = lazy_names(__name__, _TABLE)

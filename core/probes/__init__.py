@@ -15,8 +15,9 @@ replaces it for every caller.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from core import lazy_names
 
 if TYPE_CHECKING:
     from core.probes.apply import apply_to_plan, nothing_to_apply, step_sentence
@@ -270,13 +271,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """A public name, imported from its module on first use (PEP 562)."""
-    try:
-        module, attribute = _WHERE[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    return getattr(importlib.import_module(module), attribute)
+__getattr__ = lazy_names(__name__, _WHERE)
 
 
 def __dir__() -> list[str]:
