@@ -38,15 +38,9 @@ if TYPE_CHECKING:
     from core.probes.history.host_groups import group as saved_group
     from core.probes.history.host_groups import groups as saved_groups
     from core.probes.history.leases import mark_stale_runs
-    from core.probes.history.store import (
-        HostProfile,
-        ProbeStore,
-        ProbeStoreError,
-        RunSummary,
-        SampleTable,
-        StoredRun,
-        default_probe_db_path,
-    )
+    from core.probes.history.records import HostProfile, RunSummary, StoredRun
+    from core.probes.history.sample_table import SampleTable
+    from core.probes.history.store import ProbeStore, ProbeStoreError, default_probe_db_path
     from core.probes.output.report import ProbeRunRecord, build_probe_report, record_from_json, record_from_stored
     from core.probes.output.run_json import run_json
     from core.probes.run.events import (
@@ -134,10 +128,10 @@ _WHERE: dict[str, tuple[str, str]] = {
     # the history
     "ProbeStore": ("core.probes.history.store", "ProbeStore"),
     "ProbeStoreError": ("core.probes.history.store", "ProbeStoreError"),
-    "HostProfile": ("core.probes.history.store", "HostProfile"),
-    "RunSummary": ("core.probes.history.store", "RunSummary"),
-    "SampleTable": ("core.probes.history.store", "SampleTable"),
-    "StoredRun": ("core.probes.history.store", "StoredRun"),
+    "HostProfile": ("core.probes.history.records", "HostProfile"),
+    "RunSummary": ("core.probes.history.records", "RunSummary"),
+    "SampleTable": ("core.probes.history.sample_table", "SampleTable"),
+    "StoredRun": ("core.probes.history.records", "StoredRun"),
     "default_probe_db_path": ("core.probes.history.store", "default_probe_db_path"),
     "HostGroup": ("core.probes.history.host_groups", "HostGroup"),
     "group_error": ("core.probes.history.host_groups", "group_error"),

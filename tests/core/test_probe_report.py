@@ -221,7 +221,7 @@ def test_run_json_round_trips_through_the_store(record):
 def test_stored_samples_are_thinned_evenly_per_gpu():
     import numpy as np
 
-    from core.probes.history.store import SampleTable
+    from core.probes.history.sample_table import SampleTable
     from core.probes.output.report import samples_from_table
 
     n = 5000  # per GPU, two GPUs interleaved

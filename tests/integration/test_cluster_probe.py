@@ -31,7 +31,8 @@ from core.probes.cluster.run import CLUSTER_STEPS, ClusterNode, NodeEvent, run_c
 from core.probes.cluster.session import NodeSession
 from core.probes.cluster.steps import clock_offset
 from core.probes.evidence import ProbeEvidence
-from core.probes.history.store import ProbeStore, StoredRun
+from core.probes.history.records import StoredRun
+from core.probes.history.store import ProbeStore
 from core.probes.run.events import LogEvent, ProbeFinished, ProbeStarted, RunEvent, RunFinished, RunStarted, SeriesPoint
 from core.probes.run.options import ProbeTimeouts, RunOptions
 from core.probes.transport.ssh import SshTransport

@@ -37,7 +37,8 @@ from core.units import fmt_bytes, plural
 from core.validation import validation_message
 
 if TYPE_CHECKING:
-    from core.probes.history.store import SampleTable, StoredRun
+    from core.probes.history.records import StoredRun
+    from core.probes.history.sample_table import SampleTable
 
 # Reports and JSON exports keep at most this many samples per GPU (evenly spaced): charts draw MAX_POINTS per
 # line, and an hour at 10 Hz × 8 GPUs would otherwise become 288,000 objects.

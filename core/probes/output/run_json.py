@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from core.probes.history.store import SampleTable, StoredRun
+from core.probes.history.records import StoredRun
+from core.probes.history.sample_table import SampleTable
 from core.probes.output.report import JSON_SAMPLES_PER_GPU, samples_from_table
 from core.probes.parsers._common import clock_reasons_from_mask
 
