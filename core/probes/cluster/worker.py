@@ -32,8 +32,8 @@ from core.probes.cluster.torchrun_steps import allreduce, distributed
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
 from core.probes.run.events import ProbeStarted, RunFinished, RunStatus, SeriesPoint
 from core.probes.run.options import RunOptions
+from core.probes.run.outcomes import compute_scorecard
 from core.probes.run.run_queue import EvidenceSnapshot, LedgerItem, Queue, RawItem, Reporter
-from core.probes.run.runner import compute_scorecard
 from core.probes.transport.base import CommandResult, Transport, TransportError
 from core.resources import resource_path
 
