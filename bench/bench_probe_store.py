@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from bench import perf_doc
-from core.probes.history.store import SAMPLE_COLUMNS, ProbeStore, sample_values
+from core.probes.history.sample_table import SAMPLE_COLUMNS, sample_values
+from core.probes.history.store import ProbeStore
 from core.probes.samples import GpuMetric
 
 BUDGET_S = 0.5

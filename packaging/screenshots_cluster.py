@@ -45,7 +45,8 @@ def main(out: Path) -> int:
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
     from core.probes.history.host_groups import HostGroup, save_group
-    from core.probes.history.store import HostProfile, ProbeStore
+    from core.probes.history.records import HostProfile
+    from core.probes.history.store import ProbeStore
     from core.probes.transport.local import LocalTransport
     from gui.app import make_app
     from gui.probe.pane import ProbePane

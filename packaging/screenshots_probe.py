@@ -50,7 +50,7 @@ class CaptureReplay:
                  host_label: str) -> Iterator[Any]:
         from core.probes.checks.base import HostFacts
         from core.probes.evidence import ProbeOutcome, ProbeStatus
-        from core.probes.history.store import StoredSeriesPoint
+        from core.probes.history.records import StoredSeriesPoint
         from core.probes.run.events import (
             LogEvent,
             MetricsBatch,
@@ -159,7 +159,8 @@ def main(out: Path) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="tuneplan-probe-shots-"))
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
-    from core.probes.history.store import HostProfile, ProbeStore
+    from core.probes.history.records import HostProfile
+    from core.probes.history.store import ProbeStore
     from core.probes.transport.local import LocalTransport
     from gui.app import make_app
     from gui.probe.pane import ProbePane

@@ -38,17 +38,12 @@ if TYPE_CHECKING:
     from core.probes.history.host_groups import group as saved_group
     from core.probes.history.host_groups import groups as saved_groups
     from core.probes.history.leases import mark_stale_runs
-    from core.probes.history.store import (
-        HostProfile,
-        ProbeStore,
-        ProbeStoreError,
-        RunSummary,
-        SampleTable,
-        StoredRun,
-        default_probe_db_path,
-    )
-    from core.probes.output.report import ProbeRunRecord, build_probe_report, record_from_json, record_from_stored
+    from core.probes.history.records import HostProfile, RunSummary, StoredRun
+    from core.probes.history.sample_table import SampleTable
+    from core.probes.history.store import ProbeStore, ProbeStoreError, default_probe_db_path
+    from core.probes.output.report import build_probe_report
     from core.probes.output.run_json import run_json
+    from core.probes.output.run_record import ProbeRunRecord, record_from_json, record_from_stored
     from core.probes.run.events import (
         LogEvent,
         MetricsBatch,
@@ -134,10 +129,10 @@ _WHERE: dict[str, tuple[str, str]] = {
     # the history
     "ProbeStore": ("core.probes.history.store", "ProbeStore"),
     "ProbeStoreError": ("core.probes.history.store", "ProbeStoreError"),
-    "HostProfile": ("core.probes.history.store", "HostProfile"),
-    "RunSummary": ("core.probes.history.store", "RunSummary"),
-    "SampleTable": ("core.probes.history.store", "SampleTable"),
-    "StoredRun": ("core.probes.history.store", "StoredRun"),
+    "HostProfile": ("core.probes.history.records", "HostProfile"),
+    "RunSummary": ("core.probes.history.records", "RunSummary"),
+    "SampleTable": ("core.probes.history.sample_table", "SampleTable"),
+    "StoredRun": ("core.probes.history.records", "StoredRun"),
     "default_probe_db_path": ("core.probes.history.store", "default_probe_db_path"),
     "HostGroup": ("core.probes.history.host_groups", "HostGroup"),
     "group_error": ("core.probes.history.host_groups", "group_error"),
@@ -163,10 +158,10 @@ _WHERE: dict[str, tuple[str, str]] = {
     "NO_GPU": ("core.probes.scorecard", "NO_GPU"),
     "account_for_outcomes": ("core.probes.scorecard.outcomes", "account_for_outcomes"),
     # the report and the run JSON
-    "ProbeRunRecord": ("core.probes.output.report", "ProbeRunRecord"),
+    "ProbeRunRecord": ("core.probes.output.run_record", "ProbeRunRecord"),
     "build_probe_report": ("core.probes.output.report", "build_probe_report"),
-    "record_from_json": ("core.probes.output.report", "record_from_json"),
-    "record_from_stored": ("core.probes.output.report", "record_from_stored"),
+    "record_from_json": ("core.probes.output.run_record", "record_from_json"),
+    "record_from_stored": ("core.probes.output.run_record", "record_from_stored"),
     "run_json": ("core.probes.output.run_json", "run_json"),
     # the step probe and the plan
     "StepSpec": ("core.probes.step_spec", "StepSpec"), "StepResult": ("core.probes.step_spec", "StepResult"),

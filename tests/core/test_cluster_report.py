@@ -9,7 +9,8 @@ from core.document import BarChart, Bullets, Paragraph, Section, Table
 from core.probes.cluster.evidence import ClusterEvidence, InterNodeRun, NodeFacts, NodeReport, Rendezvous
 from core.probes.cluster.report import DIFFERS, cluster_section
 from core.probes.evidence import ProbeEvidence
-from core.probes.output.report import ProbeRunRecord, build_probe_report
+from core.probes.output.report import build_probe_report
+from core.probes.output.run_record import ProbeRunRecord
 from core.probes.parsers import parse_nccl_debug, parse_nccl_tests
 from core.probes.samples import IbPort
 

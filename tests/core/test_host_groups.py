@@ -25,7 +25,8 @@ from core.probes.history.host_groups import (
     rename_member,
     save_group,
 )
-from core.probes.history.store import MIGRATIONS, HostProfile, ProbeStore
+from core.probes.history.records import HostProfile
+from core.probes.history.store import MIGRATIONS, ProbeStore
 from core.sqlite_schema import migrate
 
 

@@ -109,7 +109,8 @@ def test_a_storage_path_that_was_not_measured_is_a_warning_so_the_card_cannot_re
 
 
 def test_the_report_of_an_interrupted_run_says_so_and_shows_what_is_partial() -> None:
-    from core.probes.output.report import ProbeRunRecord, build_probe_report
+    from core.probes.output.report import build_probe_report
+    from core.probes.output.run_record import ProbeRunRecord
 
     evidence = healthy()
     evidence.burn = BurnResult(duration_s=12.0, completed=False, samples=60)

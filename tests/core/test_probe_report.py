@@ -26,8 +26,9 @@ from core.probes.evidence import (
     StorageResult,
 )
 from core.probes.history.store import ProbeStore
-from core.probes.output.report import ProbeRunRecord, build_probe_report, record_from_json
+from core.probes.output.report import build_probe_report
 from core.probes.output.run_json import run_json
+from core.probes.output.run_record import ProbeRunRecord, record_from_json
 from core.probes.parsers import (
     parse_dmesg,
     parse_dmon,
@@ -221,8 +222,8 @@ def test_run_json_round_trips_through_the_store(record):
 def test_stored_samples_are_thinned_evenly_per_gpu():
     import numpy as np
 
-    from core.probes.history.store import SampleTable
-    from core.probes.output.report import samples_from_table
+    from core.probes.history.sample_table import SampleTable
+    from core.probes.output.run_record import samples_from_table
 
     n = 5000  # per GPU, two GPUs interleaved
     t = np.repeat(np.arange(n) * 0.1, 2)
@@ -334,7 +335,7 @@ def test_the_appendix_says_sizes_and_what_was_not_printed_in_words(report):
 def test_filesystem_sizes_from_a_real_df_read_as_sizes() -> None:
     # df -PT -B1, as the inventory script runs it (resources/probes/inventory.sh), on this machine: byte counts.
     from core.probes.checks.inventory import parse_df
-    from core.probes.output.report import fs_cell
+    from core.probes.output.evidence_tables import fs_cell
     from core.units import fmt_bytes
 
     df = subprocess.run(["df", "-PT", "-B1", "/"], capture_output=True, text=True, timeout=30, check=True).stdout

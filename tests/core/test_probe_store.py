@@ -23,7 +23,8 @@ from core.probes.checks.facts import parse_facts
 from core.probes.checks.inventory import parse_df, parse_inventory_sections
 from core.probes.checks.storage import dd_rate, required_bytes
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
-from core.probes.history.store import HostProfile, ProbeStore, ProbeStoreError, StoredSeriesPoint
+from core.probes.history.records import HostProfile, StoredSeriesPoint
+from core.probes.history.store import ProbeStore, ProbeStoreError
 from core.probes.output.run_json import samples_summary
 from core.probes.run.options import RunOptions, resolve_probes
 from core.probes.samples import GpuMetric

@@ -13,13 +13,9 @@ import shlex
 import pytest
 
 from core.probes.transport.local import LocalTransport
-from core.probes.transport.slurm import (
-    SrunTransport,
-    parse_node_addresses,
-    parse_node_gpus,
-    parse_partitions,
-    salloc_command,
-)
+from core.probes.transport.scontrol import parse_node_addresses, parse_node_gpus, parse_partitions
+from core.probes.transport.slurm import salloc_command
+from core.probes.transport.srun import SrunTransport
 
 PARTITION_ONE_LINE = (
     "PartitionName=tptest AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL AllocNodes=ALL Default=YES QoS=N/A "

@@ -148,7 +148,8 @@ def test_a_step_scale_out_of_range_is_one_sentence_naming_the_flag(scale: int, t
 
 
 def test_the_probe_report_puts_the_measured_step_beside_the_planned_one_part_by_part() -> None:
-    from core.probes.output.report import ProbeRunRecord, build_probe_report
+    from core.probes.output.report import build_probe_report
+    from core.probes.output.run_record import ProbeRunRecord
 
     record = ProbeRunRecord(host="box", evidence=ProbeEvidence(step=gpu_result(planned_step_s=10.0)))
     section = next(s for s in build_probe_report(record).sections if s.title == "Training step")

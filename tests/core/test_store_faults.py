@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from core.library.store import PlanStore, StoreError
-from core.probes.history.store import HostProfile, ProbeStore, ProbeStoreError
+from core.probes.history.records import HostProfile
+from core.probes.history.store import ProbeStore, ProbeStoreError
 from core.sqlite_store import FULL, LOCKED, READ_ONLY
 
 ROOT = Path(__file__).resolve().parents[2]

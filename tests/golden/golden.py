@@ -97,7 +97,8 @@ def report_outputs() -> Iterator[tuple[str, Callable[[], str]]]:
 def replayed_run(db: Path) -> tuple[Any, int]:
     """A probe run of the recorded H100 box (real nvidia-smi, nccl-tests and fio outputs), stored."""
     from core.probes.evidence import ProbeOutcome, ProbeStatus
-    from core.probes.history.store import ProbeStore, StoredSeriesPoint
+    from core.probes.history.records import StoredSeriesPoint
+    from core.probes.history.store import ProbeStore
     from core.probes.run.replay import burn_metrics, nccl_points, replay_evidence
     from core.probes.scorecard import score
 

@@ -10,7 +10,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from core.library.store import PlanStore
-from core.probes.history.store import HostProfile, ProbeStore
+from core.probes.history.records import HostProfile
+from core.probes.history.store import ProbeStore
 from core.probes.run.options import SUITES
 from core.probes.run.replay import ReplayRunner
 from gui.probe.pane import ProbePane

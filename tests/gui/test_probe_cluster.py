@@ -21,7 +21,8 @@ import pytest
 from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
 from core.probes.history.host_groups import HostGroup, group, groups, save_group
-from core.probes.history.store import HostProfile, ProbeStore, RunSummary
+from core.probes.history.records import HostProfile, RunSummary
+from core.probes.history.store import ProbeStore
 from core.probes.run.replay import ReplayRunner
 from gui.probe import backend
 from gui.probe.groups import GroupDialog

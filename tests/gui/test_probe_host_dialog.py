@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QLineEdit
 
-from core.probes.history.store import HostProfile
+from core.probes.history.records import HostProfile
 from core.probes.run.replay import ReplayRunner
 from gui.probe import backend
 from gui.probe.hosts import python_error

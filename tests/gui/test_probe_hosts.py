@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.probes.history.store import HostProfile
+from core.probes.history.records import HostProfile
 from core.probes.transport.connect import HostOverrides, resolve
 from gui.probe.connection import connect_spec
 from gui.probe.hosts import profile_error

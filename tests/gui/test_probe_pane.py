@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
 from core.planner.models import PlanRequest
 from core.probes.evidence import Check, CheckStatus, Scorecard, Verdict
-from core.probes.history.store import HostProfile, ProbeStore
+from core.probes.history.records import HostProfile
+from core.probes.history.store import ProbeStore
 from core.probes.run.events import MetricsBatch
 from core.probes.run.replay import ReplayRunner, replay_evidence, replay_scorecard
 from core.probes.samples import GpuMetric

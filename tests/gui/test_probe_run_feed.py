@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.probes.checks.base import HostFacts
 from core.probes.evidence import ProbeOutcome, ProbeStatus
-from core.probes.history.store import RunSummary
+from core.probes.history.records import RunSummary
 from core.probes.samples import GpuMetric
 from gui.probe.run_feed import (
     PROGRESS_STEPS,

@@ -14,7 +14,8 @@ import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QMessageBox
 
-from core.probes.history.store import HostProfile, ProbeStore
+from core.probes.history.records import HostProfile
+from core.probes.history.store import ProbeStore
 from core.probes.transport.ssh import SshTransport
 from gui.probe.hostkey_dialog import HostKeyDialog
 from gui.probe.pane import ProbePane

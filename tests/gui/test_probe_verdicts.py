@@ -12,7 +12,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from core.probes.evidence import HostInventory, ProbeEvidence, StorageResult
-from core.probes.history.store import HostProfile, ProbeStore
+from core.probes.history.records import HostProfile
+from core.probes.history.store import ProbeStore
 from core.probes.run.replay import ReplayRunner
 from core.probes.scorecard import score
 from gui.probe.pane import ProbePane

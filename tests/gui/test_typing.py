@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.probes.history.store import HostProfile
+from core.probes.history.records import HostProfile
 from tests.gui.wizard_driver import choose, click, next_page, settle, type_like_a_person
 
 pytestmark = pytest.mark.real_window

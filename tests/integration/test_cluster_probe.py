@@ -26,12 +26,13 @@ from pathlib import Path
 import pytest
 
 from core.probes.checks.base import HostFacts, ProbeCallbacks, ProbeContext
+from core.probes.cluster.agreement import clock_offset
 from core.probes.cluster.evidence import ClusterEvidence
 from core.probes.cluster.run import CLUSTER_STEPS, ClusterNode, NodeEvent, run_cluster
 from core.probes.cluster.session import NodeSession
-from core.probes.cluster.steps import clock_offset
 from core.probes.evidence import ProbeEvidence
-from core.probes.history.store import ProbeStore, StoredRun
+from core.probes.history.records import StoredRun
+from core.probes.history.store import ProbeStore
 from core.probes.run.events import LogEvent, ProbeFinished, ProbeStarted, RunEvent, RunFinished, RunStarted, SeriesPoint
 from core.probes.run.options import ProbeTimeouts, RunOptions
 from core.probes.transport.ssh import SshTransport
@@ -46,7 +47,7 @@ except ImportError:  # tests/ is not importable as a package; pytest put this fo
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
-RANKS_PER_NODE = 1  # CPU torch: one gloo rank per node (core.probes.cluster.steps.plan_node_launch)
+RANKS_PER_NODE = 1  # CPU torch: one gloo rank per node (core.probes.cluster.torchrun_steps.plan_node_launch)
 NODE_SUITE = "inventory"  # the quickest node suite: the cluster steps are what is under test
 SWEEP_MAX_BYTES = 1 << 14  # a short inter-node all_reduce sweep (4 KiB and 16 KiB)
 CLI_LIMIT_S = 150.0

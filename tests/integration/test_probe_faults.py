@@ -30,7 +30,8 @@ import pytest
 from core.cli.main import main as cli_main
 from core.probes.evidence import ProbeStatus, Verdict
 from core.probes.history import ledger
-from core.probes.history.store import ProbeStore, StoredRun
+from core.probes.history.records import StoredRun
+from core.probes.history.store import ProbeStore
 from core.probes.transport import ssh
 
 try:

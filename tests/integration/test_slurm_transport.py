@@ -30,7 +30,8 @@ from core.probes.run.options import RunOptions
 from core.probes.transport.base import Disconnected
 from core.probes.transport.hostkeys import known_hosts_name
 from core.probes.transport.local import LocalTransport
-from core.probes.transport.slurm import JOB_NAME, AllocationCancelled, SlurmAllocation, SlurmError, SrunTransport
+from core.probes.transport.slurm import JOB_NAME, AllocationCancelled, SlurmAllocation, SlurmError
+from core.probes.transport.srun import SrunTransport
 from core.probes.transport.ssh import SshTransport
 from core.probes.transport.target import SshTarget
 

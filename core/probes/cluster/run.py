@@ -25,8 +25,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from core.probes.checks.base import HostFacts
+from core.probes.cluster.agreement import node_facts
 from core.probes.cluster.evidence import ClusterEvidence, NodeReport
-from core.probes.cluster.steps import node_facts
 from core.probes.cluster.worker import CLUSTER_STEPS, ClusterWorker
 from core.probes.evidence import ProbeEvidence, ProbeStatus
 from core.probes.history.leases import mark_stale_runs, take_lease

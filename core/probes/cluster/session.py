@@ -1,11 +1,12 @@
 """One node as the cluster steps use it: a work directory, a probe context, the address the others reach it at,
 and launching one command on every node at once.
 
-The cluster steps (core.probes.cluster.steps) run after every node's own suite has ended, so each node's own
-work directory is gone by then; a session makes a new one (written in the ledger first, like every directory
-this app makes) and removes it at the end, also after a cancel. A command launched on all nodes together
-(torchrun across nodes, ib_write_bw's server and client) gets a cancel event of its own: when one node's part
-fails, the others are stopped at once instead of waiting for the rendezvous to time out.
+The cluster steps (core.probes.cluster.agreement, rendezvous, torchrun_steps, fabric_tools) run after every
+node's own suite has ended, so each node's own work directory is gone by then; a session makes a new one (written
+in the ledger first, like every directory this app makes) and removes it at the end, also after a cancel. A
+command launched on all nodes together (torchrun across nodes, ib_write_bw's server and client) gets a cancel
+event of its own: when one node's part fails, the others are stopped at once instead of waiting for the
+rendezvous to time out.
 """
 
 from __future__ import annotations

@@ -22,24 +22,18 @@ from core.probes.checks.base import (
     ProbeFailed,
     ProbeSkipped,
 )
+from core.probes.cluster.agreement import agreement
 from core.probes.cluster.evidence import ClusterEvidence, NodeReport
+from core.probes.cluster.fabric_tools import dcgm, ib_write_bw, nccl_tests
+from core.probes.cluster.rendezvous import rendezvous
 from core.probes.cluster.session import Launched, NodeSession, not_answering, on_every_node
-from core.probes.cluster.steps import (
-    StepContext,
-    SweepCut,
-    agreement,
-    allreduce,
-    dcgm,
-    distributed,
-    ib_write_bw,
-    nccl_tests,
-    rendezvous,
-)
+from core.probes.cluster.step_context import StepContext, SweepCut
+from core.probes.cluster.torchrun_steps import allreduce, distributed
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
 from core.probes.run.events import ProbeStarted, RunFinished, RunStatus, SeriesPoint
 from core.probes.run.options import RunOptions
+from core.probes.run.outcomes import compute_scorecard
 from core.probes.run.run_queue import EvidenceSnapshot, LedgerItem, Queue, RawItem, Reporter
-from core.probes.run.runner import compute_scorecard
 from core.probes.transport.base import CommandResult, Transport, TransportError
 from core.resources import resource_path
 

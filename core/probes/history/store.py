@@ -1,10 +1,9 @@
 """Probe history: saved hosts, runs, every GPU sample, chart point, raw tool output and event, in one SQLite file.
 
 Why it is built this way:
-- samples arrive at up to 10 Hz × 8 GPUs for hours. A row per sample reloads too slowly (an hour, 288k rows,
-  took 0.9 s just to fetch on a 2-core machine, before any conversion), so each batch the runner flushes is one
-  row of ``sample_blocks`` holding a float64 matrix (columns `SAMPLE_COLUMNS`, NaN where the tool gave no value);
-  blocks go in with ``insert_all`` and come back as NumPy columns with no per-sample Python object;
+- samples arrive at up to 10 Hz × 8 GPUs for hours: each batch the runner flushes goes in as float64 blocks with
+  ``insert_all`` and comes back as NumPy columns (core.probes.history.sample_table holds that layout); the rows
+  read back become the records of core.probes.history.records;
 - the probe runner writes each item as it arrives (WAL, synchronous=NORMAL: an app crash or a dropped SSH
   connection loses nothing already written), so an interrupted run can be reopened with what it measured;
 - one thread writes (the one iterating the runner); the connection allows use from another thread so a GUI
@@ -26,16 +25,23 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import sqlite_utils
-from pydantic import BaseModel, Field, ValidationError
 
 from core.paths import data_dir
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, Scorecard
+from core.probes.history.records import (
+    HostProfile,
+    RunSummary,
+    StoredRun,
+    StoredSeriesPoint,
+    host_from_row,
+    stored_run,
+    summary_from_row,
+)
+from core.probes.history.sample_table import SampleTable, pack_samples, sample_blocks, table_from_blocks
 from core.probes.history.store_rescue import can_rescue, end_in_file, kept, to_memory
 from core.probes.history.store_schema import MIGRATIONS
 from core.probes.samples import GpuMetric
@@ -59,10 +65,8 @@ from core.sqlite_store import (
 
 SCHEMA_VERSION = len(MIGRATIONS)
 DB_NAME = "probes.db"
-SAMPLE_COLUMNS = ("t", "gpu", "util", "mem_used", "mem_total", "temp", "power", "sm_clock", "mem_clock", "throttle")
 RUN_STATUSES = ("running", "completed", "incomplete", "cancelled", "interrupted", "failed")
 _INSERT_BATCH = 500
-_BLOCK_ROWS = 4096  # a block stays small enough to write in one go
 
 
 class ProbeStoreError(StoreFault):
@@ -76,151 +80,6 @@ class ProbeStoreError(StoreFault):
 def default_probe_db_path() -> Path:
     """The probe history in the user's data folder (core.paths.data_dir)."""
     return data_dir() / DB_NAME
-
-
-# --------------------------------------------------------------------------- records
-
-
-class HostProfile(BaseModel):
-    """A saved host: how to reach it and where its data lives. Never a password or passphrase."""
-
-    name: str = Field(min_length=1, description="label shown in the host list (unique)")
-    target: str = Field(description="[user@]host[:port] or an ~/.ssh/config alias; 'local' for this machine")
-    port: int | None = Field(default=None, ge=1, le=65535)
-    user: str | None = None
-    identity_file: str | None = Field(default=None, description="path of a private key file (not its content)")
-    data_path: str | None = None
-    checkpoint_path: str | None = None
-    local: bool = False
-    python: str | None = Field(default=None, description="the host's Python with torch (a venv or conda env); "
-                                                         "None: the probe looks for one")
-
-
-class RunSummary(BaseModel):
-    """One row of the run history: what the list shows without parsing evidence."""
-
-    id: int
-    host: str
-    suite: str
-    probes: list[str] = Field(default_factory=list)
-    started: float = Field(description="Unix time")
-    ended: float | None = None
-    status: str = Field(description="one of running, completed, incomplete, cancelled, interrupted, failed")
-    verdict: str | None = None
-    workdir: str | None = None
-
-
-class StoredSeriesPoint(BaseModel):
-    """A chart point as the runner emitted it (busbw per size, fio throughput over time, TFLOP/s...)."""
-
-    t: float = Field(description="seconds since the run started, when the point arrived")
-    series: str
-    x: float
-    y: float
-    label: str = ""
-
-
-class StoredEvent(BaseModel):
-    t: float
-    kind: str
-    level: str
-    probe: str | None = None
-    message: str
-
-
-class RawOutput(BaseModel):
-    """What one remote command printed, kept verbatim so a user can send it to the provider."""
-
-    t: float
-    probe: str
-    command: str
-    stdout: str
-    stderr: str
-    exit_code: int | None
-    duration_s: float
-    timed_out: bool = False
-    cancelled: bool = False
-
-
-@dataclass
-class SampleTable:
-    """GPU samples of one run as columns (float64; NaN where the tool gave no value), in arrival order."""
-
-    t: np.ndarray
-    gpu: np.ndarray
-    util: np.ndarray
-    mem_used: np.ndarray
-    mem_total: np.ndarray
-    temp: np.ndarray
-    power: np.ndarray
-    sm_clock: np.ndarray
-    mem_clock: np.ndarray
-    throttle: np.ndarray
-
-    def __len__(self) -> int:
-        return int(self.t.shape[0])
-
-    @classmethod
-    def empty(cls) -> SampleTable:
-        return cls(*(np.empty(0, dtype=np.float64) for _ in SAMPLE_COLUMNS))
-
-    def gpus(self) -> list[int]:
-        """GPU indices present, ascending."""
-        return sorted(int(g) for g in np.unique(self.gpu[~np.isnan(self.gpu)]))
-
-    def for_gpu(self, index: int) -> SampleTable:
-        """The rows of one GPU."""
-        mask = self.gpu == index
-        return SampleTable(*(getattr(self, name)[mask] for name in SAMPLE_COLUMNS))
-
-
-@dataclass
-class StoredRun:
-    """Everything one run left behind; ``evidence``/``scorecard`` are None when absent or unreadable."""
-
-    summary: RunSummary
-    options: dict[str, Any]
-    evidence: ProbeEvidence | None
-    scorecard: Scorecard | None
-    outcomes: list[ProbeOutcome]
-    samples: SampleTable
-    series: list[StoredSeriesPoint] = field(default_factory=list)
-    events: list[StoredEvent] = field(default_factory=list)
-    raw_outputs: list[RawOutput] = field(default_factory=list)
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _throttle(metric: GpuMetric) -> int | None:
-    if metric.clocks_event_mask is not None:
-        return metric.clocks_event_mask
-    if not metric.clocks_event_reasons:
-        return None
-    from core.probes.parsers._common import CLOCK_EVENT_BITS
-
-    names = {name: bit for bit, name in CLOCK_EVENT_BITS.items()}
-    return sum(names.get(reason, 0) for reason in set(metric.clocks_event_reasons)) or None
-
-
-def sample_values(metric: GpuMetric) -> tuple[float | int | None, ...]:
-    """One metric as the values of `SAMPLE_COLUMNS` (``t`` as given: the runner makes it run-relative)."""
-    return (metric.t, metric.gpu, metric.util_pct, metric.mem_used_bytes, metric.mem_total_bytes, metric.temp_c,
-            metric.power_w, metric.sm_clock_mhz, metric.mem_clock_mhz, _throttle(metric))
-
-
-def pack_samples(metrics: Sequence[GpuMetric]) -> np.ndarray:
-    """Metrics -> float64 matrix (rows x columns), None -> NaN."""
-    return np.array([sample_values(m) for m in metrics], dtype="<f8").reshape(len(metrics), len(SAMPLE_COLUMNS))
-
-
-def _loads(text: str | None, default: Any) -> Any:
-    if not text:
-        return default
-    try:
-        return json.loads(text)
-    except ValueError:
-        return default
 
 
 # --------------------------------------------------------------------------- store
@@ -357,10 +216,7 @@ class ProbeStore:
         """Saved host profiles, by name."""
         with self._lock:
             rows = list(self.db.query("SELECT * FROM hosts ORDER BY name COLLATE NOCASE"))
-        return [HostProfile(name=r["name"], target=r["target"], port=r["port"], user=r["user"],
-                            identity_file=r["identity_file"], data_path=r["data_path"],
-                            checkpoint_path=r["checkpoint_path"], local=bool(r["local"]), python=r["python"])
-                for r in rows]
+        return [host_from_row(r) for r in rows]
 
     def host(self, name: str) -> HostProfile:
         for profile in self.hosts():
@@ -399,11 +255,8 @@ class ProbeStore:
         if not metrics:
             return 0
         matrix = pack_samples(metrics)
-        blocks = [{"run_id": run_id, "t_first": float(np.nanmin(chunk[:, 0])),
-                   "t_last": float(np.nanmax(chunk[:, 0])), "rows": int(chunk.shape[0]), "data": chunk.tobytes()}
-                  for chunk in (matrix[i:i + _BLOCK_ROWS] for i in range(0, matrix.shape[0], _BLOCK_ROWS))]
         with self._write():
-            self.db.table("sample_blocks").insert_all(blocks, batch_size=_INSERT_BATCH)
+            self.db.table("sample_blocks").insert_all(sample_blocks(run_id, matrix), batch_size=_INSERT_BATCH)
         return int(matrix.shape[0])
 
     @kept
@@ -458,36 +311,24 @@ class ProbeStore:
 
     # ---- reading
 
-    def _summary(self, row: dict[str, Any]) -> RunSummary:
-        probes = _loads(row["probes"], [])
-        return RunSummary(id=row["id"], host=row["host"], suite=row["suite"],
-                          probes=[str(p) for p in probes] if isinstance(probes, list) else [],
-                          started=row["started"], ended=row["ended"], status=row["status"],
-                          verdict=row["verdict"], workdir=row["workdir"])
-
     def runs(self) -> list[RunSummary]:
         """Every run, newest first."""
         with self._lock:
             rows = list(self.db.query("SELECT * FROM runs ORDER BY started DESC, id DESC"))
-        return [self._summary(r) for r in rows]
+        return [summary_from_row(r) for r in rows]
 
     def runs_for_host(self, host: str) -> list[RunSummary]:
         """Runs of one host label, newest first."""
         with self._lock:
             rows = list(self.db.query("SELECT * FROM runs WHERE host = ? ORDER BY started DESC, id DESC", [host]))
-        return [self._summary(r) for r in rows]
+        return [summary_from_row(r) for r in rows]
 
     def load_samples(self, run_id: int) -> SampleTable:
         """All GPU samples of a run as NumPy columns (one query; no per-row objects)."""
         with self._lock:
             blobs = self.db.conn.execute("SELECT data FROM sample_blocks WHERE run_id = ? ORDER BY rowid",
                                          [run_id]).fetchall()
-        width = len(SAMPLE_COLUMNS)
-        parts = [np.frombuffer(blob, dtype="<f8") for (blob,) in blobs if blob and len(blob) % (8 * width) == 0]
-        if not parts:
-            return SampleTable.empty()
-        matrix = np.concatenate(parts).reshape(-1, width)
-        return SampleTable(*(np.ascontiguousarray(matrix[:, i], dtype=np.float64) for i in range(width)))
+        return table_from_blocks([blob for (blob,) in blobs])
 
     @kept
     def load_run(self, run_id: int) -> StoredRun:
@@ -503,36 +344,8 @@ class ProbeStore:
             event_rows = list(self.db.query("SELECT t, kind, level, probe, message FROM events WHERE run_id = ? "
                                             "ORDER BY id", [run_id]))
             raw_rows = list(self.db.query("SELECT * FROM raw_outputs WHERE run_id = ? ORDER BY id", [run_id]))
-        evidence = scorecard = None
-        if row["evidence"]:
-            try:
-                evidence = ProbeEvidence.model_validate_json(row["evidence"])
-            except ValidationError:
-                evidence = None
-        if row["scorecard"]:
-            try:
-                scorecard = Scorecard.model_validate_json(row["scorecard"])
-            except ValidationError:
-                scorecard = None
-        outcomes = []
-        for r in outcome_rows:
-            try:
-                outcomes.append(ProbeOutcome(name=r["name"], status=r["status"], started=r["started"],
-                                             ended=r["ended"], warnings=_loads(r["warnings"], []),
-                                             error=r["error"]))
-            except ValidationError:
-                continue
-        options = _loads(row["options"], {})
-        return StoredRun(
-            summary=self._summary(row), options=options if isinstance(options, dict) else {},
-            evidence=evidence, scorecard=scorecard, outcomes=outcomes, samples=self.load_samples(run_id),
-            series=[StoredSeriesPoint(**r) for r in series_rows],
-            events=[StoredEvent(**r) for r in event_rows],
-            raw_outputs=[RawOutput(t=r["t"], probe=r["probe"], command=r["command"], stdout=r["stdout"],
-                                   stderr=r["stderr"], exit_code=r["exit_code"], duration_s=r["duration_s"],
-                                   timed_out=bool(r["timed_out"]), cancelled=bool(r["cancelled"]))
-                         for r in raw_rows],
-        )
+        return stored_run(row, self.load_samples(run_id), outcome_rows=outcome_rows, series_rows=series_rows,
+                          event_rows=event_rows, raw_rows=raw_rows)
 
     @kept
     def delete_run(self, run_id: int) -> None:
@@ -542,8 +355,4 @@ class ProbeStore:
             self.db.execute("DELETE FROM runs WHERE id = ?", [run_id])
 
 
-__all__ = [
-    "DB_NAME", "SAMPLE_COLUMNS", "HostProfile", "ProbeStore", "ProbeStoreError", "RawOutput", "RunSummary",
-    "SampleTable", "StoredEvent", "StoredRun", "StoredSeriesPoint", "default_probe_db_path", "pack_samples",
-    "sample_values",
-]
+__all__ = ["DB_NAME", "RUN_STATUSES", "ProbeStore", "ProbeStoreError", "default_probe_db_path"]

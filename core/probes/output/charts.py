@@ -19,7 +19,7 @@ from core.probes.samples import CollectiveResult, GpuMetric
 from core.probes.scorecard import matmul_reference, probed_gpu, size_label
 
 MAX_BARS = 24
-MAX_POINTS = 240  # points per line of a metric chart (see JSON_SAMPLES_PER_GPU in core.probes.output.report)
+MAX_POINTS = 240  # points per line of a metric chart (see JSON_SAMPLES_PER_GPU in core.probes.output.run_record)
 
 
 def _thin(items: list[int], most: int) -> list[int]:

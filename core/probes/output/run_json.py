@@ -1,5 +1,5 @@
 """One JSON shape of a stored probe run: what `tuneplan probe --json` prints and what the window's JSON export
-writes, so that `tuneplan probe-report` (``core.probes.output.report.record_from_json``) reads both the same way.
+writes, so that `tuneplan probe-report` (``core.probes.output.run_record.record_from_json``) reads both the same way.
 
 The export adds the samples themselves (at most ``JSON_SAMPLES_PER_GPU`` per GPU, evenly spaced) for the
 report's GPU metric charts; `--json` keeps to their per-GPU summary, so that what it prints stays short.
@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from core.probes.history.store import SampleTable, StoredRun
-from core.probes.output.report import JSON_SAMPLES_PER_GPU, samples_from_table
+from core.probes.history.records import StoredRun
+from core.probes.history.sample_table import SampleTable
+from core.probes.output.run_record import JSON_SAMPLES_PER_GPU, samples_from_table
 from core.probes.parsers._common import clock_reasons_from_mask
 
 

@@ -22,7 +22,8 @@ from core.probes.evidence import (
     Scorecard,
     StorageResult,
 )
-from core.probes.history.store import ProbeStore, StoredSeriesPoint
+from core.probes.history.records import StoredSeriesPoint
+from core.probes.history.store import ProbeStore
 from core.probes.parsers import parse_dmon, parse_fio_json, parse_nccl_tests, parse_nvidia_smi_q, parse_query_gpu
 from core.probes.run.events import (
     LogEvent,

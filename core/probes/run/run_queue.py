@@ -21,7 +21,8 @@ from pydantic import BaseModel
 from core.probes.checks.base import LogLevel
 from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
 from core.probes.history import ledger
-from core.probes.history.store import ProbeStore, StoredSeriesPoint
+from core.probes.history.records import StoredSeriesPoint
+from core.probes.history.store import ProbeStore
 from core.probes.run.events import (
     LogEvent,
     MetricsBatch,

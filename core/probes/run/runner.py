@@ -34,60 +34,26 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-from core.catalog import load_catalog
 from core.probes.checks import PROBES
-from core.probes.checks.base import (
-    Cancelled,
-    HostFacts,
-    ProbeCallbacks,
-    ProbeContext,
-    ProbeFailed,
-    ProbeSkipped,
-    q,
-)
+from core.probes.checks.base import Cancelled, HostFacts, ProbeCallbacks, ProbeContext, q
 from core.probes.checks.facts import detect_facts, python_used
 from core.probes.checks.gpu_metrics import MetricsSampler, sampler_command
-from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard
+from core.probes.evidence import ProbeEvidence, ProbeOutcome, ProbeStatus
 from core.probes.history import ledger
 from core.probes.history.leases import mark_stale_runs, take_lease
 from core.probes.history.store import ProbeStore
-from core.probes.run.events import (
-    MetricsBatch,
-    ProbeStarted,
-    RunEvent,
-    RunFinished,
-    RunStarted,
-    RunStatus,
-    SeriesPoint,
-)
+from core.probes.run.events import MetricsBatch, ProbeStarted, RunEvent, RunFinished, RunStarted, RunStatus, SeriesPoint
 from core.probes.run.options import RunOptions
+from core.probes.run.outcomes import compute_scorecard, run_probe
 from core.probes.run.run_queue import EvidenceSnapshot, LedgerItem, Queue, RawItem, Reporter, Writer, drain
 from core.probes.samples import GpuMetric
-from core.probes.scorecard import score
-from core.probes.scorecard.outcomes import account_for_outcomes
 from core.probes.transport.base import CommandResult, Disconnected, Transport, TransportError
 from core.resources import resource_path
 
 log = logging.getLogger(__name__)
-
-
-# ----------------------------------------------------------------------------------------------- score
-
-
-def compute_scorecard(evidence: ProbeEvidence, warn: Callable[[str], None], planned: list[str] | None = None,
-                      outcomes: list[ProbeOutcome] | None = None, status: str | None = None) -> Scorecard | None:
-    """The scorecard of the evidence, held to what became of the planned probes (lost or cancelled ones are
-    listed as not measured, and the verdict is INCOMPLETE at best); a scorecard bug never loses the run."""
-    try:
-        card = score(evidence, load_catalog())
-        return account_for_outcomes(card, planned or [], outcomes or [], status, evidence)
-    except Exception as exc:  # by design: the verdict is optional, the measurements are not
-        log.exception("scorecard failed")
-        warn(f"the scorecard could not be computed: {exc}")
-        return None
 
 
 # ---------------------------------------------------------------------------------------------- worker
@@ -227,7 +193,8 @@ class _Worker(Reporter):
             except Exception:  # an ETA is a hint; never let it stop a probe
                 eta = None
             self.put(ProbeStarted(t=self.clock(), name=name, index=index, total=total, eta_s=eta))
-            outcome = self._run_one(name, spec.run, ctx)
+            outcome = run_probe(name, spec.run, ctx, transport=self.transport, sampler=self.sampler,
+                                cancel=self.cancel, log=self.log)
             self.finish(outcome)
             self.put(EvidenceSnapshot(evidence=self.evidence.model_copy(deep=True)))
             if outcome.status == ProbeStatus.cancelled:
@@ -238,38 +205,6 @@ class _Worker(Reporter):
                 raise Disconnected(f"the connection to {self.host} was lost during {name}")
         if self.sampler is not None and "gpu_metrics" not in self.probes:
             self._sampler_outcome()
-
-    def _run_one(self, name: str, run: Callable[[ProbeContext], None], ctx: ProbeContext) -> ProbeOutcome:
-        started = time.time()
-        status, error = ProbeStatus.ok, None
-        try:
-            run(ctx)
-            if self.sampler is not None and self.sampler.disconnected and not self.transport.is_alive():
-                raise Disconnected("the connection was lost")
-        except ProbeSkipped as exc:
-            status, error = ProbeStatus.skipped, str(exc)
-        except Cancelled:
-            status, error = ProbeStatus.cancelled, "cancelled by the user"
-        except Disconnected as exc:
-            status, error = ProbeStatus.lost, f"the connection was lost: {exc}"
-        except ProbeFailed as exc:
-            status, error = ProbeStatus.failed, str(exc)
-        except TransportError as exc:
-            if not self.transport.is_alive():
-                status, error = ProbeStatus.lost, f"the connection was lost: {exc}"
-            else:
-                status, error = ProbeStatus.failed, str(exc)
-        except Exception as exc:  # by design: one probe's bug must not end the run
-            log.exception("probe %s failed", name)
-            status, error = ProbeStatus.failed, f"internal error in the {name} probe: {type(exc).__name__}: {exc}"
-        if status == ProbeStatus.ok and self.cancel.is_set():
-            status, error = ProbeStatus.cancelled, "cancelled by the user"
-        if status in (ProbeStatus.failed, ProbeStatus.lost) and error:
-            self.log("error", f"{name}: {error}", name)
-        elif status == ProbeStatus.skipped and error:
-            self.log("info", f"{name} skipped: {error}", name)
-        return ProbeOutcome(name=name, status=status, started=started, ended=time.time(),
-                            warnings=list(dict.fromkeys(ctx.warnings)), error=error)
 
     def _sampler_outcome(self) -> None:
         sampler = self.sampler
@@ -389,4 +324,4 @@ def run_suite(transport: Transport, options: RunOptions, store: ProbeStore, canc
         yield event
 
 
-__all__ = ["compute_scorecard", "run_suite", "start_worker"]
+__all__ = ["run_suite", "start_worker"]

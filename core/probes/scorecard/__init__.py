@@ -51,9 +51,7 @@ from core.probes.scorecard.expectations import (
 from core.probes.scorecard.health import (
     check_clock_reasons,
     check_ecc,
-    check_ib_ports,
     check_kernel_events,
-    check_nvlink,
     check_remapped_rows,
     check_reset,
     check_retired_pages,
@@ -69,6 +67,7 @@ from core.probes.scorecard.inventory import (
     no_gpu_checks,
     parse_order,
 )
+from core.probes.scorecard.links import check_ib_ports, check_nvlink
 from core.probes.scorecard.network import check_collectives, check_fabric, check_pcie
 from core.probes.scorecard.stability import check_burn, check_distributed
 from core.probes.scorecard.step import check_step

@@ -1,8 +1,8 @@
-"""Are the GPUs and their links healthy? Clock reasons, ECC, retired pages, remapped rows, reset, Xid, NVLink, IB.
+"""Are the GPUs healthy? Clock reasons, ECC, retired pages, remapped rows, reset, Xid and kernel-log lines.
 
 A box can be the one ordered and still carry a failing card: these checks read the counters and logs that say a
-GPU needs a reset or a replacement (ECC, page retirement, row remapping, Xid and kernel-log lines) and the link
-state of NVLink and the InfiniBand/RoCE ports. ``xid_grade`` is shared with the burn's Xid check in
+GPU needs a reset or a replacement (ECC, page retirement, row remapping, Xid and kernel-log lines); the state of
+the links between them is core.probes.scorecard.links. ``xid_grade`` is shared with the burn's Xid check in
 ``stability``, so an Xid code grades the same whenever it appears.
 """
 
@@ -15,8 +15,6 @@ from core.probes.evidence import Check, CheckStatus
 from core.probes.parsers.xid_catalog import classify_xid
 from core.probes.scorecard import thresholds as T
 from core.probes.scorecard.common import FAIL, INFO, NO_GPU, PASS, RANK, WARN, Box, check, gpus_text, plural, worst
-
-# --------------------------------------------------------------------------- health
 
 
 def check_clock_reasons(box: Box) -> Check | None:
@@ -219,72 +217,3 @@ def check_kernel_events(box: Box) -> Check | None:
                      f"the kernel log has {', '.join(k.replace('_', ' ') for k in warn)} lines")
     return check("health", "Kernel log", PASS, measured, expected, T.XID_SOURCE,
                  "only application-level events (OOM kills, segfaults) in the kernel log")
-
-
-# --------------------------------------------------------------------------- network inventory
-
-
-def check_nvlink(box: Box) -> Check | None:
-    inv = box.e.inventory
-    if inv is None or inv.nvlink is None:
-        return None
-    statuses = inv.nvlink
-    has_nvlink = box.gpu is None or box.gpu.intra_node_link == "nvlink"
-    dead = [s.gpu for s in statuses if s.all_inactive]
-    partial = [s.gpu for s in statuses if not s.all_inactive and s.inactive_links]
-    speeds = [v for s in statuses for v in s.link_speeds_gbps if v is not None]
-    per_gpu = Counter(len([v for v in s.link_speeds_gbps if v is not None]) for s in statuses)
-    measured = (", ".join(f"{n} links up on {k} GPUs" for n, k in per_gpu.most_common()) if speeds
-                else "all links inactive" if dead else "no NVLink reported")
-    if speeds:
-        measured += f" at {min(speeds):g}–{max(speeds):g} GB/s" if min(speeds) != max(speeds) else \
-            f" at {speeds[0]:g} GB/s"
-    expected = "every link up at nominal speed (H100 18 × 26.562 GB/s, A100 12 × 25 GB/s)"
-    if not statuses or (dead and not has_nvlink):
-        return check("network", "NVLink", INFO, measured, "—", T.NVLINK_SOURCE,
-                     "this GPU model has no NVLink between cards")
-    if dead or partial:
-        which = sorted(set(dead) | set(partial))
-        return check("network", "NVLink", FAIL, measured, expected, T.NVLINK_SOURCE,
-                     f"inactive NVLink links on {gpus_text(which)}")
-    slow = [s.gpu for s in statuses if any(v is not None and v < 0.95 * max(speeds) for v in s.link_speeds_gbps)]
-    if slow:
-        return check("network", "NVLink", WARN, measured, expected, T.NVLINK_SOURCE,
-                     f"some NVLink links of {gpus_text(slow)} run below the others' speed")
-    return check("network", "NVLink", PASS, measured, expected, T.NVLINK_SOURCE, "all NVLink links up")
-
-
-def check_ib_ports(box: Box) -> Check | None:
-    inv = box.e.inventory
-    if inv is None or inv.infiniband is None:
-        return None
-    ports = inv.infiniband.ports
-    if not ports and not inv.infiniband.errors:
-        return None
-    down = [p for p in ports if (p.state or "").lower() != "active" or
-            (p.phys_state is not None and p.phys_state.lower() != "linkup")]
-    groups: dict[tuple[str | None, str | None], float] = {}
-    for p in ports:
-        if p not in down and p.rate_gbps is not None:
-            key = (p.ca_type, p.link_layer)
-            groups[key] = max(groups.get(key, 0.0), p.rate_gbps)
-    slow = [p for p in ports if p not in down and p.rate_gbps is not None
-            and p.rate_gbps < groups[(p.ca_type, p.link_layer)]]
-    rates = Counter(f"{p.rate_gbps:g} Gb/s {p.link_layer or ''}".strip() for p in ports if p not in down
-                    and p.rate_gbps is not None)
-    measured = f"{len(ports) - len(down)} of {len(ports)} ports Active/LinkUp"
-    if rates:
-        measured += " (" + ", ".join(f"{n}× {r}" for r, n in rates.most_common()) + ")"
-    expected = "every port Active/LinkUp at the rate of its peers"
-    if down:
-        names = ", ".join(f"{p.device}/{p.port} {p.state or '?'}/{p.phys_state or '?'}" for p in down)
-        return check("network", "InfiniBand/RoCE ports", FAIL, measured, expected, T.IB_SOURCE,
-                     f"{len(down)} RDMA ports are not up ({names})")
-    if slow:
-        names = ", ".join(f"{p.device} at {p.rate_gbps:g} Gb/s" for p in slow)
-        return check("network", "InfiniBand/RoCE ports", FAIL, measured, expected, T.IB_SOURCE,
-                     f"ports run below their peers' rate ({names})")
-    if inv.infiniband.errors:
-        return check("network", "InfiniBand/RoCE ports", WARN, measured, expected, T.IB_SOURCE,
-                     f"ibstat reported an error: {inv.infiniband.errors[0][:120]}")
-    return check("network", "InfiniBand/RoCE ports", PASS, measured, expected, T.IB_SOURCE, "all RDMA ports up")

@@ -232,7 +232,7 @@ def check_workdir_path(path: str) -> None:
         )
 
 
-def _why(result: CommandResult) -> str:
+def failure_line(result: CommandResult) -> str:
     """A failed command's first line of stderr (else stdout), or its exit status."""
     text = (result.stderr.strip() or result.stdout.strip()).splitlines()
     return text[0] if text else f"exit status {result.exit_code}"
@@ -246,7 +246,7 @@ def make_remote_workdir(transport: Transport, description: str, timeout: float =
     result = transport.run(script, timeout=timeout)
     path = last_output_line(result.stdout)
     if not result.ok:
-        raise TransportError(f"could not create a work directory on {description}: {_why(result)}")
+        raise TransportError(f"could not create a work directory on {description}: {failure_line(result)}")
     try:
         check_workdir_path(path)
     except ValueError as exc:
@@ -260,7 +260,7 @@ def remove_remote_workdir(transport: Transport, description: str, path: str, tim
     check_workdir_name(path)
     found = transport.run(resolve_script(path), timeout=60)
     if not found.ok:
-        raise TransportError(f"could not resolve {path} on {description}: {_why(found)}")
+        raise TransportError(f"could not resolve {path} on {description}: {failure_line(found)}")
     resolved = last_output_line(found.stdout)
     if not resolved:
         return
@@ -270,7 +270,7 @@ def remove_remote_workdir(transport: Transport, description: str, path: str, tim
         raise ValueError(f"{path} resolves to {resolved} on {description}: {exc}") from None
     result = transport.run(f"rm -rf -- {shlex.quote(resolved)}", timeout=timeout)
     if not result.ok:
-        raise TransportError(f"could not remove {path} on {description}: {_why(result)}")
+        raise TransportError(f"could not remove {path} on {description}: {failure_line(result)}")
 
 
 class Transport(ABC):

@@ -3,7 +3,7 @@
 Why: paramiko logs each failed handshake from its own thread with a full traceback, which Python's last-resort
 handler prints on stderr, and its reader thread can die with an exception of its own when a peer vanishes
 mid-packet, which ``threading.excepthook`` prints. Each failure already reaches the user as one sentence
-(``SshTransport._map_connect_error``, `Disconnected`). A handler of our own keeps the last resort away, and the
+(``core.probes.transport.ssh_connect_errors``, `Disconnected`). A handler of our own keeps the last resort away, and the
 threads' tracebacks go to paramiko's log; `tuneplan probe --verbose` configures logging and shows both.
 """
 

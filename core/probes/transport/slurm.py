@@ -1,22 +1,14 @@
-"""Probe the compute nodes of a Slurm allocation from its login node: `SlurmAllocation` and `SrunTransport`.
+"""A Slurm allocation asked for, read and released from its login node: `SlurmAllocation`, `salloc_command`.
 
 A Slurm cluster is reached through its login node only: compute nodes usually take no SSH from outside, and
 what runs on them must run inside a job. So `SlurmAllocation` asks for an allocation on the login node's
 `Transport` (``salloc --no-shell``: the job holds the nodes without running anything), reads which nodes it
-got, and `SrunTransport` makes one of those nodes a `Transport` of its own: every command is a job step,
-``srun --jobid J --nodelist NODE --overlap ... bash -c CMD``, run through the login transport. ``--overlap``
-(Slurm ≥ 20.11) lets the steps share the allocation's CPUs, memory and GPUs, so the metrics stream and the
-checks run side by side as they do over SSH.
+got (core.probes.transport.scontrol reads scontrol's answers), and gives a `SrunTransport`
+(core.probes.transport.srun) for each: every command there is a job step.
 
-Whole nodes: the allocation is ``--exclusive --mem=0`` by default, since the probes measure what a node can do.
-An exclusive job holds every GPU of its nodes, but a step gets the GPUs an exclusive job holds implicitly only
-when it asks for them (srun(1), ``--gres``), so every step asks for its node's GPUs as ``scontrol show node``
-lists them (``--gres=gpu:h100:8``); without that, nvidia-smi in a step would see none.
+Whole nodes: the allocation is ``--exclusive --mem=0`` by default, since the probes measure what a node can do;
+each node's GPUs are read so that every step can ask for them.
 
-Killing: the login transport kills the ``srun`` it started on cancel or timeout, but a killed ``srun`` leaves
-its step running on the node (slurmstepd keeps the task alive). So each step gets a name of its own, and after
-a cancel, a timeout or a stream closed early the transport finds that step (``squeue -s``) and ends it:
-``scancel --signal=KILL`` kills every process of the step on the node, then ``scancel`` ends the step.
 `SlurmAllocation.release` cancels the whole job (``scancel J``), which kills every step on every node: that is
 how "cancel kills every remote process group on every node" holds under Slurm, and it runs always, after a
 failure or a cancel too. The allocation's time limit bounds everything if the login connection is lost.
@@ -24,46 +16,27 @@ failure or a cancel too. The allocation's time limit bounds everything if the lo
 
 from __future__ import annotations
 
-import contextlib
 import re
-import secrets
 import shlex
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 
-from core.probes.transport.base import (
-    CommandResult,
-    CommandStream,
-    Disconnected,
-    ExecGenerator,
-    ExecOutcome,
-    Transport,
-    TransportError,
-    make_remote_workdir,
-    remove_remote_workdir,
-)
+from core.probes.transport.base import CommandResult, Transport, TransportError, failure_line
+from core.probes.transport.scontrol import parse_node_addresses, parse_node_gpus, parse_partitions
+from core.probes.transport.srun import SrunTransport
 
 JOB_NAME = "tuneplan-probe"
-STEP_NAME_PREFIX = "tuneplan-step-"
 SLURM_TOOLS = ("salloc", "srun", "scancel", "squeue", "scontrol", "sinfo")
 DEFAULT_TIME_LIMIT_MIN = 60
 DEFAULT_QUEUE_TIMEOUT_S = 600.0
 _QUERY_TIMEOUT_S = 30.0
 _RELEASE_WAIT_S = 15.0
-_REMOTE_KILL_GRACE_S = 5
 
 _GRANTED_RE = re.compile(r"Granted job allocation (\d+)")
 _PENDING_RE = re.compile(r"Pending job allocation (\d+)")
 _SALLOC_ERROR_RE = re.compile(r"^salloc: error: (.*)$")
-# srun's words when the job itself is gone (time limit, scancel): no command can reach the node through it again.
-_JOB_GONE_RE = re.compile(r"^srun: error: (?:Slurm job \d+ has expired|Unable to create step for job \d+: "
-                          r"(?:Invalid job id specified|Job/step already completing or completed))", re.MULTILINE)
-# srun's own line for a task that exited non-zero, printed even with --quiet: the exit code already says it.
-_TASK_EXIT_RE = re.compile(r"^srun: error: \S+: task \d+: Exited with exit code \d+\n?", re.MULTILINE)
 
 
 class SlurmError(TransportError):
@@ -164,7 +137,7 @@ class SlurmAllocation:
         result = self.login.run("scontrol show partition -o", timeout=_QUERY_TIMEOUT_S)
         if not result.ok:
             raise SlurmError(f"the login node {where} could not list its Slurm partitions: "
-                             f"{_first_line(result)}")
+                             f"{failure_line(result)}")
         partitions = parse_partitions(result.stdout)
         if partition is None:
             chosen = next((p for p in partitions.values() if p.default), None)
@@ -217,7 +190,7 @@ class SlurmAllocation:
         names = result.stdout.split()
         if not result.ok or not names:
             raise SlurmError(f"the node list of Slurm job {self.job_id} on {where} could not be read: "
-                             f"{_first_line(result)}")
+                             f"{failure_line(result)}")
         return names
 
     def _read_node_info(self, where: str) -> None:
@@ -227,7 +200,7 @@ class SlurmAllocation:
                                 timeout=_QUERY_TIMEOUT_S)
         if not result.ok:
             raise SlurmError(f"the nodes of Slurm job {self.job_id} on {where} could not be read: "
-                             f"{_first_line(result)}")
+                             f"{failure_line(result)}")
         found = parse_node_addresses(result.stdout)
         self.addresses = {node: found.get(node, node) for node in self.nodes}
         gpus = parse_node_gpus(result.stdout) if self._exclusive else {}  # a shared job holds only what it asked
@@ -256,195 +229,4 @@ def salloc_command(nodes: int, partition: str | None, time_limit_min: int, *, ex
     return " ".join(shlex.quote(a) for a in args) + " 2>&1"
 
 
-@dataclass(frozen=True)
-class Partition:
-    """What a partition line of ``scontrol show partition -o`` tells: its name, node count, default flag."""
-
-    name: str
-    total_nodes: int
-    default: bool
-
-
-def parse_partitions(text: str) -> dict[str, Partition]:
-    """``scontrol show partition`` (``-o``: one line a partition; without: a block a partition) -> partitions by
-    name."""
-    partitions: dict[str, Partition] = {}
-    for fields in _records(text, "PartitionName"):
-        name = fields["PartitionName"]
-        total = fields.get("TotalNodes", "0")
-        partitions[name] = Partition(name, int(total) if total.isdigit() else 0, fields.get("Default") == "YES")
-    return partitions
-
-
-def parse_node_addresses(text: str) -> dict[str, str]:
-    """``scontrol show node`` (one line or a block a node) -> NodeName: NodeAddr."""
-    return {fields["NodeName"]: fields["NodeAddr"] for fields in _records(text, "NodeName") if fields.get("NodeAddr")}
-
-
-def parse_node_gpus(text: str) -> dict[str, str]:
-    """``scontrol show node`` -> NodeName: its GPU GRES as a step asks for it ("gpu:h100:8" from
-    ``Gres=gpu:h100:8(S:0-1),nic:2``); nodes without GPUs are left out."""
-    gpus: dict[str, str] = {}
-    for fields in _records(text, "NodeName"):
-        gres = re.sub(r"\([^)]*\)", "", fields.get("Gres", ""))
-        wanted = [part for part in gres.split(",") if part.split(":")[0] == "gpu" and part[-1:].isdigit()]
-        if wanted:
-            gpus[fields["NodeName"]] = ",".join(wanted)
-    return gpus
-
-
-def _records(text: str, first_key: str) -> list[dict[str, str]]:
-    """``Key=Value`` words grouped into records, each opened by ``first_key=``. Values never hold spaces in the
-    keys read here (names, counts, YES/NO, addresses)."""
-    records: list[dict[str, str]] = []
-    for word in text.split():
-        key, sep, value = word.partition("=")
-        if not sep:
-            continue
-        if key == first_key:
-            records.append({})
-        if records:
-            records[-1].setdefault(key, value)
-    return [r for r in records if r.get(first_key)]
-
-
-def _first_line(result: CommandResult) -> str:
-    text = (result.stderr.strip() or result.stdout.strip()).splitlines()
-    return text[0] if text else f"exit status {result.exit_code}"
-
-
-class SrunTransport(Transport):
-    """One compute node of Slurm job ``job_id`` as a `Transport`: each command is an ``srun`` step on
-    ``node``, run through the ``login`` transport. It does not own the login transport: `close` stops this
-    node's use of it, and whoever made the allocation closes the login connection."""
-
-    def __init__(self, login: Transport, job_id: str, node: str, *, gpus: str | None = None) -> None:
-        if not job_id.isdigit():
-            raise ValueError(f"Slurm job id '{job_id}' is not a number")
-        if not node or any(c.isspace() or c in "'\"\\$`;|&<>" for c in node):
-            raise ValueError(f"Slurm node name '{node}' is not a plain node name")
-        if gpus is not None and not re.fullmatch(r"[\w.:,-]+", gpus):
-            raise ValueError(f"GPU request '{gpus}' is not a GRES such as gpu:8 or gpu:h100:8")
-        self.login = login
-        self.job_id = job_id
-        self.node = node
-        self.gpus = gpus  # asked for by every step: an exclusive job's GPUs reach a step only when it asks
-        self.description = f"{node} (Slurm job {job_id} via {login.description})"
-        self._closed = False
-
-    # -- commands ---------------------------------------------------------------------------------------
-
-    def srun_command(self, command: str, step_name: str, timeout: float | None) -> str:
-        """The login-node command line that runs ``command`` with bash on this node as a step named
-        ``step_name``. With a timeout, coreutils ``timeout`` also bounds it on the node, so a lost login
-        connection cannot leave it running until the job ends."""
-        inner = "bash -c " + shlex.quote(command)
-        if timeout is not None:
-            limit = int(timeout) + 1 + _REMOTE_KILL_GRACE_S
-            inner = (f"if command -v timeout >/dev/null 2>&1; then exec timeout -k {_REMOTE_KILL_GRACE_S} "
-                     f"{limit} {inner}; fi; exec {inner}")
-        return " ".join([
-            "exec srun", "--jobid", self.job_id, "--nodelist", self.node, "--nodes", "1", "--ntasks", "1",
-            "--overlap", "--quiet", "--job-name", step_name,
-            *([f"--gres={self.gpus}"] if self.gpus else []), "bash", "-c", shlex.quote(inner),
-        ])
-
-    def run(self, command: str, *, timeout: float, input: bytes | None = None,
-            cancel: threading.Event | None = None) -> CommandResult:
-        self._check_open()
-        step = _new_step_name()
-        ended = False
-        try:
-            result = self.login.run(self.srun_command(command, step, timeout), timeout=timeout, input=input,
-                                    cancel=cancel)
-            ended = not (result.timed_out or result.cancelled)
-        finally:
-            if not ended:
-                self.kill_step(step)
-        self._check_job(result)
-        return result.model_copy(update={"command": command, "stderr": _TASK_EXIT_RE.sub("", result.stderr)})
-
-    def stream(self, command: str, *, timeout: float | None, cancel: threading.Event) -> CommandStream:
-        self._check_open()
-        return CommandStream(command, self._stream_chunks(command, timeout, cancel))
-
-    def _stream_chunks(self, command: str, timeout: float | None, cancel: threading.Event) -> ExecGenerator:
-        """The login stream's lines as raw chunks for `CommandStream`; closing it early kills the step."""
-        step = _new_step_name()
-        lines = self.login.stream(self.srun_command(command, step, timeout), timeout=timeout, cancel=cancel)
-        ended = False
-        try:
-            for line in lines:
-                yield (line + "\n").encode("utf-8")
-            result: CommandResult | None = getattr(lines, "result", None)
-            ended = result is not None and not (result.timed_out or result.cancelled)
-        finally:
-            close = getattr(lines, "close", None)
-            if close is not None:
-                close()
-            if not ended:
-                self.kill_step(step)
-        if result is None:
-            return ExecOutcome(None, b"", False, False)
-        self._check_job(result)
-        return ExecOutcome(result.exit_code, _TASK_EXIT_RE.sub("", result.stderr).encode("utf-8"),
-                           result.timed_out, result.cancelled)
-
-    def _check_job(self, result: CommandResult) -> None:
-        """`Disconnected` when srun says the job has ended: the runner then counts the node as lost (what it
-        measured is kept), not as a probe that failed on it."""
-        if result.exit_code not in (0, None) and _JOB_GONE_RE.search(result.stderr):
-            self._closed = True
-            raise Disconnected(f"Slurm job {self.job_id} has ended (its time limit, or scancel), so {self.node} "
-                               f"cannot be reached through it any more")
-
-    def kill_step(self, step_name: str) -> None:
-        """Kill every process of the step named ``step_name`` on the node, then end the step. Best effort:
-        with the login connection gone, the node's own ``timeout`` and the job's time limit end it."""
-        script = (f"for s in $(squeue -h -s -j {self.job_id} -o '%i %j' | "
-                  f"awk -v n={shlex.quote(step_name)} '$2 == n {{print $1}}'); "
-                  "do scancel --signal=KILL \"$s\" 2>/dev/null; scancel \"$s\" 2>/dev/null; done; true")
-        with contextlib.suppress(TransportError):
-            self.login.run(script, timeout=_QUERY_TIMEOUT_S)
-
-    # -- files ------------------------------------------------------------------------------------------
-
-    def put_file(self, local: Path, remote_path: str, mode: int = 0o755) -> None:
-        """Stream the file's bytes through srun's stdin into ``remote_path`` on the node (no SFTP to a
-        compute node is needed)."""
-        try:
-            data = Path(local).read_bytes()
-        except OSError as exc:
-            raise TransportError(f"local file {local} could not be read: {exc.strerror or exc}") from exc
-        path = shlex.quote(remote_path)
-        script = f"cat > {path} && chmod {mode:o} {path}"
-        result = self.run(script, timeout=120 + len(data) / 1e6, input=data or None)
-        if not result.ok:
-            raise TransportError(f"could not upload {local} to {self.description}:{remote_path}: "
-                                 f"{_first_line(result)}")
-
-    def make_workdir(self) -> str:
-        return make_remote_workdir(self, self.description)
-
-    def remove_workdir(self, path: str) -> None:
-        remove_remote_workdir(self, self.description, path)
-
-    # -- life -------------------------------------------------------------------------------------------
-
-    def close(self) -> None:
-        self._closed = True
-
-    def is_alive(self) -> bool:
-        return not self._closed and self.login.is_alive()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise Disconnected(f"the transport to {self.description} was closed")
-
-
-def _new_step_name() -> str:
-    return STEP_NAME_PREFIX + secrets.token_hex(6)
-
-
-__all__ = ["AllocationCancelled", "SlurmAllocation", "SlurmError", "SrunTransport", "parse_node_addresses",
-           "parse_node_gpus", "parse_partitions", "salloc_command"]
+__all__ = ["AllocationCancelled", "SlurmAllocation", "SlurmError", "salloc_command"]

@@ -8,7 +8,9 @@ forever, and the groups a lost connection kept us from killing are killed at the
 kill scripts are in `core.probes.transport.remote_process_group`; a ProxyCommand runs through
 `core.probes.transport.proxy`. A peer that stops answering is found by `core.probes.transport.keepalive` (its
 connection is then closed and reads as lost), and the algorithms OpenSSH's client has dropped are refused
-(`core.probes.transport.algorithms`).
+(`core.probes.transport.algorithms`). Logging in is `core.probes.transport.ssh_auth`, the sentence a failed
+connect ends in `core.probes.transport.ssh_connect_errors`, and a file upload `core.probes.transport.ssh_upload`:
+this module holds the connection (direct, through a proxy or jump hosts) and the commands run over it.
 
 Threading: one `SshTransport` (one paramiko client) belongs to the run's worker, which connects, reconnects and
 closes it. paramiko opens a channel per command and its transport multiplexes channels across threads, so the
@@ -27,19 +29,16 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import paramiko
 
-from core.probes.transport.algorithms import DISABLED_ALGORITHMS, OfferRecorder, refusal
+from core.probes.transport.algorithms import DISABLED_ALGORITHMS, OfferRecorder
 from core.probes.transport.base import (
-    AuthenticationFailed,
     ChunkedTransport,
     Disconnected,
     ExecGenerator,
     ExecOutcome,
-    HostKeyRevoked,
     HostKeyUnknown,
     ShellStartTimeout,
     TransportError,
@@ -50,8 +49,6 @@ from core.probes.transport.base import (
 from core.probes.transport.hostkeys import (
     AcceptHostKey,
     StrictHostKeyPolicy,
-    changed_key_error,
-    check_not_revoked,
     default_app_known_hosts,
     default_user_known_hosts,
     known_hosts_name,
@@ -67,16 +64,15 @@ from core.probes.transport.remote_process_group import (
     take_marker,
     wrap_command,
 )
-from core.probes.transport.ssh_keys import candidate_keys, open_agent
-from core.probes.transport.target import SshTarget, parse_target
-
-PromptCallback = Callable[[str], str | None]
+from core.probes.transport.ssh_auth import CallbackAuth, PromptCallback, authenticate
+from core.probes.transport.ssh_connect_errors import connect_error
+from core.probes.transport.ssh_upload import sftp_put
+from core.probes.transport.target import SshTarget, hostport, parse_target
 
 _POLL_S = 0.05
 _EOF_GRACE_S = 0.5
 _KILL_WAIT_S = 10.0
 _MAX_JUMPS = 8
-_PROXY_EXIT_S = 1.0  # a failed connection waits this long for its proxy to be gone, to say the proxy failed
 KEEPALIVE_S = 15.0  # how often the server is asked for an answer (as OpenSSH's ServerAliveInterval)
 KEEPALIVE_REPLY_S = 30.0  # an answer not back within this: the peer is silent and its connection lost
 _SHELL_WAIT_FIRST_S = 2.0  # a shell slower than this to start is said to be waited for, then every ...
@@ -86,23 +82,6 @@ _STARTUP_FILES = ("~/.bashrc and ~/.bash_profile or ~/.profile for bash, ~/.zshe
                   "~/.config/fish/config.fish for fish")
 
 quiet_paramiko()  # its log and its threads' tracebacks stay off the terminal (core.probes.transport.quiet)
-
-
-def hostport(host: str, port: int) -> str:
-    """``host:port`` with IPv6 addresses in brackets."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-class _CallbackAuth(paramiko.AuthStrategy):
-    """Lets SSHClient.connect hand the authenticated-or-not transport to our own auth sequence."""
-
-    def __init__(self, run: Callable[[paramiko.Transport], None]) -> None:
-        super().__init__(ssh_config=paramiko.SSHConfig())
-        self._run = run
-
-    def authenticate(self, transport: paramiko.Transport) -> list[object]:
-        self._run(transport)
-        return []
 
 
 class SshTransport(ChunkedTransport):
@@ -177,7 +156,7 @@ class SshTransport(ChunkedTransport):
                 self.target.host, port=self.target.port, username=self.user, sock=sock,
                 timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
                 auth_timeout=self.connect_timeout, channel_timeout=self.connect_timeout,
-                auth_strategy=_CallbackAuth(self._authenticate),
+                auth_strategy=CallbackAuth(self._authenticate),
                 disabled_algorithms=DISABLED_ALGORITHMS, transport_factory=OfferRecorder,
             )
         except BaseException as exc:
@@ -272,112 +251,13 @@ class SshTransport(ChunkedTransport):
                               f"{hostport(self.target.host, self.target.port)}: {exc}") from exc
 
     def _map_connect_error(self, exc: BaseException, transport: paramiko.Transport | None = None) -> BaseException:
-        """Turn paramiko/socket failures into one clear sentence; pass our own errors through."""
-        where = hostport(self.target.host, self.target.port)
-        if isinstance(exc, TransportError | KeyboardInterrupt | SystemExit):
-            return exc
-        if isinstance(exc, paramiko.BadHostKeyException):
-            try:
-                check_not_revoked(self._known, self.target.host, self.target.port, exc.key)
-            except HostKeyRevoked as revoked:
-                return revoked
-            return changed_key_error(self.target.host, self.target.port, exc.expected_key, exc.key)
-        if isinstance(exc, socket.gaierror):
-            return Unreachable(f"host name '{self.target.host}' could not be resolved: {exc.strerror}")
-        if isinstance(exc, ConnectionRefusedError):
-            return Unreachable(f"host {where} refused the connection")
-        if isinstance(exc, TimeoutError | socket.timeout):
-            return Unreachable(f"host {where} did not answer within {self.connect_timeout:g} s")
-        if isinstance(exc, paramiko.IncompatiblePeer):
-            return Unreachable(refusal(where, transport, exc))
-        if isinstance(exc, paramiko.AuthenticationException):
-            return AuthenticationFailed(f"authentication failed for user {self.user}: {exc}")
-        if self._proxy is not None and self._proxy.exited(within=_PROXY_EXIT_S):
-            return Unreachable(f"proxy command for {where} failed: {self._proxy.failure()}")
-        if self._proxy is not None and not (transport is not None and transport.remote_version):
-            # Running, and nothing came through it: paramiko then reports its own state ("No existing session").
-            return Unreachable(f"the proxy command '{self._proxy.command}' for {where} did not answer within "
-                               f"{self.connect_timeout:g} s (no SSH greeting came through it)")
-        via = " (through the proxy)" if self.target.proxy_command or self.target.proxy_jump else ""
-        if isinstance(exc, paramiko.SSHException) and "protocol banner" in str(exc):
-            return Unreachable(f"host {where} does not answer as an SSH server{via}: it sent no SSH greeting "
-                               "before closing; check the host and the port")
-        if isinstance(exc, paramiko.SSHException | EOFError):
-            return Unreachable(f"host {where} closed the connection during SSH setup{via}: "
-                               f"{exc or type(exc).__name__}")
-        if isinstance(exc, OSError):
-            return Unreachable(f"host {where} cannot be reached: {exc.strerror or exc}")
-        return Unreachable(f"connecting to {where} failed: {type(exc).__name__}: {exc}")
-
-    # -- authentication ---------------------------------------------------------------------------------
+        return connect_error(exc, self.target, self.user, timeout=self.connect_timeout, known=self._known,
+                             proxy=self._proxy, transport=transport)
 
     def _authenticate(self, transport: paramiko.Transport) -> None:
-        """Agent keys, then key files (passphrase asked only for an encrypted one), then a password."""
-        server_key = transport.get_remote_server_key()  # known, else the policy has already checked it
-        check_not_revoked(self._known, self.target.host, self.target.port, server_key)
-        user = self.user
-        notes: list[str] = []
-        try:
-            transport.auth_none(user)
-            return
-        except paramiko.BadAuthenticationType as exc:
-            allowed: set[str] | None = set(exc.allowed_types)
-        except paramiko.AuthenticationException:
-            allowed = None
-        tried = 0
-        if allowed is None or "publickey" in allowed:
-            agent = open_agent(notes) if self.allow_agent else None
-            try:
-                for key in self._candidate_keys(agent, notes):
-                    tried += 1
-                    try:
-                        remaining = transport.auth_publickey(user, key)
-                    except paramiko.BadAuthenticationType as exc:
-                        allowed = set(exc.allowed_types)
-                        break
-                    except paramiko.AuthenticationException:
-                        continue
-                    except (paramiko.SSHException, OSError, EOFError) as exc:
-                        if not transport.is_active():
-                            raise AuthenticationFailed(
-                                f"authentication failed for user {user}: the server closed the connection "
-                                f"after {tried} key(s) (too many authentication attempts?)") from exc
-                        notes.append(f"a key could not sign: {exc}")
-                        continue
-                    if transport.is_authenticated():
-                        return
-                    allowed = set(remaining)  # partial success: the server wants another method too
-                    break
-            finally:
-                if agent is not None:
-                    agent.close()
-        password_allowed = allowed is None or bool({"password", "keyboard-interactive"} & allowed)
-        asked = False
-        if password_allowed and self._password_cb is not None:
-            secret = self._password_cb(f"password for {self.description}:")
-            asked = bool(secret)
-            if secret:
-                try:
-                    transport.auth_password(user, secret)
-                except paramiko.AuthenticationException:
-                    pass
-                except (paramiko.SSHException, OSError, EOFError) as exc:
-                    notes.append(f"the password exchange failed: {exc}")
-                del secret
-                if transport.is_authenticated():
-                    return
-        if asked:
-            reason = "the password was rejected" + (" and no key was accepted" if tried else "")
-        elif self._password_cb is not None and not password_allowed:
-            methods = ", ".join(sorted(allowed or ())) or "nothing"
-            reason = f"no key accepted and the server takes no passwords (it allows only {methods})"
-        else:
-            reason = "no key accepted and no password given"
-        detail = f" ({'; '.join(notes)})" if notes else ""
-        raise AuthenticationFailed(f"authentication failed for user {user}: {reason}{detail}")
-
-    def _candidate_keys(self, agent: paramiko.Agent | None, notes: list[str]) -> Iterator[paramiko.PKey]:
-        return candidate_keys(agent, self.target.identity_files, self.look_for_keys, self._passphrase_cb, notes)
+        authenticate(transport, self.target, self.user, known=self._known, allow_agent=self.allow_agent,
+                     look_for_keys=self.look_for_keys, password_cb=self._password_cb,
+                     passphrase_cb=self._passphrase_cb)
 
     # -- commands ---------------------------------------------------------------------------------------
 
@@ -530,28 +410,7 @@ class SshTransport(ChunkedTransport):
     # -- files ------------------------------------------------------------------------------------------
 
     def put_file(self, local: Path, remote_path: str, mode: int = 0o755) -> None:
-        if not Path(local).is_file():
-            raise TransportError(f"local file {local} does not exist or is not a file")
-        transport = self._transport()
-        try:
-            sftp = paramiko.SFTPClient.from_transport(transport)
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            if not transport.is_active():
-                raise self._lost(" during upload") from exc
-            raise TransportError(f"{self.description} does not offer SFTP for uploads: {exc}") from exc
-        if sftp is None:
-            raise TransportError(f"{self.description} does not offer SFTP for uploads")
-        try:
-            sftp.put(str(local), remote_path)
-            sftp.chmod(remote_path, mode)
-        except (OSError, paramiko.SSHException, EOFError) as exc:
-            if not transport.is_active():
-                raise self._lost(" during upload") from exc
-            reason = getattr(exc, "strerror", None) or exc
-            raise TransportError(
-                f"could not upload {local} to {self.description}:{remote_path}: {reason}") from exc
-        finally:
-            sftp.close()
+        sftp_put(self._transport, local, remote_path, mode, description=self.description, lost=self._lost)
 
     def make_workdir(self) -> str:
         return make_remote_workdir(self, self.description)
@@ -560,4 +419,4 @@ class SshTransport(ChunkedTransport):
         remove_remote_workdir(self, self.description, path)
 
 
-__all__ = ["HostKeyUnknown", "SshTransport", "hostport"]
+__all__ = ["HostKeyUnknown", "SshTransport"]

@@ -42,6 +42,11 @@ class SshTarget(BaseModel):
         return f"{prefix}{host}:{self.port}"
 
 
+def hostport(host: str, port: int) -> str:
+    """``host:port`` with IPv6 addresses in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def default_ssh_config() -> Path:
     """The user's OpenSSH client config, ``~/.ssh/config``."""
     return Path(os.path.expanduser("~")) / ".ssh" / "config"
