@@ -85,9 +85,9 @@ def planned_figure(built: Built, result: PlanResult) -> float:
     c = result.compute
     gpus = result.hardware.gpus
     if metric == "tokens_per_s_per_gpu":
-        return c.tokens_per_second / gpus
+        return c.tokens_per_second * timed_steps_share(built, result) / gpus
     if metric == "tokens_per_s_total":
-        return c.tokens_per_second
+        return c.tokens_per_second * timed_steps_share(built, result)
     if metric == "achieved_tflops_per_gpu":
         # Megatron's "per-GPU teraFLOP/s" is its MFU × 989: model FLOPs (6N + attention, no recompute).
         return c.model_flops_per_token * c.tokens_per_second / gpus / 1e12
@@ -104,6 +104,23 @@ def planned_figure(built: Built, result: PlanResult) -> float:
     else:
         used = float(m.per_gpu.total) + stated_context_excess(built.case)
     return used / (1e9 if metric == "peak_mem_gb_per_gpu" else 2**30)
+
+
+def timed_steps_share(built: Built, result: PlanResult) -> float:
+    """The share of the timed runtime its training steps fill, where the source's rate divides the trained
+    samples by a runtime that also holds an evaluation pass (published_runs.json `timed_evaluation`).
+
+    transformers' Trainer reports train_samples_per_second = max_steps × batch ÷ train_runtime, and with
+    evaluation_strategy "epoch" the epoch that max_steps ends is evaluated inside that runtime. The pass is the
+    planner's own evaluation time (core/planner/speed/wall_time.py: forward-only tokens, 2N of the step's model
+    FLOPs per token, at the step's rate), so any sustained efficiency scales steps and evaluation alike."""
+    timed = built.case["other_settings"].get("timed_evaluation")
+    c = result.compute
+    if not timed or c.tokens_per_second <= 0 or c.model_flops_per_token <= 0:
+        return 1.0
+    steps_s = float(timed["steps"]) * c.tokens_per_step / c.tokens_per_second
+    eval_s = float(timed["tokens"]) * 2.0 * c.params_active / c.model_flops_per_token / c.tokens_per_second
+    return steps_s / (steps_s + eval_s)
 
 
 def stated_context_excess(case: dict[str, Any]) -> float:
