@@ -289,6 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-bands", action="store_true",
                         help="write resources/calibration/efficiency.json and bands.json from every source")
     args = parser.parse_args(argv)
+    if args.write_docs and not calibrate_compare.VENV_PYTHON.exists():
+        # The published tables carry llm-analysis's column: written without it, they would lose it in silence.
+        parser.error(f"--write-docs needs llm-analysis's environment at {calibrate_compare.VENV_PYTHON} "
+                     "(see bench/calibrate_compare.py for the two commands that make it)")
     ev = evaluate(catalog=load_catalog())
     if args.json:
         print(json.dumps(as_json(ev), indent=1))
