@@ -272,7 +272,7 @@ def _lora(case: dict[str, Any], method: Method, assumed: list[str]) -> dict[str,
         out["lora_dropout"] = float(dropout.group(1))
     elif isinstance(lora.get("dropout"), (int, float)):
         # The run's own LoRA block states it (ms-swift's and universal-llm-trainer's lora_dropout 0.05): PEFT
-        # then saves each adapter's dropped-out input for backward (memory._linear_inputs).
+        # then saves each adapter's dropped-out input for backward (activations._linear_inputs).
         out["lora_dropout"] = float(lora["dropout"])
     targets = lora.get("planner_targets", lora.get("targets"))
     if isinstance(targets, list) and targets and targets != ["query", "value"] and all(

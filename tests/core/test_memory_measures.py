@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from bench import calibrate
 from bench.calibrate import load_cases
 from bench.calibrate_cases import build
-from core.planner.model import memory
+from core.planner.model import activations, memory, states
 from core.planner.model.params import Architecture, ConfigError
 from core.planner.models import TrainingSpec
 
@@ -64,7 +64,7 @@ def _probability_bytes(attention: str, precision: str, config: dict[str, object]
 
     def layer(kind: str) -> float:
         t = TrainingSpec(method="full", attention=kind, precision=precision)
-        return float(memory.activation_elements_per_token_layer(arch, t, s)) * memory.weight_bytes(t.precision)
+        return float(activations.activation_elements_per_token_layer(arch, t, s)) * states.weight_bytes(t.precision)
 
     return (layer(attention) - layer("flash")) / (arch.heads * s)
 
@@ -129,7 +129,7 @@ def test_litgpt_qlora_dequantizes_its_lm_head() -> None:
     arch = Architecture.from_hf_config(GEMMA_7B)
     litgpt = TrainingSpec(method="qlora", framework="litgpt", double_quant=False)
     peft = TrainingSpec(method="qlora", framework="hf_trainer", double_quant=False)
-    assert memory.dequantized_matrix_params(arch, litgpt) == 786_432_000
-    assert memory.dequantized_matrix_params(arch, peft) == 75_497_472
-    extra = (memory.model_states(arch, litgpt, 1).weights - memory.model_states(arch, peft, 1).weights)
+    assert states.dequantized_matrix_params(arch, litgpt) == 786_432_000
+    assert states.dequantized_matrix_params(arch, peft) == 75_497_472
+    extra = (states.model_states(arch, litgpt, 1).weights - states.model_states(arch, peft, 1).weights)
     assert extra == 786_432_000 * 4.5 / 8
