@@ -55,7 +55,7 @@ def activation_parts(
     attention saves q, k, v and its output, plus the s² probabilities when not flash/SDPA (2·a·s);
     a gated MLP saves gate, up and act outputs (3F), a plain one its activation's input (F);
     a linear keeps its input only when its weight trains (see `_linear_inputs`). A QLoRA base layer keeps
-    nothing: bitsandbytes' MatMul4Bit holds only the packed weight (ctx.tensors = (None, B)).
+    nothing: bitsandbytes' MatMul4Bit holds only the packed weight (ctx.tensors = (None, B)) since 0.43.2.
     """
     h, q_w, o_w = arch.hidden, arch.q_width, arch.o_width
     full = training.method is Method.full
@@ -88,7 +88,7 @@ def activation_parts(
         # Eager attention materialises every layer's s×s probabilities, windowed or not: transformers'
         # eager_attention_forward multiplies q by all keys and adds the (sliding) mask before the softmax.
         attn = attn + arch.heads * seq_len * eager_probability_bytes(arch, training) / weight_bytes(training.precision)
-    o_in = _linear_inputs(arch, training, ("o",), o_w)
+    o_in = _linear_inputs(arch, training, ("o",), o_w, input_saved=True)
     attn = attn + (o_in if o_in != o_w else 0)
     mlp = (3 if arch.gated_mlp else 1) * mlp_width + (_linear_inputs(arch, training, ("down",), down_width)
                                                        if down_width else 0) + expert_down
@@ -127,22 +127,30 @@ def _mla_latents(arch: Architecture, training: TrainingSpec) -> Num:
 
 
 def _linear_inputs(
-    arch: Architecture, training: TrainingSpec, kinds: tuple[str, ...], width: Num, fused: bool = False
+    arch: Architecture, training: TrainingSpec, kinds: tuple[str, ...], width: Num, fused: bool = False,
+    input_saved: bool = False,
 ) -> Num:
     """Elements a group of linears sharing one input keeps for backward.
 
     Trained weights (full fine-tune, or LoRA without dropout) keep the raw input once for the group. With
     LoRA dropout each adapter keeps its own dropped-out 16-bit copy plus a 1-byte mask (1.5 elements); a fused
-    module (one qkv linear) has one adapter for all three. Frozen layers keep nothing.
+    module (one qkv linear) has one adapter for all three. Frozen layers keep nothing, except 4-bit ones under
+    bitsandbytes before 0.43.2 (`quantized_inputs_kept`): its MatMul4Bit kept `ctx.tensors = (A, B)`, the
+    input as well as the packed weight, until bitsandbytes PR #1270 ("fix QLoRA mem bug: delete useless
+    buffered activation", commit 9e75374, first in 0.43.2) made it `(None, B)`. The group shares one input
+    tensor, so it is kept once beside the adapters' dropped-out copies; `input_saved`: another op already
+    keeps that tensor (the attention output the o-projection reads).
     """
     if training.method is Method.full:
         return width
+    kept_by_bnb = training.method is Method.qlora and bool(training.quantized_inputs_kept) and not input_saved
+    raw = width if kept_by_bnb else 0
     adapted = [k for k in kinds if k in target_set(training.lora_targets)]
     if not adapted:
-        return 0
+        return raw
     if training.lora_dropout <= 0:
         return width
-    return 1.5 * width * (1 if fused else len(adapted))
+    return 1.5 * width * (1 if fused else len(adapted)) + raw
 
 
 def activation_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Num, seq_len: Num) -> Num:
