@@ -163,3 +163,21 @@ def test_the_runs_that_state_an_old_bitsandbytes_are_planned_with_it() -> None:
         assert request is not None and request.training.quantized_inputs_kept
     request = build(BY_ID["ult-llama31-8b-qlora-a100-8192-mem"]).request
     assert request is not None and not request.training.quantized_inputs_kept
+
+
+def test_litgpt_keeps_the_previous_micro_batchs_4bit_inputs_until_the_next_forward_returns() -> None:
+    """litgpt's fit loop keeps `logits` and `loss`, and with them the last graph, until the next forward returns;
+    backward freed its saved tensors but not MatMul4Bit's `ctx.tensors = (A, B)` attribute (bitsandbytes before
+    0.43.2). Llama-2-7B, 1 × 1304 tokens, no recompute: the same 32 × 1,304 × 19,200 × 2 B = 1,602,355,200 B again
+    (no transient layer this time: a graph holds its blocks' inputs, not backward's temporaries). A Hugging Face
+    Trainer step drops its graph (it returns loss.detach()), and a recomputed block's graph ends with its backward."""
+    arch = Architecture.from_hf_config(LLAMA2_7B)
+    old = TrainingSpec(method="qlora", lora_targets="q,v", lora_dropout=0.05, precision="pure_bf16",
+                       gradient_checkpointing=False, quantized_inputs_kept=True, framework="litgpt")
+    assert memory.previous_graph_bytes(arch, old, 1, 1304) == pytest.approx(1_602_355_200, rel=1e-9)
+    trainer = old.model_copy(update={"framework": "hf_trainer"})
+    assert memory.previous_graph_bytes(arch, trainer, 1, 1304) == 0.0
+    recomputed = old.model_copy(update={"gradient_checkpointing": True})
+    assert memory.previous_graph_bytes(arch, recomputed, 1, 1304) == 0.0
+    today = old.model_copy(update={"quantized_inputs_kept": None})
+    assert memory.previous_graph_bytes(arch, today, 1, 1304) == 0.0

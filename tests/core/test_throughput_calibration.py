@@ -206,7 +206,7 @@ def test_the_out_of_source_figures_do_not_regress() -> None:
     assert t["all"]["within"] >= 55
     assert t["full"]["planner"]["within"] >= 45
     assert t["full"]["planner"]["within"] > t["full"]["flat_50"]["within"]
-    assert s["memory"]["within"] >= 20  # 18 before the bitsandbytes < 0.43.2 inputs (2026-12-07)
+    assert s["memory"]["within"] >= 21  # 18 before the bitsandbytes < 0.43.2 inputs (2026-12-07)
 
 
 # ----------------------------------------------------------------------------- output

@@ -195,6 +195,26 @@ def activation_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Nu
     return stored + final_norm + per_layer + wrapped_transient  # + one layer of transient gradient tensors
 
 
+def quantized_inputs_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Num, seq_len: Num) -> Num:
+    """The inputs a QLoRA step's 4-bit linears hold as MatMul4Bit attributes under bitsandbytes before 0.43.2
+    (`quantized_inputs_kept`), on the blocks that are not recomputed, this GPU's share.
+
+    Per token and block: the normed input of the q/k/v linears and of the MLP's first linears (one tensor when
+    the block is parallel) and the down projection's input; the o-projection's input is the attention output.
+    bitsandbytes kept them as `ctx.tensors = (A, B)`, an attribute of the autograd node rather than a saved
+    tensor, so backward does not free them: they live as long as the graph does (`memory.previous_graph_bytes`).
+    """
+    if training.method is not Method.qlora or not training.quantized_inputs_kept:
+        return 0.0
+    by = parallel.activation_split(arch, training)
+    tokens = micro_batch * seq_len / by.tokens
+    normed = arch.hidden * (1 if arch.parallel_block else 2)
+    down = arch.intermediate * (1 - arch.moe_fraction) + arch.shared_intermediate * arch.moe_fraction
+    per_layer = (normed / by.rest + down / by.split) * weight_bytes(training.precision) * tokens
+    kept_layers = parallel.activation_layers(arch, training) * (1 - training.checkpointed_fraction(arch.layers))
+    return per_layer * kept_layers
+
+
 def merged_expert_weight_bytes(arch: Architecture, training: TrainingSpec) -> float:
     """W + ΔW of the fused expert weights one MoE layer adapts through ``lora_target_parameters``, per GPU.
 

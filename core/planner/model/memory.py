@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from core.planner.model import parallel, savers
-from core.planner.model.activations import activation_bytes
+from core.planner.model.activations import activation_bytes, quantized_inputs_bytes
 from core.planner.model.lora import trainable_params
 from core.planner.model.params import Architecture
 from core.planner.model.savers import logits_bytes
@@ -104,6 +104,22 @@ def no_sync_gradients(arch: Architecture, training: TrainingSpec, gradients: Num
     return np.where(syncing, np.maximum(full, gradients), gradients)
 
 
+def previous_graph_bytes(arch: Architecture, training: TrainingSpec, micro_batch: Num, seq_len: Num) -> Num:
+    """What the previous micro-batch's autograd graph still holds while the next one runs forward, in litgpt.
+
+    litgpt's finetune loops (finetune/lora.py `fit`) bind `logits = model(input_ids, ...)` and
+    `loss = chunked_cross_entropy(...)` and keep both names to the next iteration, so the previous graph stays
+    referenced until the next forward returns and its loss replaces it. Backward frees a graph's saved tensors
+    but not what a custom autograd Function keeps as attributes of its context: bitsandbytes' MatMul4Bit before
+    0.43.2 kept each input that way (`ctx.tensors = (A, B)`), so at the next forward's peak the previous
+    micro-batch's 4-bit inputs are alive beside the current ones (`activations.quantized_inputs_bytes`).
+    A Hugging Face Trainer step returns `loss.detach()` and drops its graph before the next forward.
+    """
+    if training.framework is not Framework.litgpt:
+        return 0.0
+    return quantized_inputs_bytes(arch, training, micro_batch, seq_len)
+
+
 def estimate(
     arch: Architecture,
     training: TrainingSpec,
@@ -129,6 +145,7 @@ def estimate(
     """
     states = model_states(arch, training, dp, gpus_per_node, zero_accounting)
     act = activation_bytes(arch, training, micro_batch, seq_len)
+    act = act + previous_graph_bytes(arch, training, micro_batch, seq_len)  # litgpt's last graph, old bitsandbytes
     # Vocab-parallel cross-entropy (Megatron, torchtitan loss_parallel) splits the logits over tp; cp splits the
     # tokens. Counted on the peak GPU even when the last pipeline stage holds them: an upper bound for pp > 1.
     logits = logits_bytes(arch, training, micro_batch, seq_len) / (training.tensor_parallel * training.context_parallel)
