@@ -272,7 +272,7 @@ def _lora(case: dict[str, Any], method: Method, assumed: list[str]) -> dict[str,
         out["lora_dropout"] = float(dropout.group(1))
     elif isinstance(lora.get("dropout"), (int, float)):
         # The run's own LoRA block states it (ms-swift's and universal-llm-trainer's lora_dropout 0.05): PEFT
-        # then saves each adapter's dropped-out input for backward (memory._linear_inputs).
+        # then saves each adapter's dropped-out input for backward (activations._linear_inputs).
         out["lora_dropout"] = float(lora["dropout"])
     targets = lora.get("planner_targets", lora.get("targets"))
     if isinstance(targets, list) and targets and targets != ["query", "value"] and all(
@@ -362,6 +362,17 @@ def build(case: dict[str, Any]) -> Built:
     return Built(case, request, None, tuple(assumed), tokens)
 
 
+def _bitsandbytes_before(stated: str | None, version: tuple[int, ...]) -> bool:
+    """Whether the bitsandbytes version a case states (other_settings.bitsandbytes, "0.41.1 (...)") is older
+    than `version`; False where the case states none (the planner's default is today's bitsandbytes)."""
+    if not stated:
+        return False
+    numbers = re.match(r"(\d+)\.(\d+)\.(\d+)", stated)
+    if numbers is None:
+        raise ValueError(f"bitsandbytes version {stated!r} does not start with major.minor.patch")
+    return tuple(int(n) for n in numbers.groups()) < version
+
+
 def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, float | None]:
     other = case["other_settings"]
     notes = other.get("notes") or ""
@@ -415,6 +426,8 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
         training["cross_entropy"] = "fused"
     if method is Method.qlora and "bnb.nf4" in case["precision"] and "nf4-dq" not in case["precision"]:
         training["double_quant"] = False  # litgpt --quantize bnb.nf4 (bnb.nf4-dq is the double-quantized one)
+    if method is Method.qlora and _bitsandbytes_before(other.get("bitsandbytes"), (0, 43, 2)):
+        training["quantized_inputs_kept"] = True  # MatMul4Bit kept (A, B) until bitsandbytes PR #1270
     if case["model"]["name"].lower().startswith("bert"):
         assumed.append("BERT is an encoder with a classification head; planned as a decoder with an LM head")
     per_node = int(other.get("gpus_per_node") or min(8, n))

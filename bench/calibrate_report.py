@@ -31,8 +31,6 @@ def _share(hits: Sequence[bool | None]) -> dict[str, Any]:
 def summary(rows: Sequence[Row]) -> dict[str, Any]:
     """Within-tolerance counts: throughput overall and per method class (planner, flat 50%, llm-analysis on the
     runs each can express), memory (measured figures only)."""
-    from bench.calibrate_rows import SUPERSEDED_BNB_ROWS
-
     tp = [r for r in rows if r.kind == "throughput" and r.planned is not None]
     out: dict[str, Any] = {"throughput": {"all": _share([r.within for r in tp])}}
     for cls in CLASSES:
@@ -46,7 +44,6 @@ def summary(rows: Sequence[Row]) -> dict[str, Any]:
         }
     mem = [r for r in rows if r.kind == "memory" and r.planned is not None and r.measured]
     out["memory"] = _share([r.within for r in mem])
-    out["memory_without_superseded_bnb"] = _share([r.within for r in mem if r.id not in SUPERSEDED_BNB_ROWS])
     out["not_planned"] = sum(r.planned is None for r in rows)
     out["runs"] = len(rows)
     out["sources"] = len({r.source for r in rows})
@@ -66,8 +63,7 @@ def summary_lines(rows: Sequence[Row]) -> list[str]:
         lines.append(f"- {CLASS_TITLE[cls]}: planner {_pct(c['planner'])}; flat 50% of peak {_pct(c['flat_50'])}; "
                      f"llm-analysis 0.2.2 {_pct(c['llm_analysis'])} (the planner on those same runs: "
                      f"{_pct(c['planner_on_llm_analysis_runs'])})")
-    lines.append(f"Memory within ±10% (measured figures): {_pct(s['memory'])}; without the litgpt QLoRA rows of "
-                 f"litgpt#1112's bitsandbytes: {_pct(s['memory_without_superseded_bnb'])}.")
+    lines.append(f"Memory within ±10% (measured figures): {_pct(s['memory'])}.")
     lines.append(f"Not planned: {s['not_planned']} of {s['runs']} runs ({s['sources']} sources).")
     return lines
 

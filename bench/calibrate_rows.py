@@ -13,12 +13,6 @@ from bench.calibrate_cases import MEMORY_METRICS, THROUGHPUT_METRICS
 MEMORY_TOLERANCE = 0.10
 THROUGHPUT_TOLERANCE = 0.20
 
-# litgpt's QLoRA peaks, measured with litgpt#1112's bitsandbytes (it kept each 4-bit linear's input), do not
-# reproduce on an H200 with today's, while the LoRA and full rows do (docs/formulas.md, "litgpt measured peaks").
-# They stay in the tables and counts; the summary also counts without them.
-SUPERSEDED_BNB_ROWS = frozenset({"litgpt-a100-40g-llama2-7b-qlora-nf4-mem", "litgpt-a100-40g-llama2-13b-qlora-nf4-mem",
-                                 "litgpt-a10g-llama3-8b-qlora-mem"})
-
 BEGIN, END = "<!-- calibrate:begin -->", "<!-- calibrate:end -->"
 
 

@@ -140,6 +140,10 @@ class TrainingSpec(_Strict):
     )
     optimizer_in_backward: bool = Field(False, title="Optimizer in backward")
     double_quant: bool = Field(True, title="Double quantization (QLoRA)")
+    quantized_inputs_kept: bool | None = Field(
+        None, title="4-bit linears keep inputs", exclude_if=left_out,
+        description="true: bitsandbytes before 0.43.2 (QLoRA), each 4-bit linear keeps its input for backward",
+    )
     cross_entropy: CrossEntropy = Field(
         CrossEntropy.standard, title="Cross-entropy", description="standard, chunked or fused (logits never whole)"
     )

@@ -23,9 +23,10 @@ from core.json_file import FileReadError, read_json_file
 from core.planner.choices import OVERRIDABLE
 from core.planner.choose import search
 from core.planner.choose.advice import suggestions
-from core.planner.model import memory, parallel, savers
-from core.planner.model.memory import CUDA_CONTEXT_BYTES, checkpoint_bytes
+from core.planner.model import memory, parallel, savers, states
+from core.planner.model.memory import CUDA_CONTEXT_BYTES
 from core.planner.model.params import Architecture, ConfigError
+from core.planner.model.states import checkpoint_bytes
 from core.planner.models import (
     TEN_YEARS_HOURS,
     Assumption,
@@ -474,10 +475,10 @@ def fit_assumptions(t: TrainingSpec, step_workspace: float) -> list[Assumption]:
     held in, and the optimizer step's temporaries (each stated, with what changes it)."""
     if t.precision is Precision.pure_bf16:
         held = "bf16 parameters, gradients and optimizer states (the model loaded in bf16, no fp32 master)"
-    elif t.sharding in (Sharding.fsdp, Sharding.hsdp) and memory.master_bytes(t.precision):
+    elif t.sharding in (Sharding.fsdp, Sharding.hsdp) and states.master_bytes(t.precision):
         held = ("fp32 parameters, gradients and states, sharded (FSDP mixed precision over a model loaded in fp32); "
                 "a model loaded in bf16 holds half: plan it with training.precision pure_bf16")
-    elif memory.master_bytes(t.precision):
+    elif states.master_bytes(t.precision):
         held = "16-bit weights and gradients with an fp32 master copy and fp32 states (mixed precision)"
     else:
         held = f"{t.precision.value} parameters, gradients and states"

@@ -14,7 +14,7 @@ import pytest
 
 from bench.calibrate_cases import shape_keys
 from core.catalog import load_catalog
-from core.planner.model import memory
+from core.planner.model import memory, states
 from core.planner.model.params import Architecture
 from core.planner.models import Assumptions, DataSpec, HardwareSpec, PlanRequest, Precision, TrainingSpec
 from core.planner.plan import gpu_hardware, plan
@@ -31,7 +31,7 @@ def _states(
 ) -> float:
     arch = Architecture.from_param_count(params)
     training = TrainingSpec(method="full", precision="amp_fp16", optimizer="adamw", sharding=sharding, offload=offload)
-    s = memory.model_states(
+    s = states.model_states(
         arch,
         training,
         dp=n,
@@ -156,7 +156,7 @@ def test_litgpt_peak_allocated_measured_on_h200(case_id: str) -> None:
 
     The planner models Hugging Face/PEFT layers, so litgpt's extras show as a small under-estimate: its fused
     q/k/v buffer outlives the layer (v is a view of it) and its LoRA adds a conv1d output per layer. Its QLoRA
-    also quantizes the LM head (planned with framework litgpt: memory.quantizes_lm_head), whose backward then
+    also quantizes the LM head (planned with framework litgpt: states.quantizes_lm_head), whose backward then
     holds fp16 and bf16 dequantized copies at once.
     `-full` rows run a LoRA case's model and batch as a full fine-tune; `+optimizer_in_backward` rows step each
     weight in its gradient hook (torchtune's optimizer_in_bwd).

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from bench import calibrate
 from bench.calibrate import load_cases
 from bench.calibrate_cases import build
-from core.planner.model import memory
+from core.planner.model import activations, memory, states
 from core.planner.model.params import Architecture, ConfigError
 from core.planner.models import TrainingSpec
 
@@ -64,7 +64,7 @@ def _probability_bytes(attention: str, precision: str, config: dict[str, object]
 
     def layer(kind: str) -> float:
         t = TrainingSpec(method="full", attention=kind, precision=precision)
-        return float(memory.activation_elements_per_token_layer(arch, t, s)) * memory.weight_bytes(t.precision)
+        return float(activations.activation_elements_per_token_layer(arch, t, s)) * states.weight_bytes(t.precision)
 
     return (layer(attention) - layer("flash")) / (arch.heads * s)
 
@@ -129,7 +129,55 @@ def test_litgpt_qlora_dequantizes_its_lm_head() -> None:
     arch = Architecture.from_hf_config(GEMMA_7B)
     litgpt = TrainingSpec(method="qlora", framework="litgpt", double_quant=False)
     peft = TrainingSpec(method="qlora", framework="hf_trainer", double_quant=False)
-    assert memory.dequantized_matrix_params(arch, litgpt) == 786_432_000
-    assert memory.dequantized_matrix_params(arch, peft) == 75_497_472
-    extra = (memory.model_states(arch, litgpt, 1).weights - memory.model_states(arch, peft, 1).weights)
+    assert states.dequantized_matrix_params(arch, litgpt) == 786_432_000
+    assert states.dequantized_matrix_params(arch, peft) == 75_497_472
+    extra = (states.model_states(arch, litgpt, 1).weights - states.model_states(arch, peft, 1).weights)
     assert extra == 786_432_000 * 4.5 / 8
+
+
+LLAMA2_7B = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+             "num_key_value_heads": 32, "vocab_size": 32000, "intermediate_size": 11008}
+
+
+def test_bitsandbytes_before_0_43_2_keeps_each_4bit_linears_input() -> None:
+    """bitsandbytes' MatMul4Bit set `ctx.tensors = (A, B)` until PR #1270 (commit 9e75374, first in 0.43.2) made it
+    `(None, B)`. litgpt's Llama-2-7B QLoRA (LoRA on q and v with dropout, 1 × 1304 tokens, no recompute) then also
+    keeps, per layer and token, the normed input of the q/k/v linear (4,096), of gate/up (4,096, one tensor for both)
+    and the down projection's 11,008-wide input; the o-projection reads the attention output, kept already:
+    32 layers × 1,304 tokens × 19,200 elements × 2 B = 1,602,355,200 B."""
+    arch = Architecture.from_hf_config(LLAMA2_7B)
+    today = TrainingSpec(method="qlora", lora_targets="q,v", lora_dropout=0.05, precision="pure_bf16",
+                         gradient_checkpointing=False)
+    old = today.model_copy(update={"quantized_inputs_kept": True})
+    grown = activations.activation_bytes(arch, old, 1, 1304) - activations.activation_bytes(arch, today, 1, 1304)
+    # activation_bytes adds one more layer's worth as the backward's transient tensors: 33 layers in all.
+    assert grown == pytest.approx(1_602_355_200 * 33 / 32, rel=1e-9)
+
+
+def test_the_runs_that_state_an_old_bitsandbytes_are_planned_with_it() -> None:
+    """litgpt's 2023 resource tables ran bitsandbytes 0.41.1 and its 2024 config-hub table 0.42.0 (its pyproject.toml
+    pin); ms-swift's benchmark names 0.41.3.post2. universal-llm-trainer's QLoRA row states none: today's."""
+    for case_id in ("litgpt-a100-40g-llama2-7b-qlora-nf4-mem", "litgpt-a10g-llama3-8b-qlora-mem",
+                    "swift-qwen7b-qlora-bnb4-a100-2048-mem"):
+        request = build(BY_ID[case_id]).request
+        assert request is not None and request.training.quantized_inputs_kept
+    request = build(BY_ID["ult-llama31-8b-qlora-a100-8192-mem"]).request
+    assert request is not None and not request.training.quantized_inputs_kept
+
+
+def test_litgpt_keeps_the_previous_micro_batchs_4bit_inputs_until_the_next_forward_returns() -> None:
+    """litgpt's fit loop keeps `logits` and `loss`, and with them the last graph, until the next forward returns;
+    backward freed its saved tensors but not MatMul4Bit's `ctx.tensors = (A, B)` attribute (bitsandbytes before
+    0.43.2). Llama-2-7B, 1 × 1304 tokens, no recompute: the same 32 × 1,304 × 19,200 × 2 B = 1,602,355,200 B again
+    (no transient layer this time: a graph holds its blocks' inputs, not backward's temporaries). A Hugging Face
+    Trainer step drops its graph (it returns loss.detach()), and a recomputed block's graph ends with its backward."""
+    arch = Architecture.from_hf_config(LLAMA2_7B)
+    old = TrainingSpec(method="qlora", lora_targets="q,v", lora_dropout=0.05, precision="pure_bf16",
+                       gradient_checkpointing=False, quantized_inputs_kept=True, framework="litgpt")
+    assert memory.previous_graph_bytes(arch, old, 1, 1304) == pytest.approx(1_602_355_200, rel=1e-9)
+    trainer = old.model_copy(update={"framework": "hf_trainer"})
+    assert memory.previous_graph_bytes(arch, trainer, 1, 1304) == 0.0
+    recomputed = old.model_copy(update={"gradient_checkpointing": True})
+    assert memory.previous_graph_bytes(arch, recomputed, 1, 1304) == 0.0
+    today = old.model_copy(update={"quantized_inputs_kept": None})
+    assert memory.previous_graph_bytes(arch, today, 1, 1304) == 0.0

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from core.catalog import load_catalog
-from core.planner.model import memory, savers
+from core.planner.model import activations, memory, savers, states
 from core.planner.model.lora import lora_params, target_set
 from core.planner.model.params import Architecture
 from core.planner.models import PlanRequest, TrainingSpec
@@ -160,8 +160,8 @@ def test_activation_offload_keeps_five_layer_inputs_and_moves_the_rest() -> None
     on = _training(activation_offload=True)
     off = _training()
     inputs = 32 * 4096 * 2 * TOKENS
-    a_on = memory.activation_bytes(LLAMA31_8B, on, 2, 2048)
-    a_off = memory.activation_bytes(LLAMA31_8B, off, 2, 2048)
+    a_on = activations.activation_bytes(LLAMA31_8B, on, 2, 2048)
+    a_off = activations.activation_bytes(LLAMA31_8B, off, 2, 2048)
     assert a_off - a_on == pytest.approx(inputs * 27 / 32)
     est = memory.estimate(LLAMA31_8B, on, dp=1, gpus_per_node=1, micro_batch=2, seq_len=2048, accumulation=4)
     assert float(est.cpu_ram) == pytest.approx(inputs)
@@ -181,13 +181,13 @@ def test_selective_recompute_saves_less_than_full_and_more_than_none() -> None:
     probabilities × 6 B × 4,096 tokens."""
     def act(ckpt: object) -> float:
         t = _training(attention="eager", gradient_checkpointing=ckpt)
-        return float(memory.activation_bytes(LLAMA31_8B, t, 2, 2048))
+        return float(activations.activation_bytes(LLAMA31_8B, t, 2, 2048))
 
     assert act(False) > act("selective") > act(True)
     assert act(False) - act("selective") == 32 * 32 * 2048 * 6 * TOKENS
     # With flash attention the core keeps nothing to drop.
     flash = [_training(gradient_checkpointing=c) for c in (False, "selective")]
-    assert memory.activation_bytes(LLAMA31_8B, flash[0], 2, 2048) == memory.activation_bytes(
+    assert activations.activation_bytes(LLAMA31_8B, flash[0], 2, 2048) == activations.activation_bytes(
         LLAMA31_8B, flash[1], 2, 2048)
 
 
@@ -213,9 +213,9 @@ def test_qlora_fsdp_gathers_packed_nf4_blocks() -> None:
     nf4 = (4 + 8 / 64 + 32 / (64 * 256)) / 8
     expected = 2 * ((attn + experts) * nf4 + router * 2)
     t = TrainingSpec(method="qlora", sharding="fsdp")
-    got = memory.model_states(MIXTRAL, t, dp=8, gpus_per_node=8).gathered
+    got = states.model_states(MIXTRAL, t, dp=8, gpus_per_node=8).gathered
     assert float(got) == pytest.approx(expected, rel=1e-6)
-    lora16 = memory.model_states(MIXTRAL, TrainingSpec(method="lora", sharding="fsdp"), dp=8, gpus_per_node=8)
+    lora16 = states.model_states(MIXTRAL, TrainingSpec(method="lora", sharding="fsdp"), dp=8, gpus_per_node=8)
     assert float(lora16.gathered) > 3.5 * float(got)
 
 

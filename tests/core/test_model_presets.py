@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from core.catalog import load_catalog
-from core.planner.model import attention_layers, memory
+from core.planner.model import activations, attention_layers
 from core.planner.model.params import Architecture, ConfigError
 from core.planner.models import Attention, Method, TrainingSpec
 from core.planner.speed import compute
@@ -208,7 +208,7 @@ def test_mla_saves_expanded_keys_and_values_and_its_latents() -> None:
     the two latents (1536 and 512) each through an RMSNorm (fp32 copy,
     2 elements a value) and, for the adapted q_b/kv_b, their inputs again."""
     training = TrainingSpec(method=Method.lora, lora_targets="qv", attention=Attention.flash)
-    rest, split, kv = memory.activation_parts(arch("deepseek-v3"), training, 4096)
+    rest, split, kv = activations.activation_parts(arch("deepseek-v3"), training, 4096)
     assert kv == 128 * 192 + 128 * 128
     # The query 128 × 192 and output 128 × 128, and the MLP's gate, up and act outputs over the width a token
     # runs through: 8 routed + 1 shared expert of 2048 in 58 MoE layers, the 18432 dense MLP in 3.
@@ -225,8 +225,8 @@ def test_eager_scores_stay_s_squared_under_a_window() -> None:
     """Eager attention materialises every layer's s×s probabilities, windowed or not: a·s of them a token, each
     kept as the fp32 softmax output and its bf16 copy (6 B = 3 bf16 elements; transformers' eager_attention_forward)."""
     gemma = arch("gemma-3-1b")
-    eager = memory.activation_parts(gemma, TrainingSpec(attention=Attention.eager), 8192)
-    flash = memory.activation_parts(gemma, TrainingSpec(attention=Attention.flash), 8192)
+    eager = activations.activation_parts(gemma, TrainingSpec(attention=Attention.eager), 8192)
+    flash = activations.activation_parts(gemma, TrainingSpec(attention=Attention.flash), 8192)
     assert eager[1] - flash[1] == 3 * 4 * 8192
 
 

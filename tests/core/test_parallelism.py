@@ -15,7 +15,7 @@ from core.catalog import load_catalog
 from core.cli.plan import render_plan
 from core.planner.analysis import scaling
 from core.planner.choose import search
-from core.planner.model import memory
+from core.planner.model import activations, memory, states
 from core.planner.model.params import Architecture
 from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.plan import PlanError, plan, resolve_model
@@ -43,8 +43,8 @@ def request(**sections: Any) -> PlanRequest:
     return PlanRequest.model_validate(raw)
 
 
-def states(arch: Architecture, training: TrainingSpec, dp: float = 1) -> float:
-    s = memory.model_states(arch, training, dp=dp, gpus_per_node=8)
+def state_bytes(arch: Architecture, training: TrainingSpec, dp: float = 1) -> float:
+    s = states.model_states(arch, training, dp=dp, gpus_per_node=8)
     return float(s.weights + s.gradients + s.optimizer)
 
 
@@ -56,7 +56,7 @@ def test_70b_states_at_tp8_are_an_eighth_of_16_bytes_per_parameter() -> None:
     # (ZeRO paper §3.1). Tensor parallel 8, one stage: every matrix, the embedding too, ÷ 8.
     arch = arch_of("llama-3.1-70b")
     training = TrainingSpec(method="full", tensor_parallel=8)
-    assert states(arch, training) == pytest.approx(16 * arch.total_params / 8, rel=1e-9)
+    assert state_bytes(arch, training) == pytest.approx(16 * arch.total_params / 8, rel=1e-9)
 
 
 def test_the_first_pipeline_stage_holds_the_embedding_and_its_share_of_layers() -> None:
@@ -67,14 +67,14 @@ def test_the_first_pipeline_stage_holds_the_embedding_and_its_share_of_layers() 
     blocks = arch.total_params - 2 * v_h - 8192
     expected = 16 * (v_h + blocks / 4) / 2
     training = TrainingSpec(method="full", tensor_parallel=2, pipeline_parallel=4)
-    assert states(arch, training) == pytest.approx(expected, rel=1e-9)
+    assert state_bytes(arch, training) == pytest.approx(expected, rel=1e-9)
 
 
 def test_zero_shards_over_the_replicas_after_tensor_parallel() -> None:
     # zero3 (DeepSpeed accounting, 18 B/param ÷ dp) of the tp shard: 18 × N / 8 / 4 with 32 GPUs = tp 8 × dp 4.
     arch = arch_of("llama-3.1-70b")
     training = TrainingSpec(method="full", tensor_parallel=8, sharding="zero3")
-    assert states(arch, training, dp=4) == pytest.approx(18 * arch.total_params / 8 / 4, rel=1e-9)
+    assert state_bytes(arch, training, dp=4) == pytest.approx(18 * arch.total_params / 8 / 4, rel=1e-9)
 
 
 @pytest.mark.parametrize(("tp", "sp", "korthikanti", "transformers_eager"), [
@@ -92,7 +92,7 @@ def test_gpt3_layer_activations_follow_korthikanti(tp: int, sp: bool, korthikant
     terms swapped exactly, and sit within 0–15% above their published total."""
     s, h = 2048, 12288
     training = TrainingSpec(method="full", attention="eager", tensor_parallel=tp, sequence_parallel=sp)
-    engine = memory.parallel_elements_per_token_layer(GPT3, training, s) * 2 * s  # bytes per layer, b = 1
+    engine = activations.parallel_elements_per_token_layer(GPT3, training, s) * 2 * s  # bytes per layer, b = 1
     assert engine == pytest.approx(transformers_eager * s * h, rel=1e-9)
     assert 1.0 <= engine / (korthikanti * s * h) <= 1.15
 
@@ -104,8 +104,8 @@ def test_pipeline_keeps_pp_micro_batches_in_flight_on_the_first_stage() -> None:
     base = TrainingSpec(method="full", gradient_checkpointing=False)
 
     def layers_part(training: TrainingSpec) -> float:
-        act = memory.activation_bytes(arch, training, 1, 4096)
-        per_layer = memory.activation_elements_per_token_layer(arch, training, 4096) * 2 * 4096
+        act = activations.activation_bytes(arch, training, 1, 4096)
+        per_layer = activations.activation_elements_per_token_layer(arch, training, 4096) * 2 * 4096
         return float(act) - 3 * 8192 * 2 * 4096 - per_layer  # drop the final norm and the transient layer
 
     one = layers_part(base)
@@ -128,7 +128,7 @@ def test_expert_parallel_divides_the_routed_experts() -> None:
     arch = arch_of("mixtral-8x7b")
     experts = 32 * 8 * 3 * 4096 * 14336
     full = TrainingSpec(method="full")
-    saved = states(arch, full) - states(arch, full.model_copy(update={"expert_parallel": 8}))
+    saved = state_bytes(arch, full) - state_bytes(arch, full.model_copy(update={"expert_parallel": 8}))
     assert saved == pytest.approx(16 * experts * (1 - 1 / 8), rel=1e-9)
 
 

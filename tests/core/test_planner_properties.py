@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from core.catalog import load_catalog
 from core.planner.choose.ranking import first_of_each
 from core.planner.choose.search import pareto_mask
-from core.planner.model import memory
+from core.planner.model import activations, states
 from core.planner.model.params import Architecture
 from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.plan import on_candidate, plan
@@ -37,11 +37,11 @@ def test_more_gpus_with_zero3_never_raise_model_states(
     arch = Architecture.from_hf_config(CATALOG.model(preset).config)
     training = TrainingSpec(method=method, sharding=sharding)
 
-    def states(dp: int) -> float:
-        s = memory.model_states(arch, training, dp=dp, gpus_per_node=8)
+    def state_bytes(dp: int) -> float:
+        s = states.model_states(arch, training, dp=dp, gpus_per_node=8)
         return float(s.weights + s.gradients + s.optimizer + s.gathered)
 
-    assert states(n + extra) <= states(n)
+    assert state_bytes(n + extra) <= state_bytes(n)
 
 
 @settings(max_examples=60, deadline=None)
@@ -60,7 +60,8 @@ def test_longer_sequences_never_lower_activations(
     arch = Architecture.from_hf_config(CATALOG.model(preset).config)
     training = TrainingSpec(method=method, gradient_checkpointing=ckpt, attention=attention)
     short, long_ = sorted((s1, s2))
-    assert memory.activation_bytes(arch, training, mb, long_) >= memory.activation_bytes(arch, training, mb, short)
+    longer = activations.activation_bytes(arch, training, mb, long_)
+    assert longer >= activations.activation_bytes(arch, training, mb, short)
 
 
 lora_targets = st.sampled_from(["qv", "attention", "all-linear", "q,k,v,o,down", "gate,up"])
@@ -75,7 +76,7 @@ def test_lora_dropout_never_lowers_activations(preset: str, method: str, targets
 
     def act(p: float) -> float:
         training = TrainingSpec(method=method, lora_targets=targets, lora_dropout=p)
-        return float(memory.activation_bytes(arch, training, mb, 2048))
+        return float(activations.activation_bytes(arch, training, mb, 2048))
 
     assert act(dropout) >= act(0.0)
 
@@ -86,8 +87,8 @@ def test_fusing_q_k_v_never_raises_activations(preset: str, method: str, targets
     """One q/k/v module has one adapter (one dropped copy) where three modules have up to three."""
     arch = Architecture.from_hf_config(CATALOG.model(preset).config)
     training = TrainingSpec(method=method, lora_targets=targets, lora_dropout=dropout)
-    fused = memory.activation_bytes(replace(arch, fused_qkv=True), training, 2, 1024)
-    assert fused <= memory.activation_bytes(replace(arch, fused_qkv=False), training, 2, 1024)
+    fused = activations.activation_bytes(replace(arch, fused_qkv=True), training, 2, 1024)
+    assert fused <= activations.activation_bytes(replace(arch, fused_qkv=False), training, 2, 1024)
 
 
 @settings(max_examples=25, deadline=None)
@@ -206,11 +207,11 @@ def test_more_replicas_never_raise_model_states_under_model_parallelism(
     arch = Architecture.from_hf_config(CATALOG.model(preset).config)
     training = TrainingSpec(method=method, sharding=sharding, tensor_parallel=tp, pipeline_parallel=pp)
 
-    def states(dp: int) -> float:
-        s = memory.model_states(arch, training, dp=dp, gpus_per_node=8)
+    def state_bytes(dp: int) -> float:
+        s = states.model_states(arch, training, dp=dp, gpus_per_node=8)
         return float(s.weights + s.gradients + s.optimizer + s.gathered)
 
-    assert states(n + extra) <= states(n)
+    assert state_bytes(n + extra) <= state_bytes(n)
 
 
 @settings(max_examples=60, deadline=None)
@@ -219,7 +220,7 @@ def test_more_replicas_never_raise_model_states_under_model_parallelism(
 def test_more_tensor_parallel_never_raises_weights_per_gpu(preset: str, method: str, pp: int, sharding: str) -> None:
     arch = Architecture.from_hf_config(CATALOG.model(preset).config)
     weights = [
-        float(memory.model_states(arch, TrainingSpec(method=method, sharding=sharding, tensor_parallel=tp,
+        float(states.model_states(arch, TrainingSpec(method=method, sharding=sharding, tensor_parallel=tp,
                                                      pipeline_parallel=pp), dp=4).weights)
         for tp in (1, 2, 4, 8)
     ]

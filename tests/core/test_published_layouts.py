@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from core.catalog import load_catalog
 from core.launch import LaunchError
-from core.planner.model import lora, memory, parallel
+from core.planner.model import activations, lora, parallel
 from core.planner.model.params import Architecture
 from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.plan import PlanError, on_candidate, plan
@@ -158,7 +158,7 @@ def test_every_second_block_lies_between_none_and_full_in_memory_and_flops() -> 
     every2 = TrainingSpec(method="full", sharding="fsdp", checkpoint_every_k_blocks=2)
 
     def act(t: TrainingSpec) -> float:
-        return float(memory.activation_bytes(arch, t, 1, 4096))
+        return float(activations.activation_bytes(arch, t, 1, 4096))
 
     def flops(t: TrainingSpec) -> float:
         return float(compute.flops_per_token(arch, t, 4096, float(arch.total_params)))
@@ -169,7 +169,7 @@ def test_every_second_block_lies_between_none_and_full_in_memory_and_flops() -> 
     assert flops(every2) - flops(none) == pytest.approx((flops(full) - flops(none)) / 2, rel=1e-12)
     # Memory, with P one block's saved tensors, I the 32 block inputs and N the final norm: none = 32P + P + N,
     # full = I + P (the recomputed block) + P + N, every second = I/2 + 16P + P + P + N = the mean + P/2.
-    block = float(memory.parallel_elements_per_token_layer(arch, full, 4096)) * 2 * 4096
+    block = float(activations.parallel_elements_per_token_layer(arch, full, 4096)) * 2 * 4096
     assert act(every2) == pytest.approx((act(none) + act(full)) / 2 + block / 2, rel=1e-12)
 
 
@@ -177,7 +177,7 @@ def test_every_block_is_true_and_a_plan_with_k_runs() -> None:
     arch = arch_of("llama-3.1-8b")
     t = TrainingSpec(method="full", sharding="fsdp")
     k1 = TrainingSpec(method="full", sharding="fsdp", checkpoint_every_k_blocks=1)
-    assert memory.activation_bytes(arch, k1, 1, 4096) == memory.activation_bytes(arch, t, 1, 4096)
+    assert activations.activation_bytes(arch, k1, 1, 4096) == activations.activation_bytes(arch, t, 1, 4096)
     hw = {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}
     r2 = plan(request("llama-3.1-8b", {"method": "full", "sharding": "fsdp", "checkpoint_every_k_blocks": 2,
                                        "micro_batch_size": 1}, hw))
@@ -196,7 +196,7 @@ def test_any_k_plans_between_none_and_full(share: float, preset: str) -> None:
     full = TrainingSpec(method="lora")
     none = full.model_copy(update={"gradient_checkpointing": False})
     every = TrainingSpec(method="lora", checkpoint_every_k_blocks=k)
-    a = [float(memory.activation_bytes(arch, t, 1, 2048)) for t in (full, every, none)]
+    a = [float(activations.activation_bytes(arch, t, 1, 2048)) for t in (full, every, none)]
     assert a[0] <= a[1] * (1 + 1e-12) and a[1] <= a[2] * (1 + 1e-12)
     f = [float(compute.flops_per_token(arch, t, 2048, 1e7)) for t in (none, every, full)]
     assert f[0] <= f[1] <= f[2] * (1 + 1e-12)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from core.catalog import load_catalog
-from core.planner.model import memory, savers
+from core.planner.model import activations, memory, savers, states
 from core.planner.model.params import Architecture
 from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.plan import plan
@@ -49,11 +49,12 @@ def test_torchtitan_selective_activations_are_the_op_policy_not_the_attention_co
     every tensor (what the engine planned before: 101 GiB)."""
     tokens = 2 * 8192
     kept = LAYERS * 31_808 * 2 * tokens
-    act = memory.activation_bytes(LLAMA31_8B, _torchtitan(), 2, 8192)
-    one_block = memory.activation_bytes(LLAMA31_8B, _torchtitan(gradient_checkpointing=False), 2, 8192) / (LAYERS + 1)
+    act = activations.activation_bytes(LLAMA31_8B, _torchtitan(), 2, 8192)
+    whole = activations.activation_bytes(LLAMA31_8B, _torchtitan(gradient_checkpointing=False), 2, 8192)
+    one_block = whole / (LAYERS + 1)
     assert act == pytest.approx(kept + 3 * H * 2 * tokens + one_block, rel=0.01)
     assert kept / GIB == pytest.approx(31.06, abs=0.01)
-    megatron = memory.activation_bytes(LLAMA31_8B, _torchtitan(framework="megatron"), 2, 8192)
+    megatron = activations.activation_bytes(LLAMA31_8B, _torchtitan(framework="megatron"), 2, 8192)
     assert megatron > 2.5 * act
 
 
@@ -91,8 +92,8 @@ def test_fsdp_shards_the_states_over_context_parallel_ranks_too() -> None:
     """torchtitan's "FSDP 1, CP 8" (8 GPUs, 262,144 tokens): FSDP2 shards over the flattened dp_shard × cp mesh,
     so each GPU holds 1/8 of the fp32 parameters (4 B), gradients (4 B) and AdamW states (8 B)."""
     cp8 = _torchtitan(context_parallel=8, micro_batch_size=1)
-    states = memory.model_states(LLAMA31_8B, cp8, dp=1)
-    per_param = (states.weights + states.gradients + states.optimizer) / PARAMS
+    held = states.model_states(LLAMA31_8B, cp8, dp=1)
+    per_param = (held.weights + held.gradients + held.optimizer) / PARAMS
     assert per_param == pytest.approx(16 / 8, rel=0.01)
 
 

@@ -220,7 +220,7 @@ def test_the_out_of_source_figures_do_not_regress() -> None:
     assert t["LoRA"]["planner"]["within"] >= 9
     assert t["QLoRA"]["planner"]["within"] >= 4
     assert t["full"]["planner"]["within"] > t["full"]["flat_50"]["within"]
-    assert s["memory"]["within"] >= 18
+    assert s["memory"]["within"] >= 21  # 18 before the bitsandbytes < 0.43.2 inputs (2026-12-07)
 
 
 # ----------------------------------------------------------------------------- output

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from core.planner.model import memory
+from core.planner.model import states
 from core.planner.model.params import Architecture
 from core.planner.models import Candidate, PlanRequest, Sharding
 from core.planner.money import reliability, storage
@@ -91,7 +91,7 @@ def _with_checkpoints(arch: Architecture, request: PlanRequest, solve_hours: np.
                       writers: np.ndarray) -> np.ndarray:
     """Expected wall hours of each row (Daly 2006), as plan() computes them for the chosen configuration."""
     a, t = request.assumptions, request.training
-    write_s = storage.checkpoint_write_seconds(memory.checkpoint_bytes(arch, t), a.checkpoint_tier, writers)
+    write_s = storage.checkpoint_write_seconds(states.checkpoint_bytes(arch, t), a.checkpoint_tier, writers)
     m_s = reliability.job_mtbf_hours(a.gpu_mtbf_hours, gpus) * reliability.SECONDS_PER_HOUR
     tau = reliability.optimal_interval_s(write_s, m_s, solve_hours)
     return reliability.expected_wall_hours(solve_hours, tau, write_s, a.restart_minutes * 60, m_s)

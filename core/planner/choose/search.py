@@ -22,7 +22,7 @@ import numpy as np
 
 from core.catalog import network
 from core.planner.choose.ranking import Rows, SearchOutcome, Table, pareto_mask, rank
-from core.planner.model import memory, parallel
+from core.planner.model import parallel, states
 from core.planner.model.params import Architecture
 from core.planner.models import Candidate, Method, Offload, PlanRequest, Sharding, TrainingSpec
 from core.planner.money import pricing, sanity
@@ -185,8 +185,8 @@ def needs_model_parallel(arch: Architecture, training: TrainingSpec, largest_gpu
     whole = training.model_copy(update={"sharding": Sharding.none, "offload": Offload.none, "tensor_parallel": tp,
                                         "pipeline_parallel": 1, "pipeline_virtual_stages": 1,
                                         "sequence_parallel": False, "expert_parallel": 1})
-    states = memory.model_states(arch, whole, dp=1)
-    return float(states.weights + states.gradients + states.optimizer) > largest_gpu_bytes
+    held = states.model_states(arch, whole, dp=1)
+    return float(held.weights + held.gradients + held.optimizer) > largest_gpu_bytes
 
 
 def layouts(arch: Architecture, request: PlanRequest, largest_gpu_bytes: float,

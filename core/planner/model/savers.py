@@ -1,6 +1,6 @@
 """The memory savers today's fine-tuning stacks use: loss kernels, activation offload and paged optimizer states.
 
-Each function is one saver's arithmetic, vectorised like the rest of `memory.py` (scalars or NumPy arrays for
+Each function is one saver's arithmetic, vectorised like the rest of the memory model (scalars or NumPy arrays for
 micro-batch, sequence and GPU memory). `memory.estimate` composes them; docs/formulas.md ("Memory savers")
 gives the sources.
 """
@@ -79,7 +79,7 @@ def fused_ce_chunk_tokens(tokens: Num, vocab: int, hidden: int) -> Num:
 
 def op_sac_parts(arch: Architecture, training: TrainingSpec) -> tuple[float, float, float]:
     """16-bit elements per token per layer that torchtitan's selective "op" checkpointing keeps, as
-    (replicated by tp, sharded by tp, key/value) like `memory.activation_parts`.
+    (replicated by tp, sharded by tp, key/value) like `activations.activation_parts`.
 
     torchtitan's `_apply_ac_to_transformer_block` (selective_ac_option = "op", the default of its Llama train
     configs) marks MUST_SAVE the outputs of the ops in `_save_list` (aten.mm, the flash/efficient SDPA kernels,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from core.catalog.records import GPU
-from core.planner.model.memory import master_bytes, optimizer_state_bytes, weight_bytes
+from core.planner.model.states import master_bytes, optimizer_state_bytes, weight_bytes
 from core.planner.models import Attention, Optimizer, Precision
 from core.planner.speed import efficiency
 

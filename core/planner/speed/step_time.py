@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from core.planner.model import lora, parallel
-from core.planner.model.memory import MemoryEstimate, shard_degree, weight_bytes
+from core.planner.model.memory import MemoryEstimate
 from core.planner.model.params import Architecture
+from core.planner.model.states import shard_degree, weight_bytes
 from core.planner.models import Assumptions, Attention, CrossEntropy, Method, Offload, Precision, Sharding, TrainingSpec
 from core.planner.speed import comms, compute, efficiency, kernels
 
@@ -265,7 +266,7 @@ def step_costs(arch: Architecture, t: TrainingSpec, seq_len: int, hw: Hardware, 
     dp_per_node = np.maximum(hw.gpus_per_node / t.model_parallel, 1.0)  # model-parallel groups fill a node first
     dp_nodes = np.maximum(dp / dp_per_node, 1.0)
     n_opt = shard_degree(t.sharding, dp, dp_per_node)
-    share = parallel.state_share(arch, t)  # this GPU's part of the model, as memory.parallel_split holds it
+    share = parallel.state_share(arch, t)  # this GPU's part of the model, as states.parallel_split holds it
     trainable_gpu = trainable * share
     stepped = trainable_gpu / (n_opt if t.sharding is not Sharding.none else 1.0)
     optimizer = 0.0 * gemm if t.offload is not Offload.none else (
