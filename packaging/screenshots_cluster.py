@@ -62,8 +62,8 @@ def main(out: Path) -> int:
     pane.resize(*SIZE)
     pane.show()
     pane.hosts.select(GROUP)
-    pane._pending_profile = pane.hosts.current()  # stand in for the SSH connections: both nodes are this machine
-    pane._cluster_connected([(profile, LocalTransport()) for profile in profiles])
+    pane.link.pending = pane.hosts.current()  # stand in for the SSH connections: both nodes are this machine
+    pane.link.nodes_connected([(profile, LocalTransport()) for profile in profiles])
     pane.suite.set_choice(("inventory",))
     if not pane.start():
         raise RuntimeError(f"the cluster run did not start: {pane.status.text()}")
