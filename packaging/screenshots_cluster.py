@@ -67,7 +67,7 @@ def main(out: Path) -> int:
     pane.suite.set_choice(("inventory",))
     if not pane.start():
         raise RuntimeError(f"the cluster run did not start: {pane.status.text()}")
-    wait(lambda: not pane.running, seconds=300)
+    wait(lambda: not pane.running, seconds=300, what="the cluster run ending")
     pane.tabs.setCurrentIndex(0)
     save(pane, out / "probe-cluster-live.png")
     pane.tabs.setCurrentIndex(1)
