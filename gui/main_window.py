@@ -1,7 +1,8 @@
 """The main window: places (Plan, Library, Catalog, and later Probe) in a sidebar, with menus, toolbar and shortcuts.
 
-Window geometry is UI state, kept in QSettings; preferences live elsewhere. ``closeEvent`` stops every
-worker (bounded wait) and the wizard's timers, so no thread or plan outlives the window.
+What the Help menu opens is ``gui/help_menu.py``'s. Window geometry is UI state, kept in QSettings;
+preferences live elsewhere. ``closeEvent`` stops every worker (bounded wait) and the wizard's timers, so
+no thread or plan outlives the window.
 
 The window `tuneplan` opens shows before its plan library is open: the SQLite layer (sqlite-utils, which loads
 NumPy) is imported on a worker once the event loop runs, and the library opened on this thread then (sqlite3's
@@ -20,12 +21,10 @@ from typing import Any
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QDialog,
     QHBoxLayout,
     QLabel,
     QListWidget,
     QMainWindow,
-    QMenu,
     QMessageBox,
     QStackedWidget,
     QWidget,
@@ -37,6 +36,7 @@ from core.planner import RequestFileError, read_request_file
 from gui.catalog.refresh_button import RefreshPricesButton
 from gui.catalog.view import CatalogView
 from gui.forms import chosen_path, show_problem
+from gui.help_menu import HelpWindows
 from gui.library.widget import LibraryWidget
 from gui.plan_saving import PlanSaving
 from gui.wizard.saved_figures import SavedFiguresCheck
@@ -56,8 +56,8 @@ class MainWindow(QMainWindow):
         self.settings = settings or QSettings()
         self.setAccessibleName("tuneplan main window")
         self._closed = False
-        self.guide: QDialog | None = None  # Help's windows, made when first asked for
-        self.shortcuts: QDialog | None = None
+        self.help = HelpWindows(self, lambda: self.store.path,
+                                lambda: self._library.actions() if self._library is not None else [])
         central = QWidget()
         row = QHBoxLayout(central)
         row.setContentsMargins(0, 0, 0, 0)
@@ -257,11 +257,11 @@ class MainWindow(QMainWindow):
             if action.text().startswith("Go to"):
                 self.view_menu.addAction(action)
         help_menu = self.menuBar().addMenu("&Help")
-        help_menu.addAction(self._action("&User guide", "F1", self.show_guide, "Read the user guide"))
-        help_menu.addAction(self._action("&Keyboard shortcuts", "Ctrl+/", self.show_shortcuts,
+        help_menu.addAction(self._action("&User guide", "F1", self.help.show_guide, "Read the user guide"))
+        help_menu.addAction(self._action("&Keyboard shortcuts", "Ctrl+/", self.help.show_shortcuts,
                                          "List the keyboard shortcuts"))
         about = QAction("&About tuneplan", self)
-        about.triggered.connect(self._about)
+        about.triggered.connect(self.help.about)
         help_menu.addAction(about)
         toolbar = self.addToolBar("Plan")
         toolbar.setObjectName("plan-toolbar")
@@ -271,49 +271,6 @@ class MainWindow(QMainWindow):
         for key in ("new", "open", "save", "save_as", "pdf"):
             toolbar.addAction(self.actions_by_name[key])
         self.plan_toolbar = toolbar
-
-    def about_text(self) -> str:
-        """What the About box says: version, the shipped catalog's date, and where the user's data is kept."""
-        from importlib.metadata import PackageNotFoundError, version
-
-        from core.catalog import shipped_catalog
-        from core.paths import config_dir
-        from core.probes import default_probe_db_path
-
-        try:
-            release = version("tuneplan")
-        except PackageNotFoundError:  # a source tree run without installing
-            release = "unknown (not installed)"
-        return (f"tuneplan {release}\n\n"
-                "Plans what an LLM fine-tune needs and costs; probes a rented GPU box. Every figure carries its "
-                "source and date.\n\n"
-                f"Catalog (GPUs, models, prices) retrieved {shipped_catalog().retrieved}\n"
-                f"Plan library: {self.store.path}\n"
-                f"Probe history: {default_probe_db_path()}\n"
-                f"Your prices, GPUs and discounts: {config_dir()}")
-
-    def _about(self) -> None:
-        QMessageBox.about(self, "About tuneplan", self.about_text())
-
-    def show_guide(self) -> None:
-        """Help › User guide: docs/guide.md in a window beside this one (one window, raised when asked again)."""
-        from gui.help import GuideWindow
-
-        if self.guide is None:
-            self.guide = GuideWindow(self)
-        self.guide.show()
-        self.guide.raise_()
-        self.guide.activateWindow()
-
-    def show_shortcuts(self) -> None:
-        """Help › Keyboard shortcuts: read from the menus, the window's and the library's actions."""
-        from gui.help import ShortcutsDialog
-
-        actions = [a for menu in self.menuBar().findChildren(QMenu) for a in menu.actions()] + self.actions()
-        if self._library is not None:
-            actions += self._library.actions()
-        self.shortcuts = ShortcutsDialog(actions, self)
-        self.shortcuts.open()
 
     # ---- plan actions
 
