@@ -1,16 +1,16 @@
 """The main window: places (Plan, Library, Catalog, and later Probe) in a sidebar, with menus, toolbar and shortcuts.
 
-Window geometry is UI state, kept in QSettings; preferences live elsewhere. ``closeEvent`` stops every
-worker (bounded wait) and the wizard's timers, so no thread or plan outlives the window.
+What the Help menu opens is ``gui/help_menu.py``'s. Window geometry is UI state, kept in QSettings;
+preferences live elsewhere. ``closeEvent`` stops every worker (bounded wait) and the wizard's timers, so
+no thread or plan outlives the window.
 
 The window `tuneplan` opens shows before its plan library is open: the SQLite layer (sqlite-utils, which loads
 NumPy) is imported on a worker once the event loop runs, and the library opened on this thread then (sqlite3's
 rule); whatever needs the library sooner (a save, the About box) opens it at once.
 
-Saving never loses work: Save updates the library plan the wizard shows, under the name it has in the library
-now; a plan not in the library yet, and "Save as new…", ask for a name, and a name another plan has is only
-reused when the user says to replace that plan. New plan, Open and Quit ask before unsaved edits go. The title
-shows the plan's name and, while it has unsaved edits, Qt's ``[*]`` mark.
+Saving never loses work: how a plan is named, saved and exported is ``gui/plan_saving.py``'s; here New plan,
+Open and Quit ask before unsaved edits go. The title shows the plan's name and, while it has unsaved edits,
+Qt's ``[*]`` mark.
 """
 
 from __future__ import annotations
@@ -21,13 +21,10 @@ from typing import Any
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QDialog,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
     QListWidget,
     QMainWindow,
-    QMenu,
     QMessageBox,
     QStackedWidget,
     QWidget,
@@ -35,12 +32,13 @@ from PySide6.QtWidgets import (
 
 from core.catalog import CatalogError
 from core.library import PlanRecord, PlanStore, StoreError, library_is_empty, request_to_dict
-from core.output_file import format_of, write_file
 from core.planner import RequestFileError, read_request_file
 from gui.catalog.refresh_button import RefreshPricesButton
 from gui.catalog.view import CatalogView
-from gui.forms import chosen_path, said, show_problem, suggested_path
+from gui.forms import chosen_path, show_problem
+from gui.help_menu import HelpWindows
 from gui.library.widget import LibraryWidget
+from gui.plan_saving import PlanSaving
 from gui.wizard.saved_figures import SavedFiguresCheck
 from gui.wizard.wizard import PlanWizard
 from gui.workers import Executor, ThreadExecutor
@@ -58,8 +56,8 @@ class MainWindow(QMainWindow):
         self.settings = settings or QSettings()
         self.setAccessibleName("tuneplan main window")
         self._closed = False
-        self.guide: QDialog | None = None  # Help's windows, made when first asked for
-        self.shortcuts: QDialog | None = None
+        self.help = HelpWindows(self, lambda: self.store.path,
+                                lambda: self._library.actions() if self._library is not None else [])
         central = QWidget()
         row = QHBoxLayout(central)
         row.setContentsMargins(0, 0, 0, 0)
@@ -74,8 +72,9 @@ class MainWindow(QMainWindow):
         self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
         self.places: dict[str, QWidget] = {}
         self.wizard = PlanWizard(executor, debounce_ms=debounce_ms)
+        self.saving = PlanSaving(self, self.wizard, executor, lambda: self.store, lambda: self.library.refresh())
         self._saved_figures = SavedFiguresCheck(self.wizard.state)
-        self._saved_figures.differs.connect(lambda text: self._say(text, 20000))
+        self._saved_figures.differs.connect(lambda text: self.saving.say(text, 20000))
         self.add_place("Plan", self.wizard)
         self.add_place("Library", QLabel("Opening the plan library…", alignment=Qt.AlignmentFlag.AlignCenter))
         if store is not None:
@@ -258,11 +257,11 @@ class MainWindow(QMainWindow):
             if action.text().startswith("Go to"):
                 self.view_menu.addAction(action)
         help_menu = self.menuBar().addMenu("&Help")
-        help_menu.addAction(self._action("&User guide", "F1", self.show_guide, "Read the user guide"))
-        help_menu.addAction(self._action("&Keyboard shortcuts", "Ctrl+/", self.show_shortcuts,
+        help_menu.addAction(self._action("&User guide", "F1", self.help.show_guide, "Read the user guide"))
+        help_menu.addAction(self._action("&Keyboard shortcuts", "Ctrl+/", self.help.show_shortcuts,
                                          "List the keyboard shortcuts"))
         about = QAction("&About tuneplan", self)
-        about.triggered.connect(self._about)
+        about.triggered.connect(self.help.about)
         help_menu.addAction(about)
         toolbar = self.addToolBar("Plan")
         toolbar.setObjectName("plan-toolbar")
@@ -273,53 +272,7 @@ class MainWindow(QMainWindow):
             toolbar.addAction(self.actions_by_name[key])
         self.plan_toolbar = toolbar
 
-    def about_text(self) -> str:
-        """What the About box says: version, the shipped catalog's date, and where the user's data is kept."""
-        from importlib.metadata import PackageNotFoundError, version
-
-        from core.catalog import shipped_catalog
-        from core.paths import config_dir
-        from core.probes import default_probe_db_path
-
-        try:
-            release = version("tuneplan")
-        except PackageNotFoundError:  # a source tree run without installing
-            release = "unknown (not installed)"
-        return (f"tuneplan {release}\n\n"
-                "Plans what an LLM fine-tune needs and costs; probes a rented GPU box. Every figure carries its "
-                "source and date.\n\n"
-                f"Catalog (GPUs, models, prices) retrieved {shipped_catalog().retrieved}\n"
-                f"Plan library: {self.store.path}\n"
-                f"Probe history: {default_probe_db_path()}\n"
-                f"Your prices, GPUs and discounts: {config_dir()}")
-
-    def _about(self) -> None:
-        QMessageBox.about(self, "About tuneplan", self.about_text())
-
-    def show_guide(self) -> None:
-        """Help › User guide: docs/guide.md in a window beside this one (one window, raised when asked again)."""
-        from gui.help import GuideWindow
-
-        if self.guide is None:
-            self.guide = GuideWindow(self)
-        self.guide.show()
-        self.guide.raise_()
-        self.guide.activateWindow()
-
-    def show_shortcuts(self) -> None:
-        """Help › Keyboard shortcuts: read from the menus, the window's and the library's actions."""
-        from gui.help import ShortcutsDialog
-
-        actions = [a for menu in self.menuBar().findChildren(QMenu) for a in menu.actions()] + self.actions()
-        if self._library is not None:
-            actions += self._library.actions()
-        self.shortcuts = ShortcutsDialog(actions, self)
-        self.shortcuts.open()
-
     # ---- plan actions
-
-    def _say(self, text: str, ms: int = 8000) -> None:
-        self.statusBar().showMessage(text, ms)
 
     def _may_replace_plan(self) -> bool:
         """Before the wizard's plan is replaced or the window closes: True unless that would lose unsaved edits.
@@ -370,156 +323,22 @@ class MainWindow(QMainWindow):
         self._saved_figures.expect(record.name, record.result())
         self.show_place("Plan")
         problems = " ".join(f"{p[0].upper()}{p[1:]}." for p in record.problems)  # each names the plan
-        self._say(f"Opened “{record.name}”. {problems}".strip() if problems else f"Opened “{record.name}”",
+        self.saving.say(f"Opened “{record.name}”. {problems}".strip() if problems else f"Opened “{record.name}”",
                   15000 if problems else 5000)
 
-    def _ready(self, done: str) -> bool:
-        """Whether the plan can be saved or exported now; if not, the status bar says why in one sentence."""
-        state = self.wizard.state
-        if state.request is None:
-            self._say(f"Not {done}: the plan has errors, shown in red on its pages; fix them first")
-        elif state.busy or state.analysis is None:
-            self._say(f"Not {done} yet: the plan is still being computed; try again in a moment")
-        else:
-            return True
-        return False
-
     def save_plan(self) -> int | None:
-        """Save to the library and return the plan's id (None: not saved, and the status bar says why).
-
-        A plan opened from the library is updated under the name it has there now, so a rename made in the
-        library meanwhile stays; a plan not in the library (new, from a file, deleted since) is saved as new.
-        """
-        if not self._ready("saved"):
-            return None
-        plan_id = self.wizard.plan_id
-        try:
-            name = self.store.get(plan_id).name if plan_id is not None else None
-        except KeyError:
-            name = None
-        if plan_id is None or name is None:
-            return self.save_as_new()
-        return self._write(name, plan_id)
+        """Save to the library and return the plan's id (None: not saved, and the status bar says why)."""
+        return self.saving.save_plan()
 
     def save_as_new(self, name: str | None = None) -> int | None:
-        """Save as a new library plan under a name the user types (``name``: the first answer, no dialog).
-
-        The name proposed comes from the model, the method and the GPUs; a name another plan has replaces that
-        plan only when the user says so.
-        """
-        if not self._ready("saved"):
-            return None
-        chosen = self._choose_name(name)
-        if chosen is None:
-            self._say("Not saved: no name was chosen")
-            return None
-        return self._write(*chosen)
-
-    def _plan_label(self) -> str:
-        """'llama-3.1-8b lora on 8× H100-SXM': what the plan is, for a plan that has no name yet."""
-        from core.planner import hardware_label  # loaded by the plan being saved
-
-        analysis = self.wizard.state.analysis
-        assert analysis is not None
-        r = analysis.result
-        return f"{r.model_name} {r.request.training.method.value} on {hardware_label(r.hardware)}"
-
-    def _proposed_name(self) -> str:
-        """The plan's label, with ' (2)' and up when the library already has that name."""
-        base = self._plan_label()
-        taken = {record.name for record in self.store.list()}
-        name, n = base, 1
-        while name in taken:
-            n += 1
-            name = f"{base} ({n})"
-        return name
-
-    def _plan_named(self, name: str) -> int | None:
-        return next((record.id for record in self.store.list() if record.name == name), None)
-
-    def _choose_name(self, typed: str | None) -> tuple[str, int | None] | None:
-        """A name for the plan, and the id of the plan of that name it replaces (None: it is a new one); None
-        when the user cancelled. Asks again after an empty name or a name taken and not to be replaced."""
-        label, proposal = "Name of the new plan in the library:", self._proposed_name()
-        while True:
-            if typed is None:
-                text, ok = QInputDialog.getText(self, "Save as new plan", label, text=proposal)
-                if not ok:
-                    return None
-                typed = text
-            name, typed = typed.strip(), None
-            if not name:
-                label = "The plan name is empty: type at least one character."
-                continue
-            other = self._plan_named(name)
-            if other is None or self._confirm_replace(name):
-                return name, other
-            label, proposal = f"“{name}” is the name of another plan; type a different name:", name
-
-    def _confirm_replace(self, name: str) -> bool:
-        box = QMessageBox(QMessageBox.Icon.Question, "Save as new plan",
-                          f"A plan named “{name}” is already in the library.", parent=self)
-        box.setInformativeText("Replace it with this plan, or choose another name?")
-        replace = box.addButton("Replace", QMessageBox.ButtonRole.DestructiveRole)
-        other = box.addButton("Choose another name", QMessageBox.ButtonRole.RejectRole)
-        box.setDefaultButton(other)
-        box.exec()
-        return box.clickedButton() is replace
-
-    def _write(self, name: str, plan_id: int | None) -> int | None:
-        state = self.wizard.state
-        analysis, request = state.analysis, state.request
-        assert analysis is not None and request is not None
-        try:
-            saved = self.store.save(name, request_to_dict(request), analysis.result, plan_id=plan_id)
-        except StoreError as exc:  # the plan stays in the wizard, with its unsaved mark
-            self._say(f"Not saved: {exc}", 15000)
-            return None
-        self.wizard.mark_saved(saved, name)
-        self.library.refresh()
-        self._say(f"Saved “{name}” to the library")
-        return saved
-
-    def _export_path(self, suffix: str) -> str:
-        """The file an export proposes: the plan's name in the library (or its file's), else what it is, in the
-        user's documents folder."""
-        return suggested_path(self.wizard.plan_name or self._plan_label(), suffix)
+        """Save as a new library plan under a name the user types (``name``: the first answer, no dialog)."""
+        return self.saving.save_as_new(name)
 
     def export_json(self, path: Path | None = None) -> Path | None:
-        if not self._ready("exported"):
-            return None
-        analysis = self.wizard.state.analysis
-        assert analysis is not None
-        path = chosen_path(self, path, "Export plan JSON", self._export_path(".json"), "JSON (*.json)", save=True)
-        if path is None:
-            return None
-        try:
-            format_of(path, {".json": "json"})
-            write_file(path, analysis.result.model_dump_json(indent=2) + "\n")
-        except OSError as exc:
-            self.statusBar().showMessage(said(exc), 10000)
-            return None
-        self.statusBar().showMessage(f"Exported {path}", 8000)
-        return path
+        return self.saving.export_json(path)
 
     def export_pdf(self, path: Path | None = None) -> None:
-        """Render the report on a worker (painting on a QPdfWriter is allowed off the GUI thread)."""
-        if not self._ready("exported"):
-            return
-        analysis = self.wizard.state.analysis
-        assert analysis is not None
-        path = chosen_path(self, path, "Export PDF", self._export_path(".pdf"), "PDF (*.pdf)", save=True)
-        if path is None:
-            return
-        from core.planner import build_report
-        from gui.pdf import render_report
-
-        report = build_report(analysis, name=self.wizard.plan_name)
-        target = path
-        self.statusBar().showMessage(f"Writing {target}…")
-        self.executor.submit(lambda: render_report(report, target),
-                             lambda pages: self.statusBar().showMessage(f"Exported {target} ({pages} pages)", 8000),
-                             lambda exc: self.statusBar().showMessage(f"PDF export failed: {exc}", 10000))
+        self.saving.export_pdf(path)
 
     # ---- window state
 

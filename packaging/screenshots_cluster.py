@@ -63,12 +63,12 @@ def main(out: Path) -> int:
     pane.resize(*SIZE)
     pane.show()
     pane.hosts.select(GROUP)
-    pane._pending_profile = pane.hosts.current()  # stand in for the SSH connections: both nodes are this machine
-    pane._cluster_connected([(profile, LocalTransport()) for profile in profiles])
+    pane.link.pending = pane.hosts.current()  # stand in for the SSH connections: both nodes are this machine
+    pane.link.nodes_connected([(profile, LocalTransport()) for profile in profiles])
     pane.suite.set_choice(("inventory",))
     if not pane.start():
         raise RuntimeError(f"the cluster run did not start: {pane.status.text()}")
-    wait(lambda: not pane.running, seconds=300)
+    wait(lambda: not pane.running, seconds=300, what="the cluster run ending")
     pane.tabs.setCurrentIndex(0)
     save(pane, out / "probe-cluster-live.png")
     pane.tabs.setCurrentIndex(1)

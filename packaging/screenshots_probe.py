@@ -177,8 +177,8 @@ def main(out: Path) -> int:
     pane.resize(*SIZE)
     pane.show()
     pane.hosts.select(HOST)
-    pane._pending_profile = pane.hosts.current()  # stand in for the SSH connection: the run is a replay
-    pane._connected(LocalTransport())
+    pane.link.pending = pane.hosts.current()  # stand in for the SSH connection: the run is a replay
+    pane.link.host_connected(LocalTransport())
     pane.suite.set_choice(("inventory", "health", "collectives", "storage", "burn"), burn_seconds=600)
     pane.start()
     wait(replay.in_burn.is_set, 30, "the replayed run's burn")

@@ -1,12 +1,13 @@
 """The Probe place: pick a host or a cluster, connect, run a suite with live charts, read the verdict, look back.
 
-Long work never runs here: connecting and the suite run on the executor (``gui/workers.py``), and the
-runner's events come back on the GUI thread one by one, matched on their type here; what each one means on
-screen (chart, log lines, progress and ETA) is worked out in ``run_feed``, and the exports live in ``exports``.
-Events only append to buffers; one QTimer (≤ 20 Hz) repaints the charts. Stop sets the runner's cancel event,
-so the runner kills the remote process group, removes its temp dir and still reports how the run ended.
-A cluster target (a host group) connects each node as that host alone would (``cluster_connect``) and runs
-``run_cluster``; each node's own events go to the node table (``node_table``), the cluster's steps to the rest.
+The pane wires its parts and runs: the widgets are ``control_column``'s (left) and
+``result_tabs``' (right), the connection is ``target_connection``'s, every event is drawn by
+``run_display`` (what each means on screen is worked out in ``run_feed``), and the exports live in
+``exports``. Long work never runs here: connecting and the suite run on the executor
+(``gui/workers.py``) and the runner's events come back on the GUI thread one by one. Stop sets the
+runner's cancel event, so the runner kills the remote process group, removes its temp dir and still
+reports how the run ended. A cluster target (a host group) runs ``run_cluster``; each node's own
+events go to the node table, the cluster's steps to the rest.
 
 Signals: ``apply_to_plan(object)`` a PlanRequest with measured figures applied (the main window routes it
 to the wizard); ``message(str)`` a line for the status bar.
@@ -14,59 +15,36 @@ to the wizard); ``message(str)`` a line for the status bar.
 
 from __future__ import annotations
 
-import contextlib
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (
-    QHBoxLayout,
-    QLabel,
-    QProgressBar,
-    QPushButton,
-    QSplitter,
-    QTabWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QHBoxLayout, QSplitter, QVBoxLayout, QWidget
 
 from core import probes
-from core.catalog import load_catalog
 from core.planner import PlanRequest
-from core.probes import HostGroup, HostProfile, ProbeStore, explain_no_verdict, mark_stale_runs, nothing_to_apply
+from core.probes import HostGroup, HostProfile, ProbeStore, mark_stale_runs
 from core.validation import validation_message
 from gui.probe import backend
-from gui.probe.cluster_connect import ClusterConnector, ConnectedNode, close_nodes, member_profiles
 from gui.probe.compare import CompareDialog
-from gui.probe.connection import Connector, connect_spec
-from gui.probe.event_log import EventLog
-from gui.probe.exports import RunExports, export_buttons
-from gui.probe.history import HistoryView
+from gui.probe.connection import Connector
+from gui.probe.control_column import ControlColumn
+from gui.probe.exports import RunExports
 from gui.probe.history_banner import HistoryBanner
-from gui.probe.hosts import HostList, Target, connection_text, host_label, local_profile
-from gui.probe.node_table import NodeTable, with_nodes
-from gui.probe.run_charts import RunCharts
-from gui.probe.run_feed import (
-    CLUSTER_GPU_NOTE,
-    PROGRESS_STEPS,
-    LogLine,
-    RunProgress,
-    ThrottleWatch,
-    live_title,
-    outcome_lines,
-    stored_title,
-)
-from gui.probe.scorecard_view import ScorecardView, verdict_value
-from gui.probe.suite_picker import SuitePicker
+from gui.probe.hosts import Target, connection_text, host_label, local_profile
+from gui.probe.result_tabs import LIVE, SCORECARD, ResultTabs
+from gui.probe.run_display import RunDisplay
+from gui.probe.run_feed import CLUSTER_GPU_NOTE, PROGRESS_STEPS, live_title, stored_title
+from gui.probe.scorecard_view import verdict_value
+from gui.probe.target_connection import TargetConnection
 from gui.probe.window_close import OnWindowClose
 from gui.workers import Executor, Job, ThreadExecutor
 
 if TYPE_CHECKING:
-    from core.probes import ProbeEvidence, ProbeOutcome, Scorecard, StoredRun, Transport
+    from core.probes import Scorecard, StoredRun, Transport
 
 STOP_GRACE_MS = 30_000
 
@@ -92,37 +70,29 @@ class ProbePane(QWidget):
         self.setAccessibleName("Probe")
         self.executor, self.store = executor, store
         self.exports = RunExports(store, executor, self, self._set_status)
-        self.run_suite, self.run_cluster = run_suite or backend.run_suite, run_cluster or backend.run_cluster
+        self.run_suite = run_suite or backend.run_suite
+        self.run_cluster = run_cluster or backend.run_cluster
         self.make_options = make_options or backend.make_options
         self.plan_request_source = plan_request_source
-        self.transport: Transport | None = None
-        self.cluster_nodes: list[ConnectedNode] = []  # a connected cluster target's nodes, in its order
-        self.connected_profile: Target | None = None
-        self._pending_profile: Target | None = None
-        self._start_when_connected = False  # "Probe this machine": connect, then start the quick suite
+        # "Probe this machine": connect, then start the quick suite
+        self._start_when_connected = False
         self.cancel_event: threading.Event | None = None
         self.job: Job | None = None
         self.running = False
         self.run_id: int | None = None
-        self.evidence: ProbeEvidence | None = None
-        self.scorecard: Scorecard | None = None
-        self.outcomes: list[ProbeOutcome] = []
-        self.run_probes: list[str] = []
         self.shown_run: int | None = None
-        self.shown_host: str | None = None  # whose run the tabs show: cleared when another host is selected
+        # whose run the tabs show: cleared when another host is selected
+        self.shown_host: str | None = None
         self.compare_dialog: CompareDialog | None = None
-        self.throttle = ThrottleWatch()
-        self.run_progress = RunProgress()
-        self.close_hook = OnWindowClose(self, self.shutdown)  # the window it is in closes: stop and disconnect
+        # the window it is in closes: stop and disconnect
+        self.close_hook = OnWindowClose(self, self.shutdown)
 
         self.connector = Connector(executor, self, known_hosts_file=known_hosts_file, ssh_config=ssh_config,
                                    transport_options=transport_options)
-        self.connector.connected.connect(self._connected)
-        self.connector.failed.connect(self._connect_failed)
+        self.link = TargetConnection(self.connector, lambda: self.hosts.current())
+        self.link.connected.connect(self._connected)
+        self.link.failed.connect(self._connect_failed)
         self.connector.status.connect(self._set_status)
-        self.cluster = ClusterConnector(self.connector)  # after the pane's own slots: see _connected
-        self.cluster.connected.connect(self._cluster_connected)
-        self.cluster.failed.connect(self._connect_failed)
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -132,17 +102,19 @@ class ProbePane(QWidget):
         outer.addLayout(root, 1)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         root.addWidget(splitter)
-        splitter.addWidget(self._left_panel())
+        splitter.addWidget(self._left_panel(store))
         splitter.addWidget(self._right_panel())
         splitter.setStretchFactor(0, 0)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([330, 950])
+        self.display = RunDisplay(self.run_charts, self.node_table, self.log, self.scorecard_view,
+                                  self.progress, self.eta)
 
         self.redraw_timer = self.gpu_charts.timer  # one ≤ 20 Hz timer repaints every chart
         self.redraw_timer.timeout.connect(self.run_charts.redraw_points)
         self.progress_timer = QTimer(self)
         self.progress_timer.setInterval(500)
-        self.progress_timer.timeout.connect(self._update_progress)
+        self.progress_timer.timeout.connect(self.display.update_progress)
         self.stop_timer = QTimer(self)
         self.stop_timer.setSingleShot(True)
         self.stop_timer.setInterval(STOP_GRACE_MS)
@@ -174,89 +146,60 @@ class ProbePane(QWidget):
 
     # ---- layout
 
-    def _left_panel(self) -> QWidget:
-        panel = QWidget()
-        panel.setMaximumWidth(420)
-        layout = QVBoxLayout(panel)
-        layout.setContentsMargins(4, 4, 4, 4)
-        self.probe_here_button = QPushButton("Probe this machine (quick suite)")  # no SSH, nothing to set up
-        self.probe_here_button.setAccessibleName("Probe this machine")
-        self.probe_here_button.clicked.connect(lambda _c=False: self.probe_this_machine())
-        layout.addWidget(self.probe_here_button)
-        self.hosts = HostList(self.store)
-        layout.addWidget(self.hosts, 1)
-        row = QHBoxLayout()
-        self.connect_button = QPushButton("Connect")
-        self.connect_button.setAccessibleName("Connect")
-        self.connect_button.clicked.connect(lambda _c=False: self.connect_selected())
-        self.disconnect_button = QPushButton("Disconnect")
-        self.disconnect_button.setAccessibleName("Disconnect")
-        self.disconnect_button.clicked.connect(lambda _c=False: self.disconnect_host())
-        row.addWidget(self.connect_button)
-        row.addWidget(self.disconnect_button)
-        layout.addLayout(row)
-        self.status = QLabel("Not connected")
-        self.status.setAccessibleName("Connection status")
-        self.status.setWordWrap(True)
-        layout.addWidget(self.status)
-        self.suite = SuitePicker()
-        layout.addWidget(self.suite)
-        row = QHBoxLayout()
-        self.start_button = QPushButton("Start")
-        self.start_button.setAccessibleName("Start probe run")
-        self.start_button.clicked.connect(lambda _c=False: self.start())
-        self.stop_button = QPushButton("Stop")
-        self.stop_button.setAccessibleName("Stop probe run")
-        self.stop_button.clicked.connect(lambda _c=False: self.stop())
-        row.addWidget(self.start_button)
-        row.addWidget(self.stop_button)
-        layout.addLayout(row)
-        self.progress = QProgressBar()
-        self.progress.setAccessibleName("Run progress")
-        self.progress.setRange(0, PROGRESS_STEPS)
-        self.progress.setValue(0)
-        self.progress.setFormat("%p%")
-        layout.addWidget(self.progress)
-        self.eta = QLabel("")
-        self.eta.setAccessibleName("Run ETA")
-        self.eta.setWordWrap(True)
-        layout.addWidget(self.eta)
-        self.log = EventLog()  # beside the tabs, so events stay in view on the scorecard and history too
-        layout.addWidget(self.log, 2)
-        return panel
+    def _left_panel(self, store: ProbeStore) -> ControlColumn:
+        column = ControlColumn(store)
+        self.hosts, self.status, self.suite = column.hosts, column.status, column.suite
+        self.log, self.progress, self.eta = column.log, column.progress, column.eta
+        self.probe_here_button = column.probe_here_button
+        for button, slot in ((column.probe_here_button, self.probe_this_machine),
+                             (column.connect_button, self.connect_selected),
+                             (column.disconnect_button, self.disconnect_host),
+                             (column.start_button, self.start), (column.stop_button, self.stop)):
+            button.clicked.connect(lambda _c=False, s=slot: s())
+        self.connect_button = column.connect_button
+        self.disconnect_button = column.disconnect_button
+        self.start_button, self.stop_button = column.start_button, column.stop_button
+        return column
 
-    def _right_panel(self) -> QWidget:
-        self.tabs = QTabWidget()
-        self.tabs.setAccessibleName("Probe views")
-        self.run_charts, self.node_table = RunCharts(), NodeTable()
+    def _right_panel(self) -> ResultTabs:
+        tabs = self.tabs = ResultTabs(self.store, self.export_pdf, self.export_json)
+        self.run_charts, self.node_table = tabs.run_charts, tabs.node_table
+        self.scorecard_view = tabs.scorecard_view
         self.showing, self.gpu_charts = self.run_charts.showing, self.run_charts.gpu_charts
         self.point_charts = self.run_charts.point_charts
-        self.tabs.addTab(with_nodes(self.node_table, self.run_charts), "Live")
-        self.scorecard_view = ScorecardView()
+        self.export_pdf_button = tabs.export_pdf_button
+        self.export_json_button = tabs.export_json_button
         self.scorecard_view.apply_requested.connect(self.apply_measured)
-        score_tab = QWidget()
-        score_layout = QVBoxLayout(score_tab)
-        score_layout.addWidget(self.scorecard_view, 1)
-        row, self.export_pdf_button, self.export_json_button = export_buttons(self.export_pdf, self.export_json)
-        score_layout.addLayout(row)
-        self.tabs.addTab(score_tab, "Scorecard")
-        self.history = HistoryView(self.store)
+        self.history = tabs.history
         self.history.reopen.connect(self.reopen)
         self.history.compare.connect(self.compare)
         self.history.export_pdf.connect(lambda run_id: self.export_pdf(run_id=run_id))
         self.history.export_json.connect(lambda run_id: self.export_json(run_id=run_id))
-        self.tabs.addTab(self.history, "History")
-        return self.tabs
+        return tabs
 
     # ---- state
 
     @property
+    def scorecard(self) -> Scorecard | None:
+        """The verdict of the run shown (None: no run, or one that gave no scorecard)."""
+        return self.display.scorecard
+
+    @property
     def connected(self) -> bool:
         """A host's transport, or every node of a cluster, is connected."""
-        return self.transport is not None or bool(self.cluster_nodes)
+        return self.link.is_open
+
+    @property
+    def transport(self) -> Transport | None:
+        """A single host's transport (None for a cluster: its nodes are ``link.nodes``)."""
+        return self.link.transport
+
+    @property
+    def connected_profile(self) -> Target | None:
+        return self.link.profile
 
     def _enable(self) -> None:
-        connected, busy = self.connected, self.connector.busy or self.cluster.busy
+        connected, busy = self.connected, self.link.busy
         same_host = connected and self.connected_profile is not None and \
             self.connected_profile.name == self.hosts.current().name
         self.connect_button.setEnabled(not self.running and not busy and not same_host)
@@ -283,7 +226,7 @@ class ProbePane(QWidget):
             self.eta.setText("")
             self._set_status(connection_text(profile, self.connected_profile if self.connected else None))
             if self.shown_host not in (None, host_label(profile)):
-                self._reset_view()
+                self.display.reset()
                 self.showing.setText("")
                 self.shown_run = self.shown_host = None
             if self.shown_host is None:  # no run on screen: name the host selected now, not the one before it
@@ -295,34 +238,15 @@ class ProbePane(QWidget):
     def connect_selected(self) -> None:
         profile = self.hosts.current()
         self.disconnect_host()
-        self._pending_profile = profile
-        if isinstance(profile, HostGroup):
-            try:
-                self.cluster.connect_group(member_profiles(profile, self.store.hosts()))
-            except ValueError as exc:
-                self._connect_failed(str(exc))
-        else:
-            self.connector.connect_to(connect_spec(profile))
+        self.link.open(profile, self.store.hosts())
         self._enable()
 
-    def _cluster_connected(self, nodes: list[ConnectedNode]) -> None:
-        self.cluster_nodes, self.connected_profile = nodes, self._pending_profile
-        self._set_status(connection_text(self.hosts.current(), self.connected_profile))
-        self.log.add("info", f"connected to the cluster's nodes: {', '.join(p.name for p, _t in nodes)}")
+    def _connected(self, line: str) -> None:
+        profile, single = self.link.profile, self.link.transport is not None
+        self._set_status(connection_text(profile if single and profile else self.hosts.current(), profile))
+        self.log.add("info", line)
         self._enable()
-
-    def _connected(self, transport: Transport) -> None:
-        if self.cluster.busy:  # a node of a cluster being connected: ClusterConnector takes it
-            return
-        self.transport = transport
-        self.connected_profile = self._pending_profile or self.hosts.current()
-        if isinstance(self.connected_profile, HostProfile) and self.connected_profile.local:
-            self._set_status("Ready to probe this machine")
-        else:
-            self._set_status(f"Connected to {self.connected_profile.name}")
-        self.log.add("info", f"connected to {self.connected_profile.name} ({getattr(transport, 'description', '')})")
-        self._enable()
-        if self._start_when_connected:
+        if self._start_when_connected and single:
             self._start_when_connected = False
             self.start()
 
@@ -336,21 +260,13 @@ class ProbePane(QWidget):
         self.connect_selected()
 
     def _connect_failed(self, reason: str) -> None:
-        if self.cluster.busy:  # one node failed: ClusterConnector closes the others and names it
-            return
         self._start_when_connected = False
         self._set_status(f"Not connected: {reason}")
         self.log.add("error", f"connection failed: {reason}")
         self._enable()
 
     def disconnect_host(self) -> None:
-        transport, self.transport, self.connected_profile = self.transport, None, None
-        nodes, self.cluster_nodes = self.cluster_nodes, []
-        close_nodes(nodes)
-        if transport is not None:
-            with contextlib.suppress(Exception):
-                transport.close()
-        if transport is not None or nodes:
+        if self.link.close():
             self._set_status("Not connected")
         self._enable()
 
@@ -373,13 +289,13 @@ class ProbePane(QWidget):
         except ValueError as exc:
             self._set_status(f"Cannot start: {exc}")
             return False
-        self._reset_view()
+        self.display.reset()
         self.running, self.run_id, self.shown_host = True, None, host_label(self.connected_profile)
         self.showing.setText(f"Live: {choice.label} suite on {self.connected_profile.name}")
         cancel = self.cancel_event = threading.Event()
         transport, store, label, run = self.transport, self.store, host_label(self.connected_profile), self.run_suite
         plan = self.plan_request_source and self.plan_request_source()
-        nodes, run_cluster = [(host_label(p), node) for p, node in self.cluster_nodes], self.run_cluster
+        nodes, run_cluster = [(host_label(p), node) for p, node in self.link.nodes], self.run_cluster
         if transport is None:  # a cluster: every node's own suite, then the steps between nodes
             self.node_table.start([name for name, _t in nodes])
             self.gpu_charts.say_empty(CLUSTER_GPU_NOTE)  # the cluster's row samples no GPU itself
@@ -412,69 +328,29 @@ class ProbePane(QWidget):
             self.log.add("error", "the runner did not stop in time; its events are no longer shown")
             self._finish_run("cancelled")
 
-    def _reset_view(self) -> None:
-        self.run_charts.clear()
-        self.node_table.clear()
-        self.log.clear()
-        self.scorecard_view.show_scorecard(None, "Running…")
-        self.scorecard_view.set_apply_reason("Nothing to apply to a plan until the run ends.")
-        self.evidence, self.scorecard, self.outcomes, self.run_probes = None, None, [], []
-        self.throttle.clear()
-        self.run_progress.reset()
-        self.progress.setValue(0)
-        self.eta.setText("")
-
     # ---- events (GUI thread)
 
     def _on_event(self, event: object) -> None:
         match event:
             case probes.RunStarted():
-                self.run_id, self.run_probes = event.run_id, list(event.probes)
+                self.run_id = event.run_id
                 host = self.connected_profile.name if self.connected_profile else "the host"
                 self.showing.setText(live_title(self.run_id, host, event.facts))
-                self._note_empty_charts(event.facts.nvidia if event.facts is not None else None, ended=False)
-            case probes.ProbeStarted():
-                self.log.add(*self.run_progress.start(event.name, event.index, event.total, event.eta_s,
-                                                      time.monotonic()))
-                self._update_progress()
-            case probes.MetricsBatch():
-                self.gpu_charts.add_metrics(event.metrics)
-                self._add_lines(self.throttle.lines(event.metrics))
-            case probes.SeriesPoint():
-                self.run_charts.add_point(event.series, event.x, event.y, event.label, event.t)
-            case probes.LogEvent():
-                self.log.add(event.level, event.message)
-            case probes.ProbeFinished():
-                self.outcomes.append(event.outcome)
-                self.run_progress.finish()
-                self._add_lines(outcome_lines(event.outcome))
-                self._update_progress()
-                self._note_empty_charts(None, ended=False)
+                self.display.started(event)
             case probes.RunFinished():
                 self._run_finished(event)
-            case probes.NodeEvent():
-                self._add_lines(self.node_table.add(event))
-                self.run_progress.running_share(self.node_table.progress.fraction())
-                self._update_progress()
+            case _:
+                self.display.show_event(event)
         if self.store.fault is not None:
             self.check_history()
 
-    def _add_lines(self, lines: list[LogLine]) -> None:
-        for level, text in lines:
-            self.log.add(level, text)
-
     def _run_finished(self, event: probes.RunFinished) -> None:
-        status = event.status
-        card = explain_no_verdict(event.scorecard, self.outcomes, status) if event.scorecard is not None else None
-        self.run_id, self.evidence, self.scorecard = event.run_id, event.evidence, card
-        self.scorecard_view.show_scorecard(self.scorecard, f"No verdict: the run ended {status}.")
-        self.scorecard_view.set_apply_reason(nothing_to_apply(self.evidence, load_catalog()))
-        self._note_empty_charts(None, ended=True)
-        self.shown_run = self.run_id
+        self.display.finished(event)
+        self.run_id = self.shown_run = event.run_id
         self.shown_host = host_label(self.connected_profile) if self.connected_profile is not None else None
-        self._finish_run(status)
+        self._finish_run(event.status)
         if self.scorecard is not None:
-            self.tabs.setCurrentIndex(1)
+            self.tabs.setCurrentIndex(SCORECARD)
 
     def _finish_run(self, status: str) -> None:
         if not self.running:
@@ -504,25 +380,11 @@ class ProbePane(QWidget):
             self.log.add("error", f"the run stopped: {exc}")
             self._finish_run("failed")
 
-    # ---- progress
-
-    def _update_progress(self) -> None:
-        shown = self.run_progress.at(time.monotonic())
-        if shown is None:
-            return
-        value, text = shown
-        self.progress.setValue(value)
-        if text is not None:
-            self.eta.setText(text)
-
-    def _note_empty_charts(self, gpus: bool | None, ended: bool) -> None:
-        self.run_charts.note_empty(gpus, self.run_probes, self.outcomes, ended)
-
     # ---- scorecard, history, export
 
     def apply_measured(self) -> PlanRequest | None:
         """Put the measured TFLOP/s and busbw into the plan and emit ``apply_to_plan``."""
-        new, notes, status = backend.measured_plan(self.evidence, self.plan_request_source)
+        new, notes, status = backend.measured_plan(self.display.evidence, self.plan_request_source)
         for note in notes:
             self.log.add("info", f"plan: {note}")
         if new is not None:
@@ -540,27 +402,11 @@ class ProbePane(QWidget):
         except KeyError as exc:
             self._set_status(str(exc.args[0]))
             return None
-        self._reset_view()
-        self.node_table.show_reports(run.evidence.cluster.nodes if run.evidence and run.evidence.cluster else [])
-        self.gpu_charts.history.load_table(run.samples)
-        self.gpu_charts.redraw()
-        for point in run.series:
-            self.run_charts.add_point(point.series, point.x, point.y, point.label, point.t)
-        self.run_charts.redraw_points()
-        for ev in run.events:
-            self.log.add(ev.level, ev.message, when=run.summary.started + ev.t)
-        card = backend.stored_scorecard(run)
-        self.evidence, self.scorecard, self.outcomes = run.evidence, card, list(run.outcomes)
-        self.run_probes = list(run.summary.probes)
-        self.scorecard_view.show_scorecard(card, f"No verdict: the run ended {run.summary.status}.")
-        self.scorecard_view.set_apply_reason(nothing_to_apply(run.evidence, load_catalog()))
-        inventory = run.evidence.inventory if run.evidence is not None else None
-        self._note_empty_charts(None if inventory is None else inventory.nvidia is not None, ended=True)
+        self.display.show_stored(run)
         self.run_id = self.shown_run = run_id
         self.shown_host = run.summary.host
         self.showing.setText(stored_title(run_id, run.summary))
-        self.progress.setValue(PROGRESS_STEPS if run.summary.status == "completed" else 0)
-        self.tabs.setCurrentIndex(0)
+        self.tabs.setCurrentIndex(LIVE)
         self._enable()
         self._set_status(f"Reopened run {run_id}")
         return run

@@ -76,7 +76,7 @@ def test_a_library_with_plans_opens_without_the_sample(qtbot, user_dirs: Path):
 
 def test_the_about_box_names_version_catalog_date_and_data_folders(qtbot, user_dirs: Path):
     window = open_default(qtbot)
-    text = window.about_text()
+    text = window.help.about_text()
     assert text.startswith("tuneplan 0.1.0")  # pyproject.toml's version
     assert "Catalog (GPUs, models, prices) retrieved 2026-11-29" in text  # resources/catalog/*.json "retrieved"
     assert str(user_dirs / "data") in text and str(user_dirs / "config") in text

@@ -27,8 +27,8 @@ def press(qtbot, key: Qt.Key, modifiers: Qt.KeyboardModifier = Qt.KeyboardModifi
 def test_f1_opens_the_user_guide(qtbot, window):
     assert [a.text() for a in window.menuBar().actions()] == ["&File", "&View", "&Help"]
     press(qtbot, Qt.Key.Key_F1)
-    qtbot.waitUntil(lambda: window.guide is not None and window.guide.isVisible(), timeout=5000)
-    guide = window.guide
+    qtbot.waitUntil(lambda: window.help.guide is not None and window.help.guide.isVisible(), timeout=5000)
+    guide = window.help.guide
     assert isinstance(guide, GuideWindow)
     text = guide.browser.toPlainText()
     # The guide's own headings, as docs/guide.md writes them.
@@ -39,17 +39,17 @@ def test_f1_opens_the_user_guide(qtbot, window):
 
 def test_keyboard_shortcuts_lists_what_the_keys_do(qtbot, window):
     press(qtbot, Qt.Key.Key_Slash, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: window.shortcuts is not None and window.shortcuts.isVisible(), timeout=5000)
-    rows = {row.cells[0]: row.cells[1] for row in window.shortcuts.model.rows()}
+    qtbot.waitUntil(lambda: window.help.shortcuts is not None and window.help.shortcuts.isVisible(), timeout=5000)
+    rows = {row.cells[0]: row.cells[1] for row in window.help.shortcuts.model.rows()}
     # The menus' own keys (main_window.py) and the library's (gui/library/widget.py).
     assert rows["New plan"] == "Ctrl+N" and rows["Export PDF"] == "Ctrl+E" and rows["Quit"] == "Ctrl+Q"
     assert rows["User guide"] == "F1" and rows["Keyboard shortcuts"] == "Ctrl+/"
     assert rows["Go to Library"] == "Ctrl+2" and rows["Delete plan"] == "Del" and rows["Undo"] == "Ctrl+Z"
-    assert len(rows) == len(window.shortcuts.model.rows())  # each once, though View and the window share them
-    window.shortcuts.activateWindow()  # a window manager activates the dialog that opens; Xvfb runs none
-    qtbot.waitUntil(window.shortcuts.isActiveWindow, timeout=2000)
+    assert len(rows) == len(window.help.shortcuts.model.rows())  # each once, though View and the window share them
+    window.help.shortcuts.activateWindow()  # a window manager activates the dialog that opens; Xvfb runs none
+    qtbot.waitUntil(window.help.shortcuts.isActiveWindow, timeout=2000)
     press(qtbot, Qt.Key.Key_Escape)
-    qtbot.waitUntil(lambda: not window.shortcuts.isVisible(), timeout=2000)
+    qtbot.waitUntil(lambda: not window.help.shortcuts.isVisible(), timeout=2000)
 
 
 def test_an_installed_app_reads_the_guide_it_ships(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
@@ -78,8 +78,8 @@ def test_the_guides_contents_links_go_to_their_headings(qtbot, window):
     # The guide opens with links to its sections ([Probe a cluster](#probe-a-cluster)); Qt's Markdown gives the
     # headings no anchors, so a click did nothing. A person tabs to a link and presses Enter.
     press(qtbot, Qt.Key.Key_F1)
-    qtbot.waitUntil(lambda: window.guide is not None and window.guide.isVisible(), timeout=5000)
-    guide = window.guide
+    qtbot.waitUntil(lambda: window.help.guide is not None and window.help.guide.isVisible(), timeout=5000)
+    guide = window.help.guide
     browser = guide.browser
     guide.activateWindow()
     browser.setFocus()

@@ -109,7 +109,8 @@ def test_stop_cancels_a_run_mid_burn(qtbot, probe_store, tmp_path):
     try:
         connect_local(qtbot, pane)
         click(qtbot, pane.start_button)
-        qtbot.waitUntil(lambda: pane.run_progress.probe is not None and pane.run_progress.probe.name == "burn",
+        progress = pane.display.run_progress
+        qtbot.waitUntil(lambda: progress.probe is not None and progress.probe.name == "burn",
                         timeout=10000)
         assert pane.running and pane.stop_button.isEnabled()
         qtbot.waitUntil(lambda: "30 s" in pane.eta.text() or "0:30" in pane.eta.text(), timeout=5000)
