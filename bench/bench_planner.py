@@ -31,8 +31,8 @@ import numpy as np
 from bench import perf_doc
 from core.catalog import Catalog, load_catalog, shipped_catalog
 from core.planner.choose import search as planner_search
-from core.planner.models import PlanRequest
 from core.planner.plan import plan, resolve_model
+from core.planner.request import PlanRequest
 
 SINGLE_PLAN_BUDGET_S = 5e-3
 SEARCH_BUDGET_S = 100e-3
@@ -71,7 +71,7 @@ _FRESH_PROCESS = """
 import json, sys, time
 t0 = time.perf_counter()
 from core.catalog import load_catalog
-from core.planner.models import PlanRequest
+from core.planner.request import PlanRequest
 from core.planner.plan import plan
 t1 = time.perf_counter()
 catalog = load_catalog(sys.argv[2])

@@ -1,4 +1,5 @@
-"""The planning domain: a PlanRequest (models.py) in, a PlanResult out, from pure functions over the catalog.
+"""The planning domain: a PlanRequest (request.py) in, a PlanResult (result.py) out, from pure functions over the
+catalog.
 
 Grouped by question: `model/` (the model and what each GPU holds), `speed/` (how long a step takes), `money/` (what
 it costs and what can go wrong), `choose/` (which hardware to pick); `plan.py` composes them, `analysis.py` and
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 from core import lazy_names
 
 if TYPE_CHECKING:
+    from core.catalog.records import StorageTier
     from core.planner.analysis import (
         MODE_COSTS,
         Analysis,
@@ -31,26 +33,6 @@ if TYPE_CHECKING:
     from core.planner.choices import OVERRIDABLE
     from core.planner.choose.search import shown_candidates
     from core.planner.model.params import Architecture
-    from core.planner.models import (
-        Attention,
-        Candidate,
-        ComputeResult,
-        CostResult,
-        CrossEntropy,
-        Framework,
-        Interconnect,
-        LaunchSpec,
-        Method,
-        Offload,
-        Optimizer,
-        PlanRequest,
-        PlanResult,
-        Precision,
-        PricingMode,
-        Sharding,
-        StorageTier,
-        TrainingSpec,
-    )
     from core.planner.money.plan_cost import offer_place
     from core.planner.money.sanity import not_fit_text, seen_phrase
     from core.planner.money.storage_tiers import tier_figures
@@ -80,16 +62,33 @@ if TYPE_CHECKING:
         step_seconds,
         wall_time_parts,
     )
+    from core.planner.request import (
+        Attention,
+        CrossEntropy,
+        Framework,
+        Interconnect,
+        LaunchSpec,
+        Method,
+        Offload,
+        Optimizer,
+        PlanRequest,
+        Precision,
+        PricingMode,
+        Sharding,
+        TrainingSpec,
+    )
     from core.planner.request_file import RequestFileError, read_request_file, request_of
+    from core.planner.result import Candidate, ComputeResult, CostResult, PlanResult
     from core.planner.speed.frameworks import PROFILES
     from core.planner.timed_layer import LayerSpec, layer_spec
 
 # Each public name's module, the light ones first; the face imports one the first time one of its names is read.
 _MODULES: dict[str, tuple[str, ...]] = {
-    "core.planner.models": (
-        "Attention", "Candidate", "ComputeResult", "CostResult", "CrossEntropy", "Framework", "Interconnect",
-        "LaunchSpec", "Method", "Offload", "Optimizer", "PlanRequest", "PlanResult", "Precision", "PricingMode",
-        "Sharding", "StorageTier", "TrainingSpec"),
+    "core.catalog.records": ("StorageTier",),
+    "core.planner.request": (
+        "Attention", "CrossEntropy", "Framework", "Interconnect", "LaunchSpec", "Method", "Offload", "Optimizer",
+        "PlanRequest", "Precision", "PricingMode", "Sharding", "TrainingSpec"),
+    "core.planner.result": ("Candidate", "ComputeResult", "CostResult", "PlanResult"),
     "core.planner.choices": ("OVERRIDABLE",),
     "core.planner.model.params": ("Architecture",),
     "core.planner.speed.frameworks": ("PROFILES",),

@@ -26,17 +26,10 @@ from core.document import KeyFigure
 from core.planner.choices import OVERRIDABLE as OVERRIDABLE
 from core.planner.choose import search
 from core.planner.model.params import Architecture
-from core.planner.models import (
-    Candidate,
-    ComputeCost,
-    HardwareSpec,
-    PlanRequest,
-    PlanResult,
-    PricingMode,
-    Sharding,
-)
 from core.planner.money import cost, pricing, sanity
 from core.planner.plan import PlanError, gpu_hardware, on_candidate, plan, resolve_model
+from core.planner.request import HardwareSpec, PlanRequest, PricingMode, Sharding
+from core.planner.result import Candidate, ComputeCost, PlanResult
 from core.units import fmt_bytes, fmt_gpu_hours, fmt_hours, fmt_usd, plural
 
 MODES = PRICING_MODES

@@ -19,6 +19,7 @@ from core.catalog import (
     load_catalog,
     network,
 )
+from core.catalog.records import StorageTier
 from core.json_file import FileReadError, read_json_file
 from core.planner.choices import OVERRIDABLE
 from core.planner.choose import search
@@ -26,30 +27,31 @@ from core.planner.choose.advice import suggestions
 from core.planner.model import memory, parallel, savers
 from core.planner.model.memory import CUDA_CONTEXT_BYTES, checkpoint_bytes
 from core.planner.model.params import Architecture, ConfigError
-from core.planner.models import (
+from core.planner.money import pricing, reliability, sanity, storage
+from core.planner.money.plan_cost import UNPRICED, plan_cost, price_for, withheld
+from core.planner.request import (
     TEN_YEARS_HOURS,
+    HardwareSpec,
+    Method,
+    ModelSpec,
+    PlanRequest,
+    Precision,
+    Sharding,
+    TrainingSpec,
+)
+from core.planner.result import (
     Assumption,
     Candidate,
     CheckpointResult,
     ComputeResult,
     CostLine,
-    HardwareSpec,
     MemoryBreakdown,
     MemoryResult,
-    Method,
-    ModelSpec,
-    PlanRequest,
     PlanResult,
-    Precision,
-    Sharding,
     StepBreakdown,
     StorageResult,
-    StorageTier,
     TimeResult,
-    TrainingSpec,
 )
-from core.planner.money import pricing, reliability, sanity, storage
-from core.planner.money.plan_cost import UNPRICED, plan_cost, price_for, withheld
 from core.planner.speed import bands, gpu_rates, sustained, wall_time
 from core.planner.speed.frameworks import effective_training
 from core.planner.speed.hardware import Hardware

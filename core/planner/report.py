@@ -37,9 +37,9 @@ from core.planner.analysis import (
     key_figures,
 )
 from core.planner.choose import search
-from core.planner.models import Band, Candidate, ComputeResult, PlanResult
 from core.planner.money.plan_cost import offer_place
 from core.planner.money.sanity import seen_text
+from core.planner.result import Band, Candidate, ComputeResult, PlanResult
 from core.units import (
     fmt_bytes,
     fmt_count,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 
 
 def _lines(**training: Any) -> dict[str, str]:

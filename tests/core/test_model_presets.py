@@ -19,7 +19,7 @@ import pytest
 from core.catalog import load_catalog
 from core.planner.model import attention_layers, memory
 from core.planner.model.params import Architecture, ConfigError
-from core.planner.models import Attention, Method, TrainingSpec
+from core.planner.request import Attention, Method, TrainingSpec
 from core.planner.speed import compute
 
 ROOT = Path(__file__).parents[2]

@@ -24,8 +24,9 @@ from core.catalog import network
 from core.planner.choose.ranking import Rows, SearchOutcome, Table, pareto_mask, rank
 from core.planner.model import memory, parallel
 from core.planner.model.params import Architecture
-from core.planner.models import Candidate, Method, Offload, PlanRequest, Sharding, TrainingSpec
 from core.planner.money import pricing, sanity
+from core.planner.request import Method, Offload, PlanRequest, Sharding, TrainingSpec
+from core.planner.result import Candidate
 from core.planner.speed import gpu_rates, sustained
 from core.planner.speed.frameworks import effective_training
 from core.planner.speed.hardware import Hardware

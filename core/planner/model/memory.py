@@ -33,7 +33,16 @@ from core.planner.model.lora import (
 )
 from core.planner.model.params import Architecture
 from core.planner.model.savers import logits_bytes
-from core.planner.models import Attention, Framework, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
+from core.planner.request import (
+    Attention,
+    Framework,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    Sharding,
+    TrainingSpec,
+)
 
 Num = Any  # a float or a NumPy array, broadcast together
 

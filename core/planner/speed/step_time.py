@@ -18,7 +18,16 @@ import numpy as np
 from core.planner.model import lora, parallel
 from core.planner.model.memory import MemoryEstimate, shard_degree, weight_bytes
 from core.planner.model.params import Architecture
-from core.planner.models import Assumptions, Attention, CrossEntropy, Method, Offload, Precision, Sharding, TrainingSpec
+from core.planner.request import (
+    Attention,
+    CrossEntropy,
+    Method,
+    Offload,
+    Precision,
+    Sharding,
+    TrainingSpec,
+)
+from core.planner.request_assumptions import Assumptions
 from core.planner.speed import comms, compute, efficiency, kernels
 
 if TYPE_CHECKING:
