@@ -36,8 +36,9 @@ if TYPE_CHECKING:
     from core.planner.money.plan_cost import offer_place
     from core.planner.money.sanity import not_fit_text, seen_phrase
     from core.planner.money.storage_tiers import tier_figures
-    from core.planner.plan import PlanError, grown_batch_warning
+    from core.planner.plan import PlanError
     from core.planner.plan import plan as make_plan
+    from core.planner.plan_assumptions import grown_batch_warning
     from core.planner.report import (
         STEP_HEADER,
         STEP_PARTS,
@@ -96,7 +97,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "core.planner.money.sanity": ("not_fit_text", "seen_phrase"),
     "core.planner.money.storage_tiers": ("tier_figures",),
     "core.planner.choose.search": ("shown_candidates",),
-    "core.planner.plan": ("PlanError", "grown_batch_warning"),
+    "core.planner.plan": ("PlanError",),
+    "core.planner.plan_assumptions": ("grown_batch_warning",),
     "core.planner.request_file": ("RequestFileError", "read_request_file", "request_of"),
     "core.planner.timed_layer": ("LayerSpec", "layer_spec"),
     "core.planner.analysis": (
