@@ -2,8 +2,9 @@
 catalog.
 
 Grouped by question: `model/` (the model and what each GPU holds), `speed/` (how long a step takes), `money/` (what
-it costs and what can go wrong), `choose/` (which hardware to pick); `plan.py` composes them, `analysis.py` and
-`report.py` build what the window and the PDF show. The plan library is persistence, in core/library/.
+it costs and what can go wrong), `choose/` (which hardware to pick); `plan.py` composes them; `analysis.py` (with
+`gpu_memory.py` and `search_figures.py`), `headline.py` and `report.py` build what the window and the PDF show.
+The plan library is persistence, in core/library/.
 
 This is the domain's front door: the window and the command line import the planner from here only (an import
 contract in pyproject.toml). It is lazy (core/__init__.py): `tuneplan plan` and the window's start-up load the
@@ -19,19 +20,11 @@ from core import lazy_names
 
 if TYPE_CHECKING:
     from core.catalog.records import StorageTier
-    from core.planner.analysis import (
-        MODE_COSTS,
-        Analysis,
-        GpuMemory,
-        PricedOption,
-        ProviderCost,
-        analyse,
-        conclusion,
-        cost_range_text,
-        hardware_label,
-    )
+    from core.planner.analysis import Analysis, ProviderCost, analyse
     from core.planner.choices import OVERRIDABLE
     from core.planner.choose.search import shown_candidates
+    from core.planner.gpu_memory import GpuMemory
+    from core.planner.headline import MODE_COSTS, conclusion, cost_range_text, hardware_label
     from core.planner.model.params import Architecture
     from core.planner.money.plan_cost import offer_place
     from core.planner.money.sanity import not_fit_text, seen_phrase
@@ -80,6 +73,7 @@ if TYPE_CHECKING:
     )
     from core.planner.request_file import RequestFileError, read_request_file, request_of
     from core.planner.result import Candidate, ComputeResult, CostResult, PlanResult
+    from core.planner.search_figures import PricedOption
     from core.planner.speed.frameworks import PROFILES
     from core.planner.timed_layer import LayerSpec, layer_spec
 
@@ -101,9 +95,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "core.planner.plan_assumptions": ("grown_batch_warning",),
     "core.planner.request_file": ("RequestFileError", "read_request_file", "request_of"),
     "core.planner.timed_layer": ("LayerSpec", "layer_spec"),
-    "core.planner.analysis": (
-        "MODE_COSTS", "Analysis", "GpuMemory", "PricedOption", "ProviderCost", "analyse", "conclusion",
-        "cost_range_text", "hardware_label"),
+    "core.planner.headline": ("MODE_COSTS", "conclusion", "cost_range_text", "hardware_label"),
+    "core.planner.gpu_memory": ("GpuMemory",),
+    "core.planner.search_figures": ("PricedOption",),
+    "core.planner.analysis": ("Analysis", "ProviderCost", "analyse"),
     "core.planner.report": (
         "STEP_HEADER", "STEP_PARTS", "band_notes", "band_source", "break_even_chart", "build_report",
         "candidate_label", "likely_cost", "likely_hours", "likely_tokens_per_second", "measured_step_text",

@@ -24,19 +24,10 @@ from core.document import (
     Series,
     Table,
 )
-from core.planner.analysis import (
-    MODES,
-    Analysis,
-    BreakEven,
-    Figures,
-    GpuMemory,
-    ScalingCurve,
-    conclusion,
-    cost_range,
-    cost_range_text,
-    key_figures,
-)
+from core.planner.analysis import MODES, Analysis, BreakEven, Figures, ScalingCurve
 from core.planner.choose import search
+from core.planner.gpu_memory import GpuMemory
+from core.planner.headline import conclusion, cost_range, cost_range_text, key_figures
 from core.planner.money.plan_cost import offer_place
 from core.planner.money.sanity import seen_text
 from core.planner.result import Band, Candidate, ComputeResult, PlanResult

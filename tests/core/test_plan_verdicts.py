@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from core.catalog import CatalogError, load_catalog
-from core.planner.analysis import analyse, conclusion, key_figures
+from core.planner.analysis import analyse
 from core.planner.choose.search import shown_candidates
+from core.planner.headline import conclusion, key_figures
 from core.planner.money.sanity import HEADROOM_FRACTION
 from core.planner.plan import PlanError, plan
 from core.planner.report import build_report

@@ -86,7 +86,7 @@ def test_catalog_prices_fit_a_100_column_terminal() -> None:
 
 
 def test_the_memory_charts_caption_reads_its_labels_in_their_order() -> None:
-    from core.planner.analysis import GpuMemory
+    from core.planner.gpu_memory import GpuMemory
     from core.planner.report import MEMORY_CAPTION
     from core.planner.request import Sharding
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from core.document import Bullets
-from core.planner.analysis import analyse, conclusion, cost_range, cost_range_text, hardware_label
+from core.planner.analysis import analyse
+from core.planner.headline import conclusion, cost_range, cost_range_text, hardware_label
 from core.planner.plan import plan
 from core.planner.report import build_report, memory_chart, price_age_days
 from core.planner.request import HardwareSpec, PlanRequest
@@ -171,18 +172,18 @@ def test_core_report_modules_import_no_qt():
 
 def test_memory_rows_kept_across_token_counts_equal_fresh_ones():
     """Rows are reused when only the dataset size changes; they must be what a fresh analysis gives."""
-    from core.planner import analysis as analysis_module
+    from core.planner import gpu_memory
 
     def rows(tokens: str):
         return analyse(PlanRequest.model_validate({**BASE, "data": {"tokens": tokens}})).figures.memory_by_gpu
 
     rows("2e8")
     reused = rows("7e8")
-    analysis_module._ROWS.clear()
+    gpu_memory._ROWS.clear()
     assert reused == rows("7e8")
     deadline = {**BASE, "hardware": None, "search": {"objective": "cost_under_deadline", "deadline_hours": 3}}
-    assert analysis_module._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "2e8"}})) != \
-        analysis_module._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "7e8"}}))
+    assert gpu_memory._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "2e8"}})) != \
+        gpu_memory._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "7e8"}}))
 
 
 def test_network_the_plan_assumes_is_said_in_words():
