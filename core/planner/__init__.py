@@ -3,7 +3,8 @@ catalog.
 
 Grouped by question: `model/` (the model and what each GPU holds), `speed/` (how long a step takes), `money/` (what
 it costs and what can go wrong), `choose/` (which hardware to pick); `plan.py` composes them; `analysis.py` (with
-`gpu_memory.py` and `search_figures.py`), `headline.py` and `report.py` build what the window and the PDF show.
+`gpu_memory.py` and `search_figures.py`), `headline.py`, `likely_ranges.py`, `report_time.py`,
+`report_charts.py` and `report.py` build what the window and the PDF show.
 The plan library is persistence, in core/library/.
 
 This is the domain's front door: the window and the command line import the planner from here only (an import
@@ -25,6 +26,14 @@ if TYPE_CHECKING:
     from core.planner.choose.search import shown_candidates
     from core.planner.gpu_memory import GpuMemory
     from core.planner.headline import MODE_COSTS, conclusion, cost_range_text, hardware_label
+    from core.planner.likely_ranges import (
+        band_notes,
+        band_source,
+        likely_cost,
+        likely_hours,
+        likely_tokens_per_second,
+        shown_key_figures,
+    )
     from core.planner.model.params import Architecture
     from core.planner.money.plan_cost import offer_place
     from core.planner.money.sanity import not_fit_text, seen_phrase
@@ -32,26 +41,21 @@ if TYPE_CHECKING:
     from core.planner.plan import PlanError
     from core.planner.plan import plan as make_plan
     from core.planner.plan_assumptions import grown_batch_warning
-    from core.planner.report import (
-        STEP_HEADER,
-        STEP_PARTS,
-        band_notes,
-        band_source,
+    from core.planner.report import build_report, seconds
+    from core.planner.report_charts import (
         break_even_chart,
-        build_report,
         candidate_label,
-        likely_cost,
-        likely_hours,
-        likely_tokens_per_second,
-        measured_step_text,
         memory_chart,
         pareto_chart,
         provider_chart,
         scaling_chart,
-        seconds,
         sharding_text,
+    )
+    from core.planner.report_time import (
+        STEP_HEADER,
+        STEP_PARTS,
+        measured_step_text,
         share_text,
-        shown_key_figures,
         step_rows,
         step_seconds,
         wall_time_parts,
@@ -99,11 +103,15 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "core.planner.gpu_memory": ("GpuMemory",),
     "core.planner.search_figures": ("PricedOption",),
     "core.planner.analysis": ("Analysis", "ProviderCost", "analyse"),
-    "core.planner.report": (
-        "STEP_HEADER", "STEP_PARTS", "band_notes", "band_source", "break_even_chart", "build_report",
-        "candidate_label", "likely_cost", "likely_hours", "likely_tokens_per_second", "measured_step_text",
-        "memory_chart", "pareto_chart", "provider_chart", "scaling_chart", "seconds", "sharding_text", "share_text",
-        "shown_key_figures", "step_rows", "step_seconds", "wall_time_parts"),
+    "core.planner.likely_ranges": (
+        "band_notes", "band_source", "likely_cost", "likely_hours", "likely_tokens_per_second", "shown_key_figures"),
+    "core.planner.report_time": (
+        "STEP_HEADER", "STEP_PARTS", "measured_step_text", "share_text", "step_rows", "step_seconds",
+        "wall_time_parts"),
+    "core.planner.report_charts": (
+        "break_even_chart", "candidate_label", "memory_chart", "pareto_chart", "provider_chart", "scaling_chart",
+        "sharding_text"),
+    "core.planner.report": ("build_report", "seconds"),
 }
 _TABLE: dict[str, str | tuple[str, str]] = {name: module for module, names in _MODULES.items() for name in names}
 _TABLE["make_plan"] = ("core.planner.plan", "plan")

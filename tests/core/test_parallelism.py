@@ -18,7 +18,7 @@ from core.planner.choose import search
 from core.planner.model import memory
 from core.planner.model.params import Architecture
 from core.planner.plan import PlanError, plan, resolve_model
-from core.planner.report import scaling_chart
+from core.planner.report_charts import scaling_chart
 from core.planner.request import PlanRequest, TrainingSpec
 from core.planner.speed.step import global_batch
 

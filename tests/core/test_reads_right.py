@@ -87,7 +87,7 @@ def test_catalog_prices_fit_a_100_column_terminal() -> None:
 
 def test_the_memory_charts_caption_reads_its_labels_in_their_order() -> None:
     from core.planner.gpu_memory import GpuMemory
-    from core.planner.report import MEMORY_CAPTION
+    from core.planner.report_charts import MEMORY_CAPTION
     from core.planner.request import Sharding
 
     # Two nodes of eight GPUs are labelled '2×8': nodes first, as the caption must say.

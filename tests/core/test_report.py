@@ -13,7 +13,8 @@ from core.document import Bullets
 from core.planner.analysis import analyse
 from core.planner.headline import conclusion, cost_range, cost_range_text, hardware_label
 from core.planner.plan import plan
-from core.planner.report import build_report, memory_chart, price_age_days
+from core.planner.report import build_report, price_age_days
+from core.planner.report_charts import memory_chart
 from core.planner.request import HardwareSpec, PlanRequest
 from core.planner.result import ComputeCost
 
@@ -206,7 +207,7 @@ def test_network_the_plan_assumes_is_said_in_words():
 def test_step_rows_leave_out_the_zero_parts_and_share_the_reported_step(analysis):
     """Hand arithmetic on a breakdown set by hand: of a 4 s step, 3 s is 75%, 0.8 s is 20%, 0.16 s is 4%, and
     0.001 s is 0.025%, shown as "<1%" rather than "0%"; the zero parts are not rows."""
-    from core.planner.report import step_rows, step_table_rows, time_section
+    from core.planner.report_time import step_rows, step_table_rows, time_section
     from core.planner.result import StepBreakdown
 
     compute = analysis.result.compute.model_copy(update={

@@ -140,7 +140,7 @@ def test_no_text_is_clipped_or_drawn_over_other_text(rendered, tmp_path: Path):
 def test_memory_chart_labels_and_captions_are_in_the_pdf(rendered):
     """Each GPU's bar is labelled with the configuration it is drawn at, and each chart says what it shows."""
     from core.planner.analysis import analyse
-    from core.planner.report import memory_chart
+    from core.planner.report_charts import memory_chart
     from core.planner.request import PlanRequest
 
     pdf, _ = rendered
