@@ -63,7 +63,7 @@ FULL_70B_REQUEST: dict[str, Any] = {
 }
 
 # A search that must try tensor × pipeline layouts: a 405B model's unsharded states fit no GPU, so the search
-# adds tp 1-8 and, since tp 8 alone is not enough either, pipelines of 2-16 stages (search.layouts).
+# adds tp 1-8 and, since tp 8 alone is not enough either, pipelines of 2-16 stages (choose/layouts.py).
 FULL_405B_REQUEST: dict[str, Any] = {**FULL_70B_REQUEST, "model": {"preset": "llama-3.1-405b"}}
 
 # What a fresh interpreter pays before its first answer (imports, catalog parse, first plan).

@@ -69,7 +69,6 @@ class GpuMemory(BaseModel):
         return f"{gpus} {self.sharding.value}" + layout + recompute
 
 
-
 def _memory_row(gpu: str, result: PlanResult, basis: Literal["plan", "search", "as_planned"],
                 note: str | None = None) -> GpuMemory:
     m, hw, t = result.memory, result.hardware, result.request.training
@@ -78,7 +77,6 @@ def _memory_row(gpu: str, result: PlanResult, basis: Literal["plan", "search", "
                      gradient_checkpointing=t.gradient_checkpointing, tensor_parallel=t.tensor_parallel,
                      pipeline_parallel=t.pipeline_parallel, fits=m.fits, max_micro_batch=m.max_micro_batch,
                      max_seq_len=m.max_seq_len, note=note, **m.per_gpu.model_dump())
-
 
 
 def _search_choice(arch: Architecture, planned: PlanRequest, gpu: str, catalog: Catalog) -> Candidate | None:
@@ -98,7 +96,6 @@ def _search_choice(arch: Architecture, planned: PlanRequest, gpu: str, catalog: 
         return None
 
 
-
 def _other_gpu_row(arch: Architecture, planned: PlanRequest, result: PlanResult, gpu: GPU, catalog: Catalog,
                    today: dt.date | None) -> GpuMemory:
     choice = _search_choice(arch, planned, gpu.id, catalog)
@@ -114,7 +111,6 @@ def _other_gpu_row(arch: Architecture, planned: PlanRequest, result: PlanResult,
                        note=f"nothing fits on {gpu.id} with up to {plural(planned.search.max_gpus, 'GPU')}")
 
 
-
 def _memory_key(planned: PlanRequest) -> str:
     """What a GPU row depends on: memory never depends on the prices. The search's pick for one GPU type does
     depend on the dataset size: every configuration pays the same start-up on each of its GPUs, so a short job
@@ -124,17 +120,9 @@ def _memory_key(planned: PlanRequest) -> str:
     return json.dumps(key, sort_keys=True)
 
 
-
 _ROWS: OrderedDict[tuple[str, str], tuple[Catalog, GpuMemory]] = OrderedDict()
-
-
-
 _ROWS_LOCK = threading.Lock()
-
-
-
 _ROWS_KEPT = 512  # about two dozen requests' worth of rows
-
 
 
 def memory_by_gpu(result: PlanResult, catalog: Catalog, today: dt.date | None = None) -> list[GpuMemory]:

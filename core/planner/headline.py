@@ -21,20 +21,14 @@ def hardware_label(hw: HardwareSpec) -> str:
     return f"{hw.nodes} nodes × {hw.gpus_per_node} {hw.gpu} ({hw.gpus} GPUs)"
 
 
-
 def cost_range(result: PlanResult) -> tuple[float, float] | None:
     """Cheapest and dearest total over the priced modes (compute + storage + egress + idle)."""
     values = list(sanity.mode_totals(result).values())
     return (min(values), max(values)) if values else None
 
 
-
 MODE_COSTS = "Cost by pricing mode"  # the key figure of the cheapest to the dearest mode's total
-
-
-
 NOT_FIT = "none: it does not fit"  # a key figure of money for a plan that cannot run
-
 
 
 def cost_range_text(result: PlanResult) -> str:
@@ -51,12 +45,10 @@ def cost_range_text(result: PlanResult) -> str:
     return f"{fmt_usd(lo)} {sanity.mode_name(lo_mode)} to {fmt_usd(hi)} {sanity.mode_name(hi_mode)}"
 
 
-
 def about_hours(hours: float) -> str:
     """'about 3.2 h', and 'about 2,300 years' where fmt_hours already says 'about' (never 'about about')."""
     text = fmt_hours(hours)
     return text if text.startswith("about ") else f"about {text}"
-
 
 
 def conclusion(result: PlanResult) -> str:
@@ -72,7 +64,6 @@ def conclusion(result: PlanResult) -> str:
     where = f" at {result.cost.provider}" if result.cost.provider else ""
     return (f"{what}: {about_hours(result.time.hours)} and {total} {mode}{where}; it fits in "
             f"{fmt_bytes(m.per_gpu.total)} of {fmt_bytes(m.gpu_memory)} per GPU.")
-
 
 
 def key_figures(result: PlanResult) -> list[KeyFigure]:

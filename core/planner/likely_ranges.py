@@ -22,14 +22,12 @@ def likely_hours(result: PlanResult) -> str | None:
     return f"likely {point} (range {fmt_hours_range(band.low, band.high, result.time.hours)})"
 
 
-
 def likely_tokens_per_second(result: PlanResult) -> str | None:
     """'likely 68,198 tokens/s (range 55,000–80,000)', or None without a band."""
     band, point = result.compute.tokens_per_second_range, result.compute.tokens_per_second
     if band is None:
         return None
     return f"likely {point:,.0f} tokens/s (range {fmt_rate_range(band.low, band.high)})"
-
 
 
 def likely_cost(result: PlanResult) -> str | None:
@@ -41,12 +39,10 @@ def likely_cost(result: PlanResult) -> str | None:
     return f"likely {fmt_usd(total)} (estimate range {fmt_usd_range(band.low, band.high, total)})"
 
 
-
 def bands(result: PlanResult) -> list[Band]:
     """The plan's bands that are filled: time, throughput, cost."""
     found = (result.time.hours_range, result.compute.tokens_per_second_range, result.cost.total_usd_range)
     return [b for b in found if b is not None]
-
 
 
 def band_note(band: Band) -> str:
@@ -56,11 +52,9 @@ def band_note(band: Band) -> str:
             f"from {band.cases} runs of {band.sources} sources)")
 
 
-
 def band_notes(result: PlanResult) -> list[str]:
     """One note per distinct band basis (the cost band follows the time band, so usually one)."""
     return list(dict.fromkeys(band_note(b) for b in bands(result)))
-
 
 
 def band_source(result: PlanResult) -> str | None:
@@ -71,7 +65,6 @@ def band_source(result: PlanResult) -> str | None:
     return ("Likely ranges: the planned figure scaled by the spread of the calibration residuals (published ÷ "
             "planned) of published runs of the same regime; the coverage is measured on held-out runs: "
             + "; ".join(notes) + ".")
-
 
 
 def shown_key_figures(result: PlanResult) -> list[KeyFigure]:

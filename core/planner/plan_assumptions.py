@@ -21,7 +21,6 @@ from core.units import plural
 PEAK_SOURCE_KEY = {"fp8": "fp8_tflops", "amp_fp16": "fp16_tflops", "fp32": "tf32_tflops"}
 
 
-
 def _batch_assumption(request: PlanRequest, est: StepEstimate) -> list[Assumption]:
     """Name the global batch when it is the planner's default: the user did not choose it, so say what it is."""
     t, seq = request.training, request.data.seq_len
@@ -36,7 +35,6 @@ def _batch_assumption(request: PlanRequest, est: StepEstimate) -> list[Assumptio
         value=f"{sequences:,} sequences ({sequences * seq:,} tokens) per optimizer step{grown}",
         source=f"tuneplan default: about {DEFAULT_BATCH_TOKENS:,} tokens per step, at least data-parallel replicas "
                "× micro-batch (set training.global_batch_size to choose)")]
-
 
 
 def fit_assumptions(t: TrainingSpec, step_workspace: float) -> list[Assumption]:
@@ -61,7 +59,6 @@ def fit_assumptions(t: TrainingSpec, step_workspace: float) -> list[Assumption]:
     ]
 
 
-
 def grown_batch_warning(result: PlanResult) -> str | None:
     """When the planner grew its default global batch to feed every data-parallel replica (the user set none), what
     that does to the run: a batch past the ~256k tokens fine-tuning recipes step on, and so few optimizer steps
@@ -79,7 +76,6 @@ def grown_batch_warning(result: PlanResult) -> str | None:
             f"micro-batch: {tokens / DEFAULT_BATCH_TOKENS:,.0f}× the ~{DEFAULT_BATCH_TOKENS:,} tokens fine-tuning "
             f"recipes step on, leaving {plural(steps, 'optimizer step')} for the whole run; plan fewer GPUs or set "
             "training.global_batch_size (and scale the learning rate) if you mean it")
-
 
 
 def plan_assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:

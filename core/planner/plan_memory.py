@@ -60,7 +60,6 @@ def _largest_fitting(arch: Architecture, request: PlanRequest, hw: Hardware, *, 
     return largest(np.arange(low, high, dtype=np.int64))
 
 
-
 def memory_result(arch: Architecture, request: PlanRequest, est: StepEstimate, gpu: GPU, hw: Hardware
                    ) -> MemoryResult:
     mem = est.memory

@@ -36,7 +36,6 @@ class StoragePlan:
     disk: float
 
 
-
 def storage_plan(arch: Architecture, request: PlanRequest, est: StepEstimate, catalog: Catalog) -> StoragePlan:
     hw_spec, a = request.hardware, request.assumptions
     assert hw_spec is not None
@@ -68,7 +67,6 @@ def storage_plan(arch: Architecture, request: PlanRequest, est: StepEstimate, ca
     )
     return StoragePlan(raw, tokenized, needed, ckpt_size, ckpt_on_demand, ckpt, requests, obj, lines,
                     tokenized + ckpt_size * a.checkpoints_kept)
-
 
 
 def storage_result(request: PlanRequest, st: StoragePlan, priced: bool) -> StorageResult:

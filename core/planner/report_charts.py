@@ -14,9 +14,6 @@ from core.planner.gpu_memory import GpuMemory
 from core.planner.result import Candidate
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
-
-
-
 MEMORY_CAPTION = (
     "Each GPU type at the configuration the hardware search picks for it (labelled nodes × GPUs per node, as 2×8, "
     "or 8× for one node; then sharding, recomputation, micro-batch), with your model, method, precision, optimizer, "
@@ -26,12 +23,10 @@ MEMORY_CAPTION = (
 )
 
 
-
 def memory_label(row: GpuMemory) -> str:
     """'H100-SXM · 8× zero3 (plan)', with ✗ when it does not fit."""
     label = f"{row.gpu} · {row.configuration}" if row.configuration else row.gpu
     return label + (" (plan)" if row.basis == "plan" else "") + ("" if row.fits else " ✗")
-
 
 
 def memory_chart(figures: Figures) -> BarChart:
@@ -41,7 +36,6 @@ def memory_chart(figures: Figures) -> BarChart:
         category_labels=[memory_label(r) for r in rows], stacked=True,
         series=[Series(name=p, values=[getattr(r, p) / 1e9 for r in rows]) for p in MEMORY_PARTS],
         markers=[r.capacity / 1e9 for r in rows], marker_label="GPU memory", caption=MEMORY_CAPTION)
-
 
 
 def provider_chart(figures: Figures) -> BarChart:
@@ -54,7 +48,6 @@ def provider_chart(figures: Figures) -> BarChart:
                 "redone work; a missing bar means the provider lists no price in that mode.")
 
 
-
 def pareto_chart(figures: Figures) -> ScatterChart:
     return ScatterChart(
         title="Time vs cost of the configurations that fit", x_label="hours", y_label="USD",
@@ -62,7 +55,6 @@ def pareto_chart(figures: Figures) -> ScatterChart:
                 "highlighted and joined.",
         points=[Point(x=c.hours, y=c.cost_usd, highlight=c.pareto, label=candidate_label(c))
                 for c in figures.candidates if c.cost_usd is not None])
-
 
 
 def scaling_chart(curve: ScalingCurve) -> LineChart:
@@ -79,7 +71,6 @@ def scaling_chart(curve: ScalingCurve) -> LineChart:
                 Series(name="perfect scaling", values=[base * g for g in gpus], style="dashed")])
 
 
-
 def _batch_limit(curve: ScalingCurve) -> str:
     """Why the curve stops: past it, data-parallel replicas would outnumber the sequences of one step."""
     if not curve.dropped_nodes:
@@ -87,7 +78,6 @@ def _batch_limit(curve: ScalingCurve) -> str:
     first = min(curve.dropped_nodes) * curve.gpus_per_node
     return (f" Not drawn from {first:g} GPUs on: more data-parallel replicas × micro-batch than the global batch of "
             f"{curve.global_batch} sequences, so the extra GPUs would have nothing to train.")
-
 
 
 def break_even_chart(be: BreakEven) -> LineChart:
@@ -102,11 +92,9 @@ def break_even_chart(be: BreakEven) -> LineChart:
                              "used hour the more it is used; above the break-even utilisation it beats renting.")
 
 
-
 def sharding_text(c: Candidate) -> str:
     """'zero3', or 'zero3/fsdp' where other shardings give the same memory, time and cost (the row's variants)."""
     return "/".join(s.value for s in (c.sharding, *c.variants))
-
 
 
 def candidate_label(c: Candidate) -> str:

@@ -17,9 +17,7 @@ STEP_PARTS = (("gemm", "matmuls (GEMM)"), ("attention", "attention"), ("memory_b
               ("exposed_comm", "exposed communication"), ("bubble", "pipeline bubble"))
 
 
-
 STEP_HEADER = ["part of the step", "seconds", "share of the step"]
-
 
 
 def step_rows(compute: ComputeResult) -> list[tuple[str, float, float]]:
@@ -33,11 +31,9 @@ def step_rows(compute: ComputeResult) -> list[tuple[str, float, float]]:
     return [(name, v, v / total if total > 0 else 0.0) for name, v in parts if v > 0]
 
 
-
 def step_seconds(value: float) -> str:
     """'0.0123 s', '1.25 s', '312 s': three significant figures, a long step in whole seconds."""
     return f"{value:,.0f} s" if value >= 100 else f"{value:.3g} s"
-
 
 
 def measured_step_text(compute: ComputeResult) -> str | None:
@@ -53,16 +49,13 @@ def measured_step_text(compute: ComputeResult) -> str | None:
             f"({how})")
 
 
-
 def share_text(share: float) -> str:
     """'42%', and '<1%' for a part too small to round to one percent but not nothing."""
     return "<1%" if 0 < share < 0.005 else f"{share:.0%}"
 
 
-
 def step_table_rows(compute: ComputeResult) -> list[list[str]]:
     return [[name, step_seconds(v), share_text(share)] for name, v, share in step_rows(compute)]
-
 
 
 def utilisation_text(compute: ComputeResult) -> str:
@@ -71,10 +64,8 @@ def utilisation_text(compute: ComputeResult) -> str:
     return text + (f", hardware-FLOPs utilisation (HFU) {compute.hfu:.0%}" if compute.hfu > 0 else "")
 
 
-
 def _seconds(s: float) -> str:
     return f"{s:.0f} s" if s < 90 else fmt_hours(s / 3600)
-
 
 
 def wall_time_parts(result: PlanResult) -> str:
@@ -87,7 +78,6 @@ def wall_time_parts(result: PlanResult) -> str:
     return (f"steps {_seconds(b.steps)} + start-up {_seconds(b.start_up)} (assumptions.restart_minutes "
             f"{a.restart_minutes:g}) + {evaluation} + checkpoint writes {_seconds(b.checkpoint_writes)} (to "
             f"{a.checkpoint_tier.value}) + failures {_seconds(b.failures)}")
-
 
 
 def time_section(result: PlanResult) -> Section:

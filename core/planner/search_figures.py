@@ -35,7 +35,6 @@ class PricedOption(BaseModel):
     price_date: str | None
 
 
-
 def search_candidates(request: PlanRequest, result: PlanResult, catalog: Catalog) -> tuple[list[Candidate], str | None]:
     """The search's list: of the whole catalog when it chose the hardware, else of the GPU the user chose (other
     counts, nodes and sharding of it), ranked by time when that GPU has no price in the chosen mode."""
@@ -57,7 +56,6 @@ def search_candidates(request: PlanRequest, result: PlanResult, catalog: Catalog
     except (PlanError, CatalogError) as exc:
         return [], str(exc)
     return found.candidates, found.reason or note
-
 
 
 def _override_sentence(name: str, wanted: object, got: object, found: search.SearchOutcome,
@@ -88,7 +86,6 @@ def _override_sentence(name: str, wanted: object, got: object, found: search.Sea
     return f"{change}: {instead} the best configuration needs more GPUs"
 
 
-
 def search_overrides(request: PlanRequest, result: PlanResult, catalog: Catalog) -> dict[str, str]:
     """The training settings the request sets and the search changed, by path, each with the reason.
 
@@ -113,14 +110,9 @@ def search_overrides(request: PlanRequest, result: PlanResult, catalog: Catalog)
     return out
 
 
-
 _CHEAPEST_LOCK = threading.Lock()
 _CHEAPEST: OrderedDict[str, tuple[Catalog, Candidate | None]] = OrderedDict()
-
-
-
 _CHEAPEST_KEPT = 64
-
 
 
 def _cheapest_in(mode: str, request: PlanRequest, catalog: Catalog) -> Candidate | None:
@@ -141,7 +133,6 @@ def _cheapest_in(mode: str, request: PlanRequest, catalog: Catalog) -> Candidate
         while len(_CHEAPEST) > _CHEAPEST_KEPT:
             _CHEAPEST.popitem(last=False)
     return best
-
 
 
 def priced_alternatives(request: PlanRequest, result: PlanResult, catalog: Catalog,
