@@ -18,7 +18,8 @@ from core.json_file import FileReadError, read_json_file
 from core.planner.choices import OVERRIDABLE
 from core.planner.choose import search
 from core.planner.model import parallel, savers
-from core.planner.model.params import Architecture, ConfigError
+from core.planner.model.config_shape import ConfigError
+from core.planner.model.params import Architecture
 from core.planner.money import pricing, sanity, storage
 from core.planner.money.plan_cost import UNPRICED, plan_cost, price_for, withheld
 from core.planner.plan_assumptions import grown_batch_warning, plan_assumptions

@@ -18,7 +18,8 @@ import pytest
 
 from core.catalog import load_catalog
 from core.planner.model import attention_layers, memory
-from core.planner.model.params import Architecture, ConfigError
+from core.planner.model.config_shape import ConfigError
+from core.planner.model.params import Architecture
 from core.planner.request import Attention, Method, TrainingSpec
 from core.planner.speed import compute
 
