@@ -43,7 +43,7 @@ from pydantic.fields import FieldInfo
 from bench import perf_doc
 from core.cli import main as cli
 from core.planner.model.config_limits import LIMITS
-from core.planner.models import PlanRequest
+from core.planner.request import PlanRequest
 from tests.core.test_request_fuzz import CONFIG, VALID, schema_fields
 from tests.core.test_request_fuzz import _set as set_field
 

@@ -31,8 +31,8 @@ import numpy as np
 from bench import perf_doc
 from core.catalog import Catalog, load_catalog, shipped_catalog
 from core.planner.choose import search as planner_search
-from core.planner.models import PlanRequest
 from core.planner.plan import plan, resolve_model
+from core.planner.request import PlanRequest
 
 SINGLE_PLAN_BUDGET_S = 5e-3
 SEARCH_BUDGET_S = 100e-3
@@ -63,7 +63,7 @@ FULL_70B_REQUEST: dict[str, Any] = {
 }
 
 # A search that must try tensor × pipeline layouts: a 405B model's unsharded states fit no GPU, so the search
-# adds tp 1-8 and, since tp 8 alone is not enough either, pipelines of 2-16 stages (search.layouts).
+# adds tp 1-8 and, since tp 8 alone is not enough either, pipelines of 2-16 stages (choose/layouts.py).
 FULL_405B_REQUEST: dict[str, Any] = {**FULL_70B_REQUEST, "model": {"preset": "llama-3.1-405b"}}
 
 # What a fresh interpreter pays before its first answer (imports, catalog parse, first plan).
@@ -71,7 +71,7 @@ _FRESH_PROCESS = """
 import json, sys, time
 t0 = time.perf_counter()
 from core.catalog import load_catalog
-from core.planner.models import PlanRequest
+from core.planner.request import PlanRequest
 from core.planner.plan import plan
 t1 = time.perf_counter()
 catalog = load_catalog(sys.argv[2])

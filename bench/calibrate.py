@@ -31,8 +31,8 @@ from bench.calibrate_cases import Built, build, source_of
 from bench.calibrate_rows import BEGIN, END, MEMORY_TOLERANCE, THROUGHPUT_TOLERANCE, Row
 from core.catalog import Catalog, load_catalog
 from core.planner.model import memory
-from core.planner.models import PlanResult
 from core.planner.plan import PlanError, plan
+from core.planner.result import PlanResult
 from core.planner.speed import bands, sustained
 from core.planner.speed.frameworks import effective_training
 

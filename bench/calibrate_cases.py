@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.planner.models import (
+from core.planner.request import (
     Framework,
     Method,
     Offload,

@@ -36,7 +36,7 @@ EXAMPLE_REGIME = "illustrative example, not calibrated"  # on screen, so the pic
 def example_bands() -> None:
     """Give every plan that has no band the fixed illustrative one (a plan with a real band keeps it)."""
     from core.planner import analysis
-    from core.planner.models import Band, PlanResult
+    from core.planner.result import Band, PlanResult
 
     real = analysis.plan
 

@@ -15,7 +15,7 @@ import pytest
 
 from core.planner import analysis
 from core.planner import plan as plan_module
-from core.planner.models import Band, PlanResult
+from core.planner.result import Band, PlanResult
 
 LOW, HIGH = 0.8, 1.3  # the band's ends as multiples of the planned figure
 COVERAGE, REGIME, CASES, SOURCES = 0.8, "test regime: LoRA on one node", 24, 5

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 # The names of pricing modes, inter-node networks and storage tiers, for the catalog and the plan request alike
-# (core.planner.models uses these enums in the request contract).
+# (core.planner.request uses these enums in the request contract).
 
 
 class PricingMode(StrEnum):

@@ -1,4 +1,4 @@
-"""`tuneplan schema`: the plan request's JSON Schema, generated from the pydantic models (core.planner.models).
+"""`tuneplan schema`: the plan request's JSON Schema, generated from the pydantic models (core.planner.request).
 
 docs/request.schema.json is this output, kept in the repository so that an editor can validate and complete a
 request file that names it in its "$schema" key; tests/core/test_cli_schema.py checks that the two agree.

@@ -17,7 +17,8 @@ from core.launch import accelerate, axolotl, deepspeed, kubernetes, skypilot, sl
 from core.launch.model_ref import hf_model
 from core.launch.plan_view import LaunchError, LaunchPlan
 from core.output_file import OutputError, write_file
-from core.planner.models import PlanRequest, PlanResult
+from core.planner.request import PlanRequest
+from core.planner.result import PlanResult
 
 __all__ = ["FORMATS", "LaunchError", "LaunchPlan", "Written", "render", "write_launch_files"]
 

@@ -24,7 +24,7 @@ from typing import Any
 from core.launch import deepspeed, emit
 from core.launch.model_ref import decoder_layer
 from core.launch.plan_view import LaunchError, LaunchPlan
-from core.planner.models import Precision, Sharding
+from core.planner.request import Precision, Sharding
 
 FILE = "accelerate_config.yaml"
 MAIN_PORT = 29500  # torch.distributed's default master port (torch/distributed/run.py --master-port)

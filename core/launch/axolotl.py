@@ -16,7 +16,7 @@ from core.launch import deepspeed, emit
 from core.launch.model_ref import decoder_layer
 from core.launch.plan_view import LaunchError, LaunchPlan
 from core.planner.model.lora_targets import PARAMETER_KINDS, target_parameter_kinds, target_set
-from core.planner.models import Attention, Method, Optimizer, Precision, Sharding
+from core.planner.request import Attention, Method, Optimizer, Precision, Sharding
 
 FILE = "axolotl_config.yaml"
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from core.launch import emit
 from core.launch.plan_view import LaunchError, LaunchPlan
-from core.planner.models import Optimizer, Precision, Sharding
+from core.planner.request import Optimizer, Precision, Sharding
 
 FILE = "ds_config.json"
 README = "ds_config.README.md"

@@ -17,7 +17,8 @@ from importlib import metadata
 from core.catalog.records import PricingMode, StorageTier
 from core.launch.emit import one_line
 from core.planner.model.parallel import data_parallel
-from core.planner.models import Method, Offload, PlanResult, Precision, Sharding, TrainingSpec
+from core.planner.request import Method, Offload, Precision, Sharding, TrainingSpec
+from core.planner.result import PlanResult
 from core.planner.speed.step import accumulation_steps, global_batch
 from core.units import fmt_bytes, fmt_hours
 

@@ -19,7 +19,7 @@ from core.launch import emit
 from core.launch.plan_view import LaunchError, LaunchPlan
 from core.launch.torchrun import PORT
 from core.planner.model.lora_targets import target_set
-from core.planner.models import Method, Offload, Optimizer, Precision, Sharding
+from core.planner.request import Method, Offload, Optimizer, Precision, Sharding
 
 FILE = "torchtune_config.yaml"
 VERSION = "0.6.1"

@@ -17,7 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from core.planner.choices import OVERRIDABLE
-from core.planner.models import PlanRequest, PlanResult
+from core.planner.request import PlanRequest
+from core.planner.result import PlanResult
 
 Source = Literal["set", "planner", "default"]
 SOURCE_WORDS: dict[Source, str] = {"set": "set", "planner": "chosen by the planner", "default": "default"}

@@ -34,7 +34,8 @@ from pydantic import ValidationError
 
 from core.library.provenance import from_complete
 from core.paths import data_dir
-from core.planner.models import PlanRequest, PlanResult
+from core.planner.request import PlanRequest
+from core.planner.result import PlanResult
 from core.sqlite_schema import migrate, transaction
 from core.sqlite_store import (
     StoreFault,

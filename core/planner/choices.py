@@ -1,7 +1,7 @@
 """The named choices of a plan request: method, precision, optimizer, sharding, offload, attention kernel,
 loss kernel and framework (README "The plan request").
 
-They live apart from core.planner.models, which re-exports them, so the contract's file stays about shapes;
+They live apart from core.planner.request, which re-exports them, so the contract's file stays about shapes;
 the GUI's choice lists and the framework profiles read the same enums.
 """
 

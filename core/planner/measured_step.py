@@ -1,6 +1,6 @@
 """A step measured on the box: one decoder layer of the plan timed by the probe's step suite.
 
-Apart from core.planner.models (which re-exports them) so the contract's file stays within its size: the request's
+Apart from core.planner.request and core.planner.result, which both use them: the request's
 ``hardware.measured_step`` and the result's ``compute.step_source``; the step time model reads the first in
 ``speed.step_time.measured_compute``.
 """

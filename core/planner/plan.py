@@ -4,67 +4,54 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from core.catalog import (
     GPU,
     PRICING_MODES,
     Catalog,
     CatalogError,
-    PricingMode,
     load_catalog,
     network,
 )
 from core.json_file import FileReadError, read_json_file
 from core.planner.choices import OVERRIDABLE
 from core.planner.choose import search
-from core.planner.choose.advice import suggestions
-from core.planner.model import memory, parallel, savers, states
-from core.planner.model.memory import CUDA_CONTEXT_BYTES
-from core.planner.model.params import Architecture, ConfigError
-from core.planner.model.states import checkpoint_bytes
-from core.planner.models import (
+from core.planner.model import parallel, savers
+from core.planner.model.config_shape import ConfigError
+from core.planner.model.params import Architecture
+from core.planner.money import pricing, sanity, storage
+from core.planner.money.plan_cost import UNPRICED, plan_cost, price_for, withheld
+from core.planner.plan_assumptions import grown_batch_warning, plan_assumptions
+from core.planner.plan_memory import memory_result
+from core.planner.plan_storage import StoragePlan, storage_plan, storage_result
+from core.planner.request import (
     TEN_YEARS_HOURS,
-    Assumption,
-    Candidate,
-    CheckpointResult,
-    ComputeResult,
-    CostLine,
     HardwareSpec,
-    MemoryBreakdown,
-    MemoryResult,
     Method,
     ModelSpec,
     PlanRequest,
-    PlanResult,
     Precision,
     Sharding,
-    StepBreakdown,
-    StorageResult,
-    StorageTier,
-    TimeResult,
     TrainingSpec,
 )
-from core.planner.money import pricing, reliability, sanity, storage
-from core.planner.money.plan_cost import UNPRICED, plan_cost, price_for, withheld
+from core.planner.result import (
+    Candidate,
+    ComputeResult,
+    PlanResult,
+    StepBreakdown,
+    TimeResult,
+)
 from core.planner.speed import bands, gpu_rates, sustained, wall_time
 from core.planner.speed.frameworks import effective_training
 from core.planner.speed.hardware import Hardware
 from core.planner.speed.step import (
-    DEFAULT_BATCH_TOKENS,
     StepEstimate,
-    accumulation_steps,
-    default_global_batch,
     evaluate,
     global_batch,
-    trained_tokens,
 )
 from core.planner.speed.step_time import measured_applies
-from core.units import fmt_hours, plural
+from core.units import fmt_hours
 
 
 class PlanError(ValueError):
@@ -147,47 +134,6 @@ def _check_request(request: PlanRequest, arch: Architecture) -> None:
         raise PlanError(problem)
 
 
-def _largest_fitting(arch: Architecture, request: PlanRequest, hw: Hardware, *, vary: str) -> int:
-    """The largest micro-batch (or sequence, at micro-batch 1) that fits; 0 when even the smallest does not.
-
-    Fitting depends on memory alone, so one vectorised estimate over a coarse grid brackets the answer and a
-    second over the bracket pins it down.
-    """
-    training, seq = request.training, request.data.seq_len
-    limit = 4096 if vary == "micro" else (arch.max_position or 1_048_576)
-    start = 1 if vary == "micro" else 128
-
-    dp = parallel.data_parallel(hw.gpus, training)
-
-    def largest(values: np.ndarray) -> int:
-        micro, seqs = (values, seq) if vary == "micro" else (1, values)
-        # the accumulation each size would run with: whether the gradients are alive at the activation peak
-        # depends on it, so the largest size that fits is the plan's own, not one that assumed no accumulation
-        sequences = (global_batch(training, seq, dp, micro) if vary == "micro" else
-                     np.array([global_batch(training, int(s), dp, 1) for s in values]))
-        est = memory.estimate(
-            arch,
-            training,
-            dp=dp,
-            gpus_per_node=hw.gpus_per_node,
-            micro_batch=micro,
-            seq_len=seqs,
-            zero_accounting=request.assumptions.zero_accounting,
-            accumulation=accumulation_steps(sequences, micro, dp),
-            gpu_memory=hw.memory_bytes,
-        )
-        fits = np.broadcast_to(est.total <= hw.memory_bytes, values.shape)
-        return int(values[fits].max()) if fits.any() else 0
-
-    # sorted(set()) rather than np.unique, which imports numpy.ma (10 ms of every `tuneplan plan`)
-    coarse = np.array(sorted(set(np.geomspace(start, limit, 64).astype(np.int64).tolist())), dtype=np.int64)
-    low = largest(coarse)
-    if low == 0 or low == limit:
-        return low
-    high = int(coarse[np.searchsorted(coarse, low) + 1])
-    return largest(np.arange(low, high, dtype=np.int64))
-
-
 def on_candidate(request: PlanRequest, c: Candidate) -> PlanRequest:
     """The request set to a search candidate: its hardware and the training settings the search chose for it."""
     return request.model_copy(update={
@@ -237,56 +183,7 @@ def _hardware(request: PlanRequest, arch: Architecture, catalog: Catalog
     return on_candidate(request, found.best), found.candidates, found.warnings
 
 
-@dataclass(frozen=True)
-class _Storage:
-    """The dataset, the checkpoints and what keeping them costs."""
-
-    raw: float
-    tokenized: float
-    needed: float  # bytes per second the run reads
-    checkpoint_bytes: float
-    ckpt_on_demand: CheckpointResult  # failures only: the on-demand and reserved hours
-    ckpt: CheckpointResult  # the plan's: with preemptions for a spot plan
-    requests: storage.ObjectRequests
-    object_price: Any
-    lines: list[CostLine]
-    disk: float
-
-
-def _storage(arch: Architecture, request: PlanRequest, est: StepEstimate, catalog: Catalog) -> _Storage:
-    hw_spec, a = request.hardware, request.assumptions
-    assert hw_spec is not None
-    raw, tokenized = storage.dataset_bytes(request.data.tokens, request.data.bytes_per_token, arch.vocab)
-    needed = storage.read_bytes_per_s_needed(float(est.tokens_per_s), arch.vocab)
-    ckpt_size = checkpoint_bytes(arch, request.training)
-    sharded = request.training.sharding is not Sharding.none
-    write_s = float(storage.checkpoint_write_seconds(ckpt_size, a.checkpoint_tier, hw_spec.nodes if sharded else 1))
-    # Failures alone for the on-demand and reserved hours; a spot plan checkpoints for failures and
-    # preemptions together (1/M = N/M_gpu + λ), the rate its cost already bills, so its interval, its expected
-    # wall time and the launch files' save interval are the ones a preempted job needs.
-    ckpt_args: dict[str, Any] = dict(size_bytes=ckpt_size, write_seconds=write_s, solve_hours=float(est.hours),
-                                     gpu_mtbf_hours=a.gpu_mtbf_hours, gpus=hw_spec.gpus,
-                                     restart_s=a.restart_minutes * 60)
-    ckpt_on_demand = reliability.plan_checkpoints(**ckpt_args)
-    ckpt = ckpt_on_demand if request.pricing.mode is not PricingMode.spot else \
-        reliability.plan_checkpoints(**ckpt_args, preemptions_per_hour=a.spot_preemptions_per_hour)
-    requests = storage.object_request_counts(tokenized, request.data.epochs, request.data.file_count, raw_bytes=raw)
-    provider = request.pricing.provider or "aws"
-    obj = catalog.storage_price(provider, StorageTier.object.value)
-    lines = storage.storage_cost(
-        dataset_bytes=tokenized, data_tier=a.data_tier, data_price=catalog.storage_price(provider, a.data_tier.value),
-        checkpoint_bytes=ckpt_size, checkpoints_kept=a.checkpoints_kept, checkpoint_tier=a.checkpoint_tier,
-        checkpoint_price=catalog.storage_price(provider, a.checkpoint_tier.value),
-        archive_final=a.archive_final_checkpoint, object_price=obj, months=a.storage_months,
-        get_requests=requests.packed_gets if a.data_tier is StorageTier.object else 0,
-        get_usd_per_1000=obj.get_per_1000 if obj else None, request_source=obj.source if obj else None,
-        request_date=obj.date if obj else None,
-    )
-    return _Storage(raw, tokenized, needed, ckpt_size, ckpt_on_demand, ckpt, requests, obj, lines,
-                    tokenized + ckpt_size * a.checkpoints_kept)
-
-
-def _warnings(request: PlanRequest, est: StepEstimate, gpu: GPU, st: _Storage, hours: float) -> list[str]:
+def _warnings(request: PlanRequest, est: StepEstimate, gpu: GPU, st: StoragePlan, hours: float) -> list[str]:
     """What the plan should say beside its figures: it spills, stalls, is communication-bound (that it does not fit
     is the first sanity finding: core/planner/money/sanity.py)."""
     hw_spec, t, mem = request.hardware, request.training, est.memory
@@ -316,24 +213,6 @@ def _warnings(request: PlanRequest, est: StepEstimate, gpu: GPU, st: _Storage, h
         out.append(f"the run would take {fmt_hours(hours)}, more than 10 years: no one can run this; check "
                    "data.tokens and data.epochs, or give it more GPUs")
     return out
-
-
-def _memory_result(arch: Architecture, request: PlanRequest, est: StepEstimate, gpu: GPU, hw: Hardware
-                   ) -> MemoryResult:
-    mem = est.memory
-    return MemoryResult(
-        per_gpu=MemoryBreakdown(weights=int(mem.weights), gradients=int(mem.gradients), optimizer=int(mem.optimizer),
-                                activations=int(mem.activations), logits=int(mem.logits),
-                                overhead=int(mem.overhead), total=int(mem.total)),
-        gpu_memory=gpu.memory_bytes,
-        fits=bool(est.fits),
-        cpu_ram_needed=int(mem.cpu_ram),
-        allocated_peak=int(mem.allocated),
-        max_micro_batch=_largest_fitting(arch, request, hw, vary="micro"),
-        max_seq_len=_largest_fitting(arch, request, hw, vary="seq"),
-        short_bytes=max(int(mem.total) - gpu.memory_bytes, 0),
-        suggestions=suggestions(request, est, gpu, arch),
-    )
 
 
 def _compute_result(arch: Architecture, est: StepEstimate) -> ComputeResult:
@@ -366,20 +245,6 @@ def _step_source(arch: Architecture, request: PlanRequest, hw: Hardware, warning
     return f"measured on {m.source}", float(planned.step_s)
 
 
-def _storage_result(request: PlanRequest, st: _Storage, priced: bool) -> StorageResult:
-    """The data's size, reads and request counts; their dollars only for a plan that can run (`priced`)."""
-    assert request.hardware is not None
-    per_1000 = st.object_price.get_per_1000 if st.object_price and priced else None
-    return StorageResult(
-        dataset_raw_bytes=int(st.raw), dataset_tokenized_bytes=int(st.tokenized), read_bytes_per_s_needed=st.needed,
-        tier_read_bytes_per_s=float(storage.tier_read_bytes_per_s(request.assumptions.data_tier,
-                                                                  request.hardware.nodes)),
-        unpacked_requests=st.requests.unpacked_gets, packed_requests=st.requests.packed_gets,
-        unpacked_request_usd=storage.request_cost(st.requests.unpacked_gets, per_1000),
-        packed_request_usd=storage.request_cost(st.requests.packed_gets, per_1000),
-    )
-
-
 def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | None = None) -> PlanResult:
     """Plan one request. Without `hardware`, search the catalog and plan the recommended configuration."""
     catalog = catalog or load_catalog()
@@ -402,7 +267,7 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     hw = gpu_hardware(gpu, hw_spec, request.training.precision, request.training)
     est = evaluate(arch, request.training, request.data, hw, request.assumptions)
     step_source, planned_step = _step_source(arch, request, hw, warnings)
-    st = _storage(arch, request, est, catalog)
+    st = storage_plan(arch, request, est, catalog)
     trusted_only = not pricing.low_confidence_ok(request, gpu.id, searched=searched)
     offers = {mode: price_for(catalog, gpu, request, mode, hw_spec.gpus_per_node, trusted_only)
               for mode in PRICING_MODES}
@@ -435,13 +300,13 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
             "instance": cost_result.instance})
     result = PlanResult(
         request=request, model_name=arch.name, hardware=hw_spec,
-        memory=_memory_result(arch, request, est, gpu, hw), compute=compute_result,
+        memory=memory_result(arch, request, est, gpu, hw), compute=compute_result,
         time=TimeResult(hours=hours, gpu_hours=hours * hw_spec.gpus, hours_range=hours_band,
                         breakdown_s=wall_time.breakdown(float(est.steps * est.step_s), a.restart_minutes * 60, eval_s,
                                                         st.ckpt, hours)),
-        checkpoint=st.ckpt, storage=_storage_result(request, st, priced=fits), cost=cost_result,
+        checkpoint=st.ckpt, storage=storage_result(request, st, priced=fits), cost=cost_result,
         candidates=candidates,
-        assumptions=_assumptions(arch, request, gpu, est) + price_assumptions, warnings=warnings,
+        assumptions=plan_assumptions(arch, request, gpu, est) + price_assumptions, warnings=warnings,
     )
     grown = grown_batch_warning(result)
     if grown:
@@ -449,106 +314,3 @@ def plan(request: PlanRequest, catalog: Catalog | None = None, today: dt.date | 
     priced_from = {mode: (offer.row if offer else None) for mode, offer in offers.items()}
     result.sanity = sanity.sanity_checks(request, result, catalog, today, prices=priced_from)
     return result
-
-
-PEAK_SOURCE_KEY = {"fp8": "fp8_tflops", "amp_fp16": "fp16_tflops", "fp32": "tf32_tflops"}
-
-
-def _batch_assumption(request: PlanRequest, est: StepEstimate) -> list[Assumption]:
-    """Name the global batch when it is the planner's default: the user did not choose it, so say what it is."""
-    t, seq = request.training, request.data.seq_len
-    if t.global_batch_size:
-        return []
-    default = default_global_batch(seq)
-    sequences = round(float(est.tokens_per_step) / seq)
-    grown = (f", grown from {default:,} to one micro-batch per data-parallel replica"
-             if sequences > default else "")
-    return [Assumption(
-        name="global batch",
-        value=f"{sequences:,} sequences ({sequences * seq:,} tokens) per optimizer step{grown}",
-        source=f"tuneplan default: about {DEFAULT_BATCH_TOKENS:,} tokens per step, at least data-parallel replicas "
-               "× micro-batch (set training.global_batch_size to choose)")]
-
-
-def fit_assumptions(t: TrainingSpec, step_workspace: float) -> list[Assumption]:
-    """The two assumptions that most often decide whether a sharded full fine-tune fits: the dtype the weights are
-    held in, and the optimizer step's temporaries (each stated, with what changes it)."""
-    if t.precision is Precision.pure_bf16:
-        held = "bf16 parameters, gradients and optimizer states (the model loaded in bf16, no fp32 master)"
-    elif t.sharding in (Sharding.fsdp, Sharding.hsdp) and states.master_bytes(t.precision):
-        held = ("fp32 parameters, gradients and states, sharded (FSDP mixed precision over a model loaded in fp32); "
-                "a model loaded in bf16 holds half: plan it with training.precision pure_bf16")
-    elif states.master_bytes(t.precision):
-        held = "16-bit weights and gradients with an fp32 master copy and fp32 states (mixed precision)"
-    else:
-        held = f"{t.precision.value} parameters, gradients and states"
-    workspace = (f"{step_workspace / 1e9:.2f} GB per GPU: PyTorch's multi-tensor (foreach) AdamW materialises "
-                 "sqrt(v) for a whole parameter group at once" if step_workspace > 0 else
-                 "none: the step works in place (fused or DeepSpeed Adam, a step in backward, or offloaded)")
-    return [
-        Assumption(name="weights held as", value=held, source="docs/formulas.md, Memory"),
-        Assumption(name="optimizer step temporaries", value=workspace,
-                   source="torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt(exp_avg_sqs) per group"),
-    ]
-
-
-def grown_batch_warning(result: PlanResult) -> str | None:
-    """When the planner grew its default global batch to feed every data-parallel replica (the user set none), what
-    that does to the run: a batch past the ~256k tokens fine-tuning recipes step on, and so few optimizer steps
-    (8.4M tokens a step on 512 GPUs left 24 for the whole run). None when the batch is the default or the user's."""
-    training, seq = result.request.training, result.request.data.seq_len
-    if training.global_batch_size:
-        return None
-    default, tokens = default_global_batch(seq), result.compute.tokens_per_step
-    sequences = round(tokens / seq)
-    if sequences <= default:
-        return None
-    steps = result.compute.steps
-    return (f"the global batch grew from {default:,} to {sequences:,} sequences ({tokens:,} tokens) per optimizer "
-            f"step so that every data-parallel replica on the {plural(result.hardware.gpus, 'GPU')} gets a "
-            f"micro-batch: {tokens / DEFAULT_BATCH_TOKENS:,.0f}× the ~{DEFAULT_BATCH_TOKENS:,} tokens fine-tuning "
-            f"recipes step on, leaving {plural(steps, 'optimizer step')} for the whole run; plan fewer GPUs or set "
-            "training.global_batch_size (and scale the learning rate) if you mean it")
-
-
-def _assumptions(arch: Architecture, request: PlanRequest, gpu: GPU, est: StepEstimate) -> list[Assumption]:
-    a, t = request.assumptions, request.training
-    src = gpu.sources
-    return [
-        Assumption(
-            name="model",
-            value=f"{arch.name}: {arch.total_params / 1e9:.2f}B parameters"
-            + (f" ({arch.active_params / 1e9:.2f}B active)" if arch.is_moe else ""),
-            source="config.json" if not arch.inferred else "inferred from the parameter count",
-        ),
-        Assumption(
-            name="GPU memory",
-            value=f"{gpu.memory_bytes / 1e9:.0f} GB ({gpu.id})",
-            source=src.get("memory_bytes", gpu.id),
-        ),
-        Assumption(
-            name=f"peak {t.precision.value} throughput",
-            value=f"{gpu.peak_tflops(t.precision.value):.0f} TFLOP/s",
-            source=src.get(PEAK_SOURCE_KEY.get(t.precision.value, "bf16_tflops"), gpu.id),
-        ),
-        *gpu_rates.time_assumptions(request, gpu, est),
-        Assumption(
-            name="GPU failures",
-            value=f"one per {a.gpu_mtbf_hours:,.0f} GPU-hours",
-            source="Llama 3 paper §3.3.4 (arXiv:2407.21783): 419 unexpected interruptions in 54 days on 16,384 H100",
-            date="2024-07-31",
-        ),
-        Assumption(
-            name="CUDA context + allocator reserve",
-            value=f"{CUDA_CONTEXT_BYTES / 2**30:.2f} GiB + 10%",
-            source="REFERENCES.md: calculators use 0.65–1 GiB; reserved exceeds allocated by 10–25%",
-        ),
-        Assumption(name="comm/compute overlap", value=f"{a.comm_overlap:.0%}", source="tuneplan default"),
-        *fit_assumptions(t, float(est.memory.step_workspace)),
-        *_batch_assumption(request, est),
-        Assumption(
-            name="trained tokens",
-            value=f"{trained_tokens(request.data):.3g}",
-            source="dataset tokens × epochs ÷ (1 − padding)",
-        ),
-    ]

@@ -1,297 +1,34 @@
-"""The plan report's content, independent of drawing: the charts of an analysis and the report's sections.
+"""The plan report's content, independent of drawing: the report's sections, in reading order.
 
 It builds a ``core.document.Report``; the window shows the same charts and ``gui/pdf.py`` draws the document, so a
-number on screen and in the PDF agree. Every figure comes from ``core.planner.analysis``; this module chooses the
-charts, tables and words.
+number on screen and in the PDF agree. Every figure comes from ``core.planner.analysis``; the charts are
+core/planner/report_charts.py's, the Time section core/planner/report_time.py's, the likely ranges'
+words core/planner/likely_ranges.py's; this module chooses the sections, tables, risks and words around them.
 """
-
 from __future__ import annotations
 
 import datetime as dt
 
 from core.catalog import STALE_AFTER_DAYS
-from core.document import (
-    BarChart,
-    Block,
-    Bullets,
-    KeyFigure,
-    LineChart,
-    Paragraph,
-    Point,
-    Report,
-    ScatterChart,
-    Section,
-    Series,
-    Table,
-)
-from core.planner.analysis import (
-    MODES,
-    Analysis,
-    BreakEven,
-    Figures,
-    GpuMemory,
-    ScalingCurve,
-    conclusion,
-    cost_range,
-    cost_range_text,
-    key_figures,
-)
+from core.document import Block, Bullets, Report, Section, Table
+from core.planner.analysis import MODES, Analysis, Figures
 from core.planner.choose import search
-from core.planner.models import Band, Candidate, ComputeResult, PlanResult
+from core.planner.headline import conclusion, cost_range, cost_range_text
+from core.planner.likely_ranges import band_source, likely_cost, likely_hours, shown_key_figures
 from core.planner.money.plan_cost import offer_place
 from core.planner.money.sanity import seen_text
-from core.units import (
-    fmt_bytes,
-    fmt_count,
-    fmt_gpu_hours,
-    fmt_hours,
-    fmt_hours_range,
-    fmt_rate_range,
-    fmt_usd,
-    fmt_usd_range,
-    plural,
+from core.planner.report_charts import (
+    MEMORY_PARTS,
+    break_even_chart,
+    candidate_label,
+    memory_chart,
+    pareto_chart,
+    provider_chart,
+    scaling_chart,
 )
-
-MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
-
-# The kinds of work in ComputeResult.step_breakdown_s, in the order a step runs them, as a reader names them.
-STEP_PARTS = (("gemm", "matmuls (GEMM)"), ("attention", "attention"), ("memory_bound", "memory-bound kernels"),
-              ("optimizer", "optimizer step"), ("host_transfer", "host transfer"),
-              ("exposed_comm", "exposed communication"), ("bubble", "pipeline bubble"))
-STEP_HEADER = ["part of the step", "seconds", "share of the step"]
-
-MEMORY_CAPTION = (
-    "Each GPU type at the configuration the hardware search picks for it (labelled nodes × GPUs per node, as 2×8, "
-    "or 8× for one node; then sharding, recomputation, micro-batch), with your model, method, precision, optimizer, "
-    "offload and sequence length unchanged; (plan) is the planned configuration. The vertical line is the card's "
-    "memory; ✗ marks a type on which nothing fits within the search limits, drawn at the plan's counts. GPU types "
-    "without a figure for this precision are left out."
-)
-
-
-# --------------------------------------------------------------------------- likely ranges
-
-
-def likely_hours(result: PlanResult) -> str | None:
-    """'likely 3.2 h (range 2.6–4.1 h)', or None without a band: the CLI, the window and the PDF say it alike."""
-    band = result.time.hours_range
-    if band is None:
-        return None
-    point = fmt_hours(result.time.hours).removeprefix("about ")  # 'likely about …' says it twice
-    return f"likely {point} (range {fmt_hours_range(band.low, band.high, result.time.hours)})"
-
-
-def likely_tokens_per_second(result: PlanResult) -> str | None:
-    """'likely 68,198 tokens/s (range 55,000–80,000)', or None without a band."""
-    band, point = result.compute.tokens_per_second_range, result.compute.tokens_per_second
-    if band is None:
-        return None
-    return f"likely {point:,.0f} tokens/s (range {fmt_rate_range(band.low, band.high)})"
-
-
-def likely_cost(result: PlanResult) -> str | None:
-    """'likely $54.06 (estimate range $44.00–$70.00)', or None without a band or without a price: named so beside
-    the cost by pricing mode ('$5.48 spot to $24.45 on-demand'), another kind of range."""
-    band, total = result.cost.total_usd_range, result.cost.total_usd
-    if band is None or total is None:
-        return None
-    return f"likely {fmt_usd(total)} (estimate range {fmt_usd_range(band.low, band.high, total)})"
-
-
-def bands(result: PlanResult) -> list[Band]:
-    """The plan's bands that are filled: time, throughput, cost."""
-    found = (result.time.hours_range, result.compute.tokens_per_second_range, result.cost.total_usd_range)
-    return [b for b in found if b is not None]
-
-
-def band_note(band: Band) -> str:
-    """'80% of held-out published runs of this kind fell inside (regime: …, from 24 runs of 5 sources)': how far to
-    trust it (each source's runs checked against a band built without that source)."""
-    return (f"{band.coverage:.0%} of held-out published runs of this kind fell inside (regime: {band.regime}, "
-            f"from {band.cases} runs of {band.sources} sources)")
-
-
-def band_notes(result: PlanResult) -> list[str]:
-    """One note per distinct band basis (the cost band follows the time band, so usually one)."""
-    return list(dict.fromkeys(band_note(b) for b in bands(result)))
-
-
-def band_source(result: PlanResult) -> str | None:
-    """Where the ranges come from, for the PDF: a reader of a range must see what it rests on."""
-    notes = band_notes(result)
-    if not notes:
-        return None
-    return ("Likely ranges: the planned figure scaled by the spread of the calibration residuals (published ÷ "
-            "planned) of published runs of the same regime; the coverage is measured on held-out runs: "
-            + "; ".join(notes) + ".")
-
-
-def shown_key_figures(result: PlanResult) -> list[KeyFigure]:
-    """The headline figures, with 'likely X (range A–B)' for wall time, throughput and total cost where the plan
-    has bands (the report's table and the window's Summary page show the same)."""
-    ranged = {"Wall time": likely_hours(result), "Throughput": likely_tokens_per_second(result),
-              "Total cost": likely_cost(result)}
-    return [KeyFigure(label=k.label, value=ranged.get(k.label) or k.value) for k in key_figures(result)]
-
-
-def memory_label(row: GpuMemory) -> str:
-    """'H100-SXM · 8× zero3 (plan)', with ✗ when it does not fit."""
-    label = f"{row.gpu} · {row.configuration}" if row.configuration else row.gpu
-    return label + (" (plan)" if row.basis == "plan" else "") + ("" if row.fits else " ✗")
-
-
-def memory_chart(figures: Figures) -> BarChart:
-    rows = [r for r in figures.memory_by_gpu if r.error is None]
-    return BarChart(
-        title="Memory per GPU on each GPU type", unit="GB per GPU", categories=[r.gpu for r in rows],
-        category_labels=[memory_label(r) for r in rows], stacked=True,
-        series=[Series(name=p, values=[getattr(r, p) / 1e9 for r in rows]) for p in MEMORY_PARTS],
-        markers=[r.capacity / 1e9 for r in rows], marker_label="GPU memory", caption=MEMORY_CAPTION)
-
-
-def provider_chart(figures: Figures) -> BarChart:
-    rows = figures.providers
-    return BarChart(
-        title="Compute cost by provider and pricing mode", unit="USD", categories=[p.provider_name for p in rows],
-        series=[Series(name=m.replace("_", "-"), values=[getattr(p.compute_usd, m) or 0.0 for p in rows])
-                for m in MODES],
-        caption="The same job (GPU, count, hours) at each provider that rents this GPU; spot includes the expected "
-                "redone work; a missing bar means the provider lists no price in that mode.")
-
-
-def pareto_chart(figures: Figures) -> ScatterChart:
-    return ScatterChart(
-        title="Time vs cost of the configurations that fit", x_label="hours", y_label="USD",
-        caption="Every configuration the search kept; the Pareto front (no other is both faster and cheaper) is "
-                "highlighted and joined.",
-        points=[Point(x=c.hours, y=c.cost_usd, highlight=c.pareto, label=candidate_label(c))
-                for c in figures.candidates if c.cost_usd is not None])
-
-
-def scaling_chart(curve: ScalingCurve) -> LineChart:
-    gpus = [n * curve.gpus_per_node for n in curve.nodes]
-    base = curve.tokens_per_s[0] / gpus[0] if gpus and curve.tokens_per_s[0] > 0 else 0.0
-    eff = curve.efficiency[-1] if curve.efficiency else 1.0
-    return LineChart(
-        title=f"Throughput vs GPUs ({curve.gpu}, {curve.gpus_per_node} per node)", x_label="GPUs",
-        y_label="tokens/s", x=gpus,
-        caption=(f"Adding nodes of {curve.gpus_per_node} {curve.gpu} with this job's sharding and network; the gap to "
-                 f"perfect scaling is time lost to communication ({eff:.0%} efficiency at {gpus[-1]:g} GPUs)."
-                 if gpus else "No node count of this GPU can run the job.") + _batch_limit(curve),
-        series=[Series(name="planned", values=curve.tokens_per_s),
-                Series(name="perfect scaling", values=[base * g for g in gpus], style="dashed")])
-
-
-def _batch_limit(curve: ScalingCurve) -> str:
-    """Why the curve stops: past it, data-parallel replicas would outnumber the sequences of one step."""
-    if not curve.dropped_nodes:
-        return ""
-    first = min(curve.dropped_nodes) * curve.gpus_per_node
-    return (f" Not drawn from {first:g} GPUs on: more data-parallel replicas × micro-batch than the global batch of "
-            f"{curve.global_batch} sequences, so the extra GPUs would have nothing to train.")
-
-
-def break_even_chart(be: BreakEven) -> LineChart:
-    series = [Series(name="owned, per used GPU-hour", values=be.owned_usd_per_gpu_hour)]
-    if be.rent_usd_per_gpu_hour is not None:
-        series.append(Series(name="rented", values=[be.rent_usd_per_gpu_hour] * len(be.utilisation), style="dashed"))
-    floor = max(be.rent_usd_per_gpu_hour or 0.0, be.owned_usd_per_gpu_hour[-1] if be.owned_usd_per_gpu_hour else 0.0)
-    return LineChart(title="Buy vs rent: cost per GPU-hour against utilisation", x_label="utilisation",
-                     y_label="USD per GPU-hour", x=be.utilisation, series=series, x_percent=True,
-                     vline=be.break_even_utilisation, vline_label="break-even", y_max=3 * floor or None,
-                     caption=f"Owning a GPU (${be.capex_usd_per_gpu:,.0f} each) costs less per "
-                             "used hour the more it is used; above the break-even utilisation it beats renting.")
-
-
-def step_rows(compute: ComputeResult) -> list[tuple[str, float, float]]:
-    """(name, seconds, share of the step) for each kind of work that takes any time; a zero row says nothing.
-
-    The share is of the step time the plan reports (the parts add up to it); when that is 0 the parts' own sum
-    is used, so a share never divides by zero.
-    """
-    parts = [(name, float(getattr(compute.step_breakdown_s, key))) for key, name in STEP_PARTS]
-    total = compute.step_time_s if compute.step_time_s > 0 else sum(v for _n, v in parts)
-    return [(name, v, v / total if total > 0 else 0.0) for name, v in parts if v > 0]
-
-
-def step_seconds(value: float) -> str:
-    """'0.0123 s', '1.25 s', '312 s': three significant figures, a long step in whole seconds."""
-    return f"{value:,.0f} s" if value >= 100 else f"{value:.3g} s"
-
-
-def measured_step_text(compute: ComputeResult) -> str | None:
-    """'measured on HOST (GPU, date): X s; planned Y s (Z% slower)' when a measured step set the plan's step time
-    (the probe's step suite, applied), else None: the CLI, the window and the PDF say it alike."""
-    planned = compute.planned_step_time_s
-    if planned is None or planned <= 0:
-        return None
-    ratio = compute.step_time_s / planned
-    how = (f"{ratio:.3g}× the planned time" if ratio > 2 else "as planned" if abs(ratio - 1) < 0.005 else
-           f"{abs(ratio - 1):.0%} {'slower' if ratio > 1 else 'faster'} than planned")
-    return (f"{compute.step_source}: {step_seconds(compute.step_time_s)}; planned {step_seconds(planned)} "
-            f"({how})")
-
-
-def share_text(share: float) -> str:
-    """'42%', and '<1%' for a part too small to round to one percent but not nothing."""
-    return "<1%" if 0 < share < 0.005 else f"{share:.0%}"
-
-
-def step_table_rows(compute: ComputeResult) -> list[list[str]]:
-    return [[name, step_seconds(v), share_text(share)] for name, v, share in step_rows(compute)]
-
-
-def utilisation_text(compute: ComputeResult) -> str:
-    """'achieved model-FLOPs utilisation (MFU) 32%', with the hardware-FLOPs figure when the plan has one."""
-    text = f"achieved model-FLOPs utilisation (MFU) {compute.mfu:.0%}"
-    return text + (f", hardware-FLOPs utilisation (HFU) {compute.hfu:.0%}" if compute.hfu > 0 else "")
-
-
-def _seconds(s: float) -> str:
-    return f"{s:.0f} s" if s < 90 else fmt_hours(s / 3600)
-
-
-def wall_time_parts(result: PlanResult) -> str:
-    """'steps 13.8 min + start-up 10.0 min (…) + evaluation none (…) + checkpoint writes 0 s (…) + failures 0 s':
-    what the wall time is made of (time.breakdown_s), with the defaults that decide a part; the CLI's Parts line
-    and the report's Time section say it alike."""
-    b, a = result.time.breakdown_s, result.request.assumptions
-    evaluation = (f"evaluation {_seconds(b.evaluation)}" if b.evaluation > 0 else
-                  "evaluation none (assumptions.eval_every_steps 0)")
-    return (f"steps {_seconds(b.steps)} + start-up {_seconds(b.start_up)} (assumptions.restart_minutes "
-            f"{a.restart_minutes:g}) + {evaluation} + checkpoint writes {_seconds(b.checkpoint_writes)} (to "
-            f"{a.checkpoint_tier.value}) + failures {_seconds(b.failures)}")
-
-
-def time_section(result: PlanResult) -> Section:
-    """One optimizer step: how long, how fast, and where its time goes (the zero parts left out)."""
-    c = result.compute
-    blocks: list[Block] = [Paragraph(text=(
-        f"One optimizer step of {c.tokens_per_step:,} tokens takes {step_seconds(c.step_time_s)}; "
-        f"{c.tokens_per_second:,.0f} tokens/s over the job; {utilisation_text(c)}.")),
-        Paragraph(text=f"The wall time of {fmt_hours(result.time.hours)}: {wall_time_parts(result)}.")]
-    measured = measured_step_text(c)
-    if measured:
-        blocks.append(Paragraph(text=f"Planned vs measured: the step was {measured}; the parts below are the "
-                                     "measured layer's, and communication, host transfers and the bubble as planned."))
-    rows = step_table_rows(c)
-    if rows:
-        blocks.append(Table(header=STEP_HEADER, rows=rows, widths=[2, 1, 1]))
-    return Section(title="Time", blocks=blocks)
-
-
-def sharding_text(c: Candidate) -> str:
-    """'zero3', or 'zero3/fsdp' where other shardings give the same memory, time and cost (the row's variants)."""
-    return "/".join(s.value for s in (c.sharding, *c.variants))
-
-
-def candidate_label(c: Candidate) -> str:
-    """'8× H100-SXM zero3' on one node, '4 nodes × 8 H100-SXM fsdp' on several, '… tp 8 × pp 4' with model
-    parallelism, '8× H100-SXM zero3/fsdp' when shardings alike give the same outcome."""
-    gpus = f"{c.nodes} nodes × {c.gpus_per_node} {c.gpu}" if c.nodes > 1 else f"{c.gpus_per_node}× {c.gpu}"
-    split = c.tensor_parallel * c.pipeline_parallel > 1
-    layout = f" tp {c.tensor_parallel} × pp {c.pipeline_parallel}" if split else ""
-    return f"{gpus} {sharding_text(c)}{layout}"
+from core.planner.report_time import time_section
+from core.planner.result import PlanResult
+from core.units import fmt_bytes, fmt_count, fmt_gpu_hours, fmt_hours, fmt_usd, plural
 
 
 def seconds(value: float) -> str:

@@ -1,6 +1,6 @@
 """The request's field validators: token counts as people type them, and one sentence for a value out of range.
 
-Kept apart from models.py, the JSON contract itself, so that the contract reads as a list of fields.
+Kept apart from request.py, the JSON contract itself, so that the contract reads as a list of fields.
 """
 
 from __future__ import annotations

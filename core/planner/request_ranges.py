@@ -1,7 +1,7 @@
 """One sentence with both ends of the range for a request number out of range, not pydantic's half of it.
 
 pydantic says "Input should be less than or equal to 1000" for ``--epochs nan`` and for ``--epochs 5000``
-alike: it names one bound and does not say that nan is no number. Every request model (models._Strict) wraps
+alike: it names one bound and does not say that nan is no number. Every request model (RequestModel, here) wraps
 its validation in :func:`restate_ranges`, which rewrites each range error of its own fields as
 "nan is not a number: use more than 0 and at most 1,000", with both bounds where the field has both.
 """
@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from annotated_types import Ge, Gt, Le, Lt
-from pydantic import BaseModel, ModelWrapValidatorHandler, ValidationError
+from pydantic import BaseModel, ConfigDict, ModelWrapValidatorHandler, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
@@ -78,3 +78,14 @@ def restate_ranges(model: type[BaseModel], data: Any, handler: ModelWrapValidato
         if not any(e["type"] in RANGE_ERRORS and len(e["loc"]) == 1 for e in errors):
             raise
         raise ValidationError.from_exception_data(exc.title, [_restated(model, e) for e in errors]) from None
+
+
+class RequestModel(BaseModel):
+    """The base of every part of a plan request: unknown keys, nan and infinity refused, ranges said with both ends."""
+
+    model_config = ConfigDict(extra="forbid", use_enum_values=False, allow_inf_nan=False)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _both_bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return restate_ranges(cls, data, handler)

@@ -15,8 +15,9 @@ from core.catalog import Catalog
 from core.planner.model import lora, parallel
 from core.planner.model.params import Architecture
 from core.planner.model.states import shard_degree
-from core.planner.models import Method, PlanResult, Sharding, TrainingSpec
 from core.planner.plan import resolve_model
+from core.planner.request import Method, Sharding, TrainingSpec
+from core.planner.result import PlanResult
 from core.planner.speed.frameworks import effective_training
 
 

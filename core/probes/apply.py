@@ -18,7 +18,7 @@ from __future__ import annotations
 from core.catalog import GPU, Catalog, CatalogError, load_catalog, network
 from core.planner.measured_step import MeasuredStep
 from core.planner.model.params import Architecture
-from core.planner.models import (
+from core.planner.request import (
     Attention,
     CrossEntropy,
     HardwareSpec,

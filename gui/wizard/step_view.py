@@ -1,6 +1,6 @@
 """Where one optimizer step's time goes: seconds and share per kind of work, and the achieved MFU.
 
-The rows and their words come from ``core.planner.report`` (``step_rows``), the same the PDF's Time section
+The rows and their words come from ``core.planner.report_time`` (``step_rows``), the same the PDF's Time section
 prints, so the window and the report agree. A kind of work that takes no time is not shown: seven rows of
 "0 s" would hide the two that matter. The rows are made when the first plan is shown: the report module comes
 with the planner, which loads with that plan, not when the window is built.

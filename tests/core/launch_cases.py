@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from core.launch import Written, write_launch_files
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 
 TODAY = dt.date(2026, 12, 1)
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 from core.planner.request_file import RequestFileError, read_request_file
 from core.units import fmt_amount, fmt_count, fmt_hours, fmt_usd
 from core.validation import validation_message

@@ -16,8 +16,9 @@ from bench.calibrate_cases import shape_keys
 from core.catalog import load_catalog
 from core.planner.model import memory, states
 from core.planner.model.params import Architecture
-from core.planner.models import Assumptions, DataSpec, HardwareSpec, PlanRequest, Precision, TrainingSpec
 from core.planner.plan import gpu_hardware, plan
+from core.planner.request import DataSpec, HardwareSpec, PlanRequest, Precision, TrainingSpec
+from core.planner.request_assumptions import Assumptions
 from core.planner.speed.step import evaluate
 
 CASES = {

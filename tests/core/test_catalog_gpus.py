@@ -18,8 +18,8 @@ from core.catalog import shipped_catalog
 from core.catalog.lookup import Catalog
 from core.catalog.network import typical_gpu_gbps
 from core.catalog.records import CatalogError
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 from core.resources import read_json
 
 ROOT = Path(__file__).parents[2]

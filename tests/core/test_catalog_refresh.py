@@ -339,8 +339,8 @@ def test_a_bad_row_in_the_refreshed_file_names_the_row(tmp_path: Path) -> None:
 def test_runpod_l40s_on_demand_and_spot_come_in_beside_the_shipped_providers(tmp_path: Path) -> None:
     """SkyPilot's RunPod catalog prices the L40S on demand and interruptible (SpotPrice): an import brings both,
     and a spot L40S plan can then be priced at RunPod. Rows: tests/fixtures/catalog/README.md."""
-    from core.planner.models import PlanRequest
     from core.planner.plan import plan
+    from core.planner.request import PlanRequest
 
     shipped = {(p.provider, p.pricing_model) for p in shipped_catalog().prices if p.gpu == "L40S"}
     assert ("runpod", "on_demand") not in shipped and ("runpod", "spot") not in shipped

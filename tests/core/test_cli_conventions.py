@@ -118,7 +118,7 @@ def test_shipped_requests_validate_against_the_schema() -> None:
     """An independent validator (jsonschema) reads the schema: the README's request and the golden requests
     that plan must pass it, so an editor never marks a good request as wrong."""
     validator = jsonschema.Draft202012Validator(request_schema())
-    from core.planner.models import PlanRequest
+    from core.planner.request import PlanRequest
 
     checked = 0
     for request in _shipped_requests():
@@ -138,7 +138,7 @@ def test_shipped_requests_validate_against_the_schema() -> None:
 def test_an_unknown_top_level_key_is_refused_by_the_schema_and_the_planner(key: str) -> None:
     from pydantic import ValidationError
 
-    from core.planner.models import PlanRequest
+    from core.planner.request import PlanRequest
 
     request = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "200M"}, key: 1}
     assert not jsonschema.Draft202012Validator(request_schema()).is_valid(request)

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.planner.models import BuySpec
 from core.planner.money.cost import (
     buy_vs_rent,
     compute_costs,
@@ -17,6 +16,7 @@ from core.planner.money.cost import (
     spot_cost,
     spot_wall_hours,
 )
+from core.planner.request_assumptions import BuySpec
 
 # REFERENCES.md defaults: H100 $25-30k, 10.2 kW per 8-GPU node (1.275 kW/GPU), PUE 1.56, colo $150-250 per
 # kW-month (200 used), 3 years, residual 30 %, 80 % average load, $0.10/kWh.

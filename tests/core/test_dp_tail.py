@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from bench import calibrate_fit
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 
 
 def _exposed(framework: str, nodes: int = 4) -> float:

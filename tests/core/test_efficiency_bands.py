@@ -14,8 +14,8 @@ import pytest
 
 from bench import calibrate, calibrate_bands, calibrate_fit
 from core.catalog import load_catalog
-from core.planner.models import Framework, Method, PlanRequest, Precision, TrainingSpec
 from core.planner.plan import plan
+from core.planner.request import Framework, Method, PlanRequest, Precision, TrainingSpec
 from core.planner.speed import bands, efficiency, gpu_rates, kernels, sustained
 
 CATALOG = load_catalog()

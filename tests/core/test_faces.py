@@ -45,8 +45,8 @@ def test_the_faces_name_the_objects_of_their_modules() -> None:
     from core.catalog.refresh import SOURCES, refresh
     from core.library.store import PlanStore
     from core.planner.analysis import analyse
-    from core.planner.models import PlanRequest
     from core.planner.plan import plan
+    from core.planner.request import PlanRequest
 
     planner, catalog, library = (importlib.import_module(f) for f in ("core.planner", "core.catalog", "core.library"))
     assert planner.make_plan is plan and planner.analyse is analyse and planner.PlanRequest is PlanRequest
@@ -68,5 +68,5 @@ def test_the_lazy_faces_load_no_module_of_their_domain_until_a_name_is_read() ->
     before, after = json.loads(out)
     assert before == []
     # The request model brings its own modules (the choices, the field validators), never the analysis or report.
-    assert "core.planner.models" in after
+    assert "core.planner.request" in after
     assert not {"core.planner.analysis", "core.planner.report", "core.planner.plan"} & set(after)

@@ -1,5 +1,5 @@
 """A sharded full fine-tune states what decides whether it fits: the dtype its weights are held in and the optimizer
-step's temporaries (core/planner/plan.py: fit_assumptions).
+step's temporaries (core/planner/plan_assumptions.py: fit_assumptions).
 
 Expected figures: PyTorch's multi-tensor AdamW (torch/optim/adamw.py, `_multi_tensor_adamw`) computes
 `torch._foreach_sqrt(device_exp_avg_sqs)` for a whole parameter group, one fp32 state's worth of the GPU's shard:
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 
 
 def _lines(**training: Any) -> dict[str, str]:

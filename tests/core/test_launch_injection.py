@@ -32,8 +32,8 @@ from hypothesis import strategies as st
 
 from core.catalog.overrides import load_catalog
 from core.launch import emit, write_launch_files
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 from tests.core import launch_shell
 from tests.core.launch_cases import TODAY
 

@@ -36,8 +36,9 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from core.launch import LaunchError, render
-from core.planner.models import PlanRequest, PlanResult
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
+from core.planner.result import PlanResult
 from core.validation import validation_message
 from tests.core.launch_cases import TODAY
 

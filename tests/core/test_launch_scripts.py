@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 from tests.core import launch_shell
 from tests.core.launch_cases import CASES, IDS, SPOT_LONG, Case, write
 from tests.core.launch_shell import shellcheck

@@ -18,8 +18,9 @@ import pytest
 import yaml
 
 from core.launch import write_launch_files
-from core.planner.models import PlanRequest, PlanResult
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
+from core.planner.result import PlanResult
 from tests.core.launch_cases import TODAY
 
 KEPT = 3  # not the request default (2), so a format that writes a constant is caught

@@ -25,8 +25,8 @@ import pytest
 
 from core.launch import LaunchError, LaunchPlan
 from core.launch.torchtune import MODELS, checkpoint_files
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 from tests.core.launch_cases import CASES, TODAY, Case, write
 
 yaml = pytest.importorskip("yaml", reason="the launch extra brings PyYAML")

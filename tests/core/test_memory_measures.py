@@ -15,8 +15,9 @@ from bench import calibrate
 from bench.calibrate import load_cases
 from bench.calibrate_cases import build
 from core.planner.model import activations, memory, states
-from core.planner.model.params import Architecture, ConfigError
-from core.planner.models import TrainingSpec
+from core.planner.model.config_shape import ConfigError
+from core.planner.model.params import Architecture
+from core.planner.request import TrainingSpec
 
 BY_ID = {c["id"]: c for c in load_cases()}
 

@@ -14,8 +14,8 @@ from core.catalog import load_catalog
 from core.planner.model import activations, memory, savers, states
 from core.planner.model.lora import lora_params, target_set
 from core.planner.model.params import Architecture
-from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.plan import plan
+from core.planner.request import PlanRequest, TrainingSpec
 from core.planner.speed import compute
 from core.planner.speed.frameworks import effective_training
 from core.validation import validation_message

@@ -18,8 +18,9 @@ import pytest
 
 from core.catalog import load_catalog
 from core.planner.model import activations, attention_layers
-from core.planner.model.params import Architecture, ConfigError
-from core.planner.models import Attention, Method, TrainingSpec
+from core.planner.model.config_shape import ConfigError
+from core.planner.model.params import Architecture
+from core.planner.request import Attention, Method, TrainingSpec
 from core.planner.speed import compute
 
 ROOT = Path(__file__).parents[2]

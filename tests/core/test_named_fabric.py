@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from core.catalog import load_catalog, network
-from core.planner.models import HardwareSpec, Precision
 from core.planner.plan import gpu_hardware
+from core.planner.request import HardwareSpec, Precision
 
 CATALOG = load_catalog()
 

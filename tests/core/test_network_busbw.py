@@ -93,8 +93,8 @@ def test_two_rtx_4090s_ddp_fsdp_and_offload_differ_as_their_traffic_does() -> No
     # 3Ψ against 2Ψ) — more here, as its gathers repeat for every micro-batch — and offloading the optimizer adds
     # the PCIe transfers and the CPU step on top. Whether FSDP's traffic shows in the step depends on how much of
     # it the compute hides (assumptions.comm_overlap), so only its time on the wire is compared with DDP's.
-    from core.planner.models import PlanRequest
     from core.planner.plan import plan
+    from core.planner.request import PlanRequest
 
     def run(sharding: str, offload: str = "none") -> tuple[float, float]:
         result = plan(PlanRequest.model_validate({

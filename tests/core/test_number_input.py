@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from core.planner.models import PlanRequest
+from core.planner.request import PlanRequest
 from core.units import parse_bytes, parse_count
 from core.validation import validation_message
 

@@ -7,8 +7,8 @@ The measured effect on real hardware is in test_calibration.py (litgpt_measured.
 from __future__ import annotations
 
 from core.library.store import request_to_dict
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 
 REQUEST = {
     "model": {"preset": "llama-3.1-8b"},

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 from core.catalog import load_catalog
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"}}
 CHEAP = {"provider": "mycloud", "instance": "h100-at-a-tenth", "gpu": "H100-SXM", "pricing_model": "on_demand",

@@ -17,9 +17,9 @@ from core.planner.analysis import scaling
 from core.planner.choose import search
 from core.planner.model import activations, memory, states
 from core.planner.model.params import Architecture
-from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.plan import PlanError, plan, resolve_model
-from core.planner.report import scaling_chart
+from core.planner.report_charts import scaling_chart
+from core.planner.request import PlanRequest, TrainingSpec
 from core.planner.speed.step import global_batch
 
 CATALOG = load_catalog()

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from core.catalog import load_catalog
-from core.planner.model.params import Architecture, ConfigError
+from core.planner.model.config_shape import ConfigError
+from core.planner.model.params import Architecture
 from core.units import parse_count
 
 PUBLISHED = json.loads((Path(__file__).parents[1] / "fixtures/planner/published_models.json").read_text())

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from core.cli.main import main
 from core.library.provenance import settings_in_effect
 from core.library.store import PlanStore, request_to_dict
-from core.planner.models import PlanRequest, PlanResult
 from core.planner.plan import PlanError, plan
+from core.planner.request import PlanRequest
+from core.planner.result import PlanResult
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "library"

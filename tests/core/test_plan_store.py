@@ -20,7 +20,7 @@ from core.library.store import (
     library_is_empty,
     request_to_dict,
 )
-from core.planner.models import PlanRequest
+from core.planner.request import PlanRequest
 from core.sqlite_schema import transaction
 
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8}}

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 from core.catalog import CatalogError, load_catalog
-from core.planner.analysis import analyse, conclusion, key_figures
+from core.planner.analysis import analyse
 from core.planner.choose.search import shown_candidates
-from core.planner.models import PlanRequest, Precision
+from core.planner.headline import conclusion, key_figures
 from core.planner.money.sanity import HEADROOM_FRACTION
 from core.planner.plan import PlanError, plan
 from core.planner.report import build_report
+from core.planner.request import PlanRequest, Precision
 from core.units import fmt_hours, fmt_usd
 
 ROOT = Path(__file__).parents[2]

@@ -14,8 +14,8 @@ from core.planner.choose.ranking import first_of_each
 from core.planner.choose.search import pareto_mask
 from core.planner.model import activations, states
 from core.planner.model.params import Architecture
-from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.plan import on_candidate, plan
+from core.planner.request import PlanRequest, TrainingSpec
 from core.planner.speed import gpu_rates
 
 CATALOG = load_catalog()

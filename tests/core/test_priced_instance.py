@@ -13,8 +13,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 SHEET = json.loads((ROOT / "resources/catalog/prices.json").read_text(encoding="utf-8"))

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 
 from core.catalog import PRICING_MODELS, PricingModel, shipped_catalog
 from core.planner.choose.search import GPUS_PER_NODE
-from core.planner.models import PlanRequest, PlanResult
 from core.planner.plan import PlanError, plan
+from core.planner.request import PlanRequest
+from core.planner.result import PlanResult
 
 CATALOG = shipped_catalog()
 TODAY = dt.date(2026, 12, 1)

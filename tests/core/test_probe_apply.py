@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from core.catalog import load_catalog
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 from core.probes.apply import apply_to_plan, nothing_to_apply
 from core.probes.evidence import ComputeResult, HostInventory, ProbeEvidence
 from core.probes.parsers import parse_nccl_tests, parse_nvidia_smi_q

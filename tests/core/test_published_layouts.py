@@ -20,8 +20,8 @@ from core.catalog import load_catalog
 from core.launch import LaunchError
 from core.planner.model import activations, lora, parallel
 from core.planner.model.params import Architecture
-from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.plan import PlanError, on_candidate, plan
+from core.planner.request import PlanRequest, TrainingSpec
 from core.planner.speed import compute
 from tests.core.launch_cases import CASES, write
 

@@ -12,9 +12,9 @@ import pytest
 from core.cli.main import main
 from core.cli.plan import candidates_block, render_plan
 from core.planner.analysis import analyse
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
 from core.planner.report import _risks, build_report
+from core.planner.request import PlanRequest
 from core.units import plural
 
 
@@ -86,9 +86,9 @@ def test_catalog_prices_fit_a_100_column_terminal() -> None:
 
 
 def test_the_memory_charts_caption_reads_its_labels_in_their_order() -> None:
-    from core.planner.analysis import GpuMemory
-    from core.planner.models import Sharding
-    from core.planner.report import MEMORY_CAPTION
+    from core.planner.gpu_memory import GpuMemory
+    from core.planner.report_charts import MEMORY_CAPTION
+    from core.planner.request import Sharding
 
     # Two nodes of eight GPUs are labelled '2×8': nodes first, as the caption must say.
     row = GpuMemory(gpu="H100-SXM", capacity=80 * 10**9, nodes=2, gpus_per_node=8, sharding=Sharding.fsdp)

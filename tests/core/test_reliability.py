@@ -157,8 +157,8 @@ def _daly_minutes(delta_s: float, mtbf_s: float) -> float:
 
 def test_a_spot_plan_checkpoints_for_preemptions_and_failures_an_on_demand_plan_for_failures():
     """Issue: a 2-node spot plan checkpointed once, at its last step, while its cost billed preemptions."""
-    from core.planner.models import PlanRequest
     from core.planner.plan import plan
+    from core.planner.request import PlanRequest
 
     raw = {"model": {"preset": "llama-3.1-70b"}, "data": {"tokens": 2e9, "seq_len": 4096},
            "training": {"method": "full", "sharding": "zero3", "offload": "optimizer_and_params"},

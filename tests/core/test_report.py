@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from core.document import Bullets
-from core.planner.analysis import analyse, conclusion, cost_range, cost_range_text, hardware_label
-from core.planner.models import ComputeCost, HardwareSpec, PlanRequest
+from core.planner.analysis import analyse
+from core.planner.headline import conclusion, cost_range, cost_range_text, hardware_label
 from core.planner.plan import plan
-from core.planner.report import build_report, memory_chart, price_age_days
+from core.planner.report import build_report, price_age_days
+from core.planner.report_charts import memory_chart
+from core.planner.request import HardwareSpec, PlanRequest
+from core.planner.result import ComputeCost
 
 BASE = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
         "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8}, "pricing": {"provider": "aws"}}
@@ -170,18 +173,18 @@ def test_core_report_modules_import_no_qt():
 
 def test_memory_rows_kept_across_token_counts_equal_fresh_ones():
     """Rows are reused when only the dataset size changes; they must be what a fresh analysis gives."""
-    from core.planner import analysis as analysis_module
+    from core.planner import gpu_memory
 
     def rows(tokens: str):
         return analyse(PlanRequest.model_validate({**BASE, "data": {"tokens": tokens}})).figures.memory_by_gpu
 
     rows("2e8")
     reused = rows("7e8")
-    analysis_module._ROWS.clear()
+    gpu_memory._ROWS.clear()
     assert reused == rows("7e8")
     deadline = {**BASE, "hardware": None, "search": {"objective": "cost_under_deadline", "deadline_hours": 3}}
-    assert analysis_module._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "2e8"}})) != \
-        analysis_module._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "7e8"}}))
+    assert gpu_memory._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "2e8"}})) != \
+        gpu_memory._memory_key(PlanRequest.model_validate({**deadline, "data": {"tokens": "7e8"}}))
 
 
 def test_network_the_plan_assumes_is_said_in_words():
@@ -204,8 +207,8 @@ def test_network_the_plan_assumes_is_said_in_words():
 def test_step_rows_leave_out_the_zero_parts_and_share_the_reported_step(analysis):
     """Hand arithmetic on a breakdown set by hand: of a 4 s step, 3 s is 75%, 0.8 s is 20%, 0.16 s is 4%, and
     0.001 s is 0.025%, shown as "<1%" rather than "0%"; the zero parts are not rows."""
-    from core.planner.models import StepBreakdown
-    from core.planner.report import step_rows, step_table_rows, time_section
+    from core.planner.report_time import step_rows, step_table_rows, time_section
+    from core.planner.result import StepBreakdown
 
     compute = analysis.result.compute.model_copy(update={
         "step_time_s": 4.0, "step_breakdown_s": StepBreakdown(gemm=3.0, attention=0.8, bubble=0.16,

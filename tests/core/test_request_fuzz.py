@@ -36,7 +36,7 @@ from pydantic.fields import FieldInfo
 
 from core.cli.main import main
 from core.planner.model.config_limits import LIMITS
-from core.planner.models import PlanRequest
+from core.planner.request import PlanRequest
 
 BUDGET_S = 2.0
 HANG_S = 20.0

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from core.cli.main import main
-from core.planner.models import PlanRequest
+from core.planner.request import PlanRequest
 from core.validation import validation_message
 
 PLAN = ["plan", "--model", "llama-3.1-8b", "--tokens", "2e8", "--gpu", "H100-SXM"]

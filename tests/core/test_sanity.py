@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from core.planner.analysis import analyse
-from core.planner.models import PlanRequest, PlanResult
 from core.planner.plan import plan
 from core.planner.report import build_report
+from core.planner.request import PlanRequest
+from core.planner.result import PlanResult
 
 ROOT = Path(__file__).resolve().parents[2]
 TODAY = dt.date(2026, 11, 15)  # every dated H100 row used below is under 90 days old on this day except Mithril's

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from core.planner.analysis import Analysis, analyse
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 
 
 def analysed(**sections: Any) -> Analysis:

@@ -14,8 +14,8 @@ import pytest
 from core.catalog import load_catalog
 from core.planner.model import activations, memory, savers, states
 from core.planner.model.params import Architecture
-from core.planner.models import PlanRequest, TrainingSpec
 from core.planner.plan import plan
+from core.planner.request import PlanRequest, TrainingSpec
 from core.planner.speed.frameworks import effective_training
 
 CATALOG = load_catalog()

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from core.planner.model import lora
 from core.planner.model.hf_config import TEXT_DEFAULTS, transformers_view
 from core.planner.model.params import Architecture
-from core.planner.models import PlanRequest, PlanResult
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
+from core.planner.result import PlanResult
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "tests/fixtures/planner/configs"

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from core.cli.main import main as cli_main
-from core.planner.models import PlanRequest
+from core.planner.request import PlanRequest
 from core.probes.apply import step_spec
 
 ROOT = Path(__file__).resolve().parents[2]

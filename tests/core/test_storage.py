@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.planner.models import StorageTier
+from core.catalog.records import StorageTier
 from core.planner.money.storage import (
     GbMonthPrice,
     checkpoint_write_seconds,

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from core.catalog import load_catalog
-from core.planner.models import Attention, PlanRequest
 from core.planner.plan import plan
+from core.planner.request import Attention, PlanRequest
 from core.planner.speed import comms, kernels
 
 # H100 SXM: 989.5 dense bf16 TFLOP/s and 3,350 GB/s HBM3 (nvidia.com/en-us/data-center/h100); MAMF 794.5 of 989

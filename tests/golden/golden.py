@@ -80,8 +80,8 @@ def plan_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
 def report_document(name: str) -> str:
     """The plan report as the PDF writer receives it (a rendering-neutral document), as JSON."""
     from core.planner.analysis import analyse
-    from core.planner.models import PlanRequest
     from core.planner.report import build_report
+    from core.planner.request import PlanRequest
 
     with frozen_today():
         request = PlanRequest.model_validate(REQUESTS[name])

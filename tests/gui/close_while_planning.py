@@ -30,7 +30,7 @@ from tests.gui.dialogs import answering, typed_by_keyboard
 
 if TYPE_CHECKING:
     from core.planner.analysis import Analysis
-    from core.planner.models import PlanRequest
+    from core.planner.request import PlanRequest
     from gui.main_window import MainWindow
 
 SLOW_PLAN_S = 3.0  # longer than the 2 s the window's close waits for running work

@@ -20,8 +20,8 @@ PDF_CASES = ["readme_lora_8xh100", "full_7b_zero3_2nodes", "search_cost"]
 
 def pdf_text(name: str, tmp_path: Path) -> str:
     from core.planner.analysis import analyse
-    from core.planner.models import PlanRequest
     from core.planner.report import build_report
+    from core.planner.request import PlanRequest
     from gui.pdf import render_report
 
     with frozen_today():

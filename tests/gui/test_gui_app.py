@@ -142,7 +142,7 @@ def test_a_chart_asked_to_draw_during_the_import_waits_for_it(qtbot, monkeypatch
 
 def test_probe_measurements_open_in_the_wizard(qtbot, window):
     """'Apply to plan' in the Probe place hands a PlanRequest with measured figures to the wizard."""
-    from core.planner.models import PlanRequest
+    from core.planner.request import PlanRequest
     from tests.gui.wizard_driver import settle
 
     request = PlanRequest.model_validate({

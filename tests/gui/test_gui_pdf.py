@@ -140,8 +140,8 @@ def test_no_text_is_clipped_or_drawn_over_other_text(rendered, tmp_path: Path):
 def test_memory_chart_labels_and_captions_are_in_the_pdf(rendered):
     """Each GPU's bar is labelled with the configuration it is drawn at, and each chart says what it shows."""
     from core.planner.analysis import analyse
-    from core.planner.models import PlanRequest
-    from core.planner.report import memory_chart
+    from core.planner.report_charts import memory_chart
+    from core.planner.request import PlanRequest
 
     pdf, _ = rendered
     squashed = re.sub(r"\s+", "", text_of(pdf))
@@ -183,8 +183,8 @@ def test_report_without_a_renderer_says_so(tmp_path: Path, capsys):
 def test_pdf_renders_off_the_gui_thread(qtbot, tmp_path: Path):
     """The window exports on a worker: painting on a QPdfWriter there must work."""
     from core.planner.analysis import analyse
-    from core.planner.models import PlanRequest
     from core.planner.report import build_report
+    from core.planner.request import PlanRequest
     from gui.pdf import render_report
     from gui.workers import ThreadExecutor
 
@@ -213,8 +213,9 @@ def test_the_time_section_prints_the_step_breakdown_without_its_zero_rows(qapp, 
     halves to even), the parts that are 0
     (memory-bound, host transfer, bubble) are left out, and MFU is named as the achieved model-FLOPs utilisation."""
     from core.planner.analysis import analyse
-    from core.planner.models import PlanRequest, StepBreakdown
     from core.planner.report import build_report
+    from core.planner.request import PlanRequest
+    from core.planner.result import StepBreakdown
     from gui.pdf import render_report
 
     analysis = analyse(PlanRequest.model_validate(REQUEST))

@@ -14,7 +14,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QWizard
 
 from core.planner.analysis import Analysis
-from core.planner.models import Candidate, PlanResult, StepBreakdown
+from core.planner.result import Candidate, PlanResult, StepBreakdown
 from tests.gui.wizard_driver import choose, click, next_page, settle, type_like_a_person
 
 LLAMA_8B_ON_8 = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8", "seq_len": 4096},
@@ -93,7 +93,7 @@ def test_sequence_parallel_without_tensor_parallel_is_the_hardware_pages_message
     tick(qtbot, hardware, hardware.parallelism.sequence.check)
     settle(qtbot, state)
     assert state.get("training.sequence_parallel") is True
-    # The request's own rule (models.py TrainingSpec._coherent), shown once, on the page that holds the field.
+    # The request's own rule (request.py TrainingSpec._coherent), shown once, on the page that holds the field.
     assert hardware.page_error.isVisible()
     assert hardware.page_error.text() == "training.sequence_parallel needs training.tensor_parallel of 2 or more"
     assert not next_enabled(wizard)

@@ -15,10 +15,10 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QToolBar, QWizard
 
 from core.planner.analysis import analyse
-from core.planner.models import PlanRequest
 from core.planner.money.storage import tier_figures
 from core.planner.plan import plan
-from core.planner.report import memory_chart, memory_label
+from core.planner.report_charts import memory_chart, memory_label
+from core.planner.request import PlanRequest
 from core.units import fmt_bytes, fmt_hours, fmt_usd
 from tests.gui.dialogs import answering
 from tests.gui.wizard_driver import choose, click, settle, type_like_a_person

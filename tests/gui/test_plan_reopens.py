@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QWizard
 
 from core.cli.main import main
 from core.library.store import PlanStore
-from core.planner.models import PlanRequest
 from core.planner.plan import plan
+from core.planner.request import PlanRequest
 from core.units import fmt_hours, fmt_usd
 from gui.library.widget import LibraryWidget
 from tests.core.test_plan_round_trip import load_v3

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
 
-from core.planner.models import PlanRequest
+from core.planner.request import PlanRequest
 from core.probes.evidence import Check, CheckStatus, Scorecard, Verdict
 from core.probes.history.records import HostProfile
 from core.probes.history.store import ProbeStore

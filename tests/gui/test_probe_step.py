@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from core.planner.models import PlanRequest
+from core.planner.request import PlanRequest
 from gui.probe import backend
 from gui.probe.pane import ProbePane
 from tests.gui.probe_driver import click, click_host, click_tab, pick_probes, run_and_wait, table_cells

@@ -10,7 +10,7 @@ from core.catalog import GPU
 from core.planner.model import savers
 from core.planner.model.params import Architecture
 from core.planner.model.states import PAGED_OPTIMIZERS
-from core.planner.models import CrossEntropy, Framework, Method, Offload, Optimizer, PlanRequest, Precision, Sharding
+from core.planner.request import CrossEntropy, Framework, Method, Offload, Optimizer, PlanRequest, Precision, Sharding
 from core.planner.speed.step import StepEstimate
 
 GB = 1e9

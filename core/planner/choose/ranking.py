@@ -14,9 +14,10 @@ import numpy as np
 
 from core.planner.model import states
 from core.planner.model.params import Architecture
-from core.planner.models import Candidate, PlanRequest, Sharding
 from core.planner.money import reliability, storage
 from core.planner.money.sanity import HEADROOM_FRACTION
+from core.planner.request import PlanRequest, Sharding
+from core.planner.result import Candidate
 from core.units import fmt_hours, fmt_usd
 
 SHOWN = 25

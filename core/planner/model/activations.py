@@ -14,7 +14,7 @@ from core.planner.model import parallel, savers
 from core.planner.model.lora import expert_parameters, target_parameter_kinds, target_set
 from core.planner.model.params import Architecture
 from core.planner.model.states import weight_bytes
-from core.planner.models import Attention, Framework, Method, TrainingSpec
+from core.planner.request import Attention, Framework, Method, TrainingSpec
 
 Num = Any  # a float or a NumPy array, broadcast together
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from core.planner.model.params import Architecture, Linear
-    from core.planner.models import TrainingSpec
+    from core.planner.request import TrainingSpec
 
 from core.planner.model.lora_targets import target_parameter_kinds, target_set
 

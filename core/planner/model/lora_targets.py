@@ -1,9 +1,9 @@
 """The names a request may give LoRA's targets, and the one sentence when a name is unknown.
 
-The request's validators (core/planner/models.py) check ``training.lora_targets`` and
+The request's validators (core/planner/request.py) check ``training.lora_targets`` and
 ``training.lora_target_parameters`` as the request is read; the adapter arithmetic (core/planner/model/lora.py)
 resolves the same names to matrices. Both read this table, so the request model does not import the arithmetic
-that itself takes a TrainingSpec (the circle models.py ⇄ lora.py).
+that itself takes a TrainingSpec (the circle request.py ⇄ lora.py).
 """
 
 from __future__ import annotations

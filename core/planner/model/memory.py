@@ -29,7 +29,7 @@ from core.planner.model.lora import trainable_params
 from core.planner.model.params import Architecture
 from core.planner.model.savers import logits_bytes
 from core.planner.model.states import dequantized_matrix_params, model_states, weight_bytes
-from core.planner.models import Framework, Method, Offload, Sharding, TrainingSpec
+from core.planner.request import Framework, Method, Offload, Sharding, TrainingSpec
 
 Num = Any  # a float or a NumPy array, broadcast together
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from core.planner.model import lora
 from core.planner.model.params import Architecture
-from core.planner.models import Sharding, TrainingSpec
+from core.planner.request import Sharding, TrainingSpec
 
 Num = Any
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from core.planner.model.params import Architecture
-from core.planner.models import Attention, CrossEntropy, Framework, Precision, TrainingSpec
+from core.planner.request import Attention, CrossEntropy, Framework, Precision, TrainingSpec
 
 Num = Any
 

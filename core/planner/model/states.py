@@ -17,7 +17,7 @@ import numpy as np
 from core.planner.model import parallel
 from core.planner.model.lora import largest_trainable_matrix, trainable_params
 from core.planner.model.params import Architecture
-from core.planner.models import Framework, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
+from core.planner.request import Framework, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
 
 Num = Any  # a float or a NumPy array, broadcast together
 

@@ -12,8 +12,9 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from core.planner.models import BuySpec, BuyVsRent, ComputeCost
 from core.planner.money.reliability import SECONDS_PER_HOUR, expected_wall_hours_at_optimum, job_mtbf_hours
+from core.planner.request_assumptions import BuySpec
+from core.planner.result import BuyVsRent, ComputeCost
 from core.units import HOURS_PER_YEAR  # 365.25 days, as the buy-vs-rent formula in REFERENCES.md uses
 
 FloatArray = NDArray[np.float64]

@@ -10,17 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.catalog import GPU, Catalog, CatalogError
-from core.planner.models import (
-    Assumption,
-    CheckpointResult,
-    ComputeCost,
-    CostLine,
-    CostResult,
-    HardwareSpec,
-    PlanRequest,
-    StorageTier,
-)
+from core.catalog.records import StorageTier
 from core.planner.money import cost, pricing
+from core.planner.request import HardwareSpec, PlanRequest
+from core.planner.result import Assumption, CheckpointResult, ComputeCost, CostLine, CostResult
 from core.units import fmt_gpu_hours
 
 

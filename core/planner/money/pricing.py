@@ -20,7 +20,7 @@ from core.catalog import CatalogError, Price, PricingModel
 
 if TYPE_CHECKING:
     from core.catalog import Catalog
-    from core.planner.models import PlanRequest
+    from core.planner.request import PlanRequest
 
 
 @dataclass(frozen=True)

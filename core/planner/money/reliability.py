@@ -17,7 +17,7 @@ from typing import Any, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from core.planner.models import CheckpointResult
+from core.planner.result import CheckpointResult
 
 FloatArray = NDArray[np.float64]
 Num = float | FloatArray

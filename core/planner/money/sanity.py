@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from core.catalog import PRICING_MODES, STALE_AFTER_DAYS, Catalog, CatalogError, Price
-from core.planner.models import HardwareSpec, PlanRequest, PlanResult, SanityWarning
 from core.planner.money import pricing
+from core.planner.request import HardwareSpec, PlanRequest
+from core.planner.result import PlanResult, SanityWarning
 from core.units import fmt_bytes, fmt_hours, fmt_usd, plural
 
 OUTLIER_FRACTION = 0.25  # heuristic (issue 11): below a quarter of the providers' median is a typo or a bid floor

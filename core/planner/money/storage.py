@@ -16,8 +16,9 @@ from typing import Any, NamedTuple, Protocol, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from core.planner.models import CostLine, StorageTier
+from core.catalog.records import StorageTier
 from core.planner.money.storage_tiers import GB, default_figure, tier_figures, tier_name
+from core.planner.result import CostLine
 from core.units import fmt_bytes
 
 FloatArray = NDArray[np.float64]

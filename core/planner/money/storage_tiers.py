@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.planner.models import StorageTier
+from core.catalog.records import StorageTier
 from core.resources import read_json
 
 GB = 1e9

@@ -16,7 +16,8 @@ from functools import lru_cache
 from typing import Any
 
 from core import resources
-from core.planner.models import Band, Method, TrainingSpec
+from core.planner.request import Method, TrainingSpec
+from core.planner.result import Band
 
 BANDS_FILE = ("calibration", "bands.json")
 ALL = "all"

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from core.planner.models import Sharding
+from core.planner.request import Sharding
 
 Num = Any
 

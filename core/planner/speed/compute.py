@@ -15,7 +15,7 @@ from typing import Any
 
 from core.planner.model import attention_layers, lora
 from core.planner.model.params import Architecture
-from core.planner.models import Attention, Method, TrainingSpec
+from core.planner.request import Attention, Method, TrainingSpec
 
 Num = Any
 

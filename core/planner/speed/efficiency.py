@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from core.planner.models import Framework
+from core.planner.request import Framework
 
 Num = Any
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.planner.models import CrossEntropy, Framework, Precision, Sharding, TrainingSpec
+from core.planner.request import CrossEntropy, Framework, Precision, Sharding, TrainingSpec
 
 PROFILES: dict[Framework, dict[str, Any]] = {
     # transformers Trainer is the engine's reference stack (the calibration is against it): nothing to change.

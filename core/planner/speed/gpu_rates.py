@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.catalog import GPU, network
-from core.planner.models import Assumption, Attention, PlanRequest, Precision
+from core.planner.request import Attention, PlanRequest, Precision
+from core.planner.result import Assumption
 from core.planner.speed import efficiency, kernels
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import numpy as np
 
 from core.catalog.records import GPU
 from core.planner.model.states import master_bytes, optimizer_state_bytes, weight_bytes
-from core.planner.models import Attention, Optimizer, Precision
+from core.planner.request import Attention, Optimizer, Precision
 from core.planner.speed import efficiency
 
 Num = Any

@@ -13,7 +13,8 @@ import numpy as np
 
 from core.planner.model import lora, memory, parallel
 from core.planner.model.params import Architecture
-from core.planner.models import Assumptions, DataSpec, TrainingSpec
+from core.planner.request import DataSpec, TrainingSpec
+from core.planner.request_assumptions import Assumptions
 from core.planner.speed import compute, step_time
 from core.planner.speed.hardware import Hardware
 

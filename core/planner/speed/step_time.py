@@ -19,7 +19,8 @@ from core.planner.model import lora, parallel
 from core.planner.model.memory import MemoryEstimate
 from core.planner.model.params import Architecture
 from core.planner.model.states import shard_degree, weight_bytes
-from core.planner.models import Assumptions, Attention, CrossEntropy, Method, Offload, Precision, Sharding, TrainingSpec
+from core.planner.request import Attention, CrossEntropy, Method, Offload, Precision, Sharding, TrainingSpec
+from core.planner.request_assumptions import Assumptions
 from core.planner.speed import comms, compute, efficiency, kernels
 
 if TYPE_CHECKING:

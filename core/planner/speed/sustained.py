@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from core import resources
-from core.planner.models import Framework, Method
+from core.planner.request import Framework, Method
 from core.planner.speed import efficiency
 
 EFFICIENCY_FILE = ("calibration", "efficiency.json")

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 
-from core.planner.models import Assumptions, CheckpointResult, TimeBreakdown
+from core.planner.request_assumptions import Assumptions
+from core.planner.result import CheckpointResult, TimeBreakdown
 
 
 def evaluation_seconds(a: Assumptions, steps: float, tokens_per_s: float, forward_flops_per_token: float,

@@ -1,21 +1,22 @@
-"""The public JSON contract of the planner: plan requests and plan results.
+"""The plan request: what the user asks the planner, the public JSON contract's input.
 
-Users script these shapes (``tuneplan plan REQUEST.json --json``), so field names are stable.
-Sizes are bytes (integers), times are seconds or hours as named, money is USD.
-Every field carries a description; the GUI builds its forms and error messages from them.
+Users script this shape (``tuneplan plan REQUEST.json``, ``tuneplan schema``), so field names are stable. Sizes are
+bytes (integers), times are seconds or hours as named, money is USD. Every field carries a description; the GUI builds
+its forms and error messages from them. The validators here check one request's coherence (one sentence naming the
+field); the result the planner answers with is core/planner/result.py, apart because nothing in a request depends on it.
 """
+
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 
 from core.catalog.records import (  # the one definition, shared with the catalog
     Allowance,
     Interconnect,
     PricingMode,
-    StorageTier,
 )
 from core.planner.choices import (  # the request's named choices, re-exported: callers import them from here
     Attention,
@@ -27,27 +28,16 @@ from core.planner.choices import (  # the request's named choices, re-exported: 
     Precision,
     Sharding,
 )
-from core.planner.measured_step import MeasuredHardware, StepSource
+from core.planner.measured_step import MeasuredHardware
 from core.planner.model.lora_targets import check_target_parameters, target_set
+from core.planner.request_assumptions import Assumptions
 from core.planner.request_fields import TEN_YEARS_HOURS, TokenCount, allowance_list, dns_label, left_out, within
-from core.planner.request_ranges import restate_ranges
+from core.planner.request_ranges import RequestModel
 
 Checkpointing = Literal["none", "selective", "full"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_enum_values=False, allow_inf_nan=False)
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _both_bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
-        return restate_ranges(cls, data, handler)
-
-
-# --------------------------------------------------------------------------- request
-
-
-class ModelSpec(_Strict):
+class ModelSpec(RequestModel):
     """Exactly one of: a preset id, a Hugging Face config (inline or a file path), or a parameter count."""
 
     model_config = ConfigDict(extra="allow")
@@ -82,7 +72,7 @@ class ModelSpec(_Strict):
         return dict(self.model_extra) if self.model_extra else None
 
 
-class DataSpec(_Strict):
+class DataSpec(RequestModel):
     tokens: Annotated[TokenCount, within(0, 1e15, "more than 0 and at most 1e15 (1,000T) tokens", low_open=True)] = (
         Field(..., gt=0, title="Dataset tokens", description="tokens in one epoch, e.g. 2e8 or 200M")
     )
@@ -104,7 +94,7 @@ class DataSpec(_Strict):
     )
 
 
-class TrainingSpec(_Strict):
+class TrainingSpec(RequestModel):
     method: Method = Field(Method.lora, title="Method")
     lora_rank: int | None = Field(None, ge=1, le=4096, title="LoRA rank")
     lora_dropout: float = Field(
@@ -224,7 +214,7 @@ class TrainingSpec(_Strict):
         return self
 
 
-class HardwareSpec(_Strict, MeasuredHardware):
+class HardwareSpec(RequestModel, MeasuredHardware):
     gpu: str = Field(..., title="GPU", description="catalog GPU id, e.g. H100-SXM (case-insensitive)")
     gpus_per_node: int = Field(1, ge=1, le=64, title="GPUs per node")
     nodes: int = Field(1, ge=1, le=8192, title="Nodes")
@@ -250,7 +240,7 @@ class HardwareSpec(_Strict, MeasuredHardware):
         return self.gpus_per_node * self.nodes
 
 
-class PricingSpec(_Strict):
+class PricingSpec(RequestModel):
     provider: str | None = Field(None, title="Provider", description="e.g. aws, lambda, runpod (cheapest if empty)")
     mode: PricingMode = Field(PricingMode.on_demand, title="Pricing mode")
     usd_per_gpu_hour: Annotated[float | None, within(0.01, 1000, "$0.01 to $1,000 per GPU-hour")] = Field(
@@ -264,7 +254,7 @@ class PricingSpec(_Strict):
     )
 
 
-class SearchSpec(_Strict):
+class SearchSpec(RequestModel):
     objective: Literal["cost", "time", "cost_under_deadline"] = Field("cost", title="Rank by")
     deadline_hours: Annotated[float | None, within(0, TEN_YEARS_HOURS, "more than 0 and at most 87,660 hours "
                                                    "(10 years)", low_open=True)] = Field(
@@ -279,69 +269,7 @@ class SearchSpec(_Strict):
     gpus: list[str] | None = Field(None, title="GPUs to consider (default: all with a price)")
 
 
-class BuySpec(_Strict):
-    """Owning instead of renting; defaults from REFERENCES.md (Epoch, Uptime Institute)."""
-
-    capex_usd_per_gpu: Annotated[float | None, within(0, 10_000_000, "more than $0 and at most $10,000,000 per GPU",
-                                                      low_open=True)] = Field(
-        None, gt=0, title="Price per GPU incl. server share"
-    )
-    years: float = Field(3.0, gt=0, le=10, title="Depreciation (years)")
-    residual_fraction: float = Field(0.30, ge=0, lt=1, title="Residual value")
-    kw_per_gpu: float = Field(1.275, gt=0, le=100, title="kW per GPU incl. host (10.2 kW / 8 for HGX H100)")
-    load_fraction: float = Field(0.8, gt=0, le=1, title="Average power draw vs peak")
-    pue: float = Field(1.56, ge=1, le=3, title="PUE")
-    usd_per_kwh: float = Field(0.10, ge=0, le=10, title="Electricity USD/kWh")
-    colo_usd_per_kw_month: float = Field(200.0, ge=0, le=100_000, title="Colocation USD per kW-month")
-    ops_usd_per_gpu_year: float = Field(0.0, ge=0, le=10_000_000, title="Operations USD per GPU-year")
-    utilization: float = Field(0.6, gt=0, le=1, title="Utilisation")
-
-
-class Assumptions(_Strict):
-    mfu: Annotated[float | None, within(0.01, 1, "0.01 to 1 (1% to 100% of the GPU's peak)")] = Field(
-        None, title="MFU", description="override the default model FLOPs utilisation"
-    )
-    gpu_mtbf_hours: Annotated[float, within(0, 1e9, "more than 0 and at most 1e9 GPU-hours", low_open=True)] = Field(
-        50_700.0,
-        gt=0,
-        title="GPU MTBF (h)",
-        description="GPU-hours per job-killing failure per GPU (Llama 3: 16,384 H100, one every ~3.1 h)",
-    )
-    spot_preemptions_per_hour: Annotated[float, within(0, 60, "0 to 60 per hour")] = Field(
-        0.05, ge=0, title="Spot preemptions per hour"
-    )
-    restart_minutes: Annotated[float, within(0, 10_080, "0 to 10,080 minutes (a week)")] = Field(
-        10.0, ge=0, title="Restart time (min)", description="requeue, load, warm-up"
-    )
-    eval_every_steps: Annotated[int, within(0, 10**9, "0 (no evaluation) to 1e9 steps")] = Field(
-        0, ge=0, title="Evaluate every (steps)", description="0: no evaluation passes during training"
-    )
-    eval_tokens: Annotated[float, within(0, 1e12, "0 to 1e12 tokens")] = Field(
-        0.0, ge=0, title="Tokens per evaluation", description="tokens one evaluation pass reads (forward only)"
-    )
-    checkpoint_tier: StorageTier = Field(StorageTier.local_nvme, title="Checkpoint storage")
-    data_tier: StorageTier = Field(StorageTier.object, title="Dataset storage")
-    checkpoints_kept: int = Field(2, ge=1, le=1000, title="Hot checkpoints kept")
-    archive_final_checkpoint: bool = Field(True, title="Archive the final checkpoint to object storage")
-    idle_hours: Annotated[float, within(0, TEN_YEARS_HOURS, "0 to 87,660 hours (10 years)")] = Field(
-        0.0, ge=0, title="Idle hours (stopped instances, disks kept)"
-    )
-    egress_gb: Annotated[float, within(0, 1e9, "0 to 1e9 GB (an exabyte)")] = Field(
-        0.0, ge=0, title="Egress (GB)", description="e.g. downloading the final weights"
-    )
-    storage_months: Annotated[float, within(0, 120, "0 to 120 months (10 years)")] = Field(
-        1.0, ge=0, title="Months of storage billed"
-    )
-    zero_accounting: Literal["deepspeed", "paper"] = Field(
-        "deepspeed",
-        title="ZeRO accounting",
-        description="deepspeed: DeepSpeed's buffers (fp32 grad partition); paper: the ZeRO paper's K=12 model",
-    )
-    comm_overlap: float = Field(0.7, ge=0, le=1, title="Comm/compute overlap")
-    buy: BuySpec = Field(default_factory=BuySpec)
-
-
-class LaunchSpec(_Strict):
+class LaunchSpec(RequestModel):
     """How the launch files submit the run: settings of the cluster it runs on, not of the plan's figures."""
 
     kueue_queue: Annotated[str | None, dns_label("launch.kueue_queue")] = Field(
@@ -353,7 +281,7 @@ class LaunchSpec(_Strict):
                     "or Kubeflow's older PyTorchJob")
 
 
-class PlanRequest(_Strict):
+class PlanRequest(RequestModel):
     schema_: str | None = Field(None, alias="$schema", exclude=True, title="JSON Schema", description="for editors")
     model: ModelSpec
     data: DataSpec
@@ -364,230 +292,3 @@ class PlanRequest(_Strict):
     assumptions: Assumptions = Field(default_factory=Assumptions)
     launch: LaunchSpec | None = Field(None, title="Launch", exclude_if=left_out,
                                       description="cluster settings for the launch files (Kubernetes job, Kueue queue)")
-
-
-# --------------------------------------------------------------------------- result
-
-
-class MemoryBreakdown(BaseModel):
-    weights: int
-    gradients: int
-    optimizer: int
-    activations: int
-    logits: int
-    overhead: int
-    total: int
-
-
-class MemoryResult(BaseModel):
-    per_gpu: MemoryBreakdown
-    gpu_memory: int
-    fits: bool
-    cpu_ram_needed: int
-    measure: Literal["reserved", "allocated"] = "reserved"
-    allocated_peak: int = Field(..., description="peak of torch.cuda.max_memory_allocated (no context, no reserve)")
-    max_micro_batch: int = Field(..., description="largest micro-batch that fits at this seq_len (0: none)")
-    max_seq_len: int = Field(..., description="longest sequence that fits at micro-batch 1 (0: none)")
-    short_bytes: int = Field(0, description="bytes per GPU beyond the GPU's memory (0: it fits)")
-    suggestions: list[str] = Field(default_factory=list, description="what would make it fit (empty when it fits)")
-
-
-class StepBreakdown(BaseModel):
-    """Seconds of one optimizer step by kind of work, per GPU; they add up to `step_time_s`."""
-    gemm: float = 0.0
-    attention: float = 0.0
-    memory_bound: float = 0.0
-    optimizer: float = 0.0
-    host_transfer: float = 0.0
-    exposed_comm: float = 0.0
-    bubble: float = 0.0
-
-
-class Band(BaseModel):
-    """A planned figure's likely range: the estimate scaled by its regime's calibration residuals' spread."""
-
-    low: float
-    high: float
-    coverage: float = Field(..., description="the share of held-out published runs of this regime inside their band")
-    regime: str = Field(..., description="the calibration regime the band is taken from (framework, method, scale)")
-    cases: int = Field(..., description="published runs behind the band's width")
-    sources: int = Field(0, description="publishers behind the band and its coverage (leave-one-source-out)")
-
-
-class ComputeResult(StepSource):
-    params_total: int
-    params_active: int
-    params_trainable: int
-    flops_per_token: float = Field(..., description="hardware FLOPs per trained token, including recomputation")
-    model_flops_per_token: float = Field(0.0, description="6N + causal attention (PaLM), no recomputation")
-    total_flops: float
-    tokens_per_second: float
-    mfu: float = Field(..., description="achieved model-FLOPs utilisation after every cost of the step")
-    hfu: float = Field(0.0, description="achieved hardware-FLOPs utilisation (recomputation counted)")
-    achieved_tflops_per_gpu: float = Field(..., description="hardware FLOP/s per GPU over the whole step")
-    step_time_s: float
-    comm_time_s: float
-    scaling_efficiency: float
-    steps: int
-    tokens_per_step: int
-    step_breakdown_s: StepBreakdown = Field(default_factory=StepBreakdown)
-    tokens_per_second_range: Band | None = Field(None, description="likely tokens/s (low-high), from calibration")
-
-
-class TimeBreakdown(BaseModel):
-    """Seconds of the wall time by what fills them; they add up to `hours` × 3600."""
-
-    steps: float = Field(0.0, description="the training steps")
-    start_up: float = Field(0.0, description="the first start: requeue, model load, warm-up (restart_minutes)")
-    evaluation: float = Field(0.0, description="evaluation passes (eval_every_steps × eval_tokens, forward only)")
-    checkpoint_writes: float = Field(0.0, description="checkpoint writes at the planned interval")
-    failures: float = Field(0.0, description="expected restarts and lost work after failures or preemptions")
-
-
-class TimeResult(BaseModel):
-    hours: float
-    gpu_hours: float
-    hours_range: Band | None = Field(None, description="likely wall hours (low-high), from calibration residuals")
-    breakdown_s: TimeBreakdown = Field(default_factory=TimeBreakdown)
-
-
-class CheckpointResult(BaseModel):
-    size_bytes: int
-    write_seconds: float
-    interval_minutes: float
-    interval_young_minutes: float
-    job_mtbf_hours: float
-    expected_failures: float
-    overhead_fraction: float
-
-
-class StorageResult(BaseModel):
-    dataset_raw_bytes: int
-    dataset_tokenized_bytes: int
-    read_bytes_per_s_needed: float
-    tier_read_bytes_per_s: float
-    unpacked_requests: int
-    packed_requests: int
-    unpacked_request_usd: float | None
-    packed_request_usd: float | None
-
-
-class Cited(Protocol):
-    """Anything priced from a dated, sourced figure (a catalog price row)."""
-    @property
-    def source(self) -> str | None: ...
-
-    @property
-    def date(self) -> str | None: ...
-
-
-class CostLine(BaseModel):
-    item: str
-    usd: float | None
-    detail: str
-    source: str | None = None
-    date: str | None = None
-
-    @classmethod
-    def cited(cls, item: str, usd: float | None, detail: str, row: Cited | None) -> CostLine:
-        """A line that cites the figure it was priced from (no source when no row had a price)."""
-        return cls(item=item, usd=usd, detail=detail, source=row.source if row else None,
-                   date=row.date if row else None)
-
-
-class ComputeCost(BaseModel):
-    on_demand: float | None
-    spot: float | None
-    reserved: float | None
-
-
-class BuyVsRent(BaseModel):
-    usd_per_gpu_hour_owned: float
-    usd_per_gpu_hour_rented: float | None
-    break_even_utilization: float | None
-
-
-class CostResult(BaseModel):
-    provider: str | None
-    price_date: str | None
-    price_source: str | None
-    instance: str | None = Field(None, description="the instance type the chosen mode's price is for")
-    region: str | None = Field(None, description="the region that price is for ('any': the same in every region)")
-    pricing_model: str | None = Field(None, description="on_demand, spot, reserved, marketplace or auction")
-    confidence: str | None = Field(None, description="the price record's confidence: normal or low")
-    billed_gpus_per_node: int | None = Field(
-        None, description="GPUs paid for per node: the smallest instance of the offer that holds the node")
-    billed_gpu_hours: float | None = Field(None, description="hours × nodes × billed GPUs per node (chosen mode)")
-    billing: str = Field("", description="why it pays for more GPUs than it uses, or ''")
-    usd_per_gpu_hour: ComputeCost
-    compute_usd: ComputeCost
-    spot_expected_lost_hours: float | None
-    storage_usd: float | None = Field(description="storage lines' sum; null for a plan that cannot run")
-    egress_usd: float | None = Field(description="data out; null for a plan that cannot run")
-    idle_usd: float | None = Field(description="stopped disks; null for a plan that cannot run")
-    total_usd: float | None
-    total_usd_range: Band | None = Field(None, description="the total cost at the ends of the hours' band")
-    unpriced_reason: str | None = Field(None, description="why compute_usd and total_usd are null: it does not fit")
-    items: list[CostLine]
-    buy_vs_rent: BuyVsRent | None
-
-    def side_usd(self) -> float:
-        """Storage, egress and idle disks together: what every pricing mode adds to its compute (0 when unpriced)."""
-        return (self.storage_usd or 0.0) + (self.egress_usd or 0.0) + (self.idle_usd or 0.0)
-
-
-class Candidate(BaseModel):
-    gpu: str
-    gpus_per_node: int
-    nodes: int
-    sharding: Sharding
-    method: Method
-    gradient_checkpointing: bool | Literal["selective"]
-    micro_batch_size: int
-    tensor_parallel: int = 1
-    pipeline_parallel: int = 1
-    fits: bool
-    memory_per_gpu: int
-    hours: float
-    cost_usd: float | None
-    provider: str | None
-    pareto: bool
-    why: str
-    instance: str | None = Field(None, description="the instance type the node is priced from")
-    billed_gpus: int | None = Field(None, description="GPUs paid for per node (≥ gpus_per_node)")
-    variants: list[Sharding] = Field(default_factory=list, description="other shardings with the same outcome")
-
-
-class Assumption(BaseModel):
-    name: str
-    value: str
-    source: str
-    date: str | None = None
-
-
-SanityKind = Literal["does_not_fit", "price_outlier", "not_rentable", "low_headroom", "long_run", "huge_cost",
-                     "cost_range", "stale_price", "undated_price"]
-
-
-class SanityWarning(BaseModel):
-    """One finding of the sanity layer (core.planner.money.sanity): what kind, one sentence, the figure it is about."""
-
-    kind: SanityKind
-    message: str
-    figure: float | None = None
-
-
-class PlanResult(BaseModel):
-    request: PlanRequest
-    model_name: str
-    hardware: HardwareSpec
-    memory: MemoryResult
-    compute: ComputeResult
-    time: TimeResult
-    checkpoint: CheckpointResult
-    storage: StorageResult
-    cost: CostResult
-    candidates: list[Candidate] = Field(default_factory=list)
-    assumptions: list[Assumption] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-    sanity: list[SanityWarning] = Field(default_factory=list)
