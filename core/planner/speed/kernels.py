@@ -22,7 +22,7 @@ Num = Any
 
 MAMF_SOURCE = ("stas00/ml-engineering compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS comparison "
                "table' (matmul TFLOP/s, mean of 100 iterations, best shape, ÷ dense peak)")
-# No published MAMF row (L4, L40S, A10, RTX 4090, V100, T4, H100 PCIe/NVL, user GPUs): heuristic, the low end of
+# No published MAMF row nor measured rate (L40S, A10, V100, T4, H100 PCIe/NVL, user GPUs): heuristic, the low end of
 # the NVIDIA rows of the MAMF table (GB200 72.9% … A100 SXM 86.9%), because such cards run power-limited.
 FALLBACK_MATMUL_EFFICIENCY = 0.70
 
