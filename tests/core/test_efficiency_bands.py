@@ -73,6 +73,21 @@ def test_an_ada_card_is_slowed_by_its_power_cap_only_when_its_watts_are_short(mo
     assert efficiency.power_clock("Hopper", 350, 756.5) == 1.0
 
 
+def test_ada_attention_runs_at_the_4090_flash_rate_held_at_each_card_s_matmul_rate() -> None:
+    """FlashAttention-2 on an RTX 4090, causal, head dim 128 (apache/tvm tl_doc/flash_perf.md): 151.19 TFLOP/s
+    forward, 99.23 backward, the backward 2.5× the forward's FLOPs (FlashAttention-2 §4.1). The L4 sustains 59.40
+    of 121 TFLOP/s in matmuls (issue #120), below that: its attention is held at its own matmul rate."""
+    rtx = gpu_rates.rates(CATALOG.gpu("RTX-4090"), Precision.amp_bf16)
+    l4 = gpu_rates.rates(CATALOG.gpu("L4"), Precision.amp_bf16)
+    assert rtx.attention_efficiency == pytest.approx(3.5 / (1 / 151.19 + 2.5 / 99.23) / 165.2, rel=1e-6)
+    assert 0.66 < rtx.attention_efficiency < 0.67
+    assert l4.attention_efficiency == pytest.approx(59.40 / 121, abs=5e-4)
+    assert "held at this card's matmul rate" in l4.attention_source
+    assert "held" not in rtx.attention_source
+    h100 = gpu_rates.rates(CATALOG.gpu("H100-SXM"), Precision.amp_bf16)
+    assert h100.attention_efficiency == pytest.approx(335 / 989.5, rel=1e-6)  # below its 80.3% MAMF: unchanged
+
+
 def test_the_hf_layer_overhead_reaches_hf_stacks_only(monkeypatch: pytest.MonkeyPatch) -> None:
     hf = plan(_request()).compute.step_time_s
     titan = plan(_request(framework="torchtitan", sharding="none")).compute.step_time_s
