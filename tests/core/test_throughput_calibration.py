@@ -215,10 +215,10 @@ def test_the_out_of_source_figures_do_not_regress() -> None:
     lowers one of these must say why in docs/formulas.md and lower it here deliberately."""
     s = calibrate_report.summary(list(rows().values()))
     t = s["throughput"]
-    assert t["all"]["within"] >= 58
+    assert t["all"]["within"] >= 61
     assert t["full"]["planner"]["within"] >= 45
     assert t["LoRA"]["planner"]["within"] >= 9
-    assert t["QLoRA"]["planner"]["within"] >= 4
+    assert t["QLoRA"]["planner"]["within"] >= 7
     assert t["full"]["planner"]["within"] > t["full"]["flat_50"]["within"]
     assert s["memory"]["within"] >= 21  # 18 before the bitsandbytes < 0.43.2 inputs (2026-12-07)
 

@@ -42,6 +42,9 @@ def rates(gpu: GPU, precision: Precision, measured_matmul_tflops: float | None =
     the FlashAttention-2 rate × the attention scale, an Ada card's power-capped clock (each at its cited prior)."""
     mm, mm_source = kernels.matmul_efficiency(gpu, precision, measured_matmul_tflops)
     attn, attn_source = kernels.attention_efficiency(gpu.architecture)
+    if attn > mm:  # attention is matmuls with a softmax between: never faster than the card's own GEMMs
+        attn = mm
+        attn_source += f"; held at this card's matmul rate ({mm:.0%})"
     clock = efficiency.power_clock(gpu.architecture, gpu.tdp_w, gpu.bf16_tflops)
     sustained = efficiency.gemm_sustained(gpu.architecture)
     if sustained != 1:

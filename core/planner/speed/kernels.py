@@ -22,7 +22,7 @@ Num = Any
 
 MAMF_SOURCE = ("stas00/ml-engineering compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS comparison "
                "table' (matmul TFLOP/s, mean of 100 iterations, best shape, ÷ dense peak)")
-# No published MAMF row (L4, L40S, A10, RTX 4090, V100, T4, H100 PCIe/NVL, user GPUs): heuristic, the low end of
+# No published MAMF row nor measured rate (L40S, A10, V100, T4, H100 PCIe/NVL, user GPUs): heuristic, the low end of
 # the NVIDIA rows of the MAMF table (GB200 72.9% … A100 SXM 86.9%), because such cards run power-limited.
 FALLBACK_MATMUL_EFFICIENCY = 0.70
 
@@ -31,12 +31,20 @@ FALLBACK_MATMUL_EFFICIENCY = 0.70
 # the forward pass at long sequences and training is dominated by the backward (5 of its 7 matmuls), so the
 # low end is used. On H100 the same kernels reach "up to 335 TFLOPs/s" (§4.1, Fig. 8): 335 / 989.5 = 0.339.
 # torch SDPA on sm80+ dispatches to these FlashAttention-2 kernels, so `sdpa` and `flash` share the figure.
-ATTENTION_EFFICIENCY = {"ampere": 0.50, "hopper": 335 / 989.5}
+# On an RTX 4090 (Ada) the FlashAttention-2 kernels, causal, head dim 128, 2k tokens, run 151.19 TFLOP/s forward and
+# 99.23 backward (apache/tvm tl_doc/flash_perf.md, the "Flash_attn" column, CUDA 12.2); with the backward 2.5× the
+# forward's FLOPs: 3.5 ÷ (1/151.19 + 2.5/99.23) = 110.0 TFLOP/s = 66.6% of 165.2. Every Ada card takes that
+# figure, held at the card's own matmul rate (gpu_rates.rates): an L4 cannot run attention's matmuls faster
+# than its power cap lets it run any other.
+ADA_ATTENTION_TFLOPS = 3.5 / (1 / 151.19 + 2.5 / 99.23)
+ATTENTION_EFFICIENCY = {"ampere": 0.50, "hopper": 335 / 989.5, "adalovelace": ADA_ATTENTION_TFLOPS / 165.2}
 ATTENTION_SOURCE = {
     "ampere": "FlashAttention-2 (arXiv:2307.08691): 50–73% of A100 peak; the low end (backward-dominated)",
     "hopper": "FlashAttention-2 (arXiv:2307.08691 §4.1): up to 335 TFLOP/s on H100 = 34% of 989.5",
+    "adalovelace": "FlashAttention-2 on an RTX 4090, causal, head dim 128 (github.com/apache/tvm/blob/bd6f9570/"
+                   "tl_doc/flash_perf.md): 151.19 TFLOP/s forward, 99.23 backward = 110.0 fwd+bwd, 67% of 165.2",
 }
-# Heuristic for every other architecture (Ada, Blackwell, AMD, Gaudi, Volta/Turing): no published fwd+bwd figure
+# Heuristic for every other architecture (Blackwell, AMD, Gaudi, Volta/Turing): no published fwd+bwd figure
 # at hand; the Hopper value, a kernel not tuned for the chip.
 FALLBACK_ATTENTION_EFFICIENCY = 335 / 989.5
 
