@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if not binary.exists():
         print(f"no bundle at {args.bundle}: run bash packaging/build.sh first", file=sys.stderr)
         return 1
-    apps = {"frozen bundle": [str(binary)], "source install (venv)": [sys.executable, "-m", "gui.launch"]}
+    apps = {"frozen bundle": [str(binary)], "source install (venv)": [sys.executable, "-m", "tuneplan"]}
     rows: list[tuple[str, float, float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, cmd in apps.items():

@@ -38,10 +38,10 @@ def _env(cache: str) -> dict[str, str]:
 
 
 def _time_once(env: dict[str, str]) -> tuple[float, float]:
-    """(wall, cpu) seconds of one `python -m core.cli plan --json`."""
+    """(wall, cpu) seconds of one `python -m cli plan --json`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "core.cli", *COMMAND], cwd=ROOT, env=env, check=True,
+    subprocess.run([sys.executable, "-m", "cli", *COMMAND], cwd=ROOT, env=env, check=True,
                    stdout=subprocess.DEVNULL, timeout=120)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -50,7 +50,7 @@ def _time_once(env: dict[str, str]) -> tuple[float, float]:
 
 def _imports(env: dict[str, str]) -> tuple[float, int]:
     """(import seconds, probe modules loaded) from ``python -X importtime``: the top-level modules' totals."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "core.cli", *COMMAND], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "cli", *COMMAND], cwd=ROOT, env=env,
                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120)
     total_us = probes = 0
     for line in proc.stderr.splitlines():
@@ -80,7 +80,7 @@ def section(repeat: int) -> str:
         f"{SECTION_TITLE}\n\n"
         f"Measured {dt.date.today().isoformat()} with `python -m bench.bench_cli --repeat {repeat}` on {m['cpu']}, "
         f"{m['cores']}, Python {m['python']}, {m['os']}; load {m['load']}. Each run is a new "
-        f"`python -m core.cli {' '.join(COMMAND)}` (bytecode cache warm), timed from start to exit.\n\n"
+        f"`python -m cli {' '.join(COMMAND)}` (bytecode cache warm), timed from start to exit.\n\n"
         "| case | median | min | goal | verdict |\n|---|---:|---:|---:|---|\n"
         f"| `tuneplan plan --json`, wall | {wall * 1000:.0f} ms | {walls[0] * 1000:.0f} ms | "
         f"{BUDGET_S * 1000:.0f} ms | {verdict} |\n"
@@ -88,7 +88,7 @@ def section(repeat: int) -> str:
         f"— | — |\n\n"
         f"Imports take {import_s * 1000:.0f} ms of a run (`python -X importtime`), {probes} of them probe modules "
         f"({', '.join(PROBE_IMPORTS)}): each command's heavy modules load when it runs. What is left is the "
-        "planner itself, NumPy and pydantic. The process asks OpenBLAS for one thread (core.cli.main.process_main): "
+        "planner itself, NumPy and pydantic. The process asks OpenBLAS for one thread (cli.main.process_main): "
         "the threads NumPy's BLAS started, one per core, spun at start-up for about 100 ms of CPU a run, taken "
         "from the command on a busy machine. When the wall figure is far above the CPU figure, other work on the "
         "machine held the CPU.\n"

@@ -8,7 +8,7 @@ hundred thousand examples must run in minutes): up to three fields of the reques
 PlanRequest itself) set to a value inside the field's bounds or a hostile one (NaN, ±inf, 1e308, 10**400, 0,
 -1, a newline, a terminal escape, a 5,000-character name, a list, an object), an inline config.json with its
 size keys broken the same way, a parameter count, or the whole document replaced. Every request is written to
-a file and planned by ``core.cli.main.main`` as the command line runs it; its stdout and stderr are captured.
+a file and planned by ``cli.main.main`` as the command line runs it; its stdout and stderr are captured.
 The command line's parser is built once per process (building it is a third of a refused request's time and
 no part of what is tested); the requests are split over TUNEPLAN_FUZZ_WORKERS processes (default 2, the cores
 the figure is for), each with its own seed.
@@ -41,7 +41,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic.fields import FieldInfo
 
 from bench import perf_doc
-from core.cli import main as cli
+from cli import main as cli
 from core.planner.model.config_limits import LIMITS
 from core.planner.request import PlanRequest
 from tests.core.test_request_fuzz import CONFIG, VALID, schema_fields

@@ -489,7 +489,7 @@ def pdf_export(window: Any, env: dict[str, str], runs: int, profile: bool) -> Pd
         cmd_env.pop("QT_QPA_PLATFORM", None)
         for i in range(max(2, runs // 2) + 1):
             start = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "gui.launch", "report", str(request), "-o",
+            done = subprocess.run([sys.executable, "-m", "tuneplan", "report", str(request), "-o",
                                    f"{scratch}/cli{i}.pdf"], env=cmd_env, cwd=ROOT, capture_output=True, text=True,
                                   timeout=120)
             if done.returncode != 0:
@@ -609,7 +609,7 @@ def section_markdown(info: dict[str, str], cold: ColdStart, typed: Typing, probe
         "includes drawing the page's tables and charts for the new plan):", "",
         *move_table, "",
         f"**PDF**: {len(pdf.in_app.values)} exports in the running app after one warm-up, and "
-        f"{len(pdf.command.values)} runs of `python -m gui.launch report REQUEST -o plan.pdf` (offscreen platform, "
+        f"{len(pdf.command.values)} runs of `python -m tuneplan report REQUEST -o plan.pdf` (offscreen platform, "
         "bytecode caches written by one earlier run) counted from spawn to exit. The request is DESIGN §3.1's: "
         "Llama 3.1 8B LoRA on 8× H100-SXM.",
         "",

@@ -86,8 +86,8 @@ STEP_PLANS: dict[str, dict[str, object]] = {
 
 
 def run_cli(args: list[str], timeout: float) -> tuple[str, str, int]:
-    """`python -m core.cli ARGS` from this checkout: stdout, stderr (with '[timed out]') and the exit code."""
-    command = [sys.executable, "-m", "core.cli", *args]
+    """`python -m cli ARGS` from this checkout: stdout, stderr (with '[timed out]') and the exit code."""
+    command = [sys.executable, "-m", "cli", *args]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     print("$ " + " ".join(command))
     try:

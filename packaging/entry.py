@@ -1,11 +1,11 @@
-"""The frozen app's entry point: the same `tuneplan` command the wheel installs (gui.launch.main).
+"""The frozen app's entry point: the same `tuneplan` command the wheel installs (tuneplan.launch.main).
 
 PyInstaller needs a script, not a console-scripts entry; this is that script and nothing else.
 """
 
 import sys
 
-from gui.launch import main
+from tuneplan.launch import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -4,7 +4,7 @@ what calibration makes of it (the real bands come from ``core.planner`` and chan
 ``install()`` wraps the planner where the CLI (``core.planner.plan.plan``, which the face's ``make_plan`` reads)
 and the window and report (``core.planner.analysis.plan``) call it;
 ``install(bands=False)`` takes every band away, for the "no range shown" side. A subprocess runs
-``python -c`` with ``SUBPROCESS`` (see tests/core/test_cli_ranges.py).
+``python -c`` with ``SUBPROCESS`` (see tests/cli/test_cli_ranges.py).
 """
 
 from __future__ import annotations
@@ -50,4 +50,4 @@ def install(monkeypatch: pytest.MonkeyPatch | None = None, bands: bool = True) -
 
 
 SUBPROCESS = ("import sys, tests.bands as b; b.install(bands=sys.argv[1] == 'bands'); "
-              "from core.cli.main import main; raise SystemExit(main(sys.argv[2:]))")
+              "from cli.main import main; raise SystemExit(main(sys.argv[2:]))")

@@ -1,6 +1,6 @@
-"""`python -m tuneplan`: the same as the `tuneplan` command (the window, or the command line with arguments).
+"""The application: `tuneplan` and `python -m tuneplan` (launch.py: the window, or the command line with arguments).
 
-The code lives in core (no Qt) and gui; this package only gives the module the name people type.
+The code lives in core (no Qt), gui (the window) and cli (the command line); this package decides which one runs.
 """
 
 from core import __version__

@@ -1,6 +1,6 @@
-"""`python -m tuneplan ARGS` runs what the `tuneplan` entry point runs (gui.launch.main)."""
+"""`python -m tuneplan ARGS` runs what the `tuneplan` entry point runs (tuneplan.launch.main)."""
 
-from gui.launch import main
+from tuneplan.launch import main
 
 if __name__ == "__main__":  # not when a tool walks the package
     raise SystemExit(main())

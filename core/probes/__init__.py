@@ -1,4 +1,4 @@
-"""The probing domain's one public face: what the window (gui/) and the command line (core/cli/) import.
+"""The probing domain's one public face: what the window (gui/) and the command line (cli/) import.
 
 The domain's rooms: transport/ (reaching a host: SSH, this machine, Slurm), run/ (a run's options, the runner, its
 events), checks/ (one module per probe), parsers/ (the tools' text output), evidence.py and samples.py (what a run

@@ -182,7 +182,7 @@ def test_the_planner_sees_64_gb_per_mi250x_device() -> None:
 
 
 def tuneplan(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, timeout=60,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, timeout=60,
                           cwd=ROOT)
 
 

@@ -398,7 +398,7 @@ def test_import_names_a_file_of_no_known_format(tmp_path: Path) -> None:
 def _cli(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(tmp_path / "config"),
             "XDG_DATA_HOME": str(tmp_path / "data"), "HOME": str(tmp_path), **env}
-    return subprocess.run([sys.executable, "-m", "core.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
                           env=full, cwd=ROOT, timeout=120)
 
 

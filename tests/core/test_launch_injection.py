@@ -211,7 +211,7 @@ def test_generated_names_stay_data_in_a_queued_pytorchjob(name: str, spot: bool,
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, timeout=120,
                           cwd=cwd, env=env)
 
 

@@ -235,7 +235,7 @@ def test_eager_scores_stay_s_squared_under_a_window() -> None:
 
 
 def test_catalog_models_lists_every_new_family() -> None:
-    proc = subprocess.run([sys.executable, "-m", "core.cli", "catalog", "models", "--json"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "cli", "catalog", "models", "--json"], capture_output=True,
                           text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     ids = {m["id"] for m in json.loads(proc.stdout)}
@@ -245,7 +245,7 @@ def test_catalog_models_lists_every_new_family() -> None:
                    "deepseek-r1-distill-llama-70b", "deepseek-v3", "phi-4-mini", "smollm2-135m", "smollm2-360m",
                    "smollm2-1.7b", "smollm3-3b", "granite-3.3-8b", "glm-4-9b-0414", "glm-4.5-air"):
         assert preset in ids
-    text = subprocess.run([sys.executable, "-m", "core.cli", "catalog", "models"], capture_output=True, text=True,
+    text = subprocess.run([sys.executable, "-m", "cli", "catalog", "models"], capture_output=True, text=True,
                           timeout=60, cwd=ROOT).stdout
     assert "meta-llama/Llama-4-Scout-17B-16E" in text and "zai-org/GLM-4.5-Air" in text
 

@@ -114,7 +114,7 @@ def test_the_window_s_request_refuses_a_decimal_comma_naming_the_field() -> None
     (["--model", "1,5B", "--tokens", "2e8"], "model.params"),
 ])
 def test_the_cli_refuses_a_decimal_comma_in_one_sentence(flags: list[str], field: str) -> None:
-    run = subprocess.run([sys.executable, "-m", "core.cli", "plan", *flags, "--gpu", "H100-SXM"], cwd=ROOT,
+    run = subprocess.run([sys.executable, "-m", "cli", "plan", *flags, "--gpu", "H100-SXM"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 1
     assert run.stdout == ""

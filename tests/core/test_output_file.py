@@ -2,7 +2,7 @@
 what is not a regular file, and takes the format from the suffix it was given.
 
 Real symlinks and FIFOs on the real file system: `tuneplan report -o`, `tuneplan probe-report -o`,
-`--install-desktop-entry` and the launch files are run as a user runs them (core.cli.main in-process; the
+`--install-desktop-entry` and the launch files are run as a user runs them (cli.main in-process; the
 PDFs themselves are checked in tests/gui/test_pdf_outputs.py, where the renderer is installed). A test that
 would hang on a named pipe (the old writers opened it and waited for a reader) has a timeout.
 """
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import desktop_entry
-from core.cli.common import CliError
-from core.cli.main import main
+from cli import desktop_entry
+from cli.common import CliError
+from cli.main import main
 from core.output_file import OutputError, format_of, write_file
-from core.probes.run.replay import replay_evidence, replay_scorecard
+from tests.replayed_run import replayed_run_file
 
 VICTIM = "the user's own file\n"
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
@@ -35,12 +35,7 @@ def _request(tmp_path: Path) -> str:
 
 
 def _run(tmp_path: Path) -> str:
-    evidence = replay_evidence()
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps({"host": "gpu-node-17", "started": "2026-03-02T14:05:00Z",
-                                "evidence": evidence.model_dump(mode="json"),
-                                "scorecard": replay_scorecard(evidence).model_dump(mode="json")}), encoding="utf-8")
-    return str(path)
+    return str(replayed_run_file(tmp_path))
 
 
 def _planted(tmp_path: Path, name: str) -> tuple[Path, Path]:

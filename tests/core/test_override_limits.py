@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from cli.main import main
 from core.catalog import CatalogError, load_catalog
-from core.cli.main import main
 
 H100 = {"provider": "lambda", "instance": "mine", "gpu": "H100-SXM", "pricing_model": "on_demand"}
 

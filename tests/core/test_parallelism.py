@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from cli.plan import render_plan
 from core.catalog import load_catalog
-from core.cli.plan import render_plan
 from core.planner.analysis import scaling
 from core.planner.choose import search
 from core.planner.model import activations, memory, states

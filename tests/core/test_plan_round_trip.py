@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from core.cli.main import main
+from cli.main import main
 from core.library.provenance import settings_in_effect
 from core.library.store import PlanStore, request_to_dict
 from core.planner.plan import PlanError, plan

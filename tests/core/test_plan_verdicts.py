@@ -28,7 +28,7 @@ NOT_FIT = ["plan", "--model", "1T", "--tokens", "2e8", "--method", "full", "--gp
 
 
 def tuneplan(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, timeout=120,
                           cwd=ROOT)
 
 

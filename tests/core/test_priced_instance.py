@@ -28,12 +28,12 @@ def test_an_aws_plan_names_the_instance_and_region_of_its_row() -> None:
     assert ("AWS", "p4de.24xlarge", "us-east-1") in OFFERS
     request = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "200M"}, "training": {"method": "lora"},
                "hardware": {"gpu": "A100-80GB-SXM", "gpus_per_node": 8}, "pricing": {"provider": "aws"}}
-    done = subprocess.run([sys.executable, "-m", "core.cli", "plan", "-", "--json"], input=json.dumps(request),
+    done = subprocess.run([sys.executable, "-m", "cli", "plan", "-", "--json"], input=json.dumps(request),
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     cost = json.loads(done.stdout)["cost"]
     assert (cost["instance"], cost["region"]) == ("p4de.24xlarge", "us-east-1")
-    text = subprocess.run([sys.executable, "-m", "core.cli", "plan", "-"], input=json.dumps(request),
+    text = subprocess.run([sys.executable, "-m", "cli", "plan", "-"], input=json.dumps(request),
                           capture_output=True, text=True, cwd=ROOT, timeout=120).stdout
     assert "Prices: AWS p4de.24xlarge in us-east-1 (on_demand)" in text
 
@@ -71,7 +71,7 @@ def test_every_shipped_row_is_dated_by_its_source_or_by_when_it_was_read() -> No
     assert all(p.fetched == read.group(1) for p in prices)
     undated = [p for p in prices if p.date is None]
     assert undated and all(p.seen == f"undated, read {read.group(1)}" for p in undated)
-    listed = subprocess.run([sys.executable, "-m", "core.cli", "catalog", "prices"], capture_output=True, text=True,
+    listed = subprocess.run([sys.executable, "-m", "cli", "catalog", "prices"], capture_output=True, text=True,
                             cwd=ROOT, timeout=120, env={**os.environ, "XDG_CONFIG_HOME": "/nonexistent",
                                                         "XDG_DATA_HOME": "/nonexistent"}).stdout
     body, _, footer = listed.partition("\n\n")

@@ -41,7 +41,7 @@ def planned(**sections: Any) -> PlanResult:
 def tuneplan(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI in a subprocess, with an empty config folder (no user price overrides)."""
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, timeout=120,
                           cwd=ROOT, env=env)
 
 

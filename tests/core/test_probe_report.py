@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main as cli
+from cli import main as cli
 from core.document import BarChart, LineChart, Table
 from core.probes.evidence import (
     BurnResult,
@@ -299,7 +299,7 @@ def test_probe_report_pdf_from_a_json_file(tmp_path, record):
     pdf = tmp_path / "report.pdf"
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "XDG_DATA_HOME": str(tmp_path / "data")}
-    code = ("import sys; from gui.launch import main; "
+    code = ("import sys; from tuneplan.launch import main; "
             f"raise SystemExit(main(['probe-report', {str(run)!r}, '-o', {str(pdf)!r}]))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=120)

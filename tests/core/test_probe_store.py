@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from core.cli.probe import parse_size
+from cli.probe import parse_size
 from core.probes.checks.collectives import live_row
 from core.probes.checks.distributed import consistency_problems, parse_sanity
 from core.probes.checks.facts import parse_facts

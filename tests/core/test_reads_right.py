@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from core.cli.main import main
-from core.cli.plan import candidates_block, render_plan
+from cli.main import main
+from cli.plan import candidates_block, render_plan
 from core.planner.analysis import analyse
 from core.planner.plan import plan
 from core.planner.report import _risks, build_report

@@ -163,7 +163,7 @@ def test_report_content_is_json_round_trippable(analysis):
 
 def test_core_report_modules_import_no_qt():
     code = ("import sys, core.document, core.planner.analysis, core.planner.report, core.library.store; "
-            "import core.cli.report; "
+            "import cli.report; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'gui', 'shiboken6')]; "
             "print(bad); raise SystemExit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2], capture_output=True,

@@ -6,7 +6,7 @@ well hold (each choice the schema names, small and boundary numbers) or a hostil
 a 2^31 integer, -0, a string with a newline or a terminal escape, a 5,000-character name, a list, an object),
 an inline config.json with its size keys broken the same way, or a config.json path that is no config (a
 folder, /dev/zero, a named pipe, a JSON list). The request is written to a file and planned by
-``core.cli.main.main`` in-process, as `tuneplan plan FILE --json` runs. What must hold for every one:
+``cli.main.main`` in-process, as `tuneplan plan FILE --json` runs. What must hold for every one:
 
 - exit code 0 with JSON on stdout and nothing on stderr (no NumPy warning either), or exit code 1 with one
   line on stderr and nothing on stdout; never an exception out of ``main``;
@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from core.cli.main import main
+from cli.main import main
 from core.planner.model.config_limits import LIMITS
 from core.planner.request import PlanRequest
 

@@ -2,7 +2,7 @@
 and what it allows, on one line, exit code 1: found by generating bad requests (tests/core/test_request_fuzz.py
 keeps generating them).
 
-The CLI runs in-process through its real entry point (``core.cli.main.main``), as `tuneplan plan FILE` would;
+The CLI runs in-process through its real entry point (``cli.main.main``), as `tuneplan plan FILE` would;
 the cases that could hang run in a child process with a timeout, so a regression fails instead of blocking."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from core.cli.main import main
+from cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000,
@@ -104,7 +104,7 @@ def test_a_config_json_larger_than_a_config_is_refused_unread(capsys: pytest.Cap
 
 
 def _plan_in_child(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "core.cli", "plan", *argv], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cli", "plan", *argv], cwd=ROOT, capture_output=True,
                           text=True, timeout=30)
 
 

@@ -1,13 +1,13 @@
 """A request number out of range is one sentence naming the field and both ends of its range; nan and infinity
 are said to be no numbers (pydantic's own words named one bound: `--epochs nan` said "less than or equal to
-1000"). Run through the real command line (core.cli.main) and the request model."""
+1000"). Run through the real command line (cli.main) and the request model."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from core.cli.main import main
+from cli.main import main
 from core.planner.request import PlanRequest
 from core.validation import validation_message
 

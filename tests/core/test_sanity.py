@@ -213,7 +213,7 @@ def test_the_text_output_json_and_report_carry_them(tmp_path):
     req.write_text(json.dumps({"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8},
                                "training": {"method": "lora"}, "hardware": {"gpu": "H100-SXM", "gpus_per_node": 16},
                                "pricing": {"provider": "lambda"}}))
-    cmd = [sys.executable, "-m", "core.cli", "plan", str(req)]
+    cmd = [sys.executable, "-m", "cli", "plan", str(req)]
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}  # no price overrides of the user's
     text = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True, env=env).stdout
     assert "\nCheck:\n" in text and "cannot be rented as planned" in text

@@ -76,7 +76,7 @@ def test_qwen3_moe_config_plans_with_its_published_counts() -> None:
 
 
 def test_plan_command_shows_the_notes() -> None:
-    done = subprocess.run([sys.executable, "-m", "core.cli", "plan", "--model", str(CONFIGS / "gemma-3-4b-it.json"),
+    done = subprocess.run([sys.executable, "-m", "cli", "plan", "--model", str(CONFIGS / "gemma-3-4b-it.json"),
                            "--tokens", "100M", "--gpu", "H100-SXM"], capture_output=True, text=True, cwd=ROOT,
                           timeout=120)
     assert done.returncode == 0, done.stderr

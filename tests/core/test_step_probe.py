@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from core.cli.main import main as cli_main
+from cli.main import main as cli_main
 from core.planner.request import PlanRequest
 from core.probes.apply import step_spec
 
@@ -138,7 +138,7 @@ def test_the_step_suite_without_a_plan_is_one_sentence_and_exit_2(tmp_path: Path
 
 def test_a_plan_joins_the_step_to_the_full_suite_and_is_refused_with_a_suite_without_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from core.cli.probe_step import options_step
+    from cli.probe_step import options_step
 
     values: dict[str, Any] = {"suite": "full"}
     options_step(values, str(write_plan(tmp_path)), None)

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.cli.main import main as cli_main
+from cli.main import main as cli_main
 from core.planner.request import PlanRequest
 from core.probes.apply import apply_to_plan, nothing_to_apply
 from core.probes.checks.base import ProbeFailed, ProbeSkipped

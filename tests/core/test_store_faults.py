@@ -271,7 +271,7 @@ def test_probe_report_of_a_run_in_a_moved_history_explains_it_cannot_be_read(tmp
     _damage_page_2(db)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     env.update(PYTHONPATH=str(ROOT), HOME=str(home), XDG_DATA_HOME=str(home / "data"))
-    first = subprocess.run([sys.executable, "-m", "gui.launch", "probe-report", str(run_id), "-o",
+    first = subprocess.run([sys.executable, "-m", "tuneplan", "probe-report", str(run_id), "-o",
                             str(tmp_path / "r.pdf")], capture_output=True, text=True, env=env, timeout=120,
                            check=False)
     moved = [p for p in db.parent.iterdir() if p.name.startswith("probes.db.damaged-")]
@@ -279,7 +279,7 @@ def test_probe_report_of_a_run_in_a_moved_history_explains_it_cannot_be_read(tmp
     assert first.returncode != 0 and "Traceback" not in first.stderr
     assert f"it was moved to {moved[0]}" in first.stderr  # the notice: where the damaged file went
     assert f"run {run_id} cannot be read" in first.stderr and moved[0].name in first.stderr.splitlines()[-1]
-    again = subprocess.run([sys.executable, "-m", "gui.launch", "probe-report", str(run_id), "-o",
+    again = subprocess.run([sys.executable, "-m", "tuneplan", "probe-report", str(run_id), "-o",
                             str(tmp_path / "r.pdf")], capture_output=True, text=True, env=env, timeout=120,
                            check=False)
     assert again.returncode != 0 and len(again.stderr.strip().splitlines()) == 1
@@ -373,7 +373,7 @@ def _probe_local(db: Path) -> list[str]:
 
 @needs_mount
 def test_probe_on_a_full_disk_runs_in_memory_and_prints_the_whole_run(tmp_path, capsys):
-    from core.cli.main import main as cli_main
+    from cli.main import main as cli_main
 
     with tmpfs(tmp_path / "mnt") as mnt:
         fill(mnt)
@@ -386,7 +386,7 @@ def test_probe_on_a_full_disk_runs_in_memory_and_prints_the_whole_run(tmp_path, 
 
 
 def test_probe_with_its_history_locked_mid_run_keeps_the_run_and_says_so(tmp_path, capsys):
-    from core.cli.main import main as cli_main
+    from cli.main import main as cli_main
 
     db = tmp_path / "probes.db"
     ProbeStore(db).close()
@@ -405,7 +405,7 @@ def test_probe_with_its_history_locked_mid_run_keeps_the_run_and_says_so(tmp_pat
 
 
 def test_probe_with_a_damaged_history_says_where_it_went(tmp_path, capsys):
-    from core.cli.main import main as cli_main
+    from cli.main import main as cli_main
 
     db = tmp_path / "probes.db"
     _history_with_one_run(db)
@@ -434,7 +434,7 @@ def test_probe_report_reads_a_read_only_history_and_writes_its_pdf_0600(tmp_path
     pdf = tmp_path / "report.pdf"
     with read_only_view(source, tmp_path / "ro") as ro:
         before = names(ro)
-        done = subprocess.run([sys.executable, "-m", "gui.launch", "probe-report", str(run_id), "--db",
+        done = subprocess.run([sys.executable, "-m", "tuneplan", "probe-report", str(run_id), "--db",
                                str(ro / "probes.db"), "-o", str(pdf)], capture_output=True, text=True, env=env,
                               timeout=120, check=False)
         assert done.returncode == 0, done.stderr

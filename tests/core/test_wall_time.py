@@ -70,13 +70,13 @@ def test_any_cadence_keeps_the_parts_whole(every: int, tokens: float, restart: f
 
 def test_the_time_line_names_every_part_and_json_carries_them() -> None:
     argv = ["plan", "--model", "llama-3.1-8b", "--tokens", "5e7", "--gpu", "H100-SXM", "--method", "full"]
-    text = subprocess.run([sys.executable, "-m", "core.cli", *argv], capture_output=True, text=True, cwd=ROOT,
+    text = subprocess.run([sys.executable, "-m", "cli", *argv], capture_output=True, text=True, cwd=ROOT,
                           timeout=120, check=True).stdout
     line = next(x for x in text.splitlines() if x.startswith("Parts "))
     for word in ("steps", "start-up", "evaluation none (assumptions.eval_every_steps 0)", "checkpoint writes",
                  "failures", "assumptions.restart_minutes 10"):
         assert word in line
-    data = json.loads(subprocess.run([sys.executable, "-m", "core.cli", *argv, "--json"], capture_output=True,
+    data = json.loads(subprocess.run([sys.executable, "-m", "cli", *argv, "--json"], capture_output=True,
                                      text=True, cwd=ROOT, timeout=120, check=True).stdout)
     assert sum(data["time"]["breakdown_s"].values()) == pytest.approx(data["time"]["hours"] * 3600, rel=1e-6)
     assert data["time"]["hours_range"]["sources"] >= 3

@@ -54,7 +54,7 @@ def frozen_today() -> Iterator[None]:
 
 def run_cli(argv: list[str]) -> str:
     """``tuneplan ARGV`` in-process: the exit code, stdout and stderr as one text."""
-    from core.cli.main import main
+    from cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), frozen_today():
@@ -120,7 +120,7 @@ def replayed_run(db: Path) -> tuple[Any, int]:
 
 def probe_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
     def run_document() -> str:
-        from core.cli.probe import render_scorecard
+        from cli.probe import render_scorecard
         from core.probes.output.run_json import run_json
 
         store, run_id = replayed_run(workdir / "probe_doc.db")

@@ -1,6 +1,6 @@
 """The CLI and the window accept the same values: what a person types in a field of the window and the same text
 after the matching `tuneplan plan` flag are judged by one path (PlanRequest), so both accept it, and then plan the
-same request, or both refuse it. Generated text, as people mistype numbers (tests/core/test_cli_flags.py has the
+same request, or both refuse it. Generated text, as people mistype numbers (tests/cli/test_cli_flags.py has the
 examples)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.cli.common import CliError
-from core.cli.main import build_parser
-from core.cli.plan_request import QUICK_FIELDS, build_request
+from cli.common import CliError
+from cli.main import build_parser
+from cli.plan_request import QUICK_FIELDS, build_request
 from gui.wizard.state import PlanState
 from gui.workers import InlineExecutor
 

@@ -165,7 +165,7 @@ def test_tuneplan_started_without_a_display_says_what_to_do_instead_of_aborting(
 
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env.update(HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
-    done = subprocess.run([sys.executable, "-m", "gui.launch"], cwd=Path(__file__).parents[2], env=env,
+    done = subprocess.run([sys.executable, "-m", "tuneplan"], cwd=Path(__file__).parents[2], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert done.stdout == ""

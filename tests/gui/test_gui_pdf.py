@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from core.cli import report as report_cli
 from core.units import fmt_hours, fmt_usd
-from gui.launch import main
+from tuneplan.launch import main
 
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2.0e8, "epochs": 1, "seq_len": 4096},
            "training": {"method": "lora", "lora_rank": 16},
@@ -162,22 +161,11 @@ def test_report_command_renders_headless(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
     out = tmp_path / "plan.pdf"
-    done = subprocess.run([sys.executable, "-m", "gui.launch", "report", str(req), "-o", str(out)], env=env,
+    done = subprocess.run([sys.executable, "-m", "tuneplan", "report", str(req), "-o", str(out)], env=env,
                           capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2])
     assert done.returncode == 0, done.stderr
     assert out.read_bytes().startswith(b"%PDF")
     assert "pages" in done.stderr
-
-
-def test_report_without_a_renderer_says_so(tmp_path: Path, capsys):
-    from core.cli.main import main as core_main
-
-    req = tmp_path / "request.json"
-    req.write_text(json.dumps(REQUEST))
-    report_cli.set_renderer(None)
-    assert core_main(["report", str(req), "-o", str(tmp_path / "x.pdf")]) == 1
-    assert "needs PySide6" in capsys.readouterr().err
-    assert not (tmp_path / "x.pdf").exists()
 
 
 def test_pdf_renders_off_the_gui_thread(qtbot, tmp_path: Path):

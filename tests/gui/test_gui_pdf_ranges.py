@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from core.units import fmt_hours, fmt_hours_range, fmt_usd, fmt_usd_range
-from gui.launch import main
 from tests import bands as B
 from tests.gui.test_gui_pdf import REQUEST, text_of
+from tuneplan.launch import main
 
 
 def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bands: bool) -> tuple[str, dict]:

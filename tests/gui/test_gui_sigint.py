@@ -16,7 +16,7 @@ def _start(home: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "PYTHONWARNINGS", "DISPLAY")}
     env.update(PYTHONPATH=str(ROOT), HOME=str(home), XDG_DATA_HOME=str(home / "data"),
                XDG_CONFIG_HOME=str(home / "config"), QT_QPA_PLATFORM="offscreen")
-    return subprocess.Popen([sys.executable, "-m", "gui.launch"], env=env, stdin=subprocess.DEVNULL,
+    return subprocess.Popen([sys.executable, "-m", "tuneplan"], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -1,7 +1,7 @@
 """The PDF reports go through the one writer too: `tuneplan report -o` and `tuneplan probe-report -o` given a
 name where a symlink was planted replace the link with the PDF (read back with pypdf) and leave its target
 as it was; the probe report is its owner's alone (0600). Run as the `tuneplan` entry point runs them
-(gui.launch.main installs the Qt renderer)."""
+(tuneplan.launch.main; the command line draws with gui.pdf)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from pypdf import PdfReader
 
 from core.probes.run.replay import replay_evidence, replay_scorecard
-from gui.launch import main
+from tuneplan.launch import main
 
 VICTIM = "the user's own file\n"
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},

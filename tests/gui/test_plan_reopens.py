@@ -14,7 +14,7 @@ import json
 
 from PySide6.QtWidgets import QWizard
 
-from core.cli.main import main
+from cli.main import main
 from core.library.store import PlanStore
 from core.planner.plan import plan
 from core.planner.request import PlanRequest

@@ -46,7 +46,7 @@ def test_the_add_host_dialog_shows_no_error_before_anything_is_typed(qtbot, prob
 
 def test_a_port_field_that_disagrees_with_the_target_s_port_is_said_before_saving(qtbot, probe_store, tmp_path):
     """The form's Port beside a target that names another port: the sentence the command line gives for
-    --port beside such a target (tests/core/test_cli_probe.py), shown as the user types, never one dropped."""
+    --port beside such a target (tests/cli/test_cli_probe.py), shown as the user types, never one dropped."""
     pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner())
     dialog = open_add_dialog(qtbot, pane)
     save = dialog.buttons.button(QDialogButtonBox.StandardButton.Save)

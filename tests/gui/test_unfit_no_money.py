@@ -12,8 +12,8 @@ from pypdf import PdfReader
 from PySide6.QtCore import QModelIndex
 from PySide6.QtWidgets import QAbstractItemView, QLabel, QWidget
 
-from gui.launch import main
 from tests.gui.test_gui_pages_answers import go_to, open_request
+from tuneplan.launch import main
 
 # The reproduction: 1T parameters, full fine-tune, one 24 GB RTX 4090 (marketplace-priced, sold at $1,599).
 UNFIT = {"model": {"params": "1T"}, "data": {"tokens": 2e8}, "training": {"method": "full"},

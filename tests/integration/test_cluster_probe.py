@@ -68,8 +68,8 @@ def cli_args(cluster: NetnsCluster, db: Path, *more: str) -> list[str]:
 
 
 def start_cli(args: list[str]) -> subprocess.Popen[str]:
-    """`python -m core.cli probe ...` as a terminal would start it (its own process, its own signals)."""
-    return subprocess.Popen([sys.executable, "-m", "core.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
+    """`python -m cli probe ...` as a terminal would start it (its own process, its own signals)."""
+    return subprocess.Popen([sys.executable, "-m", "cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT), "SSH_AUTH_SOCK": ""})
 

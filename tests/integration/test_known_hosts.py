@@ -102,7 +102,7 @@ def test_a_revoked_host_key_is_refused_with_a_sentence(make_ssh_transport, sshd:
 def _tuneplan(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "PYTHONWARNINGS")}
     env.update(PYTHONPATH=str(ROOT), HOME=str(home), XDG_DATA_HOME=str(home / "data"))
-    return subprocess.run([sys.executable, "-m", "gui.launch", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "tuneplan", *args], capture_output=True, text=True, env=env,
                           stdin=subprocess.DEVNULL, timeout=180, check=False)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from core.cli.main import main as cli_main
+from cli.main import main as cli_main
 from core.probes.evidence import ProbeStatus, Verdict
 from core.probes.history import ledger
 from core.probes.history.records import StoredRun
@@ -258,7 +258,7 @@ def test_a_killed_client_leaves_a_run_the_next_start_marks_interrupted_and_sweep
     # "no NVIDIA GPU found" does not decide the verdict
     args = probe_args(sshd, ssh_trusted_known_hosts, db, "--suite", "compute,storage", "--data-path", str(data),
                       "--fio-size", "16M", "--fio-runtime", "30")
-    client = subprocess.Popen([sys.executable, "-m", "core.cli", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+    client = subprocess.Popen([sys.executable, "-m", "cli", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         first_point(db, "fio_read", alive=lambda: client.poll() is None)

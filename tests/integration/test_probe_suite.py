@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from core.cli.main import main as cli_main
+from cli.main import main as cli_main
 from core.probes.evidence import ProbeStatus, Verdict
 from core.probes.history.store import ProbeStore
 from core.probes.run.events import (

@@ -38,8 +38,8 @@ _accounts = itertools.count()
 
 
 def run_cli(*args: str, within_s: float = 180.0, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    """`python -m core.cli ...` in a process of its own, as from a terminal with no SSH agent."""
-    proc = subprocess.run([sys.executable, "-m", "core.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    """`python -m cli ...` in a process of its own, as from a terminal with no SSH agent."""
+    proc = subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=within_s, env={**os.environ, "PYTHONPATH": str(ROOT), "SSH_AUTH_SOCK": "",
                                                  **(env or {})})
     return proc.returncode, proc.stdout, proc.stderr

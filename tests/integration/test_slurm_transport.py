@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli.main import main as cli_main
+from cli.main import main as cli_main
 from core.probes.cluster.run import ClusterNode, run_cluster
 from core.probes.history.store import ProbeStore
 from core.probes.run.options import RunOptions

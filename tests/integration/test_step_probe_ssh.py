@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli.main import main as cli_main
+from cli.main import main as cli_main
 from core.probes.evidence import ProbeStatus, Verdict
 
 try:

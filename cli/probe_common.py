@@ -1,6 +1,6 @@
 """What the probe commands share: exit codes, connecting to a host, progress lines, Ctrl-C, the scorecard's text.
 
-`tuneplan probe` (core/cli/probe.py) runs one host; a cluster run (probe_cluster.py) and a Slurm allocation
+`tuneplan probe` (cli/probe.py) runs one host; a cluster run (probe_cluster.py) and a Slurm allocation
 (probe_slurm.py) run several with the same connection, progress, cancel and output. They live here so that the
 three commands import this module rather than each other.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
-from core.cli.common import EXIT_ERROR, EXIT_USAGE
-from core.cli.table import table
+from cli.common import EXIT_ERROR, EXIT_USAGE
+from cli.table import table
 
 if TYPE_CHECKING:  # the probe modules load when a probe runs, not when `tuneplan plan` builds its parser
     from core.probes import ProbeStore, StoredRun

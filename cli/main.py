@@ -12,9 +12,9 @@ import os
 import sys
 from collections.abc import Sequence
 
+from cli import catalog, desktop_entry, launch, library, plan, probe, probe_report, report, schema
+from cli.common import EXIT_ERROR, EXIT_USAGE, CliError
 from core import __version__
-from core.cli import catalog, desktop_entry, launch, library, plan, probe, probe_report, report, schema
-from core.cli.common import EXIT_ERROR, EXIT_USAGE, CliError
 from core.validation import one_sentence
 
 
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def process_main(argv: Sequence[str] | None = None) -> int:
-    """`main` as a new process's whole life (`tuneplan ARGS`, `python -m core.cli ARGS`), which may set what only
+    """`main` as a new process's whole life (`tuneplan ARGS`, `python -m cli ARGS`), which may set what only
     a process's start can: no command but the probe does more than small element-wise NumPy work, so NumPy's
     BLAS need not start a thread per core (threads that spin at start-up and take the CPU from the command: about
     100 ms of CPU of every `tuneplan plan` on a 2-core machine, docs/performance.md). The probe keeps every core
@@ -71,7 +71,7 @@ def process_main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run the importable module, not __main__, so that sys.modules holds one core.cli.main.
-    from core.cli.main import process_main
+    # Run the importable module, not __main__, so that sys.modules holds one cli.main.
+    from cli.main import process_main
 
     raise SystemExit(process_main())

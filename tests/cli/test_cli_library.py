@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.cli.main import main
+from cli.main import main
 from core.library.store import PlanStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def tuneplan(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "XDG_DATA_HOME": str(home / "data"), "XDG_CONFIG_HOME": str(home / "config"),
            "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, env=env,
                           cwd=ROOT, timeout=120, check=False)
 
 

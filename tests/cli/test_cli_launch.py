@@ -15,7 +15,7 @@ ROOT = Path(__file__).parents[2]
 
 
 def tuneplan(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, timeout=120,
                           cwd=ROOT)
 
 
@@ -48,7 +48,7 @@ def test_a_setting_the_format_cannot_express_is_one_sentence_and_exit_1(tmp_path
 
 
 def test_the_command_line_offers_every_format() -> None:
-    from core.cli.launch import FORMAT_NAMES
+    from cli.launch import FORMAT_NAMES
     from core.launch import FORMATS
 
     assert tuple(FORMATS) == FORMAT_NAMES

@@ -34,7 +34,7 @@ EXAMPLE = {
 
 def tuneplan(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "core.cli", *args],
+        [sys.executable, "-m", "cli", *args],
         capture_output=True,
         text=True,
         input=stdin,
@@ -161,7 +161,7 @@ def test_catalog_lists(what: str) -> None:
 
 def test_one_table_writer_lays_out_figures_and_text() -> None:
     """Plan and catalog tables right-align figures; the scorecard left-aligns words and cuts long cells."""
-    from core.cli.table import table
+    from cli.table import table
 
     assert table([("weights", "16 GB"), ("total", "9 GB")]) == "weights  16 GB\ntotal     9 GB"
     assert table([("a", "1")], header=("name", "n")) == "name  n\n----  -\na     1"
@@ -188,7 +188,7 @@ def test_plan_loads_no_probe_module() -> None:
     probe modules (SSH, the store, the scorecards) were 345 ms of its 408 ms imports."""
     code = (
         "import contextlib, io, sys\n"
-        "from core.cli.main import main\n"
+        "from cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    code = main(['plan', '--model', 'qwen2.5-7b', '--tokens', '1e9', '--method', 'full', '--json'])\n"
         "print(code, sorted(m for m in sys.modules if m.startswith(('core.probes', 'paramiko', 'sqlite_utils'))))\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli.desktop_entry import exec_line
+from cli.desktop_entry import exec_line
 
 ROOT = Path(__file__).resolve().parents[2]
 

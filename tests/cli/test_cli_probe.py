@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli.main import main as cli_main
+from cli.main import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_gpu_less_host = pytest.mark.skipif(shutil.which("nvidia-smi") is not None,
@@ -81,7 +81,7 @@ def run_tuneplan(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     """`tuneplan ARGS` in a process of its own, as from a shell: what it writes to the terminal is all there is."""
     env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "PYTHONWARNINGS")}
     env.update(PYTHONPATH=str(ROOT), HOME=str(home), XDG_DATA_HOME=str(home / "data"))
-    return subprocess.run([sys.executable, "-m", "gui.launch", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "tuneplan", *args], capture_output=True, text=True, env=env,
                           stdin=subprocess.DEVNULL, timeout=120, check=False)
 
 
@@ -133,7 +133,7 @@ def test_a_port_given_twice_that_disagrees_is_refused_as_the_window_refuses_it(t
     ("80GiB", 80 * 2**30), ("80Gi", 80 * 2**30), ("1048576", 2**20),
 ])
 def test_fio_size_reads_sizes_as_every_field_does(text: str, size: int) -> None:
-    from core.cli.probe import parse_size
+    from cli.probe import parse_size
 
     assert parse_size(text) == size
 
@@ -144,7 +144,7 @@ def test_fio_size_reads_sizes_as_every_field_does(text: str, size: int) -> None:
     ("lots", "--fio-size: 'lots' is not a size"),
 ])
 def test_fio_size_refuses_bits_and_too_small_in_one_sentence(text: str, words: str) -> None:
-    from core.cli import probe
+    from cli import probe
 
     with pytest.raises(probe.ProbeExit) as caught:
         probe.parse_size(text)

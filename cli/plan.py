@@ -1,6 +1,6 @@
 """`tuneplan plan REQUEST.json|--model ...`: build a plan request from a file or quick flags, plan it, print it.
 
-The request building (``core.cli.plan_request``) is shared with `tuneplan report`, `tuneplan launch` and the step
+The request building (``cli.plan_request``) is shared with `tuneplan report`, `tuneplan launch` and the step
 probe; the text rendering is the human
 summary of a ``PlanResult``, and ``--json`` prints the result itself.
 """
@@ -12,14 +12,14 @@ import math
 import textwrap
 from typing import Any
 
-from core.cli.common import CliError, add_command
-from core.cli.plan_request import build_request
-from core.cli.table import table
+from cli.common import CliError, add_command
+from cli.plan_request import build_request
+from cli.table import table
 from core.units import fmt_bytes, fmt_count, fmt_gpu_hours, fmt_hours, fmt_usd
 
 
 def register(subparsers: Any) -> None:
-    """Add the `plan` subcommand (called by core.cli.main)."""
+    """Add the `plan` subcommand (called by cli.main)."""
     p = add_command(subparsers, "plan", help="plan a fine-tuning run from REQUEST.json or quick flags", examples=(
         "tuneplan plan --model llama-3.1-8b --tokens 200M --method qlora",
         "tuneplan plan --model config.json --tokens 1B --gpu H100-SXM --gpus 8 --method full",
@@ -52,7 +52,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     request = build_request(args)
     applied: list[str] = []
     if getattr(args, "probe_run", None):
-        from core.cli.probe_step import applied_request
+        from cli.probe_step import applied_request
 
         request, applied = applied_request(request, args.probe_run, args.db)
     try:

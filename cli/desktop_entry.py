@@ -16,7 +16,7 @@ from pathlib import Path
 
 import platformdirs
 
-from core.cli.common import CliError
+from cli.common import CliError
 from core.output_file import OutputError, write_file
 from core.resources import resource_path
 from core.validation import printable
@@ -27,7 +27,7 @@ _RESERVED = re.compile(r'[\s"\'\\><~|&;$*?#()`]')  # characters that need quotin
 
 
 def add_argument(parser: argparse.ArgumentParser) -> None:
-    """The top-level flag (called by core.cli.main.build_parser)."""
+    """The top-level flag (called by cli.main.build_parser)."""
     parser.add_argument("--install-desktop-entry", action="store_true",
                         help="add tuneplan to this user's application menu (Linux desktops: the .desktop file, "
                              "icons and AppStream metainfo under ~/.local/share) and exit")

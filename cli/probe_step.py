@@ -1,7 +1,7 @@
 """The step probe on the command line: the layer taken from ``--plan REQUEST.json``, the lines the probe prints
 about it, and `tuneplan plan REQUEST.json --probe-run RUN` (a run's measurements applied to a plan).
 
-Kept apart from core.cli.probe so that the probe command's own wiring stays small: `options_step` turns the plan
+Kept apart from cli.probe so that the probe command's own wiring stays small: `options_step` turns the plan
 into the `StepSpec` the run carries (and adds ``step`` to the full suite), `step_lines` says what was measured
 and how it compares with the plan.
 """
@@ -12,13 +12,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.cli.common import CliError
+from cli.common import CliError
 from core.validation import validation_message
 
 
 def read_plan_request(path: str) -> Any:
     """The PlanRequest in a request file; CliError with one sentence naming the file and the field."""
-    from core.cli.plan_request import load_request
+    from cli.plan_request import load_request
     from core.planner import PlanRequest
 
     try:
@@ -85,7 +85,7 @@ def step_lines(doc: dict[str, Any]) -> list[str]:
 
 def applied_request(request: Any, run: str, db: str | None) -> tuple[Any, list[str]]:
     """The request with probe run RUN's measurements applied (`tuneplan plan … --probe-run RUN`), and the notes."""
-    from core.cli.probe_report import load_record
+    from cli.probe_report import load_record
     from core.probes import apply_to_plan
 
     record = load_record(run, db)

@@ -1,8 +1,8 @@
 """A plan request from `tuneplan plan`'s quick flags or from a request file, each fault in one sentence.
 
-`tuneplan plan`, `tuneplan report`, `tuneplan launch` and the step probe (``core.cli.probe_step``) all read a
+`tuneplan plan`, `tuneplan report`, `tuneplan launch` and the step probe (``cli.probe_step``) all read a
 request the same way. It lives apart from the plan command so that the commands share it without importing each
-other (the plan command applies a probe run through ``core.cli.probe_step``, which reads a request itself).
+other (the plan command applies a probe run through ``cli.probe_step``, which reads a request itself).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.cli.common import CliError, read_json
+from cli.common import CliError, read_json
 from core.units import parse_count
 from core.validation import validation_message
 

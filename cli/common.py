@@ -1,6 +1,6 @@
 """What every `tuneplan` command shares: the user-error exception and reading a JSON file named on the line.
 
-A command raises :class:`CliError` with one sentence; ``core.cli.main`` prints it on stderr and exits with 1.
+A command raises :class:`CliError` with one sentence; ``cli.main`` prints it on stderr and exits with 1.
 """
 
 from __future__ import annotations

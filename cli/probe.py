@@ -19,8 +19,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import EXIT_ERROR, EXIT_USAGE, CliError, add_command
-from core.cli.probe_common import (
+from cli.common import EXIT_ERROR, EXIT_USAGE, CliError, add_command
+from cli.probe_common import (
     EXIT_CANCELLED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -32,8 +32,8 @@ from core.cli.probe_common import (
     render_scorecard,
     sigint_cancels,
 )
-from core.cli.probe_slurm import add_arguments as add_slurm_arguments
-from core.cli.probe_step import options_step, step_lines
+from cli.probe_slurm import add_arguments as add_slurm_arguments
+from cli.probe_step import options_step, step_lines
 from core.units import parse_bytes
 
 if TYPE_CHECKING:  # the probe modules load when a probe runs, not when `tuneplan plan` builds its parser
@@ -46,7 +46,7 @@ saved, verdict at best INCOMPLETE), 130 cancelled"""
 
 
 def register(subparsers: Any) -> None:
-    """Add `probe` to the `tuneplan` command line (called by core.cli.main)."""
+    """Add `probe` to the `tuneplan` command line (called by cli.main)."""
     p = add_command(
         subparsers, "probe", help="probe a GPU box over SSH (or this machine) and print its readiness scorecard",
         description="Run a probe suite on TARGET ([user@]host[:port] or an ~/.ssh/config alias), on several "
@@ -182,7 +182,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from core.cli.probe_slurm import check_slurm_flags, probe_slurm
+    from cli.probe_slurm import check_slurm_flags, probe_slurm
     from core.probes import ProbeStore, run_json, run_suite
 
     if args.slurm is not None:
@@ -193,7 +193,7 @@ def _probe(args: argparse.Namespace) -> int:
                     if args.local else "probe needs a TARGET ([user@]host[:port] or an ssh alias) or --local")
     options = _options(args)
     if len(args.targets) > 1:
-        from core.cli.probe_cluster import probe_cluster
+        from cli.probe_cluster import probe_cluster
 
         return probe_cluster(args, options)
     store = ProbeStore.open_or_memory(Path(args.db).expanduser() if args.db else None)

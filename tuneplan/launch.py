@@ -1,6 +1,7 @@
-"""The `tuneplan` command: the window without arguments, the CLI (core.cli.main) with them.
+"""The `tuneplan` command: the window (gui/) without arguments, the command line (cli/) with them.
 
-It lives in gui/ because core must never import Qt or gui; a headless install still gets the CLI.
+It lives in the application package, above both: the window and the command line never import each other's
+entry, core imports neither, and a headless install still gets the command line.
 """
 
 from __future__ import annotations
@@ -8,20 +9,17 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
-from core.cli.common import EXIT_ERROR
+from cli.common import EXIT_ERROR
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line is imported only when there are arguments: the window should not pay for it."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args:
-        from core.cli import main as cli
-        from core.cli import report as report_cli
+        from cli.main import process_main
 
-        report_cli.set_renderer(_render_pdf)
-        return cli.process_main(args)
+        return process_main(args)
     broken = missing_resources()
     if broken is not None:
         print(broken, file=sys.stderr)
@@ -65,13 +63,6 @@ def no_display() -> str | None:
     return ("tuneplan: there is no display to open the window on (DISPLAY and WAYLAND_DISPLAY are not set); use "
             "the command line instead (`tuneplan --help`, e.g. `tuneplan plan --help`), or set "
             "QT_QPA_PLATFORM=offscreen to run the window without a screen")
-
-
-def _render_pdf(report: Any) -> tuple[bytes, int]:
-    """`tuneplan report`: Qt is imported only when a PDF is drawn, so other commands start fast."""
-    from gui.pdf import render_headless
-
-    return render_headless(report)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import CliError, add_command
-from core.cli.table import table
+from cli.common import CliError, add_command
+from cli.table import table
 from core.units import fmt_hours, fmt_usd
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: Any) -> None:
-    """Add the `library` subcommand and its actions (called by core.cli.main)."""
+    """Add the `library` subcommand and its actions (called by cli.main)."""
     p = add_command(subparsers, "library", help="list, show, export, import or delete the plans saved in the window",
                     examples=("tuneplan library list",
                               "tuneplan library show 3",
@@ -125,7 +125,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                            "not planned; `tuneplan library export` its request and `tuneplan plan` it")
         print(result.model_dump_json(indent=2))
         return 0
-    from core.cli.plan import render_plan
+    from cli.plan import render_plan
 
     print(f"Plan {record.id} “{record.name}”, saved {record.created.replace('T', ' ')}, "
           f"changed {record.updated.replace('T', ' ')}")

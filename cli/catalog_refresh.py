@@ -12,8 +12,8 @@ import argparse
 import dataclasses
 import json
 
+from cli.common import CliError
 from core.catalog import REFRESH_SOURCES, CatalogError, RefreshReport, import_file, refresh_prices
-from core.cli.common import CliError
 
 
 def _clouds(text: str | None) -> list[str] | None:

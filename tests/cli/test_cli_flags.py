@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from core.cli.common import CliError
-from core.cli.main import build_parser, main
-from core.cli.plan_request import QUICK_FIELDS, build_request
+from cli.common import CliError
+from cli.main import build_parser, main
+from cli.plan_request import QUICK_FIELDS, build_request
 
 BASE = ["plan", "--model", "llama-3.1-8b", "--tokens", "2e8"]
 

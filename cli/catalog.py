@@ -1,6 +1,6 @@
 """`tuneplan catalog gpus|models|prices [--json]`: list the shipped catalog as a table or as JSON.
 
-`catalog refresh` and `catalog import FILE` (prices from public catalogs) live in core.cli.catalog_refresh.
+`catalog refresh` and `catalog import FILE` (prices from public catalogs) live in cli.catalog_refresh.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from core.cli.common import add_command
-from core.cli.table import table
+from cli.common import add_command
+from cli.table import table
 from core.units import fmt_count, fmt_usd
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ SHOWN_FIGURES = ("memory_bytes", "memory_bandwidth_gbs", "bf16_tflops", "fp16_tf
 
 
 def register(subparsers: Any) -> None:
-    """Add the `catalog` subcommand (called by core.cli.main)."""
+    """Add the `catalog` subcommand (called by cli.main)."""
     c = add_command(subparsers, "catalog", help="list the catalog; refresh or import prices from public catalogs",
                     examples=("tuneplan catalog prices",
                               "tuneplan catalog refresh --source skypilot --cloud runpod,lambda",
@@ -41,9 +41,9 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
+    from cli import catalog_refresh
+    from cli.common import CliError
     from core.catalog import load_catalog
-    from core.cli import catalog_refresh
-    from core.cli.common import CliError
 
     if args.what == "refresh":
         return catalog_refresh.cmd_refresh(args)

@@ -2,7 +2,7 @@
 
 RUN is a run id from the probe history (``core.probes.history.store``) or the path of a run JSON file (what
 `tuneplan probe --json` prints, or the GUI's JSON export). The content comes from ``core.probes.output.report``; the
-drawing function is the one ``gui.launch`` installs in ``core.cli.report`` for `tuneplan report`, so both PDFs
+drawing function is the one `tuneplan report` uses (``cli.report.require_renderer``), so both PDFs
 look the same and core never imports Qt.
 """
 
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import CliError, add_command, read_json
+from cli.common import CliError, add_command, read_json
 
 if TYPE_CHECKING:  # the report modules load when this command runs, not with every command's parser
     from core.probes import ProbeRunRecord
@@ -77,7 +77,7 @@ def _from_store(run_id: int, db: str | None) -> ProbeRunRecord:
 
 
 def cmd_probe_report(args: argparse.Namespace) -> int:
-    from core.cli import report as report_cli
+    from cli import report as report_cli
     from core.probes import build_probe_report
 
     if args.output is not None:
@@ -96,7 +96,7 @@ def cmd_probe_report(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add the `probe-report` subcommand (called by core.cli.main)."""
+    """Add the `probe-report` subcommand (called by cli.main)."""
     p = add_command(subparsers, "probe-report", help="write the readiness report of a probe run (PDF or JSON)",
                     examples=("tuneplan probe-report 12 -o box.pdf   # run 12 of the probe history",
                               "tuneplan probe-report run.json --json"))

@@ -1,7 +1,7 @@
 """`tuneplan schema`: the plan request's JSON Schema, generated from the pydantic models (core.planner.request).
 
 docs/request.schema.json is this output, kept in the repository so that an editor can validate and complete a
-request file that names it in its "$schema" key; tests/core/test_cli_schema.py checks that the two agree.
+request file that names it in its "$schema" key; tests/cli/test_cli_conventions.py checks that the two agree.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import Any
 
-from core.cli.common import add_command
+from cli.common import add_command
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"  # what pydantic generates
 
@@ -29,7 +29,7 @@ def schema_text() -> str:
 
 
 def register(subparsers: Any) -> None:
-    """Add the `schema` subcommand (called by core.cli.main)."""
+    """Add the `schema` subcommand (called by cli.main)."""
     p = add_command(subparsers, "schema", help="print the plan request's JSON Schema (docs/request.schema.json)",
                     examples=("tuneplan schema > request.schema.json",
                               'tuneplan schema | jq \'.properties | keys\'   # the request\'s sections'))

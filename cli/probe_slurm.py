@@ -2,7 +2,7 @@
 
 tuneplan connects to the login node only (SSH with the same host-key rules as any target, or this machine with
 ``--local``), asks Slurm for N nodes (core.probes.transport.slurm.SlurmAllocation), and runs the cluster probe
-(core.cli.probe_cluster.run_and_report) on them, each compute node reached through ``srun`` steps: no SSH to a
+(cli.probe_cluster.run_and_report) on them, each compute node reached through ``srun`` steps: no SSH to a
 compute node is needed. The allocation is cancelled on the way out whatever happened (completed, failed, Ctrl-C),
 which ends every step still running on every node. Exit codes as for a cluster of hosts; a Slurm that refuses
 the allocation (no Slurm, unknown partition, too few nodes, the queue wait too long) is exit 1 with one sentence.
@@ -15,8 +15,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import EXIT_ERROR, EXIT_USAGE
-from core.cli.probe_common import EXIT_CANCELLED, ProbeExit, connect, sigint_cancels
+from cli.common import EXIT_ERROR, EXIT_USAGE
+from cli.probe_common import EXIT_CANCELLED, ProbeExit, connect, sigint_cancels
 
 if TYPE_CHECKING:  # loaded when a Slurm probe runs: `tuneplan plan` builds the probe parser without them
     from core.probes import RunOptions
@@ -26,7 +26,7 @@ DEFAULT_TIME_LIMIT_MIN = 60
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The Slurm flags of `tuneplan probe` (called from core.cli.probe.register)."""
+    """The Slurm flags of `tuneplan probe` (called from cli.probe.register)."""
     p.add_argument("--slurm", nargs="?", const="", default=None, metavar="LOGIN",
                    help="probe a Slurm allocation as one cluster: connect to the login node LOGIN "
                         "([user@]host[:port] or an ssh alias; with --local, this machine), allocate --nodes nodes "
@@ -75,7 +75,7 @@ def check_slurm_flags(args: argparse.Namespace) -> None:
 
 def probe_slurm(args: argparse.Namespace, options: RunOptions) -> int:
     """Connect to the login node, allocate, run the cluster probe on the allocation, release it."""
-    from core.cli.probe_cluster import open_history, run_and_report
+    from cli.probe_cluster import open_history, run_and_report
     from core.probes import AllocationCancelled, ClusterNode, SlurmAllocation, SlurmError
 
     check_slurm_flags(args)

@@ -18,17 +18,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.cli.common import EXIT_ERROR, CliError, add_command
-from core.cli.plan_request import load_request
+from cli.common import EXIT_ERROR, CliError, add_command
+from cli.plan_request import load_request
 from core.validation import validation_message
 
 # core.launch.FORMATS' names, spelt here so that building the parser imports no planner (every `tuneplan` call
-# builds it); tests/core/test_cli_launch.py checks that the two agree.
+# builds it); tests/cli/test_cli_launch.py checks that the two agree.
 FORMAT_NAMES = ("deepspeed", "accelerate", "torchrun", "slurm", "skypilot", "axolotl", "torchtune", "kubernetes")
 
 
 def register(subparsers: Any) -> None:
-    """Add the `launch` subcommand (called by core.cli.main)."""
+    """Add the `launch` subcommand (called by cli.main)."""
     p = add_command(subparsers, "launch", help="write the launch files (DeepSpeed, accelerate, Slurm, ...) of a plan",
                     examples=("tuneplan launch request.json --format all -o run/",
                               "tuneplan launch request.json --format kubernetes --name llama-qlora -o k8s/",

@@ -1,8 +1,9 @@
 """`tuneplan report REQUEST.json -o plan.pdf`: plan a request and write its PDF report, with no window.
 
-The content comes from ``core.planner.report``; only the drawing needs Qt, and core never imports Qt or gui. So the
-drawing function is handed in by the `tuneplan` entry point (``gui.launch`` calls :func:`set_renderer`); a
-headless install without PySide6 still has every other command and gets a clear message here.
+The content comes from ``core.planner``'s face; only the drawing needs Qt. The command line sits beside the
+window, so it draws with the window's own PDF writer (``gui.pdf.render_headless``), imported inside the function
+that needs it: every other command starts without Qt, and a headless install without PySide6 still has every
+other command and gets one clear sentence here.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import CliError, add_command
-from core.cli.plan_request import build_request
+from cli.common import CliError, add_command
+from cli.plan_request import build_request
 from core.output_file import OutputError, format_of, write_file
 
 if TYPE_CHECKING:  # the document model loads with the report it draws, not with every command's parser
@@ -23,21 +24,17 @@ if TYPE_CHECKING:  # the document model loads with the report it draws, not with
 
 Renderer = Callable[["Report"], tuple[bytes, int]]  # the PDF's bytes and its page count
 FORMATS = {".pdf": "pdf", ".json": "json"}  # -o's suffix chooses what is written
-_renderer: Renderer | None = None
-
-
-def set_renderer(renderer: Renderer | None) -> None:
-    """Install the function that draws a Report as a PDF (its bytes) and returns them with its page count."""
-    global _renderer
-    _renderer = renderer
 
 
 def require_renderer(alternative: str = "") -> Renderer:
-    """The installed PDF drawing function; a headless install gets one sentence saying what to do instead."""
-    if _renderer is None:
+    """The window's PDF drawing function, imported only now (Qt loads with it); a headless install without
+    PySide6 (or without Qt's libraries) gets one sentence saying what to do instead."""
+    try:
+        from gui.pdf import render_headless
+    except ImportError:
         raise CliError("the PDF renderer is not available (it needs PySide6); run the `tuneplan` command of a "
-                       "full install" + alternative)
-    return _renderer
+                       "full install" + alternative) from None
+    return render_headless
 
 
 def output_format(output: str) -> str:
@@ -84,7 +81,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add the `report` subcommand (called by core.cli.main)."""
+    """Add the `report` subcommand (called by cli.main)."""
     p = add_command(subparsers, "report", help="plan REQUEST.json and write a PDF report",
                     examples=("tuneplan report request.json -o plan.pdf",
                               "tuneplan report - -o plan.pdf < request.json"))

@@ -17,14 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.cli.main import build_parser
-from core.cli.schema import request_schema, schema_text
+from cli.main import build_parser
+from cli.schema import request_schema, schema_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = ROOT / "docs" / "request.schema.json"
 
 
-def run(*args: str, module: str = "core.cli", stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(*args: str, module: str = "cli", stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": "/nonexistent", "XDG_DATA_HOME": "/nonexistent"}
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, input=stdin,
                           env=env, cwd=ROOT, timeout=120)
@@ -42,7 +42,7 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
 # --------------------------------------------------------------------------- version
 
 
-@pytest.mark.parametrize("module", ["core.cli", "tuneplan"])
+@pytest.mark.parametrize("module", ["cli", "tuneplan"])
 def test_version_is_printed_by_the_command_and_by_python_m_tuneplan(module: str) -> None:
     done = run("--version", module=module)
     assert done.returncode == 0, done.stderr
@@ -102,7 +102,7 @@ def test_examples_name_only_options_their_command_has() -> None:
 
 def test_published_schema_is_the_generated_one() -> None:
     assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), \
-        "docs/request.schema.json is stale: run `python -m core.cli schema > docs/request.schema.json`"
+        "docs/request.schema.json is stale: run `python -m cli schema > docs/request.schema.json`"
     done = run("schema")
     assert done.returncode == 0 and done.stdout == schema_text()
 
@@ -160,7 +160,7 @@ def test_a_planning_process_starts_no_blas_threads_but_the_probe_keeps_every_cor
         monkeypatch: pytest.MonkeyPatch) -> None:
     """`tuneplan plan` does small element-wise NumPy work, so its process asks OpenBLAS for one thread; the probe,
     whose local benchmarks run in child processes, leaves the setting alone, and a user's own setting wins."""
-    from core.cli.main import process_main
+    from cli.main import process_main
 
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     assert process_main(["catalog", "gpus", "--json"]) == 0

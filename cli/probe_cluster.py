@@ -18,8 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from core.cli.common import EXIT_ERROR
-from core.cli.probe_common import (
+from cli.common import EXIT_ERROR
+from cli.probe_common import (
     EXIT_CANCELLED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -31,7 +31,7 @@ from core.cli.probe_common import (
     render_scorecard,
     sigint_cancels,
 )
-from core.cli.table import table
+from cli.table import table
 from core.probes import ProbeStore, RunOptions, run_json
 
 

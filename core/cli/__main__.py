@@ -1,6 +1,0 @@
-"""`python -m core.cli ARGS`: the command line without the window (what `tuneplan ARGS` runs)."""
-
-from core.cli.main import process_main
-
-if __name__ == "__main__":  # not when a tool walks the package
-    raise SystemExit(process_main())
