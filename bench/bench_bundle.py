@@ -1,13 +1,15 @@
-"""How fast the desktop bundle starts, beside the source install, and how big it is (goal: under 1 s to an
-interactive window on this machine).
+"""How fast the desktop bundle starts, beside the source install, and how big it is.
+
+The goal: under 1 s to an interactive window on this machine.
 
     python -m bench.bench_bundle [--bundle dist/tuneplan] [--repeat N] [--write docs/performance.md]
 
 "Interactive" is the moment the window is shown and its event loop runs: gui/smoke.py prints
-`smoke: interactive` from the first timer the running loop fires, and the time is taken from process start
-to that line (offscreen platform, an empty home so no saved library or settings are read). The first start
-of each app after a build is reported apart from the median of the rest: it is the coldest this benchmark can
-make without dropping the operating system's file cache, which needs privileges a benchmark should not use.
+`smoke: interactive` from the first timer the running loop fires, and the time is taken from process
+start to that line (offscreen platform, an empty home so no saved library or settings are read). The
+first start of each app after a build is reported apart from the median of the rest: it is the
+coldest this benchmark can make without dropping the operating system's file cache, which needs
+privileges a benchmark should not use.
 """
 
 from __future__ import annotations
@@ -31,10 +33,18 @@ GOAL_S = 1.0
 def time_to_interactive(cmd: list[str], home: Path, timeout: float = 60.0) -> float:
     """Seconds from spawning `cmd` to its `smoke: interactive` line."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNEPLAN_", "XDG_"))}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "c"), XDG_DATA_HOME=str(home / "d"),
-               QT_QPA_PLATFORM="offscreen", TUNEPLAN_SMOKE_TEST="1", TUNEPLAN_SMOKE_DELAY_MS="0")
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "c"),
+        XDG_DATA_HOME=str(home / "d"),
+        QT_QPA_PLATFORM="offscreen",
+        TUNEPLAN_SMOKE_TEST="1",
+        TUNEPLAN_SMOKE_DELAY_MS="0",
+    )
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     assert proc.stdout is not None
     elapsed = float("nan")
     for line in proc.stdout:
@@ -62,34 +72,55 @@ def main(argv: list[str] | None = None) -> int:
     if not binary.exists():
         print(f"no bundle at {args.bundle}: run bash packaging/build.sh first", file=sys.stderr)
         return 1
-    apps = {"frozen bundle": [str(binary)], "source install (venv)": [sys.executable, "-m", "tuneplan"]}
+    apps = {
+        "frozen bundle": [str(binary)],
+        "source install (venv)": [sys.executable, "-m", "tuneplan"],
+    }
     rows: list[tuple[str, float, float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, cmd in apps.items():
             first = time_to_interactive(cmd, Path(tmp) / f"{len(rows)}-first")
-            rest = [time_to_interactive(cmd, Path(tmp) / f"{len(rows)}-{i}") for i in range(args.repeat)]
+            rest = [
+                time_to_interactive(cmd, Path(tmp) / f"{len(rows)}-{i}") for i in range(args.repeat)
+            ]
             rows.append((name, first, statistics.median(rest), max(rest)))
     size = folder_bytes(args.bundle)
     tarballs = sorted((args.bundle.parent).glob("tuneplan-*.tar.gz"))
     info = perf_doc.machine()
     lines = [
-        SECTION_TITLE, "",
-        f"Start to an interactive window (offscreen, empty home), goal under {GOAL_S:.0f} s; measured on "
-        f"{info['cpu']}, {info['cores']}, Python {info['python']}, load {info['load']}. `python -m "
-        "bench.bench_bundle --write docs/performance.md` after `bash packaging/build.sh`.", "",
+        SECTION_TITLE,
+        "",
+        f"Start to an interactive window (offscreen, empty home), goal under {GOAL_S:.0f} s; "
+        f"measured on {info['cpu']}, {info['cores']}, Python {info['python']}, load "
+        f"{info['load']}. `python -m "
+        "bench.bench_bundle --write docs/performance.md` after `bash packaging/build.sh`.",
+        "",
         "| app | first start (s) | median of the next "
-        f"{args.repeat} (s) | slowest (s) | goal / median |", "|---|---|---|---|---|",
+        f"{args.repeat} (s) | slowest (s) | goal / median |",
+        "|---|---|---|---|---|",
     ]
     for name, first, median, worst in rows:
-        lines.append(f"| {name} | {first:.2f} | {median:.2f} | {worst:.2f} | {GOAL_S / median:.2f} |")
-    lines += ["", f"Bundle folder: {size / 1e6:.0f} MB"
-              + (f"; tarball {tarballs[-1].name}: {tarballs[-1].stat().st_size / 1e6:.0f} MB" if tarballs else "")
-              + ". Only QtCore, QtGui, QtWidgets and QtSvg of Qt are inside (packaging/tuneplan.spec).", "",
-              "Before the window shows, the app imports Qt, pydantic with the request and catalog models, and the "
-              "wizard's pages. The planner and NumPy load on the first plan's worker, sqlite-utils on a worker "
-              "once the event loop runs (the library opens then; the first run is read with plain sqlite3), the "
-              "PDF and launch-file writers when used, pyqtgraph before the first chart "
-              "(tests/gui/test_start_up.py checks that none of them is loaded when the window shows).", ""]
+        lines.append(
+            f"| {name} | {first:.2f} | {median:.2f} | {worst:.2f} | {GOAL_S / median:.2f} |"
+        )
+    lines += [
+        "",
+        f"Bundle folder: {size / 1e6:.0f} MB"
+        + (
+            f"; tarball {tarballs[-1].name}: {tarballs[-1].stat().st_size / 1e6:.0f} MB"
+            if tarballs
+            else ""
+        )
+        + ". Only QtCore, QtGui, QtWidgets and QtSvg of Qt are inside (packaging/tuneplan.spec).",
+        "",
+        "Before the window shows, the app imports Qt, pydantic with the request and catalog "
+        "models, and the wizard's pages. The planner and NumPy load on the first plan's worker, "
+        "sqlite-utils on a worker once the event loop runs (the library opens then; the first run "
+        "is read with plain sqlite3), the PDF and launch-file writers when used, pyqtgraph before "
+        "the first chart (tests/gui/test_start_up.py checks that none of them is loaded when the "
+        "window shows).",
+        "",
+    ]
     section = "\n".join(lines)
     print(section)
     if args.write:

@@ -1,20 +1,25 @@
-"""How fast the window answers, against DESIGN §7: cold start to an interactive window under 1.5 s, no
-UI-thread frame over 50 ms while the wizard recomputes as the user types, a typed key on screen within 50 ms
-(p95) meanwhile, the Probe place on screen within 0.3 s of its first click, and a PDF export under 2 s.
+"""How fast the window answers, against DESIGN §7.
+
+Cold start to an interactive window under 1.5 s, no
+UI-thread frame over 50 ms while the wizard recomputes as the user types, a typed key on screen
+within 50 ms (p95) meanwhile, the Probe place on screen within 0.3 s of its first click, and a PDF
+export under 2 s.
 
     python -m bench.bench_gui [--runs N] [--display auto|current|xvfb|offscreen] [--profile]
                               [--write docs/performance.md]
 
-*Cold start* runs the window in fresh interpreters, as the ``tuneplan`` command does (``gui.app.run``:
-``make_app``, ``MainWindow.create_default``, ``show``), and times from just before the process is spawned to the
-moment the event loop is idle after the window's first paint. *Typing* clicks into the tokens field of the Data
-page and posts its keys one by one to the focus widget, with the production executor (a thread pool) and
-debounce, while a 2 ms heartbeat QTimer on the UI thread records every gap between its ticks: a gap is the
-longest the event loop could not paint or take input; each key is also timed until the field shows it
-(bench/gui_latency.py). *Probe place* clicks "Probe" in fresh windows (bench/gui_latency.py). *PDF export*
-times ``build_report`` + ``render_report`` in the running app, and the headless ``tuneplan report`` command in
-fresh interpreters. A missed budget is profiled (cProfile) and its hot spots printed; ``--profile`` does that
-for every case. The user's folders are never touched (temporary XDG_CONFIG_HOME and XDG_DATA_HOME).
+*Cold start* runs the window in fresh interpreters, as the ``tuneplan`` command does
+(``gui.app.run``: ``make_app``, ``MainWindow.create_default``, ``show``), and times from just before
+the process is spawned to the moment the event loop is idle after the window's first paint. *Typing*
+clicks into the tokens field of the Data page and posts its keys one by one to the focus widget,
+with the production executor (a thread pool) and debounce, while a 2 ms heartbeat QTimer on the UI
+thread records every gap between its ticks: a gap is the longest the event loop could not paint or
+take input; each key is also timed until the field shows it (bench/gui_latency.py). *Probe place*
+clicks "Probe" in fresh windows (bench/gui_latency.py). *PDF export* times ``build_report`` +
+``render_report`` in the running app, and the headless ``tuneplan report`` command in fresh
+interpreters. A missed budget is profiled (cProfile) and its hot spots printed; ``--profile`` does
+that for every case. The user's folders are never touched (temporary XDG_CONFIG_HOME and
+XDG_DATA_HOME).
 """
 
 from __future__ import annotations
@@ -50,25 +55,35 @@ KEY_BUDGET_S = 0.050  # a typed key on screen (p95), while plans recompute
 PROBE_OPEN_BUDGET_S = 0.3  # clicking "Probe" the first time until the place is on screen
 PDF_BUDGET_S = 2.0
 HEARTBEAT_MS = 2
-READ_MS = 1500  # a user on the first page before going on (the window imports the chart library meanwhile)
+# a user on the first page before going on (the window imports the chart library meanwhile)
+READ_MS = 1500
 NAV_MS = 400  # between two page moves: a quick user who glances at each page
 SECTION_TITLE = "## Window"
 REQUEST: dict[str, Any] = {
-    "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2.0e8, "epochs": 1, "seq_len": 4096},
+    "model": {"preset": "llama-3.1-8b"},
+    "data": {"tokens": 2.0e8, "epochs": 1, "seq_len": 4096},
     "training": {"method": "lora", "lora_rank": 16},
     "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1},
     "pricing": {"provider": "aws", "mode": "on_demand"},
 }
-WORDS = ("350M", "1.5B", "2e9", "800M", "120000000")  # token counts typed into the Data page, one after another
-# (key, milliseconds before it): replace the token count several times; pauses longer than the 150 ms
-# debounce start a plan while the next keys arrive, shorter ones restart the debounce.
+# token counts typed into the Data page, one after another
+WORDS = ("350M", "1.5B", "2e9", "800M", "120000000")
+# (key, milliseconds before it): replace the token count several times; pauses longer than the 150
+# ms debounce start a plan while the next keys arrive, shorter ones restart the debounce.
 TYPING: list[tuple[str, int]] = [
-    (k, ms) for word in WORDS
-    for k, ms in ([("select-all", 300)] + [(c, gap) for c, gap in zip(word, (90, 170, 60, 240, 110, 180, 70, 200, 130),
-                                                                          strict=False)])
+    (k, ms)
+    for word in WORDS
+    for k, ms in (
+        [("select-all", 300)]
+        + [
+            (c, gap)
+            for c, gap in zip(word, (90, 170, 60, 240, 110, 180, 70, 200, 130), strict=False)
+        ]
+    )
 ]
 
-# The child the cold-start case spawns: what gui.app.run does, plus time stamps (time.time, shared with the parent).
+# The child the cold-start case spawns: what gui.app.run does, plus time stamps (time.time, shared
+# with the parent).
 _COLD_CHILD = r"""
 import json, sys, time
 t_main = time.time()
@@ -169,12 +184,16 @@ def profile_text(profiler: cProfile.Profile, top: int = 18) -> str:
 
 @contextmanager
 def display(kind: str) -> Iterator[dict[str, str]]:
-    """Environment for the window: the current display, a private Xvfb, or Qt's offscreen platform."""
+    """Environment for the window: the current display, a private Xvfb, or Qt's offscreen
+    platform."""
     env = dict(os.environ)
     chosen = kind
     if kind == "auto":
-        chosen = "current" if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY") else (
-            "xvfb" if shutil.which("Xvfb") else "offscreen")
+        chosen = (
+            "current"
+            if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")
+            else ("xvfb" if shutil.which("Xvfb") else "offscreen")
+        )
     if chosen == "offscreen":
         env["QT_QPA_PLATFORM"] = "offscreen"
         yield env
@@ -183,8 +202,11 @@ def display(kind: str) -> Iterator[dict[str, str]]:
         yield env
         return
     number = 90 + os.getpid() % 500
-    server = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "1920x1200x24", "-nolisten", "tcp"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        ["Xvfb", f":{number}", "-screen", "0", "1920x1200x24", "-nolisten", "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(100):  # wait for its socket
             if Path(f"/tmp/.X11-unix/X{number}").exists():
@@ -221,11 +243,17 @@ class ColdStart:
 
 
 def child_env(env: dict[str, str], scratch: str) -> dict[str, str]:
-    """A fresh process as a user's: its own folders, and bytecode caches (an installed app has them; a run with
-    PYTHONDONTWRITEBYTECODE compiles every project module again, a quarter of a second here). The caches go to
-    a private folder, not the source tree; the first run writes them and is reported apart."""
-    out = {**env, "XDG_CONFIG_HOME": f"{scratch}/config", "XDG_DATA_HOME": f"{scratch}/data",
-           "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": f"{scratch}/pycache"}
+    """A fresh process as a user's: its own folders, and bytecode caches (an installed app has them;
+    a run with PYTHONDONTWRITEBYTECODE compiles every project module again, a quarter of a second
+    here). The caches go to a private folder, not the source tree; the first run writes them and is
+    reported apart."""
+    out = {
+        **env,
+        "XDG_CONFIG_HOME": f"{scratch}/config",
+        "XDG_DATA_HOME": f"{scratch}/data",
+        "PYTHONPATH": str(ROOT),
+        "PYTHONPYCACHEPREFIX": f"{scratch}/pycache",
+    }
     out.pop("PYTHONDONTWRITEBYTECODE", None)
     return out
 
@@ -236,8 +264,14 @@ def cold_start(env: dict[str, str], runs: int, profile: bool) -> ColdStart:
         child = child_env(env, scratch)
         for _ in range(runs):
             t0 = time.time()
-            done = subprocess.run([sys.executable, "-c", _COLD_CHILD], env=child, cwd=ROOT, capture_output=True,
-                                  text=True, timeout=120)
+            done = subprocess.run(
+                [sys.executable, "-c", _COLD_CHILD],
+                env=child,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             if done.returncode != 0 or not done.stdout.strip():
                 raise RuntimeError(f"the window did not start: {done.stderr.strip()[-2000:]}")
             marks = json.loads(done.stdout.strip().splitlines()[-1])
@@ -247,11 +281,20 @@ def cold_start(env: dict[str, str], runs: int, profile: bool) -> ColdStart:
         text = ""
         if profile:
             out = Path(scratch) / "cold.prof"
-            subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-c", _COLD_CHILD], env=child,
-                           cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+            subprocess.run(
+                [sys.executable, "-m", "cProfile", "-o", str(out), "-c", _COLD_CHILD],
+                env=child,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
             if out.exists():
                 buf = io.StringIO()
-                pstats.Stats(str(out), stream=buf).strip_dirs().sort_stats("cumulative").print_stats(30)
+                pstats.Stats(str(out), stream=buf).strip_dirs().sort_stats(
+                    "cumulative"
+                ).print_stats(30)
                 text = buf.getvalue()
     later = rows[1:] or rows
     return ColdStart(
@@ -262,7 +305,10 @@ def cold_start(env: dict[str, str], runs: int, profile: bool) -> ColdStart:
         build=Stats([m["built"] - m["import"] for _t0, m in later]),
         to_idle=Stats([m["idle"] - m["built"] for _t0, m in later]),
         first_plan=Stats([m["plan"] - t0 for t0, m in later if "plan" in m]),
-        first=rows[0][1]["idle"] - rows[0][0], platform=str(rows[0][1]["platform"]), profile=text)
+        first=rows[0][1]["idle"] - rows[0][0],
+        platform=str(rows[0][1]["platform"]),
+        profile=text,
+    )
 
 
 # --------------------------------------------------------------------------- typing
@@ -278,29 +324,40 @@ class Typing:
     delivery: Stats
     navigation: Stats
     sessions: list[float] = field(default_factory=list)  # the longest gap of each typing session
-    steps: list[dict[str, float]] = field(default_factory=list)  # longest gap per page move, per session
+    # longest gap per page move, per session
+    steps: list[dict[str, float]] = field(default_factory=list)
     control: Stats = field(default_factory=lambda: Stats([]))
     profile: str = ""
-    to_screen: Stats = field(default_factory=lambda: Stats([]))  # key posted → the field repainted with it
-    to_screen_during_plan: Stats = field(default_factory=lambda: Stats([]))  # … for keys posted as a plan ran
+    # key posted → the field repainted with it
+    to_screen: Stats = field(default_factory=lambda: Stats([]))
+    # … for keys posted as a plan ran
+    to_screen_during_plan: Stats = field(default_factory=lambda: Stats([]))
     lost: int = 0  # keys that found the focus somewhere else than the field
 
     def merged(self, other: Typing) -> Typing:
-        return Typing(gaps=Stats(self.gaps.values + other.gaps.values), keys=self.keys + other.keys,
-                      seconds=self.seconds + other.seconds, plans=self.plans + other.plans,
-                      worker=Stats(self.worker.values + other.worker.values),
-                      delivery=Stats(self.delivery.values + other.delivery.values),
-                      navigation=Stats(self.navigation.values + other.navigation.values),
-                      sessions=self.sessions + other.sessions, steps=self.steps + other.steps,
-                      control=self.control, profile=self.profile or other.profile,
-                      to_screen=Stats(self.to_screen.values + other.to_screen.values),
-                      to_screen_during_plan=Stats(self.to_screen_during_plan.values
-                                                  + other.to_screen_during_plan.values),
-                      lost=self.lost + other.lost)
+        return Typing(
+            gaps=Stats(self.gaps.values + other.gaps.values),
+            keys=self.keys + other.keys,
+            seconds=self.seconds + other.seconds,
+            plans=self.plans + other.plans,
+            worker=Stats(self.worker.values + other.worker.values),
+            delivery=Stats(self.delivery.values + other.delivery.values),
+            navigation=Stats(self.navigation.values + other.navigation.values),
+            sessions=self.sessions + other.sessions,
+            steps=self.steps + other.steps,
+            control=self.control,
+            profile=self.profile or other.profile,
+            to_screen=Stats(self.to_screen.values + other.to_screen.values),
+            to_screen_during_plan=Stats(
+                self.to_screen_during_plan.values + other.to_screen_during_plan.values
+            ),
+            lost=self.lost + other.lost,
+        )
 
 
 class Heartbeat:
-    """A precise timer on the UI thread; every gap between ticks is the longest nothing else could run."""
+    """A precise timer on the UI thread; every gap between ticks is the longest nothing else could
+    run."""
 
     def __init__(self, interval_ms: int = HEARTBEAT_MS) -> None:
         from PySide6.QtCore import Qt, QTimer
@@ -341,8 +398,8 @@ def _wait(ms: int) -> None:
 
 
 def idle_gaps(seconds: float = 4.0) -> Stats:
-    """The control: the same heartbeat with no window and no work. Its gaps are the machine's (scheduler, other
-    processes), not the window's."""
+    """The control: the same heartbeat with no window and no work. Its gaps are the machine's
+    (scheduler, other processes), not the window's."""
     from gui.app import make_app
 
     make_app(["bench"])
@@ -353,7 +410,8 @@ def idle_gaps(seconds: float = 4.0) -> Stats:
 
 
 def typing(profile: bool) -> tuple[Typing, Any, Any]:
-    """Type into the tokens field with the production executor; returns the figures, the window and the app."""
+    """Type into the tokens field with the production executor; returns the figures, the window and
+    the app."""
     from PySide6.QtCore import QSettings, Qt
     from PySide6.QtTest import QTest
 
@@ -391,8 +449,11 @@ def typing(profile: bool) -> tuple[Typing, Any, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="tuneplan-bench-"))
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
-    window = MainWindow(ThreadExecutor(), PlanStore(scratch / "library.db"),
-                        QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat))
+    window = MainWindow(
+        ThreadExecutor(),
+        PlanStore(scratch / "library.db"),
+        QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat),
+    )
     window.resize(1280, 900)
     window.show()
     window.activateWindow()  # the keyboard goes to the active window only
@@ -403,7 +464,11 @@ def typing(profile: bool) -> tuple[Typing, Any, Any]:
     _wait(READ_MS)  # the user reads the first page before moving on
     wizard.next()
     _spin(lambda: not state.busy and not state.pending, 20)
-    edit = next(f.edit for f in wizard.data_page.fields if isinstance(f, TextField) and f.path == "data.tokens")
+    edit = next(
+        f.edit
+        for f in wizard.data_page.fields
+        if isinstance(f, TextField) and f.path == "data.tokens"
+    )
     QTest.mouseClick(edit, Qt.MouseButton.LeftButton)  # the user clicks into the field
     keys = KeyToScreen(edit, planning.is_set)
     worker_s.clear()
@@ -420,15 +485,18 @@ def typing(profile: bool) -> tuple[Typing, Any, Any]:
         keys.post(None, select_all=True) if key == "select-all" else keys.post(key)
     _spin(lambda: edit.text() == WORDS[-1] or keys.lost > 0, 5)
     if edit.text() != WORDS[-1]:
-        raise RuntimeError(f"typing ended with {edit.text()!r} in the tokens field, not {WORDS[-1]!r}: "
-                           f"{keys.lost} keys found the focus elsewhere")
+        raise RuntimeError(
+            f"typing ended with {edit.text()!r} in the tokens field, not {WORDS[-1]!r}: "
+            f"{keys.lost} keys found the focus elsewhere"
+        )
     _spin(lambda: not state.busy and not state.pending, 20)
     _wait(300)
     seconds = time.perf_counter() - start
     gaps = beat.stop()
     beat.start()
     steps: list[tuple[float, float, str]] = []
-    for move in ["next"] * 5 + ["back"] * 5:  # Method … Summary and back to Data: each page shows the latest plan
+    # Method … Summary and back to Data: each page shows the latest plan
+    for move in ["next"] * 5 + ["back"] * 5:
         _wait(NAV_MS)
         begin = time.perf_counter()
         getattr(wizard, move)()
@@ -437,15 +505,29 @@ def typing(profile: bool) -> tuple[Typing, Any, Any]:
     nav = beat.stop()
     by_step: dict[str, float] = {}
     for begin, end, name in steps:  # the gap the move fell into, and the paint that followed it
-        inside = [b - a for a, b in zip(beat.ticks, beat.ticks[1:], strict=False) if b > begin and a < end + 0.06]
+        inside = [
+            b - a
+            for a, b in zip(beat.ticks, beat.ticks[1:], strict=False)
+            if b > begin and a < end + 0.06
+        ]
         by_step[name] = max(inside, default=0.0)
     if profiler:
         profiler.disable()
-    typed = Typing(gaps=Stats(gaps), keys=sum(1 for k, _ in TYPING if k != "select-all"), seconds=seconds,
-                   plans=len(delivery_s) - plans_before, worker=Stats(worker_s), delivery=Stats(delivery_s),
-                   navigation=Stats(nav), sessions=[max(gaps)], steps=[by_step],
-                   profile=profile_text(profiler) if profiler else "", to_screen=Stats(keys.all),
-                   to_screen_during_plan=Stats(keys.during_plan), lost=keys.lost)
+    typed = Typing(
+        gaps=Stats(gaps),
+        keys=sum(1 for k, _ in TYPING if k != "select-all"),
+        seconds=seconds,
+        plans=len(delivery_s) - plans_before,
+        worker=Stats(worker_s),
+        delivery=Stats(delivery_s),
+        navigation=Stats(nav),
+        sessions=[max(gaps)],
+        steps=[by_step],
+        profile=profile_text(profiler) if profiler else "",
+        to_screen=Stats(keys.all),
+        to_screen_during_plan=Stats(keys.during_plan),
+        lost=keys.lost,
+    )
     state_module.plan_on_worker = plan_on_worker
     state_module.PlanState._on_analysis = on_analysis  # type: ignore[method-assign]
     return typed, window, app
@@ -477,7 +559,9 @@ def pdf_export(window: Any, env: dict[str, str], runs: int, profile: bool) -> Pd
                 profiler.enable()
             start = time.perf_counter()
             pages = render_report(build_report(analysis), Path(scratch) / f"plan{i}.pdf")
-            if i:  # the first draws fonts into caches: report it with the rest only when it is the only one
+            # the first draws fonts into caches: report it with the rest only when it is the only
+            # one
+            if i:
                 samples.append(time.perf_counter() - start)
             if profiler and i == runs:
                 profiler.disable()
@@ -489,147 +573,284 @@ def pdf_export(window: Any, env: dict[str, str], runs: int, profile: bool) -> Pd
         cmd_env.pop("QT_QPA_PLATFORM", None)
         for i in range(max(2, runs // 2) + 1):
             start = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "tuneplan", "report", str(request), "-o",
-                                   f"{scratch}/cli{i}.pdf"], env=cmd_env, cwd=ROOT, capture_output=True, text=True,
-                                  timeout=120)
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "tuneplan",
+                    "report",
+                    str(request),
+                    "-o",
+                    f"{scratch}/cli{i}.pdf",
+                ],
+                env=cmd_env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             if done.returncode != 0:
                 raise RuntimeError(f"tuneplan report failed: {done.stderr.strip()}")
             if i:  # the first writes the bytecode caches
                 command.append(time.perf_counter() - start)
-    return PdfExport(Stats(samples), Stats(command), pages, profile_text(profiler) if profiler else "")
+    return PdfExport(
+        Stats(samples), Stats(command), pages, profile_text(profiler) if profiler else ""
+    )
 
 
 # --------------------------------------------------------------------------- report
 
 
 def key_rows(typed: Typing) -> list[list[str]]:
-    """(keys, p50, p95, max, budget, ratio budget ÷ p95, verdict on p95) for keystroke-to-screen latency."""
+    """(keys, p50, p95, max, budget, ratio budget ÷ p95, verdict on p95) for keystroke-to-screen
+    latency."""
     rows = []
-    for name, stats in ((f"all {len(typed.to_screen.values)} keys typed", typed.to_screen),
-                        (f"the {len(typed.to_screen_during_plan.values)} keys posted while a plan ran on the worker",
-                         typed.to_screen_during_plan)):
+    for name, stats in (
+        (f"all {len(typed.to_screen.values)} keys typed", typed.to_screen),
+        (
+            f"the {len(typed.to_screen_during_plan.values)} keys posted while a plan ran on the "
+            "worker",
+            typed.to_screen_during_plan,
+        ),
+    ):
         p95 = stats.pct(95)
-        rows.append([name, _ms(stats.median), _ms(p95), _ms(stats.max), _ms(KEY_BUDGET_S), _ratio(KEY_BUDGET_S, p95),
-                     _verdict(KEY_BUDGET_S, p95)])
+        rows.append(
+            [
+                name,
+                _ms(stats.median),
+                _ms(p95),
+                _ms(stats.max),
+                _ms(KEY_BUDGET_S),
+                _ratio(KEY_BUDGET_S, p95),
+                _verdict(KEY_BUDGET_S, p95),
+            ]
+        )
     return rows
 
 
-def report_rows(cold: ColdStart, typed: Typing, probe: ProbeOpen, pdf: PdfExport) -> list[list[str]]:
+def report_rows(
+    cold: ColdStart, typed: Typing, probe: ProbeOpen, pdf: PdfExport
+) -> list[list[str]]:
     """(case, median, max, budget, ratio budget ÷ worst, verdict on the worst run)."""
     over = sum(1 for g in typed.gaps.values if g > FRAME_BUDGET_S)
     nav_over = typed.navigation.max > FRAME_BUDGET_S
     return [
-        ["cold start to an interactive window (fresh process, spawn → first paint → event loop idle)",
-         _ms(cold.total.median), _ms(cold.total.max), _ms(COLD_START_BUDGET_S),
-         _ratio(COLD_START_BUDGET_S, cold.total.max), _verdict(COLD_START_BUDGET_S, cold.total.max)],
-        [f"longest UI-thread gap while typing {typed.keys} keys ({typed.plans} plans delivered)",
-         _ms(typed.gaps.median), _ms(typed.gaps.max), _ms(FRAME_BUDGET_S), _ratio(FRAME_BUDGET_S, typed.gaps.max),
-         _verdict(FRAME_BUDGET_S, typed.gaps.max) + (f" ({over} gaps over)" if over else "")],
-        ["longest UI-thread gap on a Next/Back (the page drawing the latest plan)", _ms(typed.navigation.median),
-         _ms(typed.navigation.max), "—", "—",
-         "no budget; " + ("over" if nav_over else "under") + f" one {_ms(FRAME_BUDGET_S)} frame"],
-        ["first open of the Probe place (fresh process): click → the place on screen",
-         _ms(Stats(probe.place).median), _ms(Stats(probe.place).max), _ms(PROBE_OPEN_BUDGET_S),
-         _ratio(PROBE_OPEN_BUDGET_S, Stats(probe.place).max), _verdict(PROBE_OPEN_BUDGET_S, Stats(probe.place).max)],
-        ["— click → the pane and its charts on screen", _ms(Stats(probe.charts).median), _ms(Stats(probe.charts).max),
-         "—", "—", "no budget"],
-        ["— longest UI-thread gap from the click until then", _ms(Stats(probe.gap).median), _ms(Stats(probe.gap).max),
-         "—", "—", "no budget; " + ("over" if Stats(probe.gap).max > FRAME_BUDGET_S else "under")
-         + f" one {_ms(FRAME_BUDGET_S)} frame"],
-        [f"PDF export in the app ({pdf.pages} pages: build_report + render_report)", _ms(pdf.in_app.median),
-         _ms(pdf.in_app.max), _ms(PDF_BUDGET_S), _ratio(PDF_BUDGET_S, pdf.in_app.max),
-         _verdict(PDF_BUDGET_S, pdf.in_app.max)],
-        ["`tuneplan report` headless (fresh process: start, plan, draw)", _ms(pdf.command.median),
-         _ms(pdf.command.max), _ms(PDF_BUDGET_S), _ratio(PDF_BUDGET_S, pdf.command.max),
-         _verdict(PDF_BUDGET_S, pdf.command.max)],
+        [
+            "cold start to an interactive window (fresh process, spawn → first paint → event loop "
+            "idle)",
+            _ms(cold.total.median),
+            _ms(cold.total.max),
+            _ms(COLD_START_BUDGET_S),
+            _ratio(COLD_START_BUDGET_S, cold.total.max),
+            _verdict(COLD_START_BUDGET_S, cold.total.max),
+        ],
+        [
+            f"longest UI-thread gap while typing {typed.keys} keys ({typed.plans} plans delivered)",
+            _ms(typed.gaps.median),
+            _ms(typed.gaps.max),
+            _ms(FRAME_BUDGET_S),
+            _ratio(FRAME_BUDGET_S, typed.gaps.max),
+            _verdict(FRAME_BUDGET_S, typed.gaps.max) + (f" ({over} gaps over)" if over else ""),
+        ],
+        [
+            "longest UI-thread gap on a Next/Back (the page drawing the latest plan)",
+            _ms(typed.navigation.median),
+            _ms(typed.navigation.max),
+            "—",
+            "—",
+            "no budget; " + ("over" if nav_over else "under") + f" one {_ms(FRAME_BUDGET_S)} frame",
+        ],
+        [
+            "first open of the Probe place (fresh process): click → the place on screen",
+            _ms(Stats(probe.place).median),
+            _ms(Stats(probe.place).max),
+            _ms(PROBE_OPEN_BUDGET_S),
+            _ratio(PROBE_OPEN_BUDGET_S, Stats(probe.place).max),
+            _verdict(PROBE_OPEN_BUDGET_S, Stats(probe.place).max),
+        ],
+        [
+            "— click → the pane and its charts on screen",
+            _ms(Stats(probe.charts).median),
+            _ms(Stats(probe.charts).max),
+            "—",
+            "—",
+            "no budget",
+        ],
+        [
+            "— longest UI-thread gap from the click until then",
+            _ms(Stats(probe.gap).median),
+            _ms(Stats(probe.gap).max),
+            "—",
+            "—",
+            "no budget; "
+            + ("over" if Stats(probe.gap).max > FRAME_BUDGET_S else "under")
+            + f" one {_ms(FRAME_BUDGET_S)} frame",
+        ],
+        [
+            f"PDF export in the app ({pdf.pages} pages: build_report + render_report)",
+            _ms(pdf.in_app.median),
+            _ms(pdf.in_app.max),
+            _ms(PDF_BUDGET_S),
+            _ratio(PDF_BUDGET_S, pdf.in_app.max),
+            _verdict(PDF_BUDGET_S, pdf.in_app.max),
+        ],
+        [
+            "`tuneplan report` headless (fresh process: start, plan, draw)",
+            _ms(pdf.command.median),
+            _ms(pdf.command.max),
+            _ms(PDF_BUDGET_S),
+            _ratio(PDF_BUDGET_S, pdf.command.max),
+            _verdict(PDF_BUDGET_S, pdf.command.max),
+        ],
     ]
 
 
-def section_markdown(info: dict[str, str], cold: ColdStart, typed: Typing, probe: ProbeOpen, pdf: PdfExport,
-                     runs: int, today: dt.date) -> str:
-    table = ["| case | median | worst | budget | ratio (budget ÷ worst) | verdict (worst run) |",
-             "|---|---:|---:|---:|---:|---|"]
+def section_markdown(
+    info: dict[str, str],
+    cold: ColdStart,
+    typed: Typing,
+    probe: ProbeOpen,
+    pdf: PdfExport,
+    runs: int,
+    today: dt.date,
+) -> str:
+    table = [
+        "| case | median | worst | budget | ratio (budget ÷ worst) | verdict (worst run) |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     table += [f"| {' | '.join(r)} |" for r in report_rows(cold, typed, probe, pdf)]
-    key_table = ["| keystroke → the field repainted with it | p50 | p95 | max | budget (p95) | ratio (budget ÷ p95) "
-                 "| verdict |", "|---|---:|---:|---:|---:|---:|---|"]
+    key_table = [
+        "| keystroke → the field repainted with it | p50 | p95 | max | budget (p95) | ratio "
+        "(budget ÷ p95) | verdict |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     key_table += [f"| {' | '.join(r)} |" for r in key_rows(typed)]
     moves = list(typed.steps[0]) if typed.steps else []
-    move_table = ["| page move | " + " | ".join(f"session {i}" for i in range(1, len(typed.steps) + 1)) + " |",
-                  "|---|" + "---:|" * len(typed.steps)]
-    move_table += [f"| {m} | " + " | ".join(_ms(s.get(m, 0.0)) for s in typed.steps) + " |" for m in moves]
-    return "\n".join([
-        SECTION_TITLE, "",
-        f"Measured {today.isoformat()} with `python -m bench.bench_gui --runs {runs}` on {info['cpu']}, "
-        f"{info['cores']}, Python {info['python']}, {info['qt']}, {info['os']}; load {info['load']}. "
-        f"Qt platform for the window: `{cold.platform}`. The ratio is budget ÷ the worst run (above 1× is within); "
-        "other engineers' jobs share these two cores, so a worst run can be theirs as much as ours.", "",
-        *table, "",
-        f"**Cold start** of the window `tuneplan` opens (Plan, Library and Probe places): median of "
-        f"{len(cold.total.values)} fresh processes, after one first run that writes the "
-        f"bytecode caches ({_ms(cold.first)}; an installed app has them): interpreter start "
-        f"{_ms(cold.interpreter.median)}, QApplication with PySide6 {_ms(cold.qt_app.median)}, the window's "
-        f"modules (pydantic, the request and catalog models, the pages) {_ms(cold.imports.median)}, building the "
-        f"window {_ms(cold.build.median)}, show → first paint → idle {_ms(cold.to_idle.median)}. The first plan "
-        f"(debounced, on a worker) is on screen {_ms(cold.first_plan.median)} after spawn: that worker imports "
-        "the planner and NumPy, which nothing on screen needs before a plan's figures. The plan library opens "
-        "once the event loop runs (a worker imports sqlite-utils; the first run is read with plain sqlite3), and "
-        "the PDF writer and the launch-file writers load when used. pyqtgraph is not imported at start (a third "
-        "of a second: it touches every Qt class); the wizard imports it on a worker after a second without "
-        "edits, or on reaching the Method page, and builds the hidden plots one per event-loop turn.", "",
-        f"**Typing**: {len(typed.sessions)} sessions, each in a new window whose user reads the first page for "
-        f"{READ_MS / 1000:g} s, then types {typed.keys // max(len(typed.sessions), 1)} keys into the Data page's "
-        f"tokens field ({typed.seconds:.1f} s of typing in all) with the production debounce (150 ms) and thread "
-        f"pool. A {HEARTBEAT_MS} ms heartbeat timer on the UI thread saw {len(typed.gaps.values):,} gaps, p99 "
-        f"{_ms(typed.gaps.pct(99))}; the longest of each session: {', '.join(_ms(g) for g in typed.sessions)}. "
-        f"Control, the same heartbeat for {sum(typed.control.values):.0f} s with no window: longest gap "
-        f"{_ms(typed.control.max)}, p99 {_ms(typed.control.pct(99))} (the machine's own noise). "
-        f"A plan took {_ms(typed.worker.median)} on the worker (median; max {_ms(typed.worker.max)}); one plan "
-        "runs at a time, and the per-GPU memory rows are kept across edits that only change the dataset size. "
-        f"Handing a plan to the visible page took {_ms(typed.delivery.median)} on the UI thread (max "
-        f"{_ms(typed.delivery.max)}); pages off screen draw it when shown. What the window holds for its whole "
-        "life is kept out of Python's full garbage collections once the window, the planner and pyqtgraph are in "
-        "(gui/long_lived.py): before, the one full collection of a session was a 51–63 ms gap, over the frame.",
-        "",
-        f"**Keystroke to screen**, the same sessions: each key is posted as a key event to whatever has the focus "
-        "(queued, as the X server's events reach the app, behind whatever the UI thread is doing) and timed to the "
-        "tokens field's first repaint with the new text. Keys posted while a plan ran on the worker compete with it "
-        f"for the interpreter. Keys that found the focus elsewhere than the field: {typed.lost}.", "",
-        *key_table, "",
-        f"**Probe place, first open**: {len(probe.place)} fresh processes (after one that writes the bytecode caches: "
-        f"{_ms(probe.first)} to the charts) start the window as `tuneplan` does, wait for the first plan and click "
-        "\"Probe\" in the sidebar at once, before the wizard's quiet-time preload: nothing of the place is imported "
-        "yet. The place is on screen at once with a line saying what loads; paramiko, pyqtgraph, the probe store and "
-        "the pane are imported on a worker (`gui/workers.py`), and the pane is built on the UI thread when they are "
-        f"in: its charts are on screen {_ms(Stats(probe.charts).median)} after the click (median). The pane makes "
-        "its ten pyqtgraph plots one per event-loop turn once its Live tab shows (gui/probe/staged.py), so the "
-        "longest heartbeat gap is the pane itself and one plot; until 2026-12-02 it made them all in its "
-        "constructor, in one turn (216 ms median, 381 ms worst). Before that, the click itself imported and built "
-        "everything: the place appeared, and the window answered again, only when the pane was done.", "",
-        f"**Page moves** after typing, {NAV_MS} ms apart (the longest UI-thread gap around each move, which "
-        "includes drawing the page's tables and charts for the new plan):", "",
-        *move_table, "",
-        f"**PDF**: {len(pdf.in_app.values)} exports in the running app after one warm-up, and "
-        f"{len(pdf.command.values)} runs of `python -m tuneplan report REQUEST -o plan.pdf` (offscreen platform, "
-        "bytecode caches written by one earlier run) counted from spawn to exit. The request is DESIGN §3.1's: "
-        "Llama 3.1 8B LoRA on 8× H100-SXM.",
-        "",
-    ])
+    move_table = [
+        "| page move | "
+        + " | ".join(f"session {i}" for i in range(1, len(typed.steps) + 1))
+        + " |",
+        "|---|" + "---:|" * len(typed.steps),
+    ]
+    move_table += [
+        f"| {m} | " + " | ".join(_ms(s.get(m, 0.0)) for s in typed.steps) + " |" for m in moves
+    ]
+    return "\n".join(
+        [
+            SECTION_TITLE,
+            "",
+            f"Measured {today.isoformat()} with `python -m bench.bench_gui --runs {runs}` on "
+            f"{info['cpu']}, {info['cores']}, Python {info['python']}, {info['qt']}, "
+            f"{info['os']}; load {info['load']}. Qt platform for the window: `{cold.platform}`. "
+            "The ratio is budget ÷ the worst run (above 1× is within); "
+            "other engineers' jobs share these two cores, so a worst run can be theirs as much as "
+            "ours.",
+            "",
+            *table,
+            "",
+            "**Cold start** of the window `tuneplan` opens (Plan, Library and Probe places): "
+            f"median of {len(cold.total.values)} fresh processes, after one first run that writes "
+            f"the bytecode caches ({_ms(cold.first)}; an installed app has them): interpreter "
+            f"start {_ms(cold.interpreter.median)}, QApplication with PySide6 "
+            f"{_ms(cold.qt_app.median)}, the window's modules (pydantic, the request and catalog "
+            f"models, the pages) {_ms(cold.imports.median)}, building the window "
+            f"{_ms(cold.build.median)}, show → first paint → idle {_ms(cold.to_idle.median)}. The "
+            f"first plan (debounced, on a worker) is on screen {_ms(cold.first_plan.median)} "
+            "after spawn: that worker imports "
+            "the planner and NumPy, which nothing on screen needs before a plan's figures. The "
+            "plan library opens once the event loop runs (a worker imports sqlite-utils; the "
+            "first run is read with plain sqlite3), and the PDF writer and the launch-file "
+            "writers load when used. pyqtgraph is not imported at start (a third of a second: it "
+            "touches every Qt class); the wizard imports it on a worker after a second without "
+            "edits, or on reaching the Method page, and builds the hidden plots one per "
+            "event-loop turn.",
+            "",
+            f"**Typing**: {len(typed.sessions)} sessions, each in a new window whose user reads "
+            f"the first page for {READ_MS / 1000:g} s, then types "
+            f"{typed.keys // max(len(typed.sessions), 1)} keys into the Data page's tokens field "
+            f"({typed.seconds:.1f} s of typing in all) with the production debounce (150 ms) and "
+            f"thread pool. A {HEARTBEAT_MS} ms heartbeat timer on the UI thread saw "
+            f"{len(typed.gaps.values):,} gaps, p99 {_ms(typed.gaps.pct(99))}; the longest of each "
+            f"session: {', '.join(_ms(g) for g in typed.sessions)}. Control, the same heartbeat "
+            f"for {sum(typed.control.values):.0f} s with no window: longest gap "
+            f"{_ms(typed.control.max)}, p99 {_ms(typed.control.pct(99))} (the machine's own "
+            f"noise). A plan took {_ms(typed.worker.median)} on the worker (median; max "
+            f"{_ms(typed.worker.max)}); one plan "
+            "runs at a time, and the per-GPU memory rows are kept across edits that only change "
+            "the dataset size. "
+            f"Handing a plan to the visible page took {_ms(typed.delivery.median)} on the UI "
+            f"thread (max {_ms(typed.delivery.max)}); pages off screen draw it when shown. What "
+            "the window holds for its whole "
+            "life is kept out of Python's full garbage collections once the window, the planner "
+            "and pyqtgraph are in (gui/long_lived.py): before, the one full collection of a "
+            "session was a 51–63 ms gap, over the frame.",
+            "",
+            "**Keystroke to screen**, the same sessions: each key is posted as a key event to "
+            "whatever has the focus "
+            "(queued, as the X server's events reach the app, behind whatever the UI thread is "
+            "doing) and timed to the tokens field's first repaint with the new text. Keys posted "
+            "while a plan ran on the worker compete with it "
+            "for the interpreter. Keys that found the focus elsewhere than the field: "
+            f"{typed.lost}.",
+            "",
+            *key_table,
+            "",
+            f"**Probe place, first open**: {len(probe.place)} fresh processes (after one that "
+            f"writes the bytecode caches: {_ms(probe.first)} to the charts) start the window as "
+            "`tuneplan` does, wait for the first plan and click "
+            '"Probe" in the sidebar at once, before the wizard\'s quiet-time preload: nothing of '
+            "the place is imported "
+            "yet. The place is on screen at once with a line saying what loads; paramiko, "
+            "pyqtgraph, the probe store and the pane are imported on a worker (`gui/workers.py`), "
+            "and the pane is built on the UI thread when they are "
+            f"in: its charts are on screen {_ms(Stats(probe.charts).median)} after the click "
+            "(median). The pane makes "
+            "its ten pyqtgraph plots one per event-loop turn once its Live tab shows "
+            "(gui/probe/staged.py), so the longest heartbeat gap is the pane itself and one plot; "
+            "until 2026-12-02 it made them all in its constructor, in one turn (216 ms median, "
+            "381 ms worst). Before that, the click itself imported and built everything: the "
+            "place appeared, and the window answered again, only when the pane was done.",
+            "",
+            f"**Page moves** after typing, {NAV_MS} ms apart (the longest UI-thread gap around "
+            "each move, which "
+            "includes drawing the page's tables and charts for the new plan):",
+            "",
+            *move_table,
+            "",
+            f"**PDF**: {len(pdf.in_app.values)} exports in the running app after one warm-up, and "
+            f"{len(pdf.command.values)} runs of `python -m tuneplan report REQUEST -o plan.pdf` "
+            "(offscreen platform, "
+            "bytecode caches written by one earlier run) counted from spawn to exit. The request "
+            "is DESIGN §3.1's: Llama 3.1 8B LoRA on 8× H100-SXM.",
+            "",
+        ]
+    )
 
 
 def close_discarding(window: Any) -> None:
-    """Close a window whose plan holds the bench's typed edits: they are throwaway, so the "Discard unsaved
-    changes?" question (which would wait for a click nobody makes) is answered yes."""
+    """Close a window whose plan holds the bench's typed edits: they are throwaway, so the "Discard
+    unsaved changes?" question (which would wait for a click nobody makes) is answered yes."""
     window._may_replace_plan = lambda: True
     window.close()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="fresh processes for cold start, PDF exports")
-    parser.add_argument("--typing-runs", type=int, default=3, help="typing sessions, each in a new window")
-    parser.add_argument("--display", choices=("auto", "current", "xvfb", "offscreen"), default="auto")
-    parser.add_argument("--profile", action="store_true", help="profile every case, not only missed ones")
-    parser.add_argument("--write", type=Path, help="write the '## Window' section into this Markdown file")
+    parser.add_argument(
+        "--runs", type=int, default=5, help="fresh processes for cold start, PDF exports"
+    )
+    parser.add_argument(
+        "--typing-runs", type=int, default=3, help="typing sessions, each in a new window"
+    )
+    parser.add_argument(
+        "--display", choices=("auto", "current", "xvfb", "offscreen"), default="auto"
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="profile every case, not only missed ones"
+    )
+    parser.add_argument(
+        "--write", type=Path, help="write the '## Window' section into this Markdown file"
+    )
     args = parser.parse_args(argv)
     runs = max(args.runs, 2)
     with display(args.display) as env:
@@ -643,7 +864,8 @@ def main(argv: list[str] | None = None) -> int:
         control = idle_gaps()
         typed, window, app = typing(args.profile)
         typed.control = control
-        for _ in range(args.typing_runs - 1):  # several sessions: one slow moment is not a verdict either way
+        # several sessions: one slow moment is not a verdict either way
+        for _ in range(args.typing_runs - 1):
             close_discarding(window)
             again, window, app = typing(args.profile)
             typed = typed.merged(again)
@@ -661,28 +883,48 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'case':<92} {'median':>9} {'worst':>9} {'budget':>9} {'ratio':>7}  verdict")
     for row in report_rows(cold, typed, probe, pdf):
         print(f"{row[0][:92]:<92} {row[1]:>9} {row[2]:>9} {row[3]:>9} {row[4]:>7}  {row[5]}")
-    print(f"\n{'keystroke → field repainted':<72} {'p50':>9} {'p95':>9} {'max':>9} {'budget':>9} {'ratio':>7}  verdict")
+    print(
+        f"\n{'keystroke → field repainted':<72} {'p50':>9} {'p95':>9} {'max':>9} {'budget':>9} "
+        f"{'ratio':>7}  verdict"
+    )
     for row in key_rows(typed):
-        print(f"{row[0][:72]:<72} {row[1]:>9} {row[2]:>9} {row[3]:>9} {row[4]:>9} {row[5]:>7}  {row[6]}")
+        print(
+            f"{row[0][:72]:<72} {row[1]:>9} {row[2]:>9} {row[3]:>9} {row[4]:>9} {row[5]:>7}  "
+            f"{row[6]}"
+        )
     print(f"keys that found the focus elsewhere: {typed.lost}")
-    print(f"\ncold start parts (median): interpreter {_ms(cold.interpreter.median)}, QApplication "
-          f"{_ms(cold.qt_app.median)}, imports {_ms(cold.imports.median)}, build {_ms(cold.build.median)}, "
-          f"show→idle {_ms(cold.to_idle.median)}; first plan on screen {_ms(cold.first_plan.median)}; "
-          f"platform {cold.platform}")
-    print(f"typing: {len(typed.sessions)} sessions (longest gap each: {', '.join(_ms(g) for g in typed.sessions)}), "
-          f"{typed.keys} keys, {typed.plans} plans; worker {_ms(typed.worker.median)} median / "
-          f"{_ms(typed.worker.max)} max; UI delivery {_ms(typed.delivery.median)} / {_ms(typed.delivery.max)}; "
-          f"gaps p99 {_ms(typed.gaps.pct(99))}; control (idle heartbeat) longest {_ms(typed.control.max)}")
+    print(
+        f"\ncold start parts (median): interpreter {_ms(cold.interpreter.median)}, QApplication "
+        f"{_ms(cold.qt_app.median)}, imports {_ms(cold.imports.median)}, build "
+        f"{_ms(cold.build.median)}, show→idle {_ms(cold.to_idle.median)}; first plan on screen "
+        f"{_ms(cold.first_plan.median)}; platform {cold.platform}"
+    )
+    print(
+        f"typing: {len(typed.sessions)} sessions (longest gap each: "
+        f"{', '.join(_ms(g) for g in typed.sessions)}), {typed.keys} keys, {typed.plans} plans; "
+        f"worker {_ms(typed.worker.median)} median / {_ms(typed.worker.max)} max; UI delivery "
+        f"{_ms(typed.delivery.median)} / {_ms(typed.delivery.max)}; gaps p99 "
+        f"{_ms(typed.gaps.pct(99))}; control (idle heartbeat) longest {_ms(typed.control.max)}"
+    )
     for i, by_step in enumerate(typed.steps, start=1):
-        print(f"page moves, session {i}: " + ", ".join(f"{name} {_ms(gap)}" for name, gap in by_step.items()))
-    for name, text in (("cold start", cold.profile), ("typing and navigation (UI thread)", typed.profile),
-                       ("PDF export", pdf.profile)):
+        print(
+            f"page moves, session {i}: "
+            + ", ".join(f"{name} {_ms(gap)}" for name, gap in by_step.items())
+        )
+    for name, text in (
+        ("cold start", cold.profile),
+        ("typing and navigation (UI thread)", typed.profile),
+        ("PDF export", pdf.profile),
+    ):
         if text:
             print(f"\n---- profile: {name}\n{text}")
     info["load"] += f", {os.getloadavg()[0]:.2f} at the end"
     if os.getloadavg()[0] > 1.5:
-        print(f"\nnote: the 1-min load average is {os.getloadavg()[0]:.2f} on this machine: other work shared the "
-              "cores, and the gaps above are partly theirs; rerun when it is quiet")
+        print(
+            f"\nnote: the 1-min load average is {os.getloadavg()[0]:.2f} on this machine: other "
+            "work shared the "
+            "cores, and the gaps above are partly theirs; rerun when it is quiet"
+        )
     if args.write:
         section = section_markdown(info, cold, typed, probe, pdf, runs, dt.date.today())
         perf_doc.write_section(args.write, SECTION_TITLE, section)

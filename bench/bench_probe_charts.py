@@ -1,23 +1,27 @@
-"""How the probe pane's live charts keep up, against DESIGN §7: 8 GPUs × 8 metrics at 10 Hz with an hour of
+"""How the probe pane's live charts keep up, against DESIGN §7.
+
+8 GPUs × 8 metrics at 10 Hz with an hour of
 history, a redraw timer at ≤ 20 Hz, no UI stalls.
 
     python -m bench.bench_probe_charts [--frames N] [--loop-seconds S] [--write docs/performance.md]
 
-Offscreen Qt (``QT_QPA_PLATFORM=offscreen``: raster painting into memory, the same painting code as on screen
-minus the compositor). The charts widget shows all eight metrics (`gui.probe.gpu_history.METRICS`) for eight
-GPUs: 64 curves. Every GPU's ring buffer is first filled with one hour of 10 Hz samples (36,000 per GPU), then:
+Offscreen Qt (``QT_QPA_PLATFORM=offscreen``: raster painting into memory, the same painting code as
+on screen minus the compositor). The charts widget shows all eight metrics
+(`gui.probe.gpu_history.METRICS`) for eight GPUs: 64 curves. Every GPU's ring buffer is first filled
+with one hour of 10 Hz samples (36,000 per GPU), then:
 
-* *frame* — one 10 Hz tick of samples is added (eight ``GpuMetric``, as the runner's ``MetricsBatch`` carries
-  them), then the redraw (``setData`` on every curve, the newest-value table) and a synchronous repaint of every
-  plot are timed with ``time.perf_counter``; median and 95th percentile over ``--frames`` frames, for the
-  default five-minute window and for the whole hour on screen;
-* *event loop* — the real loop runs for ``--loop-seconds`` with the 20 Hz redraw timer and a 10 Hz feeder
-  timer; UI-thread load is the main thread's CPU time (``time.thread_time``) over wall time, and a 5 ms
-  heartbeat timer records the longest gap between its ticks (the longest the loop could not paint or take
-  input).
+* *frame* — one 10 Hz tick of samples is added (eight ``GpuMetric``, as the runner's
+  ``MetricsBatch`` carries them), then the redraw (``setData`` on every curve, the newest-value
+  table) and a synchronous repaint of every plot are timed with ``time.perf_counter``; median and
+  95th percentile over ``--frames`` frames, for the default five-minute window and for the whole
+  hour on screen;
+* *event loop* — the real loop runs for ``--loop-seconds`` with the 20 Hz redraw timer and a 10 Hz
+  feeder timer; UI-thread load is the main thread's CPU time (``time.thread_time``) over wall time,
+  and a 5 ms heartbeat timer records the longest gap between its ticks (the longest the loop could
+  not paint or take input).
 
-The samples are synthetic (smooth curves with noise in each metric's real range): the figures are about
-drawing cost, which does not depend on the values.
+The samples are synthetic (smooth curves with noise in each metric's real range): the figures are
+about drawing cost, which does not depend on the values.
 """
 
 from __future__ import annotations
@@ -52,13 +56,21 @@ FRAME_BUDGET_S = 1 / REDRAW_HZ  # a frame must end before the next timer tick
 GAP_BUDGET_S = 0.050  # no stall longer than one 20 Hz period
 SECTION_TITLE = "## Probe live charts"
 # (low, high) of each metric in chart units, in METRICS order, for the synthetic curves.
-RANGES = {"util_pct": (60, 100), "mem_used_bytes": (40 * 2**30, 78 * 2**30), "temp_c": (45, 80),
-          "power_w": (300, 700), "sm_clock_mhz": (1400, 1980), "mem_util_pct": (10, 60), "mem_temp_c": (40, 75),
-          "mem_clock_mhz": (2619, 2619)}
+RANGES = {
+    "util_pct": (60, 100),
+    "mem_used_bytes": (40 * 2**30, 78 * 2**30),
+    "temp_c": (45, 80),
+    "power_w": (300, 700),
+    "sm_clock_mhz": (1400, 1980),
+    "mem_util_pct": (10, 60),
+    "mem_temp_c": (40, 75),
+    "mem_clock_mhz": (2619, 2619),
+}
 
 
 def synthetic(gpu: int, t: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Raw GpuMetric field values (bytes, not GiB) for times ``t``: a slow wave plus noise per metric."""
+    """Raw GpuMetric field values (bytes, not GiB) for times ``t``: a slow wave plus noise per
+    metric."""
     out = {}
     for k, spec in enumerate(METRICS):
         lo, hi = RANGES[spec.field]
@@ -82,18 +94,27 @@ def tick(t: float, rng: np.random.Generator) -> list[GpuMetric]:
     out = []
     for gpu in range(GPUS):
         v = synthetic(gpu, np.array([t]), rng)
-        out.append(GpuMetric(t=t, gpu=gpu, util_pct=float(v["util_pct"][0]),
-                             mem_used_bytes=int(v["mem_used_bytes"][0]), temp_c=float(v["temp_c"][0]),
-                             power_w=float(v["power_w"][0]), sm_clock_mhz=float(v["sm_clock_mhz"][0]),
-                             mem_util_pct=float(v["mem_util_pct"][0]), mem_temp_c=float(v["mem_temp_c"][0]),
-                             mem_clock_mhz=float(v["mem_clock_mhz"][0])))
+        out.append(
+            GpuMetric(
+                t=t,
+                gpu=gpu,
+                util_pct=float(v["util_pct"][0]),
+                mem_used_bytes=int(v["mem_used_bytes"][0]),
+                temp_c=float(v["temp_c"][0]),
+                power_w=float(v["power_w"][0]),
+                sm_clock_mhz=float(v["sm_clock_mhz"][0]),
+                mem_util_pct=float(v["mem_util_pct"][0]),
+                mem_temp_c=float(v["mem_temp_c"][0]),
+                mem_clock_mhz=float(v["mem_clock_mhz"][0]),
+            )
+        )
     return out
 
 
 @dataclass
 class FrameTimes:
-    """Per frame: ingest of one tick, the whole synchronous frame split into setData and paint, and the
-    timer's way of drawing it (a few plots per tick, each tick's setData + paint timed)."""
+    """Per frame: ingest of one tick, the whole synchronous frame split into setData and paint, and
+    the timer's way of drawing it (a few plots per tick, each tick's setData + paint timed)."""
 
     window: str
     ingest: list[float]
@@ -121,8 +142,14 @@ def make_charts(app: QApplication) -> tuple[LiveGpuCharts, float, np.random.Gene
     return charts, t_end, rng
 
 
-def time_frames(app: QApplication, charts: LiveGpuCharts, t: float, rng: np.random.Generator, frames: int,
-                window: str) -> tuple[FrameTimes, float]:
+def time_frames(
+    app: QApplication,
+    charts: LiveGpuCharts,
+    t: float,
+    rng: np.random.Generator,
+    frames: int,
+    window: str,
+) -> tuple[FrameTimes, float]:
     charts.window_box.setCurrentIndex(charts.window_box.findText(window))
     app.processEvents()
     times = FrameTimes(window, [], [], [], [], [])
@@ -162,12 +189,21 @@ def time_frames(app: QApplication, charts: LiveGpuCharts, t: float, rng: np.rand
     return times, t
 
 
-def event_loop(app: QApplication, charts: LiveGpuCharts, t: float, rng: np.random.Generator, seconds: float,
-               window: str, pace: bool | None) -> tuple[dict[str, Any], float]:
-    """The real loop: 20 Hz redraw timer, 10 Hz feeder; thread CPU over wall time and heartbeat gaps.
+def event_loop(
+    app: QApplication,
+    charts: LiveGpuCharts,
+    t: float,
+    rng: np.random.Generator,
+    seconds: float,
+    window: str,
+    pace: bool | None,
+) -> tuple[dict[str, Any], float]:
+    """The real loop: 20 Hz redraw timer, 10 Hz feeder; thread CPU over wall time and heartbeat
+    gaps.
 
-    ``pace=None`` is the control: the same loop with no charts timer and no feeder, only the heartbeat, so
-    gaps that come from the machine (other processes, the scheduler) show as what they are."""
+    ``pace=None`` is the control: the same loop with no charts timer and no feeder, only the
+    heartbeat, so gaps that come from the machine (other processes, the scheduler) show as what they
+    are."""
     charts.window_box.setCurrentIndex(charts.window_box.findText(window))
     charts.pace = bool(pace)
     state = {"t": t}
@@ -206,9 +242,19 @@ def event_loop(app: QApplication, charts: LiveGpuCharts, t: float, rng: np.rando
     feeder.stop()
     heartbeat.stop()
     redraws = charts.redraws - redraws_before
-    return ({"window": window, "pace": pace, "seconds": wall, "load": cpu / wall, "redraws": redraws,
-             "redraw_hz": redraws / wall, "max_gap": max(gaps) if gaps else float("nan"),
-             "p99_gap": float(np.percentile(gaps, 99)) if gaps else float("nan")}, state["t"])
+    return (
+        {
+            "window": window,
+            "pace": pace,
+            "seconds": wall,
+            "load": cpu / wall,
+            "redraws": redraws,
+            "redraw_hz": redraws / wall,
+            "max_gap": max(gaps) if gaps else float("nan"),
+            "p99_gap": float(np.percentile(gaps, 99)) if gaps else float("nan"),
+        },
+        state["t"],
+    )
 
 
 def machine() -> dict[str, str]:
@@ -216,9 +262,13 @@ def machine() -> dict[str, str]:
     import PySide6
 
     info = perf_doc.machine()
-    info.update(qt=f"PySide6 {PySide6.__version__}", pyqtgraph=pyqtgraph.__version__,
-                platform=os.environ.get("QT_QPA_PLATFORM", ""))
+    info.update(
+        qt=f"PySide6 {PySide6.__version__}",
+        pyqtgraph=pyqtgraph.__version__,
+        platform=os.environ.get("QT_QPA_PLATFORM", ""),
+    )
     return info
+
 
 def run(frames: int, loop_seconds: float) -> dict[str, Any]:
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -229,22 +279,35 @@ def run(frames: int, loop_seconds: float) -> dict[str, Any]:
         times, t = time_frames(app, charts, t, rng, frames, window)
         results.append(times)
     loops = []
-    cases: tuple[tuple[str, bool | None], ...] = (("last 5 minutes", None), ("last 5 minutes", True),
-                                                  ("last minute", True), ("last 5 minutes", False))
+    cases: tuple[tuple[str, bool | None], ...] = (
+        ("last 5 minutes", None),
+        ("last 5 minutes", True),
+        ("last minute", True),
+        ("last 5 minutes", False),
+    )
     for window, pace in cases:
         found, t = event_loop(app, charts, t, rng, loop_seconds, window, pace)
         loops.append(found)
     curves = sum(len(p.curves) for p in charts.plots.values())
     samples = sum(len(r) for r in charts.history.rings.values())
     charts.close()
-    return {"frames": results, "loops": loops, "curves": curves, "samples": samples, "machine": machine(),
-            "frame_count": frames, "loop_seconds": loop_seconds}
+    return {
+        "frames": results,
+        "loops": loops,
+        "curves": curves,
+        "samples": samples,
+        "machine": machine(),
+        "frame_count": frames,
+        "loop_seconds": loop_seconds,
+    }
 
 
 def loop_label(loop: dict[str, Any]) -> str:
     if loop["pace"] is None:
         return "control: heartbeat only, no charts, no samples"
-    return f"{loop['window']}, " + ("paced (the app)" if loop["pace"] else "every tick (for comparison)")
+    return f"{loop['window']}, " + (
+        "paced (the app)" if loop["pace"] else "every tick (for comparison)"
+    )
 
 
 def _ms(seconds: float) -> str:
@@ -256,102 +319,146 @@ def _verdict(value: float, budget: float) -> str:
 
 
 def report_text(result: dict[str, Any]) -> str:
-    lines = [f"probe live charts: {result['curves']} curves, {result['samples']:,} samples held, "
-             f"{result['frame_count']} frames per window"]
+    lines = [
+        f"probe live charts: {result['curves']} curves, {result['samples']:,} samples held, "
+        f"{result['frame_count']} frames per window"
+    ]
     for f in result["frames"]:
-        lines.append(f"  {f.window:15} timer tick median {_ms(statistics.median(f.ticks))}, p95 {_ms(p95(f.ticks))}, "
-                     f"max {_ms(max(f.ticks))} (budget {_ms(FRAME_BUDGET_S)}); a frame over its ticks "
-                     f"{_ms(statistics.median(f.timer_frames))}")
-        lines.append(f"  {f.window:15} setData median {_ms(statistics.median(f.set_data))}, paint median "
-                     f"{_ms(statistics.median(f.paint))}; frame median {_ms(statistics.median(f.total))}, "
-                     f"p95 {_ms(p95(f.total))} (budget {_ms(FRAME_BUDGET_S)}); ingest of one tick "
-                     f"{_ms(statistics.median(f.ingest))}")
+        lines.append(
+            f"  {f.window:15} timer tick median {_ms(statistics.median(f.ticks))}, p95 "
+            f"{_ms(p95(f.ticks))}, max {_ms(max(f.ticks))} (budget {_ms(FRAME_BUDGET_S)}); a "
+            f"frame over its ticks {_ms(statistics.median(f.timer_frames))}"
+        )
+        lines.append(
+            f"  {f.window:15} setData median {_ms(statistics.median(f.set_data))}, paint median "
+            f"{_ms(statistics.median(f.paint))}; frame median {_ms(statistics.median(f.total))}, "
+            f"p95 {_ms(p95(f.total))} (budget {_ms(FRAME_BUDGET_S)}); ingest of one tick "
+            f"{_ms(statistics.median(f.ingest))}"
+        )
     for loop in result["loops"]:
-        lines.append(f"  event loop, {loop_label(loop)}: "
-                     f"UI-thread load {loop['load']:.1%}, {loop['redraw_hz']:.1f} redraws/s, longest heartbeat gap "
-                     f"{_ms(loop['max_gap'])} (p99 {_ms(loop['p99_gap'])}, budget {_ms(GAP_BUDGET_S)})")
+        lines.append(
+            f"  event loop, {loop_label(loop)}: "
+            f"UI-thread load {loop['load']:.1%}, {loop['redraw_hz']:.1f} redraws/s, longest "
+            f"heartbeat gap {_ms(loop['max_gap'])} (p99 {_ms(loop['p99_gap'])}, budget "
+            f"{_ms(GAP_BUDGET_S)})"
+        )
     return "\n".join(lines)
 
 
 def section_markdown(result: dict[str, Any], today: dt.date, command: str) -> str:
     m = result["machine"]
     out = [
-        SECTION_TITLE, "",
-        f"Measured {today.isoformat()} with `{command}` on {m['cpu']}, {m['cores']}, Python {m['python']}, "
-        f"{m['qt']}, pyqtgraph {m['pyqtgraph']}, NumPy {m['numpy']}, Qt platform `{m['platform']}`; load "
-        f"{m['load']}.",
+        SECTION_TITLE,
+        "",
+        f"Measured {today.isoformat()} with `{command}` on {m['cpu']}, {m['cores']}, Python "
+        f"{m['python']}, {m['qt']}, pyqtgraph {m['pyqtgraph']}, NumPy {m['numpy']}, Qt platform "
+        f"`{m['platform']}`; load {m['load']}.",
         "",
         f"Setup: `LiveGpuCharts` showing all eight metrics for 8 GPUs ({result['curves']} curves, "
-        "width-1 pens, `setDownsampling(mode='peak')`, `setClipToView(True)`), every ring buffer holding one "
-        f"hour of 10 Hz samples ({result['samples']:,} in all). A frame = one 10 Hz tick of 8 `GpuMetric` "
-        "added, `redraw()` (`setData` with a view of the visible window for every curve, newest-value table) "
-        "and the repaint of every plot. The redraw timer draws a frame over several ticks (`PLOTS_PER_TICK` "
-        "plots each): a *timer tick* is one such step, its `setData` and the paint Qt does for it "
-        "(`processEvents`); no tick may hold the GUI thread longer than one 20 Hz period. A *whole frame at "
-        "once* (all plots in one go, as after a window change or a reopen) is timed too, with no budget. "
-        "Ratio = budget ÷ measured.",
+        "width-1 pens, `setDownsampling(mode='peak')`, `setClipToView(True)`), every ring buffer "
+        "holding one "
+        f"hour of 10 Hz samples ({result['samples']:,} in all). A frame = one 10 Hz tick of 8 "
+        "`GpuMetric` "
+        "added, `redraw()` (`setData` with a view of the visible window for every curve, "
+        "newest-value table) and the repaint of every plot. The redraw timer draws a frame over "
+        "several ticks (`PLOTS_PER_TICK` plots each): a *timer tick* is one such step, its "
+        "`setData` and the paint Qt does for it (`processEvents`); no tick may hold the GUI "
+        "thread longer than one 20 Hz period. A *whole frame at once* (all plots in one go, as "
+        "after a window change or a reopen) is timed too, with no budget. Ratio = budget ÷ "
+        "measured.",
         "",
         "| case | median | p95 | max | budget | ratio (p95) | verdict |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for f in result["frames"]:
-        out.append(f"| timer tick, {f.window} on screen | {_ms(statistics.median(f.ticks))} | {_ms(p95(f.ticks))} | "
-                   f"{_ms(max(f.ticks))} | {_ms(FRAME_BUDGET_S)} | {FRAME_BUDGET_S / p95(f.ticks):.1f}× | "
-                   f"{_verdict(p95(f.ticks), FRAME_BUDGET_S)} |")
-        out.append(f"| — a frame over its ticks | {_ms(statistics.median(f.timer_frames))} | "
-                   f"{_ms(p95(f.timer_frames))} | {_ms(max(f.timer_frames))} | — | — | — |")
+        out.append(
+            f"| timer tick, {f.window} on screen | {_ms(statistics.median(f.ticks))} | "
+            f"{_ms(p95(f.ticks))} | {_ms(max(f.ticks))} | {_ms(FRAME_BUDGET_S)} | "
+            f"{FRAME_BUDGET_S / p95(f.ticks):.1f}× | {_verdict(p95(f.ticks), FRAME_BUDGET_S)} |"
+        )
+        out.append(
+            f"| — a frame over its ticks | {_ms(statistics.median(f.timer_frames))} | "
+            f"{_ms(p95(f.timer_frames))} | {_ms(max(f.timer_frames))} | — | — | — |"
+        )
         total = f.total
-        out.append(f"| whole frame at once, {f.window} | {_ms(statistics.median(total))} | {_ms(p95(total))} | "
-                   f"{_ms(max(total))} | — | — | — |")
-        out.append(f"| — of which `setData` + table | {_ms(statistics.median(f.set_data))} | {_ms(p95(f.set_data))} "
-                   f"| {_ms(max(f.set_data))} | — | — | — |")
-        out.append(f"| — of which paint | {_ms(statistics.median(f.paint))} | {_ms(p95(f.paint))} | "
-                   f"{_ms(max(f.paint))} | — | — | — |")
-        out.append(f"| adding one 10 Hz tick (8 samples) to the rings | {_ms(statistics.median(f.ingest))} | "
-                   f"{_ms(p95(f.ingest))} | {_ms(max(f.ingest))} | — | — | — |")
+        out.append(
+            f"| whole frame at once, {f.window} | {_ms(statistics.median(total))} | "
+            f"{_ms(p95(total))} | {_ms(max(total))} | — | — | — |"
+        )
+        out.append(
+            f"| — of which `setData` + table | {_ms(statistics.median(f.set_data))} | "
+            f"{_ms(p95(f.set_data))} | {_ms(max(f.set_data))} | — | — | — |"
+        )
+        out.append(
+            f"| — of which paint | {_ms(statistics.median(f.paint))} | {_ms(p95(f.paint))} | "
+            f"{_ms(max(f.paint))} | — | — | — |"
+        )
+        out.append(
+            "| adding one 10 Hz tick (8 samples) to the rings | "
+            f"{_ms(statistics.median(f.ingest))} | {_ms(p95(f.ingest))} | {_ms(max(f.ingest))} | "
+            "— | — | — |"
+        )
     out += [
         "",
-        f"Event loop, {result['loop_seconds']:g} s per case, the 20 Hz redraw timer and a 10 Hz feeder (8 samples "
-        "per tick). *Paced* is what the app does: a frame starts when the newest sample has moved the curves by "
-        "a pixel column (window ÷ plot width), at least once a second, never more than a third of the thread, "
-        "and a frame is spread over ticks (`PLOTS_PER_TICK` plots per tick); *every tick* starts a frame on "
-        "every new tick. The *control* runs the same loop with only the heartbeat: its gaps are the machine's "
-        "(other processes, the scheduler), not the charts'.",
+        f"Event loop, {result['loop_seconds']:g} s per case, the 20 Hz redraw timer and a 10 Hz "
+        "feeder (8 samples "
+        "per tick). *Paced* is what the app does: a frame starts when the newest sample has moved "
+        "the curves by a pixel column (window ÷ plot width), at least once a second, never more "
+        "than a third of the thread, and a frame is spread over ticks (`PLOTS_PER_TICK` plots per "
+        "tick); *every tick* starts a frame on every new tick. The *control* runs the same loop "
+        "with only the heartbeat: its gaps are the machine's (other processes, the scheduler), "
+        "not the charts'.",
         "",
         "| case | UI-thread load | frames/s | longest heartbeat gap | p99 gap | budget | verdict |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for loop in result["loops"]:
-        out.append(f"| {loop_label(loop)} | {loop['load']:.1%} | "
-                   f"{loop['redraw_hz']:.1f} | {_ms(loop['max_gap'])} | {_ms(loop['p99_gap'])} | "
-                   f"{_ms(GAP_BUDGET_S)} | {_verdict(loop['max_gap'], GAP_BUDGET_S)} |")
+        out.append(
+            f"| {loop_label(loop)} | {loop['load']:.1%} | "
+            f"{loop['redraw_hz']:.1f} | {_ms(loop['max_gap'])} | {_ms(loop['p99_gap'])} | "
+            f"{_ms(GAP_BUDGET_S)} | {_verdict(loop['max_gap'], GAP_BUDGET_S)} |"
+        )
     out += [
         "",
-        "UI-thread load = main-thread CPU time (`time.thread_time`) ÷ wall time over the case; the heartbeat is a "
-        "5 ms QTimer and a gap is the longest the event loop could not paint or take input. The *whole frame at "
-        "once* rows draw all eight plots in one go (a window change, a reopen); while samples stream the timer "
-        "spreads a frame over several ticks, which is why the loop's gaps are shorter than a whole frame.",
+        "UI-thread load = main-thread CPU time (`time.thread_time`) ÷ wall time over the case; "
+        "the heartbeat is a 5 ms QTimer and a gap is the longest the event loop could not paint "
+        "or take input. The *whole frame at once* rows draw all eight plots in one go (a window "
+        "change, a reopen); while samples stream the timer spreads a frame over several ticks, "
+        "which is why the loop's gaps are shorter than a whole frame.",
     ]
     return "\n".join(out) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.bench_probe_charts",
-                                     description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--frames", type=int, default=100, help="timed frames per window (default 100)")
-    parser.add_argument("--loop-seconds", type=float, default=20.0,
-                        help="seconds of real event loop for the load figure (default 20)")
-    parser.add_argument("--write", type=Path, metavar="FILE", help=f"(re)write the '{SECTION_TITLE}' section")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_probe_charts", description=(__doc__ or "").splitlines()[0]
+    )
+    parser.add_argument(
+        "--frames", type=int, default=100, help="timed frames per window (default 100)"
+    )
+    parser.add_argument(
+        "--loop-seconds",
+        type=float,
+        default=20.0,
+        help="seconds of real event loop for the load figure (default 20)",
+    )
+    parser.add_argument(
+        "--write", type=Path, metavar="FILE", help=f"(re)write the '{SECTION_TITLE}' section"
+    )
     args = parser.parse_args(argv)
     if args.frames < 1 or args.loop_seconds <= 0:
         parser.error("--frames must be at least 1 and --loop-seconds above 0")
     result = run(args.frames, args.loop_seconds)
     print(report_text(result))
     if args.write:
-        command = "python -m bench.bench_probe_charts" + (
-            f" --frames {args.frames}" if args.frames != 100 else "") + (
-            f" --loop-seconds {args.loop_seconds:g}" if args.loop_seconds != 20.0 else "")
-        perf_doc.write_section(args.write, SECTION_TITLE, section_markdown(result, dt.date.today(), command))
+        command = (
+            "python -m bench.bench_probe_charts"
+            + (f" --frames {args.frames}" if args.frames != 100 else "")
+            + (f" --loop-seconds {args.loop_seconds:g}" if args.loop_seconds != 20.0 else "")
+        )
+        perf_doc.write_section(
+            args.write, SECTION_TITLE, section_markdown(result, dt.date.today(), command)
+        )
         print(f"\nwrote the '{SECTION_TITLE}' section of {args.write}")
     return 0
 

@@ -1,12 +1,14 @@
-"""The Probe pane's build on the Probe place's first open: how long the UI thread is held, in fresh processes.
+"""The Probe pane's build on the Probe place's first open: how long the UI thread is held, in fresh
+processes.
 
     python -m bench.bench_probe_open [--runs 5] [--write docs/performance.md]
 
-The place imports the pane's modules on a worker and then builds the pane on the UI thread (gui/probe/place.py);
-this times that build as the place does it, after the imports: ``ProbePane.create_default`` and its first
-show, then the longest turn of the event loop in the next 3 s (a zero-interval heartbeat timer, which fires on
-every turn) while the pane's ten pyqtgraph plots are made, one per turn (gui/probe/staged.py). Each run is a
-fresh process with the offscreen Qt platform and an empty data folder, so nothing is cached but bytecode.
+The place imports the pane's modules on a worker and then builds the pane on the UI thread
+(gui/probe/place.py); this times that build as the place does it, after the imports:
+``ProbePane.create_default`` and its first show, then the longest turn of the event loop in the next
+3 s (a zero-interval heartbeat timer, which fires on every turn) while the pane's ten pyqtgraph
+plots are made, one per turn (gui/probe/staged.py). Each run is a fresh process with the offscreen
+Qt platform and an empty data folder, so nothing is cached but bytecode.
 """
 
 from __future__ import annotations
@@ -62,9 +64,21 @@ executor.stop_all(5000)
 
 def one_run() -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="tuneplan-bench-") as data:
-        env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_DATA_HOME": data, "PYTHONPATH": str(ROOT)}
-        out = subprocess.run([sys.executable, "-c", _CHILD, str(WATCH_S)], cwd=ROOT, env=env, check=True,
-                             capture_output=True, text=True, timeout=120).stdout
+        env = {
+            **os.environ,
+            "QT_QPA_PLATFORM": "offscreen",
+            "XDG_DATA_HOME": data,
+            "PYTHONPATH": str(ROOT),
+        }
+        out = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(WATCH_S)],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
@@ -76,15 +90,17 @@ def section(runs: int) -> str:
     m = perf_doc.machine()
     return (
         f"{SECTION_TITLE}\n\n"
-        f"Measured {dt.date.today().isoformat()} with `python -m bench.bench_probe_open --runs {runs}` on "
-        f"{m['cpu']}, {m['cores']}, Python {m['python']}, {m['os']}; load {m['load']}. Fresh processes, offscreen "
-        "Qt, the pane's modules imported first (the place imports them on a worker); then the UI thread's part.\n\n"
-        "| case | median | worst |\n|---|---:|---:|\n"
-        f"| `ProbePane.create_default` and its first show | {statistics.median(build):.0f} ms | {build[-1]:.0f} ms |\n"
-        f"| longest event-loop turn in the {WATCH_S:g} s after, while its plots are made | "
-        f"{statistics.median(turn):.0f} ms | {turn[-1]:.0f} ms |\n\n"
-        f"Plots made by the first show: {max(int(r['plots_at_show']) for r in results)}; after {WATCH_S:g} s: "
-        f"{min(int(r['plots']) for r in results)}. The ten pyqtgraph plots (about 20 ms each) used to be made in the "
+        f"Measured {dt.date.today().isoformat()} with `python -m bench.bench_probe_open --runs "
+        f"{runs}` on {m['cpu']}, {m['cores']}, Python {m['python']}, {m['os']}; load {m['load']}. "
+        "Fresh processes, offscreen "
+        "Qt, the pane's modules imported first (the place imports them on a worker); then the UI "
+        "thread's part.\n\n| case | median | worst |\n|---|---:|---:|\n"
+        f"| `ProbePane.create_default` and its first show | {statistics.median(build):.0f} ms | "
+        f"{build[-1]:.0f} ms |\n| longest event-loop turn in the {WATCH_S:g} s after, while its "
+        f"plots are made | {statistics.median(turn):.0f} ms | {turn[-1]:.0f} ms |\n\nPlots made "
+        f"by the first show: {max(int(r['plots_at_show']) for r in results)}; after {WATCH_S:g} "
+        f"s: {min(int(r['plots']) for r in results)}. The ten pyqtgraph plots (about 20 ms each) "
+        "used to be made in the "
         "pane's constructor, all in one turn; they are made one per turn once the Live tab shows "
         "(gui/probe/staged.py), so the longest turn is one plot and the first paint.\n"
     )

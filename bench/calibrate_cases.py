@@ -1,11 +1,12 @@
-"""One published throughput/memory case (tests/fixtures/planner/throughput_cases.json) as the plan request it describes.
+"""One published throughput/memory case (tests/fixtures/planner/throughput_cases.json) as the plan
+request it describes.
 
-The cases are written by people, not for this planner: GPU names such as "NVIDIA DGX-H100", precisions such as
-"bf16 (FSDP mixed_precision PURE)", sharding such as "FSDP2 32-way". Each translation below is written down
-once, with the reason, so a reader can check every choice against the case notes. A case that needs a
-setting its source does not publish (a micro-batch, the precision) is not planned, and says why; a setting
-that the framework fixes by default (Megatron's recompute is off unless asked for) is taken from that
-default, and the row says it was assumed.
+The cases are written by people, not for this planner: GPU names such as "NVIDIA DGX-H100",
+precisions such as "bf16 (FSDP mixed_precision PURE)", sharding such as "FSDP2 32-way". Each
+translation below is written down once, with the reason, so a reader can check every choice against
+the case notes. A case that needs a setting its source does not publish (a micro-batch, the
+precision) is not planned, and says why; a setting that the framework fixes by default (Megatron's
+recompute is off unless asked for) is taken from that default, and the row says it was assumed.
 """
 
 from __future__ import annotations
@@ -24,29 +25,38 @@ from core.planner.request import (
     Sharding,
 )
 
-# Tokens the throughput requests train. Any count gives the same tokens/s (a steady-state rate); it only has
-# to be large enough that the job is many steps long.
+# Tokens the throughput requests train. Any count gives the same tokens/s (a steady-state rate); it
+# only has to be large enough that the job is many steps long.
 THROUGHPUT_TOKENS = 1e9
 
-THROUGHPUT_METRICS = ("tokens_per_s_per_gpu", "tokens_per_s_total", "achieved_tflops_per_gpu", "wall_time_s",
-                      "gpu_hours")
+THROUGHPUT_METRICS = (
+    "tokens_per_s_per_gpu",
+    "tokens_per_s_total",
+    "achieved_tflops_per_gpu",
+    "wall_time_s",
+    "gpu_hours",
+)
 MEMORY_METRICS = ("peak_mem_gb_per_gpu", "peak_mem_gib_per_gpu")
 
 
 def source_of(case: dict[str, Any]) -> str:
-    """Who published a case: owner/name of its GitHub source_url, else the web site's host (one fold of the
-    leave-one-source-out validation)."""
+    """Who published a case: owner/name of its GitHub source_url, else the web site's host (one fold
+    of the leave-one-source-out validation)."""
     parts = case["source_url"].split("/")
     if parts[2] != "github.com":
         return parts[2].removeprefix("www.")
     return f"{parts[3]}/{parts[4]}"
 
 
-# Case GPU name → catalog GPU id. The first substring found wins; order matters (H100 before A100 never clash,
-# "A100 80GB" before the bare "A100").
+# Case GPU name → catalog GPU id. The first substring found wins; order matters (H100 before A100
+# never clash, "A100 80GB" before the bare "A100").
 GPU_NAMES: tuple[tuple[str, str, str | None], ...] = (
-    ("h100 sxm 96gb", "H100-SXM", "torchtitan's H100s are 96 GB HBM2e parts capped at 500 W (Grand Teton); "
-                                  "planned as the catalog H100-SXM (80 GB, 700 W): same 989 TFLOP/s BF16 peak"),
+    (
+        "h100 sxm 96gb",
+        "H100-SXM",
+        "torchtitan's H100s are 96 GB HBM2e parts capped at 500 W (Grand Teton); "
+        "planned as the catalog H100-SXM (80 GB, 700 W): same 989 TFLOP/s BF16 peak",
+    ),
     ("h200", "H200-SXM", None),
     ("b200", "B200", None),
     ("dgx-h100", "H100-SXM", None),
@@ -57,63 +67,81 @@ GPU_NAMES: tuple[tuple[str, str, str | None], ...] = (
     ("a100 80gb", "A100-80GB-SXM", None),
     ("a100_40gb", "A100-40GB-SXM", None),
     ("a100-sxm4-40gb", "A100-40GB-SXM", None),
-    ("nvidia a100", "A100-80GB-SXM", "the source says only 'A100' (40 or 80 GB not stated); planned on "
-                                     "A100-80GB-SXM, same 312 TFLOP/s BF16 peak as the 40 GB part"),
+    (
+        "nvidia a100",
+        "A100-80GB-SXM",
+        "the source says only 'A100' (40 or 80 GB not stated); planned on "
+        "A100-80GB-SXM, same 312 TFLOP/s BF16 peak as the 40 GB part",
+    ),
     ("a10g", "A10G", None),
     ("l4 24gb", "L4", None),
     ("v100-sxm2 16gb", "V100-16GB", None),
     ("rtx 4090", "RTX-4090", None),
 )
 
-# Sources whose framework the planner names (training.framework sets that framework's documented defaults).
+# Sources whose framework the planner names (training.framework sets that framework's documented
+# defaults).
 FRAMEWORK_BY_SOURCE: dict[str, Framework] = {
     "pytorch/torchtitan": Framework.torchtitan,
     "NVIDIA/NeMo": Framework.megatron,  # NeMo 1.x/2.x runs Megatron-Core
     "NVIDIA-NeMo/Megatron-Bridge": Framework.megatron,
     "NVIDIA/Megatron-LM": Framework.megatron,
     "Lightning-AI/litgpt": Framework.litgpt,
-    "philschmid/deep-learning-pytorch-huggingface": Framework.hf_trainer,  # TRL SFTTrainer is a Trainer
+    # TRL SFTTrainer is a Trainer
+    "philschmid/deep-learning-pytorch-huggingface": Framework.hf_trainer,
     "huggingface/transformers": Framework.hf_trainer,
     "pytorch/torchtune": Framework.torchtune,
-    # Answer.AI's train.py runs transformers models with PEFT-style adapters and bitsandbytes under its own
-    # PyTorch FSDP loop: the Hugging Face stack without the Trainer; hf_trainer is the nearest profile.
+    # Answer.AI's train.py runs transformers models with PEFT-style adapters and bitsandbytes under
+    # its own PyTorch FSDP loop: the Hugging Face stack without the Trainer; hf_trainer is the
+    # nearest profile.
     "AnswerDotAI/fsdp_qlora": Framework.hf_trainer,
-    # The Hugging Face blog's FSDP-vs-DeepSpeed runs go through Accelerate with a transformers model.
+    # The Hugging Face blog's FSDP-vs-DeepSpeed runs go through Accelerate with a transformers
+    # model.
     "huggingface/blog": Framework.hf_trainer,
-    # PyTorch-native stacks that run their own module tree (no transformers model, no hooks or wrappers per
-    # module): Composer/llm-foundry's MPT and nanoGPT's GPT-2 loop. torchtitan is the planner's PyTorch-native
-    # profile; its defaults (FSDP, selective recompute) never apply here, since every case sets sharding and
-    # checkpointing itself. LLMs-from-scratch stays on the default: its loss runs outside the compiled model,
-    # which the torchtitan profile's compiled-loss memory would misstate.
+    # PyTorch-native stacks that run their own module tree (no transformers model, no hooks or
+    # wrappers per module): Composer/llm-foundry's MPT and nanoGPT's GPT-2 loop. torchtitan is the
+    # planner's PyTorch-native profile; its defaults (FSDP, selective recompute) never apply here,
+    # since every case sets sharding and checkpointing itself. LLMs-from-scratch stays on the
+    # default: its loss runs outside the compiled model, which the torchtitan profile's
+    # compiled-loss memory would misstate.
     "mosaicml/llm-foundry": Framework.torchtitan,
     "databricks.com": Framework.torchtitan,
     "karpathy/nanoGPT": Framework.torchtitan,
 }
 
-# Where a case leaves the LoRA rank and targets unpublished, the framework's default, with where it is defined.
+# Where a case leaves the LoRA rank and targets unpublished, the framework's default, with where it
+# is defined.
 LORA_DEFAULT_BY_SOURCE: dict[str, tuple[int, str, str]] = {
-    # NeMo 1.x examples/nlp/language_modeling/tuning/conf/megatron_gpt_finetuning_config.yaml, lora_tuning:
-    # target_modules ['attention_qkv'] (Megatron's fused q/k/v projection), adapter_dim 32, adapter_dropout 0.0.
-    "NVIDIA/NeMo": (32, "q,k,v", "NeMo's megatron_gpt_finetuning_config.yaml: target_modules ['attention_qkv'], "
-                    "adapter_dim 32, adapter_dropout 0.0"),
+    # NeMo 1.x examples/nlp/language_modeling/tuning/conf/megatron_gpt_finetuning_config.yaml,
+    # lora_tuning: target_modules ['attention_qkv'] (Megatron's fused q/k/v projection), adapter_dim
+    # 32, adapter_dropout 0.0.
+    "NVIDIA/NeMo": (
+        32,
+        "q,k,v",
+        "NeMo's megatron_gpt_finetuning_config.yaml: target_modules ['attention_qkv'], "
+        "adapter_dim 32, adapter_dropout 0.0",
+    ),
 }
 
-# Where a case leaves activation checkpointing null, the framework's default, with where it is defined.
+# Where a case leaves activation checkpointing null, the framework's default, with where it is
+# defined.
 RECOMPUTE_DEFAULT_OFF: dict[str, str] = {
-    # megatron/training/arguments.py: `--recompute-granularity` default=None (no recompute unless asked);
-    # NeMo and Megatron-Bridge pass the recipe's value through to Megatron-Core.
-    "NVIDIA/NeMo": "Megatron-Core recomputes nothing unless asked (--recompute-granularity default None)",
-    "NVIDIA-NeMo/Megatron-Bridge": "Megatron-Core recomputes nothing unless asked (--recompute-granularity "
-                                   "default None)",
+    # megatron/training/arguments.py: `--recompute-granularity` default=None (no recompute unless
+    # asked); NeMo and Megatron-Bridge pass the recipe's value through to Megatron-Core.
+    "NVIDIA/NeMo": "Megatron-Core recomputes nothing unless asked (--recompute-granularity "
+    "default None)",
+    "NVIDIA-NeMo/Megatron-Bridge": "Megatron-Core recomputes nothing unless asked "
+    "(--recompute-granularity default None)",
     "NVIDIA/Megatron-LM": "--recompute-granularity default None",
     # nemo_automodel/components/distributed/config.py: FSDP2Config.activation_checkpointing = False.
     "NVIDIA-NeMo/Automodel": "AutoModel's FSDP2Config.activation_checkpointing defaults to False",
 }
 
 
-# published_runs.json names each run's stack in words ("hf_trainer (TRL SFT + Accelerate)", "NeMo 24.09
-# (Megatron-core)"): the first prefix found picks the planner's profile. Stacks with no profile of their own
-# (Composer, nanoGPT) keep the default, as llm-foundry's and LLMs-from-scratch's runs do.
+# published_runs.json names each run's stack in words ("hf_trainer (TRL SFT + Accelerate)", "NeMo
+# 24.09 (Megatron-core)"): the first prefix found picks the planner's profile. Stacks with no
+# profile of their own (Composer, nanoGPT) keep the default, as llm-foundry's and
+# LLMs-from-scratch's runs do.
 FRAMEWORK_WORDS: tuple[tuple[str, Framework], ...] = (
     ("hf_trainer", Framework.hf_trainer),
     ("universal-llm-trainer", Framework.hf_trainer),  # its own loop over transformers models
@@ -153,7 +181,8 @@ class NotPlanned(Exception):
 
 
 def _gpu(case: dict[str, Any], assumed: list[str]) -> str:
-    if case["other_settings"].get("gpu_catalog_id"):  # published_runs.json names the catalog GPU itself
+    # published_runs.json names the catalog GPU itself
+    if case["other_settings"].get("gpu_catalog_id"):
         return str(case["other_settings"]["gpu_catalog_id"])
     name = case["other_settings"]["gpu"].lower()
     for needle, gpu, note in GPU_NAMES:
@@ -176,18 +205,26 @@ def _method(case: dict[str, Any]) -> Method:
 
 
 def _precision(case: dict[str, Any], assumed: list[str]) -> Precision:
-    """The planner's precision for the case's words; FP8 wins over bf16 ('bf16 mixed + Float8 linears')."""
+    """The planner's precision for the case's words; FP8 wins over bf16 ('bf16 mixed + Float8
+    linears')."""
     text = case["precision"].lower()
     if text.startswith("not stated"):
         raise NotPlanned("precision not published")
     if "fp8" in text or ("float8" in text and "no float8" not in text):
         return Precision.fp8
     if "fsdp mixed_precision pure" in text:
-        # Composer's FSDP PURE casts the parameters for compute and keeps the sharded fp32 master: amp in the
-        # planner's terms (16-bit compute, 32-bit master and states).
-        assumed.append("Composer FSDP 'PURE' mixed precision keeps fp32 master weights: planned as amp_bf16")
+        # Composer's FSDP PURE casts the parameters for compute and keeps the sharded fp32 master:
+        # amp in the planner's terms (16-bit compute, 32-bit master and states).
+        assumed.append(
+            "Composer FSDP 'PURE' mixed precision keeps fp32 master weights: planned as amp_bf16"
+        )
         return Precision.amp_bf16
-    if "bf16-true" in text or "pure" in text or "amp_training false" in text or "states in bf16" in text:
+    if (
+        "bf16-true" in text
+        or "pure" in text
+        or "amp_training false" in text
+        or "states in bf16" in text
+    ):
         return Precision.pure_bf16
     if "fp16" in text:
         return Precision.amp_fp16
@@ -206,7 +243,8 @@ def _optimizer(case: dict[str, Any], method: Method) -> Optimizer:
         return Optimizer.adamw_8bit
     if text.startswith("lion"):
         return Optimizer.lion
-    if "adam" in text:  # AdamW, Adam, decoupled AdamW, FusedAdam, Megatron's distributed Adam, adamw_hf/_torch
+    # AdamW, Adam, decoupled AdamW, FusedAdam, Megatron's distributed Adam, adamw_hf/_torch
+    if "adam" in text:
         return Optimizer.adamw
     raise NotPlanned(f"optimizer '{case['optimizer']}' has no planner equivalent")
 
@@ -223,8 +261,12 @@ def _sharding(case: dict[str, Any], assumed: list[str]) -> tuple[Sharding, Offlo
     if "zero (stage not stated" in text and "zero-3 assumed" in text:
         assumed.append("ZeRO stage not published: ZeRO-3, as the case notes infer")
         return Sharding.zero3, Offload.none
-    if "distributed optimizer (use_distributed_optimizer=true" in text or "megatron distributed optimizer" in text:
-        return Sharding.zero1, Offload.none  # Megatron's distributed optimizer shards the optimizer states
+    if (
+        "distributed optimizer (use_distributed_optimizer=true" in text
+        or "megatron distributed optimizer" in text
+    ):
+        # Megatron's distributed optimizer shards the optimizer states
+        return Sharding.zero1, Offload.none
     if "distributed optimizer not stated" in text:
         # NeMo's Megatron recipes use the distributed fused Adam; the table does not say so.
         assumed.append("Megatron distributed optimizer assumed (zero1): the table does not say")
@@ -240,8 +282,10 @@ def _checkpointing(case: dict[str, Any], assumed: list[str]) -> bool | str:
         source = source_of(case)
         notes = case["other_settings"].get("notes") or ""
         if "no recompute set" in notes or source in RECOMPUTE_DEFAULT_OFF:
-            assumed.append("activation checkpointing not stated: off, "
-                           + RECOMPUTE_DEFAULT_OFF.get(source, "the recipe sets none"))
+            assumed.append(
+                "activation checkpointing not stated: off, "
+                + RECOMPUTE_DEFAULT_OFF.get(source, "the recipe sets none")
+            )
             return False
         raise NotPlanned("activation checkpointing not published")
     return "selective" if value == "selective" else bool(value)
@@ -256,27 +300,41 @@ def _lora(case: dict[str, Any], method: Method, assumed: list[str]) -> dict[str,
     if isinstance(rank, str):
         match = re.match(r"\d+", rank)
         rank = int(match.group()) if match else None
-        assumed.append(f"LoRA rank {rank} is the framework's class default, not restated by the source")
+        assumed.append(
+            f"LoRA rank {rank} is the framework's class default, not restated by the source"
+        )
     if rank is None and source_of(case) in LORA_DEFAULT_BY_SOURCE:
         default_rank, default_targets, where = LORA_DEFAULT_BY_SOURCE[source_of(case)]
-        assumed.append(f"LoRA rank and targets not published: the framework's default, rank {default_rank} on "
-                       f"{default_targets} ({where})")
+        assumed.append(
+            f"LoRA rank and targets not published: the framework's default, rank {default_rank} on "
+            f"{default_targets} ({where})"
+        )
         return {"lora_rank": default_rank, "lora_targets": default_targets}
     if rank is None:
-        assumed.append("LoRA rank and targets not published: the planner's defaults (rank 16, all linear layers)")
+        assumed.append(
+            "LoRA rank and targets not published: the planner's defaults (rank 16, all linear "
+            "layers)"
+        )
         return out
     out["lora_rank"] = int(rank)
     notes = case["other_settings"].get("notes", "")
-    dropout = re.search(r"LoRA[^.;]*?dropout (0\.\d+)", notes) or re.search(r"alpha=\d+, dropout (0\.\d+)", notes)
+    dropout = re.search(r"LoRA[^.;]*?dropout (0\.\d+)", notes) or re.search(
+        r"alpha=\d+, dropout (0\.\d+)", notes
+    )
     if dropout:
         out["lora_dropout"] = float(dropout.group(1))
     elif isinstance(lora.get("dropout"), (int, float)):
-        # The run's own LoRA block states it (ms-swift's and universal-llm-trainer's lora_dropout 0.05): PEFT
-        # then saves each adapter's dropped-out input for backward (activations._linear_inputs).
+        # The run's own LoRA block states it (ms-swift's and universal-llm-trainer's lora_dropout
+        # 0.05): PEFT then saves each adapter's dropped-out input for backward
+        # (activations._linear_inputs).
         out["lora_dropout"] = float(lora["dropout"])
     targets = lora.get("planner_targets", lora.get("targets"))
-    if isinstance(targets, list) and targets and targets != ["query", "value"] and all(
-            str(t).endswith("_proj") for t in targets):
+    if (
+        isinstance(targets, list)
+        and targets
+        and targets != ["query", "value"]
+        and all(str(t).endswith("_proj") for t in targets)
+    ):
         out["lora_targets"] = list(targets)
     elif targets == ["query", "value"]:  # litgpt's names for the q and v projections
         out["lora_targets"] = "q,v"
@@ -285,24 +343,28 @@ def _lora(case: dict[str, Any], method: Method, assumed: list[str]) -> dict[str,
     elif isinstance(targets, str) and ("all-linear" in targets or "all *_proj" in targets):
         out["lora_targets"] = "all-linear"
         if "lm_head" in targets:
-            assumed.append("lm_head and embed_tokens are also trained in full (PEFT modules_to_save); the "
-                           "planner cannot express that and plans adapters only")
+            assumed.append(
+                "lm_head and embed_tokens are also trained in full (PEFT modules_to_save); the "
+                "planner cannot express that and plans adapters only"
+            )
     else:
         raise NotPlanned(f"LoRA targets {targets!r} have no planner equivalent")
     return out
 
 
 def _virtual_stages(notes: str) -> int:
-    """Megatron's interleaved pipeline chunks, written 'VP=5' or 'VP (virtual pipeline) = 5' in the notes."""
+    """Megatron's interleaved pipeline chunks, written 'VP=5' or 'VP (virtual pipeline) = 5' in the
+    notes."""
     match = re.search(r"VP(?: \(virtual pipeline\))?\s*=\s*(\d+)", notes)
     return int(match.group(1)) if match else 1
 
 
 def shape_keys(model: dict[str, Any]) -> dict[str, Any]:
-    """A case's `model` shape (hidden, layers, heads, kv_heads, vocab, intermediate) as config.json keys.
+    """A case's `model` shape (hidden, layers, heads, kv_heads, vocab, intermediate) as config.json
+    keys.
 
-    The calibration fixtures (throughput_cases.json, calibration_cases.json) describe models this way; the
-    family keys (model_type, activation, tied head) are the caller's.
+    The calibration fixtures (throughput_cases.json, calibration_cases.json) describe models this
+    way; the family keys (model_type, activation, tied head) are the caller's.
     """
     return {
         "hidden_size": model["hidden"],
@@ -317,37 +379,49 @@ def shape_keys(model: dict[str, Any]) -> dict[str, Any]:
 def model_config(case: dict[str, Any]) -> dict[str, Any]:
     """The case's architecture as inline config.json keys, with the family's MLP, norm and head.
 
-    MPT (llm-foundry), Megatron's GPT, GPT-2 and BERT have a plain 4h GELU MLP with LayerNorm; the shape comes
-    in Llama-style key names, so they are planned as model_type "gpt2", which params.py reads that way. MPT ties
-    its embedding (`tied wte` in the notes), GPT-2-style models in LLMs-from-scratch and Megatron's GPT do not.
-    Llama, Qwen and TinyLlama are SwiGLU with RMSNorm, untied, except Llama 3.2 (1B, 3B), which ties its head
-    to the embedding (tie_word_embeddings true in its config.json).
+    MPT (llm-foundry), Megatron's GPT, GPT-2 and BERT have a plain 4h GELU MLP with LayerNorm; the
+    shape comes in Llama-style key names, so they are planned as model_type "gpt2", which params.py
+    reads that way. MPT ties its embedding (`tied wte` in the notes), GPT-2-style models in
+    LLMs-from-scratch and Megatron's GPT do not. Llama, Qwen and TinyLlama are SwiGLU with RMSNorm,
+    untied, except Llama 3.2 (1B, 3B), which ties its head to the embedding (tie_word_embeddings
+    true in its config.json).
     """
     m = case["model"]
     name = m["name"].lower()
     cfg = shape_keys(m)
     plain = name.startswith(("mpt", "gpt", "bert"))
     if plain:
-        cfg.update(model_type="gpt2", hidden_act="gelu", tie_word_embeddings=name.startswith(("mpt", "bert")))
+        cfg.update(
+            model_type="gpt2",
+            hidden_act="gelu",
+            tie_word_embeddings=name.startswith(("mpt", "bert")),
+        )
     elif "qwen2" in name:
         cfg.update(model_type="qwen2", hidden_act="silu", tie_word_embeddings=False)
     else:
         cfg.update(model_type="llama", hidden_act="silu", tie_word_embeddings="llama-3.2" in name)
     if name.startswith("bert"):
-        cfg["attention_probs_dropout_prob"] = 0.1  # bert-large-uncased config.json (BertConfig's default too)
+        # bert-large-uncased config.json (BertConfig's default too)
+        cfg["attention_probs_dropout_prob"] = 0.1
     return cfg
 
 
 def wall_time_tokens(case: dict[str, Any]) -> tuple[float, str]:
-    """Trained tokens behind a wall-time case, from what its notes give; NotPlanned when they give none."""
+    """Trained tokens behind a wall-time case, from what its notes give; NotPlanned when they give
+    none."""
     notes = case["other_settings"].get("notes") or ""
     if "262,144 tokens" in notes:  # HF perf doc: 512 sequences × 512 tokens, one epoch (stated)
         return 262_144.0, "262,144 tokens (512 × 512, stated)"
     if "5.54M tokens in every packed row" in notes and "No packing" not in notes:
-        return 5.54e6, "5.54M tokens (derived in the case notes from steps × batch × 1024, not published)"
-    if case["other_settings"].get("tokens"):  # published_runs.json states the count (notes say how it is known)
+        return (
+            5.54e6,
+            "5.54M tokens (derived in the case notes from steps × batch × 1024, not published)",
+        )
+    # published_runs.json states the count (notes say how it is known)
+    if case["other_settings"].get("tokens"):
         return float(case["other_settings"]["tokens"]), "trained tokens as the case states them"
-    if "2,097,152 tokens trained" in notes:  # Answer.AI fsdp_qlora: 1,024 dummy samples × 2,048 tokens (stated)
+    # Answer.AI fsdp_qlora: 1,024 dummy samples × 2,048 tokens (stated)
+    if "2,097,152 tokens trained" in notes:
         return 2_097_152.0, "2,097,152 tokens (1,024 full-length samples × 2,048, stated)"
     raise NotPlanned("wall time without a published token count")
 
@@ -363,8 +437,9 @@ def build(case: dict[str, Any]) -> Built:
 
 
 def _bitsandbytes_before(stated: str | None, version: tuple[int, ...]) -> bool:
-    """Whether the bitsandbytes version a case states (other_settings.bitsandbytes, "0.41.1 (...)") is older
-    than `version`; False where the case states none (the planner's default is today's bitsandbytes)."""
+    """Whether the bitsandbytes version a case states (other_settings.bitsandbytes, "0.41.1 (...)")
+    is older than `version`; False where the case states none (the planner's default is today's
+    bitsandbytes)."""
     if not stated:
         return False
     numbers = re.match(r"(\d+)\.(\d+)\.(\d+)", stated)
@@ -412,7 +487,9 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
         training["global_batch_size"] = max(int(other["global_batch"]), int(case["micro_batch"]))
     if other.get("torch_compile") is not None:
         training["compile"] = bool(other["torch_compile"])
-    framework = FRAMEWORK_BY_SOURCE.get(source) or _framework_named(str(other.get("framework") or ""))
+    framework = FRAMEWORK_BY_SOURCE.get(source) or _framework_named(
+        str(other.get("framework") or "")
+    )
     if framework is not None:
         training["framework"] = framework.value
     attention = str(other.get("attention") or "").lower()
@@ -424,21 +501,39 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
         training["attention"] = "sdpa"
     if "liger" in notes.lower() and "no liger" not in notes.lower():
         training["cross_entropy"] = "fused"
-    if method is Method.qlora and "bnb.nf4" in case["precision"] and "nf4-dq" not in case["precision"]:
-        training["double_quant"] = False  # litgpt --quantize bnb.nf4 (bnb.nf4-dq is the double-quantized one)
+    if (
+        method is Method.qlora
+        and "bnb.nf4" in case["precision"]
+        and "nf4-dq" not in case["precision"]
+    ):
+        # litgpt --quantize bnb.nf4 (bnb.nf4-dq is the double-quantized one)
+        training["double_quant"] = False
     if method is Method.qlora and _bitsandbytes_before(other.get("bitsandbytes"), (0, 43, 2)):
-        training["quantized_inputs_kept"] = True  # MatMul4Bit kept (A, B) until bitsandbytes PR #1270
+        # MatMul4Bit kept (A, B) until bitsandbytes PR #1270
+        training["quantized_inputs_kept"] = True
     if case["model"]["name"].lower().startswith("bert"):
-        assumed.append("BERT is an encoder with a classification head; planned as a decoder with an LM head")
+        assumed.append(
+            "BERT is an encoder with a classification head; planned as a decoder with an LM head"
+        )
     per_node = int(other.get("gpus_per_node") or min(8, n))
     if n % per_node:
         raise NotPlanned(f"{n} GPUs do not fill nodes of {per_node}")
-    request = PlanRequest.model_validate({
-        "model": model_config(case),
-        "data": {"tokens": tokens or THROUGHPUT_TOKENS, "seq_len": int(case["seq_len"]), "packing": True},
-        "training": training,
-        "hardware": {"gpu": gpu, "gpus_per_node": per_node, "nodes": n // per_node,
-                     **({"interconnect": other["interconnect"]} if other.get("interconnect") else {})},
-        "assumptions": {"restart_minutes": 0.0},
-    })
+    request = PlanRequest.model_validate(
+        {
+            "model": model_config(case),
+            "data": {
+                "tokens": tokens or THROUGHPUT_TOKENS,
+                "seq_len": int(case["seq_len"]),
+                "packing": True,
+            },
+            "training": training,
+            "hardware": {
+                "gpu": gpu,
+                "gpus_per_node": per_node,
+                "nodes": n // per_node,
+                **({"interconnect": other["interconnect"]} if other.get("interconnect") else {}),
+            },
+            "assumptions": {"restart_minutes": 0.0},
+        }
+    )
     return request, tokens

@@ -1,15 +1,17 @@
-"""Fit each framework's sustained efficiency (core/planner/speed/sustained.py), once per held-out source.
+"""Fit each framework's sustained efficiency (core/planner/speed/sustained.py), once per held-out
+source.
 
     python -m bench.calibrate --write-bands
 
-Every published throughput run is planned once with the sustained factor at its prior (1: the kernel model as
-it is), giving its residual r = ln(published ÷ planned tokens/s). A group's factor (framework × method × GPU
-family, then framework × family, family, all) is the median of its runs' r with each source weighing the same
-(sixteen rows of one benchmark table are one witness, not sixteen), pooled with its parent group's factor by
-how many sources back it (fit_table). The median is the closed-form least mean absolute log error, so no
-search is needed, and a factor multiplies the step's speed, so a run's residual under any fit is r − ln factor:
-leave-one-source-out refits the table without each source in turn and predicts that source's runs with it,
-exactly and in milliseconds.
+Every published throughput run is planned once with the sustained factor at its prior (1: the kernel
+model as it is), giving its residual r = ln(published ÷ planned tokens/s). A group's factor
+(framework × method × GPU family, then framework × family, family, all) is the median of its runs' r
+with each source weighing the same (sixteen rows of one benchmark table are one witness, not
+sixteen), pooled with its parent group's factor by how many sources back it (fit_table). The median
+is the closed-form least mean absolute log error, so no search is needed, and a factor multiplies
+the step's speed, so a run's residual under any fit is r − ln factor: leave-one-source-out refits
+the table without each source in turn and predicts that source's runs with it, exactly and in
+milliseconds.
 """
 
 from __future__ import annotations
@@ -24,20 +26,25 @@ import numpy as np
 
 from core.planner.speed import efficiency, sustained
 
-SHRINK = 2.0  # sources' worth of weight the parent group's factor keeps in a group's own (partial pooling)
-PRIOR_TABLE: dict[str, Any] = {"groups": {sustained.ALL: {"log_factor": 0.0, "runs": 0, "sources": 0}}}
+# sources' worth of weight the parent group's factor keeps in a group's own (partial pooling)
+SHRINK = 2.0
+PRIOR_TABLE: dict[str, Any] = {
+    "groups": {sustained.ALL: {"log_factor": 0.0, "runs": 0, "sources": 0}}
+}
 
 
 @dataclass(frozen=True)
 class Residual:
-    """One throughput run's ln(published ÷ planned tokens/s) and the groups it belongs to, finest first (here the
-    efficiency groups at the prior factor; in calibrate_bands the band regimes, out of source)."""
+    """One throughput run's ln(published ÷ planned tokens/s) and the groups it belongs to, finest
+    first (here the efficiency groups at the prior factor; in calibrate_bands the band regimes, out
+    of source)."""
 
     id: str
     source: str
     groups: tuple[str, ...]
     base: float
-    steers: bool = True  # False: predicted and reported, never fitted on (the data flags the figure unexplained)
+    # False: predicted and reported, never fitted on (the data flags the figure unexplained)
+    steers: bool = True
 
 
 def grouped(runs: Sequence[Residual]) -> dict[str, list[Residual]]:
@@ -60,8 +67,11 @@ def table_in_place(table: dict[str, Any]) -> Iterator[None]:
         sustained.OVERRIDE = before
 
 
-def weighted_quantiles(values: Sequence[float], weights: Sequence[float], qs: Sequence[float]) -> list[float]:
-    """Quantiles of a weighted sample (the midpoints of each value's cumulative weight, interpolated)."""
+def weighted_quantiles(
+    values: Sequence[float], weights: Sequence[float], qs: Sequence[float]
+) -> list[float]:
+    """Quantiles of a weighted sample (the midpoints of each value's cumulative weight,
+    interpolated)."""
     order = np.argsort(values)
     v, w = np.asarray(values, float)[order], np.asarray(weights, float)[order]
     cum = (np.cumsum(w) - w / 2) / w.sum()
@@ -77,10 +87,11 @@ def source_weights(sources: Sequence[str]) -> list[float]:
 def fit_table(runs: Sequence[Residual]) -> dict[str, Any]:
     """The efficiency.json groups from these runs (closed form; see the module docstring).
 
-    Coarse to fine, each group's source-weighted median is pooled with its parent's factor (the next coarser
-    group; 'all' with the prior, 0) as (n · median + SHRINK · parent) ÷ (n + SHRINK), n its sources: partial
-    pooling, so one or two sources move a group part of the way from its parent and one outlying stack cannot
-    set a whole framework's factor. Runs that do not steer (`Residual.steers`) are left out."""
+    Coarse to fine, each group's source-weighted median is pooled with its parent's factor (the next
+    coarser group; 'all' with the prior, 0) as (n · median + SHRINK · parent) ÷ (n + SHRINK), n its
+    sources: partial pooling, so one or two sources move a group part of the way from its parent and
+    one outlying stack cannot set a whole framework's factor. Runs that do not steer
+    (`Residual.steers`) are left out."""
     runs = [r for r in runs if r.steers]
     parent: dict[str, str] = {}
     for run in runs:
@@ -95,7 +106,11 @@ def fit_table(runs: Sequence[Residual]) -> dict[str, Any]:
             rows = members.get(key, [])
             sources = [r.source for r in rows]
             n = len(set(sources))
-            median = weighted_quantiles([r.base for r in rows], source_weights(sources), [0.5])[0] if rows else 0.0
+            median = (
+                weighted_quantiles([r.base for r in rows], source_weights(sources), [0.5])[0]
+                if rows
+                else 0.0
+            )
             factors[key] = (n * median + SHRINK * above) / (n + SHRINK)
         return factors[key]
 
@@ -110,11 +125,16 @@ def fit_table(runs: Sequence[Residual]) -> dict[str, Any]:
 
 def folds(runs: Sequence[Residual]) -> dict[str, dict[str, Any]]:
     """Source → the table fitted on every other source."""
-    return {s: fit_table([r for r in runs if r.source != s]) for s in sorted({r.source for r in runs})}
+    return {
+        s: fit_table([r for r in runs if r.source != s]) for s in sorted({r.source for r in runs})
+    }
 
 
-def held_out(runs: Sequence[Residual], fold_tables: dict[str, dict[str, Any]]) -> dict[str, tuple[float, str]]:
-    """Run id → (its log factor under the fold without its source, the group that factor came from)."""
+def held_out(
+    runs: Sequence[Residual], fold_tables: dict[str, dict[str, Any]]
+) -> dict[str, tuple[float, str]]:
+    """Run id → (its log factor under the fold without its source, the group that factor came
+    from)."""
     out = {}
     for r in runs:
         groups = fold_tables[r.source]["groups"]
@@ -125,7 +145,10 @@ def held_out(runs: Sequence[Residual], fold_tables: dict[str, dict[str, Any]]) -
 
 def constants_markdown() -> str:
     """Every constant of core/planner/speed/efficiency.py: its value (the prior) and source."""
-    out = ["| constant | what it is | value (prior) | range a study may patch | source |", "|---|---|---:|---|---|"]
+    out = [
+        "| constant | what it is | value (prior) | range a study may patch | source |",
+        "|---|---|---:|---|---|",
+    ]
     for c, value in efficiency.constants():
         out.append(f"| `{c.name}` | {c.meaning} | {value:g} | {c.low:g}–{c.high:g} | {c.source} |")
     return "\n".join(out)
@@ -135,8 +158,10 @@ def groups_markdown(table: dict[str, Any] | None) -> str:
     """The shipped efficiency.json as a table."""
     if table is None:
         return "No sustained efficiencies written yet (`python -m bench.calibrate --write-bands`)."
-    out = ["| group (framework · method · GPU family) | sustained speed factor | runs | sources |",
-           "|---|---:|---:|---:|"]
+    out = [
+        "| group (framework · method · GPU family) | sustained speed factor | runs | sources |",
+        "|---|---:|---:|---:|",
+    ]
     for key, e in table["groups"].items():
         out.append(f"| {key} | ×{np.exp(e['log_factor']):.2f} | {e['runs']} | {e['sources']} |")
     return "\n".join(out)

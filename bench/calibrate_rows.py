@@ -1,7 +1,8 @@
-"""One run the calibration compares (`Row`), the tolerance it is judged by, and the markers of its docs section.
+"""One run the calibration compares (`Row`), the tolerance it is judged by, and the markers of its
+docs section.
 
-bench/calibrate.py builds the rows and bench/calibrate_report.py writes them up; both read these, which live
-apart so that the report does not import the script that calls it.
+bench/calibrate.py builds the rows and bench/calibrate_report.py writes them up; both read these,
+which live apart so that the report does not import the script that calls it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def kind_of(metric: str) -> str:
 
 @dataclass(frozen=True)
 class Row:
-    """One run compared: the published figure, the out-of-source plan (None: not planned) and why."""
+    """One run compared: the published figure, the out-of-source plan (None: not planned) and
+    why."""
 
     id: str
     source: str
@@ -38,7 +40,8 @@ class Row:
     assumed: tuple[str, ...] = field(default=())
     measured: bool = True
     baseline: float | None = None  # the same figure from a flat 50%-of-peak plan (throughput only)
-    llm_analysis: float | None = None  # the same figure from llm-analysis 0.2.2, where it can express the run
+    # the same figure from llm-analysis 0.2.2, where it can express the run
+    llm_analysis: float | None = None
     prior: float | None = None  # the figure planned at sustained efficiency 1 (before any fit)
     group: str | None = None  # the sustained-efficiency group its fold's factor came from
     regimes: tuple[str, ...] = field(default=())

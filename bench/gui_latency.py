@@ -1,15 +1,17 @@
-"""Two waits a person feels, for bench/bench_gui.py: a typed key until it is on screen while plans recompute, and
-the first open of the Probe place in a fresh window.
+"""Two waits a person feels, for bench/bench_gui.py: a typed key until it is on screen while plans
+recompute, and the first open of the Probe place in a fresh window.
 
-*Keystroke to screen*: each key is posted as a QKeyEvent to whatever has the focus (as the X server's events
-reach the app: queued, behind whatever the UI thread is doing), and timed from the post to the field's first
-repaint after its text changed. A key that finds the focus elsewhere is counted as lost.
+*Keystroke to screen*: each key is posted as a QKeyEvent to whatever has the focus (as the X
+server's events reach the app: queued, behind whatever the UI thread is doing), and timed from the
+post to the field's first repaint after its text changed. A key that finds the focus elsewhere is
+counted as lost.
 
-*Probe place, first open*: a fresh process starts the window as ``tuneplan`` does, waits for the first plan and
-an idle event loop, then clicks "Probe" in the sidebar at once, before the wizard's quiet-time preload of the
-chart library: nothing of the Probe place is imported yet. Timed from the click to the first paint of the place
-(what the person sees first), to the first paint of the pane's charts, and the longest gap of a 2 ms heartbeat
-on the UI thread in between (how long the window could not answer).
+*Probe place, first open*: a fresh process starts the window as ``tuneplan`` does, waits for the
+first plan and an idle event loop, then clicks "Probe" in the sidebar at once, before the wizard's
+quiet-time preload of the chart library: nothing of the Probe place is imported yet. Timed from the
+click to the first paint of the place (what the person sees first), to the first paint of the pane's
+charts, and the longest gap of a 2 ms heartbeat on the UI thread in between (how long the window
+could not answer).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-# The child for the first open: what gui.app.run does, then a click on "Probe" once the window is idle.
+# The child for the first open: what gui.app.run does, then a click on "Probe" once the window is
+# idle.
 _PROBE_CHILD = r"""
 import json, time
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer
@@ -88,7 +91,7 @@ window.wizard.state.analysis_changed.connect(planned)
 window.show()
 QTimer.singleShot(30000, app.quit)
 app.exec()
-"""
+"""  # noqa: E501
 
 
 @dataclass
@@ -101,25 +104,38 @@ class ProbeOpen:
 
 
 def probe_first_open(env: dict[str, str], runs: int) -> ProbeOpen:
-    """Open the Probe place in ``runs`` fresh processes (after one that writes the bytecode caches)."""
+    """Open the Probe place in ``runs`` fresh processes (after one that writes the bytecode
+    caches)."""
     rows = []
     for _ in range(runs + 1):
-        done = subprocess.run([sys.executable, "-c", _PROBE_CHILD], env=env, capture_output=True, text=True,
-                              timeout=120, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE_CHILD],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         lines = done.stdout.strip().splitlines()
         if done.returncode != 0 or not lines:
             raise RuntimeError(f"the Probe place did not open: {done.stderr.strip()[-2000:]}")
         rows.append(json.loads(lines[-1]))
     later = rows[1:]
-    return ProbeOpen(place=[r["place"] for r in later], charts=[r["charts"] for r in later],
-                     idle=[r["idle"] for r in later], gap=[r["gap"] for r in later], first=rows[0]["charts"])
+    return ProbeOpen(
+        place=[r["place"] for r in later],
+        charts=[r["charts"] for r in later],
+        idle=[r["idle"] for r in later],
+        gap=[r["gap"] for r in later],
+        first=rows[0]["charts"],
+    )
 
 
 class KeyToScreen:
-    """Posts keys to the focus widget and times each from the post to the field's next repaint with new text.
+    """Posts keys to the focus widget and times each from the post to the field's next repaint with
+    new text.
 
-    ``plan_running`` says whether a plan is on the worker when a key is posted: those keys compete with it for
-    the interpreter, and are reported apart.
+    ``plan_running`` says whether a plan is on the worker when a key is posted: those keys compete
+    with it for the interpreter, and are reported apart.
     """
 
     def __init__(self, edit: Any, plan_running: Callable[[], bool]) -> None:
@@ -161,7 +177,11 @@ class KeyToScreen:
         else:
             assert char is not None
             key, text, modifiers = Qt.Key(ord(char.upper())), char, Qt.KeyboardModifier.NoModifier
-            self._posted, self._changed, self._running = time.perf_counter(), False, self.plan_running()
+            self._posted, self._changed, self._running = (
+                time.perf_counter(),
+                False,
+                self.plan_running(),
+            )
         for kind in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease):
             QCoreApplication.postEvent(target, QKeyEvent(kind, key, modifiers, text))
 

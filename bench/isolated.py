@@ -1,7 +1,7 @@
 """Run GPU memory measurements one case per process, so no case inherits another's allocator state.
 
-Shared by bench/litgpt_memory.py and bench/hf_memory.py: each re-runs itself with ``--one CASE`` per case,
-appends the case's JSON line to a results file and prints it.
+Shared by bench/litgpt_memory.py and bench/hf_memory.py: each re-runs itself with ``--one CASE`` per
+case, appends the case's JSON line to a results file and prints it.
 """
 
 from __future__ import annotations
@@ -31,12 +31,15 @@ def record(results: Path, result: dict[str, Any]) -> None:
 
 
 def run_each(script: str, case_ids: Iterable[str], args: list[str], timeout: float) -> int:
-    """`python SCRIPT ARGS --one CASE` for every case in a fresh process; 1 when any failed or timed out."""
+    """`python SCRIPT ARGS --one CASE` for every case in a fresh process; 1 when any failed or timed
+    out."""
     failures = 0
     for case_id in case_ids:
         start = time.monotonic()
         try:
-            code = subprocess.run([sys.executable, script, *args, "--one", case_id], timeout=timeout).returncode
+            code = subprocess.run(
+                [sys.executable, script, *args, "--one", case_id], timeout=timeout
+            ).returncode
         except subprocess.TimeoutExpired:
             code = -1
         failures += code != 0

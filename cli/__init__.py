@@ -1,1 +1,2 @@
-"""The `tuneplan` command line: one module per command, sharing one table writer and one error style."""
+"""The `tuneplan` command line: one module per command, sharing one table writer and one error
+style."""

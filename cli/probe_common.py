@@ -1,8 +1,9 @@
-"""What the probe commands share: exit codes, connecting to a host, progress lines, Ctrl-C, the scorecard's text.
+"""What the probe commands share: exit codes, connecting to a host, progress lines, Ctrl-C, the
+scorecard's text.
 
-`tuneplan probe` (cli/probe.py) runs one host; a cluster run (probe_cluster.py) and a Slurm allocation
-(probe_slurm.py) run several with the same connection, progress, cancel and output. They live here so that the
-three commands import this module rather than each other.
+`tuneplan probe` (cli/probe.py) runs one host; a cluster run (probe_cluster.py) and a Slurm
+allocation (probe_slurm.py) run several with the same connection, progress, cancel and output. They
+live here so that the three commands import this module rather than each other.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from cli.common import EXIT_ERROR, EXIT_USAGE
 from cli.table import table
 
-if TYPE_CHECKING:  # the probe modules load when a probe runs, not when `tuneplan plan` builds its parser
+# the probe modules load when a probe runs, not when `tuneplan plan` builds its parser
+if TYPE_CHECKING:
     from core.probes import ProbeStore, StoredRun
 
 EXIT_OK = 0
@@ -53,8 +55,8 @@ def _prompt(label: str) -> str | None:
 
 
 def connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[Any, str]:
-    """A connected transport and the label runs are filed under; `ProbeExit` with one sentence on failure (naming
-    the host when several are probed)."""
+    """A connected transport and the label runs are filed under; `ProbeExit` with one sentence on
+    failure (naming the host when several are probed)."""
     from core.probes import (
         AuthenticationFailed,
         HostKeyChanged,
@@ -77,8 +79,11 @@ def connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[A
         target = resolve(text, HostOverrides(port=args.port, identity_files=tuple(args.identity)))
     except ValueError as exc:
         raise ProbeExit(EXIT_USAGE, f"{where}{exc}") from None
-    options: dict[str, Any] = {"accept_new_host_key": _accepted(args.accept_new_host_key), "password_cb": _prompt,
-                               "passphrase_cb": _prompt}
+    options: dict[str, Any] = {
+        "accept_new_host_key": _accepted(args.accept_new_host_key),
+        "password_cb": _prompt,
+        "passphrase_cb": _prompt,
+    }
     if args.known_hosts:
         options["known_hosts_file"] = Path(args.known_hosts).expanduser()
     try:
@@ -87,11 +92,18 @@ def connect(args: argparse.Namespace, target_text: str | None = None) -> tuple[A
         raise ProbeExit(EXIT_HOST_KEY, f"{where}{exc}") from None
     except HostKeyUnknown as exc:
         more = " adding" if args.accept_new_host_key else " with"
-        hint = "" if exc.expected else f"; if it is right, run again{more} --accept-new-host-key {exc.fingerprint}"
+        hint = (
+            ""
+            if exc.expected
+            else f"; if it is right, run again{more} --accept-new-host-key {exc.fingerprint}"
+        )
         raise ProbeExit(EXIT_HOST_KEY, f"{where}{exc}{hint}") from None
     except HostKeyChanged as exc:
-        raise ProbeExit(EXIT_HOST_KEY, f"{where}{exc} (the host was reinstalled, or someone is in the middle; if you "
-                                   "know it was reinstalled, remove its old line from the known-hosts file)") from None
+        raise ProbeExit(
+            EXIT_HOST_KEY,
+            f"{where}{exc} (the host was reinstalled, or someone is in the middle; if you "
+            "know it was reinstalled, remove its old line from the known-hosts file)",
+        ) from None
     except AuthenticationFailed as exc:
         raise ProbeExit(EXIT_AUTH, f"{where}{exc}") from None
     except Unreachable as exc:
@@ -108,8 +120,8 @@ def _print_notes(notes: list[str]) -> None:
 
 
 def _accepted(values: list[bool | str]) -> bool | tuple[str, ...]:
-    """--accept-new-host-key as given: True when once without a fingerprint (any new key), else the fingerprints
-    (each host of the run must have one of them), else False."""
+    """--accept-new-host-key as given: True when once without a fingerprint (any new key), else the
+    fingerprints (each host of the run must have one of them), else False."""
     if True in values:
         return True
     return tuple(v for v in values if isinstance(v, str)) or False
@@ -157,23 +169,32 @@ def render_scorecard(doc: dict[str, Any]) -> str:
         return "\n".join(lines)
     # the summary opens with the verdict, or says there is none
     lines += [f"verdict: {card['summary']}" if card["verdict"] else card["summary"], ""]
-    rows = [[c["status"], c["area"], c["name"], c["measured"], c["expected"]] for c in card["checks"]]
-    lines.append(table(rows, ["status", "area", "check", "measured", "expected"], align="text", max_cell=48))
-    reasons = [f"  {c['name']}: {c['reason']}" for c in card["checks"] if c["status"] in ("FAIL", "WARN")]
+    rows = [
+        [c["status"], c["area"], c["name"], c["measured"], c["expected"]] for c in card["checks"]
+    ]
+    lines.append(
+        table(rows, ["status", "area", "check", "measured", "expected"], align="text", max_cell=48)
+    )
+    reasons = [
+        f"  {c['name']}: {c['reason']}" for c in card["checks"] if c["status"] in ("FAIL", "WARN")
+    ]
     if reasons:
         lines += ["", "why:", *reasons]
     partial = (doc.get("evidence") or {}).get("partial") or {}
     if partial:
-        lines += ["", "partial (these stopped before their end, by a dropped connection or a cut sweep; their "
-                      "figures above are what came before, and a cut sweep is not graded):",
-                  *(f"  {name}: {what}" for name, what in partial.items())]
+        lines += [
+            "",
+            "partial (these stopped before their end, by a dropped connection or a cut sweep; "
+            "their figures above are what came before, and a cut sweep is not graded):",
+            *(f"  {name}: {what}" for name, what in partial.items()),
+        ]
     return "\n".join(lines)
 
 
 @contextlib.contextmanager
 def sigint_cancels(cancel: threading.Event, say: Callable[[str], None]) -> Iterator[None]:
-    """First Ctrl-C cancels the run cleanly (remote processes killed, work directory removed); a second one
-    interrupts at once."""
+    """First Ctrl-C cancels the run cleanly (remote processes killed, work directory removed); a
+    second one interrupts at once."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -182,7 +203,10 @@ def sigint_cancels(cancel: threading.Event, say: Callable[[str], None]) -> Itera
         if cancel.is_set():
             raise KeyboardInterrupt
         cancel.set()
-        say("cancelling: stopping remote processes and removing the work directory (Ctrl-C again to quit now)")
+        say(
+            "cancelling: stopping remote processes and removing the work directory (Ctrl-C again "
+            "to quit now)"
+        )
 
     previous = signal.signal(signal.SIGINT, handler)
     try:
@@ -192,7 +216,8 @@ def sigint_cancels(cancel: threading.Event, say: Callable[[str], None]) -> Itera
 
 
 def mark_stale(store: ProbeStore, progress: Progress) -> None:
-    """Runs left ``running`` by a dead client become ``interrupted`` (core.probes.history.leases), said on one line."""
+    """Runs left ``running`` by a dead client become ``interrupted`` (core.probes.history.leases),
+    said on one line."""
     from core.probes import mark_stale_runs
 
     try:
@@ -202,8 +227,11 @@ def mark_stale(store: ProbeStore, progress: Progress) -> None:
         return
     if stale:
         ids = ", ".join(str(i) for i in stale)
-        progress.say(f"run{'s' if len(stale) > 1 else ''} {ids} stopped without an end (the tuneplan running "
-                     f"{'them' if len(stale) > 1 else 'it'} was killed): marked interrupted, samples kept")
+        progress.say(
+            f"run{'s' if len(stale) > 1 else ''} {ids} stopped without an end (the tuneplan "
+            f"running {'them' if len(stale) > 1 else 'it'} was killed): marked interrupted, "
+            "samples kept"
+        )
 
 
 def load_explained(store: ProbeStore, run_id: int) -> StoredRun:
@@ -213,4 +241,6 @@ def load_explained(store: ProbeStore, run_id: int) -> StoredRun:
     run = store.load_run(run_id)
     if run.scorecard is None:
         return run
-    return dataclasses.replace(run, scorecard=explain_no_verdict(run.scorecard, run.outcomes, run.summary.status))
+    return dataclasses.replace(
+        run, scorecard=explain_no_verdict(run.scorecard, run.outcomes, run.summary.status)
+    )

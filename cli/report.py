@@ -1,9 +1,10 @@
-"""`tuneplan report REQUEST.json -o plan.pdf`: plan a request and write its PDF report, with no window.
+"""`tuneplan report REQUEST.json -o plan.pdf`: plan a request and write its PDF report, with no
+window.
 
-The content comes from ``core.planner``'s face; only the drawing needs Qt. The command line sits beside the
-window, so it draws with the window's own PDF writer (``gui.pdf.render_headless``), imported inside the function
-that needs it: every other command starts without Qt, and a headless install without PySide6 still has every
-other command and gets one clear sentence here.
+The content comes from ``core.planner``'s face; only the drawing needs Qt. The command line sits
+beside the window, so it draws with the window's own PDF writer (``gui.pdf.render_headless``),
+imported inside the function that needs it: every other command starts without Qt, and a headless
+install without PySide6 still has every other command and gets one clear sentence here.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from cli.common import CliError, add_command
 from cli.plan_request import build_request
 from core.output_file import OutputError, format_of, write_file
 
-if TYPE_CHECKING:  # the document model loads with the report it draws, not with every command's parser
+# the document model loads with the report it draws, not with every command's parser
+if TYPE_CHECKING:
     from core.document import Report
 
 Renderer = Callable[["Report"], tuple[bytes, int]]  # the PDF's bytes and its page count
@@ -27,27 +29,33 @@ FORMATS = {".pdf": "pdf", ".json": "json"}  # -o's suffix chooses what is writte
 
 
 def require_renderer(alternative: str = "") -> Renderer:
-    """The window's PDF drawing function, imported only now (Qt loads with it); a headless install without
-    PySide6 (or without Qt's libraries) gets one sentence saying what to do instead."""
+    """The window's PDF drawing function, imported only now (Qt loads with it); a headless install
+    without PySide6 (or without Qt's libraries) gets one sentence saying what to do instead."""
     try:
         from gui.pdf import render_headless
     except ImportError:
-        raise CliError("the PDF renderer is not available (it needs PySide6); run the `tuneplan` command of a "
-                       "full install" + alternative) from None
+        raise CliError(
+            "the PDF renderer is not available (it needs PySide6); run the `tuneplan` command of a "
+            "full install" + alternative
+        ) from None
     return render_headless
 
 
 def output_format(output: str) -> str:
-    """'pdf' or 'json', from the suffix of -o; CliError in one sentence for any other (checked before any work)."""
+    """'pdf' or 'json', from the suffix of -o; CliError in one sentence for any other (checked
+    before any work)."""
     try:
         return format_of(output, FORMATS)
     except OutputError as exc:
         raise CliError(f"-o {exc}") from None
 
 
-def write_report(report: Report, output: Path, example: str, alternative: str = "", mode: int | None = None) -> int:
-    """Write `report` to `output` as its suffix says (a PDF, or the report's content as JSON) through
-    core.output_file, and say so on stderr (every report command); the page count, 0 for JSON."""
+def write_report(
+    report: Report, output: Path, example: str, alternative: str = "", mode: int | None = None
+) -> int:
+    """Write `report` to `output` as its suffix says (a PDF, or the report's content as JSON)
+    through core.output_file, and say so on stderr (every report command); the page count, 0 for
+    JSON."""
     if output.is_dir():
         raise CliError(f"-o {output} is a folder; give a file name such as {example}")
     pages = 0
@@ -82,10 +90,20 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add the `report` subcommand (called by cli.main)."""
-    p = add_command(subparsers, "report", help="plan REQUEST.json and write a PDF report",
-                    examples=("tuneplan report request.json -o plan.pdf",
-                              "tuneplan report - -o plan.pdf < request.json"))
+    p = add_command(
+        subparsers,
+        "report",
+        help="plan REQUEST.json and write a PDF report",
+        examples=(
+            "tuneplan report request.json -o plan.pdf",
+            "tuneplan report - -o plan.pdf < request.json",
+        ),
+    )
     p.add_argument("request", help="plan request JSON file (- for stdin)")
-    p.add_argument("-o", "--output", required=True,
-                   help="file to write: plan.pdf (the PDF report) or plan.json (its content as JSON)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="file to write: plan.pdf (the PDF report) or plan.json (its content as JSON)",
+    )
     p.set_defaults(func=cmd_report)

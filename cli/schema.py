@@ -1,7 +1,9 @@
-"""`tuneplan schema`: the plan request's JSON Schema, generated from the pydantic models (core.planner.request).
+"""`tuneplan schema`: the plan request's JSON Schema, generated from the pydantic models
+(core.planner.request).
 
-docs/request.schema.json is this output, kept in the repository so that an editor can validate and complete a
-request file that names it in its "$schema" key; tests/cli/test_cli_conventions.py checks that the two agree.
+docs/request.schema.json is this output, kept in the repository so that an editor can validate and
+complete a request file that names it in its "$schema" key; tests/cli/test_cli_conventions.py checks
+that the two agree.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"  # what pydantic genera
 
 
 def request_schema() -> dict[str, Any]:
-    """The schema of what `tuneplan plan REQUEST.json` reads (validation mode: '200M' is a token count too)."""
+    """The schema of what `tuneplan plan REQUEST.json` reads (validation mode: '200M' is a token
+    count too)."""
     from core.planner import PlanRequest
 
     schema = PlanRequest.model_json_schema(by_alias=True, mode="validation")
@@ -30,9 +33,15 @@ def schema_text() -> str:
 
 def register(subparsers: Any) -> None:
     """Add the `schema` subcommand (called by cli.main)."""
-    p = add_command(subparsers, "schema", help="print the plan request's JSON Schema (docs/request.schema.json)",
-                    examples=("tuneplan schema > request.schema.json",
-                              'tuneplan schema | jq \'.properties | keys\'   # the request\'s sections'))
+    p = add_command(
+        subparsers,
+        "schema",
+        help="print the plan request's JSON Schema (docs/request.schema.json)",
+        examples=(
+            "tuneplan schema > request.schema.json",
+            "tuneplan schema | jq '.properties | keys'   # the request's sections",
+        ),
+    )
     p.set_defaults(func=cmd_schema)
 
 

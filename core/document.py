@@ -1,9 +1,10 @@
-"""The report document, independent of how it is drawn: a title, a conclusion, key figures and sections of
-paragraphs, bullets, tables and charts (bar, scatter, line).
+"""The report document, independent of how it is drawn: a title, a conclusion, key figures and
+sections of paragraphs, bullets, tables and charts (bar, scatter, line).
 
-The plan report (``core.planner.report``) and the probe report (``core.probes.output.report``) both build one, so
-``gui/pdf.py`` draws both with one look and ``gui/charts.py`` shows the same chart data in the window. It is plain
-data (pydantic models), so a report also prints as JSON (`tuneplan probe-report --json`).
+The plan report (``core.planner.report``) and the probe report (``core.probes.output.report``) both
+build one, so ``gui/pdf.py`` draws both with one look and ``gui/charts.py`` shows the same chart
+data in the window. It is plain data (pydantic models), so a report also prints as JSON (`tuneplan
+probe-report --json`).
 """
 
 from __future__ import annotations
@@ -21,17 +22,23 @@ class Series(BaseModel):
 
 class _Chart(BaseModel):
     title: str
-    caption: str | None = Field(None, description="what the chart holds constant and how to read it")
+    caption: str | None = Field(
+        None, description="what the chart holds constant and how to read it"
+    )
 
 
 class BarChart(_Chart):
     kind: Literal["bar"] = "bar"
     unit: str
     categories: list[str]
-    category_labels: list[str] | None = Field(None, description="what the axis prints (default: categories)")
+    category_labels: list[str] | None = Field(
+        None, description="what the axis prints (default: categories)"
+    )
     series: list[Series]
     stacked: bool = False
-    markers: list[float | None] | None = Field(None, description="one line per category, e.g. GPU capacity")
+    markers: list[float | None] | None = Field(
+        None, description="one line per category, e.g. GPU capacity"
+    )
     marker_label: str | None = None
 
     def labels(self) -> list[str]:
@@ -61,7 +68,9 @@ class LineChart(_Chart):
     series: list[Series]
     vline: float | None = None
     vline_label: str | None = None
-    y_max: float | None = Field(None, description="clip the y axis here (a curve that shoots up at one end)")
+    y_max: float | None = Field(
+        None, description="clip the y axis here (a curve that shoots up at one end)"
+    )
     x_percent: bool = Field(False, description="x values are fractions shown as percentages")
 
 
@@ -85,7 +94,9 @@ class Bullets(BaseModel):
     items: list[str]
 
 
-Block = Annotated[Paragraph | Bullets | Table | BarChart | ScatterChart | LineChart, Field(discriminator="kind")]
+Block = Annotated[
+    Paragraph | Bullets | Table | BarChart | ScatterChart | LineChart, Field(discriminator="kind")
+]
 
 
 class Section(BaseModel):

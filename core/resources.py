@@ -1,7 +1,8 @@
 """The one place that finds and reads shipped resource files (catalog JSON, probe scripts, icons).
 
-Every other module goes through here so that a source checkout, an installed wheel and a frozen bundle all
-work: the location is looked up once per call in a fixed order instead of being guessed in many places.
+Every other module goes through here so that a source checkout, an installed wheel and a frozen
+bundle all work: the location is looked up once per call in a fixed order instead of being guessed
+in many places.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ ENV_VAR = "TUNEPLAN_RESOURCES"
 
 
 def _candidates() -> Iterator[Path]:
-    """Where resources/ may live, most specific first (lazily: the first hit usually ends the search)."""
+    """Where resources/ may live, most specific first (lazily: the first hit usually ends the
+    search)."""
     override = os.environ.get(ENV_VAR)
     if override:
         yield Path(override).expanduser()
         return
-    # Source checkout (and PyInstaller, whose __file__ points inside the bundle): resources/ next to core/.
+    # Source checkout (and PyInstaller, whose __file__ points inside the bundle): resources/ next to
+    # core/.
     yield Path(__file__).resolve().parent.parent / "resources"
     bundle = getattr(sys, "_MEIPASS", None)
     if bundle:
@@ -48,12 +51,14 @@ def _packaged_root() -> Path | None:
 
 
 def resources_root() -> Path:
-    """The resources directory in use; FileNotFoundError names where it looked and the override variable."""
+    """The resources directory in use; FileNotFoundError names where it looked and the override
+    variable."""
     looked: list[str] = []
     for path in _candidates():
         if path.is_dir():
             return path
-        if str(path) not in looked:  # in a bundle the module's folder and _MEIPASS are the same place
+        # in a bundle the module's folder and _MEIPASS are the same place
+        if str(path) not in looked:
             looked.append(str(path))
     raise FileNotFoundError(
         f"tuneplan resources not found (looked in {', '.join(looked)}); set {ENV_VAR} to the folder"
@@ -66,8 +71,9 @@ def resource_path(*parts: str) -> Path:
 
 
 def guide_path() -> Path | None:
-    """The user guide: resources/guide.md where the app is installed or bundled (pyproject's data-files and
-    packaging/tuneplan.spec copy docs/guide.md there), docs/guide.md in a source checkout; None where neither is."""
+    """The user guide: resources/guide.md where the app is installed or bundled (pyproject's
+    data-files and packaging/tuneplan.spec copy docs/guide.md there), docs/guide.md in a source
+    checkout; None where neither is."""
     try:
         shipped: Path | None = resource_path("guide.md")
     except FileNotFoundError:
@@ -77,7 +83,8 @@ def guide_path() -> Path | None:
 
 
 def read_json(*parts: str) -> Any:
-    """Parse a shipped JSON resource; a missing or broken file raises with its path in the message."""
+    """Parse a shipped JSON resource; a missing or broken file raises with its path in the
+    message."""
     path = resource_path(*parts)
     try:
         text = path.read_text(encoding="utf-8")

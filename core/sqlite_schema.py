@@ -1,4 +1,5 @@
-"""What the plan library and the probe history share about their SQLite files: atomic writes and migrations."""
+"""What the plan library and the probe history share about their SQLite files: atomic writes and
+migrations."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # only named here: the stores import it when they open (sqlite-utils loads NumPy, click, pluggy)
+# only named here: the stores import it when they open (sqlite-utils loads NumPy, click, pluggy)
+if TYPE_CHECKING:
     import sqlite_utils
 
 Migration = Callable[["sqlite_utils.Database"], None]
@@ -20,7 +22,8 @@ def transaction(db: sqlite_utils.Database) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        if db.conn.in_transaction:  # SQLite has already rolled back after some errors (a full disk: SQLITE_FULL)
+        # SQLite has already rolled back after some errors (a full disk: SQLITE_FULL)
+        if db.conn.in_transaction:
             with suppress(sqlite3.Error):
                 db.conn.execute("ROLLBACK")
         raise
@@ -28,7 +31,8 @@ def transaction(db: sqlite_utils.Database) -> Iterator[None]:
 
 
 def migrate(db: sqlite_utils.Database, migrations: Sequence[Migration], version: int) -> None:
-    """Apply migrations[version:] one transaction each, recording each step in PRAGMA user_version."""
+    """Apply migrations[version:] one transaction each, recording each step in PRAGMA
+    user_version."""
     for target in range(version + 1, len(migrations) + 1):
         with transaction(db):
             migrations[target - 1](db)

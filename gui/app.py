@@ -1,4 +1,5 @@
-"""Start the window: environment, QApplication, palette that follows the system light/dark scheme."""
+"""Start the window: environment, QApplication, palette that follows the system light/dark
+scheme."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ ORG_NAME = "tuneplan"
 
 
 def prefers_dark(app: QGuiApplication) -> bool:
-    """The system's choice where Qt can read it (Qt ≥ 6.5), else whether the current palette is dark."""
+    """The system's choice where Qt can read it (Qt ≥ 6.5), else whether the current palette is
+    dark."""
     scheme = app.styleHints().colorScheme()
     if scheme == Qt.ColorScheme.Dark:
         return True
@@ -38,36 +40,50 @@ def dark_palette() -> QPalette:
     """A Fusion dark palette; Fusion draws the same on every platform, so one palette suffices."""
     pal = QPalette()
     roles = {
-        QPalette.ColorRole.Window: "#2b2b2b", QPalette.ColorRole.WindowText: "#e6e6e6",
-        QPalette.ColorRole.Base: "#1f1f1f", QPalette.ColorRole.AlternateBase: "#2a2a2a",
-        QPalette.ColorRole.ToolTipBase: "#3a3a3a", QPalette.ColorRole.ToolTipText: "#e6e6e6",
-        QPalette.ColorRole.Text: "#e6e6e6", QPalette.ColorRole.Button: "#353535",
-        QPalette.ColorRole.ButtonText: "#e6e6e6", QPalette.ColorRole.BrightText: "#ff6060",
-        QPalette.ColorRole.Highlight: "#3d7bd9", QPalette.ColorRole.HighlightedText: "#ffffff",
-        QPalette.ColorRole.Link: "#6ea8ff", QPalette.ColorRole.PlaceholderText: hint_color(dark=True),
+        QPalette.ColorRole.Window: "#2b2b2b",
+        QPalette.ColorRole.WindowText: "#e6e6e6",
+        QPalette.ColorRole.Base: "#1f1f1f",
+        QPalette.ColorRole.AlternateBase: "#2a2a2a",
+        QPalette.ColorRole.ToolTipBase: "#3a3a3a",
+        QPalette.ColorRole.ToolTipText: "#e6e6e6",
+        QPalette.ColorRole.Text: "#e6e6e6",
+        QPalette.ColorRole.Button: "#353535",
+        QPalette.ColorRole.ButtonText: "#e6e6e6",
+        QPalette.ColorRole.BrightText: "#ff6060",
+        QPalette.ColorRole.Highlight: "#3d7bd9",
+        QPalette.ColorRole.HighlightedText: "#ffffff",
+        QPalette.ColorRole.Link: "#6ea8ff",
+        QPalette.ColorRole.PlaceholderText: hint_color(dark=True),
     }
     for role, color in roles.items():
         pal.setColor(role, QColor(color))
-    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText, QPalette.ColorRole.WindowText):
+    for role in (
+        QPalette.ColorRole.Text,
+        QPalette.ColorRole.ButtonText,
+        QPalette.ColorRole.WindowText,
+    ):
         pal.setColor(QPalette.ColorGroup.Disabled, role, QColor("#7a7a7a"))
     return pal
 
 
 def light_palette(app: QApplication) -> QPalette:
-    """Fusion's light palette with hint text dark enough to read (its own is 3.9:1 on the window)."""
+    """Fusion's light palette with hint text dark enough to read (its own is 3.9:1 on the
+    window)."""
     pal = QPalette(app.style().standardPalette())
     pal.setColor(QPalette.ColorRole.PlaceholderText, QColor(hint_color(dark=False)))
     return pal
 
 
 def apply_scheme(app: QApplication) -> None:
-    """Fusion with the light or dark palette the system asks for; charts follow via gui.charts.theme()."""
+    """Fusion with the light or dark palette the system asks for; charts follow via
+    gui.charts.theme()."""
     app.setStyle("Fusion")
     app.setPalette(dark_palette() if prefers_dark(app) else light_palette(app))
 
 
 def app_icon() -> QIcon:
-    """The app's icon from resources/icons: the SVG for any size, the PNGs where SVG cannot be drawn."""
+    """The app's icon from resources/icons: the SVG for any size, the PNGs where SVG cannot be
+    drawn."""
     from core.resources import resources_root
 
     icon = QIcon()
@@ -86,7 +102,9 @@ def make_app(argv: Sequence[str] | None = None) -> QApplication:
     existing = QApplication.instance()
     if isinstance(existing, QApplication):
         return existing
-    QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+    QGuiApplication.setHighDpiScaleFactorRoundingPolicy(
+        Qt.HighDpiScaleFactorRoundingPolicy.PassThrough
+    )
     QCoreApplication.setOrganizationName(ORG_NAME)
     QCoreApplication.setApplicationName(APP_NAME)
     app = QApplication(list(argv) if argv is not None else sys.argv[:1])
@@ -98,20 +116,23 @@ def make_app(argv: Sequence[str] | None = None) -> QApplication:
 
 
 def quiet_library_logs() -> None:
-    """Keep library logs off the terminal of a window session. The probe runner logs a bug with its traceback from
-    its worker thread, paramiko a failed handshake; with no handler configured Python's last-resort handler prints
-    them on stderr, which the window's user never reads. What they mean already reaches the window (the run's
-    event log, the status bar), so a handler that drops them is enough."""
+    """Keep library logs off the terminal of a window session. The probe runner logs a bug with its
+    traceback from its worker thread, paramiko a failed handshake; with no handler configured
+    Python's last-resort handler prints them on stderr, which the window's user never reads. What
+    they mean already reaches the window (the run's event log, the status bar), so a handler that
+    drops them is enough."""
     logging.getLogger().addHandler(logging.NullHandler())
 
 
 def close_on_sigint(app: QApplication) -> Callable[[], None]:
-    """Ctrl-C in the terminal closes the windows as Quit does (a probe run is stopped, unsaved edits asked about).
+    """Ctrl-C in the terminal closes the windows as Quit does (a probe run is stopped, unsaved edits
+    asked about).
 
-    Python runs a signal handler only when it gets control, and Qt's event loop is C++: without help the signal
-    waits until the next mouse move. ``signal.set_wakeup_fd`` makes the interpreter write a byte to a socket when
-    a signal arrives; a QSocketNotifier on the other end wakes the loop, and the Python handler then runs. The
-    handler only schedules the close, so it never runs inside a half-finished Qt call.
+    Python runs a signal handler only when it gets control, and Qt's event loop is C++: without help
+    the signal waits until the next mouse move. ``signal.set_wakeup_fd`` makes the interpreter write
+    a byte to a socket when a signal arrives; a QSocketNotifier on the other end wakes the loop, and
+    the Python handler then runs. The handler only schedules the close, so it never runs inside a
+    half-finished Qt call.
     """
     reader, writer = socket.socketpair()
     for end in (reader, writer):
@@ -123,7 +144,8 @@ def close_on_sigint(app: QApplication) -> Callable[[], None]:
             reader.recv(256)
 
     def close_all() -> None:
-        app.closeAllWindows()  # each window's closeEvent stops what it runs, or keeps the window (Cancel)
+        # each window's closeEvent stops what it runs, or keeps the window (Cancel)
+        app.closeAllWindows()
         if not any(w.isVisible() for w in app.topLevelWidgets()):
             app.quit()
 
@@ -146,7 +168,8 @@ def run() -> int:
     """The `tuneplan` entry point without arguments: open the window and run the event loop."""
     quiet_library_logs()
     app = make_app()
-    restore = close_on_sigint(app)  # before the window: a Ctrl-C while it opens closes it once the loop runs
+    # before the window: a Ctrl-C while it opens closes it once the loop runs
+    restore = close_on_sigint(app)
     try:
         from gui import smoke
         from gui.main_window import MainWindow  # after the app exists: widgets need it

@@ -1,14 +1,18 @@
-"""pyqtgraph views of the chart data in ``core.document`` (bar, scatter, line): the PDF draws the same data.
+"""pyqtgraph views of the chart data in ``core.document`` (bar, scatter, line): the PDF draws the
+same data.
 
-Title, legend and caption are Qt labels around the plot, not items inside it: they follow the palette (light or
-dark), wrap instead of covering the data, and screen readers read them. Bars are horizontal so that long
-category names stay readable on the left axis. All drawing happens on the GUI thread.
+Title, legend and caption are Qt labels around the plot, not items inside it: they follow the
+palette (light or dark), wrap instead of covering the data, and screen readers read them. Bars are
+horizontal so that long category names stay readable on the left axis. All drawing happens on the
+GUI thread.
 
-pyqtgraph is imported when the first chart is drawn, not at start: its import touches every Qt class (about a
-third of a second here), the largest single part of a cold start, and the first chart is four pages in.
-:func:`preload` imports it on a worker while the user pauses (the wizard calls it after a second without
-edits, or on the Method page), so that the first draw does not wait either; a chart asked to draw while that
-import runs says "drawing the chart…" and draws when it ends, rather than block the UI thread on it.
+pyqtgraph is imported when the first chart is drawn, not at start: its import touches every Qt class
+(about a third of a second here), the largest single part of a cold start, and the first chart is
+four pages in.
+:func:`preload` imports it on a worker while the user pauses (the wizard calls it after a second
+without edits, or on the Method page), so that the first draw does not wait either; a chart asked to
+draw while that import runs says "drawing the chart…" and draws when it ends, rather than block the
+UI thread on it.
 """
 
 from __future__ import annotations
@@ -54,8 +58,9 @@ def _import_on_worker() -> None:
 
 
 def preload(executor: Any) -> None:
-    """Import pyqtgraph on a worker (once), then build the plots of the charts not yet drawn, one per turn of
-    the event loop (about 15 ms each, 30 ms apart), so that opening a chart page only draws."""
+    """Import pyqtgraph on a worker (once), then build the plots of the charts not yet drawn, one
+    per turn of the event loop (about 15 ms each, 30 ms apart), so that opening a chart page only
+    draws."""
     global _preloading
     if _imported.is_set():  # a later window: only its plots are missing
         QTimer.singleShot(0, _prepare_next)
@@ -67,7 +72,8 @@ def preload(executor: Any) -> None:
 
 
 def _imported_on_worker(_none: None) -> None:
-    """On the UI thread, once pyqtgraph is in: keep its modules out of full collections, then build plots."""
+    """On the UI thread, once pyqtgraph is in: keep its modules out of full collections, then build
+    plots."""
     freeze_once("pyqtgraph")
     QTimer.singleShot(0, _prepare_next)
 
@@ -118,7 +124,8 @@ def _label(name: str, *, bold: bool = False, center: bool = False) -> QLabel:
 
 
 class ChartView(QWidget):
-    """One chart from core.document; redrawn when the palette changes (the system switching light/dark)."""
+    """One chart from core.document; redrawn when the palette changes (the system switching
+    light/dark)."""
 
     def __init__(self, name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -154,8 +161,8 @@ class ChartView(QWidget):
         return pal.color(QPalette.ColorRole.Base), pal.color(QPalette.ColorRole.Text), is_dark(pal)
 
     def _tint_labels(self) -> None:
-        """Message and caption take the app palette's placeholder grey (a style sheet would keep the grey of the
-        palette it was applied under)."""
+        """Message and caption take the app palette's placeholder grey (a style sheet would keep the
+        grey of the palette it was applied under)."""
         grey = QApplication.palette().color(QPalette.ColorRole.PlaceholderText)
         for label in (self.message, self.caption):
             pal = label.palette()
@@ -196,7 +203,8 @@ class ChartView(QWidget):
         self.setAccessibleDescription(message)
 
     def show_bar(self, chart: BarChart) -> None:
-        """Horizontal bars, one row per category; stacked or grouped; optional marker line per row."""
+        """Horizontal bars, one row per category; stacked or grouped; optional marker line per
+        row."""
         self._show(chart, f"{chart.title}: {len(chart.categories)} rows")
 
     def show_scatter(self, chart: ScatterChart) -> None:
@@ -283,11 +291,17 @@ class ChartView(QWidget):
         for axis in (left, bottom):
             axis.picture = None  # the formatter may have changed: draw the tick labels again
             axis.update()
-        self.legend.setText("&nbsp;&nbsp;&nbsp; ".join(
-            f'<span style="color:{c}">{symbol}</span>&nbsp;{html.escape(name)}' for symbol, c, name in entries))
+        self.legend.setText(
+            "&nbsp;&nbsp;&nbsp; ".join(
+                f'<span style="color:{c}">{symbol}</span>&nbsp;{html.escape(name)}'
+                for symbol, c, name in entries
+            )
+        )
         self.legend.setVisible(bool(entries))
 
-    def _bar(self, item: Any, chart: BarChart, foreground: QColor, dark: bool) -> list[tuple[str, str, str]]:
+    def _bar(
+        self, item: Any, chart: BarChart, foreground: QColor, dark: bool
+    ) -> list[tuple[str, str, str]]:
         pg = _pg()
         colors = series_colors(dark)
         labels = chart.labels()
@@ -298,8 +312,16 @@ class ChartView(QWidget):
         for s, series in enumerate(chart.series):
             c = colors[s % len(colors)]
             rows = [float(i) if chart.stacked else i - 0.4 + height * (s + 0.5) for i in range(n)]
-            item.addItem(pg.BarGraphItem(x0=left if chart.stacked else [0.0] * n, y=rows, height=height,
-                                         width=series.values, brush=QColor(c), pen=pg.mkPen(None)))
+            item.addItem(
+                pg.BarGraphItem(
+                    x0=left if chart.stacked else [0.0] * n,
+                    y=rows,
+                    height=height,
+                    width=series.values,
+                    brush=QColor(c),
+                    pen=pg.mkPen(None),
+                )
+            )
             entries.append(("■", c, series.name))
             if chart.stacked:
                 left = [a + b for a, b in zip(left, series.values, strict=True)]
@@ -310,7 +332,9 @@ class ChartView(QWidget):
                 if value is not None:
                     xs += [value, value]
                     ys += [i - 0.45, i + 0.45]
-            item.addItem(pg.PlotDataItem(xs, ys, connect="pairs", pen=pg.mkPen(foreground, width=2)))
+            item.addItem(
+                pg.PlotDataItem(xs, ys, connect="pairs", pen=pg.mkPen(foreground, width=2))
+            )
             entries.append(("┃", foreground.name(), chart.marker_label or "limit"))
         axis = self._axes["left"]
         axis.setTicks([list(enumerate(labels))])
@@ -318,7 +342,11 @@ class ChartView(QWidget):
         axis.setWidth(max((metrics.horizontalAdvance(c) for c in labels), default=20) + 16)
         item.invertY(True)
         item.setYRange(-0.6, n - 0.4, padding=0)
-        ends = [*left, *(v for s in chart.series for v in s.values), *(m or 0.0 for m in chart.markers or [])]
+        ends = [
+            *left,
+            *(v for s in chart.series for v in s.values),
+            *(m or 0.0 for m in chart.markers or []),
+        ]
         item.setXRange(0, max(ends, default=1.0) * 1.05 or 1.0, padding=0)
         return entries
 
@@ -327,12 +355,27 @@ class ChartView(QWidget):
         hl = highlight_color(dark)
         rest = [p for p in chart.points if not p.highlight]
         front = sorted((p for p in chart.points if p.highlight), key=lambda p: p.x)
-        spots = [{"pos": (p.x, p.y), "data": p.label, "brush": pg.mkBrush(MUTED), "size": 7} for p in rest]
-        spots += [{"pos": (p.x, p.y), "data": p.label, "brush": pg.mkBrush(hl), "size": 10} for p in front]
-        item.addItem(pg.ScatterPlotItem(spots=spots, hoverable=True, pen=pg.mkPen(None),
-                                        tip=lambda x, y, data: f"{data}\n{x:.2f} h, ${y:,.2f}"))
+        spots = [
+            {"pos": (p.x, p.y), "data": p.label, "brush": pg.mkBrush(MUTED), "size": 7}
+            for p in rest
+        ]
+        spots += [
+            {"pos": (p.x, p.y), "data": p.label, "brush": pg.mkBrush(hl), "size": 10} for p in front
+        ]
+        item.addItem(
+            pg.ScatterPlotItem(
+                spots=spots,
+                hoverable=True,
+                pen=pg.mkPen(None),
+                tip=lambda x, y, data: f"{data}\n{x:.2f} h, ${y:,.2f}",
+            )
+        )
         if front:
-            item.addItem(pg.PlotDataItem([p.x for p in front], [p.y for p in front], pen=pg.mkPen(hl, width=2)))
+            item.addItem(
+                pg.PlotDataItem(
+                    [p.x for p in front], [p.y for p in front], pen=pg.mkPen(hl, width=2)
+                )
+            )
         if chart.points:
             item.setXRange(0, max(p.x for p in chart.points) * 1.06 or 1.0, padding=0)
             item.setYRange(0, max(p.y for p in chart.points) * 1.08 or 1.0, padding=0)
@@ -346,9 +389,20 @@ class ChartView(QWidget):
         for s, series in enumerate(chart.series):
             c = colors[s % len(colors)]
             dashed = series.style == "dashed"
-            pen = pg.mkPen(c, width=2, style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine)
-            item.addItem(pg.PlotDataItem(chart.x, series.values, pen=pen, symbol=None if dashed else "o",
-                                         symbolSize=5, symbolBrush=QColor(c), symbolPen=pg.mkPen(None)))
+            pen = pg.mkPen(
+                c, width=2, style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine
+            )
+            item.addItem(
+                pg.PlotDataItem(
+                    chart.x,
+                    series.values,
+                    pen=pen,
+                    symbol=None if dashed else "o",
+                    symbolSize=5,
+                    symbolBrush=QColor(c),
+                    symbolPen=pg.mkPen(None),
+                )
+            )
             entries.append(("┅" if dashed else "━", c, series.name))
         if chart.x_percent:
             self._axes["bottom"].formatter = fmt_percent
@@ -356,8 +410,15 @@ class ChartView(QWidget):
             label = chart.vline_label or ""
             if chart.x_percent:
                 label = f"{label} {chart.vline:.0%}".strip()
-            item.addItem(pg.InfiniteLine(chart.vline, angle=90, pen=pg.mkPen(hl, style=Qt.PenStyle.DashLine),
-                                         label=label, labelOpts={"color": hl, "position": 0.9}))
+            item.addItem(
+                pg.InfiniteLine(
+                    chart.vline,
+                    angle=90,
+                    pen=pg.mkPen(hl, style=Qt.PenStyle.DashLine),
+                    label=label,
+                    labelOpts={"color": hl, "position": 0.9},
+                )
+            )
         values = [v for s in chart.series for v in s.values]
         if chart.x:
             item.setXRange(min(0.0, min(chart.x)), max(chart.x), padding=0.02)

@@ -1,10 +1,11 @@
-"""The Help menu's windows: the user guide (docs/guide.md, shipped with the app) and the keyboard shortcuts.
+"""The Help menu's windows: the user guide (docs/guide.md, shipped with the app) and the keyboard
+shortcuts.
 
-The guide is the same Markdown file the repository shows, read through :func:`core.resources.guide_path`, so an
-installed app and a source checkout show one text. Its pictures are drawn where they are shipped beside it (a
-source checkout); an installed app has the text alone, and a picture it lacks is left out rather than drawn as a
-broken image. The shortcuts are read from the window's own actions, so the list cannot drift from what the
-keys do.
+The guide is the same Markdown file the repository shows, read through
+:func:`core.resources.guide_path`, so an installed app and a source checkout show one text. Its
+pictures are drawn where they are shipped beside it (a source checkout); an installed app has the
+text alone, and a picture it lacks is left out rather than drawn as a broken image. The shortcuts
+are read from the window's own actions, so the list cannot drift from what the keys do.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ _NOT_IN_SLUG = re.compile(r"[^\w\- ]")
 
 
 def heading_slug(heading: str) -> str:
-    """'Save, compare and export the PDF' -> 'save-compare-and-export-the-pdf': the anchor GitHub gives a heading,
-    which the guide's contents links name (Qt's Markdown reader gives headings no anchors of their own)."""
+    """'Save, compare and export the PDF' -> 'save-compare-and-export-the-pdf': the anchor GitHub
+    gives a heading, which the guide's contents links name (Qt's Markdown reader gives headings no
+    anchors of their own)."""
     return _NOT_IN_SLUG.sub("", heading.strip().lower()).replace(" ", "-")
 
 
@@ -45,12 +47,15 @@ class GuideWindow(QDialog):
         layout = QVBoxLayout(self)
         self.browser = QTextBrowser()
         self.browser.setAccessibleName("User guide text")
-        self.browser.setOpenLinks(False)  # '#plan-a-run' goes to its heading here; a web link to the browser
+        # '#plan-a-run' goes to its heading here; a web link to the browser
+        self.browser.setOpenLinks(False)
         self.browser.anchorClicked.connect(self.follow)
         path = guide_path()
         if path is None:
-            self.browser.setPlainText("The user guide is not part of this installation; it is docs/guide.md in "
-                                      "tuneplan's source.")
+            self.browser.setPlainText(
+                "The user guide is not part of this installation; it is docs/guide.md in "
+                "tuneplan's source."
+            )
         else:
             self.browser.setSearchPaths([str(path.parent)])
             self.browser.setMarkdown(guide_markdown(path))
@@ -72,7 +77,8 @@ class GuideWindow(QDialog):
         return found
 
     def follow(self, url: QUrl) -> None:
-        """A contents link scrolls its heading to the top; a link out of the guide opens in the web browser."""
+        """A contents link scrolls its heading to the top; a link out of the guide opens in the web
+        browser."""
         if url.scheme() in ("http", "https", "mailto"):
             QDesktopServices.openUrl(url)
             return
@@ -88,7 +94,8 @@ class GuideWindow(QDialog):
 
 
 def shortcut_rows(actions: list[QAction]) -> list[tuple[str, str]]:
-    """(what the action does, its keys) for every action with a shortcut, once each, in menu order."""
+    """(what the action does, its keys) for every action with a shortcut, once each, in menu
+    order."""
     rows: list[tuple[str, str]] = []
     for action in actions:
         keys = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)

@@ -2,8 +2,8 @@
 
 Layout runs first (every block measured against the page width, tables split by row with the header
 repeated), then painting, so the footer can say "page i of n". Text is measured and wrapped by
-``gui/pdf_text.py`` (nothing is clipped), charts are painted by ``gui/pdf_charts.py``. Works without a
-window system (offscreen platform) and off the GUI thread.
+``gui/pdf_text.py`` (nothing is clipped), charts are painted by ``gui/pdf_charts.py``. Works without
+a window system (offscreen platform) and off the GUI thread.
 """
 
 from __future__ import annotations
@@ -28,7 +28,16 @@ from PySide6.QtGui import (
     QTextLayout,
 )
 
-from core.document import BarChart, Bullets, KeyFigure, LineChart, Paragraph, Report, ScatterChart, Table
+from core.document import (
+    BarChart,
+    Bullets,
+    KeyFigure,
+    LineChart,
+    Paragraph,
+    Report,
+    ScatterChart,
+    Table,
+)
 from core.output_file import format_of, write_file
 from gui.colors import MUTED
 from gui.pdf_charts import ChartPainter
@@ -62,8 +71,15 @@ class Renderer:
 
     # ---- blocks → items
 
-    def text(self, text: str, f: QFont, indent: float = 0.0, color: QColor = TEXT, space: float = 4.0,
-             keep: bool = False) -> None:
+    def text(
+        self,
+        text: str,
+        f: QFont,
+        indent: float = 0.0,
+        color: QColor = TEXT,
+        space: float = 4.0,
+        keep: bool = False,
+    ) -> None:
         layout, h = layout_text(text, f, self.width - indent, self.writer)
 
         def draw(p: QPainter, x: float, y: float) -> None:
@@ -86,7 +102,10 @@ class Renderer:
             self.items.append(Item(h + 4, draw))
 
     def key_figures(self, figures: list[KeyFigure]) -> None:
-        self.table(Table(header=["", ""], rows=[[k.label, k.value] for k in figures], widths=[1, 2]), header=False)
+        self.table(
+            Table(header=["", ""], rows=[[k.label, k.value] for k in figures], widths=[1, 2]),
+            header=False,
+        )
 
     def table(self, table: Table, header: bool = True) -> None:
         n = len(table.header)
@@ -97,7 +116,9 @@ class Renderer:
 
         def row_item(cells: list[str], bold: bool, shade: bool) -> Item:
             f = font(8.5, bold=bold)
-            layouts = [layout_text(c, f, cols[i] - 2 * pad, self.writer) for i, c in enumerate(cells)]
+            layouts = [
+                layout_text(c, f, cols[i] - 2 * pad, self.writer) for i, c in enumerate(cells)
+            ]
             h = max((lh for _l, lh in layouts), default=10.0) + 2 * pad
 
             def draw(p: QPainter, x: float, y: float) -> None:
@@ -134,9 +155,13 @@ class Renderer:
         self.text(chart.title, font(10, bold=True), space=2, keep=True)
         height = CHART_HEIGHT
         if isinstance(chart, BarChart):
-            names = [s.name for s in chart.series] + ([chart.marker_label or "limit"] if chart.markers else [])
+            names = [s.name for s in chart.series] + (
+                [chart.marker_label or "limit"] if chart.markers else []
+            )
             _label_w, row_h = self.charts.bar_geometry(chart)
-            height = self.charts.legend_height(names, self.width) + len(chart.categories) * row_h + 44
+            height = (
+                self.charts.legend_height(names, self.width) + len(chart.categories) * row_h + 44
+            )
             height = max(120.0, min(self.height * 0.85, height))
 
         def draw(p: QPainter, x: float, y: float) -> None:
@@ -155,7 +180,8 @@ class Renderer:
         while i < len(self.items):
             item = self.items[i]
             need, j = item.height, i
-            while self.items[j].keep_with_next and j + 1 < len(self.items):  # headings stay with what follows
+            # headings stay with what follows
+            while self.items[j].keep_with_next and j + 1 < len(self.items):
                 j += 1
                 need += self.items[j].height
             if y + need > self.height and y > 0:
@@ -213,8 +239,11 @@ class Renderer:
 def render_headless(report: Report) -> tuple[bytes, int]:
     """pdf_bytes for the command line: the offscreen platform when there is no display, and a
     QGuiApplication if none exists yet (fonts need one)."""
-    if not os.environ.get("QT_QPA_PLATFORM") and sys.platform.startswith("linux") and not (
-            os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    if (
+        not os.environ.get("QT_QPA_PLATFORM")
+        and sys.platform.startswith("linux")
+        and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    ):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
     if QGuiApplication.instance() is None:
         global _APP
@@ -226,8 +255,9 @@ _APP: QGuiApplication | None = None
 
 
 def render_report(report: Report, path: Path, mode: int | None = None) -> int:
-    """Write the report to `path` as an A4 PDF through core.output_file (never through a link at the name;
-    `mode` 0o600 for a report naming hosts); returns the page count. Needs a QGuiApplication."""
+    """Write the report to `path` as an A4 PDF through core.output_file (never through a link at the
+    name; `mode` 0o600 for a report naming hosts); returns the page count. Needs a
+    QGuiApplication."""
     format_of(path, {".pdf": "pdf"})  # before the drawing: a report.json never holds a PDF
     data, pages = pdf_bytes(report)
     write_file(path, data, mode=mode)
@@ -235,17 +265,23 @@ def render_report(report: Report, path: Path, mode: int | None = None) -> int:
 
 
 def pdf_bytes(report: Report) -> tuple[bytes, int]:
-    """The report as an A4 PDF in memory, and its page count: the file is written by core.output_file alone
-    (QPdfWriter given a name would open it itself, following a symlink or waiting on a pipe there)."""
+    """The report as an A4 PDF in memory, and its page count: the file is written by
+    core.output_file alone (QPdfWriter given a name would open it itself, following a symlink or
+    waiting on a pipe there)."""
     buffer = QBuffer()
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
     writer = QPdfWriter(buffer)
     writer.setResolution(DPI)
     writer.setTitle(report.title)
     writer.setCreator("tuneplan")
-    writer.setPageLayout(QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
-                                     QMarginsF(MARGIN, MARGIN, MARGIN, MARGIN), QPageLayout.Unit.Point))
+    writer.setPageLayout(
+        QPageLayout(
+            QPageSize(QPageSize.PageSizeId.A4),
+            QPageLayout.Orientation.Portrait,
+            QMarginsF(MARGIN, MARGIN, MARGIN, MARGIN),
+            QPageLayout.Unit.Point,
+        )
+    )
     pages = Renderer(writer).render(report)  # QPainter.end() completes the document in the buffer
     del writer
     return bytes(buffer.data().data()), pages
-

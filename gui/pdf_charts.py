@@ -1,7 +1,9 @@
-"""The PDF's charts painted with QPainterPath (vector in the file): bars, scatter, lines, their axes and legends.
+"""The PDF's charts painted with QPainterPath (vector in the file): bars, scatter, lines, their axes
+and legends.
 
-Apart from the page flow (``gui/pdf.py``) because drawing a chart is its own craft: round ticks, labels that
-are never cut, legends that wrap; the page flow only asks a chart how tall it will be and where to paint it.
+Apart from the page flow (``gui/pdf.py``) because drawing a chart is its own craft: round ticks,
+labels that are never cut, legends that wrap; the page flow only asks a chart how tall it will be
+and where to paint it.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def tick_x(center: float, width: float, plot: QRectF) -> float:
-    """Left edge of a tick label centred under its tick, kept from running past the plot's right side (the last
-    tick sits on the edge, and the chart spans the text width)."""
+    """Left edge of a tick label centred under its tick, kept from running past the plot's right
+    side (the last tick sits on the edge, and the chart spans the text width)."""
     return min(center - width / 2, plot.right() + 6 - width)
 
 
@@ -53,11 +55,16 @@ class ChartPainter:
         painter_fn(p, rect, chart)  # type: ignore[operator]
 
     def bar_geometry(self, chart: BarChart) -> tuple[float, float]:
-        """Width of the label column and height of one bar row, so that no label is cut or overlaps."""
+        """Width of the label column and height of one bar row, so that no label is cut or
+        overlaps."""
         f = font(7.5)
         labels = chart.labels()
-        label_w = min(self.width * 0.42, max((text_width(c, f, self.writer) for c in labels), default=20) + 8)
-        tallest = max((layout_text(c, f, label_w - 6, self.writer)[1] for c in labels), default=10.0)
+        label_w = min(
+            self.width * 0.42, max((text_width(c, f, self.writer) for c in labels), default=20) + 8
+        )
+        tallest = max(
+            (layout_text(c, f, label_w - 6, self.writer)[1] for c in labels), default=10.0
+        )
         per_row = 16.0 if chart.stacked else 8.0 * max(len(chart.series), 1) + 6
         return label_w, max(per_row, tallest + 4)
 
@@ -73,9 +80,16 @@ class ChartPainter:
 
     # ---- chart painting (QPainterPath: vector in the PDF)
 
-    def _legend(self, p: QPainter, rect: QRectF, names: list[str], colors: list[QColor],
-                lines: list[Qt.PenStyle] | None = None) -> float:
-        """Swatches (or line samples, for line charts) with names, wrapped like legend_height assumes."""
+    def _legend(
+        self,
+        p: QPainter,
+        rect: QRectF,
+        names: list[str],
+        colors: list[QColor],
+        lines: list[Qt.PenStyle] | None = None,
+    ) -> float:
+        """Swatches (or line samples, for line charts) with names, wrapped like legend_height
+        assumes."""
         f = font(7.5)
         p.setFont(f)
         x, y = rect.left(), rect.top()
@@ -97,8 +111,16 @@ class ChartPainter:
             x += w
         return y + 14 - rect.top()
 
-    def _axes(self, p: QPainter, plot: QRectF, xs: list[float], ys: list[float], x_label: str, y_label: str,
-              x_fmt: Callable[[float], str] = fmt_tick) -> tuple[Callable[[float], float], Callable[[float], float]]:
+    def _axes(
+        self,
+        p: QPainter,
+        plot: QRectF,
+        xs: list[float],
+        ys: list[float],
+        x_label: str,
+        y_label: str,
+        x_fmt: Callable[[float], str] = fmt_tick,
+    ) -> tuple[Callable[[float], float], Callable[[float], float]]:
         x_lo, x_hi = xs[0], xs[-1]
         y_lo, y_hi = ys[0], ys[-1]
 
@@ -116,19 +138,29 @@ class ChartPainter:
             grid.lineTo(fx(v), plot.bottom())
             label = x_fmt(v)
             p.setPen(TEXT)
-            p.drawText(QPointF(tick_x(fx(v), text_width(label, f, self.writer), plot), plot.bottom() + 10), label)
+            p.drawText(
+                QPointF(tick_x(fx(v), text_width(label, f, self.writer), plot), plot.bottom() + 10),
+                label,
+            )
         for v in ys:
             grid.moveTo(plot.left(), fy(v))
             grid.lineTo(plot.right(), fy(v))
             label = fmt_tick(v)
-            p.drawText(QPointF(plot.left() - text_width(label, f, self.writer) - 3, fy(v) + 3), label)
+            p.drawText(
+                QPointF(plot.left() - text_width(label, f, self.writer) - 3, fy(v) + 3), label
+            )
         p.setPen(QPen(GRID, 0.5))
         p.drawPath(grid)
         p.setPen(QPen(RULE, 0.8))
         p.setBrush(Qt.BrushStyle.NoBrush)
         p.drawRect(plot)
         p.setPen(TEXT)
-        p.drawText(QPointF(plot.center().x() - text_width(x_label, f, self.writer) / 2, plot.bottom() + 21), x_label)
+        p.drawText(
+            QPointF(
+                plot.center().x() - text_width(x_label, f, self.writer) / 2, plot.bottom() + 21
+            ),
+            x_label,
+        )
         p.save()
         p.translate(plot.left() - 32, plot.center().y() + text_width(y_label, f, self.writer) / 2)
         p.rotate(-90)
@@ -138,15 +170,25 @@ class ChartPainter:
 
     def _bar(self, p: QPainter, rect: QRectF, chart: BarChart) -> None:
         colors = [series_color(i) for i in range(len(chart.series))]
-        names = [s.name for s in chart.series] + ([chart.marker_label or "limit"] if chart.markers else [])
+        names = [s.name for s in chart.series] + (
+            [chart.marker_label or "limit"] if chart.markers else []
+        )
         top = self._legend(p, rect, names, colors + ([TEXT] if chart.markers else []))
         f = font(7.5)
         label_w, _row = self.bar_geometry(chart)
-        plot = QRectF(rect.left() + label_w, rect.top() + top, rect.width() - label_w - 8,
-                      rect.height() - top - 24)
+        plot = QRectF(
+            rect.left() + label_w,
+            rect.top() + top,
+            rect.width() - label_w - 8,
+            rect.height() - top - 24,
+        )
         n = max(len(chart.categories), 1)
-        ends = [sum(s.values[i] for s in chart.series) if chart.stacked else max(s.values[i] for s in chart.series)
-                for i in range(len(chart.categories))]
+        ends = [
+            sum(s.values[i] for s in chart.series)
+            if chart.stacked
+            else max(s.values[i] for s in chart.series)
+            for i in range(len(chart.categories))
+        ]
         biggest = max([*ends, *(m or 0.0 for m in chart.markers or [])], default=1.0) or 1.0
         xs = nice_ticks(0.0, biggest)
         span = xs[-1] or 1.0
@@ -162,13 +204,22 @@ class ChartPainter:
             grid.lineTo(fx(v), plot.bottom())
             p.setPen(TEXT)
             label = fmt_tick(v)
-            p.drawText(QPointF(tick_x(fx(v), text_width(label, font(7), self.writer), plot), plot.bottom() + 10),
-                       label)
+            p.drawText(
+                QPointF(
+                    tick_x(fx(v), text_width(label, font(7), self.writer), plot), plot.bottom() + 10
+                ),
+                label,
+            )
         p.setPen(QPen(GRID, 0.5))
         p.drawPath(grid)
         p.setPen(TEXT)
-        p.drawText(QPointF(plot.center().x() - text_width(chart.unit, font(7), self.writer) / 2, plot.bottom() + 21),
-                   chart.unit)
+        p.drawText(
+            QPointF(
+                plot.center().x() - text_width(chart.unit, font(7), self.writer) / 2,
+                plot.bottom() + 21,
+            ),
+            chart.unit,
+        )
         p.setFont(f)
         for i, category in enumerate(chart.labels()):
             y0 = plot.top() + i * row_h
@@ -180,7 +231,11 @@ class ChartPainter:
                 value = series.values[i]
                 path = QPainterPath()
                 if chart.stacked:
-                    path.addRect(QRectF(fx(left), y0 + row_h * 0.15, fx(left + value) - fx(left), row_h * 0.7))
+                    path.addRect(
+                        QRectF(
+                            fx(left), y0 + row_h * 0.15, fx(left + value) - fx(left), row_h * 0.7
+                        )
+                    )
                     left += value
                 else:
                     h = row_h * 0.8 / len(chart.series)
@@ -198,8 +253,12 @@ class ChartPainter:
         p.drawRect(plot)
 
     def _scatter(self, p: QPainter, rect: QRectF, chart: ScatterChart) -> None:
-        top = self._legend(p, rect, ["configuration", chart.highlight_label], [QColor(MUTED), QColor(HIGHLIGHT)])
-        plot = QRectF(rect.left() + 44, rect.top() + top, rect.width() - 52, rect.height() - top - 26)
+        top = self._legend(
+            p, rect, ["configuration", chart.highlight_label], [QColor(MUTED), QColor(HIGHLIGHT)]
+        )
+        plot = QRectF(
+            rect.left() + 44, rect.top() + top, rect.width() - 52, rect.height() - top - 26
+        )
         if not chart.points:
             return
         xs = nice_ticks(0.0, max(pt.x for pt in chart.points))
@@ -207,8 +266,11 @@ class ChartPainter:
         fx, fy = self._axes(p, plot, xs, ys, chart.x_label, chart.y_label)
         rest, front = QPainterPath(), QPainterPath()
         for pt in chart.points:
-            (front if pt.highlight else rest).addEllipse(QPointF(fx(pt.x), fy(pt.y)), 3.2 if pt.highlight else 2.4,
-                                                         3.2 if pt.highlight else 2.4)
+            (front if pt.highlight else rest).addEllipse(
+                QPointF(fx(pt.x), fy(pt.y)),
+                3.2 if pt.highlight else 2.4,
+                3.2 if pt.highlight else 2.4,
+            )
         p.fillPath(rest, QColor(MUTED))
         line = QPainterPath()
         for k, pt in enumerate(sorted((q for q in chart.points if q.highlight), key=lambda q: q.x)):
@@ -220,9 +282,14 @@ class ChartPainter:
 
     def _line(self, p: QPainter, rect: QRectF, chart: LineChart) -> None:
         colors = [series_color(i) for i in range(len(chart.series))]
-        styles = [Qt.PenStyle.DashLine if s.style == "dashed" else Qt.PenStyle.SolidLine for s in chart.series]
+        styles = [
+            Qt.PenStyle.DashLine if s.style == "dashed" else Qt.PenStyle.SolidLine
+            for s in chart.series
+        ]
         top = self._legend(p, rect, [s.name for s in chart.series], colors, lines=styles)
-        plot = QRectF(rect.left() + 44, rect.top() + top, rect.width() - 52, rect.height() - top - 26)
+        plot = QRectF(
+            rect.left() + 44, rect.top() + top, rect.width() - 52, rect.height() - top - 26
+        )
         if not chart.x:
             return
         values = [v for s in chart.series for v in s.values if math.isfinite(v)]
@@ -231,8 +298,15 @@ class ChartPainter:
         if chart.y_max is not None:
             top_value = min(top_value, chart.y_max)
         ys = nice_ticks(min(0.0, min(values, default=0.0)), top_value)
-        fx, fy = self._axes(p, plot, xs, ys, chart.x_label, chart.y_label,
-                            x_fmt=fmt_percent if chart.x_percent else fmt_tick)
+        fx, fy = self._axes(
+            p,
+            plot,
+            xs,
+            ys,
+            chart.x_label,
+            chart.y_label,
+            x_fmt=fmt_percent if chart.x_percent else fmt_tick,
+        )
         p.save()
         p.setClipRect(plot)
         for s, series in enumerate(chart.series):
@@ -243,7 +317,9 @@ class ChartPainter:
                 (path.moveTo if k == 0 else path.lineTo)(fx(x), fy(y))
                 if not dashed:
                     dots.addEllipse(QPointF(fx(x), fy(y)), 1.8, 1.8)
-            p.setPen(QPen(colors[s], 1.4, Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine))
+            p.setPen(
+                QPen(colors[s], 1.4, Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine)
+            )
             p.setBrush(Qt.BrushStyle.NoBrush)
             p.drawPath(path)
             p.fillPath(dots, colors[s])
@@ -255,6 +331,8 @@ class ChartPainter:
             p.drawPath(vline)
             p.setFont(font(7))
             label = chart.vline_label or ""
-            p.drawText(QPointF(fx(chart.vline) + 3, plot.top() + 10),
-                       f"{label} {chart.vline:.0%}".strip() if chart.x_percent else label)
+            p.drawText(
+                QPointF(fx(chart.vline) + 3, plot.top() + 10),
+                f"{label} {chart.vline:.0%}".strip() if chart.x_percent else label,
+            )
         p.restore()

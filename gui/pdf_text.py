@@ -1,7 +1,8 @@
 """Fonts, wrapped text and ink colours: what the PDF's page flow and its charts both measure with.
 
-It stands alone so the page flow (``gui/pdf.py``) and the chart painting (``gui/pdf_charts.py``) share one
-measure of text without importing each other; text wraps at word boundaries, or anywhere for long URLs.
+It stands alone so the page flow (``gui/pdf.py``) and the chart painting (``gui/pdf_charts.py``)
+share one measure of text without importing each other; text wraps at word boundaries, or anywhere
+for long URLs.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ def font(size: float, bold: bool = False, italic: bool = False) -> QFont:
     return f
 
 
-def layout_text(text: str, f: QFont, width: float, device: QPaintDevice) -> tuple[QTextLayout, float]:
+def layout_text(
+    text: str, f: QFont, width: float, device: QPaintDevice
+) -> tuple[QTextLayout, float]:
     """Lines of `text` wrapped to `width` (at words, else anywhere), and their total height."""
     layout = QTextLayout(text, f, device)
     option = QTextOption()

@@ -1,10 +1,11 @@
-"""The plan leaving the wizard: saved to the library under a name, or exported as a JSON or PDF file.
+"""The plan leaving the wizard: saved to the library under a name, or exported as a JSON or PDF
+file.
 
-It stands apart from the window's frame (places, menus, the library's opening) because it is one subject with
-its own rules: Save updates the library plan the wizard shows, under the name it has in the library now; a
-plan not in the library yet, and "Save as new…", ask for a name, and a name another plan has is only reused
-when the user says to replace that plan. A plan is saved or exported only once it is computed, and the PDF
-is rendered on a worker.
+It stands apart from the window's frame (places, menus, the library's opening) because it is one
+subject with its own rules: Save updates the library plan the wizard shows, under the name it has in
+the library now; a plan not in the library yet, and "Save as new…", ask for a name, and a name
+another plan has is only reused when the user says to replace that plan. A plan is saved or exported
+only once it is computed, and the PDF is rendered on a worker.
 """
 
 from __future__ import annotations
@@ -22,10 +23,17 @@ from gui.workers import Executor
 
 
 class PlanSaving:
-    """Save and export for `window`'s wizard; `store` opens the library when first asked (see MainWindow)."""
+    """Save and export for `window`'s wizard; `store` opens the library when first asked (see
+    MainWindow)."""
 
-    def __init__(self, window: QMainWindow, wizard: PlanWizard, executor: Executor, store: Callable[[], PlanStore],
-                 refresh_library: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        window: QMainWindow,
+        wizard: PlanWizard,
+        executor: Executor,
+        store: Callable[[], PlanStore],
+        refresh_library: Callable[[], None],
+    ) -> None:
         self.window, self.wizard, self.executor = window, wizard, executor
         self.store, self.refresh_library = store, refresh_library
 
@@ -33,7 +41,8 @@ class PlanSaving:
         self.window.statusBar().showMessage(text, ms)
 
     def ready(self, done: str) -> bool:
-        """Whether the plan can be saved or exported now; if not, the status bar says why in one sentence."""
+        """Whether the plan can be saved or exported now; if not, the status bar says why in one
+        sentence."""
         state = self.wizard.state
         if state.request is None:
             self.say(f"Not {done}: the plan has errors, shown in red on its pages; fix them first")
@@ -44,10 +53,12 @@ class PlanSaving:
         return False
 
     def save_plan(self) -> int | None:
-        """Save to the library and return the plan's id (None: not saved, and the status bar says why).
+        """Save to the library and return the plan's id (None: not saved, and the status bar says
+        why).
 
-        A plan opened from the library is updated under the name it has there now, so a rename made in the
-        library meanwhile stays; a plan not in the library (new, from a file, deleted since) is saved as new.
+        A plan opened from the library is updated under the name it has there now, so a rename made
+        in the library meanwhile stays; a plan not in the library (new, from a file, deleted since)
+        is saved as new.
         """
         if not self.ready("saved"):
             return None
@@ -61,10 +72,11 @@ class PlanSaving:
         return self._write(name, plan_id)
 
     def save_as_new(self, name: str | None = None) -> int | None:
-        """Save as a new library plan under a name the user types (``name``: the first answer, no dialog).
+        """Save as a new library plan under a name the user types (``name``: the first answer, no
+        dialog).
 
-        The name proposed comes from the model, the method and the GPUs; a name another plan has replaces that
-        plan only when the user says so.
+        The name proposed comes from the model, the method and the GPUs; a name another plan has
+        replaces that plan only when the user says so.
         """
         if not self.ready("saved"):
             return None
@@ -97,12 +109,15 @@ class PlanSaving:
         return next((record.id for record in self.store().list() if record.name == name), None)
 
     def _choose_name(self, typed: str | None) -> tuple[str, int | None] | None:
-        """A name for the plan, and the id of the plan of that name it replaces (None: it is a new one); None
-        when the user cancelled. Asks again after an empty name or a name taken and not to be replaced."""
+        """A name for the plan, and the id of the plan of that name it replaces (None: it is a new
+        one); None when the user cancelled. Asks again after an empty name or a name taken and not
+        to be replaced."""
         label, proposal = "Name of the new plan in the library:", self._proposed_name()
         while True:
             if typed is None:
-                text, ok = QInputDialog.getText(self.window, "Save as new plan", label, text=proposal)
+                text, ok = QInputDialog.getText(
+                    self.window, "Save as new plan", label, text=proposal
+                )
                 if not ok:
                     return None
                 typed = text
@@ -116,8 +131,12 @@ class PlanSaving:
             label, proposal = f"“{name}” is the name of another plan; type a different name:", name
 
     def _confirm_replace(self, name: str) -> bool:
-        box = QMessageBox(QMessageBox.Icon.Question, "Save as new plan",
-                          f"A plan named “{name}” is already in the library.", parent=self.window)
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Save as new plan",
+            f"A plan named “{name}” is already in the library.",
+            parent=self.window,
+        )
         box.setInformativeText("Replace it with this plan, or choose another name?")
         replace = box.addButton("Replace", QMessageBox.ButtonRole.DestructiveRole)
         other = box.addButton("Choose another name", QMessageBox.ButtonRole.RejectRole)
@@ -130,7 +149,9 @@ class PlanSaving:
         analysis, request = state.analysis, state.request
         assert analysis is not None and request is not None
         try:
-            saved = self.store().save(name, request_to_dict(request), analysis.result, plan_id=plan_id)
+            saved = self.store().save(
+                name, request_to_dict(request), analysis.result, plan_id=plan_id
+            )
         except StoreError as exc:  # the plan stays in the wizard, with its unsaved mark
             self.say(f"Not saved: {exc}", 15000)
             return None
@@ -140,8 +161,8 @@ class PlanSaving:
         return saved
 
     def _export_path(self, suffix: str) -> str:
-        """The file an export proposes: the plan's name in the library (or its file's), else what it is, in the
-        user's documents folder."""
+        """The file an export proposes: the plan's name in the library (or its file's), else what it
+        is, in the user's documents folder."""
         return suggested_path(self.wizard.plan_name or self.plan_label(), suffix)
 
     def export_json(self, path: Path | None = None) -> Path | None:
@@ -149,8 +170,14 @@ class PlanSaving:
             return None
         analysis = self.wizard.state.analysis
         assert analysis is not None
-        path = chosen_path(self.window, path, "Export plan JSON", self._export_path(".json"), "JSON (*.json)",
-                           save=True)
+        path = chosen_path(
+            self.window,
+            path,
+            "Export plan JSON",
+            self._export_path(".json"),
+            "JSON (*.json)",
+            save=True,
+        )
         if path is None:
             return None
         try:
@@ -163,12 +190,15 @@ class PlanSaving:
         return path
 
     def export_pdf(self, path: Path | None = None) -> None:
-        """Render the report on a worker (painting on a QPdfWriter is allowed off the GUI thread)."""
+        """Render the report on a worker (painting on a QPdfWriter is allowed off the GUI
+        thread)."""
         if not self.ready("exported"):
             return
         analysis = self.wizard.state.analysis
         assert analysis is not None
-        path = chosen_path(self.window, path, "Export PDF", self._export_path(".pdf"), "PDF (*.pdf)", save=True)
+        path = chosen_path(
+            self.window, path, "Export PDF", self._export_path(".pdf"), "PDF (*.pdf)", save=True
+        )
         if path is None:
             return
         from core.planner import build_report
@@ -178,6 +208,8 @@ class PlanSaving:
         target = path
         status = self.window.statusBar()
         status.showMessage(f"Writing {target}…")
-        self.executor.submit(lambda: render_report(report, target),
-                             lambda pages: status.showMessage(f"Exported {target} ({pages} pages)", 8000),
-                             lambda exc: status.showMessage(f"PDF export failed: {exc}", 10000))
+        self.executor.submit(
+            lambda: render_report(report, target),
+            lambda pages: status.showMessage(f"Exported {target} ({pages} pages)", 8000),
+            lambda exc: status.showMessage(f"PDF export failed: {exc}", 10000),
+        )

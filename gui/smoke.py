@@ -1,9 +1,11 @@
-"""A start-up self-check for builds: ``TUNEPLAN_SMOKE_TEST=1 tuneplan`` opens the window, checks what a frozen
-bundle can silently lose, prints one line per check and exits (0 when all hold, 1 otherwise).
+"""A start-up self-check for builds: ``TUNEPLAN_SMOKE_TEST=1 tuneplan`` opens the window, checks
+what a frozen bundle can silently lose, prints one line per check and exits (0 when all hold, 1
+otherwise).
 
-A PyInstaller bundle that misses a Qt plugin, an image-format plugin, the shipped catalog or the user guide still
-starts far enough to look fine in a build log; only a started window shows it (Friture's scripts/smoke_test.py
-checks its bundle the same way). Nothing here runs unless the variable is set.
+A PyInstaller bundle that misses a Qt plugin, an image-format plugin, the shipped catalog or the
+user guide still starts far enough to look fine in a build log; only a started window shows it
+(Friture's scripts/smoke_test.py checks its bundle the same way). Nothing here runs unless the
+variable is set.
 """
 
 from __future__ import annotations
@@ -56,11 +58,19 @@ def _checks(window: QMainWindow) -> list[tuple[str, Callable[[], str]]]:
 
         path = guide_path()
         if path is None:
-            raise RuntimeError("the user guide (resources/guide.md) is missing: Help › User guide would be empty")
+            raise RuntimeError(
+                "the user guide (resources/guide.md) is missing: Help › User guide would be empty"
+            )
         return f"user guide at {path}"
 
-    return [("window", window_shown), ("svg", svg_plugin), ("icon", icon), ("catalog", catalog),
-            ("probe scripts", probe_scripts), ("guide", guide)]
+    return [
+        ("window", window_shown),
+        ("svg", svg_plugin),
+        ("icon", icon),
+        ("catalog", catalog),
+        ("probe scripts", probe_scripts),
+        ("guide", guide),
+    ]
 
 
 def run_checks(window: QMainWindow) -> int:

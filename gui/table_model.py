@@ -1,7 +1,7 @@
 """One read-only table model for every table in the window (model/view, sortable through a proxy).
 
-Each row is a list of display strings plus optional sort keys (numbers sort as numbers) and a highlight flag
-per cell, so views never format or compare values themselves.
+Each row is a list of display strings plus optional sort keys (numbers sort as numbers) and a
+highlight flag per cell, so views never format or compare values themselves.
 """
 
 from __future__ import annotations
@@ -10,7 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
@@ -38,7 +44,8 @@ class RowsModel(QAbstractTableModel):
         self._rows: list[Row] = []
 
     def set_rows(self, rows: Sequence[Row]) -> None:
-        """Replace the rows; the same rows again change nothing (no reset, no re-measured columns)."""
+        """Replace the rows; the same rows again change nothing (no reset, no re-measured
+        columns)."""
         new = list(rows)
         if new == self._rows:
             return
@@ -58,8 +65,9 @@ class RowsModel(QAbstractTableModel):
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt API
         return 0 if parent.isValid() else len(self._header)
 
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return self._header[section]
         return None
@@ -87,7 +95,8 @@ class RowsModel(QAbstractTableModel):
 
 
 class SortProxy(QSortFilterProxyModel):
-    """Sorts by each cell's sort key (numbers as numbers); a place that filters too subclasses it."""
+    """Sorts by each cell's sort key (numbers as numbers); a place that filters too subclasses
+    it."""
 
     def lessThan(self, left: Index, right: Index) -> bool:
         a, b = left.data(SORT_ROLE), right.data(SORT_ROLE)
@@ -99,10 +108,15 @@ class SortProxy(QSortFilterProxyModel):
             return str(a) < str(b)
 
 
-def make_table(model: RowsModel, name: str, sortable: bool = True, stretch_last: bool = True,
-               proxy: SortProxy | None = None) -> QTableView:
-    """A QTableView over `model` through a sort proxy (`proxy`, or a plain SortProxy), with row selection and an
-    accessible name."""
+def make_table(
+    model: RowsModel,
+    name: str,
+    sortable: bool = True,
+    stretch_last: bool = True,
+    proxy: SortProxy | None = None,
+) -> QTableView:
+    """A QTableView over `model` through a sort proxy (`proxy`, or a plain SortProxy), with row
+    selection and an accessible name."""
     view = QTableView()
     view.setAccessibleName(name)
     if sortable:
@@ -119,8 +133,9 @@ def make_table(model: RowsModel, name: str, sortable: bool = True, stretch_last:
     view.setAlternatingRowColors(True)
     view.verticalHeader().setVisible(False)
     header = view.horizontalHeader()
-    # Columns are fitted to their contents once per new set of rows. ResizeToContents would measure every cell
-    # again on each layout pass: half of the time a page took to appear (docs/performance.md, "Window").
+    # Columns are fitted to their contents once per new set of rows. ResizeToContents would measure
+    # every cell again on each layout pass: half of the time a page took to appear
+    # (docs/performance.md, "Window").
     header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
     header.setStretchLastSection(stretch_last)
     model.modelReset.connect(lambda: fit_columns(view, model))
@@ -132,8 +147,8 @@ def make_table(model: RowsModel, name: str, sortable: bool = True, stretch_last:
 def fit_columns(view: QTableView, model: RowsModel, cap: int = 440) -> None:
     """Each column as wide as its longest text, up to `cap` pixels (tooltips show the rest).
 
-    Measured with font metrics on the row strings: resizeColumnsToContents asks the model for every role of every
-    cell, thousands of Python calls per table.
+    Measured with font metrics on the row strings: resizeColumnsToContents asks the model for every
+    role of every cell, thousands of Python calls per table.
     """
     header = view.horizontalHeader()
     normal = QFontMetrics(view.font())

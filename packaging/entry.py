@@ -1,4 +1,5 @@
-"""The frozen app's entry point: the same `tuneplan` command the wheel installs (tuneplan.launch.main).
+"""The frozen app's entry point: the same `tuneplan` command the wheel installs
+(tuneplan.launch.main).
 
 PyInstaller needs a script, not a console-scripts entry; this is that script and nothing else.
 """

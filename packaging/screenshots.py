@@ -1,13 +1,15 @@
-"""Render the window to docs/screenshots/*.png: the first run's sample plan, every wizard page (a page taller
-than the window also scrolled, as ``-2``, ``-3`` …), a config.json error, the library, a comparison, the
-catalog, the chart pages again with the dark palette (``dark-*``), and the PDF report's pages (through pdftoppm).
-Run it in a real window: ``xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/python packaging/screenshots.py [OUT_DIR]``
-(``--only-launch`` retakes only the Summary page and its launch-files dialog)
-(without a display it falls back to Qt's offscreen platform).
+"""Render the window to docs/screenshots/*.png: the first run's sample plan, every wizard page (a
+page taller than the window also scrolled, as ``-2``, ``-3`` …), a config.json error, the library, a
+comparison, the catalog, the chart pages again with the dark palette (``dark-*``), and the PDF
+report's pages (through pdftoppm). Run it in a real window: ``xvfb-run -a -s "-screen 0
+1920x1200x24" .venv/bin/python packaging/screenshots.py [OUT_DIR]`` (``--only-launch`` retakes only
+the Summary page and its launch-files dialog) (without a display it falls back to Qt's offscreen
+platform).
 
-It plans real requests from the shipped catalog in a throwaway user folder, so the user's own library and
-price overrides are never read or written. Files it writes are replaced; ``probe*`` files belong to the Probe
-place's own script and ``ranges-*`` to ``packaging/screenshots_ranges.py``; both are left alone.
+It plans real requests from the shipped catalog in a throwaway user folder, so the user's own
+library and price overrides are never read or written. Files it writes are replaced; ``probe*``
+files belong to the Probe place's own script and ``ranges-*`` to
+``packaging/screenshots_ranges.py``; both are left alone.
 """
 
 from __future__ import annotations
@@ -33,14 +35,18 @@ from PySide6.QtWidgets import QScrollArea, QWidget  # noqa: E402
 
 SIZE = (1280, 1000)
 PAGE_NAMES = ("model", "data", "method", "memory", "hardware", "cost", "summary")
-REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8", "seq_len": 4096},
-           "training": {"method": "lora", "lora_rank": 16},
-           "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}, "pricing": {"provider": "aws"}}
+REQUEST = {
+    "model": {"preset": "llama-3.1-8b"},
+    "data": {"tokens": "2e8", "seq_len": 4096},
+    "training": {"method": "lora", "lora_rank": 16},
+    "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1},
+    "pricing": {"provider": "aws"},
+}
 
 
 def scratch_folder(prefix: str) -> Path:
-    """A throw-away folder made the user's config and data folders, so that no picture shows (or touches) the
-    library and settings of whoever takes it."""
+    """A throw-away folder made the user's config and data folders, so that no picture shows (or
+    touches) the library and settings of whoever takes it."""
     scratch = Path(tempfile.mkdtemp(prefix=prefix))
     os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
     os.environ["XDG_DATA_HOME"] = str(scratch / "data")
@@ -48,16 +54,20 @@ def scratch_folder(prefix: str) -> Path:
 
 
 def planning_window(scratch: Path) -> tuple[Any, Any]:
-    """The application and a shown main window over the scratch folder's library and settings, planning inline
-    (every plan lands before the next picture)."""
+    """The application and a shown main window over the scratch folder's library and settings,
+    planning inline (every plan lands before the next picture)."""
     from core.library.store import PlanStore
     from gui.app import make_app
     from gui.main_window import MainWindow
     from gui.workers import InlineExecutor
 
     app = make_app(["screenshots"])
-    window = MainWindow(InlineExecutor(), PlanStore(scratch / "library.db"),
-                        QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat), debounce_ms=0)
+    window = MainWindow(
+        InlineExecutor(),
+        PlanStore(scratch / "library.db"),
+        QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat),
+        debounce_ms=0,
+    )
     window.resize(*SIZE)
     window.show()
     return app, window
@@ -70,20 +80,37 @@ def pdf_first_page(analysis: Any, scratch: Path, out: Path, stem: str) -> None:
 
     pdf = scratch / "plan.pdf"
     render_report(build_report(analysis), pdf)
-    subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", "1", "-l", "1", "-singlefile", str(pdf), str(out / stem)],
-                   check=True, timeout=120)
+    subprocess.run(
+        [
+            "pdftoppm",
+            "-png",
+            "-r",
+            "60",
+            "-f",
+            "1",
+            "-l",
+            "1",
+            "-singlefile",
+            str(pdf),
+            str(out / stem),
+        ],
+        check=True,
+        timeout=120,
+    )
     print(out / f"{stem}.png")
 
 
 def turn_to(wizard: Any, page: Any) -> None:
-    """Next, as a person clicks it, until the wizard shows `page` (each page's plan settled on the way)."""
+    """Next, as a person clicks it, until the wizard shows `page` (each page's plan settled on the
+    way)."""
     while wizard.currentPage() is not page:
         wizard.next()
         settle(wizard.state)
 
 
 def close_window(app: Any, window: Any, scratch: Path) -> int:
-    """Close the window, let Qt finish, remove the scratch folder; 0, the exit status of a run that got here."""
+    """Close the window, let Qt finish, remove the scratch folder; 0, the exit status of a run that
+    got here."""
     window.close()
     app.processEvents()
     shutil.rmtree(scratch, ignore_errors=True)
@@ -100,7 +127,8 @@ def settle(state: object) -> None:
 
 
 def wait(condition: Callable[[], object], seconds: float, what: str) -> None:
-    """Run the event loop until ``condition()`` holds; RuntimeError saying ``what`` did not happen in time."""
+    """Run the event loop until ``condition()`` holds; RuntimeError saying ``what`` did not happen
+    in time."""
     end = time.monotonic() + seconds
     while not condition():
         QCoreApplication.processEvents()
@@ -117,7 +145,8 @@ def save(widget: QWidget, path: Path) -> None:
 
 
 def save_page(window: QWidget, page: QWidget, path: Path) -> None:
-    """The window as the user sees the page, then scrolled a screen at a time until the page's end."""
+    """The window as the user sees the page, then scrolled a screen at a time until the page's
+    end."""
     save(window, path)
     scroll = page.findChild(QScrollArea)
     if scroll is None:
@@ -138,7 +167,8 @@ def main(out: Path, only_launch: bool = False) -> int:
     window.add_probe_place()  # in the sidebar as `tuneplan` shows it; these pictures do not open it
     wizard, state = window.wizard, window.wizard.state
     for old in [] if only_launch else out.glob("*.png"):
-        if not old.name.startswith(("probe", "ranges", "not-fit", "step")):  # their own scripts take them
+        # their own scripts take them
+        if not old.name.startswith(("probe", "ranges", "not-fit", "step")):
             old.unlink()
     from gui.wizard.first_run import open_sample
 
@@ -166,10 +196,14 @@ def main(out: Path, only_launch: bool = False) -> int:
     model_page.config_edit.setPlainText('{"hidden_size": 4096, "num_hidden_layers": 32,')
     settle(state)
     save(window, out / "wizard-1-model-config-error.png")
-    # one L40S at the cheapest provider: AWS sells L40S one to an instance (g6e.xlarge), so four at AWS would
-    # be no node anyone rents
-    qlora = {**REQUEST, "training": {"method": "qlora", "lora_rank": 16},
-             "hardware": {"gpu": "L40S", "gpus_per_node": 1, "nodes": 1}, "pricing": {}}
+    # one L40S at the cheapest provider: AWS sells L40S one to an instance (g6e.xlarge), so four at
+    # AWS would be no node anyone rents
+    qlora = {
+        **REQUEST,
+        "training": {"method": "qlora", "lora_rank": 16},
+        "hardware": {"gpu": "L40S", "gpus_per_node": 1, "nodes": 1},
+        "pricing": {},
+    }
     wizard.load_request(qlora, name="Llama 3.1 8B QLoRA on 1× L40S")
     settle(state)
     window.save_as_new(wizard.display_name)
@@ -193,8 +227,11 @@ def main(out: Path, only_launch: bool = False) -> int:
     pdf = scratch / "plan.pdf"
     pages = render_report(build_report(state.analysis), pdf)
     if shutil.which("pdftoppm"):
-        subprocess.run(["pdftoppm", "-r", "80", "-png", str(pdf), str(out / "report-page")], check=True,
-                       timeout=120)
+        subprocess.run(
+            ["pdftoppm", "-r", "80", "-png", str(pdf), str(out / "report-page")],
+            check=True,
+            timeout=120,
+        )
         print(f"{pages} report pages")
     else:
         print("pdftoppm not found: report pages not rendered", file=sys.stderr)
@@ -205,7 +242,8 @@ def main(out: Path, only_launch: bool = False) -> int:
 
 
 def catalog_shot(window: QWidget, out: Path) -> None:
-    """The Catalog place narrowed to the H100 SXM, cheapest first: the records a plan's price comes from."""
+    """The Catalog place narrowed to the H100 SXM, cheapest first: the records a plan's price comes
+    from."""
     from PySide6.QtCore import Qt
 
     from gui.catalog.view import HEADER, CatalogView
@@ -219,7 +257,8 @@ def catalog_shot(window: QWidget, out: Path) -> None:
 
 
 def launch_dialog(window: QWidget, out: Path, scratch: Path) -> None:
-    """The Summary page's "Export launch files…" after exporting every format into a scratch folder."""
+    """The Summary page's "Export launch files…" after exporting every format into a scratch
+    folder."""
     summary = window.wizard.summary_page  # type: ignore[attr-defined]
     summary.open_launch_dialog()
     dialog = summary.launch_dialog
@@ -252,4 +291,6 @@ def dark_pages(app: QCoreApplication, window: QWidget, out: Path) -> None:
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "--only-launch"]
-    raise SystemExit(main(Path(args[0]) if args else ROOT / "docs" / "screenshots", "--only-launch" in sys.argv))
+    raise SystemExit(
+        main(Path(args[0]) if args else ROOT / "docs" / "screenshots", "--only-launch" in sys.argv)
+    )

@@ -1,13 +1,15 @@
-"""Render a real cluster run in the Probe place to docs/screenshots/probe-cluster-*.png: the node table and the
-inter-node busbw chart once the all_reduce between the nodes has run, then the cluster scorecard. Run it in a
-real window: ``xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/python packaging/screenshots_cluster.py [OUT_DIR]``
-(without a display it falls back to Qt's offscreen platform).
+"""Render a real cluster run in the Probe place to docs/screenshots/probe-cluster-*.png: the node
+table and the inter-node busbw chart once the all_reduce between the nodes has run, then the cluster
+scorecard. Run it in a real window: ``xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/python
+packaging/screenshots_cluster.py [OUT_DIR]`` (without a display it falls back to Qt's offscreen
+platform).
 
-Nothing is replayed: the two nodes are both this machine (``LocalTransport``), each runs its own inventory suite
-and then the cluster steps run for real between them — the c10d rendezvous, torchrun across the two "nodes" and
-the gloo all_reduce sweep — with this Python (and its torch) as the host Python. The nodes are labelled for what
-they are. The pane only connects saved SSH hosts, so the connection is stood in for with the two local
-transports, as packaging/screenshots_probe.py does for one host. Everything is written to a throwaway user folder.
+Nothing is replayed: the two nodes are both this machine (``LocalTransport``), each runs its own
+inventory suite and then the cluster steps run for real between them — the c10d rendezvous, torchrun
+across the two "nodes" and the gloo all_reduce sweep — with this Python (and its torch) as the host
+Python. The nodes are labelled for what they are. The pane only connects saved SSH hosts, so the
+connection is stood in for with the two local transports, as packaging/screenshots_probe.py does for
+one host. Everything is written to a throwaway user folder.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ GROUP = "pair (this machine twice)"
 
 
 def host_python_options(choice: Any) -> Any:
-    """The pane's own options, with this interpreter (it has torch) as the host Python on both nodes."""
+    """The pane's own options, with this interpreter (it has torch) as the host Python on both
+    nodes."""
     from gui.probe import backend
 
     return backend.make_options(choice).model_copy(update={"python": sys.executable})
@@ -59,11 +62,14 @@ def main(out: Path) -> int:
         store.save_host(profile)
     save_group(store, HostGroup(name=GROUP, hosts=list(NODES)))
     executor = ThreadExecutor()
-    pane = ProbePane(executor, store, make_options=host_python_options, known_hosts_file=scratch / "known_hosts")
+    pane = ProbePane(
+        executor, store, make_options=host_python_options, known_hosts_file=scratch / "known_hosts"
+    )
     pane.resize(*SIZE)
     pane.show()
     pane.hosts.select(GROUP)
-    pane.link.pending = pane.hosts.current()  # stand in for the SSH connections: both nodes are this machine
+    # stand in for the SSH connections: both nodes are this machine
+    pane.link.pending = pane.hosts.current()
     pane.link.nodes_connected([(profile, LocalTransport()) for profile in profiles])
     pane.suite.set_choice(("inventory",))
     if not pane.start():
@@ -83,4 +89,6 @@ def main(out: Path) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots"))
+    raise SystemExit(
+        main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots")
+    )

@@ -1,14 +1,15 @@
-"""Render the Probe place to docs/screenshots/probe-*.png: the pane in the middle of a replayed run, its scorecard
-once the run ends, and a real run on this GPU-less machine (``probe-*-no-gpu.png``). Run it in a real window:
-``xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/python packaging/screenshots_probe.py [OUT_DIR]``
-(without a display it falls back to Qt's offscreen platform).
+"""Render the Probe place to docs/screenshots/probe-*.png: the pane in the middle of a replayed run,
+its scorecard once the run ends, and a real run on this GPU-less machine (``probe-*-no-gpu.png``).
+Run it in a real window: ``xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/python
+packaging/screenshots_probe.py [OUT_DIR]`` (without a display it falls back to Qt's offscreen
+platform).
 
 There is no GPU on the machines that build the docs, so the run is a replay of real captures from
-``resources/samples/probe_run`` (see its SOURCES.md) through the project's parsers: `nvidia-smi --query-gpu` and
-`dmon` under gpu-burn on one H100 (#4, #7), its `nvidia-smi -q` (#3), the nccl-tests sweep of two p5 nodes
-(#21) and a fio JSON, parsed as the pane's tests parse them (``core/probes/run/replay.py``). Values
-and their timing are the captured ones; the host is named after what it is.
-Everything is written to a throwaway user folder.
+``resources/samples/probe_run`` (see its SOURCES.md) through the project's parsers: `nvidia-smi
+--query-gpu` and `dmon` under gpu-burn on one H100 (#4, #7), its `nvidia-smi -q` (#3), the
+nccl-tests sweep of two p5 nodes (#21) and a fio JSON, parsed as the pane's tests parse them
+(``core/probes/run/replay.py``). Values and their timing are the captured ones; the host is named
+after what it is. Everything is written to a throwaway user folder.
 """
 
 from __future__ import annotations
@@ -40,14 +41,16 @@ HOST = "h100-burn (replayed capture)"
 
 
 class CaptureReplay:
-    """A ``run_suite`` stand-in that streams the captured outputs and holds in the burn until released."""
+    """A ``run_suite`` stand-in that streams the captured outputs and holds in the burn until
+    released."""
 
     def __init__(self) -> None:
         self.release = threading.Event()
         self.in_burn = threading.Event()
 
-    def __call__(self, transport: Any, options: Any, store: Any, cancel: threading.Event,
-                 host_label: str) -> Iterator[Any]:
+    def __call__(
+        self, transport: Any, options: Any, store: Any, cancel: threading.Event, host_label: str
+    ) -> Iterator[Any]:
         from core.probes.checks.base import HostFacts
         from core.probes.evidence import ProbeOutcome, ProbeStatus
         from core.probes.history.records import StoredSeriesPoint
@@ -69,8 +72,10 @@ class CaptureReplay:
         assert smi and nccl and read is not None
         probes = ["inventory", "health", "collectives", "storage", "burn"]
         run_id = store.start_run(host_label, ",".join(probes), probes)
-        facts = HostFacts(tools={"nvidia-smi": "/usr/bin/nvidia-smi"},
-                          gpu_lines=[f"GPU {g.index}: {g.name}" for g in smi.gpus])
+        facts = HostFacts(
+            tools={"nvidia-smi": "/usr/bin/nvidia-smi"},
+            gpu_lines=[f"GPU {g.index}: {g.name}" for g in smi.gpus],
+        )
         yield RunStarted(run_id=run_id, host=host_label, probes=probes, facts=facts)
         t = 0.0
         for index, name in enumerate(probes, start=1):
@@ -80,37 +85,67 @@ class CaptureReplay:
             yield ProbeStarted(t=t, name=name, index=index, total=len(probes), eta_s=eta)
             if name == "inventory":
                 gpu = smi.gpus[0]
-                yield LogEvent(t=t, level="info", probe=name,
-                               message=f"1 × {gpu.name}, driver {smi.driver_version}, PCIe Gen{gpu.pcie_gen_current} "
-                                       f"x{gpu.pcie_width_current}")
+                yield LogEvent(
+                    t=t,
+                    level="info",
+                    probe=name,
+                    message=f"1 × {gpu.name}, driver {smi.driver_version}, PCIe "
+                    f"Gen{gpu.pcie_gen_current} x{gpu.pcie_width_current}",
+                )
             elif name == "collectives":
                 points = []
                 for row in nccl.rows:
                     timing = row.in_place
                     if timing is None or timing.busbw_gbps is None or timing.algbw_gbps is None:
                         continue
-                    for series, value in (("busbw", timing.busbw_gbps), ("algbw", timing.algbw_gbps)):
-                        points.append(StoredSeriesPoint(t=t, series=series, x=row.size_bytes, y=value,
-                                                        label="nccl-tests"))
-                        yield SeriesPoint(t=t, series=series, x=row.size_bytes, y=value,
-                                          label="nccl-tests")
+                    for series, value in (
+                        ("busbw", timing.busbw_gbps),
+                        ("algbw", timing.algbw_gbps),
+                    ):
+                        points.append(
+                            StoredSeriesPoint(
+                                t=t, series=series, x=row.size_bytes, y=value, label="nccl-tests"
+                            )
+                        )
+                        yield SeriesPoint(
+                            t=t, series=series, x=row.size_bytes, y=value, label="nccl-tests"
+                        )
                 store.add_series(run_id, points)
-                yield LogEvent(t=t, level="info", probe=name,
-                               message=f"all_reduce peak busbw {nccl.peak_busbw:.1f} GB/s over {nccl.nranks} ranks")
+                yield LogEvent(
+                    t=t,
+                    level="info",
+                    probe=name,
+                    message=f"all_reduce peak busbw {nccl.peak_busbw:.1f} GB/s over {nccl.nranks} "
+                    "ranks",
+                )
             elif name == "storage":
                 mb_s = (read.bw_bytes_per_s or 0) / 1e6
-                store.add_series(run_id, [StoredSeriesPoint(t=t, series="fio_read", x=t, y=mb_s,
-                                                            label="data randread"),
-                                          StoredSeriesPoint(t=t, series="fio_iops", x=t, y=read.iops or 0,
-                                                            label="data randread")])
+                store.add_series(
+                    run_id,
+                    [
+                        StoredSeriesPoint(
+                            t=t, series="fio_read", x=t, y=mb_s, label="data randread"
+                        ),
+                        StoredSeriesPoint(
+                            t=t, series="fio_iops", x=t, y=read.iops or 0, label="data randread"
+                        ),
+                    ],
+                )
                 yield SeriesPoint(t=t, series="fio_read", x=t, y=mb_s, label="data randread")
-                yield SeriesPoint(t=t, series="fio_iops", x=t, y=read.iops or 0, label="data randread")
+                yield SeriesPoint(
+                    t=t, series="fio_iops", x=t, y=read.iops or 0, label="data randread"
+                )
             elif name == "burn":
                 samples = [m.model_copy(update={"t": m.t + t}) for m in burn]
                 store.add_samples(run_id, samples)
                 for sample in samples:
                     yield MetricsBatch(t=sample.t, metrics=[sample])
-                yield LogEvent(t=t, level="info", probe=name, message="burn: GPU 0 at 100 % utilisation, 1980 MHz")
+                yield LogEvent(
+                    t=t,
+                    level="info",
+                    probe=name,
+                    message="burn: GPU 0 at 100 % utilisation, 1980 MHz",
+                )
                 self.in_burn.set()
                 while not (self.release.is_set() or cancel.is_set()):
                     time.sleep(0.05)
@@ -134,7 +169,8 @@ def save(widget: QWidget, path: Path) -> None:
 
 
 def gpu_less_run(executor: Any, store: Any, scratch: Path, out: Path) -> None:
-    """A real run on the machine the docs are built on, which has no GPU: its scorecard and empty charts."""
+    """A real run on the machine the docs are built on, which has no GPU: its scorecard and empty
+    charts."""
     from gui.probe.pane import ProbePane
 
     pane = ProbePane(executor, store, known_hosts_file=scratch / "known_hosts")
@@ -168,18 +204,28 @@ def main(out: Path) -> int:
 
     app = make_app(["screenshots"])
     store = ProbeStore(scratch / "probes.db")
-    store.save_host(HostProfile(name=HOST, target="ubuntu@h100-burn", data_path="/data",
-                                checkpoint_path="/checkpoints"))
+    store.save_host(
+        HostProfile(
+            name=HOST, target="ubuntu@h100-burn", data_path="/data", checkpoint_path="/checkpoints"
+        )
+    )
     replay = CaptureReplay()
     executor = ThreadExecutor()
-    pane = ProbePane(executor, store, run_suite=replay, make_options=lambda choice: choice,
-                     known_hosts_file=scratch / "known_hosts")
+    pane = ProbePane(
+        executor,
+        store,
+        run_suite=replay,
+        make_options=lambda choice: choice,
+        known_hosts_file=scratch / "known_hosts",
+    )
     pane.resize(*SIZE)
     pane.show()
     pane.hosts.select(HOST)
     pane.link.pending = pane.hosts.current()  # stand in for the SSH connection: the run is a replay
     pane.link.host_connected(LocalTransport())
-    pane.suite.set_choice(("inventory", "health", "collectives", "storage", "burn"), burn_seconds=600)
+    pane.suite.set_choice(
+        ("inventory", "health", "collectives", "storage", "burn"), burn_seconds=600
+    )
     pane.start()
     wait(replay.in_burn.is_set, 30, "the replayed run's burn")
     wait(lambda: pane.gpu_charts.history.samples >= 6, 30, "six GPU samples")
@@ -200,4 +246,6 @@ def main(out: Path) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots"))
+    raise SystemExit(
+        main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots")
+    )

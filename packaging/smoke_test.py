@@ -1,11 +1,13 @@
-"""Smoke-test a built bundle: the frozen window starts and passes its self-checks, and the frozen CLI plans,
+"""Smoke-test a built bundle.
+
+The frozen window starts and passes its self-checks, and the frozen CLI plans,
 writes a PDF and probes this machine, all with an empty home so nothing of the builder's leaks in.
 
     python packaging/smoke_test.py dist/tuneplan [--without-resources]
 
-`--without-resources` runs the window check on a copy of the bundle whose resources/ were removed and passes
-only when that check FAILS: proof that the smoke test notices a bundle that lost its data.
-Exit 0 when everything expected happened; each step prints one line.
+`--without-resources` runs the window check on a copy of the bundle whose resources/ were removed
+and passes only when that check FAILS: proof that the smoke test notices a bundle that lost its
+data. Exit 0 when everything expected happened; each step prints one line.
 """
 
 from __future__ import annotations
@@ -25,13 +27,22 @@ REQUEST = ROOT / "resources" / "samples" / "plan" / "readme_request.json"
 
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNEPLAN_", "XDG_", "PYTHON"))}
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_DATA_HOME=str(home / ".local/share"),
-               XDG_CACHE_HOME=str(home / ".cache"), QT_QPA_PLATFORM="offscreen")
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local/share"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        QT_QPA_PLATFORM="offscreen",
+    )
     return env
 
 
-def _run(cmd: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+def _run(
+    cmd: list[str], env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def window(binary: Path, home: Path) -> tuple[bool, str]:
@@ -48,7 +59,9 @@ def cli_plan(binary: Path, home: Path) -> tuple[bool, str]:
         return False, proc.stderr.strip()
     result = json.loads(proc.stdout)
     hw, hours = result["hardware"], result["time"]["hours"]
-    return hours > 0 and hw["gpu"] == "H100-SXM", f"{hw['gpu']} x{hw['gpus_per_node'] * hw['nodes']}, {hours:.2f} h"
+    return hours > 0 and hw[
+        "gpu"
+    ] == "H100-SXM", f"{hw['gpu']} x{hw['gpus_per_node'] * hw['nodes']}, {hours:.2f} h"
 
 
 def cli_pdf(binary: Path, home: Path) -> tuple[bool, str]:
@@ -61,30 +74,55 @@ def cli_pdf(binary: Path, home: Path) -> tuple[bool, str]:
 
 
 def cli_probe(binary: Path, home: Path) -> tuple[bool, str]:
-    proc = _run([str(binary), "probe", "--local", "--suite", "inventory", "--json"], _env(home), timeout=180)
+    proc = _run(
+        [str(binary), "probe", "--local", "--suite", "inventory", "--json"], _env(home), timeout=180
+    )
     try:
         run = json.loads(proc.stdout)
     except json.JSONDecodeError:
         return False, (proc.stderr or proc.stdout).strip()[-400:]
     verdict = run.get("scorecard", {}).get("verdict")
-    return bool(verdict) and run.get("status") == "completed", f"run {run.get('status')}, verdict {verdict!r}"
+    return bool(verdict) and run.get(
+        "status"
+    ) == "completed", f"run {run.get('status')}, verdict {verdict!r}"
 
 
-# Qt modules the app never uses: their libraries in the bundle mean the spec's excludes stopped working.
-UNUSED_QT = ("Qt6WebEngine", "Qt6Qml", "Qt6Quick", "Qt63D", "Qt6Multimedia", "Qt6Pdf", "Qt6Charts", "Qt6Designer")
+# Qt modules the app never uses: their libraries in the bundle mean the spec's excludes stopped
+# working.
+UNUSED_QT = (
+    "Qt6WebEngine",
+    "Qt6Qml",
+    "Qt6Quick",
+    "Qt63D",
+    "Qt6Multimedia",
+    "Qt6Pdf",
+    "Qt6Charts",
+    "Qt6Designer",
+)
 
 
 def contents(bundle: Path) -> tuple[bool, str]:
     """Only the Qt the app uses is inside, and the shipped data is where core/resources.py looks."""
     internal = bundle / "_internal"
     unused = sorted({p.name for p in internal.rglob("*") if any(m in p.name for m in UNUSED_QT)})
-    data = [internal / "resources" / part for part in ("catalog/gpus.json", "catalog/prices.json", "probes",
-                                                      "samples/plan/readme_request.json", "icons/tuneplan.svg")]
+    data = [
+        internal / "resources" / part
+        for part in (
+            "catalog/gpus.json",
+            "catalog/prices.json",
+            "probes",
+            "samples/plan/readme_request.json",
+            "icons/tuneplan.svg",
+        )
+    ]
     missing = [str(p.relative_to(bundle)) for p in data if not p.exists()]
     size = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file() and not p.is_symlink())
     ok = not unused and not missing
-    detail = f"{size / 1e6:.0f} MB" + (f"; unused Qt inside: {', '.join(unused)}" if unused else "") + (
-        f"; missing: {', '.join(missing)}" if missing else "")
+    detail = (
+        f"{size / 1e6:.0f} MB"
+        + (f"; unused Qt inside: {', '.join(unused)}" if unused else "")
+        + (f"; missing: {', '.join(missing)}" if missing else "")
+    )
     return ok, detail
 
 
@@ -102,15 +140,21 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(copy / "_internal" / "resources")
             ok, text = window(copy / "tuneplan", home)
             print(text)
-            print("smoke without resources: " + ("FAILED as it must" if not ok else "PASSED (a missing catalog "
-                                                                               "went unnoticed)"))
+            print(
+                "smoke without resources: "
+                + ("FAILED as it must" if not ok else "PASSED (a missing catalog went unnoticed)")
+            )
             return 0 if not ok else 1
         ok, text = contents(args.bundle)
         failed += not ok
         print(f"{'ok  ' if ok else 'FAIL'} contents: {text}")
         binary = args.bundle / "tuneplan"
-        for name, step in (("window", window), ("cli plan", cli_plan), ("cli report", cli_pdf),
-                           ("cli probe --local", cli_probe)):
+        for name, step in (
+            ("window", window),
+            ("cli plan", cli_plan),
+            ("cli report", cli_pdf),
+            ("cli probe --local", cli_probe),
+        ):
             ok, text = step(binary, home)
             failed += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {name}: {text}")

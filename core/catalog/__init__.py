@@ -1,18 +1,21 @@
-"""The catalog: GPUs, model presets, cloud prices, storage and egress prices, plus the user's overrides.
+"""The catalog: GPUs, model presets, cloud prices, storage and egress prices, plus the user's
+overrides.
 
-Facts come from ``resources/catalog/*.json`` (every figure carries its source and date, see SOURCES.md). The
-user can add GPUs, replace price rows and apply negotiated discounts with JSON files in a config folder; the
-merge happens here so the planner, the CLI and the GUI all see the same numbers.
+Facts come from ``resources/catalog/*.json`` (every figure carries its source and date, see
+SOURCES.md). The user can add GPUs, replace price rows and apply negotiated discounts with JSON
+files in a config folder; the merge happens here so the planner, the CLI and the GUI all see the
+same numbers.
 
 This package's front door re-exports what callers use; the work is split by job:
 
-- :mod:`core.catalog.records`: the records (GPU, Price, storage and egress prices) and the catalog's names
+- :mod:`core.catalog.records`: the records (GPU, Price, storage and egress prices) and the catalog's
+  names
 - :mod:`core.catalog.lookup`: the ``Catalog`` class, name aliases and suggestions, best prices
 - :mod:`core.catalog.shipped`: reading the shipped catalog from resources/catalog
 - :mod:`core.catalog.overrides`: the user's override files, how they merge, ``load_catalog``
 - :mod:`core.catalog.network`: typical networks per GPU class and the PCIe table
-- :mod:`core.catalog.refresh` / :mod:`core.catalog.refreshed`: prices from public catalogs (SkyPilot,
-  gpuhunt), on the user's request, and how they merge over the shipped ones
+- :mod:`core.catalog.refresh` / :mod:`core.catalog.refreshed`: prices from public catalogs
+  (SkyPilot, gpuhunt), on the user's request, and how they merge over the shipped ones
 """
 
 from __future__ import annotations
@@ -50,9 +53,10 @@ if TYPE_CHECKING:
     from core.catalog.refresh import RefreshReport, import_file
     from core.catalog.refresh import refresh as refresh_prices
 
-# Read on first use (core/__init__.py): the refresh brings the downloader and the feeds' parsers, which neither
-# `tuneplan plan` nor the window's start-up needs. ``refresh_prices`` is ``core.catalog.refresh.refresh`` under a
-# name of its own, because ``refresh`` is the module's name in this package.
+# Read on first use (core/__init__.py): the refresh brings the downloader and the feeds' parsers,
+# which neither `tuneplan plan` nor the window's start-up needs. ``refresh_prices`` is
+# ``core.catalog.refresh.refresh`` under a name of its own, because ``refresh`` is the module's name
+# in this package.
 _LAZY: dict[str, str | tuple[str, str]] = {
     "network_node_gbps": "core.catalog.network",
     "network_text": "core.catalog.network",

@@ -1,10 +1,11 @@
 """One HTTP GET for a price refresh: the whole body or a CatalogError, never a partial file.
 
-urllib already raises ``http.client.IncompleteRead`` when a server closes the connection before the body it
-announced in Content-Length; this turns that, refused connections, timeouts and HTTP errors into one sentence
-naming the URL, so the refresh can stop before writing anything. A per-read timeout never ends a server that
-drips a byte at a time, so each download also has one deadline for the whole of it, retries included; a
-transient failure (429, 5xx, a reset) is asked again once or twice with a growing wait.
+urllib already raises ``http.client.IncompleteRead`` when a server closes the connection before the
+body it announced in Content-Length; this turns that, refused connections, timeouts and HTTP errors
+into one sentence naming the URL, so the refresh can stop before writing anything. A per-read
+timeout never ends a server that drips a byte at a time, so each download also has one deadline for
+the whole of it, retries included; a transient failure (429, 5xx, a reset) is asked again once or
+twice with a growing wait.
 """
 
 from __future__ import annotations
@@ -31,14 +32,16 @@ class NotPublished(CatalogError):
 
 
 class Transient(CatalogError):
-    """A failure asking again may cure: HTTP 408, 425, 429 or 5xx, a refused or reset connection, a timeout."""
+    """A failure asking again may cure: HTTP 408, 425, 429 or 5xx, a refused or reset connection, a
+    timeout."""
 
 
 @dataclass(frozen=True)
 class Download:
     url: str
     body: bytes
-    last_modified: str | None  # YYYY-MM-DD from the Last-Modified header, None when the server sent none
+    # YYYY-MM-DD from the Last-Modified header, None when the server sent none
+    last_modified: str | None
 
 
 def _date_of(header: str | None) -> str | None:
@@ -51,14 +54,16 @@ def _date_of(header: str | None) -> str | None:
 
 
 DEADLINE_S = 300.0  # one whole download, retries included: SkyPilot's largest vms.csv takes seconds
-RETRIES = 2  # a transient answer (429, 5xx, a reset or refused connection) is asked again this many times
+# a transient answer (429, 5xx, a reset or refused connection) is asked again this many times
+RETRIES = 2
 BACKOFF_S = 1.0  # the first wait; each retry waits twice the one before
 _TRANSIENT = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
 class _Deadline:
-    """The end of one download: when it passes, every socket the download opened is shut down, so a read
-    blocked on a server that drips a byte at a time returns at once (a per-read timeout never ends a drip)."""
+    """The end of one download: when it passes, every socket the download opened is shut down, so a
+    read blocked on a server that drips a byte at a time returns at once (a per-read timeout never
+    ends a drip)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -98,7 +103,8 @@ class _Deadline:
 
 
 class _Watched:
-    """A urllib handler whose connections hand their socket to the download's deadline once connected."""
+    """A urllib handler whose connections hand their socket to the download's deadline once
+    connected."""
 
     deadline: _Deadline
 
@@ -132,27 +138,47 @@ def _get(url: str, timeout: float, deadline: _Deadline) -> Download:
     """One attempt; CatalogError when it fails (Transient when asking again may help)."""
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     try:
-        with _opener(deadline).open(request, timeout=max(0.1, min(timeout, deadline.left()))) as response:
+        with _opener(deadline).open(
+            request, timeout=max(0.1, min(timeout, deadline.left()))
+        ) as response:
             expected = response.headers.get("Content-Length")
             body = response.read(MAX_BYTES + 1)
             modified = response.headers.get("Last-Modified")
     except urllib.error.HTTPError as exc:
-        kind = NotPublished if exc.code == 404 else Transient if exc.code in _TRANSIENT else CatalogError
-        raise kind(f"download of {url} failed: the server answered {exc.code} {exc.reason}") from None
+        kind = (
+            NotPublished
+            if exc.code == 404
+            else Transient
+            if exc.code in _TRANSIENT
+            else CatalogError
+        )
+        raise kind(
+            f"download of {url} failed: the server answered {exc.code} {exc.reason}"
+        ) from None
     except http.client.IncompleteRead as exc:
         got = len(exc.partial)
         of = f" of {got + exc.expected}" if exc.expected else ""
-        raise _late(url, deadline) or CatalogError(f"download of {url} was cut off after {got}{of} bytes") from None
+        raise _late(url, deadline) or CatalogError(
+            f"download of {url} was cut off after {got}{of} bytes"
+        ) from None
     except TimeoutError:
-        raise _late(url, deadline) or Transient(f"download of {url} timed out after {timeout:g} s") from None
+        raise _late(url, deadline) or Transient(
+            f"download of {url} timed out after {timeout:g} s"
+        ) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
         reason = getattr(exc, "reason", None) or exc
-        kind = Transient if isinstance(reason, ConnectionError | http.client.RemoteDisconnected) else CatalogError
+        kind = (
+            Transient
+            if isinstance(reason, ConnectionError | http.client.RemoteDisconnected)
+            else CatalogError
+        )
         raise _late(url, deadline) or kind(f"download of {url} failed: {reason}") from None
     if late := _late(url, deadline):
         raise late
     if len(body) > MAX_BYTES:
-        raise CatalogError(f"download of {url} is larger than {MAX_BYTES // 2**20} MiB; not a price catalog")
+        raise CatalogError(
+            f"download of {url} is larger than {MAX_BYTES // 2**20} MiB; not a price catalog"
+        )
     if expected is not None and expected.isdigit() and int(expected) != len(body):
         raise CatalogError(f"download of {url} was cut off after {len(body)} of {expected} bytes")
     return Download(url=url, body=body, last_modified=_date_of(modified))
@@ -161,19 +187,26 @@ def _get(url: str, timeout: float, deadline: _Deadline) -> Download:
 def _late(url: str, deadline: _Deadline) -> CatalogError | None:
     """The error of a download its deadline ended, None while it is in time."""
     if deadline.expired:
-        return CatalogError(f"download of {url} did not finish within {deadline.seconds:g} s (the server sends "
-                            "too slowly or stopped sending)")
+        return CatalogError(
+            f"download of {url} did not finish within {deadline.seconds:g} s (the server sends "
+            "too slowly or stopped sending)"
+        )
     return None
 
 
-def fetch(url: str, timeout: float, deadline_s: float = DEADLINE_S, retries: int = RETRIES,
-          backoff_s: float = BACKOFF_S) -> Download:
+def fetch(
+    url: str,
+    timeout: float,
+    deadline_s: float = DEADLINE_S,
+    retries: int = RETRIES,
+    backoff_s: float = BACKOFF_S,
+) -> Download:
     """GET `url` whole; CatalogError with one sentence when it cannot be had.
 
-    `timeout` bounds each wait for the server (connecting, each read); `deadline_s` the whole download,
-    retries included. A transient failure (HTTP 408, 425, 429 or 5xx, a refused or reset connection, a read
-    timeout) is tried again up to `retries` times, waiting `backoff_s`, then twice that, while the deadline
-    allows."""
+    `timeout` bounds each wait for the server (connecting, each read); `deadline_s` the whole
+    download, retries included. A transient failure (HTTP 408, 425, 429 or 5xx, a refused or reset
+    connection, a read timeout) is tried again up to `retries` times, waiting `backoff_s`, then
+    twice that, while the deadline allows."""
     with _Deadline(deadline_s) as deadline:
         for attempt in range(retries + 1):
             try:

@@ -1,7 +1,9 @@
-"""Looking things up in the catalog: the ``Catalog`` class, name normalisation and aliases, best prices.
+"""Looking things up in the catalog: the ``Catalog`` class, name normalisation and aliases, best
+prices.
 
-Users type GPU, model and provider names loosely (``h100``, ``A100 80GB``, ``Lambda Labs``); the catalog maps
-them to canonical ids, suggests close names for typos, and answers price and storage questions by name.
+Users type GPU, model and provider names loosely (``h100``, ``A100 80GB``, ``Lambda Labs``); the
+catalog maps them to canonical ids, suggests close names for typos, and answers price and storage
+questions by name.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from core.catalog.records import (
     check_pricing_mode,
 )
 
-# Where a provider has no price for a storage tier the planner still needs a figure: these are the usual ones.
+# Where a provider has no price for a storage tier the planner still needs a figure: these are the
+# usual ones.
 DEFAULT_STORAGE: dict[StorageTier, tuple[str, str]] = {
     StorageTier.object: ("aws", "S3 Standard"),
     StorageTier.block: ("aws", "EBS gp3"),
@@ -44,7 +47,14 @@ _GPU_ALIASES: dict[str, tuple[str, ...]] = {
     "H100-NVL": ("h100 nvl 94gb",),
     "H200-SXM": ("h200", "h200 141gb", "h200 sxm 141gb"),
     "B200": ("hgx b200", "b200 180gb"),
-    "A100-80GB-SXM": ("a100", "a100-80g", "a100-80gb", "a100 sxm", "a100-sxm4-80gb", "a100 sxm 80gb"),
+    "A100-80GB-SXM": (
+        "a100",
+        "a100-80g",
+        "a100-80gb",
+        "a100 sxm",
+        "a100-sxm4-80gb",
+        "a100 sxm 80gb",
+    ),
     "A100-40GB-SXM": ("a100-40g", "a100-40gb", "a100-sxm4-40gb", "a100 sxm 40gb"),
     "A100-80GB-PCIE": ("a100 pcie", "a100 80gb pcie", "a100-pcie-80gb"),
     "V100-16GB": ("v100", "v100-16g", "v100-sxm2-16gb", "v100 pcie 16gb"),
@@ -57,9 +67,16 @@ _GPU_ALIASES: dict[str, tuple[str, ...]] = {
     "RTX-A5000": ("a5000", "rtx a5000"),
     "RTX-A6000": ("a6000", "rtx a6000", "rtx a6000 48gb"),
     "A40": ("a40 48gb",),
-    "RTX-PRO-6000": ("rtx pro 6000", "pro 6000", "rtx pro 6000 blackwell", "rtx pro 6000 96gb",
-                     "rtx pro 6000 server edition", "rtx pro 6000 blackwell server edition",
-                     "rtx pro 6000 workstation edition", "rtx pro 6000 blackwell workstation edition"),
+    "RTX-PRO-6000": (
+        "rtx pro 6000",
+        "pro 6000",
+        "rtx pro 6000 blackwell",
+        "rtx pro 6000 96gb",
+        "rtx pro 6000 server edition",
+        "rtx pro 6000 blackwell server edition",
+        "rtx pro 6000 workstation edition",
+        "rtx pro 6000 blackwell workstation edition",
+    ),
     "H200-NVL": ("h200 nvl", "h200 nvl 141gb"),
     "GH200": ("gh200 96gb", "gh200 superchip", "grace hopper", "grace hopper superchip"),
     "B300": ("hgx b300", "b300 288gb", "blackwell ultra"),
@@ -98,7 +115,8 @@ def _provider_key(name: str) -> str:
 
 
 def _suggest(query: str, index: Mapping[str, str], keyer: Callable[[str], str]) -> list[str]:
-    """Close canonical names for a typo: difflib over the normalised keys, mapped back, de-duplicated."""
+    """Close canonical names for a typo: difflib over the normalised keys, mapped back,
+    de-duplicated."""
     matches = difflib.get_close_matches(keyer(query), list(index), n=6, cutoff=0.6)
     out: list[str] = []
     for key in matches:
@@ -116,7 +134,8 @@ def _unknown(what: str, name: str, suggestions: list[str], listing: str) -> Cata
 
 
 class Catalog:
-    """Everything the planner looks up by name. Treat it as read-only: the shipped one is shared (cached)."""
+    """Everything the planner looks up by name. Treat it as read-only: the shipped one is shared
+    (cached)."""
 
     def __init__(
         self,
@@ -172,10 +191,13 @@ class Catalog:
     # ---- GPUs
 
     def gpu_id(self, name: str) -> str:
-        """Canonical id for a GPU name (case, spaces, -, _, vendor words ignored; aliases like h100, a100)."""
+        """Canonical id for a GPU name (case, spaces, -, _, vendor words ignored; aliases like h100,
+        a100)."""
         found = self._gpu_index.get(gpu_key(str(name)))
         if found is None:
-            raise _unknown("GPU", name, _suggest(name, self._gpu_index, gpu_key), "tuneplan catalog gpus")
+            raise _unknown(
+                "GPU", name, _suggest(name, self._gpu_index, gpu_key), "tuneplan catalog gpus"
+            )
         return found
 
     def gpu(self, name: str) -> GPU:
@@ -184,7 +206,8 @@ class Catalog:
     # ---- models
 
     def model(self, preset_id: str) -> ModelPreset:
-        """A model preset by id, alias (mistral-7b) or Hugging Face repo (meta-llama/Llama-3.1-8B)."""
+        """A model preset by id, alias (mistral-7b) or Hugging Face repo
+        (meta-llama/Llama-3.1-8B)."""
         found = self._model_index.get(_model_key(str(preset_id)))
         if found is None:
             suggestions = _suggest(preset_id, {m: m for m in self.models}, _model_key)
@@ -208,7 +231,8 @@ class Catalog:
         return list(self.provider_info)
 
     def _price_gpu_id(self, name: str) -> str:
-        """Catalog GPU id, or a GPU that only appears in price rows (e.g. B300) matched case-insensitively."""
+        """Catalog GPU id, or a GPU that only appears in price rows (e.g. B300) matched
+        case-insensitively."""
         try:
             return self.gpu_id(name)
         except CatalogError:
@@ -222,12 +246,15 @@ class Catalog:
         slug = self.provider_id(provider) if provider is not None else None
         return [p for p in self.prices if p.gpu == gid and (slug is None or p.provider == slug)]
 
-    def best_price(self, gpu_id: str, mode: str, provider: str | None = None, *,
-                   allow: Iterable[str] = ()) -> Price | None:
-        """The cheapest record that prices a plan in `mode` (on_demand, spot, reserved); None when none does.
+    def best_price(
+        self, gpu_id: str, mode: str, provider: str | None = None, *, allow: Iterable[str] = ()
+    ) -> Price | None:
+        """The cheapest record that prices a plan in `mode` (on_demand, spot, reserved); None when
+        none does.
 
-        Serverless records never serve; marketplace and auction ones only when named in `allow`. Per GPU-hour:
-        what a node of some size costs (whole instances) is core.planner.money.pricing.node_offer's question.
+        Serverless records never serve; marketplace and auction ones only when named in `allow`. Per
+        GPU-hour: what a node of some size costs (whole instances) is
+        core.planner.money.pricing.node_offer's question.
         """
         m = check_pricing_mode(mode)
         allowed = tuple(allow)
@@ -242,7 +269,8 @@ class Catalog:
     # ---- storage and egress
 
     def storage_price(self, provider: str | None, tier: StorageTier | str) -> StoragePrice | None:
-        """The provider's main price for a tier; where it has none, the default provider's (AWS for most)."""
+        """The provider's main price for a tier; where it has none, the default provider's (AWS for
+        most)."""
         if tier not in STORAGE_TIERS:
             raise CatalogError(f"storage tier '{tier}' is not one of {', '.join(STORAGE_TIERS)}")
         if provider is not None:

@@ -1,8 +1,9 @@
 """The catalog's records: GPUs, model presets, providers, GPU prices, storage and egress prices.
 
-These are the validated shapes every figure of ``resources/catalog/*.json`` and of the user's override files
-ends up in, with the catalog's enums and literal names (precisions, pricing modes, storage tiers) and its error
-type. Nothing here reads files or looks names up, so every other module of the catalog can build on it.
+These are the validated shapes every figure of ``resources/catalog/*.json`` and of the user's
+override files ends up in, with the catalog's enums and literal names (precisions, pricing modes,
+storage tiers) and its error type. Nothing here reads files or looks names up, so every other module
+of the catalog can build on it.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-# The names of pricing modes, inter-node networks and storage tiers, for the catalog and the plan request alike
-# (core.planner.request uses these enums in the request contract).
+# The names of pricing modes, inter-node networks and storage tiers, for the catalog and the plan
+# request alike (core.planner.request uses these enums in the request contract).
 
 
 class PricingMode(StrEnum):
-    """How a plan pays (the request's ``pricing.mode``): each mode is served by some pricing models."""
+    """How a plan pays (the request's ``pricing.mode``): each mode is served by some pricing
+    models."""
 
     on_demand = "on_demand"
     spot = "spot"
@@ -28,11 +30,12 @@ class PricingMode(StrEnum):
 
 
 class PricingModel(StrEnum):
-    """What kind of price one catalog record is (the shape gpuhunt's offers have: one price per record).
+    """What kind of price one catalog record is (the shape gpuhunt's offers have: one price per
+    record).
 
-    A SkyPilot ``vms.csv`` row with ``Price`` and ``SpotPrice`` is two records. Community/peer hosts and bid
-    floors are kept apart from a provider's own list prices because a founder must choose them knowingly, and
-    serverless per-second workers are never a training plan's price.
+    A SkyPilot ``vms.csv`` row with ``Price`` and ``SpotPrice`` is two records. Community/peer hosts
+    and bid floors are kept apart from a provider's own list prices because a founder must choose
+    them knowingly, and serverless per-second workers are never a training plan's price.
     """
 
     on_demand = "on_demand"
@@ -50,8 +53,8 @@ class Allowance(StrEnum):
     auction = "auction"
 
 
-# Which records serve which plan mode: marketplace offers are pay-as-you-go (on-demand like), auction floors are
-# interruptible (spot like). Serverless serves none.
+# Which records serve which plan mode: marketplace offers are pay-as-you-go (on-demand like),
+# auction floors are interruptible (spot like). Serverless serves none.
 MODE_MODELS: dict[str, tuple[PricingModel, ...]] = {
     "on_demand": (PricingModel.on_demand,),
     "spot": (PricingModel.spot,),
@@ -86,7 +89,8 @@ IntraNodeLink = Literal["nvlink", "pcie", "infinity_fabric", "roce"]
 PRICING_MODES: tuple[str, ...] = tuple(m.value for m in PricingMode)
 PRICING_MODELS: tuple[str, ...] = tuple(m.value for m in PricingModel)
 PRECISIONS = ("amp_bf16", "pure_bf16", "amp_fp16", "fp32", "fp8", "bf16", "fp16", "tf32")
-STALE_AFTER_DAYS = 90  # a price older than a quarter is flagged: GPU rental prices move that fast (issue 11)
+# a price older than a quarter is flagged: GPU rental prices move that fast (issue 11)
+STALE_AFTER_DAYS = 90
 
 
 class CatalogError(ValueError):
@@ -109,7 +113,8 @@ class _Record(BaseModel):
 
 
 class GPU(_Record):
-    """One accelerator, figures per GPU: dense tensor-core TFLOP/s, memory in vendor GB (1e9 bytes)."""
+    """One accelerator, figures per GPU: dense tensor-core TFLOP/s, memory in vendor GB (1e9
+    bytes)."""
 
     id: str
     name: str
@@ -125,14 +130,23 @@ class GPU(_Record):
     tf32_tflops: float | None = Field(None, gt=0)
     fp32_tflops: float | None = Field(None, gt=0)
     matmul_efficiency_bf16: float | None = Field(
-        None, gt=0, le=1, description="maximum achievable matmul TFLOP/s (MAMF) / dense bf16 peak, measured"
+        None,
+        gt=0,
+        le=1,
+        description="maximum achievable matmul TFLOP/s (MAMF) / dense bf16 peak, measured",
     )
-    matmul_efficiency_fp8: float | None = Field(None, gt=0, le=1, description="MAMF / dense fp8 peak, measured")
+    matmul_efficiency_fp8: float | None = Field(
+        None, gt=0, le=1, description="MAMF / dense fp8 peak, measured"
+    )
     interconnect: str | None = None
     interconnect_bw_gbs: float | None = Field(None, gt=0)
     intra_node_link: IntraNodeLink
-    intra_node_gbs: float = Field(gt=0, description="per-GPU unidirectional bandwidth NCCL can use in a node")
-    nvlink_pair_gbs: float | None = Field(None, gt=0, description="NVLink bridge between two PCIe cards")
+    intra_node_gbs: float = Field(
+        gt=0, description="per-GPU unidirectional bandwidth NCCL can use in a node"
+    )
+    nvlink_pair_gbs: float | None = Field(
+        None, gt=0, description="NVLink bridge between two PCIe cards"
+    )
     pcie_gen: int | None = Field(None, ge=1, le=7)
     tdp_w: float | None = Field(None, gt=0)
     release_year: int | None = None
@@ -158,22 +172,25 @@ class GPU(_Record):
         raise CatalogError(f"precision '{p}' is not one of {', '.join(PRECISIONS)}")
 
     def supports(self, precision: str) -> bool:
-        """True when the catalog has a peak figure for this precision (after the documented fallbacks)."""
+        """True when the catalog has a peak figure for this precision (after the documented
+        fallbacks)."""
         return self._figure(precision)[0] is not None
 
     def peak_tflops(self, precision: str) -> float:
-        """Dense peak TFLOP/s for a training precision: bf16 regimes use bf16, amp_fp16 fp16 (else bf16),
-        fp32 TF32 tensor cores where present (else plain fp32), fp8 fp8 (else bf16)."""
+        """Dense peak TFLOP/s for a training precision: bf16 regimes use bf16, amp_fp16 fp16 (else
+        bf16), fp32 TF32 tensor cores where present (else plain fp32), fp8 fp8 (else bf16)."""
         value, label = self._figure(precision)
         if value is None:
             raise CatalogError(
                 f"GPU {self.id} has no published {label} figure for precision '{precision}'"
-                f" (it supports: {', '.join(p for p in PRECISIONS[:5] if self.supports(p)) or 'none known'})"
+                " (it supports: "
+                f"{', '.join(p for p in PRECISIONS[:5] if self.supports(p)) or 'none known'})"
             )
         return value
 
     def intra_node_bandwidth_gbs(self, gpus_per_node: int) -> float:
-        """Per-direction GB/s for collectives over `gpus_per_node` GPUs; an NVLink bridge helps pairs only."""
+        """Per-direction GB/s for collectives over `gpus_per_node` GPUs; an NVLink bridge helps
+        pairs only."""
         if gpus_per_node == 2 and self.nvlink_pair_gbs:
             return self.nvlink_pair_gbs
         return self.intra_node_gbs
@@ -205,8 +222,8 @@ IsoDate = Annotated[str | None, AfterValidator(_check_date)]
 class Price(_Record):
     """One price of one rentable offer: USD per GPU-hour (instance price / GPUs in the instance).
 
-    ``gpus_per_instance`` is what one instance holds; ``gpu_counts`` lists other sizes sold at the same
-    per-GPU rate (RunPod pods of 1–8 GPUs), so a plan always pays for whole instances.
+    ``gpus_per_instance`` is what one instance holds; ``gpu_counts`` lists other sizes sold at the
+    same per-GPU rate (RunPod pods of 1–8 GPUs), so a plan always pays for whole instances.
     """
 
     provider: str
@@ -241,13 +258,15 @@ class Price(_Record):
         return tuple(sorted({self.gpus_per_instance, *self.gpu_counts}))
 
     def billed_gpus(self, gpus_per_node: int) -> int | None:
-        """GPUs paid per node when a node of `gpus_per_node` GPUs runs on this offer: the smallest instance
-        size that holds the node (a 2-GPU node on an 8-GPU-only offer pays for 8); None when none is big
-        enough (a node is one instance: GPUs of several instances do not share NVLink)."""
+        """GPUs paid per node when a node of `gpus_per_node` GPUs runs on this offer: the smallest
+        instance size that holds the node (a 2-GPU node on an 8-GPU-only offer pays for 8); None
+        when none is big enough (a node is one instance: GPUs of several instances do not share
+        NVLink)."""
         return next((n for n in self.sizes if n >= gpus_per_node), None)
 
     def serves(self, mode: str, allow: Iterable[str] = ()) -> bool:
-        """True when this record can price a plan in `mode` (on_demand, spot, reserved) given `allow`."""
+        """True when this record can price a plan in `mode` (on_demand, spot, reserved) given
+        `allow`."""
         mode = check_pricing_mode(mode)
         if self.pricing_model in MODE_MODELS[mode]:
             return True
@@ -266,14 +285,15 @@ class Price(_Record):
 
     @property
     def seen(self) -> str:
-        """The date a table shows: the source's, else when it was read ('undated, read 2026-11-29'), else
-        'undated'. The reading date is no age: an undated price stays undated for freshness."""
+        """The date a table shows: the source's, else when it was read ('undated, read 2026-11-29'),
+        else 'undated'. The reading date is no age: an undated price stays undated for freshness."""
         if self.date:
             return self.date
         return f"undated, read {self.fetched}" if self.fetched else "undated"
 
     def is_stale(self, today: dt.date, max_age_days: int = STALE_AFTER_DAYS) -> bool:
-        """Older than STALE_AFTER_DAYS. Undated rows are not 'stale' but 'undated' (see freshness)."""
+        """Older than STALE_AFTER_DAYS. Undated rows are not 'stale' but 'undated' (see
+        freshness)."""
         age = self.age_days(today)
         return age is not None and age > max_age_days
 
@@ -300,7 +320,9 @@ class StoragePrice(_Record):
 
 
 class EgressTier(_Record):
-    up_to_tb: float | None = Field(None, gt=0, description="cumulative TB per month this rate applies to")
+    up_to_tb: float | None = Field(
+        None, gt=0, description="cumulative TB per month this rate applies to"
+    )
     usd_per_gb: float = Field(ge=0)
 
 
@@ -316,7 +338,8 @@ class EgressPrice(_Record):
     note: str | None = None
 
     def cost_usd(self, gb: float) -> float:
-        """Monthly cost of `gb` (decimal GB) through the tiers, after the free allowance (1 TB = 1000 GB)."""
+        """Monthly cost of `gb` (decimal GB) through the tiers, after the free allowance (1 TB =
+        1000 GB)."""
         billable = max(0.0, gb - self.free_gb_per_month)
         total, lower = 0.0, 0.0
         for tier in self.tiers:

@@ -1,12 +1,13 @@
 """The refreshed prices as catalog records, and how they merge over the shipped ones.
 
-``refreshed_prices`` reads ``<data dir>/refreshed_prices.json`` (written by :mod:`core.catalog.refresh`);
-``merge_refreshed`` puts its records over the shipped price list: a refreshed record replaces the shipped
-record of the same provider, instance and pricing model in the same region (a record priced for region "any"
-matches every region), and the rest are added. The user's own prices.json is merged after this and so wins
-over both (core.catalog.overrides).
+``refreshed_prices`` reads ``<data dir>/refreshed_prices.json`` (written by
+:mod:`core.catalog.refresh`); ``merge_refreshed`` puts its records over the shipped price list: a
+refreshed record replaces the shipped record of the same provider, instance and pricing model in the
+same region (a record priced for region "any" matches every region), and the rest are added. The
+user's own prices.json is merged after this and so wins over both (core.catalog.overrides).
 
-The rows are catalog price records as they are (one price each: ``pricing_model`` + ``usd_per_gpu_hour``).
+The rows are catalog price records as they are (one price each: ``pricing_model`` +
+``usd_per_gpu_hour``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from core.validation import validation_message
 
 
 def price_from_row(row: Any, where: str) -> Price:
-    """One written row as a Price; CatalogError naming `where` (the file and row) when it is not one."""
+    """One written row as a Price; CatalogError naming `where` (the file and row) when it is not
+    one."""
     if not isinstance(row, dict):
         raise CatalogError(f"{where} is not an object")
     try:
@@ -33,14 +35,15 @@ def price_from_row(row: Any, where: str) -> Price:
 
 
 def refreshed_prices(user_dir: Path | None = None) -> list[Price]:
-    """The refreshed price records; [] when no refresh was made. A damaged file raises CatalogError naming
-    it and is left where and as it is."""
+    """The refreshed price records; [] when no refresh was made. A damaged file raises CatalogError
+    naming it and is left where and as it is."""
     return prices_in(refreshed_file(user_dir))
 
 
 def prices_in(path: Path, bands: PriceBands | None = None) -> list[Price]:
-    """The price records of the refreshed prices file at `path`; [] when there is none. With `bands`, each row
-    must also keep to its GPU's sane band (core.catalog.user_limits), as a feed's offer did."""
+    """The price records of the refreshed prices file at `path`; [] when there is none. With
+    `bands`, each row must also keep to its GPU's sane band (core.catalog.user_limits), as a feed's
+    offer did."""
     document = read_document(path)
     if document is None:
         return []
@@ -74,10 +77,12 @@ def merge_refreshed(shipped: list[Price], refreshed: list[Price]) -> list[Price]
     return out + list(refreshed)
 
 
-def with_refreshed(prices: list[Price], providers: dict[str, Provider],
-                   path: Path) -> tuple[list[Price], dict[str, Provider]]:
-    """The hook core.catalog.overrides calls before the user's prices.json: shipped prices merged with the
-    refreshed ones, and a provider record for each provider only a refresh knows (gpuhunt's verda, oci...)."""
+def with_refreshed(
+    prices: list[Price], providers: dict[str, Provider], path: Path
+) -> tuple[list[Price], dict[str, Provider]]:
+    """The hook core.catalog.overrides calls before the user's prices.json: shipped prices merged
+    with the refreshed ones, and a provider record for each provider only a refresh knows (gpuhunt's
+    verda, oci...)."""
     refreshed = prices_in(path, PriceBands(prices))
     if not refreshed:
         return prices, providers

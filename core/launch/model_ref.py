@@ -1,8 +1,9 @@
 """Which model a launch file loads, and the name of its decoder-layer class (FSDP's wrap unit).
 
-A preset names its Hugging Face repository in the catalog (``hf_repo`` in resources/catalog/models.json); a
-``hf_config`` request names a config.json, whose folder is what ``from_pretrained`` loads. A bare parameter
-count or inline config keys name no weights at all: formats that load a model refuse it in one sentence.
+A preset names its Hugging Face repository in the catalog (``hf_repo`` in
+resources/catalog/models.json); a ``hf_config`` request names a config.json, whose folder is what
+``from_pretrained`` loads. A bare parameter count or inline config keys name no weights at all:
+formats that load a model refuse it in one sentence.
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ def hf_model(p: LaunchPlan, fmt: str, catalog: Catalog | None = None) -> str:
         return str(Path(spec.hf_config).expanduser().parent)
     raise LaunchError(
         f"model: a {fmt} config must name the weights to load; this plan gives only "
-        f"{'a parameter count' if spec.params is not None else 'config.json keys'} — use model.preset or "
+        f"{'a parameter count' if spec.params is not None else 'config.json keys'} — use "
+        "model.preset or "
         "model.hf_config"
     )
 
 
 def architecture(p: LaunchPlan, catalog: Catalog | None = None) -> str | None:
-    """config.json's ``architectures[0]`` for the plan's model (None when the plan has no config)."""
+    """config.json's ``architectures[0]`` for the plan's model (None when the plan has no
+    config)."""
     spec = p.result.request.model
     cfg: dict[str, object] | None = None
     if spec.preset is not None:
@@ -49,11 +52,12 @@ def architecture(p: LaunchPlan, catalog: Catalog | None = None) -> str | None:
 
 
 def decoder_layer(p: LaunchPlan, catalog: Catalog | None = None) -> str:
-    """The transformers decoder-layer class to wrap, e.g. ``LlamaDecoderLayer`` for ``LlamaForCausalLM``.
+    """The transformers decoder-layer class to wrap, e.g. ``LlamaDecoderLayer`` for
+    ``LlamaForCausalLM``.
 
-    transformers names them ``<Model>DecoderLayer`` beside ``<Model>ForCausalLM`` (modeling_llama.py,
-    modeling_qwen2.py, modeling_mistral.py, ...); Gemma 3's multimodal checkpoints
-    (``Gemma3ForConditionalGeneration``) wrap the text model's ``Gemma3DecoderLayer``.
+    transformers names them ``<Model>DecoderLayer`` beside ``<Model>ForCausalLM``
+    (modeling_llama.py, modeling_qwen2.py, modeling_mistral.py, ...); Gemma 3's multimodal
+    checkpoints (``Gemma3ForConditionalGeneration``) wrap the text model's ``Gemma3DecoderLayer``.
     """
     arch = architecture(p, catalog)
     if arch is None:

@@ -1,10 +1,12 @@
-"""The planned run as the launch formats need it: world size, batch arithmetic, paths, and the header.
+"""The planned run as the launch formats need it: world size, batch arithmetic, paths, and the
+header.
 
-Every format reads the same numbers from here, so a DeepSpeed JSON and an sbatch script written from one plan
-cannot disagree about the micro-batch or the accumulation. The arithmetic is the planner's own
-(``core.planner.speed.step.evaluate``): dp = GPUs ÷ (tp · pp · cp) (``core.planner.model.parallel.data_parallel``) and
-gradient accumulation = ⌈global batch ÷ (micro-batch × dp)⌉, so the batch a launch file runs is
-micro × accumulation × dp, which equals the planned global batch whenever it divides evenly.
+Every format reads the same numbers from here, so a DeepSpeed JSON and an sbatch script written from
+one plan cannot disagree about the micro-batch or the accumulation. The arithmetic is the planner's
+own (``core.planner.speed.step.evaluate``): dp = GPUs ÷ (tp · pp · cp)
+(``core.planner.model.parallel.data_parallel``) and gradient accumulation = ⌈global batch ÷
+(micro-batch × dp)⌉, so the batch a launch file runs is micro × accumulation × dp, which equals the
+planned global batch whenever it divides evenly.
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from core.units import fmt_bytes, fmt_hours
 
 
 class LaunchError(ValueError):
-    """A plan setting the chosen format cannot express: one sentence naming the setting and the way out."""
+    """A plan setting the chosen format cannot express: one sentence naming the setting and the way
+    out."""
 
 
-# Where each storage tier's checkpoints go on the machines. These are conventions (heuristic), not vendor
-# figures: a local NVMe is usually mounted under /mnt or /scratch by the image, a parallel or network file
-# system under a shared path, object storage through a bucket mounted by the launcher (SkyPilot) or written
-# with the framework's own remote-path support. Users change the one CHECKPOINT_DIR variable each file sets.
+# Where each storage tier's checkpoints go on the machines. These are conventions (heuristic), not
+# vendor figures: a local NVMe is usually mounted under /mnt or /scratch by the image, a parallel or
+# network file system under a shared path, object storage through a bucket mounted by the launcher
+# (SkyPilot) or written with the framework's own remote-path support. Users change the one
+# CHECKPOINT_DIR variable each file sets.
 CHECKPOINT_DIRS: dict[StorageTier, str] = {
     StorageTier.local_nvme: "/mnt/local_nvme/checkpoints",
     StorageTier.parallel_fs: "/shared/checkpoints",
@@ -49,14 +53,16 @@ def tuneplan_version() -> str:
 
 
 def slug(text: str) -> str:
-    """A name a scheduler, a bucket and a file system all accept: lowercase letters, digits and dashes."""
+    """A name a scheduler, a bucket and a file system all accept: lowercase letters, digits and
+    dashes."""
     s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     return s[:48] or "plan"
 
 
 @dataclass(frozen=True)
 class LaunchPlan:
-    """What a launch file is written from: the plan's request and result, with the derived run settings."""
+    """What a launch file is written from: the plan's request and result, with the derived run
+    settings."""
 
     result: PlanResult
     name: str
@@ -92,18 +98,24 @@ class LaunchPlan:
 
     @property
     def planned_global_batch(self) -> int:
-        """Sequences per optimizer step as planned (the request's, else the planner's default, grown to dp ×
-        micro-batch when more replicas run than it feeds)."""
-        return int(global_batch(self.training, self.result.request.data.seq_len, self.data_parallel))
+        """Sequences per optimizer step as planned (the request's, else the planner's default, grown
+        to dp × micro-batch when more replicas run than it feeds)."""
+        return int(
+            global_batch(self.training, self.result.request.data.seq_len, self.data_parallel)
+        )
 
     @property
     def accumulation(self) -> int:
-        """⌈global ÷ (micro × dp)⌉, at least 1: the planner's own rounding (core/planner/speed/step.py)."""
-        return int(accumulation_steps(self.planned_global_batch, self.micro_batch, self.data_parallel))
+        """⌈global ÷ (micro × dp)⌉, at least 1: the planner's own rounding
+        (core/planner/speed/step.py)."""
+        return int(
+            accumulation_steps(self.planned_global_batch, self.micro_batch, self.data_parallel)
+        )
 
     @property
     def global_batch(self) -> int:
-        """The batch the launch files run: micro × accumulation × dp (DeepSpeed asserts exactly this)."""
+        """The batch the launch files run: micro × accumulation × dp (DeepSpeed asserts exactly
+        this)."""
         return self.micro_batch * self.accumulation * self.data_parallel
 
     @property
@@ -112,8 +124,11 @@ class LaunchPlan:
 
     @property
     def zero_stage(self) -> int:
-        """DeepSpeed's ZeRO stage for the plan's sharding (0 for DDP); FSDP and HSDP are not ZeRO stages."""
-        return {Sharding.none: 0, Sharding.zero1: 1, Sharding.zero2: 2, Sharding.zero3: 3}[self.training.sharding]
+        """DeepSpeed's ZeRO stage for the plan's sharding (0 for DDP); FSDP and HSDP are not ZeRO
+        stages."""
+        return {Sharding.none: 0, Sharding.zero1: 1, Sharding.zero2: 2, Sharding.zero3: 3}[
+            self.training.sharding
+        ]
 
     @property
     def offload_optimizer(self) -> bool:
@@ -137,7 +152,8 @@ class LaunchPlan:
 
     @property
     def save_steps(self) -> int:
-        """Optimizer steps between checkpoints: the planned interval ÷ the planned step time, at least 1."""
+        """Optimizer steps between checkpoints: the planned interval ÷ the planned step time, at
+        least 1."""
         step_s = self.result.compute.step_time_s
         interval_s = self.result.checkpoint.interval_minutes * 60.0
         if step_s <= 0:
@@ -146,15 +162,21 @@ class LaunchPlan:
 
     @property
     def checkpoints_kept(self) -> int:
-        """The plan's number of hot checkpoints (``assumptions.checkpoints_kept``): the number every format keeps."""
+        """The plan's number of hot checkpoints (``assumptions.checkpoints_kept``): the number every
+        format keeps."""
         return self.result.request.assumptions.checkpoints_kept
 
     def checkpoint_env(self, directory: str | None = None) -> dict[str, str]:
-        """What a launched training script reads to checkpoint and resume as planned: the folder (`directory`, else
-        the plan's tier's), the interval in optimizer steps, the kept count, and RESUME=1 (start from the newest
-        checkpoint there when one exists). torchrun.sh and train.sbatch export these, SkyPilot sets them as envs."""
-        return {"CHECKPOINT_DIR": directory or self.checkpoint_dir, "SAVE_STEPS": str(self.save_steps),
-                "SAVE_TOTAL_LIMIT": str(self.checkpoints_kept), "RESUME": "1"}
+        """What a launched training script reads to checkpoint and resume as planned: the folder
+        (`directory`, else the plan's tier's), the interval in optimizer steps, the kept count, and
+        RESUME=1 (start from the newest checkpoint there when one exists). torchrun.sh and
+        train.sbatch export these, SkyPilot sets them as envs."""
+        return {
+            "CHECKPOINT_DIR": directory or self.checkpoint_dir,
+            "SAVE_STEPS": str(self.save_steps),
+            "SAVE_TOTAL_LIMIT": str(self.checkpoints_kept),
+            "RESUME": "1",
+        }
 
     @property
     def lora(self) -> bool:
@@ -165,32 +187,45 @@ class LaunchPlan:
         return self.training.precision in (Precision.amp_bf16, Precision.pure_bf16)
 
     def header_lines(self, checkpoint_dir: str | None = None) -> list[str]:
-        """The lines each file starts with: plan, version, date, and what the run should show if it matches;
-        `checkpoint_dir` where the format puts checkpoints elsewhere than the tier's folder (a mounted claim).
+        """The lines each file starts with: plan, version, date, and what the run should show if it
+        matches; `checkpoint_dir` where the format puts checkpoints elsewhere than the tier's folder
+        (a mounted claim).
 
-        The plan's and the model's names are the user's (or a downloaded config's) text: they are made one line
-        here, and each format writes these lines through ``emit.comment_lines``, which does so again.
+        The plan's and the model's names are the user's (or a downloaded config's) text: they are
+        made one line here, and each format writes these lines through ``emit.comment_lines``, which
+        does so again.
         """
         r = self.result
         t = self.training
-        batch = f"micro-batch {self.micro_batch} × accumulation {self.accumulation} × {self.data_parallel} " \
-                f"data-parallel = {self.global_batch} sequences per step"
+        batch = (
+            f"micro-batch {self.micro_batch} × accumulation {self.accumulation} × "
+            f"{self.data_parallel} data-parallel = {self.global_batch} sequences per step"
+        )
         if self.global_batch != self.planned_global_batch:
             batch += f" (planned {self.planned_global_batch}; rounded up as the planner does)"
         layout = f"tp {t.tensor_parallel}, pp {t.pipeline_parallel}, cp {t.context_parallel}"
-        ends = [f"{n} stage {k} layers" for n, k in (("first", t.pipeline_first_stage_layers),
-                                                    ("last", t.pipeline_last_stage_layers)) if k is not None]
+        ends = [
+            f"{n} stage {k} layers"
+            for n, k in (
+                ("first", t.pipeline_first_stage_layers),
+                ("last", t.pipeline_last_stage_layers),
+            )
+            if k is not None
+        ]
         if ends and t.pipeline_parallel > 1:
             layout += f" ({', '.join(ends)})"
         return [
-            f"tuneplan launch file for plan '{one_line(self.name)}' ({one_line(r.model_name)}, {t.method.value})",
+            f"tuneplan launch file for plan '{one_line(self.name)}' ({one_line(r.model_name)}, "
+            f"{t.method.value})",
             f"written by tuneplan {tuneplan_version()} on {self.date.isoformat()}",
-            f"hardware: {self.nodes} node(s) × {self.gpus_per_node} {r.hardware.gpu} = {self.world_size} GPUs; "
-            f"sharding {t.sharding.value}, offload {t.offload.value}, {layout}; precision {t.precision.value}",
+            f"hardware: {self.nodes} node(s) × {self.gpus_per_node} {r.hardware.gpu} = "
+            f"{self.world_size} GPUs; sharding {t.sharding.value}, offload {t.offload.value}, "
+            f"{layout}; precision {t.precision.value}",
             f"batch: {batch}; sequence length {self.seq_len}",
             f"expect: {fmt_bytes(r.memory.per_gpu.total)} per GPU reserved (nvidia-smi), "
-            f"{fmt_bytes(r.memory.allocated_peak)} allocated peak; {r.compute.tokens_per_second:,.0f} tokens/s; "
-            f"{r.compute.step_time_s:.2f} s per step; {fmt_hours(r.time.hours)} for {r.compute.steps} steps",
-            f"checkpoints: every {self.save_steps} steps (~{r.checkpoint.interval_minutes:.0f} min) "
-            f"to {checkpoint_dir or self.checkpoint_dir} ({self.checkpoint_tier.value})",
+            f"{fmt_bytes(r.memory.allocated_peak)} allocated peak; "
+            f"{r.compute.tokens_per_second:,.0f} tokens/s; {r.compute.step_time_s:.2f} s per "
+            f"step; {fmt_hours(r.time.hours)} for {r.compute.steps} steps",
+            f"checkpoints: every {self.save_steps} steps (~{r.checkpoint.interval_minutes:.0f} "
+            f"min) to {checkpoint_dir or self.checkpoint_dir} ({self.checkpoint_tier.value})",
         ]

@@ -1,16 +1,17 @@
-"""The planning domain: a PlanRequest (request.py) in, a PlanResult (result.py) out, from pure functions over the
-catalog.
+"""The planning domain: a PlanRequest (request.py) in, a PlanResult (result.py) out, from pure
+functions over the catalog.
 
-Grouped by question: `model/` (the model and what each GPU holds), `speed/` (how long a step takes), `money/` (what
-it costs and what can go wrong), `choose/` (which hardware to pick); `plan.py` composes them; `analysis.py` (with
-`gpu_memory.py` and `search_figures.py`), `headline.py`, `likely_ranges.py`, `report_time.py`,
-`report_charts.py` and `report.py` build what the window and the PDF show.
-The plan library is persistence, in core/library/.
+Grouped by question: `model/` (the model and what each GPU holds), `speed/` (how long a step takes),
+`money/` (what it costs and what can go wrong), `choose/` (which hardware to pick); `plan.py`
+composes them; `analysis.py` (with `gpu_memory.py` and `search_figures.py`), `headline.py`,
+`likely_ranges.py`, `report_time.py`, `report_charts.py` and `report.py` build what the window and
+the PDF show. The plan library is persistence, in core/library/.
 
-This is the domain's front door: the window and the command line import the planner from here only (an import
-contract in pyproject.toml). It is lazy (core/__init__.py): `tuneplan plan` and the window's start-up load the
-report builder and the analysis only when they are used. ``make_plan`` is ``core.planner.plan.plan`` under a name
-of its own, because ``plan`` is the module's name in this package.
+This is the domain's front door: the window and the command line import the planner from here only
+(an import contract in pyproject.toml). It is lazy (core/__init__.py): `tuneplan plan` and the
+window's start-up load the report builder and the analysis only when they are used. ``make_plan`` is
+``core.planner.plan.plan`` under a name of its own, because ``plan`` is the module's name in this
+package.
 """
 
 from __future__ import annotations
@@ -81,12 +82,25 @@ if TYPE_CHECKING:
     from core.planner.speed.frameworks import PROFILES
     from core.planner.timed_layer import LayerSpec, layer_spec
 
-# Each public name's module, the light ones first; the face imports one the first time one of its names is read.
+# Each public name's module, the light ones first; the face imports one the first time one of its
+# names is read.
 _MODULES: dict[str, tuple[str, ...]] = {
     "core.catalog.records": ("StorageTier",),
     "core.planner.request": (
-        "Attention", "CrossEntropy", "Framework", "Interconnect", "LaunchSpec", "Method", "Offload", "Optimizer",
-        "PlanRequest", "Precision", "PricingMode", "Sharding", "TrainingSpec"),
+        "Attention",
+        "CrossEntropy",
+        "Framework",
+        "Interconnect",
+        "LaunchSpec",
+        "Method",
+        "Offload",
+        "Optimizer",
+        "PlanRequest",
+        "Precision",
+        "PricingMode",
+        "Sharding",
+        "TrainingSpec",
+    ),
     "core.planner.result": ("Candidate", "ComputeResult", "CostResult", "PlanResult"),
     "core.planner.choices": ("OVERRIDABLE",),
     "core.planner.model.params": ("Architecture",),
@@ -104,16 +118,36 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "core.planner.search_figures": ("PricedOption",),
     "core.planner.analysis": ("Analysis", "ProviderCost", "analyse"),
     "core.planner.likely_ranges": (
-        "band_notes", "band_source", "likely_cost", "likely_hours", "likely_tokens_per_second", "shown_key_figures"),
+        "band_notes",
+        "band_source",
+        "likely_cost",
+        "likely_hours",
+        "likely_tokens_per_second",
+        "shown_key_figures",
+    ),
     "core.planner.report_time": (
-        "STEP_HEADER", "STEP_PARTS", "measured_step_text", "share_text", "step_rows", "step_seconds",
-        "wall_time_parts"),
+        "STEP_HEADER",
+        "STEP_PARTS",
+        "measured_step_text",
+        "share_text",
+        "step_rows",
+        "step_seconds",
+        "wall_time_parts",
+    ),
     "core.planner.report_charts": (
-        "break_even_chart", "candidate_label", "memory_chart", "pareto_chart", "provider_chart", "scaling_chart",
-        "sharding_text"),
+        "break_even_chart",
+        "candidate_label",
+        "memory_chart",
+        "pareto_chart",
+        "provider_chart",
+        "scaling_chart",
+        "sharding_text",
+    ),
     "core.planner.report": ("build_report", "seconds"),
 }
-_TABLE: dict[str, str | tuple[str, str]] = {name: module for module, names in _MODULES.items() for name in names}
+_TABLE: dict[str, str | tuple[str, str]] = {
+    name: module for module, names in _MODULES.items() for name in names
+}
 _TABLE["make_plan"] = ("core.planner.plan", "plan")
 
 __all__ = [

@@ -1,8 +1,8 @@
-"""The named choices of a plan request: method, precision, optimizer, sharding, offload, attention kernel,
-loss kernel and framework (README "The plan request").
+"""The named choices of a plan request: method, precision, optimizer, sharding, offload, attention
+kernel, loss kernel and framework (README "The plan request").
 
-They live apart from core.planner.request, which re-exports them, so the contract's file stays about shapes;
-the GUI's choice lists and the framework profiles read the same enums.
+They live apart from core.planner.request, which re-exports them, so the contract's file stays about
+shapes; the GUI's choice lists and the framework profiles read the same enums.
 """
 
 from __future__ import annotations
@@ -57,9 +57,11 @@ class Attention(StrEnum):
 
 
 class CrossEntropy(StrEnum):
-    standard = "standard"  # logits materialised whole, upcast to fp32 for the loss (transformers' default)
+    # logits materialised whole, upcast to fp32 for the loss (transformers' default)
+    standard = "standard"
     chunked = "chunked"  # 16-bit logits kept, the fp32 loss computed one chunk at a time
-    fused = "fused"  # fused linear cross-entropy kernels (Liger, Apple CCE): logits never materialised whole
+    # fused linear cross-entropy kernels (Liger, Apple CCE): logits never materialised whole
+    fused = "fused"
 
 
 class Framework(StrEnum):
@@ -73,6 +75,7 @@ class Framework(StrEnum):
     deepspeed = "deepspeed"
 
 
-# The training fields a request may pin over the hardware search's choice: the window's Method page notes what
-# pinning each costs. Here, not in core.planner.analysis, so that page is built without the planner loaded.
+# The training fields a request may pin over the hardware search's choice: the window's Method page
+# notes what pinning each costs. Here, not in core.planner.analysis, so that page is built without
+# the planner loaded.
 OVERRIDABLE = ("gradient_checkpointing", "micro_batch_size", "sharding")

@@ -1,9 +1,10 @@
-"""A plan request file as the window opens or imports it, refused with one sentence when it cannot be one.
+"""A plan request file as the window opens or imports it, refused with one sentence when it cannot
+be one.
 
-The CLI reads a file and lets the planner's errors speak; the window must decide before it replaces what is on
-screen or adds a plan to the library, so it asks here first: is the file readable, JSON, an object, and does it
-name a preset and GPU the catalog knows? Field rules are left to ``PlanRequest`` (the wizard shows them under
-each field).
+The CLI reads a file and lets the planner's errors speak; the window must decide before it replaces
+what is on screen or adds a plan to the library, so it asks here first: is the file readable, JSON,
+an object, and does it name a preset and GPU the catalog knows? Field rules are left to
+``PlanRequest`` (the wizard shows them under each field).
 """
 
 from __future__ import annotations
@@ -16,14 +17,20 @@ from core.json_file import FileReadError, parse_json, read_bounded, short_path
 
 
 class RequestFileError(ValueError):
-    """The file cannot be a plan request; the message names the file and the problem in one sentence."""
+    """The file cannot be a plan request; the message names the file and the problem in one
+    sentence."""
 
 
 def request_of(raw: Any) -> Any:
-    """The request to plan from a file's JSON: a plan request as it is, or the request inside a saved plan (what
-    `tuneplan plan --json`, `tuneplan library show --json` and the window's Export JSON write), the settings it
-    ran with, which plan into its figures again."""
-    if isinstance(raw, dict) and isinstance(raw.get("request"), dict) and "memory" in raw and "model" not in raw:
+    """The request to plan from a file's JSON: a plan request as it is, or the request inside a
+    saved plan (what `tuneplan plan --json`, `tuneplan library show --json` and the window's Export
+    JSON write), the settings it ran with, which plan into its figures again."""
+    if (
+        isinstance(raw, dict)
+        and isinstance(raw.get("request"), dict)
+        and "memory" in raw
+        and "model" not in raw
+    ):
         return raw["request"]
     return raw
 
@@ -36,8 +43,10 @@ def read_request_file(path: Path, catalog: Catalog | None = None) -> dict[str, A
         raise RequestFileError(str(exc)) from None
     raw = request_of(raw)
     if not isinstance(raw, dict):
-        raise RequestFileError(f"{path.name} holds a JSON {type(raw).__name__}, not a plan request: it must be an "
-                               "object with model and data")
+        raise RequestFileError(
+            f"{path.name} holds a JSON {type(raw).__name__}, not a plan request: it must be an "
+            "object with model and data"
+        )
     catalog = catalog or load_catalog()
     model, hardware = raw.get("model"), raw.get("hardware")
     try:

@@ -1,9 +1,11 @@
-"""One sentence with both ends of the range for a request number out of range, not pydantic's half of it.
+"""One sentence with both ends of the range for a request number out of range, not pydantic's half
+of it.
 
-pydantic says "Input should be less than or equal to 1000" for ``--epochs nan`` and for ``--epochs 5000``
-alike: it names one bound and does not say that nan is no number. Every request model (RequestModel, here) wraps
-its validation in :func:`restate_ranges`, which rewrites each range error of its own fields as
-"nan is not a number: use more than 0 and at most 1,000", with both bounds where the field has both.
+pydantic says "Input should be less than or equal to 1000" for ``--epochs nan`` and for ``--epochs
+5000`` alike: it names one bound and does not say that nan is no number. Every request model
+(RequestModel, here) wraps its validation in :func:`restate_ranges`, which rewrites each range error
+of its own fields as "nan is not a number: use more than 0 and at most 1,000", with both bounds
+where the field has both.
 """
 
 from __future__ import annotations
@@ -12,14 +14,22 @@ import math
 from typing import Any
 
 from annotated_types import Ge, Gt, Le, Lt
-from pydantic import BaseModel, ConfigDict, ModelWrapValidatorHandler, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from core.planner.request_fields import Within
 from core.validation import shown_number
 
-RANGE_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"})
+RANGE_ERRORS = frozenset(
+    {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"}
+)
 
 
 def _figure(x: Any) -> str:
@@ -27,10 +37,12 @@ def _figure(x: Any) -> str:
 
 
 def allowed_range(field: FieldInfo) -> str:
-    """The range a field's gt/ge/lt/le constraints allow, in words: 'more than 0 and at most 1,000', '16 to 64'."""
+    """The range a field's gt/ge/lt/le constraints allow, in words: 'more than 0 and at most 1,000',
+    '16 to 64'."""
     bounds: dict[str, Any] = {}
     for m in field.metadata:
-        if isinstance(getattr(m, "func", None), Within):  # the field states its range in words (and unit)
+        # the field states its range in words (and unit)
+        if isinstance(getattr(m, "func", None), Within):
             return str(m.func.allowed)
         for name in ("gt", "ge", "lt", "le"):
             if isinstance(m, Gt | Ge | Lt | Le) and hasattr(m, name):
@@ -45,7 +57,8 @@ def allowed_range(field: FieldInfo) -> str:
 
 def _sentence(field: FieldInfo, value: Any) -> str:
     allowed = allowed_range(field)
-    if isinstance(value, str):  # typed text (a flag, a field): 'nan' and 'inf' read as the floats they are
+    # typed text (a flag, a field): 'nan' and 'inf' read as the floats they are
+    if isinstance(value, str):
         try:
             read = float(value.strip())
         except ValueError:
@@ -64,24 +77,31 @@ def _restated(model: type[BaseModel], err: ErrorDetails) -> InitErrorDetails:
     if err["type"] in RANGE_ERRORS and field is not None:
         kind = PydanticCustomError("out_of_range", _sentence(field, err["input"]))
     else:
-        kind = PydanticCustomError(err["type"], err["msg"].replace("{", "{{").replace("}", "}}"), err.get("ctx"))
+        kind = PydanticCustomError(
+            err["type"], err["msg"].replace("{", "{{").replace("}", "}}"), err.get("ctx")
+        )
     return {"type": kind, "loc": loc, "input": err["input"]}
 
 
-def restate_ranges(model: type[BaseModel], data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
-    """Validate `data` with `handler`; a range error on one of `model`'s own fields comes back as one sentence
-    naming both bounds (nested models restate their own fields)."""
+def restate_ranges(
+    model: type[BaseModel], data: Any, handler: ModelWrapValidatorHandler[Any]
+) -> Any:
+    """Validate `data` with `handler`; a range error on one of `model`'s own fields comes back as
+    one sentence naming both bounds (nested models restate their own fields)."""
     try:
         return handler(data)
     except ValidationError as exc:
         errors = exc.errors()
         if not any(e["type"] in RANGE_ERRORS and len(e["loc"]) == 1 for e in errors):
             raise
-        raise ValidationError.from_exception_data(exc.title, [_restated(model, e) for e in errors]) from None
+        raise ValidationError.from_exception_data(
+            exc.title, [_restated(model, e) for e in errors]
+        ) from None
 
 
 class RequestModel(BaseModel):
-    """The base of every part of a plan request: unknown keys, nan and infinity refused, ranges said with both ends."""
+    """The base of every part of a plan request: unknown keys, nan and infinity refused, ranges said
+    with both ends."""
 
     model_config = ConfigDict(extra="forbid", use_enum_values=False, allow_inf_nan=False)
 

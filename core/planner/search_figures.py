@@ -1,8 +1,9 @@
-"""What the hardware search says beside the plan: its candidate list, why it changed a setting the user chose, and
-the cheapest configuration for each pricing mode the plan has no price in.
+"""What the hardware search says beside the plan: its candidate list, why it changed a setting the
+user chose, and the cheapest configuration for each pricing mode the plan has no price in.
 
-These three answers ask the search (core/planner/choose/search.py) again with the request varied; they are apart
-from the analysis's own figures (core/planner/analysis.py), which describe the planned configuration itself.
+These three answers ask the search (core/planner/choose/search.py) again with the request varied;
+they are apart from the analysis's own figures (core/planner/analysis.py), which describe the
+planned configuration itself.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from core.units import fmt_hours, fmt_usd
 
 
 class PricedOption(BaseModel):
-    """The configuration the search picks when ranking by a pricing mode's price, planned in that mode."""
+    """The configuration the search picks when ranking by a pricing mode's price, planned in that
+    mode."""
 
     mode: str
     hardware: HardwareSpec
@@ -35,22 +37,34 @@ class PricedOption(BaseModel):
     price_date: str | None
 
 
-def search_candidates(request: PlanRequest, result: PlanResult, catalog: Catalog) -> tuple[list[Candidate], str | None]:
-    """The search's list: of the whole catalog when it chose the hardware, else of the GPU the user chose (other
-    counts, nodes and sharding of it), ranked by time when that GPU has no price in the chosen mode."""
+def search_candidates(
+    request: PlanRequest, result: PlanResult, catalog: Catalog
+) -> tuple[list[Candidate], str | None]:
+    """The search's list: of the whole catalog when it chose the hardware, else of the GPU the user
+    chose (other counts, nodes and sharding of it), ranked by time when that GPU has no price in the
+    chosen mode."""
     if result.candidates:
         return result.candidates, None
     gpu = result.hardware.gpu
-    one = request.model_copy(update={"hardware": None, "search": request.search.model_copy(update={"gpus": [gpu]})})
+    one = request.model_copy(
+        update={"hardware": None, "search": request.search.model_copy(update={"gpus": [gpu]})}
+    )
     mode, provider = request.pricing.mode.value, request.pricing.provider
     note = None
     try:
         allow = [a.value for a in request.pricing.allow]
-        if request.pricing.usd_per_gpu_hour is None and pricing.any_offer(
-                catalog, gpu, mode, provider=provider, allow=allow) is None:
-            one = one.model_copy(update={"search": one.search.model_copy(update={"objective": "time"})})
-            note = (f"no {mode.replace('_', '-')} price for {gpu}" + (f" at {provider}" if provider else "")
-                    + ": its configurations are ranked by time")
+        if (
+            request.pricing.usd_per_gpu_hour is None
+            and pricing.any_offer(catalog, gpu, mode, provider=provider, allow=allow) is None
+        ):
+            one = one.model_copy(
+                update={"search": one.search.model_copy(update={"objective": "time"})}
+            )
+            note = (
+                f"no {mode.replace('_', '-')} price for {gpu}"
+                + (f" at {provider}" if provider else "")
+                + ": its configurations are ranked by time"
+            )
         arch, _ = resolve_model(one.model, catalog)
         found = search.search(arch, one, catalog)
     except (PlanError, CatalogError) as exc:
@@ -58,9 +72,16 @@ def search_candidates(request: PlanRequest, result: PlanResult, catalog: Catalog
     return found.candidates, found.reason or note
 
 
-def _override_sentence(name: str, wanted: object, got: object, found: search.SearchOutcome,
-                       best: Candidate | None, objective: str) -> str:
-    """'the search turned gradient checkpointing on: without it this does not fit', or what keeping it costs."""
+def _override_sentence(
+    name: str,
+    wanted: object,
+    got: object,
+    found: search.SearchOutcome,
+    best: Candidate | None,
+    objective: str,
+) -> str:
+    """'the search turned gradient checkpointing on: without it this does not fit', or what keeping
+    it costs."""
     if name == "gradient_checkpointing":
         change = f"the search turned gradient checkpointing {'on' if got else 'off'}"
         instead = "with it on" if wanted else "without it"
@@ -77,25 +98,37 @@ def _override_sentence(name: str, wanted: object, got: object, found: search.Sea
         else:
             why = "this does not fit"
         return f"{change}: {instead} {why}"
-    if best is not None and objective != "time" and fmt_usd(kept.cost_usd) != fmt_usd(best.cost_usd):
-        return f"{change}: {instead} the best configuration costs {fmt_usd(kept.cost_usd)} instead of " \
-               f"{fmt_usd(best.cost_usd)}"
+    if (
+        best is not None
+        and objective != "time"
+        and fmt_usd(kept.cost_usd) != fmt_usd(best.cost_usd)
+    ):
+        return (
+            f"{change}: {instead} the best configuration costs {fmt_usd(kept.cost_usd)} instead of "
+            f"{fmt_usd(best.cost_usd)}"
+        )
     if best is not None and fmt_hours(kept.hours) != fmt_hours(best.hours):
-        return f"{change}: {instead} the best configuration takes {fmt_hours(kept.hours)} instead of " \
-               f"{fmt_hours(best.hours)}"
+        return (
+            f"{change}: {instead} the best configuration takes {fmt_hours(kept.hours)} instead of "
+            f"{fmt_hours(best.hours)}"
+        )
     return f"{change}: {instead} the best configuration needs more GPUs"
 
 
 def search_overrides(request: PlanRequest, result: PlanResult, catalog: Catalog) -> dict[str, str]:
     """The training settings the request sets and the search changed, by path, each with the reason.
 
-    Only settings present in the request count (pydantic's ``model_fields_set``): a default the user never
-    touched is the search's to choose.
+    Only settings present in the request count (pydantic's ``model_fields_set``): a default the user
+    never touched is the search's to choose.
     """
     if request.hardware is not None:
         return {}
     chosen, planned = request.training, result.request.training
-    changed = [n for n in OVERRIDABLE if n in chosen.model_fields_set and getattr(chosen, n) != getattr(planned, n)]
+    changed = [
+        n
+        for n in OVERRIDABLE
+        if n in chosen.model_fields_set and getattr(chosen, n) != getattr(planned, n)
+    ]
     if not changed:
         return {}
     arch, _ = resolve_model(request.model, catalog)
@@ -105,8 +138,13 @@ def search_overrides(request: PlanRequest, result: PlanResult, catalog: Catalog)
         found = search.search(arch, request, catalog, keep=frozenset({name}))
         wanted, got = getattr(chosen, name), getattr(planned, name)
         out[f"training.{name}"] = _override_sentence(
-            name, getattr(wanted, "value", wanted), getattr(got, "value", got), found, best,
-            request.search.objective)
+            name,
+            getattr(wanted, "value", wanted),
+            getattr(got, "value", got),
+            found,
+            best,
+            request.search.objective,
+        )
     return out
 
 
@@ -116,12 +154,21 @@ _CHEAPEST_KEPT = 64
 
 
 def _cheapest_in(mode: str, request: PlanRequest, catalog: Catalog) -> Candidate | None:
-    """The search's pick when ranked by `mode`'s price. It does not depend on the dataset size (every configuration
-    trains the same tokens at its own price per GPU-hour) unless a deadline ranks, so typing a token count reuses
-    it."""
-    key = json.dumps([mode, request.model_dump(mode="json", exclude={"data": {"tokens", "epochs"}}
-                                                if request.search.objective != "cost_under_deadline" else None)],
-                     sort_keys=True)
+    """The search's pick when ranked by `mode`'s price. It does not depend on the dataset size
+    (every configuration trains the same tokens at its own price per GPU-hour) unless a deadline
+    ranks, so typing a token count reuses it."""
+    key = json.dumps(
+        [
+            mode,
+            request.model_dump(
+                mode="json",
+                exclude={"data": {"tokens", "epochs"}}
+                if request.search.objective != "cost_under_deadline"
+                else None,
+            ),
+        ],
+        sort_keys=True,
+    )
     with _CHEAPEST_LOCK:
         kept = _CHEAPEST.get(key)
     if kept is not None and kept[0] is catalog:
@@ -135,21 +182,29 @@ def _cheapest_in(mode: str, request: PlanRequest, catalog: Catalog) -> Candidate
     return best
 
 
-def priced_alternatives(request: PlanRequest, result: PlanResult, catalog: Catalog,
-                        today: dt.date | None = None) -> list[PricedOption]:
-    """For each pricing mode the plan has no price in (no spot price for its GPU, say), the cheapest configuration
-    of the catalog that has one, planned in that mode: the plan's own cost page would otherwise say only "—". A plan
-    that does not fit has no cost in any mode for want of memory, not of a price: it gets the cheapest configuration
-    that fits in its own mode, what would run."""
+def priced_alternatives(
+    request: PlanRequest, result: PlanResult, catalog: Catalog, today: dt.date | None = None
+) -> list[PricedOption]:
+    """For each pricing mode the plan has no price in (no spot price for its GPU, say), the cheapest
+    configuration of the catalog that has one, planned in that mode: the plan's own cost page would
+    otherwise say only "—". A plan that does not fit has no cost in any mode for want of memory, not
+    of a price: it gets the cheapest configuration that fits in its own mode, what would run."""
     out = []
-    objective = "cost_under_deadline" if request.search.objective == "cost_under_deadline" else "cost"
+    objective = (
+        "cost_under_deadline" if request.search.objective == "cost_under_deadline" else "cost"
+    )
     for mode in PRICING_MODES if result.memory.fits else (request.pricing.mode.value,):
         if getattr(result.cost.compute_usd, mode) is not None:
             continue
-        priced = request.model_copy(update={
-            "hardware": None,
-            "pricing": request.pricing.model_copy(update={"mode": PricingMode(mode), "usd_per_gpu_hour": None}),
-            "search": request.search.model_copy(update={"objective": objective, "gpus": None})})
+        priced = request.model_copy(
+            update={
+                "hardware": None,
+                "pricing": request.pricing.model_copy(
+                    update={"mode": PricingMode(mode), "usd_per_gpu_hour": None}
+                ),
+                "search": request.search.model_copy(update={"objective": objective, "gpus": None}),
+            }
+        )
         try:
             best = _cheapest_in(mode, priced, catalog)
             if best is None:
@@ -159,6 +214,14 @@ def priced_alternatives(request: PlanRequest, result: PlanResult, catalog: Catal
             continue
         usd = getattr(r.cost.compute_usd, mode)
         if usd is not None:
-            out.append(PricedOption(mode=mode, hardware=r.hardware, provider=r.cost.provider, hours=r.time.hours,
-                                    compute_usd=usd, price_date=r.cost.price_date))
+            out.append(
+                PricedOption(
+                    mode=mode,
+                    hardware=r.hardware,
+                    provider=r.cost.provider,
+                    hours=r.time.hours,
+                    compute_usd=usd,
+                    price_date=r.cost.price_date,
+                )
+            )
     return out

@@ -1,16 +1,17 @@
 """The probing domain's one public face: what the window (gui/) and the command line (cli/) import.
 
-The domain's rooms: transport/ (reaching a host: SSH, this machine, Slurm), run/ (a run's options, the runner, its
-events), checks/ (one module per probe), parsers/ (the tools' text output), evidence.py and samples.py (what a run
-measured: the vocabulary every room shares), scorecard/ (judging it), history/ (the SQLite probe history, host
-groups, leases and the ledger), cluster/ (several hosts as one), output/ (the report and the run JSON), and the
-one bridge to the planner, apply.py with step_spec.py.
+The domain's rooms: transport/ (reaching a host: SSH, this machine, Slurm), run/ (a run's options,
+the runner, its events), checks/ (one module per probe), parsers/ (the tools' text output),
+evidence.py and samples.py (what a run measured: the vocabulary every room shares), scorecard/
+(judging it), history/ (the SQLite probe history, host groups, leases and the ledger), cluster/
+(several hosts as one), output/ (the report and the run JSON), and the one bridge to the planner,
+apply.py with step_spec.py.
 
-Callers import names from here, never from a room, so a room can change without them (lint-imports checks it).
-The face is lazy (PEP 562): importing ``core.probes`` loads no probe module, paramiko or SQLite until a name is
-used. ``tuneplan plan`` never pays for the probes, and the window loads them only when the Probe place needs them.
-Each name is looked up in its module at every use, not copied here, so a test that replaces it in its module
-replaces it for every caller.
+Callers import names from here, never from a room, so a room can change without them (lint-imports
+checks it). The face is lazy (PEP 562): importing ``core.probes`` loads no probe module, paramiko or
+SQLite until a name is used. ``tuneplan plan`` never pays for the probes, and the window loads them
+only when the Probe place needs them. Each name is looked up in its module at every use, not copied
+here, so a test that replaces it in its module replaces it for every caller.
 """
 
 from __future__ import annotations
@@ -26,7 +27,15 @@ if TYPE_CHECKING:
     from core.probes.checks.facts import python_used
     from core.probes.cluster.evidence import ClusterEvidence, NodeReport
     from core.probes.cluster.run import ClusterNode, NodeEvent, check_nodes, run_cluster
-    from core.probes.evidence import Check, CheckStatus, ProbeEvidence, ProbeOutcome, ProbeStatus, Scorecard, Verdict
+    from core.probes.evidence import (
+        Check,
+        CheckStatus,
+        ProbeEvidence,
+        ProbeOutcome,
+        ProbeStatus,
+        Scorecard,
+        Verdict,
+    )
     from core.probes.history.host_groups import (
         HostGroup,
         delete_group,
@@ -76,13 +85,19 @@ if TYPE_CHECKING:
     from core.probes.transport.connect import check as check_target
     from core.probes.transport.hostkeys import default_app_known_hosts
     from core.probes.transport.local import LocalTransport
-    from core.probes.transport.slurm import AllocationCancelled, SlurmAllocation, SlurmError, salloc_command
+    from core.probes.transport.slurm import (
+        AllocationCancelled,
+        SlurmAllocation,
+        SlurmError,
+        salloc_command,
+    )
     from core.probes.transport.ssh import SshTransport
     from core.probes.transport.target import SshTarget
 
 # public name -> (module, name there). A few names differ from their module's, where the module's
-# would be unclear on its own here: check -> check_target, groups -> saved_groups, group -> saved_group, and
-# apply's step_spec -> step_spec_for (core.probes.step_spec is a module of this package).
+# would be unclear on its own here: check -> check_target, groups -> saved_groups, group ->
+# saved_group, and apply's step_spec -> step_spec_for (core.probes.step_spec is a module of this
+# package).
 _WHERE: dict[str, tuple[str, str]] = {
     # the one recipe the command line and the window reach a host by
     "HostOverrides": ("core.probes.transport.connect", "HostOverrides"),
@@ -107,14 +122,17 @@ _WHERE: dict[str, tuple[str, str]] = {
     "salloc_command": ("core.probes.transport.slurm", "salloc_command"),
     # a run
     "RunOptions": ("core.probes.run.options", "RunOptions"),
-    "PROBE_NAMES": ("core.probes.run.options", "PROBE_NAMES"), "SUITES": ("core.probes.run.options", "SUITES"),
+    "PROBE_NAMES": ("core.probes.run.options", "PROBE_NAMES"),
+    "SUITES": ("core.probes.run.options", "SUITES"),
     "resolve_probes": ("core.probes.run.options", "resolve_probes"),
     "run_suite": ("core.probes.run.runner", "run_suite"),
-    "RunEvent": ("core.probes.run.events", "RunEvent"), "RunStatus": ("core.probes.run.events", "RunStatus"),
+    "RunEvent": ("core.probes.run.events", "RunEvent"),
+    "RunStatus": ("core.probes.run.events", "RunStatus"),
     "RunStarted": ("core.probes.run.events", "RunStarted"),
     "ProbeStarted": ("core.probes.run.events", "ProbeStarted"),
     "MetricsBatch": ("core.probes.run.events", "MetricsBatch"),
-    "SeriesPoint": ("core.probes.run.events", "SeriesPoint"), "LogEvent": ("core.probes.run.events", "LogEvent"),
+    "SeriesPoint": ("core.probes.run.events", "SeriesPoint"),
+    "LogEvent": ("core.probes.run.events", "LogEvent"),
     "ProbeFinished": ("core.probes.run.events", "ProbeFinished"),
     "RunFinished": ("core.probes.run.events", "RunFinished"),
     "ReplayRunner": ("core.probes.run.replay", "ReplayRunner"),
@@ -122,7 +140,8 @@ _WHERE: dict[str, tuple[str, str]] = {
     "replay_scorecard": ("core.probes.run.replay", "replay_scorecard"),
     # a cluster run
     "run_cluster": ("core.probes.cluster.run", "run_cluster"),
-    "ClusterNode": ("core.probes.cluster.run", "ClusterNode"), "NodeEvent": ("core.probes.cluster.run", "NodeEvent"),
+    "ClusterNode": ("core.probes.cluster.run", "ClusterNode"),
+    "NodeEvent": ("core.probes.cluster.run", "NodeEvent"),
     "check_nodes": ("core.probes.cluster.run", "check_nodes"),
     "ClusterEvidence": ("core.probes.cluster.evidence", "ClusterEvidence"),
     "NodeReport": ("core.probes.cluster.evidence", "NodeReport"),
@@ -145,16 +164,20 @@ _WHERE: dict[str, tuple[str, str]] = {
     "mark_stale_runs": ("core.probes.history.leases", "mark_stale_runs"),
     # what a run measured and how it is judged
     "ProbeEvidence": ("core.probes.evidence", "ProbeEvidence"),
-    "ProbeStatus": ("core.probes.evidence", "ProbeStatus"), "ProbeOutcome": ("core.probes.evidence", "ProbeOutcome"),
-    "Verdict": ("core.probes.evidence", "Verdict"), "CheckStatus": ("core.probes.evidence", "CheckStatus"),
-    "Check": ("core.probes.evidence", "Check"), "Scorecard": ("core.probes.evidence", "Scorecard"),
+    "ProbeStatus": ("core.probes.evidence", "ProbeStatus"),
+    "ProbeOutcome": ("core.probes.evidence", "ProbeOutcome"),
+    "Verdict": ("core.probes.evidence", "Verdict"),
+    "CheckStatus": ("core.probes.evidence", "CheckStatus"),
+    "Check": ("core.probes.evidence", "Check"),
+    "Scorecard": ("core.probes.evidence", "Scorecard"),
     "GpuMetric": ("core.probes.samples", "GpuMetric"),
     "CollectiveResult": ("core.probes.samples", "CollectiveResult"),
     "HostFacts": ("core.probes.checks.base", "HostFacts"),
     "python_used": ("core.probes.checks.facts", "python_used"),
     "score": ("core.probes.scorecard", "score"),
     "explain_no_verdict": ("core.probes.scorecard", "explain_no_verdict"),
-    "check_key": ("core.probes.scorecard", "check_key"), "check_path": ("core.probes.scorecard", "check_path"),
+    "check_key": ("core.probes.scorecard", "check_key"),
+    "check_path": ("core.probes.scorecard", "check_path"),
     "NO_GPU": ("core.probes.scorecard", "NO_GPU"),
     "account_for_outcomes": ("core.probes.scorecard.outcomes", "account_for_outcomes"),
     # the report and the run JSON
@@ -164,12 +187,15 @@ _WHERE: dict[str, tuple[str, str]] = {
     "record_from_stored": ("core.probes.output.run_record", "record_from_stored"),
     "run_json": ("core.probes.output.run_json", "run_json"),
     # the step probe and the plan
-    "StepSpec": ("core.probes.step_spec", "StepSpec"), "StepResult": ("core.probes.step_spec", "StepResult"),
-    "comparable": ("core.probes.step_spec", "comparable"), "differences": ("core.probes.step_spec", "differences"),
+    "StepSpec": ("core.probes.step_spec", "StepSpec"),
+    "StepResult": ("core.probes.step_spec", "StepResult"),
+    "comparable": ("core.probes.step_spec", "comparable"),
+    "differences": ("core.probes.step_spec", "differences"),
     "measured_step": ("core.probes.step_spec", "measured_step"),
     "apply_to_plan": ("core.probes.apply", "apply_to_plan"),
     "nothing_to_apply": ("core.probes.apply", "nothing_to_apply"),
-    "step_sentence": ("core.probes.apply", "step_sentence"), "step_spec_for": ("core.probes.apply", "step_spec"),
+    "step_sentence": ("core.probes.apply", "step_sentence"),
+    "step_spec_for": ("core.probes.apply", "step_spec"),
 }
 
 __all__ = [
@@ -262,7 +288,7 @@ __all__ = [
     "saved_groups",
     "score",
     "step_sentence",
-    "step_spec_for"
+    "step_spec_for",
 ]
 
 

@@ -1,8 +1,9 @@
-"""What a probe run found, as typed evidence: the contract between the runner, the scorecard, reports and the GUI.
+"""What a probe run found, as typed evidence: the contract between the runner, the scorecard,
+reports and the GUI.
 
-The runner fills a `ProbeEvidence` probe by probe (each part stays None until its probe ran); the scorecard
-reads only this, so it can be tested on replayed fixtures and real runs alike. Events stream to the GUI and
-CLI while the run goes on.
+The runner fills a `ProbeEvidence` probe by probe (each part stays None until its probe ran); the
+scorecard reads only this, so it can be tested on replayed fixtures and real runs alike. Events
+stream to the GUI and CLI while the run goes on.
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ class StorageResult(BaseModel):
     small_file_ops_per_s: float | None = None  # create + stat + read of small files
     fio: list[FioResult] = Field(default_factory=list)
     skipped_reason: str | None = None
-    # A step that ran and gave no figure ('small files': 'OSError: [Errno 28] No space left on device'): its
-    # check is a FAIL "not measured" on the card, never left out.
+    # A step that ran and gave no figure ('small files': 'OSError: [Errno 28] No space left on
+    # device'): its check is a FAIL "not measured" on the card, never left out.
     step_failures: dict[str, str] = Field(default_factory=dict)
 
 
@@ -83,7 +84,8 @@ class DistributedResult(BaseModel):
 
     backend: str
     world_size: int
-    ranks: list[dict[str, str]] = Field(default_factory=list)  # RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR per rank
+    # RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR per rank
+    ranks: list[dict[str, str]] = Field(default_factory=list)
     all_reduce_ok: bool
     nccl_socket_ifname: str | None = None
     error: str | None = None
@@ -109,27 +111,32 @@ class ProbeEvidence(BaseModel):
     kernel_log: KernelLogScan | None = None
     compute: ComputeResult | None = None
     collectives: CollectiveResult | None = None
-    collective_interconnect: str | None = None  # "nvlink", "pcie", "infiniband", "roce", "ethernet", "loopback"
+    # "nvlink", "pcie", "infiniband", "roce", "ethernet", "loopback"
+    collective_interconnect: str | None = None
     storage: list[StorageResult] = Field(default_factory=list)
     distributed: DistributedResult | None = None
     burn: BurnResult | None = None
-    # What a probe had gathered when its connection dropped (probe name -> what is kept, in words): the figures
-    # beside it are partial. Empty when every probe that produced evidence ran to its end.
+    # What a probe had gathered when its connection dropped (probe name -> what is kept, in words):
+    # the figures beside it are partial. Empty when every probe that produced evidence ran to its
+    # end.
     partial: dict[str, str] = Field(default_factory=dict)
-    # The PCIe link read while every GPU ran matmuls (index, bus id, gen and width): links downshift at idle to
-    # save power, so only this reading can show a downtrained link. None: not read (no GPU, no CUDA).
+    # The PCIe link read while every GPU ran matmuls (index, bus id, gen and width): links downshift
+    # at idle to save power, so only this reading can show a downtrained link. None: not read (no
+    # GPU, no CUDA).
     pcie_under_load: list[GpuInfo] | None = None
-    # A cluster run's own row (core.probes.cluster): agreement and what crossed the network; each node's figures
-    # are in that node's own run. None on a single-host run.
+    # A cluster run's own row (core.probes.cluster): agreement and what crossed the network; each
+    # node's figures are in that node's own run. None on a single-host run.
     cluster: ClusterEvidence | None = None
-    # The training-step probe: one layer of the planned model timed on this box (core.probes.step_spec).
+    # The training-step probe: one layer of the planned model timed on this box
+    # (core.probes.step_spec).
     step: StepResult | None = None
 
 
 class ProbeStatus(StrEnum):
-    """How a planned probe ended. ``lost``: the connection dropped while (or before) it ran and it was not resumed,
-    so what it would have measured is unknown (evidence it gathered before the drop is kept, marked partial).
-    ``interrupted`` is how runs recorded before ``lost`` existed spelled it; it reads as ``lost``."""
+    """How a planned probe ended. ``lost``: the connection dropped while (or before) it ran and it
+    was not resumed, so what it would have measured is unknown (evidence it gathered before the drop
+    is kept, marked partial). ``interrupted`` is how runs recorded before ``lost`` existed spelled
+    it; it reads as ``lost``."""
 
     ok = "ok"
     failed = "failed"
@@ -149,8 +156,9 @@ class ProbeOutcome(BaseModel):
 
 
 class Verdict(StrEnum):
-    """INCOMPLETE: a planned probe was not measured (lost, cancelled, or the run was interrupted) and nothing that
-    was measured failed; it is never READY, since the card cannot vouch for what it did not see."""
+    """INCOMPLETE: a planned probe was not measured (lost, cancelled, or the run was interrupted)
+    and nothing that was measured failed; it is never READY, since the card cannot vouch for what it
+    did not see."""
 
     ready = "READY"
     ready_with_warnings = "READY WITH WARNINGS"
@@ -168,7 +176,9 @@ class CheckStatus(StrEnum):
 class Check(BaseModel):
     """One scorecard line: what was measured, what was expected, and who says so."""
 
-    area: Literal["inventory", "health", "performance", "network", "storage", "stability", "distributed"]
+    area: Literal[
+        "inventory", "health", "performance", "network", "storage", "stability", "distributed"
+    ]
     name: str
     status: CheckStatus
     measured: str
@@ -178,6 +188,7 @@ class Check(BaseModel):
 
 
 class Scorecard(BaseModel):
-    verdict: Verdict | None  # None: nothing was graded (no evidence, or only INFO lines), so there is no verdict
+    # None: nothing was graded (no evidence, or only INFO lines), so there is no verdict
+    verdict: Verdict | None
     checks: list[Check]
     summary: str  # one sentence: the verdict and its main reasons, or why there is no verdict

@@ -1,9 +1,9 @@
 """Typed results of the probe parsers.
 
 Parsers read text that a remote tool printed; these models are what the rest of the app sees, so the
-scorecard and the charts never touch tool-specific text. Units are in the field names (bytes, W, °C, MHz,
-GB/s = 1e9 B/s as nccl-tests prints, Gb/s for NIC rates). ``None`` means the tool did not report the
-value (``N/A``, ``[Not Supported]``, ``-``) or the output was cut before it.
+scorecard and the charts never touch tool-specific text. Units are in the field names (bytes, W, °C,
+MHz, GB/s = 1e9 B/s as nccl-tests prints, Gb/s for NIC rates). ``None`` means the tool did not
+report the value (``N/A``, ``[Not Supported]``, ``-``) or the output was cut before it.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ T = TypeVar("T")
 class ParseResult(BaseModel, Generic[T]):
     """What a parser could read, plus why it could not read the rest.
 
-    ``value`` is ``None`` only when nothing usable was found; partial output gives a partial value and
-    at least one warning.
+    ``value`` is ``None`` only when nothing usable was found; partial output gives a partial value
+    and at least one warning.
     """
 
     value: T | None = None
@@ -57,7 +57,9 @@ class GpuInfo(BaseModel):
     mig_mode: str | None = Field(default=None, description="'Enabled', 'Disabled' or None when N/A")
     ecc_mode: str | None = None
     compute_mode: str | None = None
-    virtualization_mode: str | None = Field(default=None, description="e.g. 'Pass-Through' inside a VM")
+    virtualization_mode: str | None = Field(
+        default=None, description="e.g. 'Pass-Through' inside a VM"
+    )
     power_limit_w: float | None = None
     max_sm_clock_mhz: float | None = None
     max_mem_clock_mhz: float | None = None
@@ -70,9 +72,13 @@ class GpuMetric(BaseModel):
 
     t: float = Field(description="seconds since the first sample of the same output or stream")
     gpu: int = Field(description="GPU index as the tool printed it (or order of appearance)")
-    wall_time: datetime | None = Field(default=None, description="tool timestamp when it printed one")
+    wall_time: datetime | None = Field(
+        default=None, description="tool timestamp when it printed one"
+    )
     util_pct: float | None = None
-    mem_util_pct: float | None = Field(default=None, description="memory-controller busy %, not bytes")
+    mem_util_pct: float | None = Field(
+        default=None, description="memory-controller busy %, not bytes"
+    )
     mem_used_bytes: int | None = None
     mem_total_bytes: int | None = None
     temp_c: float | None = None
@@ -81,7 +87,9 @@ class GpuMetric(BaseModel):
     power_limit_w: float | None = None
     sm_clock_mhz: float | None = None
     mem_clock_mhz: float | None = None
-    clocks_event_mask: int | None = Field(default=None, description="clocks_event_reasons.active bitmask")
+    clocks_event_mask: int | None = Field(
+        default=None, description="clocks_event_reasons.active bitmask"
+    )
     clocks_event_reasons: list[str] = Field(
         default_factory=list, description="active reasons, query-gpu names such as 'hw_slowdown'"
     )
@@ -92,7 +100,9 @@ class GpuHealth(BaseModel):
 
     index: int
     pci_bus_id: str | None = None
-    ecc_volatile_correctable: int | None = Field(default=None, description="SBE: SRAM + DRAM correctable")
+    ecc_volatile_correctable: int | None = Field(
+        default=None, description="SBE: SRAM + DRAM correctable"
+    )
     ecc_volatile_uncorrectable: int | None = Field(default=None, description="DBE: SRAM + DRAM")
     ecc_aggregate_correctable: int | None = None
     ecc_aggregate_uncorrectable: int | None = None
@@ -142,7 +152,9 @@ class XidEvent(BaseModel):
     process: str | None = None
     message: str = ""
     meaning: str | None = None
-    action: str | None = Field(default=None, description="NVIDIA's resolution bucket, e.g. RESET_GPU")
+    action: str | None = Field(
+        default=None, description="NVIDIA's resolution bucket, e.g. RESET_GPU"
+    )
     severity: XidSeverity = "UNKNOWN"
     timestamp: str | None = Field(default=None, description="as printed (dmesg -T, ISO or uptime)")
     line_no: int = Field(default=0, description="1-based line in the scanned text")
@@ -161,8 +173,14 @@ class SxidEvent(BaseModel):
 
 
 KernelEventKind = Literal[
-    "oom", "gpu_reset_needed", "gpu_fell_off_bus", "pcie_downtrained", "segfault", "hung_task",
-    "machine_check", "nvlink_error",
+    "oom",
+    "gpu_reset_needed",
+    "gpu_fell_off_bus",
+    "pcie_downtrained",
+    "segfault",
+    "hung_task",
+    "machine_check",
+    "nvlink_error",
 ]
 
 
@@ -225,7 +243,8 @@ class TopologyMatrix(BaseModel):
     gpus: list[TopoGpu] = Field(default_factory=list)
     nics: list[TopoNic] = Field(default_factory=list)
     links: dict[tuple[int, int], str] = Field(
-        default_factory=dict, description="(gpu i, gpu j) -> 'NV18', 'PIX', 'PXB', 'PHB', 'NODE', 'SYS'"
+        default_factory=dict,
+        description="(gpu i, gpu j) -> 'NV18', 'PIX', 'PXB', 'PHB', 'NODE', 'SYS'",
     )
     gpu_nic_links: dict[tuple[int, int], str] = Field(
         default_factory=dict, description="(gpu i, nic j) -> link type"
@@ -294,7 +313,9 @@ class CollectiveResult(BaseModel):
     nranks_inferred: bool = Field(default=False, description="True when derived from busbw/algbw")
     devices: list[CollectiveDevice] = Field(default_factory=list)
     rows: list[CollectiveRow] = Field(default_factory=list)
-    avg_busbw: float | None = Field(default=None, description="the '# Avg bus bandwidth' line, GB/s")
+    avg_busbw: float | None = Field(
+        default=None, description="the '# Avg bus bandwidth' line, GB/s"
+    )
     avg_busbw_ok: bool | None = Field(default=None, description="False when the line says FAILED")
     peak_busbw: float | None = Field(default=None, description="max busbw over all rows, GB/s")
     peak_busbw_size_bytes: int | None = None
@@ -302,20 +323,28 @@ class CollectiveResult(BaseModel):
     out_of_bounds_ok: bool | None = None
     wrong_total: int = 0
     completed: bool = Field(default=False, description="the footer was seen")
-    failures: list[str] = Field(default_factory=list, description="'Test NCCL failure ...' and alike")
+    failures: list[str] = Field(
+        default_factory=list, description="'Test NCCL failure ...' and alike"
+    )
     nccl_version: str | None = None
     tests_version: str | None = None
-    net: str | None = Field(default=None, description="NCCL INFO 'NET/IB : Using ...' line, trimmed")
+    net: str | None = Field(
+        default=None, description="NCCL INFO 'NET/IB : Using ...' line, trimmed"
+    )
     gdr: bool | None = Field(default=None, description="GPUDirect RDMA, from NCCL_DEBUG=INFO lines")
     algo: str | None = Field(default=None, description="NCCL_ALGO when set by environment")
-    planned_sizes: list[int] = Field(default_factory=list, description="the message sizes the sweep was started "
-                                     "with, from its header line (minBytes, maxBytes, step); empty: not known")
+    planned_sizes: list[int] = Field(
+        default_factory=list,
+        description="the message sizes the sweep was started "
+        "with, from its header line (minBytes, maxBytes, step); empty: not known",
+    )
 
     @property
     def unreached_sizes(self) -> list[int]:
-        """The planned sizes beyond the largest result row: the sweep was cut before them (a sweep runs its sizes
-        in order). Empty for a whole sweep, or when the plan is not known. A tool rounds a size down to whole
-        elements (nccl-tests: count = bytes / word size), so a size up to 8 bytes above the last row is reached."""
+        """The planned sizes beyond the largest result row: the sweep was cut before them (a sweep
+        runs its sizes in order). Empty for a whole sweep, or when the plan is not known. A tool
+        rounds a size down to whole elements (nccl-tests: count = bytes / word size), so a size up
+        to 8 bytes above the last row is reached."""
         largest = max((row.size_bytes for row in self.rows), default=0)
         return [size for size in self.planned_sizes if size > largest + 8]
 
@@ -416,8 +445,30 @@ class LinkFlap(BaseModel):
 
 
 __all__ = [
-    "CollectiveDevice", "CollectiveResult", "CollectiveRow", "CollectiveTiming", "FioDirection", "FioJob",
-    "FioResult", "GpuHealth", "GpuInfo", "GpuMetric", "IbInventory", "IbPort", "KernelEvent", "KernelLogScan",
-    "LinkFlap", "NvidiaSmiReport", "NvlinkStatus", "ParseResult", "PerftestResult", "PerftestRow",
-    "SxidEvent", "TopoGpu", "TopoNic", "TopologyMatrix", "XidEvent", "XidSeverity",
+    "CollectiveDevice",
+    "CollectiveResult",
+    "CollectiveRow",
+    "CollectiveTiming",
+    "FioDirection",
+    "FioJob",
+    "FioResult",
+    "GpuHealth",
+    "GpuInfo",
+    "GpuMetric",
+    "IbInventory",
+    "IbPort",
+    "KernelEvent",
+    "KernelLogScan",
+    "LinkFlap",
+    "NvidiaSmiReport",
+    "NvlinkStatus",
+    "ParseResult",
+    "PerftestResult",
+    "PerftestRow",
+    "SxidEvent",
+    "TopoGpu",
+    "TopoNic",
+    "TopologyMatrix",
+    "XidEvent",
+    "XidSeverity",
 ]

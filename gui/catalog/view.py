@@ -1,13 +1,16 @@
-"""The Catalog place: every price record the plans are priced from, sortable and filterable, with its age.
+"""The Catalog place: every price record the plans are priced from, sortable and filterable, with
+its age.
 
-A founder who is told "this price is stale" wants to see the others: which providers rent this GPU, in which
-pricing model, seen when. The table shows the catalog's price records as they are (one row a record, serverless
-and marketplace rows included, marked by their pricing model); the filters narrow it by GPU, provider, pricing
-model and maximum age. With a maximum age set, undated records are hidden too: their age is unknown, so they
-cannot be shown to be within it. The strip at the top is kept for the catalog refresh button.
+A founder who is told "this price is stale" wants to see the others: which providers rent this GPU,
+in which pricing model, seen when. The table shows the catalog's price records as they are (one row
+a record, serverless and marketplace rows included, marked by their pricing model); the filters
+narrow it by GPU, provider, pricing model and maximum age. With a maximum age set, undated records
+are hidden too: their age is unknown, so they cannot be shown to be within it. The strip at the top
+is kept for the catalog refresh button.
 
-Made without a catalog (the window's place), it reads the user's catalog when it is first shown: filling the
-table is a few hundredths of a second the window's start should not wait for, and the place is not on screen then.
+Made without a catalog (the window's place), it reads the user's catalog when it is first shown:
+filling the table is a few hundredths of a second the window's start should not wait for, and the
+place is not on screen then.
 """
 
 from __future__ import annotations
@@ -17,13 +20,38 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyModel
 from PySide6.QtGui import QShowEvent
-from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
-from core.catalog import PRICING_MODELS, STALE_AFTER_DAYS, Catalog, CatalogError, Price, load_catalog
+from core.catalog import (
+    PRICING_MODELS,
+    STALE_AFTER_DAYS,
+    Catalog,
+    CatalogError,
+    Price,
+    load_catalog,
+)
 from gui.table_model import PAYLOAD_ROLE, Row, RowsModel, SortProxy, make_table
 
-HEADER = ["provider", "instance", "GPU", "GPUs per instance", "pricing model", "USD/GPU-h", "seen", "age",
-          "confidence", "source"]
+HEADER = [
+    "provider",
+    "instance",
+    "GPU",
+    "GPUs per instance",
+    "pricing model",
+    "USD/GPU-h",
+    "seen",
+    "age",
+    "confidence",
+    "source",
+]
 ANY = ""  # the combo boxes' data for "all"
 
 
@@ -58,7 +86,8 @@ class _PriceProxy(SortProxy):
         self.filter = PriceFilter()
 
     def set_filter(self, f: PriceFilter) -> None:
-        if not hasattr(self, "beginFilterChange"):  # Qt before 6.9; invalidateFilter() is deprecated from 6.10
+        # Qt before 6.9; invalidateFilter() is deprecated from 6.10
+        if not hasattr(self, "beginFilterChange"):
             self.filter = f
             self.invalidateFilter()
             return
@@ -66,7 +95,9 @@ class _PriceProxy(SortProxy):
         self.filter = f
         self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
-    def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex) -> bool:
+    def filterAcceptsRow(
+        self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex
+    ) -> bool:
         price = self.sourceModel().index(source_row, 0, source_parent).data(PAYLOAD_ROLE)
         return price is None or self.filter.accepts(price, self.today)
 
@@ -81,27 +112,52 @@ def age_text(price: Price, today: dt.date) -> str:
 
 
 def usd_text(value: float) -> str:
-    """The record's own figure, cents at least, up to four decimals: '$1.00', '$2.2036', '$0.0625'."""
+    """The record's own figure, cents at least, up to four decimals: '$1.00', '$2.2036',
+    '$0.0625'."""
     whole, _, decimals = f"{value:,.4f}".rstrip("0").partition(".")
     return f"${whole}.{decimals.ljust(2, '0')}"
 
 
 def price_row(price: Price, today: dt.date) -> Row:
-    """One record: display strings, numeric sort keys for the counts, the price and the age (undated last)."""
-    sizes = ", ".join(str(n) for n in price.sizes)  # the instance sizes sold: "1, 8" is not "1 to 8"
-    cells = [price.provider_name, price.instance, price.gpu, sizes, price.pricing_model.value.replace("_", "-"),
-             usd_text(price.usd_per_gpu_hour), price.seen, age_text(price, today), price.confidence,
-             price.source]
+    """One record: display strings, numeric sort keys for the counts, the price and the age (undated
+    last)."""
+    # the instance sizes sold: "1, 8" is not "1 to 8"
+    sizes = ", ".join(str(n) for n in price.sizes)
+    cells = [
+        price.provider_name,
+        price.instance,
+        price.gpu,
+        sizes,
+        price.pricing_model.value.replace("_", "-"),
+        usd_text(price.usd_per_gpu_hour),
+        price.seen,
+        age_text(price, today),
+        price.confidence,
+        price.source,
+    ]
     sort: list[object] = list(cells)
-    sort[3], sort[5], sort[7] = price.gpus_per_instance, price.usd_per_gpu_hour, price.age_days(today)
-    return Row(cells=cells, sort=sort, payload=price, highlight={7} if price.freshness(today) != "fresh" else set())
+    sort[3], sort[5], sort[7] = (
+        price.gpus_per_instance,
+        price.usd_per_gpu_hour,
+        price.age_days(today),
+    )
+    return Row(
+        cells=cells,
+        sort=sort,
+        payload=price,
+        highlight={7} if price.freshness(today) != "fresh" else set(),
+    )
 
 
 class CatalogView(QWidget):
     """The Catalog place. ``refresh_area`` is an empty strip at the top for the refresh button."""
 
-    def __init__(self, catalog: Catalog | None = None, today: dt.date | None = None,
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        catalog: Catalog | None = None,
+        today: dt.date | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.today = today or dt.date.today()
         self.setAccessibleName("Catalog")
@@ -122,11 +178,17 @@ class CatalogView(QWidget):
         self.max_age.setRange(0, 3650)
         self.max_age.setSuffix(" days")
         self.max_age.setSpecialValueText("any age")
-        self.max_age.setToolTip(f"Hide prices seen longer ago than this, and undated ones; stale after "
-                                f"{STALE_AFTER_DAYS} days")
+        self.max_age.setToolTip(
+            f"Hide prices seen longer ago than this, and undated ones; stale after "
+            f"{STALE_AFTER_DAYS} days"
+        )
         self.max_age.valueChanged.connect(self._apply)
-        for label, widget in (("GPU", self.gpu), ("Provider", self.provider), ("Pricing model", self.pricing_model),
-                              ("Maximum age", self.max_age)):
+        for label, widget in (
+            ("GPU", self.gpu),
+            ("Provider", self.provider),
+            ("Pricing model", self.pricing_model),
+            ("Maximum age", self.max_age),
+        ):
             filters.addRow(label, widget)
         layout.addLayout(filters)
         self.count = QLabel()
@@ -156,19 +218,29 @@ class CatalogView(QWidget):
         return combo
 
     def show_problem(self, text: str) -> None:
-        """A catalog that cannot be read (a broken override file): say so above the table, keep what is shown."""
+        """A catalog that cannot be read (a broken override file): say so above the table, keep what
+        is shown."""
         self.error.setText(text)
         self.error.show()
 
     def set_catalog(self, catalog: Catalog) -> None:
-        """Show `catalog`'s prices (after a refresh too), keeping the filters where the values still exist."""
+        """Show `catalog`'s prices (after a refresh too), keeping the filters where the values still
+        exist."""
         self._unread = False
         self.error.hide()
         prices = catalog.prices
         self._fill(self.gpu, "All GPUs", [(g, g) for g in sorted({p.gpu for p in prices})])
         names = {p.provider: p.provider_name for p in prices}
-        self._fill(self.provider, "All providers", sorted(((n, s) for s, n in names.items()), key=lambda t: t[0]))
-        self._fill(self.pricing_model, "All pricing models", [(m.replace("_", "-"), m) for m in PRICING_MODELS])
+        self._fill(
+            self.provider,
+            "All providers",
+            sorted(((n, s) for s, n in names.items()), key=lambda t: t[0]),
+        )
+        self._fill(
+            self.pricing_model,
+            "All pricing models",
+            [(m.replace("_", "-"), m) for m in PRICING_MODELS],
+        )
         self.model.set_rows([price_row(p, self.today) for p in prices])
         self._apply()
 
@@ -183,8 +255,12 @@ class CatalogView(QWidget):
         combo.blockSignals(False)
 
     def current_filter(self) -> PriceFilter:
-        return PriceFilter(gpu=self.gpu.currentData() or ANY, provider=self.provider.currentData() or ANY,
-                           pricing_model=self.pricing_model.currentData() or ANY, max_age_days=self.max_age.value())
+        return PriceFilter(
+            gpu=self.gpu.currentData() or ANY,
+            provider=self.provider.currentData() or ANY,
+            pricing_model=self.pricing_model.currentData() or ANY,
+            max_age_days=self.max_age.value(),
+        )
 
     def _apply(self) -> None:
         self.proxy.set_filter(self.current_filter())

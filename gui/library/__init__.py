@@ -1,1 +1,2 @@
-"""The Library place: saved plans; reopen, rename, duplicate, delete with undo, compare, import and export."""
+"""The Library place: saved plans; reopen, rename, duplicate, delete with undo, compare, import and
+export."""

@@ -1,5 +1,5 @@
-"""Two plans side by side: key figures first, then every setting each plan ran with, saying which the user set and
-which the planner chose (core.library.provenance); differing rows highlighted."""
+"""Two plans side by side: key figures first, then every setting each plan ran with, saying which
+the user set and which the planner chose (core.library.provenance); differing rows highlighted."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ def shown(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) < 1e18):
+    if isinstance(value, int) or (
+        isinstance(value, float) and value.is_integer() and abs(value) < 1e18
+    ):
         return f"{int(value):,}"
     if isinstance(value, float):
         return f"{value:g}"
@@ -52,15 +54,19 @@ def _figures(record: PlanRecord, result: PlanResult | None) -> dict[str, str]:
 
 
 def _settings(record: PlanRecord, result: PlanResult | None) -> dict[str, tuple[str, Source]]:
-    """Each setting the plan ran with and where it came from; only what was set when there is no result."""
+    """Each setting the plan ran with and where it came from; only what was set when there is no
+    result."""
     if result is None:
         return {path: (shown(value), "set") for path, value in flatten(record.request).items()}
-    return {path: (shown(value), source) for path, (value, source) in settings_in_effect(record.request,
-                                                                                         result).items()}
+    return {
+        path: (shown(value), source)
+        for path, (value, source) in settings_in_effect(record.request, result).items()
+    }
 
 
 def _with_source(setting: tuple[str, Source] | None) -> str:
-    """'zero3 (chosen by the planner)', '2,048 (default)', or the value alone when the user set it."""
+    """'zero3 (chosen by the planner)', '2,048 (default)', or the value alone when the user set
+    it."""
     if setting is None:
         return "—"
     value, source = setting
@@ -68,8 +74,9 @@ def _with_source(setting: tuple[str, Source] | None) -> str:
 
 
 def compare_rows(a: PlanRecord, b: PlanRecord) -> list[Row]:
-    """Rows of (what, plan A, plan B); a row whose values differ has both value cells highlighted (a setting by
-    its value: the same value set by one plan and chosen for the other is not a difference in the plan)."""
+    """Rows of (what, plan A, plan B); a row whose values differ has both value cells highlighted (a
+    setting by its value: the same value set by one plan and chosen for the other is not a
+    difference in the plan)."""
     rows: list[Row] = []
     ra, rb = a.result(), b.result()
     fa, fb = _figures(a, ra), _figures(b, rb)
@@ -86,8 +93,13 @@ def compare_rows(a: PlanRecord, b: PlanRecord) -> list[Row]:
     for key in sorted(dict.fromkeys([*sa, *sb]), key=order):
         left, right = sa.get(key), sb.get(key)
         differs = (left or ("—",))[0] != (right or ("—",))[0]
-        rows.append(Row([f"setting: {key}", _with_source(left), _with_source(right)],
-                        highlight={1, 2} if differs else set(), bold=differs))
+        rows.append(
+            Row(
+                [f"setting: {key}", _with_source(left), _with_source(right)],
+                highlight={1, 2} if differs else set(),
+                bold=differs,
+            )
+        )
     return rows
 
 
@@ -97,7 +109,9 @@ class CompareView(QWidget):
         layout = QVBoxLayout(self)
         rows = compare_rows(a, b)
         differing = sum(1 for r in rows if r.highlight)
-        problems = " ".join(f"{problem[0].upper()}{problem[1:]}." for problem in [*a.problems, *b.problems])
+        problems = " ".join(
+            f"{problem[0].upper()}{problem[1:]}." for problem in [*a.problems, *b.problems]
+        )
         note = QLabel(f"{differing} of {len(rows)} rows differ (highlighted). {problems}".strip())
         note.setWordWrap(True)
         note.setAccessibleName("Comparison summary")

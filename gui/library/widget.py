@@ -1,7 +1,8 @@
-"""The library list: saved plans with open, rename, duplicate, delete (undoable), compare, import, export.
+"""The library list: saved plans with open, rename, duplicate, delete (undoable), compare, import,
+export.
 
-Store calls are short and run on the GUI thread, the thread that opened the SQLite connection; planning an
-imported request runs on the executor.
+Store calls are short and run on the GUI thread, the thread that opened the SQLite connection;
+planning an imported request runs on the executor.
 """
 
 from __future__ import annotations
@@ -42,14 +43,16 @@ UNDO_SECONDS = 10
 
 
 class _DeleteCommand(QUndoCommand):
-    """Deleting plans (all or none, one transaction), undoable. An undo the store refuses (a full disk) keeps the
-    deleted plans here and the command undoable: the stack is stepped back over it, and the sentence says why."""
+    """Deleting plans (all or none, one transaction), undoable. An undo the store refuses (a full
+    disk) keeps the deleted plans here and the command undoable: the stack is stepped back over it,
+    and the sentence says why."""
 
     def __init__(self, library: LibraryWidget, plan_ids: list[int]) -> None:
         super().__init__("delete plans" if len(plan_ids) > 1 else "delete plan")
         self.library, self.plan_ids = library, plan_ids
         self.records: tuple[PlanRecord, ...] = ()
-        self.undo_failed = False  # the last undo restored nothing: the next redo only steps the stack back
+        # the last undo restored nothing: the next redo only steps the stack back
+        self.undo_failed = False
 
     def redo(self) -> None:
         if self.undo_failed:  # the plans are still deleted and still held here
@@ -57,7 +60,8 @@ class _DeleteCommand(QUndoCommand):
             return
         try:
             self.records = self.library.store.delete_all(self.plan_ids)
-        except (StoreError, KeyError) as exc:  # the plans stay; the sentence says why (a full disk, a lock…)
+        # the plans stay; the sentence says why (a full disk, a lock…)
+        except (StoreError, KeyError) as exc:
             self.records = ()
             self.library.report_error(str(exc).strip("'\""))
             return
@@ -68,7 +72,8 @@ class _DeleteCommand(QUndoCommand):
         if not self.records:
             return
         try:
-            self.plan_ids = list(self.library.store.restore_all(self.records))  # their own ids, or new ones
+            # their own ids, or new ones
+            self.plan_ids = list(self.library.store.restore_all(self.records))
         except StoreError as exc:
             self.undo_failed = True
             self.library.undo_refused(self, str(exc))
@@ -79,9 +84,9 @@ class _DeleteCommand(QUndoCommand):
 
 
 class LibraryWidget(QWidget):
-    """Signals: ``open_requested(object)`` a PlanRecord to show in the wizard (the window asks first when that
-    would discard unsaved edits); ``renamed(int, str)`` a plan's id and new name, so a window showing that plan
-    follows; ``message(str)`` for the status bar."""
+    """Signals: ``open_requested(object)`` a PlanRecord to show in the wizard (the window asks first
+    when that would discard unsaved edits); ``renamed(int, str)`` a plan's id and new name, so a
+    window showing that plan follows; ``message(str)`` for the status bar."""
 
     open_requested = Signal(object)
     renamed = Signal(int, str)
@@ -92,7 +97,8 @@ class LibraryWidget(QWidget):
         self.store, self.executor = store, executor
         self.setAccessibleName("Library")
         self.undo_stack = QUndoStack(self)
-        self.unrestored: set[_DeleteCommand] = set()  # deletes the user undid and the store refused to undo
+        # deletes the user undid and the store refused to undo
+        self.unrestored: set[_DeleteCommand] = set()
         self.compare_dialog: CompareDialog | None = None
         layout = QVBoxLayout(self)
         self.notice = QLabel(store.notice or "")
@@ -102,11 +108,17 @@ class LibraryWidget(QWidget):
         layout.addWidget(self.notice)
         self.error = make_error_label("Library")
         layout.addWidget(self.error)
-        buttons, self.buttons = button_row([
-            ("open", "Open", self.open_selected), ("rename", "Rename…", self.rename_selected),
-            ("duplicate", "Duplicate", self.duplicate_selected), ("delete", "Delete", self.delete_selected),
-            ("compare", "Compare two", self.compare_selected), ("import", "Import JSON…", self.import_json),
-            ("export", "Export JSON…", self.export_selected)])
+        buttons, self.buttons = button_row(
+            [
+                ("open", "Open", self.open_selected),
+                ("rename", "Rename…", self.rename_selected),
+                ("duplicate", "Duplicate", self.duplicate_selected),
+                ("delete", "Delete", self.delete_selected),
+                ("compare", "Compare two", self.compare_selected),
+                ("import", "Import JSON…", self.import_json),
+                ("export", "Export JSON…", self.export_selected),
+            ]
+        )
         layout.addLayout(buttons)
         self.model = RowsModel(["name", "model", "method", "GPU", "cost", "time", "updated"], self)
         self.table = make_table(self.model, "Saved plans")
@@ -148,11 +160,24 @@ class LibraryWidget(QWidget):
 
     def refresh(self) -> None:
         selected = set(self.selected_ids())
-        self.model.set_rows([
-            Row([r.name, r.model, r.method, r.gpu, fmt_usd(r.cost_usd), fmt_hours(r.hours) if r.hours else "—",
-                 r.updated.replace("T", " ")[:16]],
-                sort=[r.name.lower(), r.model, r.method, r.gpu, r.cost_usd, r.hours, r.updated], payload=r.id)
-            for r in self.store.list()])
+        self.model.set_rows(
+            [
+                Row(
+                    [
+                        r.name,
+                        r.model,
+                        r.method,
+                        r.gpu,
+                        fmt_usd(r.cost_usd),
+                        fmt_hours(r.hours) if r.hours else "—",
+                        r.updated.replace("T", " ")[:16],
+                    ],
+                    sort=[r.name.lower(), r.model, r.method, r.gpu, r.cost_usd, r.hours, r.updated],
+                    payload=r.id,
+                )
+                for r in self.store.list()
+            ]
+        )
         view_model = self.table.model()
         for row in range(view_model.rowCount()):
             if view_model.index(row, 0).data(PAYLOAD_ROLE) in selected:
@@ -186,7 +211,8 @@ class LibraryWidget(QWidget):
             self.message.emit(message)
 
     def report_error(self, text: str) -> None:
-        """A store sentence (the plan library could not be written, and why) shown under the list."""
+        """A store sentence (the plan library could not be written, and why) shown under the
+        list."""
         self._say(error=text)
 
     def _one(self) -> int | None:
@@ -208,7 +234,9 @@ class LibraryWidget(QWidget):
         if plan_id is None:
             return
         if name is None:
-            text, ok = QInputDialog.getText(self, "Rename plan", "Name", text=self.store.get(plan_id).name)
+            text, ok = QInputDialog.getText(
+                self, "Rename plan", "Name", text=self.store.get(plan_id).name
+            )
             if not ok:
                 return
             name = text
@@ -251,9 +279,10 @@ class LibraryWidget(QWidget):
         self.undo_stack.undo()
 
     def undo_refused(self, command: _DeleteCommand, why: str) -> None:
-        """An undo the store could not write: said, the Undo bar kept until it succeeds, and the stack stepped back
-        over the delete once this undo has returned (QUndoStack moves its index after the command's undo), so
-        Undo, Ctrl+Z and the bar try again and Redo does not delete plans that are not there."""
+        """An undo the store could not write: said, the Undo bar kept until it succeeds, and the
+        stack stepped back over the delete once this undo has returned (QUndoStack moves its index
+        after the command's undo), so Undo, Ctrl+Z and the bar try again and Redo does not delete
+        plans that are not there."""
         self._undo_timer.stop()
         self.undo_bar.show()
         self.unrestored.add(command)
@@ -263,9 +292,10 @@ class LibraryWidget(QWidget):
         QTimer.singleShot(0, self.undo_stack.redo)
 
     def may_close(self) -> bool:
-        """Before the window closes: True unless plans the user asked back (an undo the store refused) would be
-        lost. They are tried once more (there may be room now); if the store still refuses, the user chooses to
-        keep the window open (the default: make room, press Undo) or to close without them."""
+        """Before the window closes: True unless plans the user asked back (an undo the store
+        refused) would be lost. They are tried once more (there may be room now); if the store still
+        refuses, the user chooses to keep the window open (the default: make room, press Undo) or to
+        close without them."""
         why = ""
         for command in list(self.unrestored):
             try:
@@ -277,10 +307,16 @@ class LibraryWidget(QWidget):
         if not self.unrestored:
             return True
         plans = sum(len(command.records) for command in self.unrestored)
-        box = QMessageBox(QMessageBox.Icon.Warning, "Deleted plans not restored",
-                          f"{plans} plan{'s' if plans > 1 else ''} you asked back with Undo could not be written "
-                          f"back: {why}", parent=self)
-        box.setInformativeText("Closing now loses them. Keep the window open, make room and press Undo again?")
+        box = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "Deleted plans not restored",
+            f"{plans} plan{'s' if plans > 1 else ''} you asked back with Undo could not be written "
+            f"back: {why}",
+            parent=self,
+        )
+        box.setInformativeText(
+            "Closing now loses them. Keep the window open, make room and press Undo again?"
+        )
         keep = box.addButton("Keep the window open", QMessageBox.ButtonRole.RejectRole)
         box.addButton("Close and lose them", QMessageBox.ButtonRole.DestructiveRole)
         box.setDefaultButton(keep)
@@ -303,8 +339,14 @@ class LibraryWidget(QWidget):
         if plan_id is None:
             return None
         record = self.store.get(plan_id)
-        path = chosen_path(self, path, "Export plan request", suggested_path(record.name, ".json"), "JSON (*.json)",
-                           save=True)
+        path = chosen_path(
+            self,
+            path,
+            "Export plan request",
+            suggested_path(record.name, ".json"),
+            "JSON (*.json)",
+            save=True,
+        )
         if path is None:
             return None
         try:
@@ -329,13 +371,17 @@ class LibraryWidget(QWidget):
             raw = read_request_file(path)
             request = PlanRequest.model_validate(raw)
         except ValidationError as exc:
-            show_problem(self, "Cannot import plan request",
-                         f"{path.name} is not a valid plan request: {validation_message(exc)}")
+            show_problem(
+                self,
+                "Cannot import plan request",
+                f"{path.name} is not a valid plan request: {validation_message(exc)}",
+            )
             return
         except RequestFileError as exc:
             show_problem(self, "Cannot import plan request", str(exc))
             return
-        stem, as_set = path.stem, request_to_dict(request)  # what the file sets, as the window saves it
+        # what the file sets, as the window saves it
+        stem, as_set = path.stem, request_to_dict(request)
 
         def saved(analysis: Analysis) -> None:
             self._save_import(stem, as_set, analysis)
@@ -350,7 +396,9 @@ class LibraryWidget(QWidget):
 
         self.executor.submit(plan, saved, failed)
 
-    def _save_import(self, name: str, raw: dict[str, Any], analysis: Analysis | None, problem: str = "") -> None:
+    def _save_import(
+        self, name: str, raw: dict[str, Any], analysis: Analysis | None, problem: str = ""
+    ) -> None:
         try:
             new_id = self.store.save(name, raw, analysis.result if analysis else None)
         except StoreError as exc:

@@ -1,4 +1,5 @@
-"""The Probe place: hosts, connection, live charts of a probe run, the readiness scorecard and history.
+"""The Probe place: hosts, connection, live charts of a probe run, the readiness scorecard and
+history.
 
 Only the light `ProbePlace` is imported here; it builds `gui.probe.pane.ProbePane` when first shown.
 """

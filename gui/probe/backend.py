@@ -1,4 +1,5 @@
-"""The core calls the pane makes to run a suite (one host, or a cluster of them), behind injectable callables.
+"""The core calls the pane makes to run a suite (one host, or a cluster of them), behind injectable
+callables.
 
 Tests and the screenshot script pass their own (a replay of recorded events); the app uses the real
 runner. The runner is imported when first used, so the window opens even where it is not installed.
@@ -25,10 +26,13 @@ from core.probes import (
 from gui.probe.suite_picker import SuiteChoice
 from gui.workers import Job
 
-# The plan "Apply to plan" starts from when the window gives none: DESIGN §3.1's example without hardware, so
-# the probed box's GPUs become the plan's hardware.
-DEFAULT_PLAN = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2.0e8, "epochs": 1, "seq_len": 4096},
-                "training": {"method": "lora", "lora_rank": 16}}
+# The plan "Apply to plan" starts from when the window gives none: DESIGN §3.1's example without
+# hardware, so the probed box's GPUs become the plan's hardware.
+DEFAULT_PLAN = {
+    "model": {"preset": "llama-3.1-8b"},
+    "data": {"tokens": 2.0e8, "epochs": 1, "seq_len": 4096},
+    "training": {"method": "lora", "lora_rank": 16},
+}
 
 RunSuite = Callable[[Transport, Any, ProbeStore, threading.Event, str], Iterator[Any]]
 MakeOptions = Callable[[SuiteChoice], Any]
@@ -39,16 +43,23 @@ def make_options(choice: SuiteChoice) -> Any:
     from core.probes import RunOptions
 
     suite: str | list[str] = choice.suite if isinstance(choice.suite, str) else list(choice.suite)
-    return RunOptions(suite=suite, data_path=choice.data_path, checkpoint_path=choice.checkpoint_path,
-                      burn_seconds=choice.burn_seconds, python=choice.python)
+    return RunOptions(
+        suite=suite,
+        data_path=choice.data_path,
+        checkpoint_path=choice.checkpoint_path,
+        burn_seconds=choice.burn_seconds,
+        python=choice.python,
+    )
 
 
 def with_step(options: Any, request: PlanRequest | None) -> Any:
-    """The options with the plan's layer for the step probe (runs on the worker: it plans once). The step runs
-    when picked, and joins the full suite when a plan is open; without a plan it is skipped with the reason."""
+    """The options with the plan's layer for the step probe (runs on the worker: it plans once). The
+    step runs when picked, and joins the full suite when a plan is open; without a plan it is
+    skipped with the reason."""
     from core.probes import RunOptions
 
-    if request is None or not isinstance(options, RunOptions):  # no plan, or a test's stand-in for the options
+    # no plan, or a test's stand-in for the options
+    if request is None or not isinstance(options, RunOptions):
         return options
     names = options.probe_names()
     if "step" not in names and options.suite != "full":
@@ -58,22 +69,28 @@ def with_step(options: Any, request: PlanRequest | None) -> Any:
     try:
         spec = step_spec_for(request)
     except ValueError:
-        return options  # the step probe says it had no plan; the plan's own page says what is wrong with it
-    return options.model_copy(update={"step": spec, "suite": names if "step" in names else [*names, "step"]})
+        # the step probe says it had no plan; the plan's own page says what is wrong with it
+        return options
+    return options.model_copy(
+        update={"step": spec, "suite": names if "step" in names else [*names, "step"]}
+    )
 
 
-def run_suite(transport: Transport, options: Any, store: ProbeStore, cancel: threading.Event,
-              host_label: str) -> Iterator[Any]:
+def run_suite(
+    transport: Transport, options: Any, store: ProbeStore, cancel: threading.Event, host_label: str
+) -> Iterator[Any]:
     """`core.probes.run.runner.run_suite`: yields RunEvents until RunFinished."""
     from core.probes import run_suite as real
 
     return real(transport, options, store, cancel, host_label)
 
 
-def measured_plan(evidence: ProbeEvidence | None, source: Callable[[], PlanRequest | None] | None
-                  ) -> tuple[PlanRequest | None, list[str], str]:
-    """"Apply to plan": the plan from ``source`` (or DEFAULT_PLAN) with the run's measured TFLOP/s and busbw put
-    in, the notes on what changed, and the status line; no plan, and the status saying why, when nothing applies."""
+def measured_plan(
+    evidence: ProbeEvidence | None, source: Callable[[], PlanRequest | None] | None
+) -> tuple[PlanRequest | None, list[str], str]:
+    """ "Apply to plan": the plan from ``source`` (or DEFAULT_PLAN) with the run's measured TFLOP/s
+    and busbw put in, the notes on what changed, and the status line; no plan, and the status saying
+    why, when nothing applies."""
     reason = nothing_to_apply(evidence, load_catalog())
     if reason is not None or evidence is None:
         return None, [], reason or ""
@@ -90,17 +107,22 @@ def measured_plan(evidence: ProbeEvidence | None, source: Callable[[], PlanReque
 
 
 def stored_scorecard(run: StoredRun) -> Scorecard | None:
-    """A reopened run's scorecard as the pane shows it: lost probes listed as not measured, and why there is no
-    verdict when there is none (the same account a live run gets at its end)."""
+    """A reopened run's scorecard as the pane shows it: lost probes listed as not measured, and why
+    there is no verdict when there is none (the same account a live run gets at its end)."""
     if run.scorecard is None:
         return None
-    card = account_for_outcomes(run.scorecard, run.summary.probes, run.outcomes, run.summary.status, run.evidence)
+    card = account_for_outcomes(
+        run.scorecard, run.summary.probes, run.outcomes, run.summary.status, run.evidence
+    )
     return explain_no_verdict(card, run.outcomes, run.summary.status)
 
 
-def relay(make_stream: Callable[[], Iterator[Any]], cancel: threading.Event) -> Callable[[Job], Iterator[Any]]:
-    """The worker's view of a run: its events one by one; a cancelled job sets the run's ``cancel``, and the
-    run's generator is closed however the relay ends (its finally blocks kill the remote processes)."""
+def relay(
+    make_stream: Callable[[], Iterator[Any]], cancel: threading.Event
+) -> Callable[[Job], Iterator[Any]]:
+    """The worker's view of a run: its events one by one; a cancelled job sets the run's ``cancel``,
+    and the run's generator is closed however the relay ends (its finally blocks kill the remote
+    processes)."""
 
     def events(job: Job) -> Iterator[Any]:
         stream = make_stream()
@@ -118,8 +140,8 @@ def relay(make_stream: Callable[[], Iterator[Any]], cancel: threading.Event) -> 
 
 
 def cluster_nodes(nodes: list[tuple[str, Transport]]) -> list[Any]:
-    """``ClusterNode``s for connected nodes: each filed under its host's label, reached at the address found on
-    the node itself (the server address of its connection)."""
+    """``ClusterNode``s for connected nodes: each filed under its host's label, reached at the
+    address found on the node itself (the server address of its connection)."""
     from core.probes import ClusterNode
 
     return [ClusterNode(label=label, transport=transport) for label, transport in nodes]
@@ -128,10 +150,12 @@ def cluster_nodes(nodes: list[tuple[str, Transport]]) -> list[Any]:
 RunCluster = Callable[[list[Any], Any, ProbeStore, threading.Event, str], Iterator[Any]]
 
 
-def run_cluster(nodes: list[Any], options: Any, store: ProbeStore, cancel: threading.Event,
-                label: str) -> Iterator[Any]:
-    """`core.probes.cluster.run.run_cluster` on connected nodes (``ClusterNode``): yields the cluster run's events
-    and each node's own, wrapped in ``NodeEvent``, until the cluster's RunFinished."""
+def run_cluster(
+    nodes: list[Any], options: Any, store: ProbeStore, cancel: threading.Event, label: str
+) -> Iterator[Any]:
+    """`core.probes.cluster.run.run_cluster` on connected nodes (``ClusterNode``): yields the
+    cluster run's events and each node's own, wrapped in ``NodeEvent``, until the cluster's
+    RunFinished."""
     from core.probes import run_cluster as real
 
     return real(nodes, options, store, cancel, label)

@@ -1,13 +1,13 @@
 """Connect every node of a host group, one after the other, through the pane's own `Connector`.
 
-Why through the same connector: a node is a saved host, and it must be reached exactly as that host alone would
-be (its target, port and key file, the app's known-hosts file, the host-key question for an unknown key, the
-refusal of a changed one, the password prompts). Going one node at a time means one question on screen at a
-time, each naming its host. When a node cannot be reached, the nodes already connected are closed and the
-failure names the node; nothing half-connected is left behind.
+Why through the same connector: a node is a saved host, and it must be reached exactly as that host
+alone would be (its target, port and key file, the app's known-hosts file, the host-key question for
+an unknown key, the refusal of a changed one, the password prompts). Going one node at a time means
+one question on screen at a time, each naming its host. When a node cannot be reached, the nodes
+already connected are closed and the failure names the node; nothing half-connected is left behind.
 
-Signals: ``connected(object)`` the nodes as ``[(HostProfile, Transport), ...]`` in the group's order;
-``failed(str)`` one sentence naming the node.
+Signals: ``connected(object)`` the nodes as ``[(HostProfile, Transport), ...]`` in the group's
+order; ``failed(str)`` one sentence naming the node.
 """
 
 from __future__ import annotations
@@ -23,12 +23,15 @@ ConnectedNode = tuple[HostProfile, Transport]
 
 
 def member_profiles(group: HostGroup, saved: list[HostProfile]) -> list[HostProfile]:
-    """The group's hosts as saved profiles, in its order; ValueError naming the first one no longer saved."""
+    """The group's hosts as saved profiles, in its order; ValueError naming the first one no longer
+    saved."""
     by_name = {p.name: p for p in saved}
     missing = [h for h in group.hosts if h not in by_name]
     if missing:
-        raise ValueError(f"host '{missing[0]}' of the cluster '{group.name}' is no longer saved; edit the "
-                         "cluster to pick its nodes again")
+        raise ValueError(
+            f"host '{missing[0]}' of the cluster '{group.name}' is no longer saved; edit the "
+            "cluster to pick its nodes again"
+        )
     return [by_name[h] for h in group.hosts]
 
 
@@ -47,7 +50,8 @@ class ClusterConnector(QObject):
 
     @property
     def busy(self) -> bool:
-        """True while a group is being connected: the connector's answers are this object's, not the pane's."""
+        """True while a group is being connected: the connector's answers are this object's, not the
+        pane's."""
         return self._current is not None
 
     def connect_group(self, profiles: list[HostProfile]) -> None:

@@ -1,9 +1,11 @@
-"""Two probe runs side by side (same host at two times, or two hosts): scorecard rows aligned by check,
-differences highlighted, so "did the provider fix it?" and "which box is better?" take one glance.
+"""Two probe runs side by side (same host at two times, or two hosts): scorecard rows aligned by
+check, differences highlighted, so "did the provider fix it?" and "which box is better?" take one
+glance.
 
-Checks are matched by what they are (``core.probes.scorecard.check_key``): a storage check by its role (data,
-checkpoint, scratch), not by its path, since the scratch directory gets a new random name every run. A data or
-checkpoint path that differs between the runs is named as a difference; the scratch path is not.
+Checks are matched by what they are (``core.probes.scorecard.check_key``): a storage check by its
+role (data, checkpoint, scratch), not by its path, since the scratch directory gets a new random
+name every run. A data or checkpoint path that differs between the runs is named as a difference;
+the scratch path is not.
 """
 
 from __future__ import annotations
@@ -16,7 +18,16 @@ from core.probes import Check, RunSummary, Scorecard, StoredRun, check_key, chec
 from gui.probe.scorecard_view import StatusRowsModel, VerdictBanner, verdict_value
 from gui.table_model import Row, make_table
 
-HEADER = ["area", "check", "A status", "A measured", "B status", "B measured", "expected", "difference"]
+HEADER = [
+    "area",
+    "check",
+    "A status",
+    "A measured",
+    "B status",
+    "B measured",
+    "expected",
+    "difference",
+]
 STATUS_COLUMNS = (2, 4)
 
 
@@ -49,8 +60,16 @@ def compare_rows(a: Scorecard | None, b: Scorecard | None) -> list[Row]:
         either = ca if ca is not None else cb
         same_name = ca is None or cb is None or ca.name == cb.name
         name = either.name if same_name and either is not None else key[1]
-        cells = [key[0], name, _status(ca), ca.measured if ca else "—", _status(cb), cb.measured if cb else "—",
-                 either.expected if either is not None else "", ""]
+        cells = [
+            key[0],
+            name,
+            _status(ca),
+            ca.measured if ca else "—",
+            _status(cb),
+            cb.measured if cb else "—",
+            either.expected if either is not None else "",
+            "",
+        ]
         highlight: set[int] = set()
         if ca is None or cb is None:
             cells[7] = "only in B" if ca is None else "only in A"
@@ -68,8 +87,12 @@ def compare_rows(a: Scorecard | None, b: Scorecard | None) -> list[Row]:
             cells[7] = ", ".join(diffs)
             if diffs:
                 highlight.add(7)
-        tips = [*cells[:7], "\n".join(x for x in (f"A: {ca.reason}" if ca else "", f"B: {cb.reason}" if cb else "")
-                                      if x)]
+        tips = [
+            *cells[:7],
+            "\n".join(
+                x for x in (f"A: {ca.reason}" if ca else "", f"B: {cb.reason}" if cb else "") if x
+            ),
+        ]
         if not same_name and ca is not None and cb is not None:
             tips[1] = f"A: {check_path(ca)}\nB: {check_path(cb)}"
         rows.append(Row(cells, highlight=highlight, bold=bool(cells[7]), tooltips=tips))
@@ -102,7 +125,9 @@ class CompareDialog(QDialog):
             if side.scorecard is not None:
                 banner.show_verdict(verdict_value(side.scorecard), side.scorecard.summary)
             else:
-                banner.show_verdict(None, f"run {side.summary.id} has no scorecard ({side.summary.status})")
+                banner.show_verdict(
+                    None, f"run {side.summary.id} has no scorecard ({side.summary.status})"
+                )
             column.addWidget(banner)
             self.banners.append(banner)
             banners.addLayout(column, 1)

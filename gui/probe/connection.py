@@ -1,10 +1,10 @@
 """Connect to a host on a worker, with the host-key question and password prompts on the GUI thread.
 
-The SSH handshake runs on the executor. An unknown host key comes back as `HostKeyUnknown`; the pane asks
-(see `hostkey_dialog`) and connects again accepting exactly the fingerprint the user saw. "Accept once"
-writes the key to a session-only copy of the app's known-hosts file, deleted when the pane closes, so
-nothing about it outlives the session; "Accept and remember" writes to the app's file. A changed key is
-refused with no override.
+The SSH handshake runs on the executor. An unknown host key comes back as `HostKeyUnknown`; the pane
+asks (see `hostkey_dialog`) and connects again accepting exactly the fingerprint the user saw.
+"Accept once" writes the key to a session-only copy of the app's known-hosts file, deleted when the
+pane closes, so nothing about it outlives the session; "Accept and remember" writes to the app's
+file. A changed key is refused with no override.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ from gui.workers import Executor
 
 @dataclass(frozen=True)
 class ConnectSpec:
-    """Where to connect: ``target`` None means this machine (no SSH); ``overrides`` are the host form's user,
-    port and key file, put together with the target by `core.probes.transport.connect.resolve`."""
+    """Where to connect: ``target`` None means this machine (no SSH); ``overrides`` are the host
+    form's user, port and key file, put together with the target by
+    `core.probes.transport.connect.resolve`."""
 
     label: str
     target: str | None = None
@@ -54,18 +55,24 @@ class ConnectSpec:
 
 
 class Connector(QObject):
-    """Signals: ``connected(object)`` a live Transport; ``failed(str)`` one sentence; ``status(str)`` progress;
-    ``asking(object)`` the host-key dialog or refusal box just opened (tests answer it)."""
+    """Signals: ``connected(object)`` a live Transport; ``failed(str)`` one sentence;
+    ``status(str)`` progress; ``asking(object)`` the host-key dialog or refusal box just opened
+    (tests answer it)."""
 
     connected = Signal(object)
     failed = Signal(str)
     status = Signal(str)
     asking = Signal(object)
 
-    def __init__(self, executor: Executor, parent_widget: QWidget | None = None,
-                 known_hosts_file: Path | None = None, ssh_config: Path | None = None,
-                 transport_options: dict[str, Any] | None = None,
-                 transport_factory: Callable[..., Transport] | None = None) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        parent_widget: QWidget | None = None,
+        known_hosts_file: Path | None = None,
+        ssh_config: Path | None = None,
+        transport_options: dict[str, Any] | None = None,
+        transport_factory: Callable[..., Transport] | None = None,
+    ) -> None:
         super().__init__()
         self.executor = executor
         self.parent_widget = parent_widget
@@ -89,18 +96,24 @@ class Connector(QObject):
             self.status.emit("Using this machine")
             self.connected.emit(LocalTransport())
             return
-        # On a worker: OpenSSH's `ssh -G` reads the config (a `Match exec` may run a command), not the UI thread.
+        # On a worker: OpenSSH's `ssh -G` reads the config (a `Match exec` may run a command), not
+        # the UI thread.
         self.busy = True
         self.status.emit(f"Connecting to {spec.target}…")
         target_text = spec.target
-        self.executor.submit(lambda: resolve(target_text, spec.overrides, self.ssh_config),
-                             lambda target: self._attempt(spec, target, accept=False,
-                                                          known_hosts=self.known_hosts_file),
-                             self._unresolved)
+        self.executor.submit(
+            lambda: resolve(target_text, spec.overrides, self.ssh_config),
+            lambda target: self._attempt(
+                spec, target, accept=False, known_hosts=self.known_hosts_file
+            ),
+            self._unresolved,
+        )
 
     def _unresolved(self, exc: BaseException) -> None:
         self.busy = False
-        self.failed.emit(str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}")
+        self.failed.emit(
+            str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        )
 
     def close(self) -> None:
         """Answer open prompts and delete the session-only known-hosts copy."""
@@ -111,22 +124,35 @@ class Connector(QObject):
 
     # ---- attempts
 
-    def _attempt(self, spec: ConnectSpec, target: SshTarget, accept: bool | str, known_hosts: Path) -> None:
+    def _attempt(
+        self, spec: ConnectSpec, target: SshTarget, accept: bool | str, known_hosts: Path
+    ) -> None:
         self.busy = True
         self.status.emit(f"Connecting to {target.description}…")
-        options = {"known_hosts_file": known_hosts, "accept_new_host_key": accept,
-                   "password_cb": self.prompter.password, "passphrase_cb": self.prompter.passphrase,
-                   **self.transport_options, **spec.options}
+        options = {
+            "known_hosts_file": known_hosts,
+            "accept_new_host_key": accept,
+            "password_cb": self.prompter.password,
+            "passphrase_cb": self.prompter.passphrase,
+            **self.transport_options,
+            **spec.options,
+        }
         factory, ssh_config = self.transport_factory, self.ssh_config
-        self.executor.submit(lambda: open_ssh(target, ssh_config=ssh_config, factory=factory, **options),
-                             self._done, lambda exc: self._error(spec, target, exc))
+        self.executor.submit(
+            lambda: open_ssh(target, ssh_config=ssh_config, factory=factory, **options),
+            self._done,
+            lambda exc: self._error(spec, target, exc),
+        )
 
     def _done(self, transport: Transport) -> None:
         self.busy = False
-        notes = list(getattr(transport, "notes", []))  # known_hosts lines skipped, as OpenSSH skips them
+        # known_hosts lines skipped, as OpenSSH skips them
+        notes = list(getattr(transport, "notes", []))
         more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
-        self.status.emit(f"Connected to {getattr(transport, 'description', 'host')}"
-                         + (f" — note: {notes[0]}{more}" if notes else ""))
+        self.status.emit(
+            f"Connected to {getattr(transport, 'description', 'host')}"
+            + (f" — note: {notes[0]}{more}" if notes else "")
+        )
         self.connected.emit(transport)
 
     def _error(self, spec: ConnectSpec, target: SshTarget, exc: BaseException) -> None:
@@ -142,7 +168,9 @@ class Connector(QObject):
         elif isinstance(exc, TransportError):
             self.failed.emit(str(exc))
         else:
-            self.failed.emit(f"connecting to {target.description} failed: {type(exc).__name__}: {exc}")
+            self.failed.emit(
+                f"connecting to {target.description} failed: {type(exc).__name__}: {exc}"
+            )
 
     def _ask_host_key(self, spec: ConnectSpec, target: SshTarget, exc: HostKeyUnknown) -> None:
         dialog = HostKeyDialog(exc, self.parent_widget)
@@ -155,16 +183,21 @@ class Connector(QObject):
             if choice is HostKeyChoice.cancel:
                 self.failed.emit(f"host key of {exc.host} not accepted; not connected")
             elif choice is HostKeyChoice.remember:
-                self._attempt(spec, target, accept=exc.fingerprint, known_hosts=self.known_hosts_file)
+                self._attempt(
+                    spec, target, accept=exc.fingerprint, known_hosts=self.known_hosts_file
+                )
             else:
-                self._attempt(spec, target, accept=exc.fingerprint, known_hosts=self._session_known_hosts())
+                self._attempt(
+                    spec, target, accept=exc.fingerprint, known_hosts=self._session_known_hosts()
+                )
 
         dialog.finished.connect(finished)
         dialog.open()
         self.asking.emit(dialog)
 
     def _session_known_hosts(self) -> Path:
-        """A private copy of the app's known-hosts file for keys accepted once (removed by :meth:`close`)."""
+        """A private copy of the app's known-hosts file for keys accepted once (removed by
+        :meth:`close`)."""
         if self._session_dir is None:
             self._session_dir = Path(tempfile.mkdtemp(prefix="tuneplan-hosts-"))
         path = self._session_dir / "known_hosts"
@@ -177,9 +210,13 @@ class Connector(QObject):
 
 
 def connect_spec(profile: HostProfile) -> ConnectSpec:
-    """Where a saved host profile connects: this machine, or its target with the form's user, port and key."""
+    """Where a saved host profile connects: this machine, or its target with the form's user, port
+    and key."""
     if profile.local:
         return ConnectSpec(label=profile.name)
-    overrides = HostOverrides(user=profile.user or None, port=profile.port,
-                              identity_files=(profile.identity_file,) if profile.identity_file else ())
+    overrides = HostOverrides(
+        user=profile.user or None,
+        port=profile.port,
+        identity_files=(profile.identity_file,) if profile.identity_file else (),
+    )
     return ConnectSpec(label=profile.name, target=profile.target, overrides=overrides)

@@ -1,8 +1,10 @@
-"""The Probe place's left column: the widgets a person picks a target and a suite with, and follows a run by.
+"""The Probe place's left column: the widgets a person picks a target and a suite with, and follows
+a run by.
 
-It holds widgets only (the "Probe this machine" button, the host list, Connect and Disconnect, the connection
-status, the suite picker, Start and Stop, progress and ETA, and the event log, kept beside the tabs so events
-stay in view on the scorecard and history too); what each one does is wired by ``pane``, which connects and runs.
+It holds widgets only (the "Probe this machine" button, the host list, Connect and Disconnect, the
+connection status, the suite picker, Start and Stop, progress and ETA, and the event log, kept
+beside the tabs so events stay in view on the scorecard and history too); what each one does is
+wired by ``pane``, which connects and runs.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ class ControlColumn(QWidget):
         self.setMaximumWidth(420)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        self.probe_here_button = _button("Probe this machine (quick suite)", "Probe this machine")  # no SSH
+        # no SSH
+        self.probe_here_button = _button("Probe this machine (quick suite)", "Probe this machine")
         layout.addWidget(self.probe_here_button)
         self.hosts = HostList(store)
         layout.addWidget(self.hosts, 1)

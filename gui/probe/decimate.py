@@ -1,8 +1,9 @@
 """Peak decimation of a time window before it is handed to pyqtgraph (pure NumPy, no Qt).
 
-pyqtgraph's own peak downsampling works per curve and keeps about five samples per pixel; doing it once per GPU
-for all its metrics, down to one min/max pair per pixel column, cuts both the ``setData`` work and the path
-the painter strokes, and looks the same: a width-1 line cannot show more than a pixel column's extremes.
+pyqtgraph's own peak downsampling works per curve and keeps about five samples per pixel; doing it
+once per GPU for all its metrics, down to one min/max pair per pixel column, cuts both the
+``setData`` work and the path the painter strokes, and looks the same: a width-1 line cannot show
+more than a pixel column's extremes.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from gui.probe.ring import FloatArray
 
 
 def peak_decimate(x: FloatArray, values: FloatArray, columns: int) -> tuple[FloatArray, FloatArray]:
-    """Reduce ``n`` samples to at most ``2 × columns`` points: each bin's min and max at the bin's first x.
+    """Reduce ``n`` samples to at most ``2 × columns`` points: each bin's min and max at the bin's
+    first x.
 
-    ``values`` is (channels, n); NaN (a missing value) is ignored unless a whole bin is NaN. Bins are counted
-    from the newest sample, so the oldest ``n mod bin`` samples (the window's left edge) are left out.
+    ``values`` is (channels, n); NaN (a missing value) is ignored unless a whole bin is NaN. Bins
+    are counted from the newest sample, so the oldest ``n mod bin`` samples (the window's left edge)
+    are left out.
     """
     n = int(x.shape[0])
     if columns < 1 or n <= 2 * columns:

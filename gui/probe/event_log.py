@@ -1,7 +1,8 @@
-"""The run's event log: Xid, throttling, disconnects and probe progress, one line per event with its level.
+"""The run's event log: Xid, throttling, disconnects and probe progress, one line per event with its
+level.
 
-A QListWidget capped at `MAX_LINES` (the oldest lines go first) with a minimum-level filter; the worst level
-seen is kept so the pane can flag a run that logged errors even when they scrolled away.
+A QListWidget capped at `MAX_LINES` (the oldest lines go first) with a minimum-level filter; the
+worst level seen is kept so the pane can flag a run that logged errors even when they scrolled away.
 """
 
 from __future__ import annotations
@@ -10,12 +11,26 @@ import time
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gui.colors import LEVEL_COLORS
 
 LEVELS = ("debug", "info", "warning", "error", "critical")
-_ALIASES = {"warn": "warning", "err": "error", "fatal": "critical", "fail": "error", "trace": "debug"}
+_ALIASES = {
+    "warn": "warning",
+    "err": "error",
+    "fatal": "critical",
+    "fail": "error",
+    "trace": "debug",
+}
 MAX_LINES = 5000
 LEVEL_ROLE = Qt.ItemDataRole.UserRole + 1
 

@@ -1,9 +1,11 @@
-"""Per-GPU sample history for the live charts: GpuMetric batches in, ring buffers of eight metrics out.
+"""Per-GPU sample history for the live charts: GpuMetric batches in, ring buffers of eight metrics
+out.
 
-No Qt here: the pane feeds batches as events arrive, and the redraw timer reads contiguous views. Times are
-the probe's own ``t`` (seconds since its stream started); when a stream restarts after a reconnect its clock
-starts again at 0, so a per-GPU offset keeps each history ascending. A reopened run's samples come from the
-store as one :class:`SampleTable` and go in with :meth:`GpuHistory.load_table`.
+No Qt here: the pane feeds batches as events arrive, and the redraw timer reads contiguous views.
+Times are the probe's own ``t`` (seconds since its stream started); when a stream restarts after a
+reconnect its clock starts again at 0, so a per-GPU offset keeps each history ascending. A reopened
+run's samples come from the store as one :class:`SampleTable` and go in with
+:meth:`GpuHistory.load_table`.
 """
 
 from __future__ import annotations
@@ -58,9 +60,16 @@ def metric_row(sample: GpuMetric) -> list[float]:
 def metrics_from_table(table: SampleTable) -> dict[str, np.ndarray]:
     """Stored sample columns → chart channels (units as the live charts show them)."""
     nan = np.full(len(table), np.nan)
-    return {"util_pct": table.util, "mem_used_bytes": table.mem_used / 2**30, "temp_c": table.temp,
-            "power_w": table.power, "sm_clock_mhz": table.sm_clock, "mem_util_pct": nan, "mem_temp_c": nan,
-            "mem_clock_mhz": table.mem_clock}
+    return {
+        "util_pct": table.util,
+        "mem_used_bytes": table.mem_used / 2**30,
+        "temp_c": table.temp,
+        "power_w": table.power,
+        "sm_clock_mhz": table.sm_clock,
+        "mem_util_pct": nan,
+        "mem_temp_c": nan,
+        "mem_clock_mhz": table.mem_clock,
+    }
 
 
 class GpuHistory:
@@ -78,7 +87,8 @@ class GpuHistory:
         return sorted(self.rings)
 
     def add(self, metrics: Iterable[GpuMetric]) -> int:
-        """Append a batch; returns how many samples were taken (samples with a NaN time are dropped)."""
+        """Append a batch; returns how many samples were taken (samples with a NaN time are
+        dropped)."""
         by_gpu: dict[int, tuple[list[float], list[list[float]]]] = {}
         for sample in metrics:
             times, rows = by_gpu.setdefault(sample.gpu, ([], []))
@@ -103,7 +113,8 @@ class GpuHistory:
         return taken
 
     def add_columns(self, gpu: int, t: FloatArray, values: FloatArray) -> int:
-        """Append one GPU's samples already in columns (a reopened run): ``values`` is (channels, n)."""
+        """Append one GPU's samples already in columns (a reopened run): ``values`` is (channels,
+        n)."""
         raw: FloatArray = np.asarray(t, dtype=np.float64)
         keep = np.isfinite(raw)
         if not keep.any():
@@ -118,7 +129,8 @@ class GpuHistory:
         return int(times.shape[0])
 
     def load_table(self, table: SampleTable) -> int:
-        """Append a stored run's samples (each GPU's rows in time order); returns how many were taken."""
+        """Append a stored run's samples (each GPU's rows in time order); returns how many were
+        taken."""
         channels = metrics_from_table(table)
         taken = 0
         for gpu in table.gpus():
@@ -138,7 +150,8 @@ class GpuHistory:
             step = float(np.median(np.diff(t))) if t.shape[0] > 1 else 1.0 / SAMPLE_HZ
             offset += last - shifted[0] + max(step, 1e-3)
             shifted = t + offset
-        shifted = np.maximum.accumulate(shifted)  # a batch that goes backwards inside itself stays ascending
+        # a batch that goes backwards inside itself stays ascending
+        shifted = np.maximum.accumulate(shifted)
         self._offset[gpu] = offset
         return shifted
 

@@ -1,9 +1,11 @@
-"""The dialog that makes or edits a host group: a cluster target of two or more saved hosts under one name.
+"""The dialog that makes or edits a host group: a cluster target of two or more saved hosts under
+one name.
 
-A group names its hosts by their profile names (core.probes.history.host_groups), so the dialog offers the saved hosts
-as tick boxes, never free text: a group cannot point at a host that does not exist. Like the host dialog, an
-error shows once the user has touched the form (or pressed Save), in one sentence naming the field, and the
-dialog keeps what was typed until the user fixes it or cancels.
+A group names its hosts by their profile names (core.probes.history.host_groups), so the dialog
+offers the saved hosts as tick boxes, never free text: a group cannot point at a host that does not
+exist. Like the host dialog, an error shows once the user has touched the form (or pressed Save), in
+one sentence naming the field, and the dialog keeps what was typed until the user fixes it or
+cancels.
 """
 
 from __future__ import annotations
@@ -34,13 +36,19 @@ def group_text(group: HostGroup) -> str:
 
 
 class GroupDialog(QDialog):
-    """Make (``group`` None) or edit one group from the saved ``hosts``; read :meth:`group` once accepted.
+    """Make (``group`` None) or edit one group from the saved ``hosts``; read :meth:`group` once
+    accepted.
 
     ``taken`` holds the names already used by saved hosts and other groups.
     """
 
-    def __init__(self, group: HostGroup | None, hosts: Sequence[HostProfile], taken: Collection[str],
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        group: HostGroup | None,
+        hosts: Sequence[HostProfile],
+        taken: Collection[str],
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Edit cluster" if group is not None else "New cluster")
         self.setAccessibleName(self.windowTitle())
@@ -69,7 +77,9 @@ class GroupDialog(QDialog):
         if not self._saved:
             column.addWidget(QLabel("No saved host yet: add the nodes as hosts first."))
         form.addRow("Nodes", boxes)
-        note = QLabel("Each node is probed with its own saved connection; the group only names them.")
+        note = QLabel(
+            "Each node is probed with its own saved connection; the group only names them."
+        )
         note.setWordWrap(True)
         form.addRow(note)
         self.error, self.buttons = form_footer(form, "Cluster form error", self._save, self.reject)
@@ -85,8 +95,8 @@ class GroupDialog(QDialog):
         self._validate()
 
     def _validate(self) -> bool:
-        """Show the form's first error once its field was touched: a name typed before any host is ticked
-        is not yet a group of too few hosts."""
+        """Show the form's first error once its field was touched: a name typed before any host is
+        ticked is not yet a group of too few hosts."""
         error = group_error(self.name.text(), self.chosen_hosts(), self._taken, self._saved)
         field = "hosts" if error is not None and error.startswith("hosts:") else "name"
         shown = error if field in self._touched else None

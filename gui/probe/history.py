@@ -1,7 +1,9 @@
-"""Past runs of the selected host (for a cluster, its own runs and its nodes'): reopen one (charts, events and
-scorecard from the store), compare two runs, or compare with a run of another host, and export a run.
+"""Past runs of the selected host (for a cluster, its own runs and its nodes'): reopen one (charts,
+events and scorecard from the store), compare two runs, or compare with a run of another host, and
+export a run.
 
-Store reads are short and run on the GUI thread; a run's samples come back as NumPy columns in one query.
+Store reads are short and run on the GUI thread; a run's samples come back as NumPy columns in one
+query.
 """
 
 from __future__ import annotations
@@ -28,10 +30,19 @@ HEADER = ["run", "host", "started", "suite", "status", "verdict", "duration"]
 
 def run_row(run: RunSummary) -> Row:
     duration = (run.ended - run.started) if run.ended else None
-    return Row([str(run.id), run.host, fmt_time(run.started), run.suite, run.status, run.verdict or "—",
-                fmt_duration(duration)],
-               sort=[run.id, run.host, run.started, run.suite, run.status, run.verdict or "", duration],
-               payload=run)
+    return Row(
+        [
+            str(run.id),
+            run.host,
+            fmt_time(run.started),
+            run.suite,
+            run.status,
+            run.verdict or "—",
+            fmt_duration(duration),
+        ],
+        sort=[run.id, run.host, run.started, run.suite, run.status, run.verdict or "", duration],
+        payload=run,
+    )
 
 
 def selected_runs(view: QAbstractItemView) -> list[RunSummary]:
@@ -55,7 +66,9 @@ class RunPicker(QDialog):
         self.table = make_table(self.model, "All runs")
         self.table.doubleClicked.connect(lambda _i: self.accept())
         layout.addWidget(self.table, 1)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
@@ -74,8 +87,9 @@ class RunPicker(QDialog):
 
 
 class HistoryView(QWidget):
-    """Signals: ``reopen(int)`` run id to show; ``compare(int, int)`` two run ids; ``export_pdf(int)``,
-    ``export_json(int)`` a run to export; ``picking(object)`` the RunPicker just opened (tests use it)."""
+    """Signals: ``reopen(int)`` run id to show; ``compare(int, int)`` two run ids;
+    ``export_pdf(int)``, ``export_json(int)`` a run to export; ``picking(object)`` the RunPicker
+    just opened (tests use it)."""
 
     reopen = Signal(int)
     compare = Signal(int, int)
@@ -93,11 +107,15 @@ class HistoryView(QWidget):
         self.title = QLabel("Past runs")
         self.title.setAccessibleName("History title")
         layout.addWidget(self.title)
-        row, self.buttons = button_row([
-            ("reopen", "Reopen", self._reopen), ("compare", "Compare two", self._compare_two),
-            ("other", "Compare with another host…", self._compare_other),
-            ("pdf", "Export PDF…", lambda: self._export(self.export_pdf)),
-            ("json", "Export JSON…", lambda: self._export(self.export_json))])
+        row, self.buttons = button_row(
+            [
+                ("reopen", "Reopen", self._reopen),
+                ("compare", "Compare two", self._compare_two),
+                ("other", "Compare with another host…", self._compare_other),
+                ("pdf", "Export PDF…", lambda: self._export(self.export_pdf)),
+                ("json", "Export JSON…", lambda: self._export(self.export_json)),
+            ]
+        )
         layout.addLayout(row)
         self.model = RowsModel(HEADER, self)
         self.table = make_table(self.model, "Past runs of this host")
@@ -109,7 +127,8 @@ class HistoryView(QWidget):
         self._enable()
 
     def show_host(self, host: str | None, also: Sequence[str] = ()) -> None:
-        """List the runs of ``host``; for a cluster, ``also`` names its nodes, whose own runs are listed too."""
+        """List the runs of ``host``; for a cluster, ``also`` names its nodes, whose own runs are
+        listed too."""
         self.host, self.also = host, list(also)
         self.refresh()
 
@@ -120,7 +139,9 @@ class HistoryView(QWidget):
         runs.sort(key=lambda r: (r.started, r.id), reverse=True)
         self.model.set_rows([run_row(r) for r in runs])
         nodes = f" and its nodes {', '.join(self.also)}" if self.also else ""
-        self.title.setText(f"Past runs of {self.host}{nodes}: {len(runs)}" if self.host else "Past runs")
+        self.title.setText(
+            f"Past runs of {self.host}{nodes}: {len(runs)}" if self.host else "Past runs"
+        )
         self._enable()
 
     def runs(self) -> list[RunSummary]:
@@ -132,7 +153,10 @@ class HistoryView(QWidget):
         selection = self.table.selectionModel()
         for row in range(model.rowCount()):
             if model.index(row, 0).data(PAYLOAD_ROLE).id in ids:
-                selection.select(model.index(row, 0), selection.SelectionFlag.Select | selection.SelectionFlag.Rows)
+                selection.select(
+                    model.index(row, 0),
+                    selection.SelectionFlag.Select | selection.SelectionFlag.Rows,
+                )
         self._enable()
 
     def selected(self) -> list[RunSummary]:

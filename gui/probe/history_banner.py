@@ -1,7 +1,9 @@
-"""The line above the Probe place that says when the probe history cannot be kept (or was moved aside).
+"""The line above the Probe place that says when the probe history cannot be kept (or was moved
+aside).
 
 Why: when the history file is full, read-only, locked or damaged, runs go on in memory
-(core.probes.history.store_rescue); a user who is not told would expect to find them in the history tomorrow.
+(core.probes.history.store_rescue); a user who is not told would expect to find them in the history
+tomorrow.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from core.probes import ProbeStore
 def history_text(store: ProbeStore) -> str:
     """The store's notice and fault as sentences, or "" when the history is kept as usual."""
     notes = [note for note in (store.notice, store.fault) if note]
-    return " ".join(note[0].upper() + note[1:] + ("" if note.endswith(".") else ".") for note in notes)
+    return " ".join(
+        note[0].upper() + note[1:] + ("" if note.endswith(".") else ".") for note in notes
+    )
 
 
 class HistoryBanner(QLabel):
-    """Hidden while the history is kept; otherwise the sentence saying why it is not, or where it went."""
+    """Hidden while the history is kept; otherwise the sentence saying why it is not, or where it
+    went."""
 
     def __init__(self) -> None:
         super().__init__("")

@@ -1,9 +1,10 @@
 """Saved hosts and host groups: the list on the left of the pane, and the add/edit dialog.
 
-Profiles come from the probe store and hold no secrets (a key file's *path*, never a password). "This
-machine" is always first; editing it saves its data and checkpoint paths like any other profile. Host groups
-(cluster targets, core.probes.history.host_groups) follow the hosts; a host in a group is not removed from under it,
-and renaming a host renames it in its groups. Store calls are short and run on the GUI thread.
+Profiles come from the probe store and hold no secrets (a key file's *path*, never a password).
+"This machine" is always first; editing it saves its data and checkpoint paths like any other
+profile. Host groups (cluster targets, core.probes.history.host_groups) follow the hosts; a host in
+a group is not removed from under it, and renaming a host renames it in its groups. Store calls are
+short and run on the GUI thread.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def local_profile() -> HostProfile:
 
 
 def host_label(profile: Target) -> str:
-    """The name runs are filed under in the history: the profile's or group's name (stable across edits)."""
+    """The name runs are filed under in the history: the profile's or group's name (stable across
+    edits)."""
     return profile.name
 
 
@@ -70,8 +72,8 @@ def name_error(name: str, taken: set[str]) -> str | None:
 
 
 def target_error(target: str, port: int | None = None) -> str | None:
-    """One sentence on what is wrong with the target and the port given beside it, or None (the rule the
-    connection itself and the command line follow: core.probes.transport.connect)."""
+    """One sentence on what is wrong with the target and the port given beside it, or None (the rule
+    the connection itself and the command line follow: core.probes.transport.connect)."""
     try:
         check_target(target, HostOverrides(port=port))
     except ValueError as exc:
@@ -80,8 +82,8 @@ def target_error(target: str, port: int | None = None) -> str | None:
 
 
 def python_error(text: str) -> str | None:
-    """One sentence on what is wrong with the host's Python as typed (the runner's own rule), or None; empty
-    means "look for one"."""
+    """One sentence on what is wrong with the host's Python as typed (the runner's own rule), or
+    None; empty means "look for one"."""
     from pydantic import ValidationError
 
     from core.probes import RunOptions
@@ -102,7 +104,9 @@ def connection_text(selected: Target, connected: Target | None) -> str:
     if connected.name == selected.name:
         if isinstance(connected, HostGroup):
             return f"Connected to the {len(connected.hosts)} nodes of {connected.name}"
-        return "Ready to probe this machine" if connected.local else f"Connected to {connected.name}"
+        return (
+            "Ready to probe this machine" if connected.local else f"Connected to {connected.name}"
+        )
     return f"Not connected to {selected.name} (still connected to {connected.name})"
 
 
@@ -114,12 +118,15 @@ def profile_error(name: str, target: str, local: bool, taken: set[str]) -> str |
 class HostDialog(QDialog):
     """Add or edit one profile. Read :meth:`profile` after it is accepted.
 
-    A field's error shows once the user has typed in it (or pressed Save), never on a form just opened: an empty
-    form is not a mistake. Save is disabled only while an error is shown. The dialog is wide enough for the
-    placeholders and grows to fit a long error, which wraps instead of being cut off.
+    A field's error shows once the user has typed in it (or pressed Save), never on a form just
+    opened: an empty form is not a mistake. Save is disabled only while an error is shown. The
+    dialog is wide enough for the placeholders and grows to fit a long error, which wraps instead of
+    being cut off.
     """
 
-    def __init__(self, profile: HostProfile | None, taken: set[str], parent: QWidget | None = None) -> None:
+    def __init__(
+        self, profile: HostProfile | None, taken: set[str], parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         editing = profile is not None
         self.setWindowTitle("Edit host" if editing else "Add host")
@@ -147,8 +154,10 @@ class HostDialog(QDialog):
         self.identity = QLineEdit(profile.identity_file or "" if profile else "")
         self.identity.setAccessibleName("Identity file")
         self.identity.setPlaceholderText("optional, e.g. ~/.ssh/id_ed25519")
-        self.identity.setToolTip("A private key to offer first; keys from the SSH agent and ~/.ssh/config are "
-                                 "offered anyway.")
+        self.identity.setToolTip(
+            "A private key to offer first; keys from the SSH agent and ~/.ssh/config are "
+            "offered anyway."
+        )
         self.identity.setEnabled(not self._local)
         browse = QPushButton("Browse…")
         browse.setEnabled(not self._local)
@@ -162,9 +171,11 @@ class HostDialog(QDialog):
         self.python = QLineEdit(profile.python or "" if profile else "")
         self.python.setAccessibleName("Python interpreter")
         self.python.setPlaceholderText("optional, e.g. ~/venv/bin/python (default: looked for)")
-        self.python.setToolTip("The host's Python with torch, for the all-reduce and distributed checks. Left empty, "
-                               "the probe looks in the login shell's active conda env or venv, ~/.venv, /opt/conda, "
-                               "~/miniconda3 and the PATH, and says which it used.")
+        self.python.setToolTip(
+            "The host's Python with torch, for the all-reduce and distributed checks. Left empty, "
+            "the probe looks in the login shell's active conda env or venv, ~/.venv, /opt/conda, "
+            "~/miniconda3 and the PATH, and says which it used."
+        )
         form.addRow("Name", self.name)
         form.addRow("Target", self.target)
         form.addRow("Port", self.port)
@@ -172,7 +183,9 @@ class HostDialog(QDialog):
         form.addRow("Data path", self.data_path)
         form.addRow("Checkpoint path", self.checkpoint_path)
         form.addRow("Python", self.python)
-        note = QLabel("No password or passphrase is saved: they are asked when the host needs them.")
+        note = QLabel(
+            "No password or passphrase is saved: they are asked when the host needs them."
+        )
         note.setWordWrap(True)
         form.addRow(note)
         self.error, self.buttons = form_footer(form, "Host form error", self._save, self.reject)
@@ -187,14 +200,20 @@ class HostDialog(QDialog):
         self._validate()
 
     def _browse(self) -> None:
-        name, _ = QFileDialog.getOpenFileName(self, "Private key file", self.identity.text() or "~/.ssh")
+        name, _ = QFileDialog.getOpenFileName(
+            self, "Private key file", self.identity.text() or "~/.ssh"
+        )
         if name:
             self.identity.setText(name)
 
     def _validate(self) -> bool:
-        errors = {"name": name_error(self.name.text(), self._taken),
-                  "target": None if self._local else target_error(self.target.text(), self.port.value() or None),
-                  "python": python_error(self.python.text())}
+        errors = {
+            "name": name_error(self.name.text(), self._taken),
+            "target": None
+            if self._local
+            else target_error(self.target.text(), self.port.value() or None),
+            "python": python_error(self.python.text()),
+        }
         shown = next((e for key, e in errors.items() if e and key in self._touched), None)
         if shown != (self.error.text() or None):
             self.error.setText(shown or "")
@@ -208,7 +227,11 @@ class HostDialog(QDialog):
         if layout is None:
             return
         layout.activate()
-        need = layout.totalHeightForWidth(self.width()) if layout.hasHeightForWidth() else layout.sizeHint().height()
+        need = (
+            layout.totalHeightForWidth(self.width())
+            if layout.hasHeightForWidth()
+            else layout.sizeHint().height()
+        )
         if need > self.height():
             self.resize(self.width(), need)
 
@@ -219,20 +242,28 @@ class HostDialog(QDialog):
 
     def profile(self) -> HostProfile:
         if self._local:
-            return local_profile().model_copy(update={
-                "data_path": self.data_path.text().strip() or None,
-                "checkpoint_path": self.checkpoint_path.text().strip() or None,
-                "python": self.python.text().strip() or None})
-        return HostProfile(name=self.name.text().strip(), target=self.target.text().strip(),
-                           port=self.port.value() or None, identity_file=self.identity.text().strip() or None,
-                           data_path=self.data_path.text().strip() or None,
-                           checkpoint_path=self.checkpoint_path.text().strip() or None,
-                           python=self.python.text().strip() or None)
+            return local_profile().model_copy(
+                update={
+                    "data_path": self.data_path.text().strip() or None,
+                    "checkpoint_path": self.checkpoint_path.text().strip() or None,
+                    "python": self.python.text().strip() or None,
+                }
+            )
+        return HostProfile(
+            name=self.name.text().strip(),
+            target=self.target.text().strip(),
+            port=self.port.value() or None,
+            identity_file=self.identity.text().strip() or None,
+            data_path=self.data_path.text().strip() or None,
+            checkpoint_path=self.checkpoint_path.text().strip() or None,
+            python=self.python.text().strip() or None,
+        )
 
 
 class HostList(QWidget):
-    """Signals: ``selected(object)`` the HostProfile or HostGroup now selected; ``message(str)`` for the status
-    line; ``editing(object)`` a HostDialog, GroupDialog or question just opened (tests fill it through this)."""
+    """Signals: ``selected(object)`` the HostProfile or HostGroup now selected; ``message(str)`` for
+    the status line; ``editing(object)`` a HostDialog, GroupDialog or question just opened (tests
+    fill it through this)."""
 
     selected = Signal(object)
     message = Signal(str)
@@ -252,15 +283,19 @@ class HostList(QWidget):
         layout.addWidget(self.list, 1)
         row = QHBoxLayout()
         self.buttons: dict[str, QPushButton] = {}
-        for key, text, slot in (("add", "Add…", self.add), ("edit", "Edit…", self.edit),
-                                ("remove", "Remove", self.remove)):
+        for key, text, slot in (
+            ("add", "Add…", self.add),
+            ("edit", "Edit…", self.edit),
+            ("remove", "Remove", self.remove),
+        ):
             button = QPushButton(text)
             button.setAccessibleName(f"{text.rstrip('…')} host")
             button.clicked.connect(lambda _c=False, s=slot: s())
             row.addWidget(button)
             self.buttons[key] = button
         layout.addLayout(row)
-        cluster = QPushButton("New cluster…")  # a host group: two or more saved hosts probed together
+        # a host group: two or more saved hosts probed together
+        cluster = QPushButton("New cluster…")
         cluster.setAccessibleName("New cluster")
         cluster.setToolTip("Group two or more saved hosts into one cluster target")
         cluster.clicked.connect(lambda _c=False: self.add_group())
@@ -285,12 +320,16 @@ class HostList(QWidget):
             text = profile.name if profile.local else f"{profile.name}  —  {profile.target}"
             item = QListWidgetItem(text)
             item.setData(PROFILE_ROLE, profile)
-            item.setToolTip("Probe the machine tuneplan runs on" if profile.local else profile.target)
+            item.setToolTip(
+                "Probe the machine tuneplan runs on" if profile.local else profile.target
+            )
             self.list.addItem(item)
         for group in self.groups():
             item = QListWidgetItem(group_text(group))
             item.setData(PROFILE_ROLE, group)
-            item.setToolTip(f"A cluster: probes {', '.join(group.hosts)} together and the network between them")
+            item.setToolTip(
+                f"A cluster: probes {', '.join(group.hosts)} together and the network between them"
+            )
             self.list.addItem(item)
         self.list.blockSignals(False)
         names = [self.list.item(i).data(PROFILE_ROLE).name for i in range(self.list.count())]
@@ -315,8 +354,11 @@ class HostList(QWidget):
         self.selected.emit(profile)
 
     def _taken(self, keep: str | None) -> set[str]:
-        """Names a new host or group may not take: every saved host's and group's, but the one being edited."""
-        return ({p.name for p in self.profiles()} | {g.name for g in self.groups()}) - ({keep} if keep else set())
+        """Names a new host or group may not take: every saved host's and group's, but the one being
+        edited."""
+        return ({p.name for p in self.profiles()} | {g.name for g in self.groups()}) - (
+            {keep} if keep else set()
+        )
 
     # ---- editing
 
@@ -335,7 +377,9 @@ class HostList(QWidget):
         self._show_dialog(dialog, save)
 
     def _open_group(self, group: HostGroup | None) -> None:
-        dialog = GroupDialog(group, self.profiles(), self._taken(group.name if group else None), self)
+        dialog = GroupDialog(
+            group, self.profiles(), self._taken(group.name if group else None), self
+        )
 
         def save() -> None:
             new = dialog.group()
@@ -380,12 +424,18 @@ class HostList(QWidget):
             return
         kind = "cluster" if isinstance(profile, HostGroup) else "host"
         if isinstance(profile, HostProfile) and (holders := groups_with(self.store, profile.name)):
-            self.message.emit(f"Host “{profile.name}” is a node of the cluster “{holders[0]}”; remove it from "
-                              "that cluster first")
+            self.message.emit(
+                f"Host “{profile.name}” is a node of the cluster “{holders[0]}”; remove it from "
+                "that cluster first"
+            )
             return
-        box = QMessageBox(QMessageBox.Icon.Question, f"Remove {kind}",
-                          f"Remove “{profile.name}” from the host list? Its past runs stay in the history.",
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            f"Remove {kind}",
+            f"Remove “{profile.name}” from the host list? Its past runs stay in the history.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            self,
+        )
 
         def finished(result: int) -> None:
             if result == int(QMessageBox.StandardButton.Yes):

@@ -1,8 +1,9 @@
 """Live per-GPU charts that repaint from a timer, never per sample (DESIGN §7, STYLE habit 5).
 
-Samples go into `GpuHistory` ring buffers as events arrive; a QTimer (at most 20 Hz) hands each curve a
-contiguous view of the visible window with ``setData``. Curves use peak downsampling and clip to view, with
-width-1 opaque pens, so an hour of 10 Hz history for eight GPUs stays cheap to draw.
+Samples go into `GpuHistory` ring buffers as events arrive; a QTimer (at most 20 Hz) hands each
+curve a contiguous view of the visible window with ``setData``. Curves use peak downsampling and
+clip to view, with width-1 opaque pens, so an hour of 10 Hz history for eight GPUs stays cheap to
+draw.
 """
 
 from __future__ import annotations
@@ -42,22 +43,30 @@ from gui.probe.ring import FloatArray
 from gui.probe.staged import StagedWidgets
 
 MAX_REDRAW_HZ = 20.0
-# Pacing: a redraw is worth doing when the newest sample has moved the curves by a pixel column (window ÷
-# plot width), but at least every MAX_STALE_S; and a frame never takes more than 1/LOAD_GUARD of the thread.
+# Pacing: a redraw is worth doing when the newest sample has moved the curves by a pixel column
+# (window ÷ plot width), but at least every MAX_STALE_S; and a frame never takes more than
+# 1/LOAD_GUARD of the thread.
 MAX_STALE_S = 1.0
 LOAD_GUARD = 3.0
-TABLE_PERIOD_S = 1.0  # the newest-value table changes text at most once a second (text layout is costly)
+# the newest-value table changes text at most once a second (text layout is costly)
+TABLE_PERIOD_S = 1.0
 Y_PADDING = 0.05  # a curve at 100 % stays off the frame
-SPARSE_POINTS = 60  # a curve with fewer points than this also gets dots: one sample alone draws no line
-PLOTS_PER_TICK = 2  # a timer tick updates at most this many plots: a frame of 8 spreads over four ticks
+# a curve with fewer points than this also gets dots: one sample alone draws no line
+SPARSE_POINTS = 60
+# a timer tick updates at most this many plots: a frame of 8 spreads over four ticks
+PLOTS_PER_TICK = 2
 WINDOWS: tuple[tuple[str, float | None], ...] = (
-    ("last minute", 60.0), ("last 5 minutes", 300.0), ("last 15 minutes", 900.0), ("last hour", 3600.0),
+    ("last minute", 60.0),
+    ("last 5 minutes", 300.0),
+    ("last 15 minutes", 900.0),
+    ("last hour", 3600.0),
     ("whole run", None),
 )
 
 
 def nice_ceiling(value: float) -> float:
-    """The next 1, 2, 2.5 or 5 × 10^k at or above ``value`` (a y-axis top that does not move for small rises)."""
+    """The next 1, 2, 2.5 or 5 × 10^k at or above ``value`` (a y-axis top that does not move for
+    small rises)."""
     if not math.isfinite(value) or value <= 0:
         return 1.0
     mag = 10 ** math.floor(math.log10(value))
@@ -67,9 +76,10 @@ def nice_ceiling(value: float) -> float:
 class MetricPlot(pg.PlotWidget):
     """One metric, one curve per GPU.
 
-    Both axes stay still while samples stream in, so pyqtgraph never re-lays out their text (the costliest
-    part of a frame): x is seconds before the newest sample over a fixed window, and y starts at 0 with a top
-    that only grows (to a round value) when a sample exceeds it. Axes are cached as pixmaps.
+    Both axes stay still while samples stream in, so pyqtgraph never re-lays out their text (the
+    costliest part of a frame): x is seconds before the newest sample over a fixed window, and y
+    starts at 0 with a top that only grows (to a round value) when a sample exceeds it. Axes are
+    cached as pixmaps.
     """
 
     def __init__(self, spec: MetricSpec, parent: QWidget | None = None) -> None:
@@ -81,7 +91,8 @@ class MetricPlot(pg.PlotWidget):
         title = f"{spec.title} ({spec.unit})"
         # the title is drawn inside the plot, where it would be cut off in a narrower chart
         self.setMinimumWidth(self.fontMetrics().horizontalAdvance(title) + 48)
-        self.note = ChartNote(self, f"{spec.title} chart")  # after super().__init__: the plot item exists
+        # after super().__init__: the plot item exists
+        self.note = ChartNote(self, f"{spec.title} chart")
         item = self.getPlotItem()
         for axis in ("left", "bottom"):
             item.getAxis(axis).setPen(pg.mkPen(foreground))
@@ -112,13 +123,15 @@ class MetricPlot(pg.PlotWidget):
         found = self.curves.get(gpu)
         if found is None:
             pen = pg.mkPen(gpu_color(gpu, self._fg), width=1)
-            # connect="auto": pyqtgraph breaks the line at NaN (a missing value) only when the data has one
+            # connect="auto": pyqtgraph breaks the line at NaN (a missing value) only when the data
+            # has one
             found = self.getPlotItem().plot([], [], pen=pen, name=f"GPU {gpu}", connect="auto")
             self.curves[gpu] = found
         return found
 
     def fit_top(self, peak: float) -> None:
-        """Raise the y-axis top to a round value above ``peak`` (never lowers it while streaming)."""
+        """Raise the y-axis top to a round value above ``peak`` (never lowers it while
+        streaming)."""
         if self.fixed_top or not math.isfinite(peak) or peak <= self.y_top:
             return
         self.y_top = nice_ceiling(peak * 1.05)
@@ -142,7 +155,8 @@ class MetricPlot(pg.PlotWidget):
 
 
 class GpuNowTable(QTableWidget):
-    """The newest value of every shown metric per GPU: the one-glance view nvitop and gpustat users like."""
+    """The newest value of every shown metric per GPU: the one-glance view nvitop and gpustat users
+    like."""
 
     def __init__(self, specs: Sequence[MetricSpec], parent: QWidget | None = None) -> None:
         super().__init__(0, len(specs), parent)
@@ -162,11 +176,19 @@ class GpuNowTable(QTableWidget):
         self.setVerticalHeaderLabels([f"GPU {g}" for g in gpus])
         for r, gpu in enumerate(gpus):
             for c, value in enumerate(rows[gpu]):
-                text = "—" if value != value else f"{value:,.0f}" if abs(value) >= 10 else f"{value:.1f}"
+                text = (
+                    "—"
+                    if value != value
+                    else f"{value:,.0f}"
+                    if abs(value) >= 10
+                    else f"{value:.1f}"
+                )
                 item = self.item(r, c)
                 if item is None:
                     item = QTableWidgetItem()
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                    item.setTextAlignment(
+                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+                    )
                     self.setItem(r, c, item)
                 if item.text() != text:
                     item.setText(text)
@@ -186,22 +208,29 @@ class _Frame:
 
 
 class LiveGpuCharts(QWidget):
-    """Charts of GPU metrics fed by :meth:`add_metrics`; repainted by a timer while :meth:`start` ed.
+    """Charts of GPU metrics fed by :meth:`add_metrics`; repainted by a timer while :meth:`start`
+    ed.
 
-    The timer ticks at ≤ 20 Hz and updates at most ``PLOTS_PER_TICK`` plots per tick, so no tick holds the
-    GUI thread for a whole frame. It starts a new frame only when there are new samples and it is worth it
-    (``pace``): when the newest sample has moved the curves by about a pixel column (5 minutes over 500 px is
-    0.6 s), at least once a second, and never so often that drawing takes more than a third of the GUI thread
-    (the last frame's ``setData`` and paint times decide). Data rate and paint rate stay decoupled, as in
-    Friture.
+    The timer ticks at ≤ 20 Hz and updates at most ``PLOTS_PER_TICK`` plots per tick, so no tick
+    holds the GUI thread for a whole frame. It starts a new frame only when there are new samples
+    and it is worth it (``pace``): when the newest sample has moved the curves by about a pixel
+    column (5 minutes over 500 px is 0.6 s), at least once a second, and never so often that drawing
+    takes more than a third of the GUI thread (the last frame's ``setData`` and paint times decide).
+    Data rate and paint rate stay decoupled, as in Friture.
 
     Signals: ``redrawn(float)`` seconds the last redraw took (for benchmarks and tests).
     """
 
     redrawn = Signal(float)
 
-    def __init__(self, shown: Sequence[str] = DEFAULT_SHOWN, redraw_hz: float = MAX_REDRAW_HZ,
-                 history: GpuHistory | None = None, columns: int = 3, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        shown: Sequence[str] = DEFAULT_SHOWN,
+        redraw_hz: float = MAX_REDRAW_HZ,
+        history: GpuHistory | None = None,
+        columns: int = 3,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setAccessibleName("Live GPU charts")
         self.history = history or GpuHistory()
@@ -216,7 +245,8 @@ class LiveGpuCharts(QWidget):
         top = QHBoxLayout()
         self.status = QLabel("No GPU samples yet")
         self.status.setAccessibleName("GPU sample status")
-        self.status.setWordWrap(True)  # a failed step's cause may be long: it wraps, the window does not widen
+        # a failed step's cause may be long: it wraps, the window does not widen
+        self.status.setWordWrap(True)
         top.addWidget(self.status, 1)
         top.addWidget(QLabel("Show"))
         self.window_box = QComboBox()
@@ -230,7 +260,9 @@ class LiveGpuCharts(QWidget):
         grid = QGridLayout()
         unknown = [name for name in shown if name not in CHANNEL]
         if unknown:
-            raise ValueError(f"shown metric '{unknown[0]}' is unknown; allowed: {', '.join(CHANNEL)}")
+            raise ValueError(
+                f"shown metric '{unknown[0]}' is unknown; allowed: {', '.join(CHANNEL)}"
+            )
 
         def make(name: str) -> MetricPlot:
             plot = MetricPlot(METRICS[CHANNEL[name]])
@@ -268,8 +300,8 @@ class LiveGpuCharts(QWidget):
         self._drawn_version = -1
 
     def say_empty(self, reason: str) -> None:
-        """Why there are no GPU samples ("skipped: no GPU"), on every chart and in the status line; ignored once
-        samples have arrived."""
+        """Why there are no GPU samples ("skipped: no GPU"), on every chart and in the status line;
+        ignored once samples have arrived."""
         if self.history.samples:
             return
         self.status.setText(f"No GPU samples: {reason}")
@@ -289,11 +321,14 @@ class LiveGpuCharts(QWidget):
         self.redraw()
 
     def frame_gap(self) -> float:
-        """Seconds the timer waits after a frame before starting the next one (see the class docstring)."""
+        """Seconds the timer waits after a frame before starting the next one (see the class
+        docstring)."""
         gap = self.timer.interval() / 1000
         if not self.pace:
             return gap
-        columns = max((p.getPlotItem().getViewBox().width() for p in self.plots.values()), default=0.0)
+        columns = max(
+            (p.getPlotItem().getViewBox().width() for p in self.plots.values()), default=0.0
+        )
         span = self.window_s
         if span is None:
             end, first = self.history.latest_t, self.history.first_t
@@ -306,8 +341,10 @@ class LiveGpuCharts(QWidget):
         """Continue the frame in progress, or start one when there is news and pacing allows."""
         if self._frame is not None:
             self._draw_chunk(self._frame, PLOTS_PER_TICK)
-        elif self.history.version != self._drawn_version and \
-                time.monotonic() - self._last_draw >= self.frame_gap():
+        elif (
+            self.history.version != self._drawn_version
+            and time.monotonic() - self._last_draw >= self.frame_gap()
+        ):
             frame = self._prepare()
             if frame is not None:
                 self._draw_chunk(frame, PLOTS_PER_TICK)
@@ -318,8 +355,9 @@ class LiveGpuCharts(QWidget):
         self.redraw()
 
     def redraw(self) -> bool:
-        """Draw every plot now (a no-op when nothing changed); True when it drew. The timer draws the same
-        frames a few plots per tick instead, so no tick holds the GUI thread for a whole frame."""
+        """Draw every plot now (a no-op when nothing changed); True when it drew. The timer draws
+        the same frames a few plots per tick instead, so no tick holds the GUI thread for a whole
+        frame."""
         if self._frame is not None:
             self._draw_chunk(self._frame, len(self.plots))
         frame = self._prepare()
@@ -329,8 +367,8 @@ class LiveGpuCharts(QWidget):
         return True
 
     def _prepare(self) -> _Frame | None:
-        """Decimated copies of every GPU's visible window (x = seconds before the newest sample), the new
-        samples' peaks for the y axes; the rings may move on while the frame is drawn."""
+        """Decimated copies of every GPU's visible window (x = seconds before the newest sample),
+        the new samples' peaks for the y axes; the rings may move on while the frame is drawn."""
         history = self.history
         if history.version == self._drawn_version:
             return None
@@ -340,11 +378,14 @@ class LiveGpuCharts(QWidget):
         if end is None:
             self._drawn_version = history.version
             return None
-        full = self._drawn_version == -1  # first draw, new window or cleared: rescan every visible sample
+        # first draw, new window or cleared: rescan every visible sample
+        full = self._drawn_version == -1
         start = end - self.window_s if self.window_s is not None else None
         first = end
         channels = [CHANNEL[name] for name in self.plots]
-        columns = max(64, max(int(p.getPlotItem().getViewBox().width()) for p in self.plots.values()))
+        columns = max(
+            64, max(int(p.getPlotItem().getViewBox().width()) for p in self.plots.values())
+        )
         peaks = np.full(len(channels), -np.inf)
         curves: dict[int, tuple[FloatArray, FloatArray]] = {}
         for gpu in history.gpus:
@@ -353,16 +394,29 @@ class LiveGpuCharts(QWidget):
             if t.shape[0]:
                 first = min(first, float(t[0]))
             curves[gpu] = peak_decimate(t - end, values[channels], columns)
-            fresh = t.shape[0] if full else min(ring.written - self._drawn_written.get(gpu, 0), t.shape[0])
+            fresh = (
+                t.shape[0]
+                if full
+                else min(ring.written - self._drawn_written.get(gpu, 0), t.shape[0])
+            )
             if fresh > 0:
                 with np.errstate(all="ignore"):
                     block = values[channels, -fresh:]
-                    peaks = np.fmax(peaks, np.nanmax(np.where(np.isnan(block), -np.inf, block), axis=1))
+                    peaks = np.fmax(
+                        peaks, np.nanmax(np.where(np.isnan(block), -np.inf, block), axis=1)
+                    )
             self._drawn_written[gpu] = ring.written
         span = self.window_s if self.window_s is not None else max(end - first, 1.0)
         self._drawn_version = history.version
-        self._frame = _Frame(curves, peaks, end, span, full, list(range(len(self.plots))),
-                             time.perf_counter() - started)
+        self._frame = _Frame(
+            curves,
+            peaks,
+            end,
+            span,
+            full,
+            list(range(len(self.plots))),
+            time.perf_counter() - started,
+        )
         return self._frame
 
     def _draw_chunk(self, frame: _Frame, count: int) -> None:
@@ -399,18 +453,25 @@ class LiveGpuCharts(QWidget):
         if frame.full or now - self._table_at >= TABLE_PERIOD_S:
             self._table_at = now
             channels = [CHANNEL[name] for name in self.plots]
-            self.now.update_values({gpu: [float(v) for v in history.rings[gpu].last(1)[1][channels, 0]]
-                                    for gpu in history.gpus})
+            self.now.update_values(
+                {
+                    gpu: [float(v) for v in history.rings[gpu].last(1)[1][channels, 0]]
+                    for gpu in history.gpus
+                }
+            )
         gpus = history.gpus
-        self.status.setText(f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''} · {history.samples:,} samples · "
-                            f"newest at {frame.end:,.1f} s (x axis: seconds before it)")
+        self.status.setText(
+            f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''} · {history.samples:,} samples · "
+            f"newest at {frame.end:,.1f} s (x axis: seconds before it)"
+        )
         self.redraws += 1
         self._last_draw = now
         self._last_cost = frame.cost
         self.redrawn.emit(frame.cost)
 
     def latest(self, metric: str, gpu: int) -> float | None:
-        """The newest stored value of ``metric`` for ``gpu`` in chart units (for the summary line and tests)."""
+        """The newest stored value of ``metric`` for ``gpu`` in chart units (for the summary line
+        and tests)."""
         ring = self.history.rings.get(gpu)
         if ring is None or not len(ring):
             return None

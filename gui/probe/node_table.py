@@ -1,9 +1,11 @@
-"""The per-node view of a cluster run: one row a node with the probe it is on, its state and its verdict.
+"""The per-node view of a cluster run: one row a node with the probe it is on, its state and its
+verdict.
 
-A cluster run streams each node's own single-host run as ``NodeEvent``s (core.probes.cluster.run), all nodes in
-parallel; the pane's charts and progress follow the cluster's own steps, so this small table is where a person
-sees that one node is still on its burn while another is done, or that a node failed and why. ``NodeProgress``
-works out the rows from the events without Qt; ``NodeTable`` only shows them.
+A cluster run streams each node's own single-host run as ``NodeEvent``s (core.probes.cluster.run),
+all nodes in parallel; the pane's charts and progress follow the cluster's own steps, so this small
+table is where a person sees that one node is still on its burn while another is done, or that a
+node failed and why. ``NodeProgress`` works out the rows from the events without Qt; ``NodeTable``
+only shows them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,15 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from core.probes import LogEvent, NodeEvent, NodeReport, ProbeFinished, ProbeStarted, RunFinished, RunStarted
+from core.probes import (
+    LogEvent,
+    NodeEvent,
+    NodeReport,
+    ProbeFinished,
+    ProbeStarted,
+    RunFinished,
+    RunStarted,
+)
 from gui.probe.run_feed import LogLine
 from gui.table_model import Row, RowsModel, make_table
 
@@ -34,7 +44,8 @@ class NodeRow:
 
 
 class NodeProgress:
-    """Each node's row, updated event by event (no Qt); nodes appear in the order they were announced."""
+    """Each node's row, updated event by event (no Qt); nodes appear in the order they were
+    announced."""
 
     def __init__(self) -> None:
         self.rows: dict[str, NodeRow] = {}
@@ -43,8 +54,8 @@ class NodeProgress:
         self.rows = {node: NodeRow(node) for node in nodes}
 
     def add(self, event: NodeEvent) -> list[LogLine]:
-        """Update the node's row; return the event-log lines the event is worth (a node's run starting and
-        ending, its warnings and errors), each naming the node."""
+        """Update the node's row; return the event-log lines the event is worth (a node's run
+        starting and ending, its warnings and errors), each naming the node."""
         row = self.rows.setdefault(event.node, NodeRow(event.node))
         inner, node = event.event, event.node
         match inner:
@@ -69,22 +80,32 @@ class NodeProgress:
         return []
 
     def fraction(self) -> float:
-        """How far the nodes' own suites have got together (0 to 1): the share of the cluster's first step."""
+        """How far the nodes' own suites have got together (0 to 1): the share of the cluster's
+        first step."""
         if not self.rows:
             return 0.0
         return sum(r.done / r.total for r in self.rows.values() if r.total) / len(self.rows)
 
     def show_reports(self, reports: Sequence[NodeReport]) -> None:
         """A reopened cluster run: each node as it ended, from the cluster's evidence."""
-        self.rows = {r.node: NodeRow(r.node, probe=r.error or "—", state=r.state, verdict=r.verdict or "—",
-                                     run_id=r.run_id) for r in reports}
+        self.rows = {
+            r.node: NodeRow(
+                r.node,
+                probe=r.error or "—",
+                state=r.state,
+                verdict=r.verdict or "—",
+                run_id=r.run_id,
+            )
+            for r in reports
+        }
 
     def table_rows(self) -> list[Row]:
         return [Row([r.node, r.probe, r.state, r.verdict]) for r in self.rows.values()]
 
 
 class NodeTable(QWidget):
-    """The Live tab's node table, shown only while a cluster run (or a reopened one) is on screen."""
+    """The Live tab's node table, shown only while a cluster run (or a reopened one) is on
+    screen."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -127,12 +148,17 @@ class NodeTable(QWidget):
         self._fit_height()
 
     def _fit_height(self) -> None:
-        """As tall as its rows, up to MAX_TABLE_HEIGHT: two nodes leave the charts below the room, many scroll."""
+        """As tall as its rows, up to MAX_TABLE_HEIGHT: two nodes leave the charts below the room,
+        many scroll."""
         table = self.table
         rows = sum(table.rowHeight(r) for r in range(self.model.rowCount()))
         scrollbar = table.horizontalScrollBar()
-        wanted = (table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth()
-                  + (scrollbar.sizeHint().height() if scrollbar.isVisible() else 0))
+        wanted = (
+            table.horizontalHeader().sizeHint().height()
+            + rows
+            + 2 * table.frameWidth()
+            + (scrollbar.sizeHint().height() if scrollbar.isVisible() else 0)
+        )
         table.setFixedHeight(min(MAX_TABLE_HEIGHT, wanted))
 
     def cells(self) -> list[list[str]]:

@@ -1,4 +1,5 @@
-"""The Probe place: pick a host or a cluster, connect, run a suite with live charts, read the verdict, look back.
+"""The Probe place: pick a host or a cluster, connect, run a suite with live charts, read the
+verdict, look back.
 
 The pane wires its parts and runs: the widgets are ``control_column``'s (left) and
 ``result_tabs``' (right), the connection is ``target_connection``'s, every event is drawn by
@@ -9,8 +10,8 @@ runner's cancel event, so the runner kills the remote process group, removes its
 reports how the run ended. A cluster target (a host group) runs ``run_cluster``; each node's own
 events go to the node table, the cluster's steps to the rest.
 
-Signals: ``apply_to_plan(object)`` a PlanRequest with measured figures applied (the main window routes it
-to the wizard); ``message(str)`` a line for the status bar.
+Signals: ``apply_to_plan(object)`` a PlanRequest with measured figures applied (the main window
+routes it to the wizard); ``message(str)`` a line for the status bar.
 """
 
 from __future__ import annotations
@@ -52,20 +53,28 @@ STOP_GRACE_MS = 30_000
 class ProbePane(QWidget):
     """Hosts and suite on the left with the event log; live charts, scorecard and history in tabs.
 
-    ``run_suite``, ``run_cluster`` and ``make_options`` default to the real runner (tests pass a replay); the
-    store is used on the GUI thread for hosts and history and handed to the worker for the run (it serialises
-    writes).
+    ``run_suite``, ``run_cluster`` and ``make_options`` default to the real runner (tests pass a
+    replay); the store is used on the GUI thread for hosts and history and handed to the worker for
+    the run (it serialises writes).
     """
 
     apply_to_plan = Signal(object)
     message = Signal(str)
 
-    def __init__(self, executor: Executor, store: ProbeStore, *, run_suite: backend.RunSuite | None = None,
-                 run_cluster: backend.RunCluster | None = None,
-                 make_options: backend.MakeOptions | None = None, known_hosts_file: Path | None = None,
-                 ssh_config: Path | None = None, transport_options: dict[str, Any] | None = None,
-                 plan_request_source: Callable[[], PlanRequest | None] | None = None,
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        store: ProbeStore,
+        *,
+        run_suite: backend.RunSuite | None = None,
+        run_cluster: backend.RunCluster | None = None,
+        make_options: backend.MakeOptions | None = None,
+        known_hosts_file: Path | None = None,
+        ssh_config: Path | None = None,
+        transport_options: dict[str, Any] | None = None,
+        plan_request_source: Callable[[], PlanRequest | None] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setAccessibleName("Probe")
         self.executor, self.store = executor, store
@@ -87,8 +96,13 @@ class ProbePane(QWidget):
         # the window it is in closes: stop and disconnect
         self.close_hook = OnWindowClose(self, self.shutdown)
 
-        self.connector = Connector(executor, self, known_hosts_file=known_hosts_file, ssh_config=ssh_config,
-                                   transport_options=transport_options)
+        self.connector = Connector(
+            executor,
+            self,
+            known_hosts_file=known_hosts_file,
+            ssh_config=ssh_config,
+            transport_options=transport_options,
+        )
         self.link = TargetConnection(self.connector, lambda: self.hosts.current())
         self.link.connected.connect(self._connected)
         self.link.failed.connect(self._connect_failed)
@@ -107,8 +121,9 @@ class ProbePane(QWidget):
         splitter.setStretchFactor(0, 0)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([330, 950])
-        self.display = RunDisplay(self.run_charts, self.node_table, self.log, self.scorecard_view,
-                                  self.progress, self.eta)
+        self.display = RunDisplay(
+            self.run_charts, self.node_table, self.log, self.scorecard_view, self.progress, self.eta
+        )
 
         self.redraw_timer = self.gpu_charts.timer  # one ≤ 20 Hz timer repaints every chart
         self.redraw_timer.timeout.connect(self.run_charts.redraw_points)
@@ -126,20 +141,24 @@ class ProbePane(QWidget):
 
     @classmethod
     def create_default(cls, executor: Executor | None = None, **kwargs: Any) -> ProbePane:
-        """The pane the app shows: the user's probe history (in memory, and saying so, when the file cannot be
-        used), the real runner; runs a killed tuneplan left 'running' are marked interrupted first."""
+        """The pane the app shows: the user's probe history (in memory, and saying so, when the file
+        cannot be used), the real runner; runs a killed tuneplan left 'running' are marked
+        interrupted first."""
         store = ProbeStore.open_or_memory()
         stale = mark_stale_runs(store)  # core.probes.history.leases
         pane = cls(executor or ThreadExecutor(), store, **kwargs)
         pane.check_history()
         if stale:
-            pane._set_status(f"{len(stale)} earlier run{'s' if len(stale) > 1 else ''} stopped without an end "
-                             "(its tuneplan was killed): marked interrupted, samples kept")
+            pane._set_status(
+                f"{len(stale)} earlier run{'s' if len(stale) > 1 else ''} stopped without an end "
+                "(its tuneplan was killed): marked interrupted, samples kept"
+            )
         return pane
 
     def check_history(self) -> None:
-        """Show the store's notice (a damaged file moved aside) or fault (history not kept) in the banner and the
-        status; called at start and after each run event, since a file can fail mid-run."""
+        """Show the store's notice (a damaged file moved aside) or fault (history not kept) in the
+        banner and the status; called at start and after each run event, since a file can fail
+        mid-run."""
         text = self.history_banner.show_store(self.store)
         if text:
             self._set_status(text)
@@ -151,10 +170,13 @@ class ProbePane(QWidget):
         self.hosts, self.status, self.suite = column.hosts, column.status, column.suite
         self.log, self.progress, self.eta = column.log, column.progress, column.eta
         self.probe_here_button = column.probe_here_button
-        for button, slot in ((column.probe_here_button, self.probe_this_machine),
-                             (column.connect_button, self.connect_selected),
-                             (column.disconnect_button, self.disconnect_host),
-                             (column.start_button, self.start), (column.stop_button, self.stop)):
+        for button, slot in (
+            (column.probe_here_button, self.probe_this_machine),
+            (column.connect_button, self.connect_selected),
+            (column.disconnect_button, self.disconnect_host),
+            (column.start_button, self.start),
+            (column.stop_button, self.stop),
+        ):
             button.clicked.connect(lambda _c=False, s=slot: s())
         self.connect_button = column.connect_button
         self.disconnect_button = column.disconnect_button
@@ -200,8 +222,11 @@ class ProbePane(QWidget):
 
     def _enable(self) -> None:
         connected, busy = self.connected, self.link.busy
-        same_host = connected and self.connected_profile is not None and \
-            self.connected_profile.name == self.hosts.current().name
+        same_host = (
+            connected
+            and self.connected_profile is not None
+            and self.connected_profile.name == self.hosts.current().name
+        )
         self.connect_button.setEnabled(not self.running and not busy and not same_host)
         self.disconnect_button.setEnabled(connected and not self.running)
         self.start_button.setEnabled(bool(same_host) and not self.running)
@@ -218,18 +243,25 @@ class ProbePane(QWidget):
         self.message.emit(text)
 
     def _host_selected(self, profile: Target) -> None:
-        host = profile if isinstance(profile, HostProfile) else None  # a cluster's nodes keep their own paths
+        # a cluster's nodes keep their own paths
+        host = profile if isinstance(profile, HostProfile) else None
         self.suite.for_host(host)
-        self.history.show_host(host_label(profile), also=profile.hosts if isinstance(profile, HostGroup) else ())
-        if not self.running:  # another host's progress, status and verdict say nothing about this one
+        self.history.show_host(
+            host_label(profile), also=profile.hosts if isinstance(profile, HostGroup) else ()
+        )
+        # another host's progress, status and verdict say nothing about this one
+        if not self.running:
             self.progress.setValue(0)
             self.eta.setText("")
-            self._set_status(connection_text(profile, self.connected_profile if self.connected else None))
+            self._set_status(
+                connection_text(profile, self.connected_profile if self.connected else None)
+            )
             if self.shown_host not in (None, host_label(profile)):
                 self.display.reset()
                 self.showing.setText("")
                 self.shown_run = self.shown_host = None
-            if self.shown_host is None:  # no run on screen: name the host selected now, not the one before it
+            # no run on screen: name the host selected now, not the one before it
+            if self.shown_host is None:
                 self.scorecard_view.no_verdict_yet(profile.name)
         self._enable()
 
@@ -243,7 +275,9 @@ class ProbePane(QWidget):
 
     def _connected(self, line: str) -> None:
         profile, single = self.link.profile, self.link.transport is not None
-        self._set_status(connection_text(profile if single and profile else self.hosts.current(), profile))
+        self._set_status(
+            connection_text(profile if single and profile else self.hosts.current(), profile)
+        )
         self.log.add("info", line)
         self._enable()
         if self._start_when_connected and single:
@@ -251,7 +285,8 @@ class ProbePane(QWidget):
             self.start()
 
     def probe_this_machine(self) -> None:
-        """One click for a first look: select this machine, connect (no SSH) and run the quick suite."""
+        """One click for a first look: select this machine, connect (no SSH) and run the quick
+        suite."""
         if self.running:
             return self._set_status("A run is in progress: stop it first")
         self.hosts.refresh(select=local_profile().name)
@@ -273,7 +308,8 @@ class ProbePane(QWidget):
     # ---- running
 
     def start(self) -> bool:
-        """Run the chosen suite on the connected host; False (with a status line) when it cannot start."""
+        """Run the chosen suite on the connected host; False (with a status line) when it cannot
+        start."""
         if self.running or not self.connected or self.connected_profile is None:
             self._set_status("Connect to the host first")
             return False
@@ -293,27 +329,44 @@ class ProbePane(QWidget):
         self.running, self.run_id, self.shown_host = True, None, host_label(self.connected_profile)
         self.showing.setText(f"Live: {choice.label} suite on {self.connected_profile.name}")
         cancel = self.cancel_event = threading.Event()
-        transport, store, label, run = self.transport, self.store, host_label(self.connected_profile), self.run_suite
+        transport, store, label, run = (
+            self.transport,
+            self.store,
+            host_label(self.connected_profile),
+            self.run_suite,
+        )
         plan = self.plan_request_source and self.plan_request_source()
-        nodes, run_cluster = [(host_label(p), node) for p, node in self.link.nodes], self.run_cluster
+        nodes, run_cluster = (
+            [(host_label(p), node) for p, node in self.link.nodes],
+            self.run_cluster,
+        )
         if transport is None:  # a cluster: every node's own suite, then the steps between nodes
             self.node_table.start([name for name, _t in nodes])
             self.gpu_charts.say_empty(CLUSTER_GPU_NOTE)  # the cluster's row samples no GPU itself
-            events = backend.relay(lambda: run_cluster(backend.cluster_nodes(nodes), options, store, cancel, label),
-                                   cancel)
+            events = backend.relay(
+                lambda: run_cluster(backend.cluster_nodes(nodes), options, store, cancel, label),
+                cancel,
+            )
         else:
-            events = backend.relay(lambda: run(transport, backend.with_step(options, plan), store, cancel, label),
-                                   cancel)
+            events = backend.relay(
+                lambda: run(transport, backend.with_step(options, plan), store, cancel, label),
+                cancel,
+            )
         self.log.add("info", f"starting the {choice.label} suite on {self.connected_profile.name}")
         self.gpu_charts.start()
         self.progress_timer.start()
         self._enable()
-        self.job = self.executor.stream(events, self._on_event, lambda _v: self._on_run_done(cancel),
-                                        lambda exc: self._on_run_error(exc, cancel))
+        self.job = self.executor.stream(
+            events,
+            self._on_event,
+            lambda _v: self._on_run_done(cancel),
+            lambda exc: self._on_run_error(exc, cancel),
+        )
         return True
 
     def stop(self) -> None:
-        """Ask the runner to cancel; if it has not ended after STOP_GRACE_MS the relay is dropped."""
+        """Ask the runner to cancel; if it has not ended after STOP_GRACE_MS the relay is
+        dropped."""
         if not self.running or self.cancel_event is None:
             return
         self.cancel_event.set()
@@ -347,7 +400,9 @@ class ProbePane(QWidget):
     def _run_finished(self, event: probes.RunFinished) -> None:
         self.display.finished(event)
         self.run_id = self.shown_run = event.run_id
-        self.shown_host = host_label(self.connected_profile) if self.connected_profile is not None else None
+        self.shown_host = (
+            host_label(self.connected_profile) if self.connected_profile is not None else None
+        )
         self._finish_run(event.status)
         if self.scorecard is not None:
             self.tabs.setCurrentIndex(SCORECARD)
@@ -362,17 +417,27 @@ class ProbePane(QWidget):
         self.run_charts.redraw_points()
         if status == "completed":
             self.progress.setValue(PROGRESS_STEPS)
-        verdict = f" · {verdict_value(self.scorecard) or 'no verdict'}" if self.scorecard is not None else ""
+        verdict = (
+            f" · {verdict_value(self.scorecard) or 'no verdict'}"
+            if self.scorecard is not None
+            else ""
+        )
         self.eta.setText(f"Run {status}{verdict}")
         self.log.add("info" if status == "completed" else "warning", f"run {status}")
-        self._set_status(f"Run {self.run_id if self.run_id is not None else ''} {status}{verdict}".replace("  ", " "))
+        self._set_status(
+            f"Run {self.run_id if self.run_id is not None else ''} {status}{verdict}".replace(
+                "  ", " "
+            )
+        )
         self.history.refresh()
         self._enable()
 
     def _on_run_done(self, cancel: threading.Event) -> None:
-        """A run's stream ends a moment after its RunFinished (its threads are joined), by when the next run may
-        have started: ``cancel`` names the run, and only the one running now is ended by it."""
-        if self.running and cancel is self.cancel_event:  # this run's stream ended without RunFinished
+        """A run's stream ends a moment after its RunFinished (its threads are joined), by when the
+        next run may have started: ``cancel`` names the run, and only the one running now is ended
+        by it."""
+        # this run's stream ended without RunFinished
+        if self.running and cancel is self.cancel_event:
             self._finish_run("cancelled" if cancel.is_set() else "interrupted")
 
     def _on_run_error(self, exc: BaseException, cancel: threading.Event) -> None:
@@ -413,7 +478,9 @@ class ProbePane(QWidget):
 
     def compare(self, a_id: int, b_id: int) -> CompareDialog | None:
         try:
-            dialog = CompareDialog.of_runs(self.store.load_run(a_id), self.store.load_run(b_id), self)
+            dialog = CompareDialog.of_runs(
+                self.store.load_run(a_id), self.store.load_run(b_id), self
+            )
         except KeyError as exc:
             self._set_status(str(exc.args[0]))
             return None
@@ -422,12 +489,18 @@ class ProbePane(QWidget):
         return dialog
 
     def export_json(self, path: Path | None = None, run_id: int | None = None) -> Path | None:
-        """Write the run shown (or ``run_id``) as JSON; None when nothing was written (the status says why)."""
+        """Write the run shown (or ``run_id``) as JSON; None when nothing was written (the status
+        says why)."""
         return self.exports.export_json(run_id if run_id is not None else self.shown_run, path)
 
-    def export_pdf(self, path: Path | None = None, run_id: int | None = None,
-                   on_done: Callable[[int], None] | None = None) -> None:
-        """Write the readiness report of the run shown (or ``run_id``) as a PDF, rendered on a worker."""
+    def export_pdf(
+        self,
+        path: Path | None = None,
+        run_id: int | None = None,
+        on_done: Callable[[int], None] | None = None,
+    ) -> None:
+        """Write the readiness report of the run shown (or ``run_id``) as a PDF, rendered on a
+        worker."""
         self.exports.export_pdf(run_id if run_id is not None else self.shown_run, path, on_done)
 
     # ---- shutdown

@@ -1,11 +1,13 @@
-"""The Probe place as the main window holds it: shown at once, the pane arriving when its modules are loaded.
+"""The Probe place as the main window holds it: shown at once, the pane arriving when its modules
+are loaded.
 
-The pane needs paramiko, pyqtgraph and the probe history: importing them takes the best part of a second here,
-which a cold start must not pay for a place the user may never open, and which the first open must not pay on
-the UI thread either (the window would freeze that long after the click). So the first show puts up a line
-saying what is loading, imports the pane's modules on a worker (``gui/workers.py``; pyqtgraph through
-``charts.preload``, so that a wizard chart drawn meanwhile waits for it instead of blocking), and builds the pane
-on the UI thread once they are in. Signals are forwarded from the pane.
+The pane needs paramiko, pyqtgraph and the probe history: importing them takes the best part of a
+second here, which a cold start must not pay for a place the user may never open, and which the
+first open must not pay on the UI thread either (the window would freeze that long after the click).
+So the first show puts up a line saying what is loading, imports the pane's modules on a worker
+(``gui/workers.py``; pyqtgraph through ``charts.preload``, so that a wizard chart drawn meanwhile
+waits for it instead of blocking), and builds the pane on the UI thread once they are in. Signals
+are forwarded from the pane.
 """
 
 from __future__ import annotations
@@ -33,13 +35,19 @@ def _import_pane() -> None:
 
 
 class ProbePlace(QWidget):
-    """Signals: ``apply_to_plan(object)`` a PlanRequest with the probe's figures; ``message(str)`` status text."""
+    """Signals: ``apply_to_plan(object)`` a PlanRequest with the probe's figures; ``message(str)``
+    status text."""
 
     apply_to_plan = Signal(object)
     message = Signal(str)
 
-    def __init__(self, executor: Executor, plan_request_source: Callable[[], Any] | None = None,
-                 factory: Callable[..., ProbePane] | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        plan_request_source: Callable[[], Any] | None = None,
+        factory: Callable[..., ProbePane] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setAccessibleName("Probe")
         self.executor = executor
@@ -58,7 +66,8 @@ class ProbePlace(QWidget):
         self._layout.addWidget(self.status)
 
     def ensure_pane(self) -> ProbePane:
-        """Build the pane now (a caller that needs it at once; the import happens here if not done yet)."""
+        """Build the pane now (a caller that needs it at once; the import happens here if not done
+        yet)."""
         if self.pane is None:
             from gui.probe.pane import ProbePane
 
@@ -68,7 +77,8 @@ class ProbePlace(QWidget):
             pane.message.connect(self.message)
             self.status.hide()
             self._layout.addWidget(pane)
-            pane.show()  # a child added while its parent is being shown is not shown by Qt on its own
+            # a child added while its parent is being shown is not shown by Qt on its own
+            pane.show()
             self.pane = pane
         return self.pane
 

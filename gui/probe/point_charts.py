@@ -1,12 +1,13 @@
-"""Low-rate result charts: NCCL bus bandwidth against message size (log x) and fio figures over time.
+"""Low-rate result charts: NCCL bus bandwidth against message size (log x) and fio figures over
+time.
 
-Points arrive a few per second at most, but they are still painted from the pane's redraw timer: `add`
-only appends and marks the chart dirty.
+Points arrive a few per second at most, but they are still painted from the pane's redraw timer:
+`add` only appends and marks the chart dirty.
 
-As in ``gui.charts``, the title and the legend are Qt labels above and below the plot, not items inside it: they
-wrap instead of being cut off in a narrow chart, and the legend never sits on the points (inside the plot it hid
-the top left corner, where a storage run's first figures land). A chart with nothing to draw says why in its
-middle (:class:`ChartNote`), e.g. "skipped: no GPU".
+As in ``gui.charts``, the title and the legend are Qt labels above and below the plot, not items
+inside it: they wrap instead of being cut off in a narrow chart, and the legend never sits on the
+points (inside the plot it hid the top left corner, where a storage run's first figures land). A
+chart with nothing to draw says why in its middle (:class:`ChartNote`), e.g. "skipped: no GPU".
 """
 
 from __future__ import annotations
@@ -39,12 +40,19 @@ def fmt_size(n: float) -> str:
 
 
 class SizeAxis(pg.AxisItem):
-    """Bottom axis in log mode with ticks at powers of two (nccl-tests sweeps by ×2) labelled as byte sizes."""
+    """Bottom axis in log mode with ticks at powers of two (nccl-tests sweeps by ×2) labelled as
+    byte sizes."""
 
     PX_PER_LABEL = 64
 
-    def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[float]]]:
-        if not self.logMode or not (math.isfinite(minVal) and math.isfinite(maxVal)) or maxVal <= minVal:
+    def tickValues(
+        self, minVal: float, maxVal: float, size: float
+    ) -> list[tuple[float, list[float]]]:
+        if (
+            not self.logMode
+            or not (math.isfinite(minVal) and math.isfinite(maxVal))
+            or maxVal <= minVal
+        ):
             return list(super().tickValues(minVal, maxVal, size))
         lo, hi = math.ceil(minVal / math.log10(2)), math.floor(maxVal / math.log10(2))
         most = max(2, int(size // self.PX_PER_LABEL))
@@ -57,12 +65,13 @@ class SizeAxis(pg.AxisItem):
     def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
         if not self.logMode:
             return list(super().tickStrings(values, scale, spacing))
-        return [fmt_size(round(10 ** v)) if math.isfinite(v) else "" for v in values]
+        return [fmt_size(round(10**v)) if math.isfinite(v) else "" for v in values]
 
 
 class ChartNote(QLabel):
-    """A sentence across the middle of an empty chart's plot area ("skipped: no GPU"), wrapped within it and
-    following its size; hidden while there is nothing to say. Mouse events go through to the plot."""
+    """A sentence across the middle of an empty chart's plot area ("skipped: no GPU"), wrapped
+    within it and following its size; hidden while there is nothing to say. Mouse events go through
+    to the plot."""
 
     def __init__(self, plot: pg.PlotWidget, name: str) -> None:
         super().__init__(plot)
@@ -94,12 +103,20 @@ class ChartNote(QLabel):
 class PointChart(QWidget):
     """Named series of (x, y) points with labels; redrawn from a timer via :meth:`redraw`.
 
-    ``small_unit`` ('GFLOP/s', 1e3): when every value is below 1 in ``y_label``'s unit, the axis shows them scaled
-    into that unit, so a CPU's matmul reads 170 GFLOP/s rather than 0.17 TFLOP/s. Points stay in the unit given.
+    ``small_unit`` ('GFLOP/s', 1e3): when every value is below 1 in ``y_label``'s unit, the axis
+    shows them scaled into that unit, so a CPU's matmul reads 170 GFLOP/s rather than 0.17 TFLOP/s.
+    Points stay in the unit given.
     """
 
-    def __init__(self, title: str, x_label: str, y_label: str, log_x: bool = False,
-                 small_unit: tuple[str, float] | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        title: str,
+        x_label: str,
+        y_label: str,
+        log_x: bool = False,
+        small_unit: tuple[str, float] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         background, foreground = palette_colors()
         axis: dict[str, Any] = {"bottom": SizeAxis("bottom")} if log_x else {}
@@ -133,7 +150,8 @@ class PointChart(QWidget):
         for name in ("left", "bottom"):
             item.getAxis(name).setPen(pg.mkPen(foreground))
             item.getAxis(name).setTextPen(pg.mkPen(foreground))
-        item.getAxis("left").enableAutoSIPrefix(False)  # '(x0.001)' on the label reads as a unit of its own
+        # '(x0.001)' on the label reads as a unit of its own
+        item.getAxis("left").enableAutoSIPrefix(False)
         item.setLabel("bottom", x_label)
         item.setLabel("left", y_label)
         item.showGrid(x=True, y=True, alpha=0.15)
@@ -147,7 +165,8 @@ class PointChart(QWidget):
         self._empty_axes()
 
     def _empty_axes(self) -> None:
-        """The axes of a chart with no points: the unit as named, 0 to 1, or nccl-tests' usual sweep."""
+        """The axes of a chart with no points: the unit as named, 0 to 1, or nccl-tests' usual
+        sweep."""
         self.y_scale = 1.0
         item = self.getPlotItem()
         item.setLabel("left", self.y_label)
@@ -158,11 +177,13 @@ class PointChart(QWidget):
         item.setYRange(0.0, 1.0, padding=0)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
-        """A wrapped label only asks for one line's height; ask for all its lines, so that the layout shrinks the
-        plot instead of drawing the legend over the axis."""
+        """A wrapped label only asks for one line's height; ask for all its lines, so that the
+        layout shrinks the plot instead of drawing the legend over the axis."""
         super().resizeEvent(event)
         for label in (self.title_label, self.legend):
-            label.setMinimumHeight(label.heightForWidth(max(self.width(), 1)) if label.text() else 0)
+            label.setMinimumHeight(
+                label.heightForWidth(max(self.width(), 1)) if label.text() else 0
+            )
 
     def getPlotItem(self) -> pg.PlotItem:
         """The plot's item (pyqtgraph's name, so callers can treat the chart as a plot)."""
@@ -186,8 +207,11 @@ class PointChart(QWidget):
         if not self._dirty:
             return False
         top = max((max(ys) for _xs, ys in self.series.values() if ys), default=1.0)
-        scale, unit = (self.small_unit[1], self.small_unit[0]) if self.small_unit and 0 < top < 1 else \
-            (1.0, self.y_label)
+        scale, unit = (
+            (self.small_unit[1], self.small_unit[0])
+            if self.small_unit and 0 < top < 1
+            else (1.0, self.y_label)
+        )
         if scale != self.y_scale:
             self.y_scale = scale
             self.getPlotItem().setLabel("left", unit)
@@ -195,8 +219,15 @@ class PointChart(QWidget):
             curve = self.curves.get(name)
             if curve is None:
                 pen = pg.mkPen(series_color(i), width=2)
-                curve = self.getPlotItem().plot([], [], pen=pen, symbol="o", symbolSize=5,
-                                                symbolBrush=series_color(i), symbolPen=None)
+                curve = self.getPlotItem().plot(
+                    [],
+                    [],
+                    pen=pen,
+                    symbol="o",
+                    symbolSize=5,
+                    symbolBrush=series_color(i),
+                    symbolPen=None,
+                )
                 self.curves[name] = curve
             order = np.argsort(xs, kind="stable") if self.log_x else np.arange(len(xs))
             curve.setData(np.asarray(xs)[order], np.asarray(ys)[order] * scale)
@@ -209,12 +240,18 @@ class PointChart(QWidget):
         return True
 
     def _show_legend(self) -> None:
-        """One entry per series in its colour, below the plot; entries wrap onto more lines, never off the edge."""
-        entries = [f'<span style="color:{series_color(i).name()}">■</span>&nbsp;'
-                   f'{html.escape(name).replace(" ", "&nbsp;")}' for i, name in enumerate(self.series)]
+        """One entry per series in its colour, below the plot; entries wrap onto more lines, never
+        off the edge."""
+        entries = [
+            f'<span style="color:{series_color(i).name()}">■</span>&nbsp;'
+            f"{html.escape(name).replace(' ', '&nbsp;')}"
+            for i, name in enumerate(self.series)
+        ]
         self.legend.setText(" &nbsp; ".join(entries))
         self.legend.setVisible(len(entries) > 0)
-        self.legend.setMinimumHeight(self.legend.heightForWidth(max(self.width(), 1)) if entries else 0)
+        self.legend.setMinimumHeight(
+            self.legend.heightForWidth(max(self.width(), 1)) if entries else 0
+        )
 
     def legend_entries(self) -> list[str]:
         """The legend's names, in order (what a reader sees under the plot)."""

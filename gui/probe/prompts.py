@@ -1,9 +1,9 @@
 """Password and passphrase prompts for the SSH transport, asked on the GUI thread and never stored.
 
-paramiko calls the transport's callbacks on the thread that connects (a worker). A worker must not touch
-widgets, so :class:`Prompter` hands the question to the GUI thread through a queued signal and blocks the
-worker until the user answers (or the pane shuts down). Called on the GUI thread itself (the inline executor
-in tests) it asks directly. Answers live only in the callback's return value.
+paramiko calls the transport's callbacks on the thread that connects (a worker). A worker must not
+touch widgets, so :class:`Prompter` hands the question to the GUI thread through a queued signal and
+blocks the worker until the user answers (or the pane shuts down). Called on the GUI thread itself
+(the inline executor in tests) it asks directly. Answers live only in the callback's return value.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ class _Question:
 
 
 class Prompter(QObject):
-    """Signals: ``asked(object)`` internal, carries a question to the GUI thread; ``shown(object)`` the dialog
-    just opened (tests answer it through this)."""
+    """Signals: ``asked(object)`` internal, carries a question to the GUI thread; ``shown(object)``
+    the dialog just opened (tests answer it through this)."""
 
     asked = Signal(object)
     shown = Signal(object)
@@ -84,7 +84,9 @@ class Prompter(QObject):
         dialog.setInputMode(QInputDialog.InputMode.TextInput)
 
         def finish(result: int) -> None:
-            question.answer = dialog.textValue() if result == int(QInputDialog.DialogCode.Accepted) else None
+            question.answer = (
+                dialog.textValue() if result == int(QInputDialog.DialogCode.Accepted) else None
+            )
             dialog.setTextValue("")
             question.answered.set()
             dialog.deleteLater()

@@ -1,8 +1,8 @@
-"""The Probe place's right side: the Live tab (run charts beside a cluster's node table), the Scorecard tab
-(the verdict and its export buttons) and the History tab.
+"""The Probe place's right side: the Live tab (run charts beside a cluster's node table), the
+Scorecard tab (the verdict and its export buttons) and the History tab.
 
-It holds widgets only, as ``control_column`` does for the left side; the pane wires what they ask for
-(apply to the plan, reopen, compare, export) and ``run_display`` draws a run into them.
+It holds widgets only, as ``control_column`` does for the left side; the pane wires what they ask
+for (apply to the plan, reopen, compare, export) and ``run_display`` draws a run into them.
 """
 
 from __future__ import annotations
@@ -22,10 +22,16 @@ LIVE, SCORECARD, HISTORY = range(3)  # the tabs, in order
 
 
 class ResultTabs(QTabWidget):
-    """The three tabs; `export_pdf` and `export_json` are called with no argument (the run shown)."""
+    """The three tabs; `export_pdf` and `export_json` are called with no argument (the run
+    shown)."""
 
-    def __init__(self, store: ProbeStore, export_pdf: Callable[[], object], export_json: Callable[[], object],
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        store: ProbeStore,
+        export_pdf: Callable[[], object],
+        export_json: Callable[[], object],
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setAccessibleName("Probe views")
         self.run_charts, self.node_table = RunCharts(), NodeTable()
@@ -34,7 +40,9 @@ class ResultTabs(QTabWidget):
         score_tab = QWidget()
         score_layout = QVBoxLayout(score_tab)
         score_layout.addWidget(self.scorecard_view, 1)
-        row, self.export_pdf_button, self.export_json_button = export_buttons(export_pdf, export_json)
+        row, self.export_pdf_button, self.export_json_button = export_buttons(
+            export_pdf, export_json
+        )
         score_layout.addLayout(row)
         self.addTab(score_tab, "Scorecard")
         self.history = HistoryView(store)

@@ -1,8 +1,9 @@
 """Fixed-size sample history where any window of recent samples is one contiguous NumPy slice.
 
-Friture's trick (``friture/ringbuffer.py``): every sample is written twice, at ``i`` and ``i + capacity``, so
-the newest ``n`` samples always sit side by side and the redraw timer hands pyqtgraph a view, never a copy or
-a concatenation. Pure NumPy (no Qt), so it is tested and benchmarked on its own.
+Friture's trick (``friture/ringbuffer.py``): every sample is written twice, at ``i`` and ``i +
+capacity``, so the newest ``n`` samples always sit side by side and the redraw timer hands pyqtgraph
+a view, never a copy or a concatenation. Pure NumPy (no Qt), so it is tested and benchmarked on its
+own.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ FloatArray = npt.NDArray[np.floating]
 
 
 class RingBuffer:
-    """``channels`` float32 series sharing one float64 time axis, keeping the last ``capacity`` samples."""
+    """``channels`` float32 series sharing one float64 time axis, keeping the last ``capacity``
+    samples."""
 
     def __init__(self, channels: int, capacity: int) -> None:
         if channels < 1 or capacity < 1:
-            raise ValueError(f"channels and capacity must be at least 1, got {channels} and {capacity}")
+            raise ValueError(
+                f"channels and capacity must be at least 1, got {channels} and {capacity}"
+            )
         self.channels, self.capacity = channels, capacity
         self._t = np.full(2 * capacity, np.nan, dtype=np.float64)
         self._v = np.full((channels, 2 * capacity), np.nan, dtype=np.float32)
@@ -29,7 +33,8 @@ class RingBuffer:
         return min(self.written, self.capacity)
 
     def extend(self, t: npt.ArrayLike, values: npt.ArrayLike) -> None:
-        """Append ``k`` samples: ``t`` shape (k,), ``values`` shape (channels, k); NaN marks a missing value."""
+        """Append ``k`` samples: ``t`` shape (k,), ``values`` shape (channels, k); NaN marks a
+        missing value."""
         t_arr = np.asarray(t, dtype=np.float64).reshape(-1)
         v_arr = np.asarray(values, dtype=np.float32).reshape(self.channels, -1)
         k = t_arr.shape[0]
@@ -38,7 +43,7 @@ class RingBuffer:
         if k == 0:
             return
         if k > self.capacity:  # only the newest capacity samples can be kept
-            t_arr, v_arr = t_arr[-self.capacity:], v_arr[:, -self.capacity:]
+            t_arr, v_arr = t_arr[-self.capacity :], v_arr[:, -self.capacity :]
             self.written += k - self.capacity
             k = self.capacity
         slots = (self._head + np.arange(k)) % self.capacity
@@ -49,10 +54,11 @@ class RingBuffer:
         self.written += k
 
     def last(self, n: int | None = None) -> tuple[FloatArray, FloatArray]:
-        """Views (not copies) of the newest ``n`` samples, oldest first: times (n,), values (channels, n)."""
+        """Views (not copies) of the newest ``n`` samples, oldest first: times (n,), values
+        (channels, n)."""
         count = len(self) if n is None else max(0, min(n, len(self)))
         end = self._head + self.capacity
-        return self._t[end - count:end], self._v[:, end - count:end]
+        return self._t[end - count : end], self._v[:, end - count : end]
 
     def since(self, t_min: float) -> tuple[FloatArray, FloatArray]:
         """Views of the samples with time ≥ ``t_min`` (times are kept ascending by the writer)."""

@@ -1,8 +1,8 @@
-"""The Probe place's Live tab: which run is shown, the GPU metrics as they stream, and the result charts (NCCL
-busbw, storage, compute, host CPU), each of which says why when it stays empty.
+"""The Probe place's Live tab: which run is shown, the GPU metrics as they stream, and the result
+charts (NCCL busbw, storage, compute, host CPU), each of which says why when it stays empty.
 
-The pane feeds it runner points and asks it to repaint from its one redraw timer; where a point goes and why a
-chart is empty are worked out in ``run_feed``, without widgets.
+The pane feeds it runner points and asks it to repaint from its one redraw timer; where a point goes
+and why a chart is empty are worked out in ``run_feed``, without widgets.
 """
 
 from __future__ import annotations
@@ -86,10 +86,15 @@ class RunCharts(QWidget):
         for chart in self.point_charts.values():
             chart.redraw()
 
-    def note_empty(self, gpus: bool | None, probes: Sequence[str], outcomes: Sequence[ProbeOutcome],
-                   ended: bool) -> None:
-        """Say on each chart still empty why: no GPU (``gpus`` False), its probe skipped, failed or not in the
-        suite."""
+    def note_empty(
+        self,
+        gpus: bool | None,
+        probes: Sequence[str],
+        outcomes: Sequence[ProbeOutcome],
+        ended: bool,
+    ) -> None:
+        """Say on each chart still empty why: no GPU (``gpus`` False), its probe skipped, failed or
+        not in the suite."""
         note = gpu_chart_note(gpus)
         if note is not None:
             self.gpu_charts.say_empty(note)

@@ -1,10 +1,11 @@
-"""One probe run on screen, live or reopened: its figures and where each lands (charts, node table, log,
-scorecard, progress and ETA).
+"""One probe run on screen, live or reopened: its figures and where each lands (charts, node table,
+log, scorecard, progress and ETA).
 
-It stands apart from the pane, which connects, starts and stops runs, because drawing a run is the same work
-whether its events arrive from the runner now or are read back from the history: the pane hands each event
-over on the GUI thread (or a stored run at once), and this keeps the run's evidence, scorecard and outcomes.
-Events only append to buffers; the charts' own timer repaints them.
+It stands apart from the pane, which connects, starts and stops runs, because drawing a run is the
+same work whether its events arrive from the runner now or are read back from the history: the pane
+hands each event over on the GUI thread (or a stored run at once), and this keeps the run's
+evidence, scorecard and outcomes. Events only append to buffers; the charts' own timer repaints
+them.
 """
 
 from __future__ import annotations
@@ -29,10 +30,18 @@ if TYPE_CHECKING:
 
 
 class RunDisplay:
-    """The run shown: its figures, drawn into the pane's widgets; :meth:`reset` before another run is shown."""
+    """The run shown: its figures, drawn into the pane's widgets; :meth:`reset` before another run
+    is shown."""
 
-    def __init__(self, charts: RunCharts, nodes: NodeTable, log: EventLog, card: ScorecardView,
-                 progress: QProgressBar, eta: QLabel) -> None:
+    def __init__(
+        self,
+        charts: RunCharts,
+        nodes: NodeTable,
+        log: EventLog,
+        card: ScorecardView,
+        progress: QProgressBar,
+        eta: QLabel,
+    ) -> None:
         self.charts, self.nodes, self.log, self.card = charts, nodes, log, card
         self.progress, self.eta = progress, eta
         self.evidence: ProbeEvidence | None = None
@@ -63,8 +72,11 @@ class RunDisplay:
         """A runner's event between the run's start and its end, drawn where it belongs."""
         match event:
             case probes.ProbeStarted():
-                self.log.add(*self.run_progress.start(event.name, event.index, event.total, event.eta_s,
-                                                      time.monotonic()))
+                self.log.add(
+                    *self.run_progress.start(
+                        event.name, event.index, event.total, event.eta_s, time.monotonic()
+                    )
+                )
                 self.update_progress()
             case probes.MetricsBatch():
                 self.charts.gpu_charts.add_metrics(event.metrics)
@@ -87,7 +99,11 @@ class RunDisplay:
     def finished(self, event: probes.RunFinished) -> None:
         """The run's verdict (explained when there is none) and what it could apply to a plan."""
         status = event.status
-        card = explain_no_verdict(event.scorecard, self.outcomes, status) if event.scorecard is not None else None
+        card = (
+            explain_no_verdict(event.scorecard, self.outcomes, status)
+            if event.scorecard is not None
+            else None
+        )
         self.evidence, self.scorecard = event.evidence, card
         self.card.show_scorecard(self.scorecard, f"No verdict: the run ended {status}.")
         self.card.set_apply_reason(nothing_to_apply(self.evidence, load_catalog()))
@@ -96,7 +112,9 @@ class RunDisplay:
     def show_stored(self, run: StoredRun) -> None:
         """A run from the history: its GPU samples, chart points, events and scorecard."""
         self.reset()
-        self.nodes.show_reports(run.evidence.cluster.nodes if run.evidence and run.evidence.cluster else [])
+        self.nodes.show_reports(
+            run.evidence.cluster.nodes if run.evidence and run.evidence.cluster else []
+        )
         self.charts.gpu_charts.history.load_table(run.samples)
         self.charts.gpu_charts.redraw()
         for point in run.series:
@@ -110,7 +128,9 @@ class RunDisplay:
         self.card.show_scorecard(card, f"No verdict: the run ended {run.summary.status}.")
         self.card.set_apply_reason(nothing_to_apply(run.evidence, load_catalog()))
         inventory = run.evidence.inventory if run.evidence is not None else None
-        self.note_empty_charts(None if inventory is None else inventory.nvidia is not None, ended=True)
+        self.note_empty_charts(
+            None if inventory is None else inventory.nvidia is not None, ended=True
+        )
         self.progress.setValue(PROGRESS_STEPS if run.summary.status == "completed" else 0)
 
     def update_progress(self) -> None:

@@ -1,11 +1,12 @@
-"""What the probe pane shows of a run, worked out without widgets: where a runner point is drawn, which log
-lines an outcome or a throttling GPU is worth, the titles above the charts, why a chart stayed empty, and how
-far the run has got. (Whether a run has anything for a plan is ``core.probes.apply.nothing_to_apply``, beside
-the rules that apply it.)
+"""What the probe pane shows of a run, worked out without widgets: where a runner point is drawn,
+which log lines an outcome or a throttling GPU is worth, the titles above the charts, why a chart
+stayed empty, and how far the run has got. (Whether a run has anything for a plan is
+``core.probes.apply.nothing_to_apply``, beside the rules that apply it.)
 
-The pane matches each runner event on its type and asks this module what it means on screen; it only puts the
-answers into its widgets. Nothing here touches Qt, so the routing and the progress and ETA arithmetic are
-tested on their own. Times are passed in (``now``, from ``time.monotonic``) for the same reason.
+The pane matches each runner event on its type and asks this module what it means on screen; it only
+puts the answers into its widgets. Nothing here touches Qt, so the routing and the progress and ETA
+arithmetic are tested on their own. Times are passed in (``now``, from ``time.monotonic``) for the
+same reason.
 """
 
 from __future__ import annotations
@@ -18,32 +19,50 @@ from dataclasses import dataclass, replace
 from core.probes import NO_GPU, GpuMetric, HostFacts, ProbeOutcome, ProbeStatus, RunSummary
 
 PROGRESS_STEPS = 1000
-# Clock-event reasons worth a log line, with their level (PROBES §4 D: HW slowdown is a FAIL, SW thermal a WARN).
+# Clock-event reasons worth a log line, with their level (PROBES §4 D: HW slowdown is a FAIL, SW
+# thermal a WARN).
 THROTTLE_LEVELS = {
-    "hw_slowdown": "error", "hw_thermal_slowdown": "error", "hw_power_brake_slowdown": "error",
-    "sw_thermal_slowdown": "warning", "sync_boost": "info", "sw_power_cap": "info",
+    "hw_slowdown": "error",
+    "hw_thermal_slowdown": "error",
+    "hw_power_brake_slowdown": "error",
+    "sw_thermal_slowdown": "warning",
+    "sync_boost": "info",
+    "sw_power_cap": "info",
 }
 # A line of the event log: (level, text), as EventLog.add takes them.
 LogLine = tuple[str, str]
 
 
-# The runner's chart series (core.probes.run.events.SeriesName) → (chart, legend name; None: the point's label).
+# The runner's chart series (core.probes.run.events.SeriesName) → (chart, legend name; None: the
+# point's label).
 SERIES_ROUTES: dict[str, tuple[str, str | None]] = {
-    "busbw": ("busbw", "busbw"), "algbw": ("busbw", "algbw"),
-    "fio_read": ("throughput", None), "fio_write": ("throughput", None), "fio_iops": ("iops", None),
-    "compute_tflops": ("compute", "matmul"), "tflops": ("compute", "burn"),
-    "cpu_util": ("cpu", "CPU busy %"), "cpu_temp": ("cpu", "CPU °C"), "step_ms": ("step", None),
+    "busbw": ("busbw", "busbw"),
+    "algbw": ("busbw", "algbw"),
+    "fio_read": ("throughput", None),
+    "fio_write": ("throughput", None),
+    "fio_iops": ("iops", None),
+    "compute_tflops": ("compute", "matmul"),
+    "tflops": ("compute", "burn"),
+    "cpu_util": ("cpu", "CPU busy %"),
+    "cpu_temp": ("cpu", "CPU °C"),
+    "step_ms": ("step", None),
 }
 
 
-# The probes whose points each result chart shows (the on-demand compute and CPU charts are hidden while empty).
-# A cluster run's busbw comes from its inter-node all_reduce sweep (core.probes.cluster.run CLUSTER_STEPS).
-CHART_PROBES: dict[str, tuple[str, ...]] = {"busbw": ("collectives", "allreduce"), "throughput": ("storage",),
-                                            "iops": ("storage",)}
+# The probes whose points each result chart shows (the on-demand compute and CPU charts are hidden
+# while empty). A cluster run's busbw comes from its inter-node all_reduce sweep
+# (core.probes.cluster.run CLUSTER_STEPS).
+CHART_PROBES: dict[str, tuple[str, ...]] = {
+    "busbw": ("collectives", "allreduce"),
+    "throughput": ("storage",),
+    "iops": ("storage",),
+}
 NO_GPU_NOTE = "skipped: no GPU"
-# A cluster run's own steps sample no GPU: each node's samples go to that node's own run (core.probes.cluster.run).
+# A cluster run's own steps sample no GPU: each node's samples go to that node's own run
+# (core.probes.cluster.run).
 CLUSTER_GPU_NOTE = "charted in each node's own run (History)"
-INTER_NODE = "inter-node"  # the label of a cluster run's busbw points: its own legend entry, "busbw inter-node"
+# the label of a cluster run's busbw points: its own legend entry, "busbw inter-node"
+INTER_NODE = "inter-node"
 
 
 def fmt_time(unix: float | None) -> str:
@@ -59,9 +78,9 @@ def fmt_duration(seconds: float | None) -> str:
 
 
 def route_point(series: str, x: float, label: str, t: float) -> tuple[str, str, float]:
-    """(chart, legend entry, x) for a runner point. Matmul results (x = device index) are drawn at the time
-    they were measured so they share the TFLOP/s-over-time chart with the burn; per-device series carry the
-    device in their name."""
+    """(chart, legend entry, x) for a runner point. Matmul results (x = device index) are drawn at
+    the time they were measured so they share the TFLOP/s-over-time chart with the burn; per-device
+    series carry the device in their name."""
     chart, name = SERIES_ROUTES.get(series, ("cpu", series))
     if name is None:
         name = label or series
@@ -71,7 +90,8 @@ def route_point(series: str, x: float, label: str, t: float) -> tuple[str, str, 
 
 
 def live_title(run_id: int | None, host: str, facts: HostFacts | None) -> str:
-    """The line above the charts while a run streams: its id, the host and the GPUs the host reported."""
+    """The line above the charts while a run streams: its id, the host and the GPUs the host
+    reported."""
     text = f"Live: run {run_id} on {host}"
     if facts is not None:
         gpus = len(facts.gpu_lines)
@@ -81,24 +101,31 @@ def live_title(run_id: int | None, host: str, facts: HostFacts | None) -> str:
 
 def stored_title(run_id: int, summary: RunSummary) -> str:
     """The line above the charts for a reopened run."""
-    return (f"Run {run_id} on {summary.host}, {fmt_time(summary.started)} "
-            f"({summary.suite}, {summary.status})")
+    return (
+        f"Run {run_id} on {summary.host}, {fmt_time(summary.started)} "
+        f"({summary.suite}, {summary.status})"
+    )
 
 
 def gpu_chart_note(gpus: bool | None) -> str | None:
-    """Why the live GPU charts are empty: the host has no NVIDIA GPU (None: not known yet, or it has GPUs)."""
+    """Why the live GPU charts are empty: the host has no NVIDIA GPU (None: not known yet, or it has
+    GPUs)."""
     return NO_GPU_NOTE if gpus is False else None
 
 
-def chart_notes(probes: Sequence[str], outcomes: Sequence[ProbeOutcome], ended: bool) -> dict[str, str]:
-    """Why each result chart may be empty, by chart: its probe is not in the suite, ended without figures
-    (skipped or failed: the outcome says why) or never ran. A chart whose probe is still to come gets none."""
+def chart_notes(
+    probes: Sequence[str], outcomes: Sequence[ProbeOutcome], ended: bool
+) -> dict[str, str]:
+    """Why each result chart may be empty, by chart: its probe is not in the suite, ended without
+    figures (skipped or failed: the outcome says why) or never ran. A chart whose probe is still to
+    come gets none."""
     finished = {o.name: o for o in outcomes}
     notes: dict[str, str] = {}
     for chart, feeding in CHART_PROBES.items():
         mine = [name for name in feeding if name in probes]
         done = [finished[name] for name in mine if name in finished]
-        if not mine and "nodes" in probes and chart != "busbw":  # a cluster run: storage ran on each node
+        # a cluster run: storage ran on each node
+        if not mine and "nodes" in probes and chart != "busbw":
             notes[chart] = f"storage: {CLUSTER_GPU_NOTE}"
         elif not mine:
             notes[chart] = f"not measured: {feeding[0]} is not in this suite"
@@ -117,17 +144,24 @@ def chart_notes(probes: Sequence[str], outcomes: Sequence[ProbeOutcome], ended: 
 
 
 def first_clause(reason: str) -> str:
-    """The gist of a probe's reason, short enough for the middle of a chart (the event log has all of it):
-    "torch is not installed in the host's Python (/usr/bin/python3), so …" → "torch is not installed in the
-    host's Python"."""
+    """The gist of a probe's reason, short enough for the middle of a chart (the event log has all
+    of it): "torch is not installed in the host's Python (/usr/bin/python3), so …" → "torch is not
+    installed in the host's Python"."""
     return re.split(r" \(|, |; |: ", reason, maxsplit=1)[0].rstrip(".")
 
 
 def outcome_lines(outcome: ProbeOutcome) -> list[LogLine]:
-    """The log lines of a finished probe: how it ended and after how long, then each of its warnings."""
+    """The log lines of a finished probe: how it ended and after how long, then each of its
+    warnings."""
     status = outcome.status.value
-    level = {"ok": "info", "skipped": "info", "cancelled": "warning", "interrupted": "error",
-             "lost": "error", "failed": "error"}.get(status, "info")
+    level = {
+        "ok": "info",
+        "skipped": "info",
+        "cancelled": "warning",
+        "interrupted": "error",
+        "lost": "error",
+        "failed": "error",
+    }.get(status, "info")
     detail = f": {outcome.error}" if outcome.error else ""
     took = fmt_duration(outcome.ended - outcome.started)
     if status in ("lost", "interrupted"):
@@ -150,8 +184,12 @@ class ThrottleWatch:
             active = {r for r in sample.clocks_event_reasons if r in THROTTLE_LEVELS}
             seen = self.seen.setdefault(sample.gpu, set())
             for reason in sorted(active - seen):
-                out.append((THROTTLE_LEVELS[reason], f"GPU {sample.gpu}: clocks held back ({reason}) at "
-                                                     f"{sample.t:.1f} s"))
+                out.append(
+                    (
+                        THROTTLE_LEVELS[reason],
+                        f"GPU {sample.gpu}: clocks held back ({reason}) at {sample.t:.1f} s",
+                    )
+                )
             for reason in sorted(seen - active):
                 out.append(("info", f"GPU {sample.gpu}: {reason} cleared at {sample.t:.1f} s"))
             self.seen[sample.gpu] = active
@@ -163,14 +201,16 @@ class ThrottleWatch:
 
 @dataclass(frozen=True)
 class RunningProbe:
-    """The probe the runner last started: ``index`` is the runner's 1-based one, ``eta`` its estimate (s)."""
+    """The probe the runner last started: ``index`` is the runner's 1-based one, ``eta`` its
+    estimate (s)."""
 
     name: str
     index: int
     total: int
     eta: float | None
     started: float
-    share: float | None = None  # how much of it is done when known (a cluster's node phase), else from the ETA
+    # how much of it is done when known (a cluster's node phase), else from the ETA
+    share: float | None = None
 
     @property
     def position(self) -> int:
@@ -179,7 +219,8 @@ class RunningProbe:
 
 
 class RunProgress:
-    """How far a run has got: finished probes plus the running one's share of its ETA, in PROGRESS_STEPS."""
+    """How far a run has got: finished probes plus the running one's share of its ETA, in
+    PROGRESS_STEPS."""
 
     def __init__(self) -> None:
         self.probe: RunningProbe | None = None
@@ -198,13 +239,14 @@ class RunProgress:
         self.finished += 1
 
     def running_share(self, share: float) -> None:
-        """The running probe's done share, 0 to 1, where the run reports it (a cluster's nodes, in their suites)."""
+        """The running probe's done share, 0 to 1, where the run reports it (a cluster's nodes, in
+        their suites)."""
         if self.probe is not None:
             self.probe = replace(self.probe, share=share)
 
     def at(self, now: float) -> tuple[int, str | None] | None:
-        """(progress bar value, ETA line) at ``now``; the line is None once the running probe has finished,
-        and the whole answer None before the first probe starts."""
+        """(progress bar value, ETA line) at ``now``; the line is None once the running probe has
+        finished, and the whole answer None before the first probe starts."""
         if self.probe is None:
             return None
         name, total, eta = self.probe.name, self.probe.total, self.probe.eta
@@ -221,7 +263,10 @@ class RunProgress:
         text = f"{name} ({position}/{total})"
         if eta:
             left = max(eta - elapsed, 0.0)
-            text += f" · {fmt_duration(elapsed)} of about {fmt_duration(eta)}, ~{fmt_duration(left)} left"
+            text += (
+                f" · {fmt_duration(elapsed)} of about {fmt_duration(eta)}, ~{fmt_duration(left)} "
+                "left"
+            )
         else:
             text += f" · {fmt_duration(elapsed)}"
         return value, text

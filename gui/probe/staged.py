@@ -1,11 +1,13 @@
-"""Widgets made one per event-loop turn: the Probe pane's plots, which cost about 20 ms each to make.
+"""Widgets made one per event-loop turn: the Probe pane's plots, which cost about 20 ms each to
+make.
 
-Making the pane's ten pyqtgraph plots in one go held the UI thread 216–381 ms on the Probe place's first open.
-`StagedWidgets` is the dict of those widgets by name: it starts empty, and `make_in_turns` makes them in order, one per
-turn of the event loop (a few milliseconds apart, so input and paints go in between), as the wizard's charts are
-prepared (``gui/charts.py``). Code that asks for one by key before its turn gets it made at once
-(``__missing__``); code that iterates sees those made so far, in the names' order, and `make_all` finishes the
-rest where a caller needs every one (a run's first frame).
+Making the pane's ten pyqtgraph plots in one go held the UI thread 216–381 ms on the Probe place's
+first open. `StagedWidgets` is the dict of those widgets by name: it starts empty, and
+`make_in_turns` makes them in order, one per turn of the event loop (a few milliseconds apart, so
+input and paints go in between), as the wizard's charts are prepared (``gui/charts.py``). Code that
+asks for one by key before its turn gets it made at once (``__missing__``); code that iterates sees
+those made so far, in the names' order, and `make_all` finishes the rest where a caller needs every
+one (a run's first frame).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ TURN_GAP_MS = 10  # between two widgets: room for a key press or a paint
 
 
 class StagedWidgets(dict[str, W]):
-    """``make(name)`` builds the widget called ``name`` and places it in its layout; each name is made once."""
+    """``make(name)`` builds the widget called ``name`` and places it in its layout; each name is
+    made once."""
 
     def __init__(self, names: Sequence[str], make: Callable[[str], W]) -> None:
         super().__init__()
@@ -35,7 +38,8 @@ class StagedWidgets(dict[str, W]):
             raise KeyError(name)
         self._todo.remove(name)
         widget = self[name] = self._make(name)
-        made = {n: self.pop(n) for n in self._order if n in self}  # iteration keeps the names' order
+        # iteration keeps the names' order
+        made = {n: self.pop(n) for n in self._order if n in self}
         self.update(made)
         return widget
 
@@ -57,7 +61,8 @@ class StagedWidgets(dict[str, W]):
 
 
 def make_in_turns(owner: QObject, *groups: StagedWidgets[Any]) -> None:
-    """Make what ``groups`` still lack, one widget per event-loop turn across all of them, while ``owner`` lives."""
+    """Make what ``groups`` still lack, one widget per event-loop turn across all of them, while
+    ``owner`` lives."""
 
     def step() -> None:
         if not shiboken6.isValid(owner):

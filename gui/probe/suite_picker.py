@@ -1,7 +1,8 @@
-"""Which probes to run: the quick or full suite, or a custom set; burn length; data and checkpoint paths.
+"""Which probes to run: the quick or full suite, or a custom set; burn length; data and checkpoint
+paths.
 
-The selection is a plain value (:class:`SuiteChoice`) so the pane can build the runner's options from it and
-tests can set it without clicking.
+The selection is a plain value (:class:`SuiteChoice`) so the pane can build the runner's options
+from it and tests can set it without clicking.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class SuiteChoice:
     burn_seconds: int
     data_path: str | None
     checkpoint_path: str | None
-    python: str | None = None  # the selected host's interpreter (its Add/Edit host form); None: looked for
+    # the selected host's interpreter (its Add/Edit host form); None: looked for
+    python: str | None = None
 
     @property
     def probes(self) -> tuple[str, ...]:
@@ -72,9 +74,11 @@ class SuitePicker(QGroupBox):
         modes = QHBoxLayout()
         self.group = QButtonGroup(self)
         self.mode_buttons: dict[str, QRadioButton] = {}
-        for key, text, tip in (("quick", "Quick", "About a minute: inventory, health, compute, network, storage"),
-                               ("full", "Full", "Quick plus the stability burn"),
-                               ("custom", "Custom", "Pick the probes")):
+        for key, text, tip in (
+            ("quick", "Quick", "About a minute: inventory, health, compute, network, storage"),
+            ("full", "Full", "Quick plus the stability burn"),
+            ("custom", "Custom", "Pick the probes"),
+        ):
             button = QRadioButton(text)
             button.setToolTip(tip)
             button.setAccessibleName(f"{text} suite")
@@ -88,12 +92,14 @@ class SuitePicker(QGroupBox):
         self.checks: dict[str, QCheckBox] = {}
         for i, name in enumerate(PROBE_NAMES):
             title = PROBE_TITLES.get(name, name)
-            # the name alone on the box, what it measures in its tooltip: two columns of the whole titles were
-            # wider than the hosts' side of the pane and cut ('Inventory (GPUs, PCIe, NICs,')
+            # the name alone on the box, what it measures in its tooltip: two columns of the whole
+            # titles were wider than the hosts' side of the pane and cut ('Inventory (GPUs, PCIe,
+            # NICs,')
             box = QCheckBox(title.split(" (")[0])
             box.setToolTip(title)
-            # as wide as its box and name, so all of it answers a click: stretched to the grid's column, a
-            # short name left an empty right part that looks like the box and ignores clicks
+            # as wide as its box and name, so all of it answers a click: stretched to the grid's
+            # column, a short name left an empty right part that looks like the box and ignores
+            # clicks
             box.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
             box.setAccessibleName(f"Probe {name}")
             box.setChecked(name in SUITES["quick"])
@@ -112,10 +118,14 @@ class SuitePicker(QGroupBox):
         form.addRow("Burn duration", self.burn)
         self.data_path = QLineEdit()
         self.data_path.setAccessibleName("Data path")
-        self.data_path.setPlaceholderText("where the training data will live, e.g. /data (default: a temp dir)")
+        self.data_path.setPlaceholderText(
+            "where the training data will live, e.g. /data (default: a temp dir)"
+        )
         self.checkpoint_path = QLineEdit()
         self.checkpoint_path.setAccessibleName("Checkpoint path")
-        self.checkpoint_path.setPlaceholderText("where checkpoints will be written, e.g. /checkpoints")
+        self.checkpoint_path.setPlaceholderText(
+            "where checkpoints will be written, e.g. /checkpoints"
+        )
         for edit in (self.data_path, self.checkpoint_path):
             edit.textChanged.connect(lambda _t: self._changed())
         form.addRow("Data path", self.data_path)
@@ -141,29 +151,50 @@ class SuitePicker(QGroupBox):
 
     def choice(self) -> SuiteChoice:
         mode = self.mode
-        suite: str | tuple[str, ...] = mode if mode != "custom" else tuple(
-            name for name in PROBE_NAMES if self.checks[name].isChecked())
-        return SuiteChoice(suite=suite, burn_seconds=round(self.burn.value() * 60),
-                           data_path=self.data_path.text().strip() or None,
-                           checkpoint_path=self.checkpoint_path.text().strip() or None, python=self.python)
+        suite: str | tuple[str, ...] = (
+            mode
+            if mode != "custom"
+            else tuple(name for name in PROBE_NAMES if self.checks[name].isChecked())
+        )
+        return SuiteChoice(
+            suite=suite,
+            burn_seconds=round(self.burn.value() * 60),
+            data_path=self.data_path.text().strip() or None,
+            checkpoint_path=self.checkpoint_path.text().strip() or None,
+            python=self.python,
+        )
 
     def for_host(self, host: HostProfile | None) -> None:
-        """The selected host's paths and Python (a cluster, ``None``, keeps none: its nodes have their own)."""
+        """The selected host's paths and Python (a cluster, ``None``, keeps none: its nodes have
+        their own)."""
         self.python = host.python if host is not None else None
-        self.set_choice(self.choice().suite, data_path=host.data_path or "" if host else "",
-                        checkpoint_path=host.checkpoint_path or "" if host else "")
+        self.set_choice(
+            self.choice().suite,
+            data_path=host.data_path or "" if host else "",
+            checkpoint_path=host.checkpoint_path or "" if host else "",
+        )
 
-    def set_choice(self, suite: str | tuple[str, ...], burn_seconds: int | None = None,
-                   data_path: str | None = None, checkpoint_path: str | None = None) -> None:
-        """Select a suite by name or a custom list of probe names (unknown names raise ValueError)."""
+    def set_choice(
+        self,
+        suite: str | tuple[str, ...],
+        burn_seconds: int | None = None,
+        data_path: str | None = None,
+        checkpoint_path: str | None = None,
+    ) -> None:
+        """Select a suite by name or a custom list of probe names (unknown names raise
+        ValueError)."""
         if isinstance(suite, str):
             if suite not in SUITES:
-                raise ValueError(f"suite '{suite}' is unknown; allowed: {', '.join(SUITES)} or a list of probes")
+                raise ValueError(
+                    f"suite '{suite}' is unknown; allowed: {', '.join(SUITES)} or a list of probes"
+                )
             self.mode_buttons[suite].setChecked(True)
         else:
             unknown = [n for n in suite if n not in PROBE_NAMES]
             if unknown:
-                raise ValueError(f"probe '{unknown[0]}' is unknown; allowed: {', '.join(PROBE_NAMES)}")
+                raise ValueError(
+                    f"probe '{unknown[0]}' is unknown; allowed: {', '.join(PROBE_NAMES)}"
+                )
             self.mode_buttons["custom"].setChecked(True)
             for name, box in self.checks.items():
                 box.setChecked(name in suite)

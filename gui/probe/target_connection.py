@@ -1,11 +1,13 @@
 """The Probe place's one connection: a single host's transport, or every node of a host group.
 
-It stands apart from the pane (which runs suites over it) because connecting has its own rules: a host is
-reached through the pane's ``Connector`` (on a worker, questions on the GUI thread), a group node by node
-through ``ClusterConnector`` exactly as each host alone would be, and while a group is being connected the
-connector's answers belong to the group, not to the target. Closing closes whatever was reached.
+It stands apart from the pane (which runs suites over it) because connecting has its own rules: a
+host is reached through the pane's ``Connector`` (on a worker, questions on the GUI thread), a group
+node by node through ``ClusterConnector`` exactly as each host alone would be, and while a group is
+being connected the connector's answers belong to the group, not to the target. Closing closes
+whatever was reached.
 
-Signals: ``connected(str)`` a line for the event log once the target is reached; ``failed(str)`` why not.
+Signals: ``connected(str)`` a line for the event log once the target is reached; ``failed(str)`` why
+not.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ if TYPE_CHECKING:
 
 
 class TargetConnection(QObject):
-    """What is connected now, and to which target; `selected` names the host list's current target."""
+    """What is connected now, and to which target; `selected` names the host list's current
+    target."""
 
     connected = Signal(str)
     failed = Signal(str)
@@ -40,7 +43,8 @@ class TargetConnection(QObject):
         self.pending: Target | None = None  # the target being connected
         connector.connected.connect(self.host_connected)
         connector.failed.connect(self._failed)
-        self.cluster = ClusterConnector(connector)  # after this object's own slots: see host_connected
+        # after this object's own slots: see host_connected
+        self.cluster = ClusterConnector(connector)
         self.cluster.connected.connect(self.nodes_connected)
         self.cluster.failed.connect(self._failed)
 
@@ -54,7 +58,8 @@ class TargetConnection(QObject):
         return self.connector.busy or self.cluster.busy
 
     def open(self, profile: Target, saved: list[HostProfile]) -> None:
-        """Connect `profile` (a group's members are read from the `saved` hosts); the answer comes as a signal."""
+        """Connect `profile` (a group's members are read from the `saved` hosts); the answer comes
+        as a signal."""
         self.pending = profile
         if isinstance(profile, HostGroup):
             try:
@@ -66,14 +71,18 @@ class TargetConnection(QObject):
 
     def nodes_connected(self, nodes: list[ConnectedNode]) -> None:
         self.nodes, self.profile = nodes, self.pending
-        self.connected.emit(f"connected to the cluster's nodes: {', '.join(p.name for p, _t in nodes)}")
+        self.connected.emit(
+            f"connected to the cluster's nodes: {', '.join(p.name for p, _t in nodes)}"
+        )
 
     def host_connected(self, transport: Transport) -> None:
         if self.cluster.busy:  # a node of a cluster being connected: ClusterConnector takes it
             return
         self.transport = transport
         self.profile = self.pending or self.selected()
-        self.connected.emit(f"connected to {self.profile.name} ({getattr(transport, 'description', '')})")
+        self.connected.emit(
+            f"connected to {self.profile.name} ({getattr(transport, 'description', '')})"
+        )
 
     def _failed(self, reason: str) -> None:
         if self.cluster.busy:  # one node failed: ClusterConnector closes the others and names it

@@ -1,8 +1,9 @@
 """Run a widget's shutdown when the window holding it closes, whichever window that turns out to be.
 
-The probe pane lives inside the main window, or alone in a window of its own (tests, the screenshot script); it
-only knows which once it is shown. Closing that window must stop a run and drop connections (the pane's
-``shutdown``), so the hook waits for the widget's first show, then watches its window for the close.
+The probe pane lives inside the main window, or alone in a window of its own (tests, the screenshot
+script); it only knows which once it is shown. Closing that window must stop a run and drop
+connections (the pane's ``shutdown``), so the hook waits for the widget's first show, then watches
+its window for the close.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from PySide6.QtWidgets import QWidget
 
 
 class OnWindowClose(QObject):
-    """Calls ``on_close`` when the top-level window holding ``widget`` (not the widget alone) is closed."""
+    """Calls ``on_close`` when the top-level window holding ``widget`` (not the widget alone) is
+    closed."""
 
     def __init__(self, widget: QWidget, on_close: Callable[[], None]) -> None:
         super().__init__(widget)

@@ -1,5 +1,6 @@
-"""Readable names for the request's choices. The ids stay the combo boxes' data: they are the JSON contract
-(DESIGN §3.1), so a saved plan or a request file never depends on how a choice is worded here."""
+"""Readable names for the request's choices. The ids stay the combo boxes' data: they are the JSON
+contract (DESIGN §3.1), so a saved plan or a request file never depends on how a choice is worded
+here."""
 
 from __future__ import annotations
 
@@ -33,19 +34,50 @@ SHARDING = {
     "fsdp": "FSDP full shard",
     "hsdp": "HSDP (shard in node, replicate across)",
 }
-OFFLOAD = {"none": "None", "optimizer": "Optimizer to CPU", "optimizer_and_params": "Optimizer and weights to CPU"}
+OFFLOAD = {
+    "none": "None",
+    "optimizer": "Optimizer to CPU",
+    "optimizer_and_params": "Optimizer and weights to CPU",
+}
 ATTENTION = {"flash": "FlashAttention", "sdpa": "PyTorch SDPA", "eager": "Eager (plain)"}
-CHECKPOINTING = {"false": "Off", "selective": "Selective (attention core)", "true": "Full (every layer)"}
-CROSS_ENTROPY = {"standard": "Standard (fp32 logits)", "chunked": "Chunked", "fused": "Fused (Liger / CCE)"}
-FRAMEWORK = {"hf_trainer": "Hugging Face Trainer", "torchtune": "torchtune", "unsloth": "Unsloth",
-             "axolotl": "Axolotl", "litgpt": "LitGPT", "torchtitan": "TorchTitan", "megatron": "Megatron-LM",
-             "deepspeed": "DeepSpeed"}
-PRICING_MODE = {"on_demand": "On-demand", "spot": "Spot (preemptible)", "reserved": "Reserved (committed)"}
-INTERCONNECT = {"infiniband": "InfiniBand", "roce": "RoCE (RDMA over Ethernet)", "efa": "AWS EFA",
-                "ethernet": "Plain Ethernet (TCP)"}
+CHECKPOINTING = {
+    "false": "Off",
+    "selective": "Selective (attention core)",
+    "true": "Full (every layer)",
+}
+CROSS_ENTROPY = {
+    "standard": "Standard (fp32 logits)",
+    "chunked": "Chunked",
+    "fused": "Fused (Liger / CCE)",
+}
+FRAMEWORK = {
+    "hf_trainer": "Hugging Face Trainer",
+    "torchtune": "torchtune",
+    "unsloth": "Unsloth",
+    "axolotl": "Axolotl",
+    "litgpt": "LitGPT",
+    "torchtitan": "TorchTitan",
+    "megatron": "Megatron-LM",
+    "deepspeed": "DeepSpeed",
+}
+PRICING_MODE = {
+    "on_demand": "On-demand",
+    "spot": "Spot (preemptible)",
+    "reserved": "Reserved (committed)",
+}
+INTERCONNECT = {
+    "infiniband": "InfiniBand",
+    "roce": "RoCE (RDMA over Ethernet)",
+    "efa": "AWS EFA",
+    "ethernet": "Plain Ethernet (TCP)",
+}
 TYPICAL_NETWORK = "Typical for this GPU class"
 ZERO_ACCOUNTING = {"deepspeed": "DeepSpeed's buffers", "paper": "ZeRO paper (K = 12)"}
-OBJECTIVE = {"cost": "Lowest cost", "time": "Shortest time", "cost_under_deadline": "Lowest cost within a deadline"}
+OBJECTIVE = {
+    "cost": "Lowest cost",
+    "time": "Shortest time",
+    "cost_under_deadline": "Lowest cost within a deadline",
+}
 
 
 def options(enum: type[StrEnum], labels: dict[str, str]) -> list[tuple[str, str]]:
@@ -58,10 +90,10 @@ def literal_options(labels: dict[str, str]) -> list[tuple[str, str]]:
 
 
 def storage_tier_options() -> list[tuple[str, str]]:
-    """Tier titles from the catalog (resources/catalog/storage_tiers.json), so the window and the cost lines agree."""
+    """Tier titles from the catalog (resources/catalog/storage_tiers.json), so the window and the
+    cost lines agree."""
     return [(t.value, tier_figures(t).title) for t in StorageTier]
 
 
 def interconnect_options() -> list[tuple[str, str]]:
     return [("", TYPICAL_NETWORK), *options(Interconnect, INTERCONNECT)]
-

@@ -1,8 +1,9 @@
-"""Form fields bound to a path in the request: title and help from the pydantic model, error under the field.
+"""Form fields bound to a path in the request: title and help from the pydantic model, error under
+the field.
 
-A field writes what the user typed into :class:`PlanState` and shows the error pydantic reports for its path.
-Counts and sizes are text ("2e8", "200M"), never spin boxes: PySide6 ints are 32-bit and spin boxes clamp
-instead of saying what is wrong.
+A field writes what the user typed into :class:`PlanState` and shows the error pydantic reports for
+its path. Counts and sizes are text ("2e8", "200M"), never spin boxes: PySide6 ints are 32-bit and
+spin boxes clamp instead of saying what is wrong.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ def _default_text(info: FieldInfo | None) -> str:
 
 
 def display(value: Any) -> str:
-    """The text a field shows for a request value; a list (PEFT target modules) as the comma list the engine
-    also accepts, so a request loaded with ["q_proj", "v_proj"] reads "q_proj, v_proj"."""
+    """The text a field shows for a request value; a list (PEFT target modules) as the comma list
+    the engine also accepts, so a request loaded with ["q_proj", "v_proj"] reads "q_proj,
+    v_proj"."""
     if value is None:
         return ""
     if isinstance(value, list):
@@ -65,8 +67,15 @@ def display(value: Any) -> str:
 class FieldBox(QWidget):
     """Title, editor, a one-line hint and the error for one request path, stacked."""
 
-    def __init__(self, state: PlanState, path: str, editor: QWidget, title: str | None = None,
-                 hint: str | None = None, error_paths: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        state: PlanState,
+        path: str,
+        editor: QWidget,
+        title: str | None = None,
+        hint: str | None = None,
+        error_paths: Sequence[str] = (),
+    ) -> None:
         super().__init__()
         self.state, self.path, self.editor = state, path, editor
         info = field_info(path)
@@ -98,8 +107,11 @@ class FieldBox(QWidget):
             self.hint.setVisible(bool(text))
 
     def show_error(self) -> None:
-        """The first error under this field's paths; untouched when it did not change (every edit asks)."""
-        message = next((self.state.errors[p] for p in self.error_paths if p in self.state.errors), "")
+        """The first error under this field's paths; untouched when it did not change (every edit
+        asks)."""
+        message = next(
+            (self.state.errors[p] for p in self.error_paths if p in self.state.errors), ""
+        )
         if message != self._shown_error:
             self._shown_error = message
             self.error.setText(message)
@@ -110,11 +122,19 @@ class FieldBox(QWidget):
 
 
 class TextField(FieldBox):
-    def __init__(self, state: PlanState, path: str, title: str | None = None, hint: str | None = None,
-                 placeholder: str | None = None) -> None:
+    def __init__(
+        self,
+        state: PlanState,
+        path: str,
+        title: str | None = None,
+        hint: str | None = None,
+        placeholder: str | None = None,
+    ) -> None:
         self.edit = QLineEdit()
         super().__init__(state, path, self.edit, title, hint)
-        self.edit.setPlaceholderText(placeholder if placeholder is not None else _default_text(field_info(path)))
+        self.edit.setPlaceholderText(
+            placeholder if placeholder is not None else _default_text(field_info(path))
+        )
         self.edit.textEdited.connect(lambda text: self.state.set(self.path, text))
         self.refresh()
         self.show_error()
@@ -132,24 +152,36 @@ PLANNER, DEFAULT = "chosen by the planner", "default"
 class ComboField(FieldBox):
     """Choices from an enum (value, label); the hint follows the selected choice.
 
-    ``automatic``: a first item stands for the field left out of the request, and says what is then in effect
-    and who chose it ("ZeRO-3 (+ weights) — chosen by the planner", "AMP bf16 — default"): the page shows the
-    plan's configuration, and a saved plan keeps only what the user picked (core.library.provenance).
+    ``automatic``: a first item stands for the field left out of the request, and says what is then
+    in effect and who chose it ("ZeRO-3 (+ weights) — chosen by the planner", "AMP bf16 — default"):
+    the page shows the plan's configuration, and a saved plan keeps only what the user picked
+    (core.library.provenance).
     """
 
-    def __init__(self, state: PlanState, path: str, options: Sequence[tuple[str, str]],
-                 hints: dict[str, str] | None = None, title: str | None = None, default: str | None = None,
-                 automatic: str | None = None) -> None:
+    def __init__(
+        self,
+        state: PlanState,
+        path: str,
+        options: Sequence[tuple[str, str]],
+        hints: dict[str, str] | None = None,
+        title: str | None = None,
+        default: str | None = None,
+        automatic: str | None = None,
+    ) -> None:
         self.combo = QComboBox()
         self._labels = dict(options)
-        self._automatic = automatic  # None: no automatic item; else who chooses a field left out (PLANNER, DEFAULT)
+        # None: no automatic item; else who chooses a field left out (PLANNER, DEFAULT)
+        self._automatic = automatic
         if automatic is not None:
             self.combo.addItem("", UNSET)
         for value, label in options:
             self.combo.addItem(label, value)
             if value and label != value:  # the id the request JSON and the CLI use
-                self.combo.setItemData(self.combo.count() - 1, f"{label} — “{value}” in a request file",
-                                       Qt.ItemDataRole.ToolTipRole)
+                self.combo.setItemData(
+                    self.combo.count() - 1,
+                    f"{label} — “{value}” in a request file",
+                    Qt.ItemDataRole.ToolTipRole,
+                )
         self._hints = hints or {}
         self._default = default if default is not None else _default_text(field_info(path))
         self._in_effect: tuple[str, str] | None = None  # (value, who chose it) for a field left out
@@ -164,18 +196,23 @@ class ComboField(FieldBox):
         self.set_hint(self.hint_for(self._unset_value() if value == UNSET else value))
 
     def _unset_value(self) -> str:
-        """What runs while the field is left out: the plan's value once there is one, else the default."""
+        """What runs while the field is left out: the plan's value once there is one, else the
+        default."""
         if self._in_effect:
             return self._in_effect[0]
         return "" if self._automatic == PLANNER else self._default  # the planner has not chosen yet
 
     def show_in_effect(self, in_effect: tuple[str, str] | None) -> None:
-        """The value the plan runs with while this field is left out, and who chose it (None: no plan yet)."""
+        """The value the plan runs with while this field is left out, and who chose it (None: no
+        plan yet)."""
         self._in_effect = in_effect
         if self._automatic is not None:
             if in_effect is None:
-                text = "Chosen by the planner" if self._automatic == PLANNER else \
-                    f"{self._labels.get(self._default, self._default)} — {DEFAULT}"
+                text = (
+                    "Chosen by the planner"
+                    if self._automatic == PLANNER
+                    else f"{self._labels.get(self._default, self._default)} — {DEFAULT}"
+                )
             else:
                 text = f"{self._labels.get(in_effect[0], in_effect[0])} — {in_effect[1]}"
             if self.combo.itemText(0) != text:
@@ -199,10 +236,14 @@ class ComboField(FieldBox):
 
 
 class CheckField(FieldBox):
-    def __init__(self, state: PlanState, path: str, title: str | None = None, hint: str | None = None) -> None:
+    def __init__(
+        self, state: PlanState, path: str, title: str | None = None, hint: str | None = None
+    ) -> None:
         self.check = QCheckBox()
         info = field_info(path)
-        self._default = bool(info.default) if info is not None and isinstance(info.default, bool) else False
+        self._default = (
+            bool(info.default) if info is not None and isinstance(info.default, bool) else False
+        )
         self._in_effect: bool | None = None
         super().__init__(state, path, self.check, title, hint)
         self.check.setText(self.title)
@@ -212,7 +253,8 @@ class CheckField(FieldBox):
         self.show_error()
 
     def show_in_effect(self, value: bool | None) -> None:
-        """What the plan runs with while the field is left out (a framework's recipe may turn it on)."""
+        """What the plan runs with while the field is left out (a framework's recipe may turn it
+        on)."""
         self._in_effect = value
         self.refresh()
 
@@ -223,13 +265,16 @@ class CheckField(FieldBox):
 
 
 class MemberCheckField(FieldBox):
-    """A checkbox that puts one value into a list field or takes it out (``pricing.allow``: marketplace).
+    """A checkbox that puts one value into a list field or takes it out (``pricing.allow``:
+    marketplace).
 
-    Each allowance is its own yes/no question for the user, while the request keeps the list the CLI reads;
-    the other members of the list (typed in a request file) are kept as they are.
+    Each allowance is its own yes/no question for the user, while the request keeps the list the CLI
+    reads; the other members of the list (typed in a request file) are kept as they are.
     """
 
-    def __init__(self, state: PlanState, path: str, member: str, title: str, hint: str | None = None) -> None:
+    def __init__(
+        self, state: PlanState, path: str, member: str, title: str, hint: str | None = None
+    ) -> None:
         self.member = member
         self.check = QCheckBox()
         super().__init__(state, path, self.check, title, hint)
@@ -256,11 +301,14 @@ class MemberCheckField(FieldBox):
 
 
 def set_enabled(widget: QWidget, enabled: bool) -> None:
-    """setEnabled only on a change: it runs after every keystroke, and each Qt call may wait for the GIL."""
+    """setEnabled only on a change: it runs after every keystroke, and each Qt call may wait for the
+    GIL."""
     if widget.isEnabled() != enabled:
         widget.setEnabled(enabled)
 
 
-def enum_options(enum: type[StrEnum], labels: dict[str, str] | None = None) -> list[tuple[str, str]]:
+def enum_options(
+    enum: type[StrEnum], labels: dict[str, str] | None = None
+) -> list[tuple[str, str]]:
     labels = labels or {}
     return [(m.value, labels.get(m.value, m.value)) for m in enum]

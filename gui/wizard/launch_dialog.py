@@ -1,12 +1,13 @@
-"""The Summary page's "Export launch files…": choose formats and a folder, write the files the plan runs with.
+"""The Summary page's "Export launch files…": choose formats and a folder, write the files the plan
+runs with.
 
-What the files say and which settings a format refuses is core's (``core.launch``); this dialog only asks
-where and which. Writing runs on the executor (gui/workers.py): the files are small, but the folder may be on
-a network mount that hangs, and the window must not. Formats that cannot express the plan are listed with
-their sentence while the others are written, as ``tuneplan launch --format all`` does. With kubernetes ticked,
-the request's ``launch`` settings (a Kueue queue, PyTorchJob instead of TrainJob and JobSet) can be set here:
-they belong to the cluster the files are for, not to the plan, and a queue name Kubernetes would refuse is
-the request's own one sentence.
+What the files say and which settings a format refuses is core's (``core.launch``); this dialog only
+asks where and which. Writing runs on the executor (gui/workers.py): the files are small, but the
+folder may be on a network mount that hangs, and the window must not. Formats that cannot express
+the plan are listed with their sentence while the others are written, as ``tuneplan launch --format
+all`` does. With kubernetes ticked, the request's ``launch`` settings (a Kueue queue, PyTorchJob
+instead of TrainJob and JobSet) can be set here: they belong to the cluster the files are for, not
+to the plan, and a queue name Kubernetes would refuse is the request's own one sentence.
 """
 
 from __future__ import annotations
@@ -36,11 +37,17 @@ from gui.workers import Executor, error_message
 class LaunchDialog(QDialog):
     """One checkbox a format plus "All formats", a folder field with "Choose…", Export and Close.
 
-    ``message`` says what was written (or why not); ``written`` keeps the last result for the caller.
+    ``message`` says what was written (or why not); ``written`` keeps the last result for the
+    caller.
     """
 
-    def __init__(self, result: PlanResult, executor: Executor, name: str | None = None,
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        result: PlanResult,
+        executor: Executor,
+        name: str | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Export launch files")
         self.setAccessibleName("Export launch files")
@@ -88,7 +95,8 @@ class LaunchDialog(QDialog):
         self.export_button.clicked.connect(self.export)
         self.close_button = QPushButton("Close")
         self.close_button.clicked.connect(self.reject)
-        # Enter exports (the folder typed, the formats ticked); it opened the folder chooser, the first button.
+        # Enter exports (the folder typed, the formats ticked); it opened the folder chooser, the
+        # first button.
         for button in (self.choose_button, self.close_button):
             button.setAutoDefault(False)
         self.export_button.setDefault(True)
@@ -99,7 +107,8 @@ class LaunchDialog(QDialog):
         self._update()
 
     def _kubernetes_row(self, result: PlanResult) -> QHBoxLayout:
-        """The Kueue queue field and the PyTorchJob box, filled from the request, enabled with kubernetes."""
+        """The Kueue queue field and the PyTorchJob box, filled from the request, enabled with
+        kubernetes."""
         spec = result.request.launch or LaunchSpec()
         row = QHBoxLayout()
         row.addWidget(QLabel("Kueue queue"))
@@ -114,10 +123,16 @@ class LaunchDialog(QDialog):
         return row
 
     def _with_launch_settings(self) -> PlanResult:
-        """The plan with the dialog's Kubernetes settings in its request (ValidationError for a bad queue)."""
-        spec = LaunchSpec.model_validate({
-            "kueue_queue": self.queue.text().strip() or None,
-            "kubernetes_job": "pytorchjob" if self.pytorchjob_box.isChecked() else "trainjob_and_jobset"})
+        """The plan with the dialog's Kubernetes settings in its request (ValidationError for a bad
+        queue)."""
+        spec = LaunchSpec.model_validate(
+            {
+                "kueue_queue": self.queue.text().strip() or None,
+                "kubernetes_job": "pytorchjob"
+                if self.pytorchjob_box.isChecked()
+                else "trainjob_and_jobset",
+            }
+        )
         if spec == (self._result.request.launch or LaunchSpec()):
             return self._result
         request = self._result.request.model_copy(update={"launch": spec})
@@ -141,7 +156,9 @@ class LaunchDialog(QDialog):
         self.pytorchjob_box.setEnabled(kubernetes)
 
     def _choose(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Folder for the launch files", self.folder.text() or "")
+        folder = QFileDialog.getExistingDirectory(
+            self, "Folder for the launch files", self.folder.text() or ""
+        )
         if folder:
             self.folder.setText(folder)
 
@@ -159,16 +176,22 @@ class LaunchDialog(QDialog):
         self.message.setText("Writing…")
         name = self._name
         self._executor.submit(
-            lambda: write_launch_files(result.request, result, formats, Path(folder), name=name, partial=True),
-            self._done, self._failed)
+            lambda: write_launch_files(
+                result.request, result, formats, Path(folder), name=name, partial=True
+            ),
+            self._done,
+            self._failed,
+        )
 
     def _done(self, written: Written) -> None:
         self.written = written
         lines = []
         if written.paths:
             folder = written.paths[0].parent
-            lines.append(f"Wrote {len(written.paths)} file(s) to {folder}: "
-                         + ", ".join(p.name for p in written.paths))
+            lines.append(
+                f"Wrote {len(written.paths)} file(s) to {folder}: "
+                + ", ".join(p.name for p in written.paths)
+            )
         lines += [f"{fmt}: {why}" for fmt, why in written.refused.items()]
         self.message.setText("\n".join(lines) or "Nothing to write.")
         self._update()

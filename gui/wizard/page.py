@@ -1,13 +1,14 @@
-"""The base of every wizard page: the page's answer pinned on top, a scrollable body, a page-level error line
-and isComplete from the state.
+"""The base of every wizard page: the page's answer pinned on top, a scrollable body, a page-level
+error line and isComplete from the state.
 
-The answer a page gives (fits? on what? how long? how much?) sits above the scrolled area, so scrolling down
-to a table never hides it. The page scrolls as a whole; a table or list inside it keeps room for a few rows,
-or the layout would squeeze it to its header and leave the user two scroll bars to work.
+The answer a page gives (fits? on what? how long? how much?) sits above the scrolled area, so
+scrolling down to a table never hides it. The page scrolls as a whole; a table or list inside it
+keeps room for a few rows, or the layout would squeeze it to its header and leave the user two
+scroll bars to work.
 
-A new plan arrives after every edit, but only the page on screen draws it at once; the others draw it when
-they are shown. Redrawing seven pages of tables and charts per keystroke would stall the UI thread for
-longer than a frame (docs/performance.md, "Window").
+A new plan arrives after every edit, but only the page on screen draws it at once; the others draw
+it when they are shown. Redrawing seven pages of tables and charts per keystroke would stall the UI
+thread for longer than a frame (docs/performance.md, "Window").
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from gui.forms import make_error_label, make_hint_label
 from gui.wizard.fields import FieldBox
 from gui.wizard.state import PLAN_PATH, PlanState, owner_path, under
 
-if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+# the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+if TYPE_CHECKING:
     from core.planner import Analysis, PlanResult
 
 F = TypeVar("F", bound=FieldBox)
@@ -39,22 +41,26 @@ VISIBLE_ROWS = 6  # the least a table in a page shows before its own scroll bar 
 
 
 def make_band_label() -> QLabel:
-    """The small line under a page's answer that says how far its likely ranges go (hidden without a band)."""
+    """The small line under a page's answer that says how far its likely ranges go (hidden without a
+    band)."""
     label = make_hint_label("Likely range")
     label.setWordWrap(True)
     return label
 
 
 def show_band(label: QLabel, result: PlanResult | None) -> None:
-    """The throughput's likely range and how often published runs of this kind fell inside their range, with
-    where the ranges come from as the tooltip; hidden when the plan has no band, so nothing claims a range."""
+    """The throughput's likely range and how often published runs of this kind fell inside their
+    range, with where the ranges come from as the tooltip; hidden when the plan has no band, so
+    nothing claims a range."""
     parts: list[str] = []
     source = ""
     if result is not None:  # a cleared page imports nothing: the planner loads with the first plan
         from core.planner import band_notes, band_source, likely_tokens_per_second
 
         speed = likely_tokens_per_second(result)
-        parts = ([f"Throughput {speed}."] if speed else []) + [f"{n[0].upper()}{n[1:]}." for n in band_notes(result)]
+        parts = ([f"Throughput {speed}."] if speed else []) + [
+            f"{n[0].upper()}{n[1:]}." for n in band_notes(result)
+        ]
         source = band_source(result) or ""
     label.setText(" ".join(parts))
     label.setToolTip(source)
@@ -62,13 +68,16 @@ def show_band(label: QLabel, result: PlanResult | None) -> None:
 
 
 class PlanPage(QWizardPage):
-    """Blocks Next while any error under ``prefixes`` exists; ``needs_analysis`` pages also wait for a plan.
+    """Blocks Next while any error under ``prefixes`` exists; ``needs_analysis`` pages also wait for
+    a plan.
 
-    Errors that no field on the page shows (cross-field rules, planner errors) go to the page's error line.
+    Errors that no field on the page shows (cross-field rules, planner errors) go to the page's
+    error line.
 
-    Signals: ``readiness_changed()`` isComplete() may have changed on the current page. The wizard enables Next
-    from it; QWizard's own ``completeChanged`` is never emitted, because QWizard answers it by hiding the pages
-    while it updates its buttons, which takes the keyboard focus out of the field being typed in.
+    Signals: ``readiness_changed()`` isComplete() may have changed on the current page. The wizard
+    enables Next from it; QWizard's own ``completeChanged`` is never emitted, because QWizard
+    answers it by hiding the pages while it updates its buttons, which takes the keyboard focus out
+    of the field being typed in.
     """
 
     readiness_changed = Signal()
@@ -86,7 +95,8 @@ class PlanPage(QWizardPage):
         self._shown: Any = _NOTHING  # the analysis the figures show
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        self.intro = QLabel()  # the first run's "what you are looking at" line (gui/wizard/first_run.py)
+        # the first run's "what you are looking at" line (gui/wizard/first_run.py)
+        self.intro = QLabel()
         self.intro.setAccessibleName(f"{title} introduction")
         self.intro.setWordWrap(True)
         self.intro.setVisible(False)
@@ -95,7 +105,8 @@ class PlanPage(QWizardPage):
         self.status = QLabel()
         self.status.setAccessibleName(f"{title} status")
         self.status.setWordWrap(True)
-        if self.needs_analysis:  # "Planning…" comes and goes with each edit: its line is kept, the page stays put
+        # "Planning…" comes and goes with each edit: its line is kept, the page stays put
+        if self.needs_analysis:
             self.status.setMinimumHeight(self.status.fontMetrics().height())
         outer.addWidget(self.page_error)
         outer.addWidget(self.status)
@@ -114,7 +125,8 @@ class PlanPage(QWizardPage):
         state.busy_changed.connect(self._busy_changed)
 
     def show_intro(self, text: str | None) -> None:
-        """The one line that says what this page shows (the first run's sample plan); None hides it."""
+        """The one line that says what this page shows (the first run's sample plan); None hides
+        it."""
         self.intro.setText(text or "")
         self.intro.setVisible(bool(text))
 
@@ -127,15 +139,22 @@ class PlanPage(QWizardPage):
         self.scroll_area.verticalScrollBar().setValue(0)
 
     def _size_views(self) -> None:
-        """Give every table and list in the body room for VISIBLE_ROWS rows (fewer where its maximum says so)."""
+        """Give every table and list in the body room for VISIBLE_ROWS rows (fewer where its maximum
+        says so)."""
         for view in self.body_widget.findChildren(QAbstractItemView):
-            if isinstance(view, QHeaderView) or view.window() is not self.window():  # a table's header, a popup list
+            # a table's header, a popup list
+            if isinstance(view, QHeaderView) or view.window() is not self.window():
                 continue
             if isinstance(view, QTableView):
                 row = view.verticalHeader().defaultSectionSize()
-                header = 0 if view.horizontalHeader().isHidden() else view.horizontalHeader().sizeHint().height()
+                header = (
+                    0
+                    if view.horizontalHeader().isHidden()
+                    else view.horizontalHeader().sizeHint().height()
+                )
             else:
-                row, header = view.fontMetrics().height() + 6, 0  # a list row: one line of text and its margins
+                # a list row: one line of text and its margins
+                row, header = view.fontMetrics().height() + 6, 0
             frame = 2 * view.frameWidth() + view.horizontalScrollBar().sizeHint().height()
             height = min(VISIBLE_ROWS * row + header + frame, view.maximumHeight())
             if view.minimumHeight() < height:
@@ -149,12 +168,15 @@ class PlanPage(QWizardPage):
         return {p for f in self.fields for p in f.error_paths}
 
     def page_errors(self) -> dict[str, str]:
-        """The errors this page answers for. A path in ``elsewhere`` belongs to the page that shows its field
-        (tensor parallel sits on the Hardware page, though under "training"): counting it here would block this
-        page's Next on an error the person cannot see or fix here."""
+        """The errors this page answers for. A path in ``elsewhere`` belongs to the page that shows
+        its field (tensor parallel sits on the Hardware page, though under "training"): counting it
+        here would block this page's Next on an error the person cannot see or fix here."""
         prefixes = self.prefixes + ((PLAN_PATH,) if self.needs_analysis else ())
-        return {p: m for p, m in self.state.errors.items()
-                if under(owner_path(p, m), prefixes) and not under(owner_path(p, m), self.elsewhere)}
+        return {
+            p: m
+            for p, m in self.state.errors.items()
+            if under(owner_path(p, m), prefixes) and not under(owner_path(p, m), self.elsewhere)
+        }
 
     def isComplete(self) -> bool:
         if self.page_errors():
@@ -173,10 +195,14 @@ class PlanPage(QWizardPage):
             self.readiness_changed.emit()
 
     def _show_page_errors(self) -> None:
-        """The errors no field on the page shows; filled when the page is shown, and on every change after."""
+        """The errors no field on the page shows; filled when the page is shown, and on every change
+        after."""
         shown = self.field_paths()
-        rest = [m if p in (PLAN_PATH, *self.prefixes) or m.startswith(p + ".") else f"{p}: {m}"
-                for p, m in self.page_errors().items() if p not in shown]
+        rest = [
+            m if p in (PLAN_PATH, *self.prefixes) or m.startswith(p + ".") else f"{p}: {m}"
+            for p, m in self.page_errors().items()
+            if p not in shown
+        ]
         text = "\n".join(rest)
         if text != self.page_error.text():
             self.page_error.setText(text)

@@ -1,7 +1,8 @@
-"""Time & cost page: providers and pricing modes side by side, spot risk, storage and idle costs, buy vs rent.
+"""Time & cost page: providers and pricing modes side by side, spot risk, storage and idle costs,
+buy vs rent.
 
-Every price shows the date it was seen. A price override and a discount can be kept for later plans: they
-are written to the user's catalog override files (``core.catalog.save_user_overrides``).
+Every price shows the date it was seen. A price override and a discount can be kept for later plans:
+they are written to the user's catalog override files (``core.catalog.save_user_overrides``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from gui.wizard.page import PlanPage, make_band_label, show_band
 from gui.wizard.state import PlanState
 from gui.wizard.step_view import StepBreakdownView
 
-if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+# the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+if TYPE_CHECKING:
     from core.planner import Analysis
 
 TIER_HINTS = {
@@ -39,7 +41,8 @@ TIER_HINTS = {
 }
 MODE_HINTS = {
     "on_demand": "pay per hour, stop any time",
-    "spot": "spare capacity at a discount; can be taken back, so work since the last checkpoint is redone",
+    "spot": "spare capacity at a discount; can be taken back, so work since the last checkpoint "
+    "is redone",
     "reserved": "committed term (1–3 years) for a lower rate",
 }
 
@@ -56,8 +59,12 @@ class CostPage(PlanPage):
     needs_analysis = True
 
     def __init__(self, state: PlanState) -> None:
-        super().__init__(state, "Time & cost", "What the run costs by provider and pricing mode, with the risks "
-                         "and side costs; every price shows the date it was seen.")
+        super().__init__(
+            state,
+            "Time & cost",
+            "What the run costs by provider and pricing mode, with the risks "
+            "and side costs; every price shows the date it was seen.",
+        )
         self.headline = QLabel()
         self.headline.setAccessibleName("Time and cost headline")
         self.headline.setWordWrap(True)
@@ -74,45 +81,119 @@ class CostPage(PlanPage):
         catalog = load_catalog()
         providers = [("", "Cheapest in the catalog")]
         providers += [(p, catalog.provider_info[p].name) for p in catalog.providers()]
-        self.provider = ComboField(state, "pricing.provider", providers, title="Provider", default="")
-        self.mode = ComboField(state, "pricing.mode", choices.options(PricingMode, choices.PRICING_MODE), MODE_HINTS)
-        self.override = TextField(state, "pricing.usd_per_gpu_hour", hint="your negotiated price replaces the "
-                                  "catalog's for the chosen mode", placeholder="catalog price")
-        self.discount = TextField(state, "pricing.discount", hint="0.15 = 15% off every listed price")
+        self.provider = ComboField(
+            state, "pricing.provider", providers, title="Provider", default=""
+        )
+        self.mode = ComboField(
+            state, "pricing.mode", choices.options(PricingMode, choices.PRICING_MODE), MODE_HINTS
+        )
+        self.override = TextField(
+            state,
+            "pricing.usd_per_gpu_hour",
+            hint="your negotiated price replaces the catalog's for the chosen mode",
+            placeholder="catalog price",
+        )
+        self.discount = TextField(
+            state, "pricing.discount", hint="0.15 = 15% off every listed price"
+        )
         self.allow_marketplace = MemberCheckField(
-            state, "pricing.allow", "marketplace", "Also price community/marketplace hosts",
-            hint="Vast.ai, RunPod Community, Akash: cheaper, hosts vary (on-demand plans)")
+            state,
+            "pricing.allow",
+            "marketplace",
+            "Also price community/marketplace hosts",
+            hint="Vast.ai, RunPod Community, Akash: cheaper, hosts vary (on-demand plans)",
+        )
         self.allow_auction = MemberCheckField(
-            state, "pricing.allow", "auction", "Also price auction/bid offers",
-            hint="bid floors such as Mithril's spot auction: a bid, not a sure price (spot plans)")
+            state,
+            "pricing.allow",
+            "auction",
+            "Also price auction/bid offers",
+            hint="bid floors such as Mithril's spot auction: a bid, not a sure price (spot plans)",
+        )
         tiers = choices.storage_tier_options()
         groups: dict[str, list[FieldBox]] = {
-            "Price": [self.provider, self.mode, self.override, self.discount, self.allow_marketplace,
-                      self.allow_auction],
+            "Price": [
+                self.provider,
+                self.mode,
+                self.override,
+                self.discount,
+                self.allow_marketplace,
+                self.allow_auction,
+            ],
             "Failures, preemption and checkpoints": [
-                TextField(state, "assumptions.gpu_mtbf_hours", hint="GPU-hours per job-killing failure, per GPU; "
-                          "the job fails N times as often on N GPUs"),
-                TextField(state, "assumptions.spot_preemptions_per_hour", hint="how often a spot node is taken "
-                          "back; only spot pricing pays for it"),
-                TextField(state, "assumptions.restart_minutes", hint="requeue, reload the checkpoint, warm up"),
-                TextField(state, "assumptions.eval_every_steps", hint="0: no evaluation passes; else one pass every "
-                          "this many optimizer steps"),
-                TextField(state, "assumptions.eval_tokens", hint="tokens one evaluation pass reads, forward only"),
-                ComboField(state, "assumptions.checkpoint_tier", tiers, title="Checkpoint storage",
-                           hints=TIER_HINTS),
-                TextField(state, "assumptions.checkpoints_kept", hint="hot copies on the checkpoint storage"),
-                CheckField(state, "assumptions.archive_final_checkpoint", hint="keep the last one on object "
-                           "storage after the run"),
+                TextField(
+                    state,
+                    "assumptions.gpu_mtbf_hours",
+                    hint="GPU-hours per job-killing failure, per GPU; "
+                    "the job fails N times as often on N GPUs",
+                ),
+                TextField(
+                    state,
+                    "assumptions.spot_preemptions_per_hour",
+                    hint="how often a spot node is taken back; only spot pricing pays for it",
+                ),
+                TextField(
+                    state,
+                    "assumptions.restart_minutes",
+                    hint="requeue, reload the checkpoint, warm up",
+                ),
+                TextField(
+                    state,
+                    "assumptions.eval_every_steps",
+                    hint="0: no evaluation passes; else one pass every this many optimizer steps",
+                ),
+                TextField(
+                    state,
+                    "assumptions.eval_tokens",
+                    hint="tokens one evaluation pass reads, forward only",
+                ),
+                ComboField(
+                    state,
+                    "assumptions.checkpoint_tier",
+                    tiers,
+                    title="Checkpoint storage",
+                    hints=TIER_HINTS,
+                ),
+                TextField(
+                    state,
+                    "assumptions.checkpoints_kept",
+                    hint="hot copies on the checkpoint storage",
+                ),
+                CheckField(
+                    state,
+                    "assumptions.archive_final_checkpoint",
+                    hint="keep the last one on object storage after the run",
+                ),
             ],
             "Data storage and side costs": [
-                ComboField(state, "assumptions.data_tier", tiers, title="Dataset storage", hints=TIER_HINTS),
-                TextField(state, "assumptions.storage_months", hint="how long the data and checkpoints are billed"),
-                TextField(state, "assumptions.idle_hours", hint="stopped instances still pay for disks and IPs"),
-                TextField(state, "assumptions.egress_gb", hint="data leaving the cloud, e.g. the final weights"),
+                ComboField(
+                    state, "assumptions.data_tier", tiers, title="Dataset storage", hints=TIER_HINTS
+                ),
+                TextField(
+                    state,
+                    "assumptions.storage_months",
+                    hint="how long the data and checkpoints are billed",
+                ),
+                TextField(
+                    state,
+                    "assumptions.idle_hours",
+                    hint="stopped instances still pay for disks and IPs",
+                ),
+                TextField(
+                    state,
+                    "assumptions.egress_gb",
+                    hint="data leaving the cloud, e.g. the final weights",
+                ),
             ],
             "Buy instead of rent": [
-                TextField(state, "assumptions.buy.capex_usd_per_gpu", placeholder="catalog street price"),
-                TextField(state, "assumptions.buy.utilization", hint="share of the year the owned GPUs train"),
+                TextField(
+                    state, "assumptions.buy.capex_usd_per_gpu", placeholder="catalog street price"
+                ),
+                TextField(
+                    state,
+                    "assumptions.buy.utilization",
+                    hint="share of the year the owned GPUs train",
+                ),
             ],
         }
         for title, fields in groups.items():
@@ -133,7 +214,9 @@ class CostPage(PlanPage):
         self.keep_discount.clicked.connect(self.remember_discount)
         keep.addWidget(self.keep_price)
         keep.addWidget(self.keep_discount)
-        keep.addWidget(make_hint_label("Remember", "kept in your catalog overrides for every later plan"), 1)
+        keep.addWidget(
+            make_hint_label("Remember", "kept in your catalog overrides for every later plan"), 1
+        )
         self.body.addLayout(keep)
         self.keep_message = QLabel()
         self.keep_message.setAccessibleName("Remembered prices message")
@@ -141,8 +224,18 @@ class CostPage(PlanPage):
         self.body.addWidget(self.keep_message)
         self.keep_error = make_error_label("Remember price")
         self.body.addWidget(self.keep_error)
-        self.providers = RowsModel(["provider", "on-demand $/GPU-h", "spot $/GPU-h", "reserved $/GPU-h",
-                                    "on-demand compute", "spot compute", "reserved compute"], self)
+        self.providers = RowsModel(
+            [
+                "provider",
+                "on-demand $/GPU-h",
+                "spot $/GPU-h",
+                "reserved $/GPU-h",
+                "on-demand compute",
+                "spot compute",
+                "reserved compute",
+            ],
+            self,
+        )
         self.providers_view = make_table(self.providers, "Prices by provider")
         self.providers_view.setMinimumHeight(200)
         self.body.addWidget(self.providers_view, 1)
@@ -185,23 +278,40 @@ class CostPage(PlanPage):
         gpu = analysis.result.hardware.gpu
         mode = request.pricing.mode.value
         provider = request.pricing.provider or "my-price"
-        row = {"provider": provider, "instance": "user price", "gpu": gpu, mode: request.pricing.usd_per_gpu_hour,
-               "date": dt.date.today().isoformat(), "source": "entered in tuneplan"}
+        row = {
+            "provider": provider,
+            "instance": "user price",
+            "gpu": gpu,
+            mode: request.pricing.usd_per_gpu_hour,
+            "date": dt.date.today().isoformat(),
+            "source": "entered in tuneplan",
+        }
         folder = self._user_dir()
         rows = _read_json(folder / "prices.json", [])
-        rows = [r for r in rows if isinstance(r, dict)
-                and not (r.get("provider") == provider and r.get("gpu") == gpu and r.get("instance") == "user price")]
+        rows = [
+            r
+            for r in rows
+            if isinstance(r, dict)
+            and not (
+                r.get("provider") == provider
+                and r.get("gpu") == gpu
+                and r.get("instance") == "user price"
+            )
+        ]
         try:
             save_user_overrides(folder, prices=[*rows, row])
         except CatalogError as exc:
             self._say(error=str(exc))
             return
-        self._say(f"Kept ${request.pricing.usd_per_gpu_hour:,.2f}/GPU-h {mode.replace('_', '-')} for {gpu} at "
-                  f"{provider} in {folder / 'prices.json'}.")
+        self._say(
+            f"Kept ${request.pricing.usd_per_gpu_hour:,.2f}/GPU-h {mode.replace('_', '-')} for "
+            f"{gpu} at {provider} in {folder / 'prices.json'}."
+        )
         self.state.recompute_now()
 
     def remember_discount(self) -> None:
-        """Write the discount for the chosen provider; the request's own discount is then cleared (not twice)."""
+        """Write the discount for the chosen provider; the request's own discount is then cleared
+        (not twice)."""
         request = self.state.request
         if request is None or not request.pricing.provider or not request.pricing.discount:
             self._say(error="choose a provider and enter a discount first")
@@ -216,27 +326,34 @@ class CostPage(PlanPage):
         except CatalogError as exc:
             self._say(error=str(exc))
             return
-        self._say(f"Kept a {request.pricing.discount:.0%} discount for {request.pricing.provider} in "
-                  f"{folder / 'discounts.json'}; it now applies to the catalog prices.")
+        self._say(
+            f"Kept a {request.pricing.discount:.0%} discount for {request.pricing.provider} in "
+            f"{folder / 'discounts.json'}; it now applies to the catalog prices."
+        )
         self.state.set("pricing.discount", None)
         self.discount.refresh()
 
     # ---- figures
 
     def show_analysis(self, analysis: Analysis) -> None:
-        from core.planner import break_even_chart, provider_chart, seconds  # with the plan that arrived
+        # with the plan that arrived
+        from core.planner import break_even_chart, provider_chart, seconds
 
         r, f = analysis.result, analysis.figures
         c, ck = r.cost, r.checkpoint
         self.headline.setText(headline_text(r))
         show_band(self.band, r)
-        lines = [priced_option_text(o, r.hardware.gpu, r.memory.fits) for o in f.priced_alternatives]
+        lines = [
+            priced_option_text(o, r.hardware.gpu, r.memory.fits) for o in f.priced_alternatives
+        ]
         self.priced_elsewhere.setText("\n".join(lines))
         self.priced_elsewhere.setVisible(bool(lines))
         from core.planner import wall_time_parts  # with the plan, as the step view's own imports
 
         self.step.show_compute(r.compute, wall_time_parts(r))
-        self.providers.set_rows([provider_row(p, c.provider, r.hardware.gpus_per_node) for p in f.providers])
+        self.providers.set_rows(
+            [provider_row(p, c.provider, r.hardware.gpus_per_node) for p in f.providers]
+        )
         self.providers_view.setVisible(not c.unpriced_reason)  # what cannot run is priced nowhere
         if c.unpriced_reason:
             self.provider_chart.clear_chart("no cost: the plan does not fit")
@@ -245,33 +362,63 @@ class CostPage(PlanPage):
         else:
             self.provider_chart.clear_chart("no provider rents this GPU in the catalog")
         if c.unpriced_reason:
-            self.spot.setText(f"Checkpoint {fmt_bytes(ck.size_bytes)} every {ck.interval_minutes:.0f} min; job MTBF "
-                              f"{fmt_hours(ck.job_mtbf_hours)}.")
+            self.spot.setText(
+                f"Checkpoint {fmt_bytes(ck.size_bytes)} every {ck.interval_minutes:.0f} min; job "
+                f"MTBF {fmt_hours(ck.job_mtbf_hours)}."
+            )
         elif c.compute_usd.spot is not None:
             self.spot.setText(
-                f"Spot: {fmt_usd(c.compute_usd.spot)} including about {fmt_gpu_hours(c.spot_expected_lost_hours or 0)} "
-                f"GPU-hours of lost work and restarts; checkpoint {fmt_bytes(ck.size_bytes)} every "
-                f"{ck.interval_minutes:.0f} min ({seconds(ck.write_seconds)} per write); job MTBF "
-                f"{fmt_hours(ck.job_mtbf_hours)}.")
+                f"Spot: {fmt_usd(c.compute_usd.spot)} including about "
+                f"{fmt_gpu_hours(c.spot_expected_lost_hours or 0)} GPU-hours of lost work and "
+                f"restarts; checkpoint {fmt_bytes(ck.size_bytes)} every {ck.interval_minutes:.0f} "
+                f"min ({seconds(ck.write_seconds)} per write); job MTBF "
+                f"{fmt_hours(ck.job_mtbf_hours)}."
+            )
         else:
-            self.spot.setText(f"No spot price for {r.hardware.gpu} here. Checkpoint {fmt_bytes(ck.size_bytes)} "
-                              f"every {ck.interval_minutes:.0f} min; job MTBF {fmt_hours(ck.job_mtbf_hours)}.")
-        self.items.set_rows([Row([i.item, fmt_usd(i.usd), i.date or ("undated" if i.source else "—"), i.detail,
-                                  i.source or "—"],
-                                 tooltips=[i.item, "", i.date or "the source gives no date", i.detail,
-                                           i.source or ""])
-                             for i in c.items])
+            self.spot.setText(
+                f"No spot price for {r.hardware.gpu} here. Checkpoint {fmt_bytes(ck.size_bytes)} "
+                f"every {ck.interval_minutes:.0f} min; job MTBF {fmt_hours(ck.job_mtbf_hours)}."
+            )
+        self.items.set_rows(
+            [
+                Row(
+                    [
+                        i.item,
+                        fmt_usd(i.usd),
+                        i.date or ("undated" if i.source else "—"),
+                        i.detail,
+                        i.source or "—",
+                    ],
+                    tooltips=[
+                        i.item,
+                        "",
+                        i.date or "the source gives no date",
+                        i.detail,
+                        i.source or "",
+                    ],
+                )
+                for i in c.items
+            ]
+        )
         bvr = c.buy_vs_rent
         if f.break_even is not None and bvr is not None:
             self.break_even.show_line(break_even_chart(f.break_even))
-            be = (f"owning pays off above {bvr.break_even_utilization:.0%} utilisation"
-                  if bvr.break_even_utilization is not None else "renting is cheaper even at full utilisation")
-            self.buy.setText(f"Buy vs rent: owned ${bvr.usd_per_gpu_hour_owned:,.2f} per used GPU-hour at "
-                             f"{r.request.assumptions.buy.utilization:.0%} utilisation (capex "
-                             f"${f.break_even.capex_usd_per_gpu:,.0f}/GPU, {f.break_even.capex_source}); {be}.")
+            be = (
+                f"owning pays off above {bvr.break_even_utilization:.0%} utilisation"
+                if bvr.break_even_utilization is not None
+                else "renting is cheaper even at full utilisation"
+            )
+            self.buy.setText(
+                f"Buy vs rent: owned ${bvr.usd_per_gpu_hour_owned:,.2f} per used GPU-hour at "
+                f"{r.request.assumptions.buy.utilization:.0%} utilisation (capex "
+                f"${f.break_even.capex_usd_per_gpu:,.0f}/GPU, {f.break_even.capex_source}); {be}."
+            )
         else:
-            self.break_even.clear_chart("no cost: the plan does not fit" if c.unpriced_reason else
-                                        "no purchase price for this GPU")
+            self.break_even.clear_chart(
+                "no cost: the plan does not fit"
+                if c.unpriced_reason
+                else "no purchase price for this GPU"
+            )
             self.buy.setText("")
 
     def clear_analysis(self) -> None:

@@ -1,4 +1,5 @@
-"""Data page: how many tokens, how often, how long each sequence; shows sizes and tokens per step."""
+"""Data page: how many tokens, how often, how long each sequence; shows sizes and tokens per
+step."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from gui.wizard.fields import CheckField, TextField
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 
-if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+# the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+if TYPE_CHECKING:
     from core.planner import Analysis
 
 
@@ -26,18 +28,44 @@ class DataPage(PlanPage):
     prefixes = ("data",)
 
     def __init__(self, state: PlanState) -> None:
-        super().__init__(state, "Data", "The dataset: tokens per epoch (2e8, 200M, 1.5B), epochs and sequence length.")
+        super().__init__(
+            state,
+            "Data",
+            "The dataset: tokens per epoch (2e8, 200M, 1.5B), epochs and sequence length.",
+        )
         grid = QGridLayout()
         fields = [
-            TextField(state, "data.tokens", hint="tokens in one pass over the data; 2e8, 200M and 1.5B all work"),
+            TextField(
+                state,
+                "data.tokens",
+                hint="tokens in one pass over the data; 2e8, 200M and 1.5B all work",
+            ),
             TextField(state, "data.epochs", hint="more epochs train longer on the same data"),
-            TextField(state, "data.seq_len", hint="longer sequences need more activation memory per sample"),
-            CheckField(state, "data.packing", hint="packing joins samples into full sequences: no padding waste"),
-            TextField(state, "data.padding_fraction", hint="only when not packing: the share of each sequence "
-                      "that is padding"),
-            TextField(state, "data.bytes_per_token", hint="about 4 for English text with a BPE tokenizer"),
-            TextField(state, "data.file_count", hint="how many files the raw data is stored as; many small files "
-                      "mean many object-storage requests", placeholder="not known: ~50 KB documents assumed"),
+            TextField(
+                state,
+                "data.seq_len",
+                hint="longer sequences need more activation memory per sample",
+            ),
+            CheckField(
+                state,
+                "data.packing",
+                hint="packing joins samples into full sequences: no padding waste",
+            ),
+            TextField(
+                state,
+                "data.padding_fraction",
+                hint="only when not packing: the share of each sequence that is padding",
+            ),
+            TextField(
+                state, "data.bytes_per_token", hint="about 4 for English text with a BPE tokenizer"
+            ),
+            TextField(
+                state,
+                "data.file_count",
+                hint="how many files the raw data is stored as; many small files "
+                "mean many object-storage requests",
+                placeholder="not known: ~50 KB documents assumed",
+            ),
         ]
         for i, field in enumerate(fields):
             grid.addWidget(self.add_field(field), i // 2, i % 2)
@@ -65,16 +93,28 @@ class DataPage(PlanPage):
         r = analysis.result
         self.raw_size.setText(fmt_bytes(r.storage.dataset_raw_bytes))
         self.tokenized_size.setText(fmt_bytes(r.storage.dataset_tokenized_bytes))
-        self.tokens_per_step.setText(f"{r.compute.tokens_per_step:,} ({fmt_count(r.compute.tokens_per_step)})")
+        self.tokens_per_step.setText(
+            f"{r.compute.tokens_per_step:,} ({fmt_count(r.compute.tokens_per_step)})"
+        )
         self.steps.setText(f"{r.compute.steps:,}")
         st = r.storage
-        self.reads.setText(f"{st.packed_requests:,} GETs as packed shards ({fmt_usd(st.packed_request_usd)}) vs "
-                           f"{st.unpacked_requests:,} as the raw files ({fmt_usd(st.unpacked_request_usd)})")
+        self.reads.setText(
+            f"{st.packed_requests:,} GETs as packed shards ({fmt_usd(st.packed_request_usd)}) vs "
+            f"{st.unpacked_requests:,} as the raw files ({fmt_usd(st.unpacked_request_usd)})"
+        )
         tier = tier_figures(r.request.assumptions.data_tier).title
-        self.throughput.setText(f"the GPUs need {fmt_bytes(st.read_bytes_per_s_needed)}/s; {tier} gives about "
-                                f"{fmt_bytes(st.tier_read_bytes_per_s)}/s")
+        self.throughput.setText(
+            f"the GPUs need {fmt_bytes(st.read_bytes_per_s_needed)}/s; {tier} gives about "
+            f"{fmt_bytes(st.tier_read_bytes_per_s)}/s"
+        )
 
     def clear_analysis(self) -> None:
-        for label in (self.raw_size, self.tokenized_size, self.tokens_per_step, self.steps, self.reads,
-                      self.throughput):
+        for label in (
+            self.raw_size,
+            self.tokenized_size,
+            self.tokens_per_step,
+            self.steps,
+            self.reads,
+            self.throughput,
+        ):
             label.setText("—")

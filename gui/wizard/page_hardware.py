@@ -1,4 +1,5 @@
-"""Hardware page: the planner's search (sortable table, time-vs-cost with the Pareto front, scaling)."""
+"""Hardware page: the planner's search (sortable table, time-vs-cost with the Pareto front,
+scaling)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,16 @@ from gui.wizard.page import PlanPage
 from gui.wizard.parallelism import PARALLELISM_PATHS, ParallelismGroup
 from gui.wizard.state import PlanState
 
-if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+# the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+if TYPE_CHECKING:
     from core.planner import Analysis
 
 AUTO = ""
 
 
 def grouped(candidates: list[Candidate]) -> list[Candidate]:
-    """The search's ranking, grouped by GPU type: each type's rows together, the type with the best row first."""
+    """The search's ranking, grouped by GPU type: each type's rows together, the type with the best
+    row first."""
     first: dict[str, int] = {}
     for i, c in enumerate(candidates):
         first.setdefault(c.gpu, i)
@@ -52,12 +55,31 @@ def candidate_row(c: Candidate) -> Row:
     from core.planner import candidate_label  # loaded with the plan the candidates come from
 
     return Row(
-        cells=[candidate_label(c), str(c.micro_batch_size), "yes" if c.gradient_checkpointing else "no",
-               fmt_bytes(c.memory_per_gpu), fmt_hours(c.hours), fmt_usd(c.cost_usd), c.provider or "—",
-               "★" if c.pareto else "", c.why],
-        sort=[c.gpu, c.micro_batch_size, c.gradient_checkpointing, c.memory_per_gpu, c.hours, c.cost_usd,
-              c.provider or "", c.pareto, c.why],
-        payload=c, highlight={7} if c.pareto else set())
+        cells=[
+            candidate_label(c),
+            str(c.micro_batch_size),
+            "yes" if c.gradient_checkpointing else "no",
+            fmt_bytes(c.memory_per_gpu),
+            fmt_hours(c.hours),
+            fmt_usd(c.cost_usd),
+            c.provider or "—",
+            "★" if c.pareto else "",
+            c.why,
+        ],
+        sort=[
+            c.gpu,
+            c.micro_batch_size,
+            c.gradient_checkpointing,
+            c.memory_per_gpu,
+            c.hours,
+            c.cost_usd,
+            c.provider or "",
+            c.pareto,
+            c.why,
+        ],
+        payload=c,
+        highlight={7} if c.pareto else set(),
+    )
 
 
 class GpuChoice(FieldBox):
@@ -68,9 +90,14 @@ class GpuChoice(FieldBox):
         self.combo.addItem("Automatic (search the catalog)", AUTO)
         for gpu in load_catalog().gpus.values():
             self.combo.addItem(f"{gpu.id} — {gpu.memory_bytes / 1e9:.0f} GB", gpu.id)
-        super().__init__(state, "hardware.gpu", self.combo, title="GPU",
-                         hint="Automatic lets the planner pick the cheapest configuration that fits",
-                         error_paths=("hardware",))
+        super().__init__(
+            state,
+            "hardware.gpu",
+            self.combo,
+            title="GPU",
+            hint="Automatic lets the planner pick the cheapest configuration that fits",
+            error_paths=("hardware",),
+        )
         self.combo.activated.connect(self._chosen)
         self.refresh()
 
@@ -94,7 +121,8 @@ def _count(value: object, default: int = 1) -> int:
 
 
 class NetworkChoice(ComboField):
-    """Inter-node network; empty means the typical network of the chosen GPU's class, and the hint says which."""
+    """Inter-node network; empty means the typical network of the chosen GPU's class, and the hint
+    says which."""
 
     def __init__(self, state: PlanState) -> None:
         super().__init__(state, "hardware.interconnect", choices.interconnect_options(), default="")
@@ -104,7 +132,9 @@ class NetworkChoice(ComboField):
         if not gpu:
             return "with Automatic hardware the planner assumes each GPU class's typical network"
         per_node = _count(self.state.get("hardware.gpus_per_node"))
-        return network_text(value, str(gpu), per_node, load_catalog(), choices.INTERCONNECT.get(value, value))
+        return network_text(
+            value, str(gpu), per_node, load_catalog(), choices.INTERCONNECT.get(value, value)
+        )
 
 
 class HardwarePage(PlanPage):
@@ -112,8 +142,12 @@ class HardwarePage(PlanPage):
     needs_analysis = True
 
     def __init__(self, state: PlanState) -> None:
-        super().__init__(state, "Hardware", "Configurations that fit, ranked; pick one to carry it forward, or let "
-                         "the planner choose.")
+        super().__init__(
+            state,
+            "Hardware",
+            "Configurations that fit, ranked; pick one to carry it forward, or let "
+            "the planner choose.",
+        )
         self.chosen = QLabel()
         self.chosen.setAccessibleName("Planned hardware")
         self.chosen.setWordWrap(True)
@@ -123,26 +157,67 @@ class HardwarePage(PlanPage):
         self.per_node = self.add_field(TextField(state, "hardware.gpus_per_node"))
         self.nodes = self.add_field(TextField(state, "hardware.nodes"))
         self.network = self.add_field(NetworkChoice(state))
-        self.bandwidth = self.add_field(TextField(state, "hardware.inter_node_gbps", title="Inter-node bandwidth "
-                                                  "(Gbit/s per node)", hint="what the node's NICs give together, "
-                                                  "e.g. 3200 for 8 × 400G"))
-        self.busbw = self.add_field(TextField(state, "hardware.intra_node_busbw_gbs", title="Measured intra-node "
-                                              "busbw (GB/s)", hint="from an NCCL all-reduce on this box (the Probe "
-                                              "place measures it); replaces the NVLink/PCIe figure",
-                                              placeholder="catalog link figure"))
-        self.matmul = self.add_field(TextField(state, "hardware.matmul_tflops", title="Measured matmul TFLOP/s",
-                                               hint="from a probe's GPU matmul; empty: the published achievable "
-                                               "matmul efficiency", placeholder="published efficiency"))
-        self.objective = self.add_field(ComboField(state, "search.objective", choices.literal_options(
-            choices.OBJECTIVE), {"cost": "the cheapest configuration that fits", "time": "the fastest one, "
-                                 "whatever it costs", "cost_under_deadline": "the cheapest one that finishes "
-                                 "within the deadline"}))
-        self.deadline = self.add_field(TextField(state, "search.deadline_hours", hint="only with “lowest cost "
-                                                 "within a deadline”"))
-        self.max_gpus = self.add_field(TextField(state, "search.max_gpus", hint="the search never uses more GPUs "
-                                                 "than this"))
-        for i, field in enumerate((self.gpu, self.per_node, self.nodes, self.network, self.bandwidth, self.busbw,
-                                   self.matmul, self.objective, self.deadline, self.max_gpus)):
+        self.bandwidth = self.add_field(
+            TextField(
+                state,
+                "hardware.inter_node_gbps",
+                title="Inter-node bandwidth (Gbit/s per node)",
+                hint="what the node's NICs give together, e.g. 3200 for 8 × 400G",
+            )
+        )
+        self.busbw = self.add_field(
+            TextField(
+                state,
+                "hardware.intra_node_busbw_gbs",
+                title="Measured intra-node busbw (GB/s)",
+                hint="from an NCCL all-reduce on this box (the Probe "
+                "place measures it); replaces the NVLink/PCIe figure",
+                placeholder="catalog link figure",
+            )
+        )
+        self.matmul = self.add_field(
+            TextField(
+                state,
+                "hardware.matmul_tflops",
+                title="Measured matmul TFLOP/s",
+                hint="from a probe's GPU matmul; empty: the published achievable matmul efficiency",
+                placeholder="published efficiency",
+            )
+        )
+        self.objective = self.add_field(
+            ComboField(
+                state,
+                "search.objective",
+                choices.literal_options(choices.OBJECTIVE),
+                {
+                    "cost": "the cheapest configuration that fits",
+                    "time": "the fastest one, whatever it costs",
+                    "cost_under_deadline": "the cheapest one that finishes within the deadline",
+                },
+            )
+        )
+        self.deadline = self.add_field(
+            TextField(
+                state, "search.deadline_hours", hint="only with “lowest cost within a deadline”"
+            )
+        )
+        self.max_gpus = self.add_field(
+            TextField(state, "search.max_gpus", hint="the search never uses more GPUs than this")
+        )
+        for i, field in enumerate(
+            (
+                self.gpu,
+                self.per_node,
+                self.nodes,
+                self.network,
+                self.bandwidth,
+                self.busbw,
+                self.matmul,
+                self.objective,
+                self.deadline,
+                self.max_gpus,
+            )
+        ):
             manual.addWidget(field, i // 3, i % 3)
         for column in range(3):
             manual.setColumnStretch(column, 1)
@@ -153,8 +228,20 @@ class HardwarePage(PlanPage):
         self.groups.setAccessibleName("Hardware candidates summary")
         self.groups.setWordWrap(True)
         self.body.addWidget(self.groups)
-        self.model = RowsModel(["configuration", "micro-batch", "recompute", "memory/GPU", "time", "cost",
-                                "provider", "Pareto", "why"], self)
+        self.model = RowsModel(
+            [
+                "configuration",
+                "micro-batch",
+                "recompute",
+                "memory/GPU",
+                "time",
+                "cost",
+                "provider",
+                "Pareto",
+                "why",
+            ],
+            self,
+        )
         self.table = make_table(self.model, "Hardware candidates")
         self.table.setMinimumHeight(220)
         self.table.doubleClicked.connect(lambda _index: self.use_selected())
@@ -182,39 +269,68 @@ class HardwarePage(PlanPage):
         self._enable_counts()
 
     def _enable_counts(self) -> None:
-        """Counts and network belong to a chosen GPU; with Automatic the search picks them (text is kept)."""
+        """Counts and network belong to a chosen GPU; with Automatic the search picks them (text is
+        kept)."""
         manual = self.state.get("hardware") is not None
-        for field in (self.per_node, self.nodes, self.network, self.bandwidth, self.busbw, self.matmul):
+        for field in (
+            self.per_node,
+            self.nodes,
+            self.network,
+            self.bandwidth,
+            self.busbw,
+            self.matmul,
+        ):
             set_enabled(field.editor, manual)
-        set_enabled(self.deadline.editor, self.state.get("search.objective") == "cost_under_deadline")
+        set_enabled(
+            self.deadline.editor, self.state.get("search.objective") == "cost_under_deadline"
+        )
         self.network.set_hint(self.network.hint_for(self.network.value() or ""))
         gpu = self.state.get("hardware.gpu")
         per_node = _count(self.state.get("hardware.gpus_per_node"))
-        gbps = (network_node_gbps(self.state.get("hardware.interconnect"), str(gpu), per_node, load_catalog())
-                if gpu else None)
+        gbps = (
+            network_node_gbps(
+                self.state.get("hardware.interconnect"), str(gpu), per_node, load_catalog()
+            )
+            if gpu
+            else None
+        )
         placeholder = f"{gbps:g} (assumed)" if gbps else ""
         if placeholder != self.bandwidth.edit.placeholderText():
             self.bandwidth.edit.setPlaceholderText(placeholder)
 
     def use_selected(self) -> None:
-        """Carry the selected candidate forward: its hardware and the training choices it was ranked with."""
+        """Carry the selected candidate forward: its hardware and the training choices it was ranked
+        with."""
         c = selected_payload(self.table)
         if isinstance(c, Candidate):
             self.use_candidate(c)
 
     def use_candidate(self, c: Candidate) -> None:
-        hardware: dict[str, Any] = {"gpu": c.gpu, "gpus_per_node": c.gpus_per_node, "nodes": c.nodes}
+        hardware: dict[str, Any] = {
+            "gpu": c.gpu,
+            "gpus_per_node": c.gpus_per_node,
+            "nodes": c.nodes,
+        }
         before = self.state.get("hardware") or {}
-        measured = ("intra_node_busbw_gbs", "matmul_tflops")  # figures of that GPU's box, meaningless on another
-        kept = ("interconnect", "inter_node_gbps") + (measured if before.get("gpu") == c.gpu else ())
-        hardware.update({k: before[k] for k in kept if k in before})  # the cluster's network, as typed
+        # figures of that GPU's box, meaningless on another
+        measured = ("intra_node_busbw_gbs", "matmul_tflops")
+        kept = ("interconnect", "inter_node_gbps") + (
+            measured if before.get("gpu") == c.gpu else ()
+        )
+        # the cluster's network, as typed
+        hardware.update({k: before[k] for k in kept if k in before})
         recompute: bool | str = c.gradient_checkpointing
         if recompute and self.state.get("training.gradient_checkpointing") == "selective":
-            recompute = "selective"  # a candidate says only on or off: on keeps the person's selective recompute
+            # a candidate says only on or off: on keeps the person's selective recompute
+            recompute = "selective"
         self.state.update_many(
-            {"training.sharding": c.sharding.value, "training.micro_batch_size": c.micro_batch_size,
-             "training.gradient_checkpointing": recompute},
-            {"hardware": hardware})
+            {
+                "training.sharding": c.sharding.value,
+                "training.micro_batch_size": c.micro_batch_size,
+                "training.gradient_checkpointing": recompute,
+            },
+            {"hardware": hardware},
+        )
 
     def show_analysis(self, analysis: Analysis) -> None:
         # Loaded by the plan that arrived
@@ -230,20 +346,38 @@ class HardwarePage(PlanPage):
         t = r.request.training
         how = "you chose" if self.state.get("hardware") is not None else "the planner chose"
         notes = [f.search_note] if f.search_note else []
-        grown = grown_batch_warning(r)  # the search's count changed the batch: said where the count is chosen
+        # the search's count changed the batch: said where the count is chosen
+        grown = grown_batch_warning(r)
         reasons = [*f.overrides.values(), *([grown] if grown else [])]
         notes += [escape(why[0].upper() + why[1:]) + "." for why in reasons]
-        verdict = not_fit_text(r)  # a plan that cannot run shows no price, only that, by how much and what would
-        outcome = (f", {fmt_hours(r.time.hours)}, {fmt_usd(r.cost.total_usd)}." if verdict is None else
-                   f".<br><b>{escape(verdict)}</b>")
-        settings = [(f"{t.sharding.value}", "sharding"), (f"micro-batch {t.micro_batch_size}", "micro_batch_size")]
-        picked = [text for text, name in settings if self.state.get(f"training.{name}") is None
-                  and self.state.get("hardware") is not None]  # searched hardware: "the planner chose" says it all
+        # a plan that cannot run shows no price, only that, by how much and what would
+        verdict = not_fit_text(r)
+        outcome = (
+            f", {fmt_hours(r.time.hours)}, {fmt_usd(r.cost.total_usd)}."
+            if verdict is None
+            else f".<br><b>{escape(verdict)}</b>"
+        )
+        settings = [
+            (f"{t.sharding.value}", "sharding"),
+            (f"micro-batch {t.micro_batch_size}", "micro_batch_size"),
+        ]
+        # searched hardware: "the planner chose" says it all
+        picked = [
+            text
+            for text, name in settings
+            if self.state.get(f"training.{name}") is None and self.state.get("hardware") is not None
+        ]
         kept = [text for text, name in settings if text not in picked]
-        said = ", ".join([*kept, *([" and ".join(picked) + " chosen by the planner"] if picked else [])])
-        self.chosen.setText(f"<b>Planned on {hardware_label(r.hardware)}</b> ({how}): {said}{outcome}"
-                            + "".join(f"<br>{n}" for n in notes))
-        self.groups.setText(groups_text(f.candidates, r.hardware.gpu if self.state.get("hardware") else None))
+        said = ", ".join(
+            [*kept, *([" and ".join(picked) + " chosen by the planner"] if picked else [])]
+        )
+        self.chosen.setText(
+            f"<b>Planned on {hardware_label(r.hardware)}</b> ({how}): {said}{outcome}"
+            + "".join(f"<br>{n}" for n in notes)
+        )
+        self.groups.setText(
+            groups_text(f.candidates, r.hardware.gpu if self.state.get("hardware") else None)
+        )
         self.model.set_rows([candidate_row(c) for c in grouped(f.candidates)])
         if f.candidates:
             self.pareto.show_scatter(pareto_chart(f))

@@ -1,4 +1,5 @@
-"""Model page: a preset from the catalog, a Hugging Face config.json (file, drop or paste), or a count."""
+"""Model page: a preset from the catalog, a Hugging Face config.json (file, drop or paste), or a
+count."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ from gui.forms import make_error_label, make_hint_label
 from gui.wizard.page import PlanPage
 from gui.wizard.state import PlanState
 
-if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+# the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+if TYPE_CHECKING:
     from core.planner import Analysis
 
 PRESET, CONFIG, PARAMS = 0, 1, 2
@@ -43,7 +45,8 @@ def parse_config_text(text: str) -> tuple[dict[str, Any] | None, str | None]:
     if not text.strip():
         return None, "paste a config.json, open one, or drop the file here"
     try:
-        data = parse_json(text, "config.json")  # no NaN, no nesting deep enough to overflow the parser
+        # no NaN, no nesting deep enough to overflow the parser
+        data = parse_json(text, "config.json")
     except FileReadError as exc:
         return None, str(exc)
     if not isinstance(data, dict):
@@ -54,8 +57,9 @@ def parse_config_text(text: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def read_config_file(path: Path) -> tuple[str | None, str | None]:
-    """The text of a config file, or an error sentence (unreadable, too large, not UTF-8, a folder, a named pipe
-    or a device: read_bounded never blocks the window on a pipe nor reads /dev/zero without end)."""
+    """The text of a config file, or an error sentence (unreadable, too large, not UTF-8, a folder,
+    a named pipe or a device: read_bounded never blocks the window on a pipe nor reads /dev/zero
+    without end)."""
     try:
         return read_bounded(path, MAX_CONFIG_BYTES).decode("utf-8"), None
     except UnicodeDecodeError:
@@ -65,35 +69,41 @@ def read_config_file(path: Path) -> tuple[str | None, str | None]:
 
 
 def _squashed(text: str) -> str:
-    """Lower case, without the dashes, slashes and spaces between parts of a name: "Llama-3.1-8B" and the
-    "llama3.1 8b" a person types meet as "llama3.18b"."""
+    """Lower case, without the dashes, slashes and spaces between parts of a name: "Llama-3.1-8B"
+    and the "llama3.1 8b" a person types meet as "llama3.18b"."""
     return "".join(c for c in text.casefold() if c.isalnum() or c == ".")
 
 
 def filter_words(text: str) -> list[str]:
-    """The words a filter text asks for, squashed; a word without a letter or digit asks for nothing."""
+    """The words a filter text asks for, squashed; a word without a letter or digit asks for
+    nothing."""
     return [_squashed(word) for word in text.split() if any(c.isalnum() for c in word)]
 
 
 def shows(words: list[str], label: str) -> bool:
-    """Whether a preset's label holds every word, in any order and any case, each at the start of a part of the
-    name: "llama 8b" and "8B Llama" find llama-3.1-8b, "qwen 7b" finds qwen2.5-7b but not qwen3-1.7b."""
+    """Whether a preset's label holds every word, in any order and any case, each at the start of a
+    part of the name: "llama 8b" and "8B Llama" find llama-3.1-8b, "qwen 7b" finds qwen2.5-7b but
+    not qwen3-1.7b."""
     text = label.casefold()
-    starts = [_squashed(text[i:]) for i, c in enumerate(text)
-              if c.isalnum() and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "."))]
+    starts = [
+        _squashed(text[i:])
+        for i, c in enumerate(text)
+        if c.isalnum() and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "."))
+    ]
     return all(any(part.startswith(word) for part in starts) for word in words)
 
 
 class WordsFilter(QSortFilterProxyModel):
-    """The presets whose label holds every word typed (:func:`shows`), not the typed text as one string: "llama
-    8b" found nothing when the label reads "llama-3.1-8b"."""
+    """The presets whose label holds every word typed (:func:`shows`), not the typed text as one
+    string: "llama 8b" found nothing when the label reads "llama-3.1-8b"."""
 
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self._words: list[str] = []
 
     def set_text(self, text: str) -> None:
-        if hasattr(self, "beginFilterChange"):  # Qt 6.10 on; invalidateRowsFilter is deprecated there
+        # Qt 6.10 on; invalidateRowsFilter is deprecated there
+        if hasattr(self, "beginFilterChange"):
             self.beginFilterChange()
             self._words = filter_words(text)
             self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
@@ -101,8 +111,12 @@ class WordsFilter(QSortFilterProxyModel):
             self._words = filter_words(text)
             self.invalidateRowsFilter()
 
-    def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex) -> bool:
-        return shows(self._words, str(self.sourceModel().index(source_row, 0, source_parent).data()))
+    def filterAcceptsRow(
+        self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex
+    ) -> bool:
+        return shows(
+            self._words, str(self.sourceModel().index(source_row, 0, source_parent).data())
+        )
 
 
 def _local_file(mime: QMimeData) -> Path | None:
@@ -143,7 +157,11 @@ class ModelPage(PlanPage):
     prefixes = ("model",)
 
     def __init__(self, state: PlanState) -> None:
-        super().__init__(state, "Model", "Pick a published model, import its config.json, or give a parameter count.")
+        super().__init__(
+            state,
+            "Model",
+            "Pick a published model, import its config.json, or give a parameter count.",
+        )
         self.tabs = QTabWidget()
         self.tabs.setAccessibleName("Model source")
         self.tabs.addTab(self._preset_tab(), "Preset")
@@ -183,10 +201,14 @@ class ModelPage(PlanPage):
         self.list.setModel(self.proxy)
         self._filtering = False
         self.filter.textChanged.connect(self._filter_changed)
-        # A pick selects a row (a click, or the arrow keys); the current index alone also moves when the filter
-        # hides the current row or the list merely takes the focus, and neither is a pick.
-        self.list.selectionModel().selectionChanged.connect(lambda selected, _old: self._preset_chosen(
-            selected.indexes()[0] if selected.indexes() else QModelIndex()))
+        # A pick selects a row (a click, or the arrow keys); the current index alone also moves when
+        # the filter hides the current row or the list merely takes the focus, and neither is a
+        # pick.
+        self.list.selectionModel().selectionChanged.connect(
+            lambda selected, _old: self._preset_chosen(
+                selected.indexes()[0] if selected.indexes() else QModelIndex()
+            )
+        )
         self.selected = QLabel()
         self.selected.setAccessibleName("Selected preset")
         self.selected.setWordWrap(True)
@@ -203,7 +225,9 @@ class ModelPage(PlanPage):
         self.open_button.setAccessibleName("Open config.json")
         self.open_button.clicked.connect(self._open_config)
         row.addWidget(self.open_button)
-        row.addWidget(make_hint_label("config.json", "or drop the file here, or paste its text below"), 1)
+        row.addWidget(
+            make_hint_label("config.json", "or drop the file here, or paste its text below"), 1
+        )
         layout.addLayout(row)
         self.config_edit = ConfigEdit(self.load_config_file)
         self.config_edit.setAccessibleName("config.json text")
@@ -224,16 +248,22 @@ class ModelPage(PlanPage):
         layout.addRow("Parameters", self.params_edit)
         self.params_error = make_error_label("Parameter count")
         layout.addRow(self.params_error)
-        layout.addRow(make_hint_label("Parameter count", "The architecture is inferred from a typical shape for "
-                                      "this size, and the plan says so. Until a count is typed here the plan "
-                                      "keeps the model it has."))
+        layout.addRow(
+            make_hint_label(
+                "Parameter count",
+                "The architecture is inferred from a typical shape for "
+                "this size, and the plan says so. Until a count is typed here the plan "
+                "keeps the model it has.",
+            )
+        )
         return box
 
     # ---- edits
 
     def _tab_changed(self, index: int) -> None:
-        """A tab with something in it gives the plan its model; an empty one changes nothing until the person
-        types, picks or pastes there, so looking at a tab neither raises an error nor makes the plan unsaved."""
+        """A tab with something in it gives the plan its model; an empty one changes nothing until
+        the person types, picks or pastes there, so looking at a tab neither raises an error nor
+        makes the plan unsaved."""
         if index != CONFIG:
             self.state.set_local_error(CONFIG_PATH, None)
         if index == PRESET:
@@ -250,8 +280,9 @@ class ModelPage(PlanPage):
     def _filter_changed(self, text: str) -> None:
         """Filter the list; the model stays the one the user picked.
 
-        Filtering out the current row moved the list's current index to another row, which read as a pick:
-        typing "q" chose qwen2.5-0.5b. Only a selected row is a pick, and none the filter or the page makes.
+        Filtering out the current row moved the list's current index to another row, which read as a
+        pick: typing "q" chose qwen2.5-0.5b. Only a selected row is a pick, and none the filter or
+        the page makes.
         """
         self._filtering = True
         try:
@@ -261,7 +292,8 @@ class ModelPage(PlanPage):
         self._show_selected()
 
     def clear_filter(self) -> None:
-        """Another plan is shown (New plan, Open): its model in view and selected, not hidden by the old filter."""
+        """Another plan is shown (New plan, Open): its model in view and selected, not hidden by the
+        old filter."""
         self.filter.clear()
 
     def _preset_chosen(self, index: Any) -> None:
@@ -285,7 +317,8 @@ class ModelPage(PlanPage):
         self.state.set_section("model", {"params": text.strip()} if text.strip() else {})
 
     def load_config_file(self, path: Path) -> None:
-        """Put a file's text in the box (it is parsed like pasted text) or say why it cannot be read."""
+        """Put a file's text in the box (it is parsed like pasted text) or say why it cannot be
+        read."""
         self.tabs.setCurrentIndex(CONFIG)
         text, error = read_config_file(path)
         if text is None:
@@ -294,7 +327,9 @@ class ModelPage(PlanPage):
         self.config_edit.setPlainText(text)
 
     def _open_config(self) -> None:
-        name, _ = QFileDialog.getOpenFileName(self, "Open config.json", "", "config.json (*.json);;All files (*)")
+        name, _ = QFileDialog.getOpenFileName(
+            self, "Open config.json", "", "config.json (*.json);;All files (*)"
+        )
         if name:
             self.load_config_file(Path(name))
 
@@ -312,12 +347,15 @@ class ModelPage(PlanPage):
 
     def _show_local_errors(self) -> None:
         errors = self.state.errors
-        config_msg = errors.get(CONFIG_PATH) or (errors.get("model") if self.tabs.currentIndex() == CONFIG else None)
+        config_msg = errors.get(CONFIG_PATH) or (
+            errors.get("model") if self.tabs.currentIndex() == CONFIG else None
+        )
         self.config_error.setText(config_msg or "")
         self.config_error.setVisible(bool(config_msg))
         params_msg = errors.get("model.params")
         if params_msg is None and self.tabs.currentIndex() == PARAMS and "model" in errors:
-            params_msg = NO_PARAMS if not self.state.get("model") else errors["model"]  # the field was emptied
+            # the field was emptied
+            params_msg = NO_PARAMS if not self.state.get("model") else errors["model"]
         self.params_error.setText(params_msg or "")
         self.params_error.setVisible(bool(params_msg))
 
@@ -352,8 +390,11 @@ class ModelPage(PlanPage):
         self._show_local_errors()
 
     def _select_preset(self, preset: str) -> bool:
-        """Make the preset the list's current row where the filter shows it; False where it does not."""
-        rows = self.proxy.match(self.proxy.index(0, 0), Qt.ItemDataRole.UserRole, preset, 1, Qt.MatchFlag.MatchExactly)
+        """Make the preset the list's current row where the filter shows it; False where it does
+        not."""
+        rows = self.proxy.match(
+            self.proxy.index(0, 0), Qt.ItemDataRole.UserRole, preset, 1, Qt.MatchFlag.MatchExactly
+        )
         self._filtering = True  # a row the program selects is not a pick
         try:
             if rows:
@@ -366,7 +407,8 @@ class ModelPage(PlanPage):
         return bool(rows)
 
     def _show_selected(self) -> None:
-        """Highlight the state's preset where the filter shows it, none elsewhere, and name it under the list."""
+        """Highlight the state's preset where the filter shows it, none elsewhere, and name it under
+        the list."""
         preset = (self.state.get("model") or {}).get("preset")
         if preset is None:
             self._select_preset("")
@@ -380,13 +422,21 @@ class ModelPage(PlanPage):
 
     def show_analysis(self, analysis: Analysis) -> None:
         m = analysis.figures.model
-        lines = [f"<b>{m.name}</b>: {fmt_count(m.total_params)} parameters"
-                 + (f", {fmt_count(m.active_params)} active per token" if m.active_params != m.total_params else ""),
-                 f"{m.layers} layers, hidden {m.hidden}, {m.heads} attention heads ({m.kv_heads} key/value), "
-                 f"MLP {m.intermediate}, vocabulary {m.vocab:,}"
-                 + (f", context {m.max_position:,}" if m.max_position else "")]
+        lines = [
+            f"<b>{m.name}</b>: {fmt_count(m.total_params)} parameters"
+            + (
+                f", {fmt_count(m.active_params)} active per token"
+                if m.active_params != m.total_params
+                else ""
+            ),
+            f"{m.layers} layers, hidden {m.hidden}, {m.heads} attention heads ({m.kv_heads} "
+            f"key/value), MLP {m.intermediate}, vocabulary {m.vocab:,}"
+            + (f", context {m.max_position:,}" if m.max_position else ""),
+        ]
         if m.experts:
-            lines.append(f"Mixture of experts: {m.experts} experts, {m.experts_per_token} per token")
+            lines.append(
+                f"Mixture of experts: {m.experts} experts, {m.experts_per_token} per token"
+            )
         lines += [f"<i>{note}</i>" for note in m.notes]
         self.summary.setText("<br>".join(lines))
 

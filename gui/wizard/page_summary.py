@@ -1,5 +1,5 @@
-"""Summary page: the headline, the assumptions with their sources and dates, the sanity checks and warnings, and
-the exits."""
+"""Summary page: the headline, the assumptions with their sources and dates, the sanity checks and
+warnings, and the exits."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from gui.table_model import Row, RowsModel, make_table
 from gui.wizard.page import PlanPage, make_band_label, show_band
 from gui.wizard.state import PlanState
 
-if TYPE_CHECKING:  # the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+# the planner loads with the first plan, on a worker: not at start (docs/performance.md)
+if TYPE_CHECKING:
     from core.planner import Analysis
     from gui.wizard.launch_dialog import LaunchDialog
 
@@ -32,7 +33,9 @@ class SummaryPage(PlanPage):
     export_json_requested = Signal()
 
     def __init__(self, state: PlanState) -> None:
-        super().__init__(state, "Summary", "The plan in one line, what it assumes, and what to watch.")
+        super().__init__(
+            state, "Summary", "The plan in one line, what it assumes, and what to watch."
+        )
         self.headline = QLabel()
         self.headline.setAccessibleName("Plan headline")
         self.headline.setWordWrap(True)
@@ -54,19 +57,24 @@ class SummaryPage(PlanPage):
         self.save_button = QPushButton("Save to library")
         self.pdf_button = QPushButton("Export PDF…")
         self.json_button = QPushButton("Export JSON…")
-        for button, signal in ((self.save_button, self.save_requested), (self.pdf_button, self.export_pdf_requested),
-                               (self.json_button, self.export_json_requested)):
+        for button, signal in (
+            (self.save_button, self.save_requested),
+            (self.pdf_button, self.export_pdf_requested),
+            (self.json_button, self.export_json_requested),
+        ):
             button.setAccessibleName(button.text().rstrip("…"))
             button.clicked.connect(signal.emit)
             button.setEnabled(False)
             buttons.addWidget(button)
-        self.launch_button = QPushButton("Export launch files…")  # DeepSpeed, accelerate, Slurm, ... (launch_dialog.py)
+        # DeepSpeed, accelerate, Slurm, ... (launch_dialog.py)
+        self.launch_button = QPushButton("Export launch files…")
         self.launch_button.setAccessibleName("Export launch files")
         self.launch_button.clicked.connect(self.open_launch_dialog)
         self.launch_button.setEnabled(False)
         buttons.addWidget(self.launch_button)
         self.launch_dialog: LaunchDialog | None = None
-        self.plan_name: Callable[[], str | None] = lambda: None  # the wizard's: the launch files' headers say it
+        # the wizard's: the launch files' headers say it
+        self.plan_name: Callable[[], str | None] = lambda: None
         buttons.addStretch(1)
         self.body.addLayout(buttons)
         self.body.addWidget(QLabel("Sanity checks"))
@@ -87,12 +95,16 @@ class SummaryPage(PlanPage):
         self.body.addWidget(self.assumptions_view, 1)
 
     def open_launch_dialog(self) -> None:
-        """The export dialog for the plan on screen, window-modal (open(), not exec(): the window keeps running)."""
+        """The export dialog for the plan on screen, window-modal (open(), not exec(): the window
+        keeps running)."""
         if self.state.analysis is None:
             return
-        from gui.wizard.launch_dialog import LaunchDialog  # the launch writers load NumPy: only when asked
+        # the launch writers load NumPy: only when asked
+        from gui.wizard.launch_dialog import LaunchDialog
 
-        self.launch_dialog = LaunchDialog(self.state.analysis.result, self.state.executor, self.plan_name(), self)
+        self.launch_dialog = LaunchDialog(
+            self.state.analysis.result, self.state.executor, self.plan_name(), self
+        )
         self.launch_dialog.open()
 
     def show_analysis(self, analysis: Analysis) -> None:
@@ -108,9 +120,12 @@ class SummaryPage(PlanPage):
         for button in (self.save_button, self.pdf_button, self.json_button, self.launch_button):
             button.setEnabled(True)
         figures = {k.label: k.value for k in shown_key_figures(r)}
-        verdict = not_fit_text(r)  # what cannot run has no cost: the headline says so, by how much and what would
-        self.headline.setText(f"{figures['Hardware']} · " + (verdict or f"{figures['Wall time']} · "
-                                                                       f"{figures[MODE_COSTS]}"))
+        # what cannot run has no cost: the headline says so, by how much and what would
+        verdict = not_fit_text(r)
+        self.headline.setText(
+            f"{figures['Hardware']} · "
+            + (verdict or f"{figures['Wall time']} · {figures[MODE_COSTS]}")
+        )
         show_band(self.band, r)
         self.conclusion.setText(conclusion(r))
         while self.figures.rowCount():
@@ -126,7 +141,9 @@ class SummaryPage(PlanPage):
         self.warnings.addItems(r.warnings or ["none"])
         self.sanity.clear()
         self.sanity.addItems([w.message for w in r.sanity] or ["none"])
-        self.assumptions.set_rows([Row([a.name, a.value, a.source, a.date or "—"]) for a in r.assumptions])
+        self.assumptions.set_rows(
+            [Row([a.name, a.value, a.source, a.date or "—"]) for a in r.assumptions]
+        )
 
     def clear_analysis(self) -> None:
         for button in (self.save_button, self.pdf_button, self.json_button, self.launch_button):

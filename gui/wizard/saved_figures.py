@@ -1,6 +1,7 @@
-"""A plan opened from the library is planned again from its request as set; when that gives other figures than it
-was saved with (the catalog's prices were refreshed since, or a newer planner estimates differently), the window
-says so, figure by figure, instead of showing other numbers as if they were the saved plan's."""
+"""A plan opened from the library is planned again from its request as set; when that gives other
+figures than it was saved with (the catalog's prices were refreshed since, or a newer planner
+estimates differently), the window says so, figure by figure, instead of showing other numbers as if
+they were the saved plan's."""
 
 from __future__ import annotations
 
@@ -17,18 +18,24 @@ if TYPE_CHECKING:
 
 def headline_figures(result: PlanResult) -> dict[str, str]:
     """The figures a person compares at a glance, as the Summary prints them."""
-    return {"wall time": fmt_hours(result.time.hours), "total cost": fmt_usd(result.cost.total_usd),
-            "memory per GPU": fmt_bytes(result.memory.per_gpu.total)}
+    return {
+        "wall time": fmt_hours(result.time.hours),
+        "total cost": fmt_usd(result.cost.total_usd),
+        "memory per GPU": fmt_bytes(result.memory.per_gpu.total),
+    }
 
 
 def changed_figures(saved: PlanResult, now: PlanResult) -> str:
     """'total cost $24.45 → $26.10, …' for each headline figure that differs; '' when none does."""
     before, after = headline_figures(saved), headline_figures(now)
-    return ", ".join(f"{name} {before[name]} → {after[name]}" for name in before if before[name] != after[name])
+    return ", ".join(
+        f"{name} {before[name]} → {after[name]}" for name in before if before[name] != after[name]
+    )
 
 
 class SavedFiguresCheck(QObject):
-    """Signal ``differs(str)``: the sentence, once, when the first plan of an opened record differs from it."""
+    """Signal ``differs(str)``: the sentence, once, when the first plan of an opened record differs
+    from it."""
 
     differs = Signal(str)
 
@@ -50,5 +57,7 @@ class SavedFiguresCheck(QObject):
         (name, saved), self._expected = self._expected, None
         changed = changed_figures(saved, analysis.result)
         if changed:
-            self.differs.emit(f"“{name}” now plans to other figures than it was saved with ({changed}): the "
-                              "catalog's prices or the planner changed since")
+            self.differs.emit(
+                f"“{name}” now plans to other figures than it was saved with ({changed}): the "
+                "catalog's prices or the planner changed since"
+            )

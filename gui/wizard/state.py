@@ -1,8 +1,9 @@
 """The request being edited, exactly as typed, with its validation errors and the latest analysis.
 
-Fields write raw text into a nested dict; pydantic (``PlanRequest.model_validate``) is the one judge of it,
-so a field's error comes from the same rules the CLI applies, and nothing typed is lost when it is wrong.
-Planning is debounced and runs on the injected executor; a result for an older edit is dropped.
+Fields write raw text into a nested dict; pydantic (``PlanRequest.model_validate``) is the one judge
+of it, so a field's error comes from the same rules the CLI applies, and nothing typed is lost when
+it is wrong. Planning is debounced and runs on the injected executor; a result for an older edit is
+dropped.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ _KNOWN_ROOTS = set(PlanRequest.model_fields)
 
 
 def plan_error_path(message: str) -> str:
-    """Where a planner error belongs: the field it starts with ('data.seq_len 9000 is …'), else 'plan'."""
+    """Where a planner error belongs: the field it starts with ('data.seq_len 9000 is …'), else
+    'plan'."""
     match = _FIELD_AT_START.match(message)
     if match and match.group(1).split(".")[0] in _KNOWN_ROOTS:
         return match.group(1)
@@ -38,8 +40,9 @@ def plan_error_path(message: str) -> str:
 
 
 def owner_path(path: str, message: str) -> str:
-    """The field an error is about: a section's cross-field rule that names a field of it first ('training':
-    'training.sequence_parallel needs ...') belongs to that field, anything else to its own path."""
+    """The field an error is about: a section's cross-field rule that names a field of it first
+    ('training': 'training.sequence_parallel needs ...') belongs to that field, anything else to its
+    own path."""
     named = plan_error_path(message)
     return named if named.startswith(path + ".") else path
 
@@ -47,9 +50,9 @@ def owner_path(path: str, message: str) -> str:
 def plan_on_worker(request: PlanRequest) -> Analysis:
     """The plan and what the pages show of it, computed on the executor's thread.
 
-    The planner and NumPy are imported here, by the first plan, and not when the window is built: they are a
-    third of the start-up's imports, and nothing on screen needs them before a plan's figures arrive. The
-    import then runs on the worker while the window already answers.
+    The planner and NumPy are imported here, by the first plan, and not when the window is built:
+    they are a third of the start-up's imports, and nothing on screen needs them before a plan's
+    figures arrive. The import then runs on the worker while the window already answers.
     """
     from core.planner import analyse
 
@@ -61,8 +64,9 @@ def under(path: str, prefixes: tuple[str, ...]) -> bool:
 
 
 class PlanState(QObject):
-    """Signals: ``edited()`` a field changed the request; ``replaced()`` the request was replaced from outside
-    (load, a chosen candidate) so fields re-read it; ``errors_changed()``; ``analysis_changed(object)`` an
+    """Signals: ``edited()`` a field changed the request; ``replaced()`` the request was replaced
+    from outside (load, a chosen candidate) so fields re-read it; ``errors_changed()``;
+    ``analysis_changed(object)`` an
     :class:`Analysis` or None; ``busy_changed(bool)``."""
 
     edited = Signal()
@@ -71,7 +75,9 @@ class PlanState(QObject):
     analysis_changed = Signal(object)
     busy_changed = Signal(bool)
 
-    def __init__(self, executor: Executor, debounce_ms: int = 150, parent: QObject | None = None) -> None:
+    def __init__(
+        self, executor: Executor, debounce_ms: int = 150, parent: QObject | None = None
+    ) -> None:
         super().__init__(parent)
         self._executor = executor
         self._raw: dict[str, Any] = copy.deepcopy(DEFAULT_REQUEST)
@@ -123,7 +129,8 @@ class PlanState(QObject):
         self._changed()
 
     def set_section(self, name: str, value: dict[str, Any] | None) -> None:
-        """Replace a whole section (model, hardware); None removes it (hardware: let the planner search)."""
+        """Replace a whole section (model, hardware); None removes it (hardware: let the planner
+        search)."""
         if value is None:
             self._raw.pop(name, None)
         else:
@@ -136,8 +143,11 @@ class PlanState(QObject):
         self._local.clear()
         self._changed(replaced=True)
 
-    def update_many(self, values: dict[str, Any], sections: dict[str, dict[str, Any] | None]) -> None:
-        """Several edits as one (choosing a candidate sets hardware and training fields together)."""
+    def update_many(
+        self, values: dict[str, Any], sections: dict[str, dict[str, Any] | None]
+    ) -> None:
+        """Several edits as one (choosing a candidate sets hardware and training fields
+        together)."""
         for name, section in sections.items():
             if section is None:
                 self._raw.pop(name, None)
@@ -185,7 +195,8 @@ class PlanState(QObject):
         if errors != self.errors:
             self.errors = errors
             self.errors_changed.emit()
-        if self.request is None and self.analysis is not None:  # no figures for a request that is not there
+        # no figures for a request that is not there
+        if self.request is None and self.analysis is not None:
             self.analysis = None
             self.analysis_changed.emit(None)
 
@@ -206,10 +217,12 @@ class PlanState(QObject):
             self.busy_changed.emit(busy)
 
     def recompute_now(self) -> None:
-        """Plan the current request on the executor (the timer calls this; tests may call it directly).
+        """Plan the current request on the executor (the timer calls this; tests may call it
+        directly).
 
-        One plan runs at a time: while one runs, a newer edit waits for it and then plans the latest request.
-        Two plans in parallel would only compete with each other, and with the UI thread, for the GIL.
+        One plan runs at a time: while one runs, a newer edit waits for it and then plans the latest
+        request. Two plans in parallel would only compete with each other, and with the UI thread,
+        for the GIL.
         """
         self._timer.stop()
         if self.request is None or self._stopped:
@@ -220,10 +233,15 @@ class PlanState(QObject):
             return
         request, generation = self.request, self._generation
         self._running = True
-        self._executor.submit(lambda: plan_on_worker(request), lambda a: self._finished(generation, a, None),
-                              lambda exc: self._finished(generation, None, exc))
+        self._executor.submit(
+            lambda: plan_on_worker(request),
+            lambda a: self._finished(generation, a, None),
+            lambda exc: self._finished(generation, None, exc),
+        )
 
-    def _finished(self, generation: int, analysis: Analysis | None, exc: BaseException | None) -> None:
+    def _finished(
+        self, generation: int, analysis: Analysis | None, exc: BaseException | None
+    ) -> None:
         self._running = False
         if exc is not None:
             self._on_error(generation, exc)
@@ -256,8 +274,9 @@ class PlanState(QObject):
         self.analysis_changed.emit(None)
 
     def stop(self) -> None:
-        """The window is closing: stop the debounce timer, and start no plan from now on (a late edit or a
-        plan that finishes after this one would otherwise queue another behind a closed window)."""
+        """The window is closing: stop the debounce timer, and start no plan from now on (a late
+        edit or a plan that finishes after this one would otherwise queue another behind a closed
+        window)."""
         self._stopped = True
         self._timer.stop()
         self._generation += 1  # a result still on its way is for an edit no one will see

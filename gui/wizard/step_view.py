@@ -1,9 +1,10 @@
 """Where one optimizer step's time goes: seconds and share per kind of work, and the achieved MFU.
 
-The rows and their words come from ``core.planner.report_time`` (``step_rows``), the same the PDF's Time section
-prints, so the window and the report agree. A kind of work that takes no time is not shown: seven rows of
-"0 s" would hide the two that matter. The rows are made when the first plan is shown: the report module comes
-with the planner, which loads with that plan, not when the window is built.
+The rows and their words come from ``core.planner.report_time`` (``step_rows``), the same the PDF's
+Time section prints, so the window and the report agree. A kind of work that takes no time is not
+shown: seven rows of "0 s" would hide the two that matter. The rows are made when the first plan is
+shown: the report module comes with the planner, which loads with that plan, not when the window is
+built.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ TITLE = "Time per optimizer step"
 
 
 class StepBreakdownView(QGroupBox):
-    """A line with the step time, throughput and achieved MFU; under it one row per kind of work that takes time:
-    its name, seconds, share of the step and a bar of that share."""
+    """A line with the step time, throughput and achieved MFU; under it one row per kind of work
+    that takes time: its name, seconds, share of the step and a bar of that share."""
 
     def __init__(self) -> None:
         super().__init__(TITLE)
@@ -30,8 +31,10 @@ class StepBreakdownView(QGroupBox):
         self.mfu = QLabel()
         self.mfu.setAccessibleName("Achieved MFU")
         self.mfu.setWordWrap(True)
-        self.mfu.setToolTip("model FLOPs (6N + causal attention, no recomputation) per second over the whole step, "
-                            "divided by the GPUs' peak")
+        self.mfu.setToolTip(
+            "model FLOPs (6N + causal attention, no recomputation) per second over the whole step, "
+            "divided by the GPUs' peak"
+        )
         column.addWidget(self.mfu)
         self.grid = QGridLayout()
         self.grid.setHorizontalSpacing(12)
@@ -44,7 +47,8 @@ class StepBreakdownView(QGroupBox):
         self.clear()
 
     def _make_rows(self) -> None:
-        """The header and one hidden row per kind of work, in the order the step runs them (once)."""
+        """The header and one hidden row per kind of work, in the order the step runs them
+        (once)."""
         from core.planner import STEP_HEADER, STEP_PARTS
 
         self.header = [QLabel(f"<b>{text}</b>") for text in STEP_HEADER]
@@ -68,17 +72,20 @@ class StepBreakdownView(QGroupBox):
         self.grid.setColumnStretch(3, 1)
 
     def show_compute(self, compute: ComputeResult, wall: str | None = None) -> None:
-        """Show one plan's step; the rows with time, in the order the step runs them; `wall`, what the whole wall
-        time is made of (report.wall_time_parts), under the step's line."""
-        from core.planner import measured_step_text, share_text, step_rows, step_seconds  # with the plan
+        """Show one plan's step; the rows with time, in the order the step runs them; `wall`, what
+        the whole wall time is made of (report.wall_time_parts), under the step's line."""
+        # with the plan
+        from core.planner import measured_step_text, share_text, step_rows, step_seconds
 
         if not self.rows:
             self._make_rows()
         measured = measured_step_text(compute)
-        self.summary.setText(f"{step_seconds(compute.step_time_s)} per optimizer step of "
-                             f"{compute.tokens_per_step:,} tokens · {compute.tokens_per_second:,.0f} tokens/s"
-                             + (f"\nStep {measured}" if measured else "")
-                             + (f"\nWall time: {wall}" if wall else ""))
+        self.summary.setText(
+            f"{step_seconds(compute.step_time_s)} per optimizer step of "
+            f"{compute.tokens_per_step:,} tokens · {compute.tokens_per_second:,.0f} tokens/s"
+            + (f"\nStep {measured}" if measured else "")
+            + (f"\nWall time: {wall}" if wall else "")
+        )
         hfu = f"; hardware-FLOPs utilisation (HFU) {compute.hfu:.0%}" if compute.hfu > 0 else ""
         self.mfu.setText(f"Achieved MFU (model-FLOPs utilisation): {compute.mfu:.0%}{hfu}")
         shown = {name: (v, share) for name, v, share in step_rows(compute)}
@@ -96,8 +103,11 @@ class StepBreakdownView(QGroupBox):
 
     def shown_rows(self) -> list[tuple[str, str, str]]:
         """What the rows on screen say: (name, seconds, share), top to bottom."""
-        return [(label.text(), seconds.text(), share.text()) for label, seconds, share, _bar in self.rows.values()
-                if label.isVisibleTo(self)]
+        return [
+            (label.text(), seconds.text(), share.text())
+            for label, seconds, share, _bar in self.rows.values()
+            if label.isVisibleTo(self)
+        ]
 
     def clear(self) -> None:
         self.summary.setText("")

@@ -1,9 +1,9 @@
 """The planning wizard, embedded in the main window (not a dialog): seven pages over one PlanState.
 
-Beside the pages, a step list says where the user is ("Step 3 of 7 — Method") and jumps to any step whose
-previous steps are valid, so a plan opened with an error on a late page can be fixed there without Next.
-The wizard also knows which library plan it shows and whether it holds edits not saved yet: the window asks
-before anything replaces them and marks its title.
+Beside the pages, a step list says where the user is ("Step 3 of 7 — Method") and jumps to any step
+whose previous steps are valid, so a plan opened with an error on a late page can be fixed there
+without Next. The wizard also knows which library plan it shows and whether it holds edits not saved
+yet: the window asks before anything replaces them and marks its title.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from gui.workers import Executor
 
 
 class PlanWizard(QWizard):
-    """Signals: ``save_requested()``, ``export_pdf_requested()``, ``export_json_requested()`` (from the summary);
-    ``document_changed()`` the plan's name changed, or whether it has unsaved edits.
+    """Signals: ``save_requested()``, ``export_pdf_requested()``, ``export_json_requested()`` (from
+    the summary); ``document_changed()`` the plan's name changed, or whether it has unsaved edits.
 
-    ``plan_id`` is the library id the wizard was opened from (None for a new plan), so Save updates it.
+    ``plan_id`` is the library id the wizard was opened from (None for a new plan), so Save updates
+    it.
     """
 
     save_requested = Signal()
@@ -38,7 +39,9 @@ class PlanWizard(QWizard):
     export_json_requested = Signal()
     document_changed = Signal()
 
-    def __init__(self, executor: Executor, parent: QWidget | None = None, debounce_ms: int = 150) -> None:
+    def __init__(
+        self, executor: Executor, parent: QWidget | None = None, debounce_ms: int = 150
+    ) -> None:
         super().__init__(parent)
         self.setWindowFlags(Qt.WindowType.Widget)
         self.setWizardStyle(QWizard.WizardStyle.ClassicStyle)
@@ -47,9 +50,10 @@ class PlanWizard(QWizard):
         self.setOption(QWizard.WizardOption.HaveFinishButtonOnEarlyPages, False)
         self.setAccessibleName("Planning wizard")
         self.state = PlanState(executor, debounce_ms=debounce_ms, parent=self)
-        # Import the chart library on a worker before a chart page is first opened, but not while the user types:
-        # the import holds the interpreter long enough to stall the UI thread (docs/performance.md, "Window").
-        # So: after a second without edits, or on reaching the Method page, the one before the first chart.
+        # Import the chart library on a worker before a chart page is first opened, but not while
+        # the user types: the import holds the interpreter long enough to stall the UI thread
+        # (docs/performance.md, "Window"). So: after a second without edits, or on reaching the
+        # Method page, the one before the first chart.
         self._charts_preloaded = False
         self._quiet = QTimer(self)
         self._quiet.setSingleShot(True)
@@ -61,7 +65,8 @@ class PlanWizard(QWizard):
         self._executor = executor
         self.plan_id: int | None = None
         self.plan_name: str | None = None
-        self._saved_raw: dict[str, Any] | None = None  # the request as saved or opened; None: never saved anywhere
+        # the request as saved or opened; None: never saved anywhere
+        self._saved_raw: dict[str, Any] | None = None
         self._modified = False
         self.state.edited.connect(self._check_modified)
         self.state.replaced.connect(self._check_modified)
@@ -80,16 +85,20 @@ class PlanWizard(QWizard):
         self.summary_page.export_pdf_requested.connect(self.export_pdf_requested)
         self.summary_page.export_json_requested.connect(self.export_json_requested)
         self.setButtonText(QWizard.WizardButton.FinishButton, "Save to library")
-        for which, name in ((QWizard.WizardButton.NextButton, "Next page"),
-                            (QWizard.WizardButton.BackButton, "Previous page"),
-                            (QWizard.WizardButton.FinishButton, "Save to library")):
+        for which, name in (
+            (QWizard.WizardButton.NextButton, "Next page"),
+            (QWizard.WizardButton.BackButton, "Previous page"),
+            (QWizard.WizardButton.FinishButton, "Save to library"),
+        ):
             self.button(which).setAccessibleName(name)
-        self.step_panel = self._make_steps()  # kept here: QWizard takes it over only when it lays out a page
+        # kept here: QWizard takes it over only when it lays out a page
+        self.step_panel = self._make_steps()
         self.setSideWidget(self.step_panel)
         self.currentIdChanged.connect(self._page_changed)
         self.state.errors_changed.connect(self._refresh_steps)
         self._page_changed(self.currentId())
-        self._saved_raw, self._modified = self.state.raw(), False  # the default plan is nothing to save yet
+        # the default plan is nothing to save yet
+        self._saved_raw, self._modified = self.state.raw(), False
 
     # ---- steps
 
@@ -116,11 +125,13 @@ class PlanWizard(QWizard):
         return side
 
     def blocking_page(self, step: int) -> Any:
-        """The first page before `step` that has errors (the one to fix before `step` can be shown), or None."""
+        """The first page before `step` that has errors (the one to fix before `step` can be shown),
+        or None."""
         return next((page for page in self.pages()[:step] if page.page_errors()), None)
 
     def go_to(self, step: int) -> bool:
-        """Show step `step` (from 0) when every step before it is valid; True when it is on screen."""
+        """Show step `step` (from 0) when every step before it is valid; True when it is on
+        screen."""
         if not 0 <= step < len(self.pages()) or self.blocking_page(step) is not None:
             self._refresh_steps()
             return False
@@ -147,10 +158,16 @@ class PlanWizard(QWizard):
         blocker = None
         for step, page in enumerate(self.pages()):
             item = self.steps.item(step)
-            flags = Qt.ItemFlag.ItemIsSelectable | (Qt.ItemFlag.NoItemFlags if blocker else Qt.ItemFlag.ItemIsEnabled)
+            flags = Qt.ItemFlag.ItemIsSelectable | (
+                Qt.ItemFlag.NoItemFlags if blocker else Qt.ItemFlag.ItemIsEnabled
+            )
             if item.flags() != flags:
                 item.setFlags(flags)
-            tip = f"Fix the {blocker.title()} page first" if blocker else f"Go to the {page.title()} page"
+            tip = (
+                f"Fix the {blocker.title()} page first"
+                if blocker
+                else f"Go to the {page.title()} page"
+            )
             if item.toolTip() != tip:
                 item.setToolTip(tip)
             if blocker is None and page.page_errors():
@@ -167,7 +184,8 @@ class PlanWizard(QWizard):
         return self.plan_name or "New plan"
 
     def is_modified(self) -> bool:
-        """True when the request holds edits that are not in the library (or the file) it came from."""
+        """True when the request holds edits that are not in the library (or the file) it came
+        from."""
         return self._modified
 
     def _check_modified(self) -> None:
@@ -199,12 +217,14 @@ class PlanWizard(QWizard):
             self._quiet.start()
 
     def _update_buttons(self) -> None:
-        """Next (Finish on the last page) follows the current page's isComplete(), set here, not by QWizard.
+        """Next (Finish on the last page) follows the current page's isComplete(), set here, not by
+        QWizard.
 
-        QWizard's answer to ``completeChanged`` hides the container of the pages while it updates its buttons,
-        and a hidden container hands the keyboard focus to the next widget outside it (the Places list). Plans
-        start and arrive, and errors come and go, as the user types: each time the rest of what they typed went
-        to the sidebar. Enabling the two buttons hides nothing.
+        QWizard's answer to ``completeChanged`` hides the container of the pages while it updates
+        its buttons, and a hidden container hands the keyboard focus to the next widget outside it
+        (the Places list). Plans start and arrive, and errors come and go, as the user types: each
+        time the rest of what they typed went to the sidebar. Enabling the two buttons hides
+        nothing.
         """
         page = self.currentPage()
         complete = page is not None and page.isComplete()
@@ -218,14 +238,27 @@ class PlanWizard(QWizard):
             charts.preload(self._executor)
 
     def pages(self) -> list[Any]:
-        return [self.model_page, self.data_page, self.method_page, self.memory_page, self.hardware_page,
-                self.cost_page, self.summary_page]
+        return [
+            self.model_page,
+            self.data_page,
+            self.method_page,
+            self.memory_page,
+            self.hardware_page,
+            self.cost_page,
+            self.summary_page,
+        ]
 
-    def load_request(self, raw: dict[str, Any], plan_id: int | None = None, name: str | None = None,
-                     saved: bool = True) -> None:
+    def load_request(
+        self,
+        raw: dict[str, Any],
+        plan_id: int | None = None,
+        name: str | None = None,
+        saved: bool = True,
+    ) -> None:
         """Show a request from a file or the library, starting again at the first page.
 
-        ``saved=False``: the request exists nowhere else (one made from a probe run), so it counts as unsaved.
+        ``saved=False``: the request exists nowhere else (one made from a probe run), so it counts
+        as unsaved.
         """
         self.plan_id, self.plan_name = plan_id, name
         for page in self.pages():

@@ -1,11 +1,12 @@
-"""all_reduce bandwidth with torch.distributed, printed in nccl-tests' format (so one parser reads both).
+"""all_reduce bandwidth with torch.distributed, printed in nccl-tests' format (so one parser reads
+both).
 
-Run under torchrun: NCCL on CUDA GPUs (one rank per GPU), gloo on CPUs. For each message size it times
-`iters` all_reduces of float32 after `warmup` ones, on every rank; the reported time is the slowest rank's
-mean. algbw = bytes / time / 1e9 and busbw = algbw * 2(n-1)/n, as nccl-tests define them for all_reduce
-(nccl-tests doc/PERFORMANCE.md). torch has no out-of-place all_reduce, so the "out-of-place" columns time a
-copy into a second buffer followed by the in-place all_reduce. #wrong counts elements that differ from the
-exact sum after one checked all_reduce of (rank + 1) values.
+Run under torchrun: NCCL on CUDA GPUs (one rank per GPU), gloo on CPUs. For each message size it
+times `iters` all_reduces of float32 after `warmup` ones, on every rank; the reported time is the
+slowest rank's mean. algbw = bytes / time / 1e9 and busbw = algbw * 2(n-1)/n, as nccl-tests define
+them for all_reduce (nccl-tests doc/PERFORMANCE.md). torch has no out-of-place all_reduce, so the
+"out-of-place" columns time a copy into a second buffer followed by the in-place all_reduce. #wrong
+counts elements that differ from the exact sum after one checked all_reduce of (rank + 1) values.
 Usage: torchrun --standalone --nproc-per-node N allreduce_bench.py [--min-bytes B] [--max-bytes B]
        [--factor F] [--iters N] [--warmup N] [--backend auto|nccl|gloo] [--timeout S]
 """
@@ -67,20 +68,34 @@ def main():
         sizes.append(size)
         size *= max(2, args.factor)
     if rank == 0:
-        print(f"# tuneplan allreduce_bench: torch {torch.__version__} torch.distributed backend {backend}")
-        print(f"# nThread 1 nGpus 1 minBytes {sizes[0]} maxBytes {sizes[-1]} step: {args.factor}(factor) "
-              f"warmup iters: {args.warmup} iters: {args.iters} agg iters: 1 validation: 1 graph: 0")
+        print(
+            f"# tuneplan allreduce_bench: torch {torch.__version__} torch.distributed backend "
+            f"{backend}"
+        )
+        print(
+            f"# nThread 1 nGpus 1 minBytes {sizes[0]} maxBytes {sizes[-1]} step: "
+            f"{args.factor}(factor) warmup iters: {args.warmup} iters: {args.iters} agg iters: 1 "
+            "validation: 1 graph: 0"
+        )
         print("#\n# Using devices")
         for r, pid, host, local, dev_name in info:
-            print(f"#  Rank {r:2d} Group  0 Pid {pid:6d} on {host:>10s} device {local:2d} "
-                  f"[{'cuda' if use_cuda else 'cpu'}] {dev_name}")
+            print(
+                f"#  Rank {r:2d} Group  0 Pid {pid:6d} on {host:>10s} device {local:2d} "
+                f"[{'cuda' if use_cuda else 'cpu'}] {dev_name}"
+            )
         print("#")
-        print("#                                                              out-of-place"
-              "                       in-place          ")
-        print("#       size         count      type   redop    root     time   algbw   busbw #wrong"
-              "     time   algbw   busbw #wrong")
-        print("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       "
-              "     (us)  (GB/s)  (GB/s)       ")
+        print(
+            "#                                                              out-of-place"
+            "                       in-place          "
+        )
+        print(
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+            "     time   algbw   busbw #wrong"
+        )
+        print(
+            "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       "
+            "     (us)  (GB/s)  (GB/s)       "
+        )
         sys.stdout.flush()
     factor = 2.0 * (world - 1) / world
     busbws = []
@@ -100,13 +115,17 @@ def main():
             out_of_place()
         times = []
         for fn in (out_of_place, in_place):
-            elapsed = torch.tensor([timed(dist, torch, fn, args.iters, device)], dtype=torch.float64, device=device)
+            elapsed = torch.tensor(
+                [timed(dist, torch, fn, args.iters, device)], dtype=torch.float64, device=device
+            )
             dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
             times.append(float(elapsed.item()))
         buf.copy_(src)
         dist.all_reduce(buf)
         expected = world * (world + 1) / 2.0
-        wrong = torch.tensor([int((buf != expected).sum().item())], dtype=torch.int64, device=device)
+        wrong = torch.tensor(
+            [int((buf != expected).sum().item())], dtype=torch.int64, device=device
+        )
         dist.all_reduce(wrong)
         if rank == 0:
             cells = []
@@ -114,7 +133,9 @@ def main():
                 algbw = size / seconds / 1e9
                 busbw = algbw * factor
                 busbws.append(busbw)
-                cells.append(f"{seconds * 1e6:8.1f}  {algbw:6.2f}  {busbw:6.2f}  {int(wrong.item()):6d}")
+                cells.append(
+                    f"{seconds * 1e6:8.1f}  {algbw:6.2f}  {busbw:6.2f}  {int(wrong.item()):6d}"
+                )
             print(f"{size:12d}  {count:12d}     float     sum      -1  {cells[0]}  {cells[1]}")
             sys.stdout.flush()
     if rank == 0:

@@ -1,11 +1,13 @@
-"""Storage measurements with the Python standard library, for hosts without fio, and the small-file test.
+"""Storage measurements with the Python standard library, for hosts without fio, and the small-file
+test.
 
 Runs on the probed host with its own Python (3.7 or newer), only inside the directory it is given.
-  iobench.py seq DIR --size BYTES       sequential write (1 MiB blocks, then fsync) and read of DIR/iobench.dat
-  iobench.py rand DIR --seconds T       random 4 KiB reads of that file at queue depth 1 (O_DIRECT when allowed)
-  iobench.py smallfiles DIR --count N   create, stat, read and delete N files of 4 KiB
-Each prints one JSON line. Reads avoid the page cache: O_DIRECT where the filesystem allows it, else the file's
-cached pages are dropped with posix_fadvise(DONTNEED) first (and the output says which).
+  iobench.py seq DIR --size BYTES       sequential write (1 MiB blocks, then fsync) and read of
+  DIR/iobench.dat iobench.py rand DIR --seconds T       random 4 KiB reads of that file at queue
+  depth 1 (O_DIRECT when allowed) iobench.py smallfiles DIR --count N   create, stat, read and
+  delete N files of 4 KiB
+Each prints one JSON line. Reads avoid the page cache: O_DIRECT where the filesystem allows it, else
+the file's cached pages are dropped with posix_fadvise(DONTNEED) first (and the output says which).
 """
 
 import argparse
@@ -78,9 +80,17 @@ def cmd_seq(args):
     finally:
         os.close(fd)
     read_s = time.perf_counter() - start
-    print(json.dumps({"bytes": blocks * BLOCK, "write_bytes_per_s": blocks * BLOCK / write_s,
-                      "read_bytes_per_s": total / read_s if read_s > 0 else None, "direct": direct,
-                      "cache_dropped": dropped}))
+    print(
+        json.dumps(
+            {
+                "bytes": blocks * BLOCK,
+                "write_bytes_per_s": blocks * BLOCK / write_s,
+                "read_bytes_per_s": total / read_s if read_s > 0 else None,
+                "direct": direct,
+                "cache_dropped": dropped,
+            }
+        )
+    )
 
 
 def cmd_rand(args):
@@ -105,9 +115,18 @@ def cmd_rand(args):
     finally:
         os.close(fd)
     busy = sum(latencies)
-    print(json.dumps({"reads": len(latencies), "iops": len(latencies) / busy if busy > 0 else None,
-                      "p99_ms": percentile(latencies, 0.99) * 1e3, "mean_ms": busy / len(latencies) * 1e3,
-                      "direct": direct, "cache_dropped": dropped}))
+    print(
+        json.dumps(
+            {
+                "reads": len(latencies),
+                "iops": len(latencies) / busy if busy > 0 else None,
+                "p99_ms": percentile(latencies, 0.99) * 1e3,
+                "mean_ms": busy / len(latencies) * 1e3,
+                "direct": direct,
+                "cache_dropped": dropped,
+            }
+        )
+    )
     return 0
 
 
@@ -138,9 +157,20 @@ def cmd_smallfiles(args):
     os.rmdir(root)
     t4 = time.perf_counter()
     n = float(args.count)
-    print(json.dumps({"files": args.count, "file_bytes": args.size, "create_per_s": n / (t1 - t0),
-                      "stat_per_s": n / (t2 - t1), "read_per_s": n / (t3 - t2), "delete_per_s": n / (t4 - t3),
-                      "ops_per_s": 3 * n / (t3 - t0), "open_p99_ms": percentile(opens, 0.99) * 1e3}))
+    print(
+        json.dumps(
+            {
+                "files": args.count,
+                "file_bytes": args.size,
+                "create_per_s": n / (t1 - t0),
+                "stat_per_s": n / (t2 - t1),
+                "read_per_s": n / (t3 - t2),
+                "delete_per_s": n / (t4 - t3),
+                "ops_per_s": 3 * n / (t3 - t0),
+                "open_p99_ms": percentile(opens, 0.99) * 1e3,
+            }
+        )
+    )
     return 0
 
 

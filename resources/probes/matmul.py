@@ -1,12 +1,13 @@
-"""Dense matmul throughput on the probed host: bf16 on each CUDA GPU, fp32 on the CPU when there is no GPU.
+"""Dense matmul throughput on the probed host: bf16 on each CUDA GPU, fp32 on the CPU when there is
+no GPU.
 
 Runs with the host's own Python (3.6 or newer); torch when importable, else numpy (CPU only).
   matmul.py measure [--seconds 1.5] [--size N] [--device auto|cuda|cpu]
   matmul.py burn --duration S [--interval 1.0] [--size N] [--device auto|cuda|cpu]
-Prints one JSON object per line, each with an "event" key: "backend", "result" (measure: TFLOP/s per device),
-"tick" (burn: TFLOP/s per device per interval), "cpu" (burn on CPU: utilisation and temperature from /proc and
-/sys), "check" (burn: checksum of one product on fixed inputs, equal on healthy identical GPUs), "done".
-TFLOP/s = 2 n^3 multiply-adds per product / seconds / 1e12.
+Prints one JSON object per line, each with an "event" key: "backend", "result" (measure: TFLOP/s per
+device), "tick" (burn: TFLOP/s per device per interval), "cpu" (burn on CPU: utilisation and
+temperature from /proc and /sys), "check" (burn: checksum of one product on fixed inputs, equal on
+healthy identical GPUs), "done". TFLOP/s = 2 n^3 multiply-adds per product / seconds / 1e12.
 """
 
 import argparse
@@ -107,14 +108,26 @@ def make_devices(args):
     want = args.device
     if torch is not None and want in ("auto", "cuda") and torch.cuda.is_available():
         size = args.size or 8192
-        emit(event="backend", backend="torch", device="cuda", torch=torch.__version__, count=torch.cuda.device_count())
+        emit(
+            event="backend",
+            backend="torch",
+            device="cuda",
+            torch=torch.__version__,
+            count=torch.cuda.device_count(),
+        )
         return [TorchDevice(torch, "cuda", i, size) for i in range(torch.cuda.device_count())]
     if want == "cuda":
         emit(event="error", message="CUDA is not available to this Python")
         sys.exit(2)
     size = args.size or 1024
     if torch is not None:
-        emit(event="backend", backend="torch", device="cpu", torch=torch.__version__, threads=torch.get_num_threads())
+        emit(
+            event="backend",
+            backend="torch",
+            device="cpu",
+            torch=torch.__version__,
+            threads=torch.get_num_threads(),
+        )
         return [TorchDevice(torch, "cpu", 0, size)]
     try:
         device = NumpyDevice(size)
@@ -126,7 +139,7 @@ def make_devices(args):
 
 
 def measure(device, seconds):
-    flops = 2.0 * device.size ** 3
+    flops = 2.0 * device.size**3
     device.step(2)
     device.sync()
     iters, batch = 0, 1
@@ -146,8 +159,17 @@ def measure(device, seconds):
 def cmd_measure(args):
     for device in make_devices(args):
         iters, elapsed, tflops = measure(device, args.seconds)
-        emit(event="result", device=device.kind, index=device.index, name=device.name, dtype=device.dtype_name,
-             n=device.size, iters=iters, seconds=round(elapsed, 4), tflops=round(tflops, 4))
+        emit(
+            event="result",
+            device=device.kind,
+            index=device.index,
+            name=device.name,
+            dtype=device.dtype_name,
+            n=device.size,
+            iters=iters,
+            seconds=round(elapsed, 4),
+            tflops=round(tflops, 4),
+        )
     emit(event="done")
 
 
@@ -178,7 +200,9 @@ class CpuStats:
     @staticmethod
     def temp():
         best = None
-        paths = glob.glob("/sys/class/thermal/thermal_zone*/temp") + glob.glob("/sys/class/hwmon/hwmon*/temp*_input")
+        paths = glob.glob("/sys/class/thermal/thermal_zone*/temp") + glob.glob(
+            "/sys/class/hwmon/hwmon*/temp*_input"
+        )
         for path in paths:
             try:
                 with open(path) as handle:
@@ -191,7 +215,7 @@ class CpuStats:
 
 
 def burn_one(device, deadline, interval, started, stop):
-    flops = 2.0 * device.size ** 3
+    flops = 2.0 * device.size**3
     iters, mark = 0, time.perf_counter()
     while not stop.is_set() and time.time() < deadline:
         device.step(4)
@@ -200,8 +224,13 @@ def burn_one(device, deadline, interval, started, stop):
         if now - mark >= interval:
             device.sync()
             now = time.perf_counter()
-            emit(event="tick", t=round(time.time() - started, 3), device=device.kind, index=device.index,
-                 tflops=round(flops * iters / (now - mark) / 1e12, 4))
+            emit(
+                event="tick",
+                t=round(time.time() - started, 3),
+                device=device.kind,
+                index=device.index,
+                tflops=round(flops * iters / (now - mark) / 1e12, 4),
+            )
             iters, mark = 0, now
     device.sync()
 
@@ -211,7 +240,10 @@ def cmd_burn(args):
     started = time.time()
     deadline = started + args.duration
     stop = threading.Event()
-    threads = [threading.Thread(target=burn_one, args=(d, deadline, args.interval, started, stop)) for d in devices]
+    threads = [
+        threading.Thread(target=burn_one, args=(d, deadline, args.interval, started, stop))
+        for d in devices
+    ]
     for thread in threads:
         thread.daemon = True
         thread.start()
@@ -221,8 +253,13 @@ def cmd_burn(args):
             time.sleep(max(0.05, min(args.interval, deadline - time.time() + 0.05)))
             if stats is not None:
                 load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-                emit(event="cpu", t=round(time.time() - started, 3), util_pct=stats.util(), temp_c=stats.temp(),
-                     load1=load)
+                emit(
+                    event="cpu",
+                    t=round(time.time() - started, 3),
+                    util_pct=stats.util(),
+                    temp_c=stats.temp(),
+                    load1=load,
+                )
     except KeyboardInterrupt:
         stop.set()
     for thread in threads:

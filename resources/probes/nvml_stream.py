@@ -1,9 +1,10 @@
-"""Stream GPU metrics through NVML in the CSV that `nvidia-smi --query-gpu=... --format=csv,nounits -lms N` prints.
+"""Stream GPU metrics through NVML in the CSV that `nvidia-smi --query-gpu=... --format=csv,nounits
+-lms N` prints.
 
-Same header names and units, so the app reads NVML and nvidia-smi with one parser. NVML is preferred because
-nvidia-smi's text output is not guaranteed to stay compatible (nvidia-smi man page), while NVML is.
-Runs on the probed host with its own Python (3.6 or newer) and nvidia-ml-py; exits 3 when NVML is missing.
-Usage: nvml_stream.py [--interval-ms 500] [--count N]
+Same header names and units, so the app reads NVML and nvidia-smi with one parser. NVML is preferred
+because nvidia-smi's text output is not guaranteed to stay compatible (nvidia-smi man page), while
+NVML is. Runs on the probed host with its own Python (3.6 or newer) and nvidia-ml-py; exits 3 when
+NVML is missing. Usage: nvml_stream.py [--interval-ms 500] [--count N]
 """
 
 import argparse
@@ -11,9 +12,11 @@ import datetime
 import sys
 import time
 
-HEADER = ("timestamp, index, utilization.gpu [%], utilization.memory [%], memory.used [MiB], "
-          "memory.total [MiB], temperature.gpu, power.draw [W], power.limit [W], clocks.sm [MHz], "
-          "clocks.mem [MHz], clocks_event_reasons.active")
+HEADER = (
+    "timestamp, index, utilization.gpu [%], utilization.memory [%], memory.used [MiB], "
+    "memory.total [MiB], temperature.gpu, power.draw [W], power.limit [W], clocks.sm [MHz], "
+    "clocks.mem [MHz], clocks_event_reasons.active"
+)
 
 
 def value(read, scale=1.0, fmt="{:.0f}"):
@@ -34,11 +37,13 @@ def row(nvml, index, handle):
         mem = nvml.nvmlDeviceGetMemoryInfo(handle)
     except Exception:
         mem = None
-    reasons_fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
-        getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+    reasons_fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+    )
     now = datetime.datetime.now().strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
     cells = [
-        now, str(index),
+        now,
+        str(index),
         str(util.gpu) if util is not None else "[N/A]",
         str(util.memory) if util is not None else "[N/A]",
         str(mem.used // (1 << 20)) if mem is not None else "[N/A]",

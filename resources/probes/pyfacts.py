@@ -1,7 +1,7 @@
 """What this Python interpreter can do for the probes: numpy, torch, CUDA, torch.distributed, NVML.
 
-Prints one JSON line. Runs on the probed host with whatever Python it has (3.6 or newer), so it uses only the
-standard library at the top and imports everything else inside try blocks.
+Prints one JSON line. Runs on the probed host with whatever Python it has (3.6 or newer), so it uses
+only the standard library at the top and imports everything else inside try blocks.
 """
 
 import json
@@ -36,8 +36,11 @@ def main():
         if out["cuda"]:
             try:
                 version = torch.cuda.nccl.version()
-                out["nccl_version"] = ".".join(str(v) for v in version) if isinstance(version, tuple) \
+                out["nccl_version"] = (
+                    ".".join(str(v) for v in version)
+                    if isinstance(version, tuple)
                     else str(version)
+                )
             except Exception:
                 out["nccl_version"] = None
     except ImportError:

@@ -1,12 +1,15 @@
-"""Is the rendezvous port on the first node reachable from every other node? Run before torchrun is started.
+"""Is the rendezvous port on the first node reachable from every other node? Run before torchrun is
+started.
 
 Usage: rdzv_check.py listen PORT COUNT TIMEOUT   (on the first node, PORT 0 for any free one: prints
-                                                  "TUNEPLAN_LISTENING PORT" with the port it holds, then
-                                                  "TUNEPLAN_ACCEPTED ADDRESS" per connection, COUNT at most)
-       rdzv_check.py connect HOST PORT TIMEOUT   (on every other node: prints "TUNEPLAN_CONNECTED" or exits 1
+                                                  "TUNEPLAN_LISTENING PORT" with the port it holds,
+                                                  then "TUNEPLAN_ACCEPTED ADDRESS" per connection,
+                                                  COUNT at most)
+       rdzv_check.py connect HOST PORT TIMEOUT   (on every other node: prints "TUNEPLAN_CONNECTED"
+       or exits 1
                                                   with the reason on stderr)
-The listener reads each connection to its end before closing it, so the port is left free (no TIME_WAIT on
-the listening side) for torchrun's c10d store to bind right after.
+The listener reads each connection to its end before closing it, so the port is left free (no
+TIME_WAIT on the listening side) for torchrun's c10d store to bind right after.
 """
 
 import socket

@@ -1,16 +1,19 @@
 """One decoder layer of the planned model, timed forward + backward + optimizer step on this host.
 
-Runs with the host's own Python and torch only (no transformers): the layer is built in plain PyTorch from the
-shapes the client sends (hidden, heads, KV heads, head dim, intermediate, activation, norm, MoE experts and
-top-k, LoRA adapters of the plan's rank and targets, gradient checkpointing), attention through
-scaled_dot_product_attention, at the plan's micro-batch x sequence length.
-  step.py measure --spec JSON     time the layer, its attention core, its GEMMs, the output layer + loss
-  step.py count --spec JSON       parameters and FLOPs of one forward + backward, on the meta device (no compute)
-Prints one JSON object per line with an "event" key: "backend", "rep" (one timed repetition), "result",
-"skipped" (cannot be measured here, with the reason), "error" (one sentence), "done".
-On CUDA the times come from CUDA events and the memory from max_memory_allocated / max_memory_reserved; on the
-CPU from perf_counter, in float32, and the memory is not measured. spec["scale"] divides the widths, the
-vocabulary and the sequence length (heads keep their head dim) so a CPU finishes in seconds; it is reported.
+Runs with the host's own Python and torch only (no transformers): the layer is built in plain
+PyTorch from the shapes the client sends (hidden, heads, KV heads, head dim, intermediate,
+activation, norm, MoE experts and top-k, LoRA adapters of the plan's rank and targets, gradient
+checkpointing), attention through scaled_dot_product_attention, at the plan's micro-batch x sequence
+length.
+  step.py measure --spec JSON     time the layer, its attention core, its GEMMs, the output layer +
+  loss step.py count --spec JSON       parameters and FLOPs of one forward + backward, on the meta
+  device (no compute)
+Prints one JSON object per line with an "event" key: "backend", "rep" (one timed repetition),
+"result", "skipped" (cannot be measured here, with the reason), "error" (one sentence), "done". On
+CUDA the times come from CUDA events and the memory from max_memory_allocated / max_memory_reserved;
+on the CPU from perf_counter, in float32, and the memory is not measured. spec["scale"] divides the
+widths, the vocabulary and the sequence length (heads keep their head dim) so a CPU finishes in
+seconds; it is reported.
 """
 
 import argparse
@@ -41,7 +44,8 @@ except Exception as exc:  # the client checks for torch first; this is the last 
 
 
 def scaled(spec):
-    """The spec with widths, vocabulary and sequence divided by spec["scale"] (heads keep their head dim)."""
+    """The spec with widths, vocabulary and sequence divided by spec["scale"] (heads keep their head
+    dim)."""
     s = max(int(spec.get("scale") or 1), 1)
     out = dict(spec)
     if s == 1:
@@ -59,7 +63,8 @@ def scaled(spec):
     return out
 
 
-# ------------------------------------------------------------------------------------------------ layer
+# ------------------------------------------------------------------------------------------------
+# layer
 
 
 class LoRALinear(nn.Module):
@@ -75,7 +80,8 @@ class LoRALinear(nn.Module):
         self.lora_a = nn.Linear(base.in_features, rank, bias=False, device=device)
         self.lora_b = nn.Linear(rank, base.out_features, bias=False, device=device)
         if device.type != "meta":
-            nn.init.normal_(self.lora_b.weight, std=1e-3)  # non-zero, so every gradient is a real product
+            # non-zero, so every gradient is a real product
+            nn.init.normal_(self.lora_b.weight, std=1e-3)
         self.scaling = alpha / rank
 
     def forward(self, x):
@@ -83,17 +89,22 @@ class LoRALinear(nn.Module):
 
 
 def linear(spec, kind, d_in, d_out, device, dtype, bias=False):
-    """nn.Linear (NF4 through bitsandbytes for QLoRA), wrapped with LoRA when `kind` is an adapter target."""
+    """nn.Linear (NF4 through bitsandbytes for QLoRA), wrapped with LoRA when `kind` is an adapter
+    target."""
     if spec["method"] == "qlora":
         import bitsandbytes as bnb  # checked by the caller
 
-        base = bnb.nn.Linear4bit(d_in, d_out, bias=bias, compute_dtype=dtype, quant_type="nf4").to(device)
+        base = bnb.nn.Linear4bit(d_in, d_out, bias=bias, compute_dtype=dtype, quant_type="nf4").to(
+            device
+        )
     else:
         base = nn.Linear(d_in, d_out, bias=bias, device=device, dtype=dtype)
     if spec["method"] == "full":
         return base
     if kind in spec.get("lora_targets", ()):
-        return LoRALinear(base, int(spec["lora_rank"]), float(spec.get("lora_alpha") or 2 * spec["lora_rank"]))
+        return LoRALinear(
+            base, int(spec["lora_rank"]), float(spec.get("lora_alpha") or 2 * spec["lora_rank"])
+        )
     for p in base.parameters():
         p.requires_grad_(False)
     return base
@@ -107,9 +118,15 @@ def norm(spec, device, dtype):
     return nn.LayerNorm(spec["hidden"], bias=False, device=device, dtype=dtype)
 
 
-ACTIVATIONS = {"silu": F.silu, "swiglu": F.silu, "gelu": F.gelu, "geglu": F.gelu, "relu": F.relu,
-               "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
-               "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh")}
+ACTIVATIONS = {
+    "silu": F.silu,
+    "swiglu": F.silu,
+    "gelu": F.gelu,
+    "geglu": F.gelu,
+    "relu": F.relu,
+    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+}
 
 
 class Mlp(nn.Module):
@@ -118,7 +135,11 @@ class Mlp(nn.Module):
         self.gated = bool(spec.get("gated", True))
         self.act = ACTIVATIONS.get(spec.get("activation") or "silu", F.silu)
         hidden = spec["hidden"]
-        make = linear if trained else (lambda s, k, i, o, d, t: nn.Linear(i, o, bias=False, device=d, dtype=t))
+        make = (
+            linear
+            if trained
+            else (lambda s, k, i, o, d, t: nn.Linear(i, o, bias=False, device=d, dtype=t))
+        )
         self.up = make(spec, "up", hidden, width, device, dtype)
         self.gate = make(spec, "gate", hidden, width, device, dtype) if self.gated else None
         self.down = make(spec, "down", width, hidden, device, dtype)
@@ -129,22 +150,28 @@ class Mlp(nn.Module):
 
 
 class Moe(nn.Module):
-    """Router, top-k routed experts (each an Mlp over the tokens routed to it) and the shared experts."""
+    """Router, top-k routed experts (each an Mlp over the tokens routed to it) and the shared
+    experts."""
 
     def __init__(self, spec, device, dtype):
         super().__init__()
         self.top_k = int(spec["top_k"])
-        self.router = nn.Linear(spec["hidden"], spec["experts"], bias=False, device=device, dtype=dtype)
+        self.router = nn.Linear(
+            spec["hidden"], spec["experts"], bias=False, device=device, dtype=dtype
+        )
         if spec["method"] != "full":
             self.router.weight.requires_grad_(False)
-        self.experts = nn.ModuleList(Mlp(spec, spec["expert_intermediate"], device, dtype)
-                                     for _ in range(spec["experts"]))
+        self.experts = nn.ModuleList(
+            Mlp(spec, spec["expert_intermediate"], device, dtype) for _ in range(spec["experts"])
+        )
         shared = spec.get("shared_intermediate") or 0
         self.shared = Mlp(spec, shared, device, dtype) if shared else None
 
     def forward(self, x):
         flat = x.reshape(-1, x.shape[-1])
-        weights, chosen = torch.topk(torch.softmax(self.router(flat).float(), dim=-1), self.top_k, dim=-1)
+        weights, chosen = torch.topk(
+            torch.softmax(self.router(flat).float(), dim=-1), self.top_k, dim=-1
+        )
         weights = (weights / weights.sum(-1, keepdim=True)).to(flat.dtype)
         out = torch.zeros_like(flat)
         for index, expert in enumerate(self.experts):
@@ -158,7 +185,8 @@ class Moe(nn.Module):
 
 
 def attention_core(q, k, v, group):
-    """Causal SDPA; grouped KV heads are repeated to the query heads as transformers' repeat_kv does."""
+    """Causal SDPA; grouped KV heads are repeated to the query heads as transformers' repeat_kv
+    does."""
     if group > 1:
         k = k.repeat_interleave(group, dim=1)
         v = v.repeat_interleave(group, dim=1)
@@ -179,8 +207,11 @@ class Layer(nn.Module):
         self.k = linear(spec, "k", h, kv * d, device, dtype, bias)
         self.v = linear(spec, "v", h, kv * dv, device, dtype, bias)
         self.o = linear(spec, "o", heads * dv, h, device, dtype)
-        self.mlp = Moe(spec, device, dtype) if spec.get("experts") else Mlp(spec, spec["intermediate"], device,
-                                                                             dtype)
+        self.mlp = (
+            Moe(spec, device, dtype)
+            if spec.get("experts")
+            else Mlp(spec, spec["intermediate"], device, dtype)
+        )
         if spec["method"] != "full":
             for module in (self.norm1, self.norm2):
                 for p in module.parameters():
@@ -198,7 +229,9 @@ class Layer(nn.Module):
         q, k, v = self.qkv(self.norm1(x))
         group = self.heads // self.kv
         if self.checkpointing == "selective":
-            a = torch.utils.checkpoint.checkpoint(attention_core, q, k, v, group, use_reentrant=False)
+            a = torch.utils.checkpoint.checkpoint(
+                attention_core, q, k, v, group, use_reentrant=False
+            )
         else:
             a = attention_core(q, k, v, group)
         return self.o(a.transpose(1, 2).reshape(b, s, self.heads * self.dv))
@@ -233,15 +266,20 @@ class Head(nn.Module):
             return self.loss(x, labels)
         total, chunks = 0.0, max(1, x.shape[1] // 1024)
         for xs, ls in zip(x.chunk(chunks, dim=1), labels.chunk(chunks, dim=1), strict=False):
-            total = total + torch.utils.checkpoint.checkpoint(self.loss, xs, ls, use_reentrant=False) / chunks
+            total = (
+                total
+                + torch.utils.checkpoint.checkpoint(self.loss, xs, ls, use_reentrant=False) / chunks
+            )
         return total
 
 
-# ------------------------------------------------------------------------------------------------ timing
+# ------------------------------------------------------------------------------------------------
+# timing
 
 
 class Clock:
-    """Seconds of a piece of work: CUDA events on a GPU (the queue's own time), perf_counter on the CPU."""
+    """Seconds of a piece of work: CUDA events on a GPU (the queue's own time), perf_counter on the
+    CPU."""
 
     def __init__(self, device):
         self.cuda = device.type == "cuda"
@@ -273,17 +311,20 @@ def make_optimizer(spec, params):
     name = spec.get("optimizer", "adamw")
     if name.startswith("sgd"):
         return torch.optim.SGD(params, lr=1e-4, momentum=0.9 if name == "sgd_momentum" else 0.0)
-    return torch.optim.AdamW(params, lr=1e-4)  # 8-bit and paged variants time as AdamW (said by the client)
+    # 8-bit and paged variants time as AdamW (said by the client)
+    return torch.optim.AdamW(params, lr=1e-4)
 
 
 def fwd_bwd(module, x, grad):
-    """One forward and backward of a layer fed the previous layer's output (so its input gradient is computed)."""
+    """One forward and backward of a layer fed the previous layer's output (so its input gradient is
+    computed)."""
     out = module(x)
     out.backward(grad)
 
 
 def timed_reps(clock, work, warmup, reps, budget_s, label):
-    """Warm-up runs, then up to `reps` timed ones within `budget_s`; each streamed as a "rep" event."""
+    """Warm-up runs, then up to `reps` timed ones within `budget_s`; each streamed as a "rep"
+    event."""
     for _ in range(warmup):
         clock.time(work)
     times, started = [], time.monotonic()
@@ -299,12 +340,18 @@ def stats(times):
     ordered = sorted(times)
     mid = len(ordered) // 2
     median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-    return {"median_s": round(median, 6), "min_s": round(ordered[0], 6), "max_s": round(ordered[-1], 6),
-            "spread": round((ordered[-1] - ordered[0]) / median, 4) if median > 0 else 0.0, "reps": len(times)}
+    return {
+        "median_s": round(median, 6),
+        "min_s": round(ordered[0], 6),
+        "max_s": round(ordered[-1], 6),
+        "spread": round((ordered[-1] - ordered[0]) / median, 4) if median > 0 else 0.0,
+        "reps": len(times),
+    }
 
 
 def counted_flops(work):
-    """FLOPs torch's own counter sees in one call of `work` (matmuls and attention), or None without it."""
+    """FLOPs torch's own counter sees in one call of `work` (matmuls and attention), or None without
+    it."""
     try:
         from torch.utils.flop_counter import FlopCounterMode
     except Exception:
@@ -312,12 +359,14 @@ def counted_flops(work):
     try:
         with FlopCounterMode(display=False) as counter:
             work()
-    except Exception:  # e.g. a mixture of experts on the meta device: its routing depends on the values
+    # e.g. a mixture of experts on the meta device: its routing depends on the values
+    except Exception:
         return None
     return int(counter.get_total_flops())
 
 
-# ------------------------------------------------------------------------------------------------ modes
+# ------------------------------------------------------------------------------------------------
+# modes
 
 
 def device_and_dtype(spec, mode):
@@ -342,9 +391,15 @@ def inputs(spec, device, dtype):
 
 
 def cpu_fits(spec, budget_bytes):
-    """A rough upper bound of one layer's bytes on the CPU in float32 (weights, grads, Adam, activations)."""
-    h, inter = spec["hidden"], max(spec.get("intermediate") or 0, (spec.get("expert_intermediate") or 0)
-                                   * max(spec.get("experts") or 0, 1))
+    """A rough upper bound of one layer's bytes on the CPU in float32 (weights, grads, Adam,
+    activations)."""
+    h, inter = (
+        spec["hidden"],
+        max(
+            spec.get("intermediate") or 0,
+            (spec.get("expert_intermediate") or 0) * max(spec.get("experts") or 0, 1),
+        ),
+    )
     weights = 4 * h * h + 3 * h * inter
     tokens = spec["micro_batch"] * spec["seq_len"]
     activations = tokens * (16 * h + 4 * inter) + tokens * spec["vocab"] * 2
@@ -364,31 +419,50 @@ def available_bytes():
 
 
 def shape_text(spec):
-    moe = ", {} experts top-{}".format(spec["experts"], spec["top_k"]) if spec.get("experts") else ""
+    moe = (
+        ", {} experts top-{}".format(spec["experts"], spec["top_k"]) if spec.get("experts") else ""
+    )
     return "hidden {}, {} heads ({} KV) x {}, intermediate {}{}, micro-batch {} x {} tokens".format(
-        spec["hidden"], spec["heads"], spec["kv_heads"], spec["head_dim"], spec.get("intermediate"), moe,
-        spec["micro_batch"], spec["seq_len"])
+        spec["hidden"],
+        spec["heads"],
+        spec["kv_heads"],
+        spec["head_dim"],
+        spec.get("intermediate"),
+        moe,
+        spec["micro_batch"],
+        spec["seq_len"],
+    )
 
 
 def cmd_count(spec):
-    """Parameters and counted FLOPs of the layer and the output layer, at the spec's shapes, on the meta device."""
+    """Parameters and counted FLOPs of the layer and the output layer, at the spec's shapes, on the
+    meta device."""
     device, dtype = device_and_dtype(spec, "count")
     layer, head = Layer(spec, device, dtype), Head(spec, device, dtype)
     x, grad, labels = inputs(spec, device, dtype)
     layer_params, layer_trainable = count(layer)
     head_params, head_trainable = count(head)
-    emit(event="result", device="meta", params_layer=layer_params, trainable_layer=layer_trainable,
-         params_head=head_params, trainable_head=head_trainable,
-         flops_layer=counted_flops(lambda: fwd_bwd(layer, x, grad)),
-         flops_head=counted_flops(lambda: head(x, labels).backward()), spec=spec)
+    emit(
+        event="result",
+        device="meta",
+        params_layer=layer_params,
+        trainable_layer=layer_trainable,
+        params_head=head_params,
+        trainable_head=head_trainable,
+        flops_layer=counted_flops(lambda: fwd_bwd(layer, x, grad)),
+        flops_head=counted_flops(lambda: head(x, labels).backward()),
+        spec=spec,
+    )
 
 
 def meta_flops(spec, dtype):
-    """The layer's FLOPs counted on the meta device (same shapes, nothing allocated); QLoRA's are LoRA's, its
-    dequantization being no matmul. None when the layer cannot be built there."""
+    """The layer's FLOPs counted on the meta device (same shapes, nothing allocated); QLoRA's are
+    LoRA's, its dequantization being no matmul. None when the layer cannot be built there."""
     meta = torch.device("meta")
     try:
-        layer = Layer(dict(spec, method="lora" if spec["method"] == "qlora" else spec["method"]), meta, dtype)
+        layer = Layer(
+            dict(spec, method="lora" if spec["method"] == "qlora" else spec["method"]), meta, dtype
+        )
         x, grad, _ = inputs(spec, meta, dtype)
     except Exception:
         return None
@@ -396,8 +470,8 @@ def meta_flops(spec, dtype):
 
 
 def part_timers(spec, layer, device, dtype):
-    """Work items timing the attention core alone and the layer's linear modules alone, forward + backward,
-    each forward run as often as the layer runs it (twice under full recomputation)."""
+    """Work items timing the attention core alone and the layer's linear modules alone, forward +
+    backward, each forward run as often as the layer runs it (twice under full recomputation)."""
     b, s = spec["micro_batch"], spec["seq_len"]
     runs = 2 if spec.get("checkpointing") in ("full", "selective") else 1
     q = torch.randn(b, layer.heads, s, layer.d, device=device, dtype=dtype, requires_grad=True)
@@ -409,14 +483,19 @@ def part_timers(spec, layer, device, dtype):
         for _ in range(runs - 1):
             with torch.no_grad():
                 attention_core(q, k, v, group)
-        attention_core(q, k, v, group).backward(torch.ones(b, layer.heads, s, layer.dv, device=device, dtype=dtype))
+        attention_core(q, k, v, group).backward(
+            torch.ones(b, layer.heads, s, layer.dv, device=device, dtype=dtype)
+        )
 
     inner = set()
     for module in layer.modules():
         if isinstance(module, LoRALinear):
             inner |= {id(module.base), id(module.lora_a), id(module.lora_b)}
-    linears = [m for m in layer.modules()
-               if isinstance(m, LoRALinear) or (isinstance(m, nn.Linear) and id(m) not in inner)]
+    linears = [
+        m
+        for m in layer.modules()
+        if isinstance(m, LoRALinear) or (isinstance(m, nn.Linear) and id(m) not in inner)
+    ]
     experts = {id(m) for e in getattr(layer.mlp, "experts", []) for m in e.modules()}
     routed = max(round(b * s * float(spec.get("top_k") or 1) / float(spec.get("experts") or 1)), 1)
     feeds = []
@@ -438,8 +517,10 @@ def part_timers(spec, layer, device, dtype):
 def measure_parts(spec, clock, layer, device, dtype, budget):
     attention, gemms = part_timers(spec, layer, device, dtype)
     reps = max(2, int(spec.get("reps", 5)) // 2)
-    return (stats(timed_reps(clock, attention, 1, reps, budget, "attention")),
-            stats(timed_reps(clock, gemms, 1, reps, budget, "gemm")))
+    return (
+        stats(timed_reps(clock, attention, 1, reps, budget, "attention")),
+        stats(timed_reps(clock, gemms, 1, reps, budget, "gemm")),
+    )
 
 
 def cmd_measure(spec):
@@ -447,39 +528,61 @@ def cmd_measure(spec):
     method = spec["method"]
     if method == "qlora":
         if device.type != "cuda":
-            emit(event="skipped", reason="QLoRA's NF4 weights need bitsandbytes on a CUDA GPU; this host has none")
+            emit(
+                event="skipped",
+                reason="QLoRA's NF4 weights need bitsandbytes on a CUDA GPU; this host has none",
+            )
             return 0
         try:
             import bitsandbytes  # noqa: F401
         except Exception as exc:
-            emit(event="skipped", reason=f"QLoRA needs bitsandbytes, which {sys.executable} cannot import "
-                                         f"({type(exc).__name__})")
+            emit(
+                event="skipped",
+                reason=f"QLoRA needs bitsandbytes, which {sys.executable} cannot import "
+                f"({type(exc).__name__})",
+            )
             return 0
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    emit(event="backend", device=device.type, name=name, torch=torch.__version__, dtype=str(dtype)[6:],
-         threads=torch.get_num_threads(), host=platform.node())
+    emit(
+        event="backend",
+        device=device.type,
+        name=name,
+        torch=torch.__version__,
+        dtype=str(dtype)[6:],
+        threads=torch.get_num_threads(),
+        host=platform.node(),
+    )
     if device.type == "cpu":
         budget = min(available_bytes() // 2, int(float(spec.get("max_memory_gb") or 4) * (1 << 30)))
         fits, need = cpu_fits(spec, budget)
         if not fits:
-            fail(f"one layer of {shape_text(spec)} needs about {need / 1e9:.1f} GB on the CPU, more than the "
-                 f"{budget / 1e9:.1f} GB allowed here", 3)
+            fail(
+                f"one layer of {shape_text(spec)} needs about {need / 1e9:.1f} GB on the CPU, "
+                f"more than the {budget / 1e9:.1f} GB allowed here",
+                3,
+            )
     torch.manual_seed(1234)
     try:
         return run_measure(spec, device, dtype, name)
     except RuntimeError as exc:  # torch.cuda.OutOfMemoryError is a RuntimeError
         if "out of memory" not in str(exc).lower():
             raise
-        total = torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else 0
+        total = (
+            torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else 0
+        )
         first = str(exc).splitlines()[0][:160]
-        fail(f"one layer of {shape_text(spec)} does not fit in the {total / 1e9:.0f} GB of {name}: {first}", 3)
+        fail(
+            f"one layer of {shape_text(spec)} does not fit in the {total / 1e9:.0f} GB of {name}: "
+            f"{first}",
+            3,
+        )
     return 0
 
 
 def run_measure(spec, device, dtype, name):
-    """Mixed precision on a GPU as the plan trains: a full fine-tune keeps float32 weights under autocast, LoRA and
-    QLoRA keep the frozen base in 16 bits and the adapters in float32; pure 16-bit and fp32 plans, and the CPU,
-    run in one dtype."""
+    """Mixed precision on a GPU as the plan trains: a full fine-tune keeps float32 weights under
+    autocast, LoRA and QLoRA keep the frozen base in 16 bits and the adapters in float32; pure
+    16-bit and fp32 plans, and the CPU, run in one dtype."""
     amp = device.type == "cuda" and str(spec.get("precision", "")).startswith("amp")
     weights = torch.float32 if amp and spec["method"] == "full" else dtype
     with torch.autocast(device_type=device.type, dtype=dtype, enabled=amp):
@@ -499,24 +602,49 @@ def timed_layer(spec, device, dtype, weights, name):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
-    layer_times = timed_reps(clock, lambda: fwd_bwd(layer, x, grad), warmup, reps, budget / 2, "layer")
-    peak = (torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)) \
-        if device.type == "cuda" else (None, None)
-    opt_times = timed_reps(clock, optimizer.step, 1, reps, budget / 8, "optimizer") if optimizer else [0.0]
+    layer_times = timed_reps(
+        clock, lambda: fwd_bwd(layer, x, grad), warmup, reps, budget / 2, "layer"
+    )
+    peak = (
+        (torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device))
+        if device.type == "cuda"
+        else (None, None)
+    )
+    opt_times = (
+        timed_reps(clock, optimizer.step, 1, reps, budget / 8, "optimizer") if optimizer else [0.0]
+    )
     head_times = timed_reps(clock, lambda: head(x, labels).backward(), 1, reps, budget / 8, "head")
     attention, gemm = measure_parts(spec, clock, layer, device, dtype, budget / 8)
     if flops is None:
         flops = meta_flops(spec, dtype)
     layer_stats = stats(layer_times)
-    tflops = flops / layer_stats["median_s"] / 1e12 if flops and layer_stats["median_s"] > 0 else None
-    emit(event="result", device=device.type, name=name, dtype=str(dtype)[6:], scale=int(spec.get("scale") or 1),
-         shape=shape_text(spec), params_layer=params_layer, trainable_layer=trainable_layer,
-         params_head=count(head)[0], flops_layer=flops, tflops=round(tflops, 4) if tflops else None,
-         layer=layer_stats, layer_times=[round(t, 6) for t in layer_times], optimizer=stats(opt_times),
-         head=stats(head_times), attention=attention, gemm=gemm,
-         peak_allocated=peak[0], peak_reserved=peak[1],
-         memory_source="max_memory_allocated / max_memory_reserved" if peak[0] is not None
-         else "CPU: memory not measured")
+    tflops = (
+        flops / layer_stats["median_s"] / 1e12 if flops and layer_stats["median_s"] > 0 else None
+    )
+    emit(
+        event="result",
+        device=device.type,
+        name=name,
+        dtype=str(dtype)[6:],
+        scale=int(spec.get("scale") or 1),
+        shape=shape_text(spec),
+        params_layer=params_layer,
+        trainable_layer=trainable_layer,
+        params_head=count(head)[0],
+        flops_layer=flops,
+        tflops=round(tflops, 4) if tflops else None,
+        layer=layer_stats,
+        layer_times=[round(t, 6) for t in layer_times],
+        optimizer=stats(opt_times),
+        head=stats(head_times),
+        attention=attention,
+        gemm=gemm,
+        peak_allocated=peak[0],
+        peak_reserved=peak[1],
+        memory_source="max_memory_allocated / max_memory_reserved"
+        if peak[0] is not None
+        else "CPU: memory not measured",
+    )
     return 0
 
 
@@ -524,7 +652,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("mode", choices=("measure", "count"))
     parser.add_argument("--spec", required=True, help="the layer's shapes and recipe as JSON")
-    parser.add_argument("--marker", default="", help="ignored; lets the caller find these processes")
+    parser.add_argument(
+        "--marker", default="", help="ignored; lets the caller find these processes"
+    )
     args = parser.parse_args()
     try:
         spec = scaled(json.loads(args.spec))

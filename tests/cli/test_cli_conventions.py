@@ -1,5 +1,6 @@
-"""What a user of the field checks first, as they check it: `tuneplan --version`, `python -m tuneplan`, help text
-on every option and examples at the end of every command's --help, and the request's published JSON Schema."""
+"""What a user of the field checks first, as they check it: `tuneplan --version`, `python -m
+tuneplan`, help text on every option and examples at the end of every command's --help, and the
+request's published JSON Schema."""
 
 from __future__ import annotations
 
@@ -24,10 +25,24 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = ROOT / "docs" / "request.schema.json"
 
 
-def run(*args: str, module: str = "cli", stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": "/nonexistent", "XDG_DATA_HOME": "/nonexistent"}
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, input=stdin,
-                          env=env, cwd=ROOT, timeout=120)
+def run(
+    *args: str, module: str = "cli", stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "XDG_CONFIG_HOME": "/nonexistent",
+        "XDG_DATA_HOME": "/nonexistent",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
@@ -46,11 +61,13 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
 def test_version_is_printed_by_the_command_and_by_python_m_tuneplan(module: str) -> None:
     done = run("--version", module=module)
     assert done.returncode == 0, done.stderr
-    # The version the package is built with: pyproject reads core.__version__, and the metainfo's release says
-    # the same (a release without its metainfo entry is the usual slip).
+    # The version the package is built with: pyproject reads core.__version__, and the metainfo's
+    # release says the same (a release without its metainfo entry is the usual slip).
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "core.__version__"}
-    metainfo = (ROOT / "resources/desktop/io.github.tuneplan.metainfo.xml").read_text(encoding="utf-8")
+    metainfo = (ROOT / "resources/desktop/io.github.tuneplan.metainfo.xml").read_text(
+        encoding="utf-8"
+    )
     release = re.search(r'<release version="([^"]+)"', metainfo)
     assert release is not None
     assert done.stdout.strip() == f"tuneplan {release.group(1)}"
@@ -90,8 +107,11 @@ def test_examples_name_only_options_their_command_has() -> None:
     """An example that names an option the command does not have would fail when pasted."""
     for name, parser in _commands().items():
         known = {s for action in parser._actions for s in action.option_strings}
-        known |= {s for cmd in _commands().values() for a in cmd._actions for s in a.option_strings} \
-            if name == "tuneplan" else set()
+        known |= (
+            {s for cmd in _commands().values() for a in cmd._actions for s in a.option_strings}
+            if name == "tuneplan"
+            else set()
+        )
         for line in (parser.epilog or "").split("examples:")[-1].splitlines():
             used = set(re.findall(r"(?<=\s)--?[a-z][a-z-]*", line.split("#")[0]))
             assert used <= known, (name, line)
@@ -101,22 +121,31 @@ def test_examples_name_only_options_their_command_has() -> None:
 
 
 def test_published_schema_is_the_generated_one() -> None:
-    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), \
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), (
         "docs/request.schema.json is stale: run `python -m cli schema > docs/request.schema.json`"
+    )
     done = run("schema")
     assert done.returncode == 0 and done.stdout == schema_text()
 
 
 def _shipped_requests() -> list[dict]:
     golden = json.loads((ROOT / "tests/golden/requests.json").read_text(encoding="utf-8"))
-    requests = [r for k, r in golden.items() if not k.startswith("_") and isinstance(r, dict) and "model" in r]
-    return [json.loads((ROOT / "resources/samples/plan/readme_request.json").read_text(encoding="utf-8")),
-            *requests]
+    requests = [
+        r
+        for k, r in golden.items()
+        if not k.startswith("_") and isinstance(r, dict) and "model" in r
+    ]
+    return [
+        json.loads(
+            (ROOT / "resources/samples/plan/readme_request.json").read_text(encoding="utf-8")
+        ),
+        *requests,
+    ]
 
 
 def test_shipped_requests_validate_against_the_schema() -> None:
-    """An independent validator (jsonschema) reads the schema: the README's request and the golden requests
-    that plan must pass it, so an editor never marks a good request as wrong."""
+    """An independent validator (jsonschema) reads the schema: the README's request and the golden
+    requests that plan must pass it, so an editor never marks a good request as wrong."""
     validator = jsonschema.Draft202012Validator(request_schema())
     from core.planner.request import PlanRequest
 
@@ -133,8 +162,23 @@ def test_shipped_requests_validate_against_the_schema() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(key=st.text(min_size=1, max_size=12).filter(
-    lambda k: k not in {"$schema", "model", "data", "training", "hardware", "pricing", "search", "assumptions"}))
+@given(
+    key=st.text(min_size=1, max_size=12).filter(
+        lambda k: (
+            k
+            not in {
+                "$schema",
+                "model",
+                "data",
+                "training",
+                "hardware",
+                "pricing",
+                "search",
+                "assumptions",
+            }
+        )
+    )
+)
 def test_an_unknown_top_level_key_is_refused_by_the_schema_and_the_planner(key: str) -> None:
     from pydantic import ValidationError
 
@@ -147,8 +191,12 @@ def test_an_unknown_top_level_key_is_refused_by_the_schema_and_the_planner(key: 
 
 
 def test_a_request_naming_its_schema_plans() -> None:
-    request = {"$schema": "../docs/request.schema.json", "model": {"preset": "llama-3.1-8b"},
-               "data": {"tokens": "200M"}, "hardware": {"gpu": "H100-SXM"}}
+    request = {
+        "$schema": "../docs/request.schema.json",
+        "model": {"preset": "llama-3.1-8b"},
+        "data": {"tokens": "200M"},
+        "hardware": {"gpu": "H100-SXM"},
+    }
     jsonschema.validate(request, request_schema())
     done = run("plan", "-", "--json", stdin=json.dumps(request))
     assert done.returncode == 0, done.stderr
@@ -157,9 +205,11 @@ def test_a_request_naming_its_schema_plans() -> None:
 
 
 def test_a_planning_process_starts_no_blas_threads_but_the_probe_keeps_every_core(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """`tuneplan plan` does small element-wise NumPy work, so its process asks OpenBLAS for one thread; the probe,
-    whose local benchmarks run in child processes, leaves the setting alone, and a user's own setting wins."""
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`tuneplan plan` does small element-wise NumPy work, so its process asks OpenBLAS for one
+    thread; the probe, whose local benchmarks run in child processes, leaves the setting alone, and
+    a user's own setting wins."""
     from cli.main import process_main
 
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)

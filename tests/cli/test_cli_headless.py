@@ -1,8 +1,10 @@
-"""A headless install (no PySide6): every command but the PDF ones works, and those say so in one sentence.
+"""A headless install (no PySide6): every command but the PDF ones works, and those say so in one
+sentence.
 
-The install is simulated honestly, in a process of its own: before anything else runs, a meta-path finder
-refuses PySide6, shiboken6 and pyqtgraph as a machine without them would (ModuleNotFoundError), and the
-`tuneplan` entry point (tuneplan.launch.main) runs the command as the installed script would.
+The install is simulated honestly, in a process of its own: before anything else runs, a meta-path
+finder refuses PySide6, shiboken6 and pyqtgraph as a machine without them would
+(ModuleNotFoundError), and the `tuneplan` entry point (tuneplan.launch.main) runs the command as the
+installed script would.
 """
 
 from __future__ import annotations
@@ -18,11 +20,17 @@ import pytest
 from tests.replayed_run import replayed_run_file
 
 ROOT = Path(__file__).resolve().parents[2]
-REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
-           "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8}}
-SENTENCE = ("tuneplan: the PDF renderer is not available (it needs PySide6); run the `tuneplan` command of a full "
-            "install")
-# Runs before the program: Qt's packages cannot be found, as on a machine where they were never installed.
+REQUEST = {
+    "model": {"preset": "llama-3.1-8b"},
+    "data": {"tokens": "2e8"},
+    "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8},
+}
+SENTENCE = (
+    "tuneplan: the PDF renderer is not available (it needs PySide6); run the `tuneplan` command "
+    "of a full install"
+)
+# Runs before the program: Qt's packages cannot be found, as on a machine where they were never
+# installed.
 WITHOUT_QT = """
 import importlib.abc, sys
 class NoQt(importlib.abc.MetaPathFinder):
@@ -37,16 +45,32 @@ sys.meta_path.insert(0, NoQt())
 def tuneplan_without_qt(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`tuneplan ARGS` in a process where PySide6 cannot be imported."""
     code = WITHOUT_QT + "from tuneplan.launch import main\nraise SystemExit(main(sys.argv[1:]))\n"
-    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_DATA_HOME": str(tmp_path / "data"),
-           "QT_QPA_PLATFORM": "offscreen"}
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+    env = {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "QT_QPA_PLATFORM": "offscreen",
+    }
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_simulated_install_has_no_qt(tmp_path: Path) -> None:
-    """The blocker itself: PySide6 is installed here, and in the simulated process it cannot be imported."""
-    done = subprocess.run([sys.executable, "-c", WITHOUT_QT + "import PySide6.QtGui\n"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    """The blocker itself: PySide6 is installed here, and in the simulated process it cannot be
+    imported."""
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_QT + "import PySide6.QtGui\n"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1
     assert "ModuleNotFoundError: No module named 'PySide6'" in done.stderr
 
@@ -63,7 +87,9 @@ def test_report_without_pyside6_says_so_in_one_sentence(tmp_path: Path) -> None:
 
 def test_probe_report_without_pyside6_names_the_json_alternative(tmp_path: Path) -> None:
     run = replayed_run_file(tmp_path)
-    done = tuneplan_without_qt(tmp_path, "probe-report", str(run), "-o", str(tmp_path / "report.pdf"))
+    done = tuneplan_without_qt(
+        tmp_path, "probe-report", str(run), "-o", str(tmp_path / "report.pdf")
+    )
     assert done.returncode == 1
     assert done.stderr.strip() == SENTENCE + ", or use --json"
     assert not (tmp_path / "report.pdf").exists()
@@ -71,7 +97,8 @@ def test_probe_report_without_pyside6_names_the_json_alternative(tmp_path: Path)
 
 @pytest.mark.parametrize("output", ["plan.json", None])
 def test_other_commands_work_without_pyside6(tmp_path: Path, output: str | None) -> None:
-    """`tuneplan plan` and `tuneplan report -o plan.json` never import Qt: they answer as on a full install."""
+    """`tuneplan plan` and `tuneplan report -o plan.json` never import Qt: they answer as on a full
+    install."""
     request = tmp_path / "request.json"
     request.write_text(json.dumps(REQUEST), encoding="utf-8")
     if output is None:

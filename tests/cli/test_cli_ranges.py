@@ -1,5 +1,6 @@
-"""`tuneplan plan` shows a plan's likely ranges (real subprocesses): 'likely X (range A–B)' for wall time, tokens/s
-and total cost with how often published runs fell inside, the bands in --json, and nothing of it without a band.
+"""`tuneplan plan` shows a plan's likely ranges (real subprocesses): 'likely X (range A–B)' for wall
+time, tokens/s and total cost with how often published runs fell inside, the bands in --json, and
+nothing of it without a band.
 
 The bands are the test's own (tests/bands.py), so these check the showing, not calibration's values.
 """
@@ -17,14 +18,36 @@ from core.units import fmt_hours, fmt_hours_range, fmt_rate_range, fmt_usd, fmt_
 from tests import bands as B
 
 ROOT = Path(__file__).parents[2]
-QUICK = ["plan", "--model", "llama-3.1-8b", "--tokens", "2e8", "--seq-len", "4096", "--lora-rank", "16",
-         "--gpu", "H100-SXM", "--gpus", "8", "--provider", "aws", "--mode", "on_demand"]
+QUICK = [
+    "plan",
+    "--model",
+    "llama-3.1-8b",
+    "--tokens",
+    "2e8",
+    "--seq-len",
+    "4096",
+    "--lora-rank",
+    "16",
+    "--gpu",
+    "H100-SXM",
+    "--gpus",
+    "8",
+    "--provider",
+    "aws",
+    "--mode",
+    "on_demand",
+]
 
 
 def tuneplan(with_bands: bool, *args: str) -> subprocess.CompletedProcess[str]:
     kind = "bands" if with_bands else "none"
-    done = subprocess.run([sys.executable, "-c", B.SUBPROCESS, kind, *args], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", B.SUBPROCESS, kind, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     return done
 
@@ -35,12 +58,19 @@ def planned() -> dict:
 
 
 def test_json_carries_the_bands_in_their_documented_shape(planned):
-    for where, field in (("time", "hours_range"), ("compute", "tokens_per_second_range"),
-                         ("cost", "total_usd_range")):
+    for where, field in (
+        ("time", "hours_range"),
+        ("compute", "tokens_per_second_range"),
+        ("cost", "total_usd_range"),
+    ):
         band = planned[where][field]
         assert set(band) == {"low", "high", "coverage", "regime", "cases", "sources"}, field
         assert (band["coverage"], band["regime"], band["cases"], band["sources"]) == (
-            B.COVERAGE, B.REGIME, B.CASES, B.SOURCES)
+            B.COVERAGE,
+            B.REGIME,
+            B.CASES,
+            B.SOURCES,
+        )
         assert band["low"] < band["high"]
 
 
@@ -48,16 +78,24 @@ def test_text_says_likely_and_the_range_with_its_coverage(planned):
     out = tuneplan(True, *QUICK).stdout
     t, c, cost = planned["time"], planned["compute"], planned["cost"]
     hours = t["hours_range"]
-    assert (f"Time     likely {fmt_hours(t['hours'])} (range "
-            f"{fmt_hours_range(hours['low'], hours['high'], t['hours'])}) wall") in out
+    assert (
+        f"Time     likely {fmt_hours(t['hours'])} (range "
+        f"{fmt_hours_range(hours['low'], hours['high'], t['hours'])}) wall"
+    ) in out
     rate = c["tokens_per_second_range"]
-    assert (f"Speed    likely {c['tokens_per_second']:,.0f} tokens/s (range "
-            f"{fmt_rate_range(rate['low'], rate['high'])})") in out
+    assert (
+        f"Speed    likely {c['tokens_per_second']:,.0f} tokens/s (range "
+        f"{fmt_rate_range(rate['low'], rate['high'])})"
+    ) in out
     usd = cost["total_usd_range"]
-    assert (f"Total    likely {fmt_usd(cost['total_usd'])} (estimate range "
-            f"{fmt_usd_range(usd['low'], usd['high'], cost['total_usd'])})") in out
-    assert (f"Range    80% of held-out published runs of this kind fell inside (regime: {B.REGIME}, from "
-            f"{B.CASES} runs of {B.SOURCES} sources)") in out
+    assert (
+        f"Total    likely {fmt_usd(cost['total_usd'])} (estimate range "
+        f"{fmt_usd_range(usd['low'], usd['high'], cost['total_usd'])})"
+    ) in out
+    assert (
+        f"Range    80% of held-out published runs of this kind fell inside (regime: {B.REGIME}, "
+        f"from {B.CASES} runs of {B.SOURCES} sources)"
+    ) in out
 
 
 def test_without_a_band_no_range_is_claimed():
@@ -70,7 +108,8 @@ def test_without_a_band_no_range_is_claimed():
 
 
 def test_both_ends_round_alike():
-    assert fmt_hours_range(0.78, 1.27, 0.98) == "46.8–76.2 min"  # in the point's unit, not '46.8 min–1.3 h'
+    # in the point's unit, not '46.8 min–1.3 h'
+    assert fmt_hours_range(0.78, 1.27, 0.98) == "46.8–76.2 min"
     assert fmt_hours_range(50.0, 90.0, 80.0) == "2.1–3.8 days"
     assert fmt_usd_range(43.2, 120.4, 54.06) == "$43.20–$120.40"  # cents, as $54.06 is written
     assert fmt_usd_range(95.2, 180.7, 130.0) == "$95–$181"

@@ -1,19 +1,21 @@
-"""A catalog server on 127.0.0.1 for the price-refresh tests: the recorded catalog files, a cut-off download,
-a garbled file. Shared by the core tests and the window's refresh-button test.
+"""A catalog server on 127.0.0.1 for the price-refresh tests: the recorded catalog files, a cut-off
+download, a garbled file. Shared by the core tests and the window's refresh-button test.
 
 Routes (base URLs the tests hand to the refresh):
 
-- ``/skypilot/<cloud>/vms.csv``: tests/fixtures/catalog/skypilot/<cloud>/vms.csv; aws is served with a
-  Last-Modified header (the date SkyPilot's file states), the others without one;
-- ``/gpuhunt/<provider>/version`` and ``/gpuhunt/<provider>/<version>/catalog.zip``: gpuhunt's published
-  layout, the zip built from tests/fixtures/catalog/gpuhunt/<provider>.csv;
+- ``/skypilot/<cloud>/vms.csv``: tests/fixtures/catalog/skypilot/<cloud>/vms.csv; aws is served with
+  a Last-Modified header (the date SkyPilot's file states), the others without one;
+- ``/gpuhunt/<provider>/version`` and ``/gpuhunt/<provider>/<version>/catalog.zip``: gpuhunt's
+  published layout, the zip built from tests/fixtures/catalog/gpuhunt/<provider>.csv;
 - ``/cut/<cloud>/vms.csv``: Content-Length says more than is sent, then the connection closes;
 - ``/garbled/<cloud>/vms.csv``: an HTML page, as a captive portal or proxy sends;
-- ``/drip/<cloud>/vms.csv``: the headers and then one byte every 0.2 s, never the whole body (a slow-drip
-  server: each read gets a byte well within any per-read timeout);
-- ``/flaky<n>/<cloud>/vms.csv``: HTTP 503 to the first n requests of that path, then the recorded file;
-- ``/served/<cloud>/vms.csv``: whatever the test put in ``server.served[cloud]`` (a poisoned feed); the same
-  for gpuhunt's layout, ``/served/<provider>/version`` and ``/served/<provider>/<version>/catalog.zip``.
+- ``/drip/<cloud>/vms.csv``: the headers and then one byte every 0.2 s, never the whole body (a
+  slow-drip server: each read gets a byte well within any per-read timeout);
+- ``/flaky<n>/<cloud>/vms.csv``: HTTP 503 to the first n requests of that path, then the recorded
+  file;
+- ``/served/<cloud>/vms.csv``: whatever the test put in ``server.served[cloud]`` (a poisoned feed);
+  the same for gpuhunt's layout, ``/served/<provider>/version`` and
+  ``/served/<provider>/<version>/catalog.zip``.
 """
 
 from __future__ import annotations
@@ -58,8 +60,12 @@ class CatalogServer:
                         return self._send(file.read_bytes(), headers)
                 if parts[0] == "gpuhunt" and len(parts) == 3 and parts[2] == "version":
                     return self._send(f"{GPUHUNT_VERSION}\n".encode())
-                if parts[0] == "gpuhunt" and len(parts) == 4 and parts[2] == GPUHUNT_VERSION \
-                        and (FIXTURES / "gpuhunt" / f"{parts[1]}.csv").is_file():
+                if (
+                    parts[0] == "gpuhunt"
+                    and len(parts) == 4
+                    and parts[2] == GPUHUNT_VERSION
+                    and (FIXTURES / "gpuhunt" / f"{parts[1]}.csv").is_file()
+                ):
                     return self._send(_zip(parts[1]))
                 if parts[0] == "cut":
                     body = (FIXTURES / "skypilot" / "aws" / "vms.csv").read_bytes()
@@ -72,8 +78,11 @@ class CatalogServer:
                     return None
                 if parts[0] == "drip":
                     return self._drip((FIXTURES / "skypilot" / "aws" / "vms.csv").read_bytes())
-                if parts[0].startswith("flaky") and len(parts) == 3 and \
-                        outer.requests.count(self.path) <= int(parts[0].removeprefix("flaky")):
+                if (
+                    parts[0].startswith("flaky")
+                    and len(parts) == 3
+                    and outer.requests.count(self.path) <= int(parts[0].removeprefix("flaky"))
+                ):
                     self.send_error(503, "try again later")
                     return None
                 if parts[0].startswith("flaky") and len(parts) == 3:
@@ -83,7 +92,10 @@ class CatalogServer:
                 if parts[0] == "served" and len(parts) in (3, 4) and parts[1] in outer.served:
                     return self._send(outer.served[parts[1]])
                 if parts[0] == "garbled":
-                    return self._send(b"<!DOCTYPE html>\n<html><body><h1>Sign in to the Wi-Fi</h1></body></html>\n")
+                    return self._send(
+                        b"<!DOCTYPE html>\n<html><body><h1>Sign in to the "
+                        b"Wi-Fi</h1></body></html>\n"
+                    )
                 self.send_error(404, "no such catalog file")
                 return None
 
@@ -93,7 +105,7 @@ class CatalogServer:
                 self.end_headers()
                 for i in range(len(body)):
                     try:
-                        self.wfile.write(body[i:i + 1])
+                        self.wfile.write(body[i : i + 1])
                         self.wfile.flush()
                     except OSError:  # the client gave up: what a deadline does
                         return

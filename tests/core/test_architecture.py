@@ -1,10 +1,12 @@
-"""The tree keeps its shape: docs/architecture.md names what is there, and no module grows past 600 lines.
+"""The tree keeps its shape: docs/architecture.md names what is there, and no module grows past 600
+lines.
 
-docs/architecture.md is the map a new engineer reads first; a module added without a line there, or a line left
-behind by a module that moved, makes the map wrong in silence. The map's tree is read as a tree: a folder line
-(``catalog/``) opens that folder for the lines indented under it, and every ``name.py`` on an entry (or on the
-lines that continue it in the description column) is a module of the folder it stands in. Every module of core/,
-gui/, cli/ and tuneplan/ must be named in its own folder, and every module the map names there must exist.
+docs/architecture.md is the map a new engineer reads first; a module added without a line there, or
+a line left behind by a module that moved, makes the map wrong in silence. The map's tree is read as
+a tree: a folder line (``catalog/``) opens that folder for the lines indented under it, and every
+``name.py`` on an entry (or on the lines that continue it in the description column) is a module of
+the folder it stands in. Every module of core/, gui/, cli/ and tuneplan/ must be named in its own
+folder, and every module the map names there must exist.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MAP = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
 MAX_LINES = 600
 DATA_TABLES: set[str] = set()  # modules allowed past MAX_LINES, each named in docs/architecture.md
-DESCRIPTION_COLUMN = 27  # where an entry's description starts: a line indented this far continues the entry above
+# where an entry's description starts: a line indented this far continues the entry above
+DESCRIPTION_COLUMN = 27
 CHECKED = ("core", "gui", "cli", "tuneplan")
 _MODULE = re.compile(r"(?<![\w/.*])(\w+\.py)\b")
 
@@ -27,7 +30,8 @@ def tree_block(text: str) -> list[str]:
 
 
 def named_modules(lines: list[str]) -> set[str]:
-    """Each module the tree names, as a path from the repository root (``core/catalog/records.py``)."""
+    """Each module the tree names, as a path from the repository root
+    (``core/catalog/records.py``)."""
     named: set[str] = set()
     folders: list[str] = []  # the open folder at each depth
     here = ""
@@ -48,17 +52,27 @@ def named_modules(lines: list[str]) -> set[str]:
 
 
 def modules_on_disk() -> set[str]:
-    return {str(p.relative_to(ROOT)) for top in CHECKED for p in (ROOT / top).rglob("*.py")
-            if p.name != "__init__.py"}
+    return {
+        str(p.relative_to(ROOT))
+        for top in CHECKED
+        for p in (ROOT / top).rglob("*.py")
+        if p.name != "__init__.py"
+    }
 
 
 def test_the_map_names_every_module_in_its_own_folder() -> None:
     missing = sorted(modules_on_disk() - named_modules(tree_block(MAP)))
-    assert not missing, f"docs/architecture.md does not name {', '.join(missing)} (each in its own folder)"
+    assert not missing, (
+        f"docs/architecture.md does not name {', '.join(missing)} (each in its own folder)"
+    )
 
 
 def test_every_module_the_map_names_exists() -> None:
-    ghosts = sorted(m for m in named_modules(tree_block(MAP)) if m.startswith(CHECKED) and not (ROOT / m).is_file())
+    ghosts = sorted(
+        m
+        for m in named_modules(tree_block(MAP))
+        if m.startswith(CHECKED) and not (ROOT / m).is_file()
+    )
     assert not ghosts, f"docs/architecture.md names {', '.join(ghosts)}, which do not exist"
 
 
@@ -69,8 +83,12 @@ def test_the_map_names_every_package() -> None:
 
 
 def test_no_module_is_over_600_lines() -> None:
-    long = {str(p.relative_to(ROOT)): n for top in CHECKED for p in (ROOT / top).rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for top in CHECKED
+        for p in (ROOT / top).rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert set(long) <= DATA_TABLES, f"modules over {MAX_LINES} lines: {long}"
 
 
@@ -91,12 +109,23 @@ gui/                       the window
 def test_the_reading_puts_each_name_in_its_folder() -> None:
     """The parser itself, on a small map whose answer is written out by hand."""
     assert named_modules(SAMPLE.splitlines()) == {
-        "core/units.py", "core/paths.py", "core/catalog/skypilot.py", "core/catalog/records.py",
-        "core/probes/transport/base.py", "core/probes/transport/ssh.py", "core/probes/transport/target.py",
-        "core/probes/store.py", "gui/app.py"}
+        "core/units.py",
+        "core/paths.py",
+        "core/catalog/skypilot.py",
+        "core/catalog/records.py",
+        "core/probes/transport/base.py",
+        "core/probes/transport/ssh.py",
+        "core/probes/transport/target.py",
+        "core/probes/store.py",
+        "gui/app.py",
+    }
 
 
 def test_a_name_counts_only_whole() -> None:
-    """A name inside a longer one (store.py in probe_store.py) or a path (resources/x.py) is not a module named."""
-    assert _MODULE.findall("    store.py   the plan library; probe_store.py") == ["store.py", "probe_store.py"]
+    """A name inside a longer one (store.py in probe_store.py) or a path (resources/x.py) is not a
+    module named."""
+    assert _MODULE.findall("    store.py   the plan library; probe_store.py") == [
+        "store.py",
+        "probe_store.py",
+    ]
     assert _MODULE.findall("sent to resources/probes/step.py, one page_*.py a step") == []

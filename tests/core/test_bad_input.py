@@ -1,5 +1,6 @@
-"""Values beyond physical sense: refused at the field with the range allowed, warned about in the plan, and never
-printed as a row of twenty digits; a request file that cannot be one is refused in one sentence."""
+"""Values beyond physical sense: refused at the field with the range allowed, warned about in the
+plan, and never printed as a row of twenty digits; a request file that cannot be one is refused in
+one sentence."""
 
 from __future__ import annotations
 
@@ -26,17 +27,20 @@ def refusal(**sections: dict[str, Any]) -> str:
     return validation_message(caught.value)
 
 
-@pytest.mark.parametrize(("hours", "shown"), [
-    (0.25, "15.0 min"),
-    (5.0, "5.0 h"),
-    (100.0, "4.2 days"),
-    (9000.0, "375.0 days"),
-    (2.7 * 8766, "2.7 years"),
-    (12_345 * 8766, "about 12,000 years"),
-    (2.1e6 * 8766, "about 2.1 million years"),
-    (9662086974982864896.0 * 24, "over 1,000 trillion years"),
-    (float("inf"), "forever"),
-])
+@pytest.mark.parametrize(
+    ("hours", "shown"),
+    [
+        (0.25, "15.0 min"),
+        (5.0, "5.0 h"),
+        (100.0, "4.2 days"),
+        (9000.0, "375.0 days"),
+        (2.7 * 8766, "2.7 years"),
+        (12_345 * 8766, "about 12,000 years"),
+        (2.1e6 * 8766, "about 2.1 million years"),
+        (9662086974982864896.0 * 24, "over 1,000 trillion years"),
+        (float("inf"), "forever"),
+    ],
+)
 def test_a_duration_reads_in_the_unit_a_person_would_use(hours: float, shown: str) -> None:
     assert fmt_hours(hours) == shown
 
@@ -52,50 +56,85 @@ def test_huge_money_and_counts_read_as_words_not_digits() -> None:
 
 def test_typing_1e30_tokens_is_refused_with_the_range_allowed() -> None:
     assert refusal(data={"tokens": "1e30"}) == (
-        "data.tokens: 1e+30 is out of range: use more than 0 and at most 1e15 (1,000T) tokens")
+        "data.tokens: 1e+30 is out of range: use more than 0 and at most 1e15 (1,000T) tokens"
+    )
 
 
 def test_zero_tokens_keeps_its_one_sentence() -> None:
-    assert refusal(data={"tokens": 0}) == ("data.tokens: 0 is out of range: use more than 0 and at most 1e15 (1,000T) "
-                                           "tokens")
+    assert refusal(data={"tokens": 0}) == (
+        "data.tokens: 0 is out of range: use more than 0 and at most 1e15 (1,000T) tokens"
+    )
 
 
 def test_a_price_of_a_tenth_of_a_cent_per_gpu_hour_is_refused() -> None:
     assert refusal(pricing={"usd_per_gpu_hour": 0.001}) == (
-        "pricing.usd_per_gpu_hour: 0.001 is out of range: use $0.01 to $1,000 per GPU-hour")
+        "pricing.usd_per_gpu_hour: 0.001 is out of range: use $0.01 to $1,000 per GPU-hour"
+    )
     assert refusal(pricing={"usd_per_gpu_hour": 5000}) == (
-        "pricing.usd_per_gpu_hour: 5000 is out of range: use $0.01 to $1,000 per GPU-hour")
+        "pricing.usd_per_gpu_hour: 5000 is out of range: use $0.01 to $1,000 per GPU-hour"
+    )
 
 
-@pytest.mark.parametrize(("sections", "sentence"), [
-    ({"model": {"preset": None, "params": "1e20"}}, "model.params: 1e+20 is out of range: use 10M to 100T parameters"),
-    ({"assumptions": {"mfu": 0.001}},
-     "assumptions.mfu: 0.001 is out of range: use 0.01 to 1 (1% to 100% of the GPU's peak)"),
-    ({"assumptions": {"idle_hours": 1e6}}, "assumptions.idle_hours: 1e+06 is out of range: use 0 to 87,660 hours "
-                                           "(10 years)"),
-    ({"search": {"deadline_hours": 1e6}}, "search.deadline_hours: 1e+06 is out of range: use more than 0 and at "
-                                          "most 87,660 hours (10 years)"),
-    ({"hardware": {"gpu": "H100-SXM", "inter_node_gbps": 1e7}},
-     "hardware.inter_node_gbps: 1e+07 is out of range: use more than 0 and at most 100,000 Gbit/s per node"),
-])
-def test_other_fields_beyond_physical_sense_name_their_range(sections: dict[str, Any], sentence: str) -> None:
+@pytest.mark.parametrize(
+    ("sections", "sentence"),
+    [
+        (
+            {"model": {"preset": None, "params": "1e20"}},
+            "model.params: 1e+20 is out of range: use 10M to 100T parameters",
+        ),
+        (
+            {"assumptions": {"mfu": 0.001}},
+            "assumptions.mfu: 0.001 is out of range: use 0.01 to 1 (1% to 100% of the GPU's peak)",
+        ),
+        (
+            {"assumptions": {"idle_hours": 1e6}},
+            "assumptions.idle_hours: 1e+06 is out of range: use 0 to 87,660 hours (10 years)",
+        ),
+        (
+            {"search": {"deadline_hours": 1e6}},
+            "search.deadline_hours: 1e+06 is out of range: use more than 0 and at "
+            "most 87,660 hours (10 years)",
+        ),
+        (
+            {"hardware": {"gpu": "H100-SXM", "inter_node_gbps": 1e7}},
+            "hardware.inter_node_gbps: 1e+07 is out of range: use more than 0 and at most 100,000 "
+            "Gbit/s per node",
+        ),
+    ],
+)
+def test_other_fields_beyond_physical_sense_name_their_range(
+    sections: dict[str, Any], sentence: str
+) -> None:
     assert refusal(**sections) == sentence
 
 
 def test_a_run_longer_than_ten_years_is_a_warning_in_the_plan() -> None:
-    request = PlanRequest.model_validate({"model": {"preset": "llama-3.1-70b"}, "data": {"tokens": 1e15},
-                                          "training": {"method": "full"}, "hardware": {"gpu": "L4"}})
+    request = PlanRequest.model_validate(
+        {
+            "model": {"preset": "llama-3.1-70b"},
+            "data": {"tokens": 1e15},
+            "training": {"method": "full"},
+            "hardware": {"gpu": "L4"},
+        }
+    )
     result = plan(request)
     assert result.time.hours > 10 * 8766
     warning = next(w for w in result.warnings if "more than 10 years" in w)
     assert warning.startswith("the run would take about ")
-    assert warning.endswith(" years, more than 10 years: no one can run this; check data.tokens and data.epochs, "
-                            "or give it more GPUs")
+    assert warning.endswith(
+        " years, more than 10 years: no one can run this; check data.tokens and data.epochs, "
+        "or give it more GPUs"
+    )
 
 
 def test_a_run_of_a_few_hours_has_no_such_warning() -> None:
-    request = PlanRequest.model_validate({"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8},
-                                          "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8}})
+    request = PlanRequest.model_validate(
+        {
+            "model": {"preset": "llama-3.1-8b"},
+            "data": {"tokens": 2e8},
+            "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8},
+        }
+    )
     assert not [w for w in plan(request).warnings if "10 years" in w]
 
 
@@ -105,15 +144,27 @@ def test_gpu_hours_of_an_endless_run_read_in_words() -> None:
     assert fmt_amount(3.557e11) == "about 355.7 billion"
 
 
-@pytest.mark.parametrize(("name", "content", "sentence"), [
-    ("notes.json", "{nope",  # not JSON
-     "notes.json is not valid JSON: Expecting property name enclosed in double quotes at line 1, column 2"),
-    ("colleague.json", json.dumps({"model": {"preset": "llama-4-400b"}, "data": {"tokens": "2e8"}}),  # no preset
-     "colleague.json names an unknown model preset 'llama-4-400b'; did you mean llama-2-70b, llama-3.1-405b, "
-     "llama-2-7b? (tuneplan catalog models lists all)"),
-])
-def test_a_request_file_that_cannot_be_one_is_refused_in_one_sentence(tmp_path: Path, name: str, content: str,
-                                                                       sentence: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "content", "sentence"),
+    [
+        (
+            "notes.json",
+            "{nope",  # not JSON
+            "notes.json is not valid JSON: Expecting property name enclosed in double quotes at "
+            "line 1, column 2",
+        ),
+        # no preset
+        (
+            "colleague.json",
+            json.dumps({"model": {"preset": "llama-4-400b"}, "data": {"tokens": "2e8"}}),
+            "colleague.json names an unknown model preset 'llama-4-400b'; did you mean "
+            "llama-2-70b, llama-3.1-405b, llama-2-7b? (tuneplan catalog models lists all)",
+        ),
+    ],
+)
+def test_a_request_file_that_cannot_be_one_is_refused_in_one_sentence(
+    tmp_path: Path, name: str, content: str, sentence: str
+) -> None:
     path = tmp_path / name
     path.write_text(content)
     with pytest.raises(RequestFileError) as caught:

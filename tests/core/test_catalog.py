@@ -1,7 +1,7 @@
 """The shipped catalog and its loader.
 
-Expected numbers are read by hand from the vendor sheets / price pages quoted in resources/catalog (URLs in
-comments), never computed by the code under test.
+Expected numbers are read by hand from the vendor sheets / price pages quoted in resources/catalog
+(URLs in comments), never computed by the code under test.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def cat() -> cat_mod.Catalog:
     return shipped_catalog()
 
 
-# --------------------------------------------------------------------------- coverage and provenance
+# --------------------------------------------------------------------------- coverage and
+# provenance
 
 
 def test_catalog_sizes(cat):
@@ -66,9 +67,22 @@ def test_every_gpu_figure_in_the_file_has_a_source():
 
 
 def test_every_gpu_numeric_field_has_a_source(cat):
-    numeric = ["memory_bytes", "memory_bandwidth_gbs", "bf16_tflops", "fp16_tflops", "fp8_tflops",
-               "tf32_tflops", "fp32_tflops", "interconnect_bw_gbs", "intra_node_gbs", "nvlink_pair_gbs",
-               "pcie_gen", "tdp_w", "release_year", "street_price_usd"]
+    numeric = [
+        "memory_bytes",
+        "memory_bandwidth_gbs",
+        "bf16_tflops",
+        "fp16_tflops",
+        "fp8_tflops",
+        "tf32_tflops",
+        "fp32_tflops",
+        "interconnect_bw_gbs",
+        "intra_node_gbs",
+        "nvlink_pair_gbs",
+        "pcie_gen",
+        "tdp_w",
+        "release_year",
+        "street_price_usd",
+    ]
     for g in cat.gpus.values():
         for field in numeric:
             if getattr(g, field) is not None:
@@ -76,8 +90,8 @@ def test_every_gpu_numeric_field_has_a_source(cat):
 
 
 def test_every_price_has_a_source_and_provider_name(cat):
-    # the sheet's 86 offers as 109 records (one per price), plus 19 for the cards added later; the catalog adds the
-    # reserved prices derived per provider
+    # the sheet's 86 offers as 109 records (one per price), plus 19 for the cards added later; the
+    # catalog adds the reserved prices derived per provider
     assert len(read_json("catalog", "prices.json")["rows"]) == 109 + 19
     for p in cat.prices:
         assert p.source.startswith("http"), p.instance
@@ -95,11 +109,13 @@ def test_derived_intra_node_figures_say_how():
         assert g["intra_node_gbs"]["note"], g["id"]
 
 
-# --------------------------------------------------------------------------- GPU facts (read by hand)
+# --------------------------------------------------------------------------- GPU facts (read by
+# hand)
 
 
 def test_h100_sxm_figures_from_nvidia_sheet(cat):
-    # nvidia.com/en-us/data-center/h100: 80GB; BF16 1,979 TFLOPS with sparsity → 989.5 dense; TF32 989 → 494.5
+    # nvidia.com/en-us/data-center/h100: 80GB; BF16 1,979 TFLOPS with sparsity → 989.5 dense; TF32
+    # 989 → 494.5
     g = cat.gpu("H100-SXM")
     assert g.memory_bytes == 80_000_000_000
     assert g.memory_gb == 80
@@ -111,7 +127,8 @@ def test_h100_sxm_figures_from_nvidia_sheet(cat):
 
 
 def test_intra_node_bandwidth(cat):
-    # NVLink4 900 GB/s bidirectional → 450 per direction; NVLink3 600 → 300; PCIe Gen4 x16 ≈ 25, Gen5 ≈ 50
+    # NVLink4 900 GB/s bidirectional → 450 per direction; NVLink3 600 → 300; PCIe Gen4 x16 ≈ 25,
+    # Gen5 ≈ 50
     assert cat.gpu("H100-SXM").intra_node_link == "nvlink"
     assert cat.gpu("H100-SXM").intra_node_gbs == 450
     assert cat.gpu("A100-80GB-SXM").intra_node_gbs == 300
@@ -198,12 +215,44 @@ def test_unknown_provider_suggests(cat):
 
 
 PRESETS = [
-    "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
-    "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b", "mistral-7b-v0.1", "mistral-7b-v0.3", "mixtral-8x7b",
-    "mixtral-8x22b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b",
-    "qwen2.5-72b", "qwen3-0.6b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "gemma-2-2b",
-    "gemma-2-9b", "gemma-2-27b", "gemma-3-1b", "gemma-3-27b", "phi-3-mini-4k", "phi-3-medium-4k", "phi-4",
-    "deepseek-v2-lite", "deepseek-v3", "gpt-oss-20b", "gpt-oss-120b", "tinyllama-1.1b",
+    "llama-2-7b",
+    "llama-2-13b",
+    "llama-2-70b",
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "llama-3.1-405b",
+    "llama-3.2-1b",
+    "llama-3.2-3b",
+    "llama-3.3-70b",
+    "mistral-7b-v0.1",
+    "mistral-7b-v0.3",
+    "mixtral-8x7b",
+    "mixtral-8x22b",
+    "qwen2.5-0.5b",
+    "qwen2.5-1.5b",
+    "qwen2.5-3b",
+    "qwen2.5-7b",
+    "qwen2.5-14b",
+    "qwen2.5-32b",
+    "qwen2.5-72b",
+    "qwen3-0.6b",
+    "qwen3-8b",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "gemma-2-2b",
+    "gemma-2-9b",
+    "gemma-2-27b",
+    "gemma-3-1b",
+    "gemma-3-27b",
+    "phi-3-mini-4k",
+    "phi-3-medium-4k",
+    "phi-4",
+    "deepseek-v2-lite",
+    "deepseek-v3",
+    "gpt-oss-20b",
+    "gpt-oss-120b",
+    "tinyllama-1.1b",
 ]
 
 
@@ -218,9 +267,17 @@ def test_presets_exist_with_provenance(cat, preset):
 def test_preset_config_keys(cat):
     # MODELS.md table: llama-3.1-8b 4096 / 32 layers / 32 heads, 8 kv / 14336 / 128256, untied
     c = cat.model("llama-3.1-8b").config
-    assert (c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"]) == (
-        4096, 32, 32, 8)
-    assert (c["intermediate_size"], c["vocab_size"], c["tie_word_embeddings"]) == (14336, 128256, False)
+    assert (
+        c["hidden_size"],
+        c["num_hidden_layers"],
+        c["num_attention_heads"],
+        c["num_key_value_heads"],
+    ) == (4096, 32, 32, 8)
+    assert (c["intermediate_size"], c["vocab_size"], c["tie_word_embeddings"]) == (
+        14336,
+        128256,
+        False,
+    )
     assert c["architectures"] == ["LlamaForCausalLM"]
     assert "head_dim" not in c  # not set in that config.json
     mix = cat.model("mixtral-8x7b")
@@ -240,18 +297,25 @@ def test_preset_config_keys(cat):
 
 
 def _one(cat, gpu, provider, instance, model):
-    rows = [p for p in cat.prices_for(gpu, provider) if p.instance == instance and p.pricing_model == model]
+    rows = [
+        p
+        for p in cat.prices_for(gpu, provider)
+        if p.instance == instance and p.pricing_model == model
+    ]
     assert len(rows) == 1, rows
     return rows[0]
 
 
 def test_per_gpu_hour_prices(cat):
-    # AWS p5.48xlarge: $55.04/h for 8 GPUs = $6.88 per GPU-hour; spot $17.6289/h → 2.2036 (SkyPilot vms.csv)
+    # AWS p5.48xlarge: $55.04/h for 8 GPUs = $6.88 per GPU-hour; spot $17.6289/h → 2.2036 (SkyPilot
+    # vms.csv)
     p5 = _one(cat, "H100-SXM", "aws", "p5.48xlarge", "on_demand")
     assert p5.gpus_per_instance == 8
     assert p5.usd_per_gpu_hour == pytest.approx(6.88)
     assert p5.usd_per_instance_hour == pytest.approx(55.04)
-    assert _one(cat, "H100-SXM", "aws", "p5.48xlarge", "spot").usd_per_gpu_hour == pytest.approx(2.2036)
+    assert _one(cat, "H100-SXM", "aws", "p5.48xlarge", "spot").usd_per_gpu_hour == pytest.approx(
+        2.2036
+    )
     assert p5.date == "2026-11-09"
     assert p5.region == "us-east-1"
 
@@ -262,7 +326,9 @@ def test_reserved_from_the_providers_own_commitment_discount(cat):
     assert nebius.usd_per_gpu_hour == pytest.approx(2.925)
     assert "on_demand x (1 - 0.35)" in (nebius.reserved_basis or "")
     # CoreWeave HGX H100 $49.24/8 = 6.155, "up to 60%" → 2.462
-    assert _one(cat, "H100-SXM", "coreweave", "HGX H100 (8x)", "reserved").usd_per_gpu_hour == pytest.approx(2.462)
+    assert _one(
+        cat, "H100-SXM", "coreweave", "HGX H100 (8x)", "reserved"
+    ).usd_per_gpu_hour == pytest.approx(2.462)
     # Lambda and Google Cloud publish no GPU commitment discount in the data → no reserved price
     assert not [p for p in cat.prices_for("H100-SXM", "lambda") if p.pricing_model == "reserved"]
     assert not [p for p in cat.prices if p.provider == "gcp" and p.pricing_model == "reserved"]
@@ -270,24 +336,32 @@ def test_reserved_from_the_providers_own_commitment_discount(cat):
     block = _one(cat, "H100-SXM", "aws", "p5.48xlarge (EC2 Capacity Block)", "reserved")
     assert block.usd_per_gpu_hour == pytest.approx(4.9162)
     assert (block.term, block.upfront) == ("capacity block", "all")
-    assert not [p for p in cat.prices_for("H100-SXM", "aws") if "Capacity Block" in p.instance
-                and p.pricing_model != "reserved"]
+    assert not [
+        p
+        for p in cat.prices_for("H100-SXM", "aws")
+        if "Capacity Block" in p.instance and p.pricing_model != "reserved"
+    ]
 
 
 def test_best_price(cat):
-    # cheapest H100 SXM on demand from a provider's own list: Mithril 8x $28.66/h = $3.5825 (SkyPilot PR #9156);
-    # Vast.ai's $2.40 median and RunPod Community $2.69 are marketplace prices, used only when allowed
+    # cheapest H100 SXM on demand from a provider's own list: Mithril 8x $28.66/h = $3.5825
+    # (SkyPilot PR #9156); Vast.ai's $2.40 median and RunPod Community $2.69 are marketplace prices,
+    # used only when allowed
     assert cat.best_price("h100", "on_demand").provider == "mithril"
     assert cat.best_price("h100", "on_demand").usd_per_gpu_hour == pytest.approx(3.5825)
-    # a 1-GPU node pays a whole instance: Mithril's 8-GPU-only offer would cost 8 x 3.5825 = $28.66/h, so the
-    # cheapest 1-GPU H100 is RunPod Secure Cloud's 1-GPU pod at $3.99 (Lambda 1x $4.29, Nebius 1-GPU VM $4.50)
+    # a 1-GPU node pays a whole instance: Mithril's 8-GPU-only offer would cost 8 x 3.5825 =
+    # $28.66/h, so the cheapest 1-GPU H100 is RunPod Secure Cloud's 1-GPU pod at $3.99 (Lambda 1x
+    # $4.29, Nebius 1-GPU VM $4.50)
     one = node_offer(cat, "h100", "on_demand", 1)
     assert one is not None and one.billed_gpus == 1
     assert (one.row.provider, one.row.usd_per_gpu_hour) == ("runpod", pytest.approx(3.99))
     market = cat.best_price("h100", "on_demand", allow=["marketplace"])
     assert (market.provider, market.usd_per_gpu_hour) == ("vastai", pytest.approx(2.4024))
-    assert cat.best_price("H100-SXM", "spot").usd_per_gpu_hour == pytest.approx(0.79)  # Nebius preemptible
-    assert cat.best_price("H100-SXM", "on_demand", provider="aws").usd_per_gpu_hour == pytest.approx(6.88)
+    # Nebius preemptible
+    assert cat.best_price("H100-SXM", "spot").usd_per_gpu_hour == pytest.approx(0.79)
+    assert cat.best_price(
+        "H100-SXM", "on_demand", provider="aws"
+    ).usd_per_gpu_hour == pytest.approx(6.88)
     # L40S spot: AWS g6e.xlarge $0.6538 < Nebius $0.74
     assert cat.best_price("L40S", "spot").provider == "aws"
     with pytest.raises(CatalogError, match="pricing mode 'hourly'"):
@@ -312,12 +386,19 @@ def test_price_staleness(cat):
 
 
 def test_storage_prices(cat):
-    s3 = cat.storage_price("aws", "object")  # S3 Standard $0.023/GB-month, $0.005 per 1000 PUT, $0.0004 GET
+    # S3 Standard $0.023/GB-month, $0.005 per 1000 PUT, $0.0004 GET
+    s3 = cat.storage_price("aws", "object")
     assert (s3.service, s3.usd_per_gb_month, s3.put_per_1000, s3.get_per_1000) == (
-        "S3 Standard", 0.023, 0.005, 0.0004)
-    assert cat.storage_price("lambda", "object").service == "S3 Standard"  # no Lambda price: default
+        "S3 Standard",
+        0.023,
+        0.005,
+        0.0004,
+    )
+    # no Lambda price: default
+    assert cat.storage_price("lambda", "object").service == "S3 Standard"
     assert cat.storage_price(None, "block").service == "EBS gp3"
-    assert cat.storage_price("aws", "parallel_fs").usd_per_gb_month == 0.145  # FSx PERSISTENT_2 125 MB/s/TiB
+    # FSx PERSISTENT_2 125 MB/s/TiB
+    assert cat.storage_price("aws", "parallel_fs").usd_per_gb_month == 0.145
     assert cat.storage_price("gcp", "parallel_fs").provider == "aws"  # GCP Lustre price not found
     nebius = cat.storage_price("nebius", "object")  # $0.0147 per GiB-month = 0.01369 per GB
     assert nebius.usd_per_gb_month == pytest.approx(0.01369, abs=1e-5)
@@ -329,17 +410,25 @@ def test_storage_prices(cat):
 
 
 def test_one_set_of_names_for_tiers_and_modes(cat):
-    """The plan request and the catalog share the enums: the tuples and the storage rows use the same names."""
-    from core.planner import models
+    """The plan request and the catalog share the enums: the tuples and the storage rows use the
+    same names."""
+    from core.planner import request, request_assumptions
 
-    assert models.StorageTier is cat_mod.StorageTier and models.PricingMode is cat_mod.PricingMode
-    assert models.Interconnect is cat_mod.Interconnect
+    tier_fields = request_assumptions.Assumptions.model_fields
+    assert tier_fields["checkpoint_tier"].annotation is cat_mod.StorageTier
+    assert request.PricingMode is cat_mod.PricingMode and request.Interconnect is cat_mod.Interconnect
     assert STORAGE_TIERS == ("local_nvme", "parallel_fs", "block", "nfs", "object")
     assert cat_mod.PRICING_MODES == ("on_demand", "spot", "reserved")
     assert all(isinstance(s.tier, cat_mod.StorageTier) for s in cat.storage)
-    assert cat.storage_price("aws", cat_mod.StorageTier.object) is cat.storage_price("aws", "object")
-    assert cat.best_price("H100-SXM", cat_mod.PricingMode.spot) is cat.best_price("H100-SXM", "spot")
-    with pytest.raises(CatalogError, match="pricing mode 'hourly' is not one of on_demand, spot, reserved"):
+    assert cat.storage_price("aws", cat_mod.StorageTier.object) is cat.storage_price(
+        "aws", "object"
+    )
+    assert cat.best_price("H100-SXM", cat_mod.PricingMode.spot) is cat.best_price(
+        "H100-SXM", "spot"
+    )
+    with pytest.raises(
+        CatalogError, match="pricing mode 'hourly' is not one of on_demand, spot, reserved"
+    ):
         cat.best_price("H100-SXM", "hourly")
 
 
@@ -356,14 +445,25 @@ def test_egress_prices(cat):
 
 
 def test_price_rows_for_gpus_outside_the_catalog(cat):
-    # Every shipped price row now names a catalog GPU (B300, GB200 and GH200 joined the catalog), so the case is
-    # built: a row for a GPU id the catalog does not list stays findable by that id but is not a priced GPU.
-    p5 = next(p for p in cat.prices if p.instance == "p5.48xlarge" and p.pricing_model == "on_demand")
+    # Every shipped price row now names a catalog GPU (B300, GB200 and GH200 joined the catalog), so
+    # the case is built: a row for a GPU id the catalog does not list stays findable by that id but
+    # is not a priced GPU.
+    p5 = next(
+        p for p in cat.prices if p.instance == "p5.48xlarge" and p.pricing_model == "on_demand"
+    )
     orphan = p5.model_copy(update={"gpu": "X9000", "instance": "x9.48xlarge"})
-    small = cat_mod.Catalog(gpus=cat.gpus.values(), models=[], prices=[p5, orphan], storage=[], egress=[],
-                            providers=cat.provider_info.values(), retrieved=cat.retrieved)
+    small = cat_mod.Catalog(
+        gpus=cat.gpus.values(),
+        models=[],
+        prices=[p5, orphan],
+        storage=[],
+        egress=[],
+        providers=cat.provider_info.values(),
+        retrieved=cat.retrieved,
+    )
     assert "X9000" not in small.gpus
-    assert small.prices_for("x9000")[0].usd_per_gpu_hour == pytest.approx(55.04 / 8)  # the p5 row's 6.88 per GPU-hour
+    # the p5 row's 6.88 per GPU-hour
+    assert small.prices_for("x9000")[0].usd_per_gpu_hour == pytest.approx(55.04 / 8)
     assert small.priced_gpus() == ["H100-SXM"]
 
 
@@ -381,15 +481,32 @@ def _write(path: Path, data: object) -> None:
 
 
 def test_user_overrides_merge(tmp_path):
-    _write(tmp_path / "gpus.json", [
-        {"id": "MY-GPU", "memory_gb": 32, "bf16_tflops": 100, "intra_node_gbs": 10, "source": "my bench"},
-        {"id": "h100", "bf16_tflops": 900, "source": "measured"},
-    ])
-    _write(tmp_path / "prices.json", [
-        {"provider": "Lambda", "instance": "8x NVIDIA H100 SXM", "gpu": "H100-SXM", "on_demand": 3.5,
-         "date": "2026-11-01"},
-        {"provider": "MyCloud", "instance": "box", "gpu": "my-gpu", "on_demand": 1.0},
-    ])
+    _write(
+        tmp_path / "gpus.json",
+        [
+            {
+                "id": "MY-GPU",
+                "memory_gb": 32,
+                "bf16_tflops": 100,
+                "intra_node_gbs": 10,
+                "source": "my bench",
+            },
+            {"id": "h100", "bf16_tflops": 900, "source": "measured"},
+        ],
+    )
+    _write(
+        tmp_path / "prices.json",
+        [
+            {
+                "provider": "Lambda",
+                "instance": "8x NVIDIA H100 SXM",
+                "gpu": "H100-SXM",
+                "on_demand": 3.5,
+                "date": "2026-11-01",
+            },
+            {"provider": "MyCloud", "instance": "box", "gpu": "my-gpu", "on_demand": 1.0},
+        ],
+    )
     _write(tmp_path / "discounts.json", {"aws": 0.1})
     cat = load_catalog(tmp_path)
 
@@ -409,7 +526,9 @@ def test_user_overrides_merge(tmp_path):
 
     p5 = _one(cat, "H100-SXM", "aws", "p5.48xlarge", "on_demand")
     assert p5.usd_per_gpu_hour == pytest.approx(6.88 * 0.9)
-    assert _one(cat, "H100-SXM", "aws", "p5.48xlarge", "spot").usd_per_gpu_hour == pytest.approx(2.2036 * 0.9)
+    assert _one(cat, "H100-SXM", "aws", "p5.48xlarge", "spot").usd_per_gpu_hour == pytest.approx(
+        2.2036 * 0.9
+    )
     assert p5.user_discount == 0.1
     assert "user discount 10%" in p5.notes
     # the shipped catalog is not changed by a merge
@@ -429,15 +548,28 @@ def test_no_override_files_gives_the_shipped_catalog(tmp_path):
         ("gpus.json", '[{"id": "X", "memory_gb": 8, "bogus": 1}]', "unknown keys bogus"),
         ("gpus.json", '[{"id": "NEW"}]', "needs memory_gb"),
         ("gpus.json", '[{"id": "h100", "bf16_tflops": "fast"}]', "bf16_tflops"),
-        ("prices.json", '[{"provider": "aws", "instance": "x", "gpu": "h10", "on_demand": 1}]',
-         "unknown GPU 'h10'"),
+        (
+            "prices.json",
+            '[{"provider": "aws", "instance": "x", "gpu": "h10", "on_demand": 1}]',
+            "unknown GPU 'h10'",
+        ),
         ("prices.json", '[{"provider": "aws", "instance": "x", "gpu": "h100"}]', "at least one of"),
-        ("prices.json", '[{"provider": "aws", "instance": "x", "gpu": "h100", "pricing_model": "spot"}]',
-         "needs both 'pricing_model'"),
-        ("prices.json", '[{"provider": "aws", "instance": "x", "gpu": "h100", "pricing_model": "hourly",'
-         ' "usd_per_gpu_hour": 1}]', "pricing_model"),
-        ("prices.json", '[{"provider": "aws", "instance": "x", "gpu": "h100", "spot": 1, "date": "soon"}]',
-         "YYYY-MM-DD"),
+        (
+            "prices.json",
+            '[{"provider": "aws", "instance": "x", "gpu": "h100", "pricing_model": "spot"}]',
+            "needs both 'pricing_model'",
+        ),
+        (
+            "prices.json",
+            '[{"provider": "aws", "instance": "x", "gpu": "h100", "pricing_model": "hourly",'
+            ' "usd_per_gpu_hour": 1}]',
+            "pricing_model",
+        ),
+        (
+            "prices.json",
+            '[{"provider": "aws", "instance": "x", "gpu": "h100", "spot": 1, "date": "soon"}]',
+            "YYYY-MM-DD",
+        ),
         ("discounts.json", '{"aws": 1.5}', "fraction from 0"),
         ("discounts.json", '{"awz": 0.1}', "did you mean aws"),
         ("discounts.json", "[0.1]", "must be a JSON object"),
@@ -452,10 +584,14 @@ def test_malformed_override_names_the_file(tmp_path, name, content, match):
 
 def test_save_user_overrides_round_trip(tmp_path):
     folder = tmp_path / "cfg"
-    save_user_overrides(folder, discounts={"nebius": 0.2},
-                        prices=[{"provider": "runpod", "instance": "mine", "gpu": "a100", "spot": 0.5}])
+    save_user_overrides(
+        folder,
+        discounts={"nebius": 0.2},
+        prices=[{"provider": "runpod", "instance": "mine", "gpu": "a100", "spot": 0.5}],
+    )
     assert json.loads((folder / "discounts.json").read_text()) == {"nebius": 0.2}
-    assert sorted(p.name for p in folder.iterdir()) == ["discounts.json", "prices.json"]  # no temp files left
+    # no temp files left
+    assert sorted(p.name for p in folder.iterdir()) == ["discounts.json", "prices.json"]
     cat = load_catalog(folder)
     assert cat.prices_for("H100-SXM", "nebius")[0].usd_per_gpu_hour == pytest.approx(4.5 * 0.8)
     assert _one(cat, "A100-80GB-SXM", "runpod", "mine", "spot").usd_per_gpu_hour == 0.5

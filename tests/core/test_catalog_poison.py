@@ -1,11 +1,11 @@
-"""A catalog no feed can poison: prices no GPU is rented at, an instance of a billion GPUs, a feed of nan, a
-server that drips, a server that fails for a moment, terminal escapes in names.
+"""A catalog no feed can poison: prices no GPU is rented at, an instance of a billion GPUs, a feed
+of nan, a server that drips, a server that fails for a moment, terminal escapes in names.
 
-Every feed is served by the local catalog server on 127.0.0.1 (tests/core/catalog_server.py) or read as a file;
-nothing reaches the internet. The poisoned rows are the recorded AWS vms.csv's own p4d.24xlarge row (8 × A100
-40GB, $32.7726/h in us-east-1) with its price or GPU count changed; the sane band they are held to is the rule
-stated in resources/catalog/SOURCES.md ($0.01 to $1,000 per GPU-hour, and from a fiftieth to ten times the
-median of the catalog's other prices for that GPU).
+Every feed is served by the local catalog server on 127.0.0.1 (tests/core/catalog_server.py) or read
+as a file; nothing reaches the internet. The poisoned rows are the recorded AWS vms.csv's own
+p4d.24xlarge row (8 × A100 40GB, $32.7726/h in us-east-1) with its price or GPU count changed; the
+sane band they are held to is the rule stated in resources/catalog/SOURCES.md ($0.01 to $1,000 per
+GPU-hour, and from a fiftieth to ten times the median of the catalog's other prices for that GPU).
 """
 
 from __future__ import annotations
@@ -26,12 +26,22 @@ from core.catalog.refresh import import_file, refresh
 from tests.core.catalog_server import FIXTURES, CatalogServer, serve
 
 TODAY = dt.date(2026, 12, 1)
-HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region," \
-         "AvailabilityZone,Arch"
-GPU_INFO = "\"{'Gpus': [{'Name': 'A100', 'Manufacturer': 'NVIDIA', 'Count': 8, 'MemoryInfo': {'SizeInMiB': 40960}}]}\""
+HEADER = (
+    "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,"
+    "AvailabilityZone,Arch"
+)
+GPU_INFO = (
+    "\"{'Gpus': [{'Name': 'A100', 'Manufacturer': 'NVIDIA', 'Count': 8, 'MemoryInfo': "
+    "{'SizeInMiB': 40960}}]}\""
+)
 
 
-def p4d(instance: str = "p4d.24xlarge", price: str = "32.7726", count: str = "8.0", region: str = "us-east-1") -> str:
+def p4d(
+    instance: str = "p4d.24xlarge",
+    price: str = "32.7726",
+    count: str = "8.0",
+    region: str = "us-east-1",
+) -> str:
     return f"{instance},A100,{count},96.0,1152.0,{GPU_INFO},{price},,{region},use1-az1,x86_64"
 
 
@@ -41,7 +51,9 @@ def server() -> Iterator[CatalogServer]:
 
 
 def _rows(folder: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = json.loads((folder / "refreshed_prices.json").read_text(encoding="utf-8"))["rows"]
+    rows: list[dict[str, Any]] = json.loads(
+        (folder / "refreshed_prices.json").read_text(encoding="utf-8")
+    )["rows"]
     return rows
 
 
@@ -53,21 +65,32 @@ def _import(tmp_path: Path, *lines: str) -> Any:
 
 
 @pytest.mark.parametrize("price", ["0", "1e-9", "1e12", "1e308"])
-def test_an_imported_price_outside_the_sane_band_is_skipped_and_named(tmp_path: Path, price: str) -> None:
-    report = _import(tmp_path, p4d(price="32.7726", region="eu-west-1"), p4d(price=price, region="us-east-1"))
+def test_an_imported_price_outside_the_sane_band_is_skipped_and_named(
+    tmp_path: Path, price: str
+) -> None:
+    report = _import(
+        tmp_path, p4d(price="32.7726", region="eu-west-1"), p4d(price=price, region="us-east-1")
+    )
     summary = report.summary()
-    assert "outside the sane band" in summary and "p4d.24xlarge in us-east-1, A100-40GB-SXM" in summary
+    assert (
+        "outside the sane band" in summary and "p4d.24xlarge in us-east-1, A100-40GB-SXM" in summary
+    )
     kept = [r for r in _rows(tmp_path) if r["instance"] == "p4d.24xlarge"]
     # The sane row of the other region is the one kept: 32.7726 / 8 GPUs = 4.096575 per GPU-hour.
-    assert [(r["region"], r["usd_per_gpu_hour"]) for r in kept] == [("eu-west-1", pytest.approx(4.096575))]
+    assert [(r["region"], r["usd_per_gpu_hour"]) for r in kept] == [
+        ("eu-west-1", pytest.approx(4.096575))
+    ]
 
 
 def test_the_band_is_stated_from_the_catalogs_other_prices_for_that_gpu(tmp_path: Path) -> None:
-    """$0.02 per GPU-hour is above the absolute floor but under a fiftieth of the A100 40GB's median price."""
+    """$0.02 per GPU-hour is above the absolute floor but under a fiftieth of the A100 40GB's median
+    price."""
     a100 = [p.usd_per_gpu_hour for p in shipped_catalog().prices if p.gpu == "A100-40GB-SXM"]
     low = statistics.median(a100) / 50
     assert 0.01 < 0.02 < low  # the premise: the relative floor, not the absolute one, refuses it
-    summary = _import(tmp_path, p4d(price=str(0.02 * 8)), p4d(price="26.0", region="eu-west-1")).summary()
+    summary = _import(
+        tmp_path, p4d(price=str(0.02 * 8)), p4d(price="26.0", region="eu-west-1")
+    ).summary()
     assert f"on_demand price $0.02 per GPU-hour outside the sane band ${low:.2f} to $" in summary
 
 
@@ -77,29 +100,53 @@ def test_a_billion_gpus_in_one_instance_is_skipped_and_named(tmp_path: Path) -> 
     assert [r["instance"] for r in _rows(tmp_path)] == ["p4de.24xlarge"]
 
 
-def test_a_poisoned_refresh_never_prices_a_plan_at_zero(server: CatalogServer, tmp_path: Path) -> None:
+def test_a_poisoned_refresh_never_prices_a_plan_at_zero(
+    server: CatalogServer, tmp_path: Path
+) -> None:
     aws = (FIXTURES / "skypilot" / "aws" / "vms.csv").read_text(encoding="utf-8")
     server.served["aws"] = (aws + p4d(instance="p5.48xlarge", price="0") + "\n").encode()
-    refresh(["skypilot"], clouds=["aws"], user_dir=tmp_path, today=TODAY,
-            base_urls={"skypilot": f"{server.url}/served"})
+    refresh(
+        ["skypilot"],
+        clouds=["aws"],
+        user_dir=tmp_path,
+        today=TODAY,
+        base_urls={"skypilot": f"{server.url}/served"},
+    )
     prices = [p.usd_per_gpu_hour for p in load_catalog(tmp_path).prices]
     assert min(prices) >= 0.01
 
 
-def test_a_slow_drip_server_ends_at_the_download_deadline(server: CatalogServer, tmp_path: Path) -> None:
+def test_a_slow_drip_server_ends_at_the_download_deadline(
+    server: CatalogServer, tmp_path: Path
+) -> None:
     before = _first_refresh(server, tmp_path)
     start = time.monotonic()
-    with pytest.raises(CatalogError, match=r"download of http://127\.0\.0\.1:\d+/drip/aws/vms\.csv did not finish "
-                                           r"within 1\.5 s"):
-        refresh(["skypilot"], clouds=["aws"], user_dir=tmp_path, timeout=10, deadline=1.5,
-                base_urls={"skypilot": f"{server.url}/drip"})
-    assert time.monotonic() - start < 5  # the per-read timeout (10 s) never fires: a byte comes every 0.2 s
+    with pytest.raises(
+        CatalogError,
+        match=r"download of http://127\.0\.0\.1:\d+/drip/aws/vms\.csv did not finish "
+        r"within 1\.5 s",
+    ):
+        refresh(
+            ["skypilot"],
+            clouds=["aws"],
+            user_dir=tmp_path,
+            timeout=10,
+            deadline=1.5,
+            base_urls={"skypilot": f"{server.url}/drip"},
+        )
+    # the per-read timeout (10 s) never fires: a byte comes every 0.2 s
+    assert time.monotonic() - start < 5
     assert (tmp_path / "refreshed_prices.json").read_bytes() == before
 
 
 def _first_refresh(server: CatalogServer, folder: Path) -> bytes:
-    refresh(["skypilot"], clouds=["aws"], user_dir=folder, today=TODAY,
-            base_urls={"skypilot": f"{server.url}/skypilot"})
+    refresh(
+        ["skypilot"],
+        clouds=["aws"],
+        user_dir=folder,
+        today=TODAY,
+        base_urls={"skypilot": f"{server.url}/skypilot"},
+    )
     return (folder / "refreshed_prices.json").read_bytes()
 
 
@@ -122,21 +169,37 @@ def test_a_missing_file_is_not_retried(server: CatalogServer) -> None:
     assert server.requests == ["/nothing/here.csv"]
 
 
-def test_a_feed_of_nan_prices_is_refused_and_the_previous_prices_kept(server: CatalogServer,
-                                                                      tmp_path: Path) -> None:
+def test_a_feed_of_nan_prices_is_refused_and_the_previous_prices_kept(
+    server: CatalogServer, tmp_path: Path
+) -> None:
     before = _first_refresh(server, tmp_path)
     lines = (FIXTURES / "skypilot" / "aws" / "vms.csv").read_text(encoding="utf-8").splitlines()
-    cells = [line.rsplit(",", 5) for line in lines[1:]]  # Price and SpotPrice are the 5th and 4th cells from the end
-    server.served["aws"] = "\n".join([lines[0], *(",".join([c[0], "nan", "nan", *c[3:]]) for c in cells)]).encode()
+    # Price and SpotPrice are the 5th and 4th cells from the end
+    cells = [line.rsplit(",", 5) for line in lines[1:]]
+    server.served["aws"] = "\n".join(
+        [lines[0], *(",".join([c[0], "nan", "nan", *c[3:]]) for c in cells)]
+    ).encode()
     with pytest.raises(CatalogError) as caught:
-        refresh(["skypilot"], clouds=["aws"], user_dir=tmp_path, base_urls={"skypilot": f"{server.url}/served"})
+        refresh(
+            ["skypilot"],
+            clouds=["aws"],
+            user_dir=tmp_path,
+            base_urls={"skypilot": f"{server.url}/served"},
+        )
     kept = len(json.loads(before)["rows"])
     assert str(caught.value) == (
-        f"the skypilot feed for aws gave 0 usable prices where the last refresh kept {kept}, so it was refused and "
-        "the previous prices kept (give --accept-fewer if aws really sells that much less)")
+        f"the skypilot feed for aws gave 0 usable prices where the last refresh kept {kept}, so "
+        "it was refused and "
+        "the previous prices kept (give --accept-fewer if aws really sells that much less)"
+    )
     assert (tmp_path / "refreshed_prices.json").read_bytes() == before
-    refresh(["skypilot"], clouds=["aws"], user_dir=tmp_path, accept_fewer=True,
-            base_urls={"skypilot": f"{server.url}/served"})
+    refresh(
+        ["skypilot"],
+        clouds=["aws"],
+        user_dir=tmp_path,
+        accept_fewer=True,
+        base_urls={"skypilot": f"{server.url}/served"},
+    )
     assert _rows(tmp_path) == []
 
 

@@ -1,5 +1,6 @@
-"""`on_every_node`: what each node of a cluster does on its own runs on all of them at once, and a failure on
-one node neither hides the others' results from their own threads nor another node's earlier failure."""
+"""`on_every_node`: what each node of a cluster does on its own runs on all of them at once, and a
+failure on one node neither hides the others' results from their own threads nor another node's
+earlier failure."""
 
 from __future__ import annotations
 
@@ -11,11 +12,16 @@ from core.probes.cluster.session import on_every_node
 
 
 def test_every_node_works_at_the_same_time() -> None:
-    """Each node's work waits at a barrier that only opens when all are inside it at once: one after another,
-    the first would wait out the barrier's timeout and break it."""
+    """Each node's work waits at a barrier that only opens when all are inside it at once: one after
+    another, the first would wait out the barrier's timeout and break it."""
     nodes = ["a", "b", "c", "d"]
     together = threading.Barrier(len(nodes), timeout=20)
-    assert on_every_node(nodes, lambda node: (together.wait(), node.upper())[1]) == ["A", "B", "C", "D"]
+    assert on_every_node(nodes, lambda node: (together.wait(), node.upper())[1]) == [
+        "A",
+        "B",
+        "C",
+        "D",
+    ]
 
 
 def test_the_first_failing_node_in_order_is_raised_after_every_node_ended() -> None:

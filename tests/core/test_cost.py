@@ -18,9 +18,9 @@ from core.planner.money.cost import (
 )
 from core.planner.request_assumptions import BuySpec
 
-# REFERENCES.md defaults: H100 $25-30k, 10.2 kW per 8-GPU node (1.275 kW/GPU), PUE 1.56, colo $150-250 per
-# kW-month (200 used), 3 years, residual 30 %, 80 % average load, $0.10/kWh.
-# Yearly cost of one GPU at $25,000:
+# REFERENCES.md defaults: H100 $25-30k, 10.2 kW per 8-GPU node (1.275 kW/GPU), PUE 1.56, colo
+# $150-250 per kW-month (200 used), 3 years, residual 30 %, 80 % average load, $0.10/kWh. Yearly
+# cost of one GPU at $25,000:
 #   depreciation 25,000 x 0.7 / 3              = 5,833.33
 #   power        1.275 x 0.8 x 1.56 x 8,766 x 0.10 = 1,394.85
 #   colocation   1.275 x 200 x 12              = 3,060.00
@@ -60,22 +60,38 @@ def test_cost_is_hours_times_price_in_every_mode(hours, price):
 
 def test_spot_without_failures_pays_only_the_final_checkpoint():
     # No failures, no preemption: one checkpoint at the end, tau = 10 h = 36,000 s, delta = 36 s ->
-    # wall = 10 x (1 + 36/36,000) = 10.01 h; 8 GPUs x 10.01 h x $1 = $80.08; 0.08 GPU-hours beyond the work.
-    spot = spot_cost(solve_hours=10.0, gpus=8, spot_usd_per_gpu_hour=1.0, gpu_mtbf_hours=1e15,
-                     preemptions_per_hour=0.0, checkpoint_write_s=36.0, restart_s=600.0)
+    # wall = 10 x (1 + 36/36,000) = 10.01 h; 8 GPUs x 10.01 h x $1 = $80.08; 0.08 GPU-hours beyond
+    # the work.
+    spot = spot_cost(
+        solve_hours=10.0,
+        gpus=8,
+        spot_usd_per_gpu_hour=1.0,
+        gpu_mtbf_hours=1e15,
+        preemptions_per_hour=0.0,
+        checkpoint_write_s=36.0,
+        restart_s=600.0,
+    )
     assert spot.wall_hours == pytest.approx(10.01, rel=1e-6)
     assert spot.usd == pytest.approx(80.08, rel=1e-6)
     assert spot.lost_gpu_hours == pytest.approx(0.08, rel=1e-4)
 
 
 def test_spot_with_preemptions_hand_value():
-    # lambda = 0.5/h, hardware negligible -> M = 2 h = 7,200 s; delta = 200 s; R = 600 s; T_s = 10 h.
-    # Daly: delta/2M = 0.013889; sqrt(2 delta M) = 1,697.06; x [1 + 0.117851/3 + 0.013889/9] = 1,766.34;
+    # lambda = 0.5/h, hardware negligible -> M = 2 h = 7,200 s; delta = 200 s; R = 600 s; T_s = 10
+    # h. Daly: delta/2M = 0.013889; sqrt(2 delta M) = 1,697.06; x [1 + 0.117851/3 + 0.013889/9] =
+    # 1,766.34;
     #       tau = 1,766.34 - 200 = 1,566.34 s.
     # T_w = 7,200 x e^(600/7,200) x (e^(1,766.34/7,200) - 1) x 36,000 / 1,566.34
     #     = 7,200 x 1.086904 x 0.278046 x 22.9834 = 50,008 s = 13.891 h.
-    spot = spot_cost(solve_hours=10.0, gpus=8, spot_usd_per_gpu_hour=2.0, gpu_mtbf_hours=1e12,
-                     preemptions_per_hour=0.5, checkpoint_write_s=200.0, restart_s=600.0)
+    spot = spot_cost(
+        solve_hours=10.0,
+        gpus=8,
+        spot_usd_per_gpu_hour=2.0,
+        gpu_mtbf_hours=1e12,
+        preemptions_per_hour=0.5,
+        checkpoint_write_s=200.0,
+        restart_s=600.0,
+    )
     assert spot.wall_hours == pytest.approx(13.891, abs=0.001)
     assert spot.usd == pytest.approx(13.891 * 8 * 2.0, abs=0.02)
     assert spot.lost_gpu_hours == pytest.approx(3.891 * 8, abs=0.01)
@@ -83,15 +99,28 @@ def test_spot_with_preemptions_hand_value():
 
 
 def test_spot_cost_none_without_price():
-    spot = spot_cost(solve_hours=1.0, gpus=1, spot_usd_per_gpu_hour=None, gpu_mtbf_hours=50_700.0,
-                     preemptions_per_hour=0.05, checkpoint_write_s=10.0, restart_s=600.0)
+    spot = spot_cost(
+        solve_hours=1.0,
+        gpus=1,
+        spot_usd_per_gpu_hour=None,
+        gpu_mtbf_hours=50_700.0,
+        preemptions_per_hour=0.05,
+        checkpoint_write_s=10.0,
+        restart_s=600.0,
+    )
     assert spot.usd is None
     assert spot.wall_hours > 1.0
 
 
 def test_spot_wall_hours_vectorised():
-    out = spot_wall_hours(np.array([10.0, 10.0]), np.array([8.0, 8.0]), 1e12, np.array([0.0, 0.5]),
-                          np.array([36.0, 200.0]), 600.0)
+    out = spot_wall_hours(
+        np.array([10.0, 10.0]),
+        np.array([8.0, 8.0]),
+        1e12,
+        np.array([0.0, 0.5]),
+        np.array([36.0, 200.0]),
+        600.0,
+    )
     assert isinstance(out, np.ndarray)
     assert out.tolist() == pytest.approx([10.01, 13.891], abs=0.001)
 
@@ -123,7 +152,8 @@ def test_egress_cost_with_free_allowance():
 
 def test_buy_vs_rent_h100_defaults():
     result = buy_vs_rent(BuySpec(), 25_000.0, 2.50)
-    # 10,288.18 / (8,766 x 0.6) = 1.956 USD per GPU-hour; break-even 10,288.18 / (8,766 x 2.50) = 0.4695.
+    # 10,288.18 / (8,766 x 0.6) = 1.956 USD per GPU-hour; break-even 10,288.18 / (8,766 x 2.50) =
+    # 0.4695.
     assert result.usd_per_gpu_hour_owned == pytest.approx(1.956, abs=0.001)
     assert result.usd_per_gpu_hour_rented == 2.50
     assert result.break_even_utilization == pytest.approx(0.4695, abs=0.0001)

@@ -1,9 +1,10 @@
-"""A sharded full fine-tune states what decides whether it fits: the dtype its weights are held in and the optimizer
-step's temporaries (core/planner/plan_assumptions.py: fit_assumptions).
+"""A sharded full fine-tune states what decides whether it fits: the dtype its weights are held in
+and the optimizer step's temporaries (core/planner/plan_assumptions.py: fit_assumptions).
 
-Expected figures: PyTorch's multi-tensor AdamW (torch/optim/adamw.py, `_multi_tensor_adamw`) computes
-`torch._foreach_sqrt(device_exp_avg_sqs)` for a whole parameter group, one fp32 state's worth of the GPU's shard:
-trainable parameters × 4 B ÷ shards. DeepSpeed's fused Adam steps in place.
+Expected figures: PyTorch's multi-tensor AdamW (torch/optim/adamw.py, `_multi_tensor_adamw`)
+computes `torch._foreach_sqrt(device_exp_avg_sqs)` for a whole parameter group, one fp32 state's
+worth of the GPU's shard: trainable parameters × 4 B ÷ shards. DeepSpeed's fused Adam steps in
+place.
 """
 
 from __future__ import annotations
@@ -17,10 +18,19 @@ from core.planner.request import PlanRequest
 
 
 def _lines(**training: Any) -> dict[str, str]:
-    request = PlanRequest.model_validate({
-        "model": {"preset": "llama-3.1-70b"}, "data": {"tokens": 1e7, "seq_len": 2048},
-        "training": {"method": "full", "sharding": "fsdp", "gradient_checkpointing": True, **training},
-        "hardware": {"gpu": "A100-80GB-SXM", "gpus_per_node": 8, "nodes": 2}})
+    request = PlanRequest.model_validate(
+        {
+            "model": {"preset": "llama-3.1-70b"},
+            "data": {"tokens": 1e7, "seq_len": 2048},
+            "training": {
+                "method": "full",
+                "sharding": "fsdp",
+                "gradient_checkpointing": True,
+                **training,
+            },
+            "hardware": {"gpu": "A100-80GB-SXM", "gpus_per_node": 8, "nodes": 2},
+        }
+    )
     result = plan(request)
     return {a.name: a.value for a in result.assumptions}
 

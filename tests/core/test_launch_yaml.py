@@ -1,5 +1,5 @@
-"""The launch files' quoting layer (core/launch/emit.py): what PyYAML reads back is what was written, and a
-comment stays one comment whatever line break the text holds."""
+"""The launch files' quoting layer (core/launch/emit.py): what PyYAML reads back is what was
+written, and a comment stays one comment whatever line break the text holds."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from core.launch import emit
 
-# Every character some consumer ends a line at: bash (\n), YAML 1.1 (\r, NEL, LS, PS), Python's splitlines.
+# Every character some consumer ends a line at: bash (\n), YAML 1.1 (\r, NEL, LS, PS), Python's
+# splitlines.
 LINE_BREAKS = ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
 
 
@@ -35,8 +36,9 @@ def test_round_trip_through_pyyaml() -> None:
         "list": ["q_proj", "v_proj"],
         "records": [{"path": "p", "type": "alpaca"}, {"path": "q"}],
         "none_list": [],
-        # What the hand-written writer lost: a list holding an empty mapping, and a multi-line string that
-        # starts with spaces (a literal block cannot start with more indentation than it declares).
+        # What the hand-written writer lost: a list holding an empty mapping, and a multi-line
+        # string that starts with spaces (a literal block cannot start with more indentation than it
+        # declares).
         "list_of_empty": [{}],
         "indented_block": "  two spaces\nthen more\n",
         "leading_space_path": " /models/x\ny",
@@ -59,15 +61,25 @@ def test_every_line_break_in_a_comment_becomes_a_space() -> None:
     for brk in LINE_BREAKS:
         (line,) = emit.comment_lines([f"x{brk}setup: touch PWNED"])
         assert line == "# x" + " " * len(brk) + "setup: touch PWNED"
-        assert yaml.safe_load(emit.yaml_document({"a": 1}, [f"x{brk}setup: touch PWNED"])) == {"a": 1}
+        assert yaml.safe_load(emit.yaml_document({"a": 1}, [f"x{brk}setup: touch PWNED"])) == {
+            "a": 1
+        }
 
 
-@given(st.lists(st.text(), max_size=4), st.dictionaries(st.text(), st.text() | st.integers() | st.none(),
-                                                        max_size=4))
-def test_any_header_and_any_strings_read_back_exactly(header: list[str], data: dict[str, object]) -> None:
-    # Lone surrogates cannot be UTF-8 at all; the mapping's own strings are the plan's, written as given.
-    data = {k: v for k, v in data.items()
-            if not any(0xD800 <= ord(c) <= 0xDFFF for c in k + (v if isinstance(v, str) else ""))}
+@given(
+    st.lists(st.text(), max_size=4),
+    st.dictionaries(st.text(), st.text() | st.integers() | st.none(), max_size=4),
+)
+def test_any_header_and_any_strings_read_back_exactly(
+    header: list[str], data: dict[str, object]
+) -> None:
+    # Lone surrogates cannot be UTF-8 at all; the mapping's own strings are the plan's, written as
+    # given.
+    data = {
+        k: v
+        for k, v in data.items()
+        if not any(0xD800 <= ord(c) <= 0xDFFF for c in k + (v if isinstance(v, str) else ""))
+    }
     text = emit.yaml_document(data, header)
     text.encode("utf-8")
     assert (yaml.safe_load(text) or {}) == data

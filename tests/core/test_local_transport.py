@@ -84,10 +84,13 @@ def test_timeout_kills_the_whole_process_group(local: LocalTransport) -> None:
 
 
 def test_stream_yields_lines_live(local: LocalTransport, tmp_path: Path) -> None:
-    # "second" is printed only after the test has seen "first" (the command waits up to 5 s for a flag file).
+    # "second" is printed only after the test has seen "first" (the command waits up to 5 s for a
+    # flag file).
     flag = tmp_path / "seen"
-    command = (f"echo first; for i in $(seq 50); do [ -e {flag} ] && break; sleep 0.1; done; "
-               "printf 'second\\r\\n'; printf 'tail without newline'")
+    command = (
+        f"echo first; for i in $(seq 50); do [ -e {flag} ] && break; sleep 0.1; done; "
+        "printf 'second\\r\\n'; printf 'tail without newline'"
+    )
     started = time.monotonic()
     stream = local.stream(command, timeout=20, cancel=threading.Event())
     lines = []
@@ -97,7 +100,9 @@ def test_stream_yields_lines_live(local: LocalTransport, tmp_path: Path) -> None
             flag.touch()
     assert lines == ["first", "second", "tail without newline"]
     assert time.monotonic() - started < 4
-    assert stream.result is not None and stream.result.exit_code == 0 and not stream.result.cancelled
+    assert (
+        stream.result is not None and stream.result.exit_code == 0 and not stream.result.cancelled
+    )
     with pytest.raises(StopIteration):
         next(stream)  # exhausted streams stay exhausted
     assert stream.result.exit_code == 0
@@ -106,8 +111,9 @@ def test_stream_yields_lines_live(local: LocalTransport, tmp_path: Path) -> None
 def test_stream_cancel_kills_children(local: LocalTransport) -> None:
     seconds = marker_seconds()
     cancel = threading.Event()
-    stream = local.stream(f"sleep {seconds} & sleep {seconds} & echo started; wait", timeout=None,
-                          cancel=cancel)
+    stream = local.stream(
+        f"sleep {seconds} & sleep {seconds} & echo started; wait", timeout=None, cancel=cancel
+    )
     for line in stream:
         assert line == "started"
         assert len(pids_of(f"sleep {seconds}")) >= 2
@@ -167,7 +173,9 @@ def test_workdir_put_file_and_removal(local: LocalTransport, tmp_path: Path) -> 
         local.put_file(tmp_path / "absent", f"{tmp_path}/dest")
 
 
-@pytest.mark.parametrize("path", ["/", "/etc", "tmp/tuneplan.x", "/tmp/tuneplan.x/..", "/tmp/other"])
+@pytest.mark.parametrize(
+    "path", ["/", "/etc", "tmp/tuneplan.x", "/tmp/tuneplan.x/..", "/tmp/other"]
+)
 def test_only_our_work_directories_can_be_removed(local: LocalTransport, path: str) -> None:
     with pytest.raises(ValueError, match="not one this app created"):
         local.remove_workdir(path)
@@ -183,10 +191,13 @@ def test_a_path_with_dotdot_is_resolved_and_removed(local: LocalTransport, tmp_p
     local.remove_workdir(f"{tmp_path}/other/../data/tuneplan.io.abc")
     assert not target.exists()
     assert (tmp_path / "data").is_dir() and (tmp_path / "other").is_dir()
-    local.remove_workdir(f"{tmp_path}/data/tuneplan.io.abc")  # already gone: nothing to do, no error
+    # already gone: nothing to do, no error
+    local.remove_workdir(f"{tmp_path}/data/tuneplan.io.abc")
 
 
-def test_a_symlink_named_like_ours_to_elsewhere_is_refused(local: LocalTransport, tmp_path: Path) -> None:
+def test_a_symlink_named_like_ours_to_elsewhere_is_refused(
+    local: LocalTransport, tmp_path: Path
+) -> None:
     precious = tmp_path / "home"
     precious.mkdir()
     (precious / "thesis.tex").write_text("years of work")

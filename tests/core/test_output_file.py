@@ -1,10 +1,11 @@
-"""Every file tuneplan writes goes through one writer that never follows a link at the final name, refuses
-what is not a regular file, and takes the format from the suffix it was given.
+"""Every file tuneplan writes goes through one writer that never follows a link at the final name,
+refuses what is not a regular file, and takes the format from the suffix it was given.
 
 Real symlinks and FIFOs on the real file system: `tuneplan report -o`, `tuneplan probe-report -o`,
 `--install-desktop-entry` and the launch files are run as a user runs them (cli.main in-process; the
-PDFs themselves are checked in tests/gui/test_pdf_outputs.py, where the renderer is installed). A test that
-would hang on a named pipe (the old writers opened it and waited for a reader) has a timeout.
+PDFs themselves are checked in tests/gui/test_pdf_outputs.py, where the renderer is installed). A
+test that would hang on a named pipe (the old writers opened it and waited for a reader) has a
+timeout.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from core.output_file import OutputError, format_of, write_file
 from tests.replayed_run import replayed_run_file
 
 VICTIM = "the user's own file\n"
-REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
-           "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8}}
+REQUEST = {
+    "model": {"preset": "llama-3.1-8b"},
+    "data": {"tokens": "2e8"},
+    "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8},
+}
 
 
 def _request(tmp_path: Path) -> str:
@@ -56,7 +60,9 @@ def _one_sentence(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 @pytest.mark.parametrize("command", ["report", "probe-report"])
-def test_a_symlink_at_the_output_name_is_replaced_never_written_through(tmp_path: Path, command: str) -> None:
+def test_a_symlink_at_the_output_name_is_replaced_never_written_through(
+    tmp_path: Path, command: str
+) -> None:
     link, victim = _planted(tmp_path, "out.json")
     source = _request(tmp_path) if command == "report" else _run(tmp_path)
     assert main([command, source, "-o", str(link)]) == 0
@@ -69,8 +75,9 @@ def test_a_symlink_at_the_output_name_is_replaced_never_written_through(tmp_path
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("command", ["report", "probe-report"])
-def test_a_named_pipe_at_the_output_name_is_refused_not_waited_on(tmp_path: Path, command: str,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_named_pipe_at_the_output_name_is_refused_not_waited_on(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     fifo = tmp_path / "out.json"
     os.mkfifo(fifo)
     source = _request(tmp_path) if command == "report" else _run(tmp_path)
@@ -80,8 +87,9 @@ def test_a_named_pipe_at_the_output_name_is_refused_not_waited_on(tmp_path: Path
 
 
 @pytest.mark.parametrize("name", ["plan.txt", "plan", "plan.pdf.bak"])
-def test_an_output_suffix_that_names_no_format_is_refused(tmp_path: Path, name: str,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_output_suffix_that_names_no_format_is_refused(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["report", _request(tmp_path), "-o", str(tmp_path / name)]) == 1
     assert "must end in .pdf or .json" in _one_sentence(capsys)
     assert not (tmp_path / name).exists()
@@ -107,9 +115,12 @@ def test_install_desktop_entry_replaces_a_planted_link_and_refuses_a_pipe(tmp_pa
         desktop_entry.install(tmp_path / "share")
 
 
-@pytest.mark.parametrize("folder", ["/opt/tune\nExec=rm -rf ~/tuneplan", "/opt/tune\tplan", "/opt/tune\x1bplan"])
+@pytest.mark.parametrize(
+    "folder", ["/opt/tune\nExec=rm -rf ~/tuneplan", "/opt/tune\tplan", "/opt/tune\x1bplan"]
+)
 def test_a_control_character_in_the_install_folder_never_reaches_the_entry(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str
+) -> None:
     monkeypatch.setattr(sys, "executable", f"{folder}/bin/python")
     with pytest.raises(CliError, match="holds a control character") as caught:
         desktop_entry.install(tmp_path)
@@ -126,4 +137,5 @@ def test_the_writer_refuses_a_folder_and_a_missing_folder(tmp_path: Path) -> Non
     with pytest.raises(OutputError, match=r"must end in \.pdf"):
         format_of(tmp_path / "x.PDF.txt", {".pdf": "pdf"})
     assert format_of(tmp_path / "X.PDF", {".pdf": "pdf"}) == "pdf"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.json"]  # no temporary file left behind
+    # no temporary file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.json"]

@@ -45,7 +45,12 @@ def test_xid_13_burst_then_43_and_oom():
     assert x13.timestamp == "2025-01-21T04:41:44,283302+00:00"  # line 1
     assert "Out Of Range Address" in scan.xids[2].message  # line 3
     x43 = scan.xids[16]
-    assert (x43.code, x43.pid, x43.process, x43.message) == (43, 2924364, "pt_main_thread", "Ch 00000008")
+    assert (x43.code, x43.pid, x43.process, x43.message) == (
+        43,
+        2924364,
+        "pt_main_thread",
+        "Ch 00000008",
+    )
     assert x43.severity == "INFO"
     oom = [e for e in scan.events if e.kind == "oom"]
     assert [e.line_no for e in oom] == [18, 19, 20, 21, 22, 23, 24]
@@ -53,32 +58,67 @@ def test_xid_13_burst_then_43_and_oom():
 
 def test_other_formats_and_events():
     # lines typed from the documented kernel formats
-    text = "\n".join([
-        "[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.",
-        "[ 1300.000001] nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress error",
-        "[ 1301.000001] nvidia-nvswitch0: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 10 LTSSM Fault Up",
-        "[   2.000000] nvidia 0000:3b:00.0: 63.012 Gb/s available PCIe bandwidth, limited by 16.0 GT/s "
-        "PCIe x4 link at 0000:3a:00.0 (capable of 252.048 Gb/s with 16.0 GT/s PCIe x16 link)",
-        "[ 1400.000000] NVRM: Xid (PCI:0000:3b:00): 154, GPU recovery action changed from 0x0 (None) to "
-        "0x1 (GPU Reset Required)",
-        "[ 1500.000000] NVRM: Xid (PCI:0000:3b:00): 999, pid=12, name=x, something new",
-    ])
+    text = "\n".join(
+        [
+            "[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.",
+            "[ 1300.000001] nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 "
+            "egress error",
+            "[ 1301.000001] nvidia-nvswitch0: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 10 "
+            "LTSSM Fault Up",
+            "[   2.000000] nvidia 0000:3b:00.0: 63.012 Gb/s available PCIe bandwidth, limited by "
+            "16.0 GT/s PCIe x4 link at 0000:3a:00.0 (capable of 252.048 Gb/s with 16.0 GT/s PCIe "
+            "x16 link)",
+            "[ 1400.000000] NVRM: Xid (PCI:0000:3b:00): 154, GPU recovery action changed from 0x0 "
+            "(None) to 0x1 (GPU Reset Required)",
+            "[ 1500.000000] NVRM: Xid (PCI:0000:3b:00): 999, pid=12, name=x, something new",
+        ]
+    )
     scan = parse_dmesg(text).value
     assert scan is not None
     assert scan.xid_codes == [79, 154, 999]
     assert scan.xids[0].severity == "FAIL" and scan.xids[0].timestamp == "1234.567890"
     assert scan.xids[1].action == "GPU Reset Required" and scan.xids[1].severity == "FAIL"
     assert scan.xids[2].severity == "UNKNOWN"
-    assert [(s.switch, s.code, s.fatal) for s in scan.sxids] == [(3, 12028, False), (0, 20034, True)]
+    assert [(s.switch, s.code, s.fatal) for s in scan.sxids] == [
+        (3, 12028, False),
+        (0, 20034, True),
+    ]
     assert [e.kind for e in scan.events] == ["pcie_downtrained"]
 
 
 def test_catalog_covers_brief_codes_and_xid_154_none():
-    for code in (13, 31, 43, 45, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 121, 136, 140, 143, 154,
-                 155, 156):
+    for code in (
+        13,
+        31,
+        43,
+        45,
+        48,
+        61,
+        62,
+        63,
+        64,
+        74,
+        79,
+        92,
+        94,
+        95,
+        119,
+        120,
+        121,
+        136,
+        140,
+        143,
+        154,
+        155,
+        156,
+    ):
         assert code in XID_CATALOG
-    assert classify_xid(154, "GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)"
-                        ).severity == "INFO"
+    assert (
+        classify_xid(
+            154, "GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)"
+        ).severity
+        == "INFO"
+    )
 
 
 def test_clean_log_and_permission_error():

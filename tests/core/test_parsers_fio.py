@@ -25,7 +25,13 @@ def test_fio_333_with_text_prefix():
     assert fio is not None and not fio.truncated
     assert fio.fio_version == "fio-3.33"  # line 4
     (job,) = fio.jobs
-    assert (job.name, job.rw, job.bs, job.iodepth, job.numjobs) == ("sequential_read", "rw", "4k", 16, 1)
+    assert (job.name, job.rw, job.bs, job.iodepth, job.numjobs) == (
+        "sequential_read",
+        "rw",
+        "4k",
+        16,
+        1,
+    )
     assert job.read is not None and job.write is not None
     assert job.read.iops == 7662.030309  # line 36
     assert job.read.bw_bytes_per_s == 31383676  # line 34 'bw_bytes'
@@ -65,7 +71,8 @@ def test_cut_json_is_repaired(fraction):
     assert fio is not None and fio.truncated
     assert any("cut off" in w for w in result.warnings)
     assert fio.jobs[0].name == "iotest"  # line 8
-    assert fio.jobs[0].read is not None and fio.jobs[0].read.iops == 45419.109682  # line 34 is in the kept part
+    # line 34 is in the kept part
+    assert fio.jobs[0].read is not None and fio.jobs[0].read.iops == 45419.109682
 
 
 def test_cut_inside_first_job_keeps_job_name():
@@ -78,10 +85,23 @@ def test_cut_inside_first_job_keeps_job_name():
 
 def test_fio_2x_microsecond_latencies():
     # fio 2.x layout: 'clat'/'lat' in microseconds, typed for this test
-    data = {"fio version": "fio-2.2.10", "jobs": [{"jobname": "old", "job options": {"rw": "read"},
-            "read": {"io_bytes": 4096, "bw": 100, "iops": 25.0, "runtime": 1000,
-                     "clat": {"mean": 12.5, "percentile": {"99.000000": 40}},
-                     "lat": {"mean": 13.0}}}]}
+    data = {
+        "fio version": "fio-2.2.10",
+        "jobs": [
+            {
+                "jobname": "old",
+                "job options": {"rw": "read"},
+                "read": {
+                    "io_bytes": 4096,
+                    "bw": 100,
+                    "iops": 25.0,
+                    "runtime": 1000,
+                    "clat": {"mean": 12.5, "percentile": {"99.000000": 40}},
+                    "lat": {"mean": 13.0},
+                },
+            }
+        ],
+    }
     fio = parse_fio_json(json.dumps(data)).value
     assert fio is not None
     job = fio.jobs[0]
@@ -90,8 +110,9 @@ def test_fio_2x_microsecond_latencies():
     assert job.read.lat_mean_ns == 13000.0 and job.read.bw_bytes_per_s == 102400.0
 
 
-@pytest.mark.parametrize("text", ["", "fio: pid=0, err=2/file:filesetup.c:174, error=No such file", "{{{{",
-                                  "[1, 2, 3]"])
+@pytest.mark.parametrize(
+    "text", ["", "fio: pid=0, err=2/file:filesetup.c:174, error=No such file", "{{{{", "[1, 2, 3]"]
+)
 def test_no_json(text):
     result = parse_fio_json(text)
     assert result.value is None
@@ -99,7 +120,10 @@ def test_no_json(text):
 
 
 def test_job_error_is_reported():
-    data = {"fio version": "fio-3.33", "jobs": [{"jobname": "j", "error": 5, "read": {"iops": 1.0}}]}
+    data = {
+        "fio version": "fio-3.33",
+        "jobs": [{"jobname": "j", "error": 5, "read": {"iops": 1.0}}],
+    }
     result = parse_fio_json(json.dumps(data))
     assert result.value is not None and result.value.jobs[0].error == 5
     assert any("error 5" in w for w in result.warnings)

@@ -1,4 +1,5 @@
-"""ibstat, ibstatus, perftest sweeps and link flaps. Expected values read by hand from the fixtures."""
+"""ibstat, ibstatus, perftest sweeps and link flaps. Expected values read by hand from the
+fixtures."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ def test_ibstat_h100_all_active_roce():
     inv = result.value
     assert inv is not None and inv.errors == []
     assert len(inv.ports) == 12  # 12 'CA' blocks
-    assert {(p.state, p.phys_state, p.link_layer) for p in inv.ports} == {("Active", "LinkUp", "Ethernet")}
+    assert {(p.state, p.phys_state, p.link_layer) for p in inv.ports} == {
+        ("Active", "LinkUp", "Ethernet")
+    }
     rates = {p.device: p.rate_gbps for p in inv.ports}
     assert rates["mlx5_0"] == 400  # line 11
     assert rates["mlx5_1"] == 100  # line 28 (MT4125 = ConnectX-6 Dx)
@@ -34,7 +37,9 @@ def test_ibstat_h100_all_active_roce():
 def test_ibstat_some_ports_down():
     inv = parse_ibstat(fixture("ibstat_H100_node_some_ports_down.txt")).value
     assert inv is not None
-    down = [(p.device, p.state, p.phys_state, p.rate_gbps) for p in inv.ports if p.state != "Active"]
+    down = [
+        (p.device, p.state, p.phys_state, p.rate_gbps) for p in inv.ports if p.state != "Active"
+    ]
     assert down == [
         ("mlx5_2", "Down", "Disabled", 40),  # lines 77-79
         ("mlx5_7", "Down", "Disabled", 40),  # lines 162-164
@@ -51,7 +56,9 @@ def test_ibstat_ibpanic_exit_255():
     assert len(inv.ports) == 8  # mlx5_0 .. mlx5_7 printed before the panic
     assert {p.rate_gbps for p in inv.ports} == {200}
     assert {p.ca_type for p in inv.ports} == {"MT4124"}
-    assert inv.errors == ["ibpanic: [1400444] main: stat of IB device 'mlx5_8' failed: No such file or directory"]
+    assert inv.errors == [
+        "ibpanic: [1400444] main: stat of IB device 'mlx5_8' failed: No such file or directory"
+    ]
 
 
 def test_ibstatus_rates_and_widths():
@@ -61,10 +68,21 @@ def test_ibstatus_rates_and_widths():
     assert inv is not None
     assert len(inv.ports) == 9
     first = inv.ports[0]
-    assert (first.device, first.port, first.state, first.phys_state) == ("mlx5_0", 1, "Active", "LinkUp")  # l.1-6
+    # l.1-6
+    assert (first.device, first.port, first.state, first.phys_state) == (
+        "mlx5_0",
+        1,
+        "Active",
+        "LinkUp",
+    )
     assert (first.rate_gbps, first.width, first.speed) == (200, "4X", "HDR")  # line 7
     last = inv.ports[-1]
-    assert (last.device, last.rate_gbps, last.speed, last.link_layer) == ("mlx5_8", 40, "QDR", "Ethernet")
+    assert (last.device, last.rate_gbps, last.speed, last.link_layer) == (
+        "mlx5_8",
+        40,
+        "QDR",
+        "Ethernet",
+    )
 
 
 def test_ib_write_bw_host_memory_sweep():
@@ -73,7 +91,13 @@ def test_ib_write_bw_host_memory_sweep():
     run = result.value
     assert run is not None
     assert run.test == "RDMA_Write BW Test"  # line 2
-    assert (run.device, run.qps, run.link_type, run.gid_index, run.mtu_bytes) == ("mlx5_2", 1, "Ethernet", 3, 4096)
+    assert (run.device, run.qps, run.link_type, run.gid_index, run.mtu_bytes) == (
+        "mlx5_2",
+        1,
+        "Ethernet",
+        3,
+        4096,
+    )
     assert run.unit == "Gb/sec" and run.use_cuda is False
     assert len(run.rows) == 23  # 2 B .. 8 MiB, lines 24-46
     assert (run.rows[0].size_bytes, run.rows[0].bw_avg) == (2, 0.032099)  # line 24
@@ -94,8 +118,10 @@ def test_ib_read_bw_gpudirect_16qp():
 
 
 def test_perftest_mb_per_s_has_no_gbps_summary():
-    text = (" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
-            " 65536      5000             11000.00           10990.00           0.175840\n")
+    text = (
+        " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+        " 65536      5000             11000.00           10990.00           0.175840\n"
+    )
     run = parse_perftest(text).value
     assert run is not None and run.unit == "MB/sec"
     assert run.rows[0].bw_avg == 10990.00

@@ -1,4 +1,5 @@
-"""nccl-tests / rccl-tests logs and the torch all_reduce_bench table. Values read by hand from the fixtures."""
+"""nccl-tests / rccl-tests logs and the torch all_reduce_bench table. Values read by hand from the
+fixtures."""
 
 from __future__ import annotations
 
@@ -19,10 +20,18 @@ def fixture(name: str) -> str:
 
 # (file, rows, nranks, avg busbw line, peak busbw, size of the peak)
 CASES = [
-    # line 17: ' 10737418240 ... 232.20 0 80948 132.65 232.13 0'; line 19 'Avg bus bandwidth : 232.167'
+    # line 17: ' 10737418240 ... 232.20 0 80948 132.65 232.13 0'; line 19 'Avg bus bandwidth :
+    # 232.167'
     ("nccl_allreduce_1x8xA100_SXM4_40GB_single_node_10GiB.txt", 1, 8, 232.167, 232.20, 10737418240),
     # line 25: '... 104989 102.27 191.76 ...'; line 27: 191.752; 16 '# Rank' lines
-    ("nccl_allreduce_2x8xA100_SXM4_40GB_OCI_RoCE_16x100G_10GiB.txt", 1, 16, 191.752, 191.76, 10737418240),
+    (
+        "nccl_allreduce_2x8xA100_SXM4_40GB_OCI_RoCE_16x100G_10GiB.txt",
+        1,
+        16,
+        191.752,
+        191.76,
+        10737418240,
+    ),
     # line 57: ' 17179869184 ... 66214 259.46 486.49 ...'; line 59: 476.572
     ("nccl_allreduce_2x8xH200_OCI_RoCE_slurm_wrapper.txt", 5, 16, 476.572, 486.49, 17179869184),
     # line 34: '0:  17179869184 ... 66109 259.87 487.26 0' (in-place); no footer in the excerpt
@@ -30,11 +39,33 @@ CASES = [
     # line 31: '0:   2147483648 ... 78.33 ... 78.33'
     ("nccl_allreduce_2x8xA100_p4de_EFA_srun_rank_prefixed.txt", 29, 16, None, 78.33, 2147483648),
     # line 54: '  8589934592 ... 47535 180.71 338.82 ...'; line 56: 'Avg bus bandwidth : 70.742'
-    ("nccl_allreduce_2x8xH100_GCP_A3mega_TCPXO_mangled_header.txt", 31, 16, 70.742, 338.82, 8589934592),
+    (
+        "nccl_allreduce_2x8xH100_GCP_A3mega_TCPXO_mangled_header.txt",
+        31,
+        16,
+        70.742,
+        338.82,
+        8589934592,
+    ),
     # line 57: '  3221225472 ... 212263 15.18 15.18 ...'; line 71: 15.0418; 2 '# Rank' lines
-    ("nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log", 13, 2, 15.0418, 15.18, 3221225472),
-    # line 47: '8589934592 ... 40903 210.01 367.51 0' (in-place); line 50: 'Avg bus bandwidth : 111.827'
-    ("rccl_allreduce_1x8xMI350X_single_node_whitespace_collapsed.txt", 31, 8, 111.827, 367.51, 8589934592),
+    (
+        "nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log",
+        13,
+        2,
+        15.0418,
+        15.18,
+        3221225472,
+    ),
+    # line 47: '8589934592 ... 40903 210.01 367.51 0' (in-place); line 50: 'Avg bus bandwidth :
+    # 111.827'
+    (
+        "rccl_allreduce_1x8xMI350X_single_node_whitespace_collapsed.txt",
+        31,
+        8,
+        111.827,
+        367.51,
+        8589934592,
+    ),
     # line 12: ' 17179869184 ... 121800 141.05 141.05 0'; line 14: '140.935 FAILED'
     ("nccl_allreduce_SYNTHETIC_failure_tails.txt", 1, 2, 140.935, 141.05, 17179869184),
 ]
@@ -59,7 +90,8 @@ def test_single_node_a100_details():
     assert run.tool == "nccl-tests" and run.op == "all_reduce"  # line 1
     assert run.completed and run.out_of_bounds == 0 and run.out_of_bounds_ok is True  # line 18
     row = run.rows[0]
-    assert (row.count, row.dtype, row.redop, row.root) == (2684354560, "float", "sum", -1)  # line 17
+    # line 17
+    assert (row.count, row.dtype, row.redop, row.root) == (2684354560, "float", "sum", -1)
     assert row.out_of_place is not None and row.in_place is not None
     assert (row.out_of_place.time_us, row.out_of_place.algbw_gbps) == (80922, 132.69)
     assert (row.in_place.busbw_gbps, row.in_place.wrong) == (232.13, 0)
@@ -69,9 +101,12 @@ def test_single_node_a100_details():
 
 
 def test_mangled_header_keeps_rank_zero():
-    run = parse_nccl_tests(fixture("nccl_allreduce_2x8xH100_GCP_A3mega_TCPXO_mangled_header.txt")).value
+    run = parse_nccl_tests(
+        fixture("nccl_allreduce_2x8xH100_GCP_A3mega_TCPXO_mangled_header.txt")
+    ).value
     assert run is not None
-    assert run.devices[0].rank == 0 and run.devices[0].host == "ztan-mig-235z"  # line 4 lost its '#'
+    # line 4 lost its '#'
+    assert run.devices[0].rank == 0 and run.devices[0].host == "ztan-mig-235z"
     assert run.devices[15].host == "ztan-mig-gq73"  # line 19
     assert run.rows[0].size_bytes == 8  # line 24
 
@@ -82,9 +117,15 @@ def test_slurm_wrapper_noise_is_ignored():
     run = result.value
     assert run is not None
     assert run.nccl_version == "2.27.5+cuda12.8"  # line 48
-    assert [r.size_bytes for r in run.rows] == [1073741824, 2147483648, 4294967296, 8589934592,
-                                                17179869184]  # lines 53-57
-    assert run.rows[0].out_of_place is not None and run.rows[0].out_of_place.busbw_gbps == 457.90  # line 53
+    assert [r.size_bytes for r in run.rows] == [
+        1073741824,
+        2147483648,
+        4294967296,
+        8589934592,
+        17179869184,
+    ]  # lines 53-57
+    # line 53
+    assert run.rows[0].out_of_place is not None and run.rows[0].out_of_place.busbw_gbps == 457.90
 
 
 def test_rank_prefixed_table_only_infers_ranks():
@@ -99,7 +140,9 @@ def test_rank_prefixed_table_only_infers_ranks():
 
 
 def test_low_busbw_log_reports_gdr_off_and_ring():
-    run = parse_nccl_tests(fixture("nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log")).value
+    run = parse_nccl_tests(
+        fixture("nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log")
+    ).value
     assert run is not None
     assert run.gdr is False  # line 55: 'Connected all rings, use ring PXN 0 GDR 0'
     assert run.algo == "RING"  # line 30: 'NCCL_ALGO set by environment to RING'
@@ -108,7 +151,9 @@ def test_low_busbw_log_reports_gdr_off_and_ring():
 
 
 def test_rccl_collapsed_whitespace_and_dips():
-    run = parse_nccl_tests(fixture("rccl_allreduce_1x8xMI350X_single_node_whitespace_collapsed.txt")).value
+    run = parse_nccl_tests(
+        fixture("rccl_allreduce_1x8xMI350X_single_node_whitespace_collapsed.txt")
+    ).value
     assert run is not None
     assert run.tool == "rccl-tests"  # line 3
     dip = next(r for r in run.rows if r.size_bytes == 67108864)  # line 40
@@ -148,10 +193,20 @@ def test_json_output():
     # -J layout as documented for nccl-tests 2.19 (keys only; numbers typed for this test)
     data = {
         "config": {"nthreads": 1, "ngpus": 8},
-        "devices": [{"rank": r, "group": 0, "pid": 1, "hostname": "h", "device": r} for r in range(8)],
-        "results": [{"size": 1024, "count": 256, "type": "float", "redop": "sum", "root": -1,
-                     "out_of_place": {"time": 20.5, "alg_bw": 0.05, "bus_bw": 0.09, "nwrong": 0},
-                     "in_place": {"time": 19.5, "alg_bw": 0.05, "bus_bw": 0.10, "nwrong": 0}}],
+        "devices": [
+            {"rank": r, "group": 0, "pid": 1, "hostname": "h", "device": r} for r in range(8)
+        ],
+        "results": [
+            {
+                "size": 1024,
+                "count": 256,
+                "type": "float",
+                "redop": "sum",
+                "root": -1,
+                "out_of_place": {"time": 20.5, "alg_bw": 0.05, "bus_bw": 0.09, "nwrong": 0},
+                "in_place": {"time": 19.5, "alg_bw": 0.05, "bus_bw": 0.10, "nwrong": 0},
+            }
+        ],
         "out_of_bounds": {"count": 0, "okay": True},
         "average_bus_bandwidth": {"bandwidth": 0.095, "okay": True},
     }
@@ -181,8 +236,9 @@ def test_not_nccl_output():
 
 
 def test_the_header_gives_the_sweep_and_a_cut_log_lacks_its_last_sizes() -> None:
-    """'minBytes 1073741824 maxBytes 17179869184 step: 2(factor)': 1, 2, 4, 8 and 16 GiB, the five rows the
-    whole log has (read by hand); the same log cut after its third row has not reached 8 and 16 GiB."""
+    """'minBytes 1073741824 maxBytes 17179869184 step: 2(factor)': 1, 2, 4, 8 and 16 GiB, the five
+    rows the whole log has (read by hand); the same log cut after its third row has not reached 8
+    and 16 GiB."""
     text = fixture("nccl_allreduce_2x8xH200_OCI_RoCE_slurm_wrapper.txt")
     whole = parse_nccl_tests(text).value
     assert whole is not None
@@ -197,12 +253,24 @@ def test_the_header_gives_the_sweep_and_a_cut_log_lacks_its_last_sizes() -> None
 
 
 def test_a_sweep_in_steps_of_bytes_and_one_without_a_header_plan() -> None:
-    """'minBytes 1073741824 maxBytes 27950841856 step: 2147483648(bytes)': 1 GiB then 2 GiB more each time, up
-    to 25 GiB: 13 sizes, the 13 rows of the log; the log without that header has no plan, so nothing is 'cut'."""
+    """'minBytes 1073741824 maxBytes 27950841856 step: 2147483648(bytes)': 1 GiB then 2 GiB more
+    each time, up to 25 GiB: 13 sizes, the 13 rows of the log; the log without that header has no
+    plan, so nothing is 'cut'."""
     text = fixture("nccl_allreduce_2node_1xH100_each_roce400_GDR0_low_busbw.log")
     log = parse_nccl_tests(text).value
-    assert log is not None and len(log.planned_sizes) == 13 == len(log.rows) and log.unreached_sizes == []
+    assert (
+        log is not None
+        and len(log.planned_sizes) == 13 == len(log.rows)
+        and log.unreached_sizes == []
+    )
     assert log.planned_sizes[-1] == (1 << 30) + 12 * (2 << 30)
-    rows = "\n".join(line for line in text.split("\n") if "nThread" not in line and "maxBytes" not in line)
+    rows = "\n".join(
+        line for line in text.split("\n") if "nThread" not in line and "maxBytes" not in line
+    )
     headless = parse_nccl_tests(rows).value
-    assert headless is not None and headless.rows and headless.planned_sizes == [] and sweep_cut(headless) is None
+    assert (
+        headless is not None
+        and headless.rows
+        and headless.planned_sizes == []
+        and sweep_cut(headless) is None
+    )

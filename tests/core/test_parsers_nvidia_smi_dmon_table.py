@@ -1,4 +1,5 @@
-"""nvidia-smi dmon and the default nvidia-smi table. Expected values read by hand from the fixtures."""
+"""nvidia-smi dmon and the default nvidia-smi table. Expected values read by hand from the
+fixtures."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def test_dmon_h100_under_gpu_burn():
 
 
 def test_dmon_l40s_dash_means_unsupported():
-    samples = parse_dmon(fixture("nvidia_smi_dmon_1xL40S_under_load_595.80.txt"), interval_s=2.0).value
+    samples = parse_dmon(
+        fixture("nvidia_smi_dmon_1xL40S_under_load_595.80.txt"), interval_s=2.0
+    ).value
     assert samples is not None and len(samples) == 5
     assert all(s.mem_temp_c is None for s in samples)  # 'mtemp' is '-' on GDDR6
     assert samples[0].power_w == 109  # line 3
@@ -54,7 +57,11 @@ def test_dmon_multi_gpu_with_time_columns_and_repeated_header():
     result = parse_dmon(text)
     samples = result.value
     assert samples is not None
-    assert [(s.t, s.gpu, s.power_w) for s in samples] == [(0.0, 0, 300), (0.0, 1, 310), (2.0, 0, 320)]
+    assert [(s.t, s.gpu, s.power_w) for s in samples] == [
+        (0.0, 0, 300),
+        (0.0, 1, 310),
+        (2.0, 0, 320),
+    ]
     assert any("garbled" in w for w in result.warnings)
 
 

@@ -1,4 +1,5 @@
-"""nvidia-smi -q and -q -d PAGE_RETIREMENT. Expected values read by hand; comments give the fixture line."""
+"""nvidia-smi -q and -q -d PAGE_RETIREMENT. Expected values read by hand; comments give the fixture
+line."""
 
 from __future__ import annotations
 
@@ -26,8 +27,16 @@ def test_8x_h100_inventory():
     assert {g.name for g in report.gpus} == {"NVIDIA H100 80GB HBM3"}  # line 9 and each block
     bus_ids = [g.pci_bus_id for g in report.gpus]
     # block headers, lines 8, 213, 418, 629, 834, 1039, 1244, 1449
-    assert bus_ids == ["00000000:53:00.0", "00000000:64:00.0", "00000000:75:00.0", "00000000:86:00.0",
-                       "00000000:97:00.0", "00000000:A8:00.0", "00000000:B9:00.0", "00000000:CA:00.0"]
+    assert bus_ids == [
+        "00000000:53:00.0",
+        "00000000:64:00.0",
+        "00000000:75:00.0",
+        "00000000:86:00.0",
+        "00000000:97:00.0",
+        "00000000:A8:00.0",
+        "00000000:B9:00.0",
+        "00000000:CA:00.0",
+    ]
     gpu0 = report.gpus[0]
     assert gpu0.uuid == "GPU-566e6f65-c38e-b12f-4824-6944218668b9"  # line 25
     assert gpu0.serial == "1655022005478"  # line 24
@@ -55,8 +64,13 @@ def test_8x_h100_metrics_and_clock_events():
     assert m0.clocks_event_reasons == ["gpu_idle"]  # line 83 'Idle : Active'
     assert m2.mem_used_bytes == 9221 * MIB  # line 506, GPU 75:00.0 'Used : 9221 MiB'
     assert m2.power_w == 118.01  # line 580
-    # lines 495, 498, 500: SW Power Cap, HW Power Brake Slowdown (nested), SW Thermal Slowdown active
-    assert set(m2.clocks_event_reasons) == {"sw_power_cap", "hw_power_brake_slowdown", "sw_thermal_slowdown"}
+    # lines 495, 498, 500: SW Power Cap, HW Power Brake Slowdown (nested), SW Thermal Slowdown
+    # active
+    assert set(m2.clocks_event_reasons) == {
+        "sw_power_cap",
+        "hw_power_brake_slowdown",
+        "sw_thermal_slowdown",
+    }
 
 
 def test_8x_h100_health_counters():
@@ -72,7 +86,8 @@ def test_8x_h100_health_counters():
     assert h0.retired_pages_sbe is None  # line 146 'N/A' (H100 uses row remapping)
     assert h0.remapped_rows_pending is False  # line 152
     assert h0.remapped_rows_failure is False  # line 153
-    assert h0.remap_histogram == {"max": 2560, "high": 0, "partial": 0, "low": 0, "none": 0}  # lines 155-159
+    # lines 155-159
+    assert h0.remap_histogram == {"max": 2560, "high": 0, "partial": 0, "low": 0, "none": 0}
     assert h0.reset_required is False  # line 50
     assert h0.drain_and_reset_recommended is False  # line 51
 
@@ -112,13 +127,17 @@ def test_truncated_invalid_output_keeps_what_was_read():
 
 
 def test_page_retirement_sbe_dbe_counts():
-    result = parse_nvidia_smi_q(fixture("nvidia_smi_q_page_retirement_8gpu_SBE_DBE_test_modified.txt"))
+    result = parse_nvidia_smi_q(
+        fixture("nvidia_smi_q_page_retirement_8gpu_SBE_DBE_test_modified.txt")
+    )
     assert result.warnings == []
     report = result.value
     assert report is not None
     assert report.driver_version == "535.86.10"  # line 5
     assert len(report.health) == 8
-    counts = [(h.retired_pages_sbe, h.retired_pages_dbe, h.retired_pages_pending) for h in report.health]
+    counts = [
+        (h.retired_pages_sbe, h.retired_pages_dbe, h.retired_pages_pending) for h in report.health
+    ]
     assert counts == [
         (60, 5, False),  # lines 11-13
         (2, 61, True),  # lines 17-19
@@ -166,7 +185,9 @@ def test_older_single_double_bit_ecc_layout():
 
 
 def test_failure_and_garbage():
-    failed = parse_nvidia_smi_q("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
+    failed = parse_nvidia_smi_q(
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+    )
     assert failed.value is None
     assert any("has failed" in w for w in failed.warnings)
     assert parse_nvidia_smi_q("\x1b[31mgarbage\x00\n::::\n").value is None

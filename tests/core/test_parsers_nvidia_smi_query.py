@@ -1,4 +1,5 @@
-"""nvidia-smi --query-gpu CSV (one-shot and -lms stream). Expected values read by hand from the fixtures."""
+"""nvidia-smi --query-gpu CSV (one-shot and -lms stream). Expected values read by hand from the
+fixtures."""
 
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ def test_stream_in_small_chunks_with_repeated_header():
     stream = QueryGpuStream(interval_s=0.5)
     samples = []
     for start in range(0, len(text), 7):
-        samples.extend(stream.feed(text[start:start + 7]))
+        samples.extend(stream.feed(text[start : start + 7]))
     samples.extend(stream.flush())
     assert [s.t for s in samples] == [0.0, 0.5, 1.0]  # same GPU repeats -> one tick each
     assert all(s.temp_c == 37.0 for s in samples)
@@ -125,7 +126,11 @@ def test_stream_two_gpus_timestamps():
     )
     samples = list(iter_query_gpu(text.split("\n")))
     assert [(s.t, s.gpu, s.util_pct) for s in samples] == [
-        (0.0, 0, 10.0), (0.0, 1, 20.0), (0.5, 0, 30.0), (0.5, 1, 40.0)]
+        (0.0, 0, 10.0),
+        (0.0, 1, 20.0),
+        (0.5, 0, 30.0),
+        (0.5, 1, 40.0),
+    ]
     assert samples[3].mem_used_bytes == 400 * MIB
 
 
@@ -134,19 +139,35 @@ def test_noheader_needs_fields():
     without = parse_query_gpu(row)
     assert without.value is None
     assert any("header" in w for w in without.warnings)
-    fields = ["name", "uuid", "fan.speed [%]", "pstate", "memory.reserved [MiB]", "memory.used [MiB]",
-              "memory.free [MiB]", "utilization.gpu [%]", "utilization.memory [%]", "temperature.gpu",
-              "power.draw [W]", "clocks.current.graphics [MHz]", "clocks.current.sm [MHz]",
-              "clocks.current.memory [MHz]", "clocks.current.video [MHz]"]
+    fields = [
+        "name",
+        "uuid",
+        "fan.speed [%]",
+        "pstate",
+        "memory.reserved [MiB]",
+        "memory.used [MiB]",
+        "memory.free [MiB]",
+        "utilization.gpu [%]",
+        "utilization.memory [%]",
+        "temperature.gpu",
+        "power.draw [W]",
+        "clocks.current.graphics [MHz]",
+        "clocks.current.sm [MHz]",
+        "clocks.current.memory [MHz]",
+        "clocks.current.video [MHz]",
+    ]
     report = parse_query_gpu(row, fields=fields).value
     assert report is not None and report.metrics[0].power_w == 28.16
 
 
-@pytest.mark.parametrize("text", [
-    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n",
-    "No devices were found\n",
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n",
+        "No devices were found\n",
+        "",
+    ],
+)
 def test_failure_text_gives_none_and_warning(text):
     result = parse_query_gpu(text)
     assert result.value is None

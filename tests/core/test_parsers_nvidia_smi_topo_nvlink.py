@@ -49,7 +49,8 @@ def test_topo_pcie_box_without_nvlink_and_four_nics():
     assert topo.link(0, 1) == "NODE"  # line 2
     assert topo.link(0, 2) == "SYS"  # line 2: crosses the socket interconnect
     assert topo.link(2, 3) == "NODE"  # line 4
-    assert [n.device for n in topo.nics] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]  # NIC Legend, lines 23-26
+    # NIC Legend, lines 23-26
+    assert [n.device for n in topo.nics] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
     assert topo.gpu_nic_links[(0, 0)] == "NODE"  # line 2, column NIC0
     assert topo.gpu_nic_links[(0, 3)] == "SYS"  # line 2, column NIC3
     assert topo.gpu_nic_links[(3, 2)] == "NODE"  # line 5, column NIC2
@@ -78,10 +79,12 @@ def test_topo_ansi_header_in_vm():
 
 def test_topo_old_driver_nic_names_as_columns():
     # older drivers print mlx5_k as column labels instead of NICk; typed from that layout
-    text = ("\tGPU0\tGPU1\tmlx5_0\tCPU Affinity\n"
-            "GPU0\t X \tNV4\tPIX\t0-19\n"
-            "GPU1\tNV4\t X \tPHB\t0-19\n"
-            "mlx5_0\tPIX\tPHB\t X \t\n")
+    text = (
+        "\tGPU0\tGPU1\tmlx5_0\tCPU Affinity\n"
+        "GPU0\t X \tNV4\tPIX\t0-19\n"
+        "GPU1\tNV4\t X \tPHB\t0-19\n"
+        "mlx5_0\tPIX\tPHB\t X \t\n"
+    )
     topo = parse_topo_matrix(text).value
     assert topo is not None
     assert topo.link(0, 1) == "NV4"
@@ -117,7 +120,9 @@ def test_nvlink_8x_a100_twelve_links():
 
 
 def test_nvlink_all_links_inactive():
-    gpus = parse_nvlink_status(fixture("nvidia_smi_nvlink_status_A100_all_links_inactive.txt")).value
+    gpus = parse_nvlink_status(
+        fixture("nvidia_smi_nvlink_status_A100_all_links_inactive.txt")
+    ).value
     assert gpus is not None and len(gpus) == 1
     assert gpus[0].gpu == 6  # line 1
     assert gpus[0].all_inactive is True  # line 2
@@ -125,10 +130,12 @@ def test_nvlink_all_links_inactive():
 
 
 def test_nvlink_some_links_inactive_h100():
-    text = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaa)\n"
-            "\t Link 0: 26.562 GB/s\n"
-            "\t Link 1: <inactive>\n"
-            "\t Link 2: 26.562 GB/s\n")
+    text = (
+        "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaa)\n"
+        "\t Link 0: 26.562 GB/s\n"
+        "\t Link 1: <inactive>\n"
+        "\t Link 2: 26.562 GB/s\n"
+    )
     gpus = parse_nvlink_status(text).value
     assert gpus is not None
     assert gpus[0].link_speeds_gbps == [26.562, None, 26.562]

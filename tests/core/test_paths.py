@@ -1,4 +1,5 @@
-"""Where the user's files go: the platform's folders (platformdirs), and the earlier releases' folders kept."""
+"""Where the user's files go: the platform's folders (platformdirs), and the earlier releases'
+folders kept."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from core import paths
 
 
 def test_linux_folders_are_the_xdg_ones(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # XDG Base Directory Specification: $XDG_DATA_HOME and $XDG_CONFIG_HOME, else ~/.local/share and ~/.config.
+    # XDG Base Directory Specification: $XDG_DATA_HOME and $XDG_CONFIG_HOME, else ~/.local/share and
+    # ~/.config.
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "d"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "c"))
     assert paths.data_dir() == tmp_path / "d" / "tuneplan"
     assert paths.config_dir() == tmp_path / "c" / "tuneplan"
     monkeypatch.delenv("XDG_DATA_HOME")
-    monkeypatch.setenv("XDG_CONFIG_HOME", "relative/is/ignored")  # the specification: relative paths are invalid
+    # the specification: relative paths are invalid
+    monkeypatch.setenv("XDG_CONFIG_HOME", "relative/is/ignored")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert paths.data_dir() == tmp_path / "home" / ".local" / "share" / "tuneplan"
     assert paths.config_dir() == tmp_path / "home" / ".config" / "tuneplan"

@@ -1,4 +1,5 @@
-"""The plan library store: schema migrations, damaged files moved aside, crash safety, round trips."""
+"""The plan library store: schema migrations, damaged files moved aside, crash safety, round
+trips."""
 
 from __future__ import annotations
 
@@ -34,10 +35,13 @@ def make_v1(path: Path) -> None:
         CREATE TABLE plans (id INTEGER PRIMARY KEY, name TEXT NOT NULL, model TEXT NOT NULL DEFAULT '',
             method TEXT NOT NULL DEFAULT '', gpu TEXT NOT NULL DEFAULT '', cost_usd REAL, request_json TEXT NOT NULL,
             result_json TEXT, created TEXT NOT NULL, updated TEXT NOT NULL);
-        PRAGMA user_version = 1;""")
-    con.execute("INSERT INTO plans (name, model, method, gpu, cost_usd, request_json, result_json, created, updated) "
-                "VALUES ('old', 'llama-3.1-8b', 'lora', '8× H100-SXM', 12.5, ?, ?, '2025-01-01', '2025-01-02')",
-                [json.dumps(REQUEST), json.dumps({"time": {"hours": 3.5}})])
+        PRAGMA user_version = 1;""")  # noqa: E501
+    con.execute(
+        "INSERT INTO plans (name, model, method, gpu, cost_usd, request_json, result_json, "
+        "created, updated) VALUES ('old', 'llama-3.1-8b', 'lora', '8× H100-SXM', 12.5, ?, ?, "
+        "'2025-01-01', '2025-01-02')",
+        [json.dumps(REQUEST), json.dumps({"time": {"hours": 3.5}})],
+    )
     con.commit()
     con.close()
 
@@ -65,24 +69,29 @@ def test_migrates_from_v1_and_backfills_hours(tmp_path):
 
 
 def make_v2(path: Path, names: list[str]) -> None:
-    """A library as version 2 wrote it (ids that SQLite reuses: INTEGER PRIMARY KEY alone), one row per name."""
+    """A library as version 2 wrote it (ids that SQLite reuses: INTEGER PRIMARY KEY alone), one row
+    per name."""
     con = sqlite3.connect(path)
     con.executescript("""
         CREATE TABLE plans (id INTEGER PRIMARY KEY, name TEXT NOT NULL, model TEXT NOT NULL DEFAULT '',
             method TEXT NOT NULL DEFAULT '', gpu TEXT NOT NULL DEFAULT '', cost_usd REAL, request_json TEXT NOT NULL,
             result_json TEXT, created TEXT NOT NULL, updated TEXT NOT NULL, hours REAL);
         CREATE INDEX plans_updated ON plans(updated);
-        PRAGMA user_version = 2;""")
+        PRAGMA user_version = 2;""")  # noqa: E501
     for name in names:
-        con.execute("INSERT INTO plans (name, model, request_json, created, updated, hours) "
-                    "VALUES (?, 'llama-3.1-8b', ?, '2025-01-01', '2025-01-02', 2.5)", [name, json.dumps(REQUEST)])
+        con.execute(
+            "INSERT INTO plans (name, model, request_json, created, updated, hours) "
+            "VALUES (?, 'llama-3.1-8b', ?, '2025-01-01', '2025-01-02', 2.5)",
+            [name, json.dumps(REQUEST)],
+        )
     con.commit()
     con.close()
 
 
 def test_an_undone_delete_gets_its_plan_back_after_another_save(tmp_path):
-    """Deleting the newest plan and saving another before Undo: SQLite gave the new plan the deleted one's id,
-    and putting the deleted plan back failed (IntegrityError), losing it. Both plans are kept now."""
+    """Deleting the newest plan and saving another before Undo: SQLite gave the new plan the deleted
+    one's id, and putting the deleted plan back failed (IntegrityError), losing it. Both plans are
+    kept now."""
     store = PlanStore(tmp_path / "lib.db")
     store.save("first", REQUEST)
     newest = store.save("newest", REQUEST)
@@ -99,8 +108,9 @@ def test_a_library_written_by_version_2_is_migrated_and_never_reuses_an_id(tmp_p
     make_v2(db, ["a", "b", "c"])
     store = PlanStore(db)
     assert store.schema_version == 4
-    assert [(r.id, r.name, r.hours, r.created) for r in sorted(store.list(), key=lambda r: r.id)] == [
-        (1, "a", 2.5, "2025-01-01"), (2, "b", 2.5, "2025-01-01"), (3, "c", 2.5, "2025-01-01")]
+    assert [
+        (r.id, r.name, r.hours, r.created) for r in sorted(store.list(), key=lambda r: r.id)
+    ] == [(1, "a", 2.5, "2025-01-01"), (2, "b", 2.5, "2025-01-01"), (3, "c", 2.5, "2025-01-01")]
     assert "plans_updated" in {i.name for i in store.db.table("plans").indexes}
     gone = store.delete(3)
     assert store.save("d", REQUEST) == 4
@@ -108,8 +118,8 @@ def test_a_library_written_by_version_2_is_migrated_and_never_reuses_an_id(tmp_p
 
 
 def test_a_record_whose_id_is_taken_comes_back_under_a_new_one(tmp_path):
-    """Restoring is never refused for the id: a record put back twice (or into a library where its id went to
-    another plan) is kept as a plan of its own."""
+    """Restoring is never refused for the id: a record put back twice (or into a library where its
+    id went to another plan) is kept as a plan of its own."""
     store = PlanStore(tmp_path / "lib.db")
     gone = store.delete(store.save("twice", REQUEST))
     assert store.restore(gone) == gone.id
@@ -120,7 +130,8 @@ def test_a_record_whose_id_is_taken_comes_back_under_a_new_one(tmp_path):
 
 
 def test_library_is_empty_reads_the_first_run_without_opening_the_store(tmp_path):
-    """The window's first-run question, answered with plain sqlite3 before the store's SQLite layer is loaded."""
+    """The window's first-run question, answered with plain sqlite3 before the store's SQLite layer
+    is loaded."""
     db = tmp_path / "lib.db"
     assert library_is_empty(db) is True  # no file yet: the first run
     assert not db.exists()  # and asking created nothing
@@ -133,13 +144,14 @@ def test_library_is_empty_reads_the_first_run_without_opening_the_store(tmp_path
 
 
 def test_library_is_empty_leaves_files_it_cannot_judge_to_the_store(tmp_path):
-    """None (open the store now) for what only the store may handle: an older schema it migrates, a newer one it
-    refuses, a file that is no database; none of them is changed by the question."""
+    """None (open the store now) for what only the store may handle: an older schema it migrates, a
+    newer one it refuses, a file that is no database; none of them is changed by the question."""
     v1 = tmp_path / "v1.db"
     make_v1(v1)
     newer = tmp_path / "newer.db"
     con = sqlite3.connect(newer)
-    con.execute("CREATE TABLE plans (id INTEGER PRIMARY KEY)")  # empty: only its version says not to read it
+    # empty: only its version says not to read it
+    con.execute("CREATE TABLE plans (id INTEGER PRIMARY KEY)")
     con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     con.commit()
     con.close()
@@ -213,9 +225,15 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path):
     store = PlanStore(tmp_path / "lib.db")
     store.save("kept", REQUEST)
     with pytest.raises(sqlite3.IntegrityError), transaction(store.db):
-        store.db.execute("INSERT INTO plans (name, request_json, created, updated) VALUES ('half', '{}', 'x', 'x')")
-        store.db.execute("INSERT INTO plans (id, name, request_json, created, updated) "
-                         "VALUES (1, 'clash', '{}', 'x', 'x')")  # id 1 is taken: the whole write fails
+        store.db.execute(
+            "INSERT INTO plans (name, request_json, created, updated) VALUES ('half', '{}', 'x', "
+            "'x')"
+        )
+        # id 1 is taken: the whole write fails
+        store.db.execute(
+            "INSERT INTO plans (id, name, request_json, created, updated) "
+            "VALUES (1, 'clash', '{}', 'x', 'x')"
+        )
     assert [r.name for r in store.list()] == ["kept"]
     with pytest.raises(TypeError):
         store.save("unserialisable", {"model": object()})
@@ -235,7 +253,7 @@ def test_a_crash_in_the_middle_of_a_write_loses_nothing_committed(tmp_path):
         s.db.conn.execute("INSERT INTO plans (name, request_json, created, updated) VALUES ('half', '{{}}', 'x', 'x')")
         s.db.conn.execute("UPDATE plans SET name = 'overwritten' WHERE name = 'committed'")
         os._exit(9)  # killed before COMMIT
-    """)
+    """)  # noqa: E501
     done = subprocess.run([sys.executable, "-c", crash], cwd=Path(__file__).parents[2], timeout=60)
     assert done.returncode == 9
     again = PlanStore(db)
@@ -244,9 +262,14 @@ def test_a_crash_in_the_middle_of_a_write_loses_nothing_committed(tmp_path):
 
 
 def test_request_to_dict_round_trips_the_public_format():
-    request = PlanRequest.model_validate({
-        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "200M", "seq_len": 4096},
-        "training": {"method": "qlora", "lora_rank": 8}, "assumptions": {"mfu": 0.4}})
+    request = PlanRequest.model_validate(
+        {
+            "model": {"preset": "llama-3.1-8b"},
+            "data": {"tokens": "200M", "seq_len": 4096},
+            "training": {"method": "qlora", "lora_rank": 8},
+            "assumptions": {"mfu": 0.4},
+        }
+    )
     out = request_to_dict(request)
     assert out["model"] == {"preset": "llama-3.1-8b"}
     assert out["data"]["tokens"] == 2e8

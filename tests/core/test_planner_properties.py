@@ -68,9 +68,16 @@ lora_targets = st.sampled_from(["qv", "attention", "all-linear", "q,k,v,o,down",
 
 
 @settings(max_examples=60, deadline=None)
-@given(preset=st.sampled_from(PRESETS), method=st.sampled_from(["lora", "qlora"]), targets=lora_targets,
-       dropout=st.floats(0.01, 0.5), mb=st.integers(1, 8))
-def test_lora_dropout_never_lowers_activations(preset: str, method: str, targets: str, dropout: float, mb: int) -> None:
+@given(
+    preset=st.sampled_from(PRESETS),
+    method=st.sampled_from(["lora", "qlora"]),
+    targets=lora_targets,
+    dropout=st.floats(0.01, 0.5),
+    mb=st.integers(1, 8),
+)
+def test_lora_dropout_never_lowers_activations(
+    preset: str, method: str, targets: str, dropout: float, mb: int
+) -> None:
     """A dropped copy (16-bit + mask) per adapter costs at least the one raw input it replaces."""
     arch = Architecture.from_hf_config(CATALOG.model(preset).config)
 
@@ -82,8 +89,15 @@ def test_lora_dropout_never_lowers_activations(preset: str, method: str, targets
 
 
 @settings(max_examples=60, deadline=None)
-@given(preset=st.sampled_from(PRESETS), method=methods, targets=lora_targets, dropout=st.sampled_from([0.0, 0.05]))
-def test_fusing_q_k_v_never_raises_activations(preset: str, method: str, targets: str, dropout: float) -> None:
+@given(
+    preset=st.sampled_from(PRESETS),
+    method=methods,
+    targets=lora_targets,
+    dropout=st.sampled_from([0.0, 0.05]),
+)
+def test_fusing_q_k_v_never_raises_activations(
+    preset: str, method: str, targets: str, dropout: float
+) -> None:
     """One q/k/v module has one adapter (one dropped copy) where three modules have up to three."""
     arch = Architecture.from_hf_config(CATALOG.model(preset).config)
     training = TrainingSpec(method=method, lora_targets=targets, lora_dropout=dropout)
@@ -114,23 +128,36 @@ def test_cost_is_hours_times_price_for_every_mode(
         )
     )
     price, usd = result.cost.usd_per_gpu_hour, result.cost.compute_usd
-    if not result.memory.fits:  # what cannot run has no cost and no price (tests/core/test_plan_verdicts.py)
-        assert (usd.on_demand, usd.spot, usd.reserved, result.cost.total_usd) == (None, None, None, None)
+    # what cannot run has no cost and no price (tests/core/test_plan_verdicts.py)
+    if not result.memory.fits:
+        assert (usd.on_demand, usd.spot, usd.reserved, result.cost.total_usd) == (
+            None,
+            None,
+            None,
+            None,
+        )
         assert (price.on_demand, price.spot, price.reserved) == (None, None, None)
         return
     assert price.on_demand is not None  # AWS lists an on-demand price for the H100
-    # A node is one whole instance: AWS sells the H100 SXM as p5.4xlarge (1 GPU) and p5.48xlarge (8 GPUs), so a
-    # 2- or 4-GPU node pays for 8 (on demand, and reserved: AWS's own 1-year ratio on each instance's price)
+    # A node is one whole instance: AWS sells the H100 SXM as p5.4xlarge (1 GPU) and p5.48xlarge (8
+    # GPUs), so a 2- or 4-GPU node pays for 8 (on demand, and reserved: AWS's own 1-year ratio on
+    # each instance's price)
     billed = 1 if gpus == 1 else 8
     assert result.cost.billed_gpus_per_node == billed
-    assert usd.on_demand == pytest.approx(result.time.hours * billed * price.on_demand * (1 - discount), rel=1e-9)
+    assert usd.on_demand == pytest.approx(
+        result.time.hours * billed * price.on_demand * (1 - discount), rel=1e-9
+    )
     if price.reserved is not None:
-        assert usd.reserved == pytest.approx(result.time.hours * billed * price.reserved * (1 - discount), rel=1e-9)
+        assert usd.reserved == pytest.approx(
+            result.time.hours * billed * price.reserved * (1 - discount), rel=1e-9
+        )
     if price.spot is not None:
         # Spot bills its expected wall time: the failure-free hours plus lost work and restarts.
         assert usd.spot is not None
         spot_hours = usd.spot / (price.spot * (1 - discount))
-        assert spot_hours >= result.compute.steps * result.compute.step_time_s / 3600 * gpus * (1 - 1e-9)
+        assert spot_hours >= result.compute.steps * result.compute.step_time_s / 3600 * gpus * (
+            1 - 1e-9
+        )
 
 
 @settings(max_examples=8, deadline=None)
@@ -139,7 +166,9 @@ def test_cost_is_hours_times_price_for_every_mode(
     method=methods,
     objective=st.sampled_from(["cost", "time"]),
 )
-def test_search_results_are_feasible_and_pareto_optimal(preset: str, method: str, objective: str) -> None:
+def test_search_results_are_feasible_and_pareto_optimal(
+    preset: str, method: str, objective: str
+) -> None:
     result = plan(
         PlanRequest.model_validate(
             {
@@ -155,14 +184,15 @@ def test_search_results_are_feasible_and_pareto_optimal(preset: str, method: str
     for c in cands:
         assert c.fits and c.memory_per_gpu <= CATALOG.gpu(c.gpu).memory_bytes
     priced = [(c, c.cost_usd) for c in cands if c.cost_usd is not None]
-    # The chosen row carries the plan's own figures, computed apart from the search's (GPU-hours × price in
-    # another order): two rows that tie may differ in the last bit, which is no domination.
+    # The chosen row carries the plan's own figures, computed apart from the search's (GPU-hours ×
+    # price in another order): two rows that tie may differ in the last bit, which is no domination.
     eps = 1e-9
     for c, usd in ((c, usd) for c, usd in priced if c.pareto):
         dominated = [
             o
             for o, o_usd in priced
-            if o.hours <= c.hours * (1 + eps) and o_usd <= usd * (1 + eps)
+            if o.hours <= c.hours * (1 + eps)
+            and o_usd <= usd * (1 + eps)
             and (o.hours < c.hours * (1 - eps) or o_usd < usd * (1 - eps))
         ]
         assert not dominated, f"{c} is marked Pareto but {dominated[0]} dominates it"
@@ -170,17 +200,23 @@ def test_search_results_are_feasible_and_pareto_optimal(preset: str, method: str
     assert result.memory.fits
     # Re-plan a listed candidate with fixed hardware: the engine agrees that it fits.
     c = cands[min(2, len(cands) - 1)]
-    again = plan(on_candidate(result.request, c))  # its hardware, sharding, recompute, micro-batch and tp × pp
+    # its hardware, sharding, recompute, micro-batch and tp × pp
+    again = plan(on_candidate(result.request, c))
     assert again.memory.fits
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 9), min_size=6, max_size=6), max_size=60))
 def test_first_of_each_group_is_what_numpy_unique_finds(table: list[list[int]]) -> None:
-    """The search keeps the best row of each GPU × layout group; its fast grouping must pick exactly the rows
-    NumPy's own np.unique(axis=0, return_index=True) picks (the first of each distinct row)."""
+    """The search keeps the best row of each GPU × layout group; its fast grouping must pick exactly
+    the rows NumPy's own np.unique(axis=0, return_index=True) picks (the first of each distinct
+    row)."""
     groups = np.array(table, dtype=int).reshape(-1, 6)
-    expected = np.sort(np.unique(groups, axis=0, return_index=True)[1]) if len(groups) else np.zeros(0, dtype=int)
+    expected = (
+        np.sort(np.unique(groups, axis=0, return_index=True)[1])
+        if len(groups)
+        else np.zeros(0, dtype=int)
+    )
     assert first_of_each(groups).tolist() == expected.tolist()
 
 
@@ -205,7 +241,9 @@ def test_more_replicas_never_raise_model_states_under_model_parallelism(
     preset: str, method: str, sharding: str, tp: int, pp: int, n: int, extra: int
 ) -> None:
     arch = Architecture.from_hf_config(CATALOG.model(preset).config)
-    training = TrainingSpec(method=method, sharding=sharding, tensor_parallel=tp, pipeline_parallel=pp)
+    training = TrainingSpec(
+        method=method, sharding=sharding, tensor_parallel=tp, pipeline_parallel=pp
+    )
 
     def state_bytes(dp: int) -> float:
         s = states.model_states(arch, training, dp=dp, gpus_per_node=8)
@@ -215,13 +253,26 @@ def test_more_replicas_never_raise_model_states_under_model_parallelism(
 
 
 @settings(max_examples=60, deadline=None)
-@given(preset=st.sampled_from(PRESETS), method=methods, pp=st.sampled_from([1, 2, 4, 8]),
-       sharding=st.sampled_from(["none", "zero1", "fsdp"]))
-def test_more_tensor_parallel_never_raises_weights_per_gpu(preset: str, method: str, pp: int, sharding: str) -> None:
+@given(
+    preset=st.sampled_from(PRESETS),
+    method=methods,
+    pp=st.sampled_from([1, 2, 4, 8]),
+    sharding=st.sampled_from(["none", "zero1", "fsdp"]),
+)
+def test_more_tensor_parallel_never_raises_weights_per_gpu(
+    preset: str, method: str, pp: int, sharding: str
+) -> None:
     arch = Architecture.from_hf_config(CATALOG.model(preset).config)
     weights = [
-        float(states.model_states(arch, TrainingSpec(method=method, sharding=sharding, tensor_parallel=tp,
-                                                     pipeline_parallel=pp), dp=4).weights)
+        float(
+            states.model_states(
+                arch,
+                TrainingSpec(
+                    method=method, sharding=sharding, tensor_parallel=tp, pipeline_parallel=pp
+                ),
+                dp=4,
+            ).weights
+        )
         for tp in (1, 2, 4, 8)
     ]
     assert weights == sorted(weights, reverse=True)
@@ -233,10 +284,18 @@ def test_more_tensor_parallel_never_raises_weights_per_gpu(preset: str, method: 
     method=methods,
     batch=st.sampled_from([8, 16, 32, 64]),
 )
-def test_no_search_candidate_has_more_replicas_than_the_global_batch(preset: str, method: str, batch: int) -> None:
-    result = plan(PlanRequest.model_validate({
-        "model": {"preset": preset}, "data": {"tokens": 1e9, "seq_len": 4096},
-        "training": {"method": method, "global_batch_size": batch}}))
+def test_no_search_candidate_has_more_replicas_than_the_global_batch(
+    preset: str, method: str, batch: int
+) -> None:
+    result = plan(
+        PlanRequest.model_validate(
+            {
+                "model": {"preset": preset},
+                "data": {"tokens": 1e9, "seq_len": 4096},
+                "training": {"method": method, "global_batch_size": batch},
+            }
+        )
+    )
     for c in result.candidates:
         replicas = c.gpus_per_node * c.nodes // (c.tensor_parallel * c.pipeline_parallel)
         assert replicas * c.micro_batch_size <= batch, c
@@ -255,12 +314,24 @@ def test_no_search_candidate_has_more_replicas_than_the_global_batch(preset: str
 def test_achieved_mfu_never_exceeds_the_gemm_efficiency_and_the_band_holds_the_point(
     preset: str, method: str, gpu: str, gpus: int, ckpt: bool, attention: str, seq: int
 ) -> None:
-    """No step runs its model FLOPs faster than its GEMMs run; every band contains the figure it is around."""
-    result = plan(PlanRequest.model_validate({
-        "model": {"preset": preset}, "data": {"tokens": 1e8, "seq_len": seq},
-        "training": {"method": method, "gradient_checkpointing": ckpt, "attention": attention,
-                     "sharding": "fsdp" if gpus > 1 else "none"},
-        "hardware": {"gpu": gpu, "gpus_per_node": gpus}}), CATALOG)
+    """No step runs its model FLOPs faster than its GEMMs run; every band contains the figure it is
+    around."""
+    result = plan(
+        PlanRequest.model_validate(
+            {
+                "model": {"preset": preset},
+                "data": {"tokens": 1e8, "seq_len": seq},
+                "training": {
+                    "method": method,
+                    "gradient_checkpointing": ckpt,
+                    "attention": attention,
+                    "sharding": "fsdp" if gpus > 1 else "none",
+                },
+                "hardware": {"gpu": gpu, "gpus_per_node": gpus},
+            }
+        ),
+        CATALOG,
+    )
     rate = gpu_rates.rates(CATALOG.gpu(gpu), result.request.training.precision)
     assert result.compute.mfu <= rate.matmul_efficiency + 1e-9
     tps, hours = result.compute.tokens_per_second_range, result.time.hours_range
@@ -273,15 +344,25 @@ def test_achieved_mfu_never_exceeds_the_gemm_efficiency_and_the_band_holds_the_p
 
 
 @settings(max_examples=20, deadline=None)
-@given(nodes=st.sampled_from([1, 2, 16, 64, 256]), micro=st.sampled_from([1, 2, 4]),
-       seq=st.sampled_from([2048, 8192, 32768]))
+@given(
+    nodes=st.sampled_from([1, 2, 16, 64, 256]),
+    micro=st.sampled_from([1, 2, 4]),
+    seq=st.sampled_from([2048, 8192, 32768]),
+)
 def test_the_default_global_batch_never_refuses_a_request(nodes: int, micro: int, seq: int) -> None:
-    # The README: without training.global_batch_size the batch is the default grown to micro × replicas, so
-    # a 2,048-GPU request plans, every replica gets a micro-batch, and the assumptions name the batch.
-    result = plan(PlanRequest.model_validate({
-        "model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 1e9, "seq_len": seq},
-        "training": {"method": "full", "sharding": "fsdp", "micro_batch_size": micro},
-        "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": nodes}}))
+    # The README: without training.global_batch_size the batch is the default grown to micro ×
+    # replicas, so a 2,048-GPU request plans, every replica gets a micro-batch, and the assumptions
+    # name the batch.
+    result = plan(
+        PlanRequest.model_validate(
+            {
+                "model": {"preset": "llama-3.1-8b"},
+                "data": {"tokens": 1e9, "seq_len": seq},
+                "training": {"method": "full", "sharding": "fsdp", "micro_batch_size": micro},
+                "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": nodes},
+            }
+        )
+    )
     sequences = result.compute.tokens_per_step / seq
     assert sequences >= 8 * nodes * micro
     named = [a for a in result.assumptions if a.name == "global batch"]

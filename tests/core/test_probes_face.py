@@ -1,9 +1,11 @@
-"""The probing domain's face (core/probes/__init__.py): lazy, complete, and over rooms that import no circle.
+"""The probing domain's face (core/probes/__init__.py): lazy, complete, and over rooms that import
+no circle.
 
-The window and the command line import probe things only from ``core.probes`` (lint-imports checks that); these
-tests check what the face promises them: importing it costs nothing until a name is used (``tuneplan plan`` and
-the window's start-up must not load SSH, SQLite or a probe module), each name is the one its module defines, and
-no two modules inside core/probes import each other, at module level or inside a function.
+The window and the command line import probe things only from ``core.probes`` (lint-imports checks
+that); these tests check what the face promises them: importing it costs nothing until a name is
+used (``tuneplan plan`` and the window's start-up must not load SSH, SQLite or a probe module), each
+name is the one its module defines, and no two modules inside core/probes import each other, at
+module level or inside a function.
 """
 
 from __future__ import annotations
@@ -23,17 +25,27 @@ PROBES = ROOT / "core" / "probes"
 
 
 def test_importing_the_face_loads_no_probe_module() -> None:
-    code = ("import sys\nimport core.probes\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('core.probes.', 'paramiko', 'sqlite_utils'))))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    code = (
+        "import sys\nimport core.probes\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('core.probes.', 'paramiko', "
+        "'sqlite_utils'))))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
 
 
 def test_a_name_loads_its_module_on_first_use() -> None:
-    code = ("import sys\nfrom core.probes import HostOverrides\n"
-            "print('core.probes.transport.connect' in sys.modules, 'core.probes.history.store' in sys.modules)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    code = (
+        "import sys\nfrom core.probes import HostOverrides\n"
+        "print('core.probes.transport.connect' in sys.modules, 'core.probes.history.store' in "
+        "sys.modules)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "False"]
 
@@ -56,7 +68,9 @@ def _module_name(path: Path) -> str:
 
 
 def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
-    """Each probes module -> the probes modules it imports anywhere in its text (the package's own face aside)."""
+    """Each probes module -> the probes modules it imports anywhere in its text (the package's own
+    face aside)."""
+
     def owner(name: str) -> str | None:
         while name not in modules and "." in name:
             name = name.rsplit(".", 1)[0]

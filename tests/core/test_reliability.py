@@ -1,4 +1,5 @@
-"""Checkpoint interval and failure math against the published values (Young 1974, Daly 2006, Databricks)."""
+"""Checkpoint interval and failure math against the published values (Young 1974, Daly 2006,
+Databricks)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,10 @@ def test_free_checkpoints_and_no_failures_give_no_overhead():
     # delta = 0 and M = inf: the interval is 0 (not NaN) and the wall time is the solve time.
     assert young_interval_s(0.0, math.inf) == 0.0
     assert daly_interval_s(0.0, math.inf) == 0.0
-    assert expected_wall_hours(5.0, optimal_interval_s(0.0, math.inf, 5.0), 0.0, 600.0, math.inf) == 5.0
+    assert (
+        expected_wall_hours(5.0, optimal_interval_s(0.0, math.inf, 5.0), 0.0, 600.0, math.inf)
+        == 5.0
+    )
 
 
 def test_daly_is_shorter_than_young_for_the_same_inputs():
@@ -112,7 +116,8 @@ def test_expected_failures_is_wall_over_mtbf():
 
 
 def test_failure_probability_databricks_1024_gpus_30_days():
-    # Databricks: 1 % annual GPU failure -> 57 % chance of at least one failure for 1,024 GPUs in 30 days.
+    # Databricks: 1 % annual GPU failure -> 57 % chance of at least one failure for 1,024 GPUs in 30
+    # days.
     assert failure_probability(1_024, 30) == pytest.approx(0.57, abs=0.005)
 
 
@@ -122,14 +127,20 @@ def test_failure_probability_rejects_bad_rate():
 
 
 def test_optimal_interval_capped_at_job_length():
-    # 8 GPUs at 50,700 h -> M = 6,337.5 h; Daly's optimum is days, the job 2 h: checkpoint once, at the end.
+    # 8 GPUs at 50,700 h -> M = 6,337.5 h; Daly's optimum is days, the job 2 h: checkpoint once, at
+    # the end.
     assert optimal_interval_s(60.0, 6_337.5 * HOUR, 2.0) == pytest.approx(2 * HOUR)
 
 
 def test_plan_checkpoints_short_small_job():
     result = plan_checkpoints(
-        size_bytes=97e9, write_seconds=60.0, solve_hours=2.0, gpu_mtbf_hours=50_700.0, gpus=8,
-        preemptions_per_hour=0.0, restart_s=600.0,
+        size_bytes=97e9,
+        write_seconds=60.0,
+        solve_hours=2.0,
+        gpu_mtbf_hours=50_700.0,
+        gpus=8,
+        preemptions_per_hour=0.0,
+        restart_s=600.0,
     )
     assert result.size_bytes == 97_000_000_000
     assert result.job_mtbf_hours == pytest.approx(6_337.5)
@@ -142,40 +153,58 @@ def test_plan_checkpoints_short_small_job():
 def test_plan_checkpoints_with_preemptions_uses_daly_interval():
     # M = 1 / (8/1e12 + 0.5) = 2 h; delta = 200 s -> Daly 1,566 s (hand: see test_cost spot case).
     result = plan_checkpoints(
-        size_bytes=1e9, write_seconds=200.0, solve_hours=10.0, gpu_mtbf_hours=1e12, gpus=8,
-        preemptions_per_hour=0.5, restart_s=600.0,
+        size_bytes=1e9,
+        write_seconds=200.0,
+        solve_hours=10.0,
+        gpu_mtbf_hours=1e12,
+        gpus=8,
+        preemptions_per_hour=0.5,
+        restart_s=600.0,
     )
     assert result.interval_minutes == pytest.approx(1_566.34 / 60, rel=1e-4)
     assert result.overhead_fraction == pytest.approx(0.3891, abs=0.001)
 
 
 def _daly_minutes(delta_s: float, mtbf_s: float) -> float:
-    """Daly 2006, eq. (37), written out again here: τ = √(2δM)·[1 + ⅓√(δ/2M) + (δ/2M)/9] − δ for δ < 2M."""
+    """Daly 2006, eq. (37), written out again here: τ = √(2δM)·[1 + ⅓√(δ/2M) + (δ/2M)/9] − δ for δ <
+    2M."""
     x = delta_s / (2 * mtbf_s)
     return (math.sqrt(2 * delta_s * mtbf_s) * (1 + math.sqrt(x) / 3 + x / 9) - delta_s) / 60
 
 
 def test_a_spot_plan_checkpoints_for_preemptions_and_failures_an_on_demand_plan_for_failures():
-    """Issue: a 2-node spot plan checkpointed once, at its last step, while its cost billed preemptions."""
+    """Issue: a 2-node spot plan checkpointed once, at its last step, while its cost billed
+    preemptions."""
     from core.planner.plan import plan
     from core.planner.request import PlanRequest
 
-    raw = {"model": {"preset": "llama-3.1-70b"}, "data": {"tokens": 2e9, "seq_len": 4096},
-           "training": {"method": "full", "sharding": "zero3", "offload": "optimizer_and_params"},
-           "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 2},
-           "pricing": {"provider": "aws", "mode": "spot"},
-           "assumptions": {"spot_preemptions_per_hour": 0.1, "gpu_mtbf_hours": 50_700}}
+    raw = {
+        "model": {"preset": "llama-3.1-70b"},
+        "data": {"tokens": 2e9, "seq_len": 4096},
+        "training": {"method": "full", "sharding": "zero3", "offload": "optimizer_and_params"},
+        "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 2},
+        "pricing": {"provider": "aws", "mode": "spot"},
+        "assumptions": {"spot_preemptions_per_hour": 0.1, "gpu_mtbf_hours": 50_700},
+    }
     spot = plan(PlanRequest.model_validate(raw))
-    on_demand = plan(PlanRequest.model_validate({**raw, "pricing": {"provider": "aws", "mode": "on_demand"}}))
+    on_demand = plan(
+        PlanRequest.model_validate({**raw, "pricing": {"provider": "aws", "mode": "on_demand"}})
+    )
     # 1/M = N/M_gpu + λ (DESIGN: job MTBF), with N = 16 GPUs and λ = 0.1 per hour.
     m_spot_h = 1 / (16 / 50_700 + 0.1)
     assert spot.checkpoint.job_mtbf_hours == pytest.approx(m_spot_h, rel=1e-9)
     assert on_demand.checkpoint.job_mtbf_hours == pytest.approx(50_700 / 16, rel=1e-9)
     delta = spot.checkpoint.write_seconds
-    assert spot.checkpoint.interval_minutes == pytest.approx(_daly_minutes(delta, m_spot_h * 3600), rel=1e-9)
+    assert spot.checkpoint.interval_minutes == pytest.approx(
+        _daly_minutes(delta, m_spot_h * 3600), rel=1e-9
+    )
     assert spot.checkpoint.interval_minutes < on_demand.checkpoint.interval_minutes
-    assert spot.checkpoint.interval_minutes * 60 < spot.compute.step_time_s * spot.compute.steps  # not once at the end
-    # The wall time a spot plan states is the one its spot cost bills; the on-demand price is not raised by it.
+    # not once at the end
+    assert spot.checkpoint.interval_minutes * 60 < spot.compute.step_time_s * spot.compute.steps
+    # The wall time a spot plan states is the one its spot cost bills; the on-demand price is not
+    # raised by it.
     assert spot.cost.spot_expected_lost_hours is not None
     assert spot.time.hours > on_demand.time.hours
-    assert spot.cost.compute_usd.on_demand == pytest.approx(on_demand.cost.compute_usd.on_demand, rel=1e-9)
+    assert spot.cost.compute_usd.on_demand == pytest.approx(
+        on_demand.cost.compute_usd.on_demand, rel=1e-9
+    )

@@ -87,13 +87,15 @@ def test_nfs_read_is_a_shared_total():
 def test_object_request_counts_default_file_size_and_8mib_parts():
     # raw 2e9 B / 50 KB typical file = 40,000 files, read twice -> 80,000 GETs.
     # tokenized 1e9 B in 256 MB shards: 3 full + one of 232 MB.
-    # GETs per shard: 256e6 / 8 MiB = 30.5 -> 31; 232e6 / 8 MiB = 27.7 -> 28; per epoch 3*31 + 28 = 121.
+    # GETs per shard: 256e6 / 8 MiB = 30.5 -> 31; 232e6 / 8 MiB = 27.7 -> 28; per epoch 3*31 + 28 =
+    # 121.
     counts = object_request_counts(1e9, 2, raw_bytes=2e9)
     assert counts.file_count == 40_000
     assert counts.shard_count == 4
     assert counts.unpacked_gets == 80_000
     assert counts.packed_gets == 242
-    # Uploads: one PUT per file; multipart per shard = create + parts + complete: 3*(31+2) + (28+2) = 129.
+    # Uploads: one PUT per file; multipart per shard = create + parts + complete: 3*(31+2) + (28+2)
+    # = 129.
     assert counts.unpacked_puts == 40_000
     assert counts.packed_puts == 129
 
@@ -130,7 +132,8 @@ def test_checkpoint_write_scales_with_writers_on_parallel_fs():
 
 
 def test_checkpoint_write_nfs_is_capped_by_the_share():
-    # Filestore write 88 MiB/s per TiB = 0.0923 GB/s in total: 9.23 GB takes 100 s with 1 or 4 writers.
+    # Filestore write 88 MiB/s per TiB = 0.0923 GB/s in total: 9.23 GB takes 100 s with 1 or 4
+    # writers.
     assert checkpoint_write_seconds(9.23e9, "nfs", writers=1) == pytest.approx(100.0)
     assert checkpoint_write_seconds(9.23e9, "nfs", writers=4) == pytest.approx(100.0)
 
@@ -138,7 +141,9 @@ def test_checkpoint_write_nfs_is_capped_by_the_share():
 def test_checkpoint_write_vectorised_and_override():
     out = checkpoint_write_seconds(np.array([1.94e9, 3.88e9]), "local_nvme")
     assert out.tolist() == pytest.approx([1.0, 2.0])
-    assert checkpoint_write_seconds(5e9, "object", write_bytes_per_s_per_node=2.5e9) == pytest.approx(2.0)
+    assert checkpoint_write_seconds(
+        5e9, "object", write_bytes_per_s_per_node=2.5e9
+    ) == pytest.approx(2.0)
 
 
 def test_checkpoint_write_rejects_zero_writers():
@@ -151,14 +156,22 @@ def test_checkpoint_write_rejects_zero_writers():
 
 def test_storage_cost_lines_hand_values():
     lines = storage_cost(
-        dataset_bytes=100e9, data_tier="object",
+        dataset_bytes=100e9,
+        data_tier="object",
         data_price=GbMonthPrice(0.023, "https://aws.amazon.com/s3/pricing/", "2026-01-01"),
-        checkpoint_bytes=50e9, checkpoints_kept=2, checkpoint_tier="parallel_fs", checkpoint_price=0.145,
-        archive_final=True, object_price=0.023, months=2,
-        get_requests=1_000_000, get_usd_per_1000=0.0004,
+        checkpoint_bytes=50e9,
+        checkpoints_kept=2,
+        checkpoint_tier="parallel_fs",
+        checkpoint_price=0.145,
+        archive_final=True,
+        object_price=0.023,
+        months=2,
+        get_requests=1_000_000,
+        get_usd_per_1000=0.0004,
     )
     by_item = {line.item: line for line in lines}
-    # 100 GB x 0.023 x 2 = 4.60; 2 x 50 GB x 0.145 x 2 = 29.00; 50 GB x 0.023 x 2 = 2.30; 1e6 GET = 0.40
+    # 100 GB x 0.023 x 2 = 4.60; 2 x 50 GB x 0.145 x 2 = 29.00; 50 GB x 0.023 x 2 = 2.30; 1e6 GET =
+    # 0.40
     assert by_item["Dataset storage"].usd == pytest.approx(4.60)
     assert by_item["Dataset storage"].source == "https://aws.amazon.com/s3/pricing/"
     assert by_item["Dataset storage"].date == "2026-01-01"
@@ -170,9 +183,16 @@ def test_storage_cost_lines_hand_values():
 
 def test_storage_cost_local_nvme_is_free_and_missing_price_is_none():
     lines = storage_cost(
-        dataset_bytes=1e9, data_tier="block", data_price=None,
-        checkpoint_bytes=1e9, checkpoints_kept=3, checkpoint_tier="local_nvme", checkpoint_price=None,
-        archive_final=False, object_price=None, months=1,
+        dataset_bytes=1e9,
+        data_tier="block",
+        data_price=None,
+        checkpoint_bytes=1e9,
+        checkpoints_kept=3,
+        checkpoint_tier="local_nvme",
+        checkpoint_price=None,
+        archive_final=False,
+        object_price=None,
+        months=1,
     )
     by_item = {line.item: line for line in lines}
     assert by_item["Dataset storage"].usd is None
@@ -207,6 +227,7 @@ def test_small_files_on_object_storage_warn_but_local_nvme_does_not():
 
 
 def test_prefix_rate_limit_warning():
-    # 100 nodes x 80 files/s = 8,000 files/s of latency capacity, but 6,000 GET/s > 5,500 per prefix.
+    # 100 nodes x 80 files/s = 8,000 files/s of latency capacity, but 6,000 GET/s > 5,500 per
+    # prefix.
     message = data_stall_warning(6_000 * 50e3, "object", unpacked=True, nodes=100)
     assert message is not None and "prefix" in message

@@ -1,8 +1,9 @@
-"""Both stores on real faults: a full 1 MiB tmpfs, a read-only mount, a lock held by another connection, a damaged
-page, and the file modes they are created with.
+"""Both stores on real faults: a full 1 MiB tmpfs, a read-only mount, a lock held by another
+connection, a damaged page, and the file modes they are created with.
 
-The mounts need root (CI runs as root); elsewhere those tests skip and say why. Nothing here mocks SQLite: the
-kernel says ENOSPC / EROFS and SQLite says SQLITE_FULL / SQLITE_READONLY / SQLITE_BUSY / SQLITE_CORRUPT.
+The mounts need root (CI runs as root); elsewhere those tests skip and say why. Nothing here mocks
+SQLite: the kernel says ENOSPC / EROFS and SQLite says SQLITE_FULL / SQLITE_READONLY / SQLITE_BUSY /
+SQLITE_CORRUPT.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from core.sqlite_store import FULL, LOCKED, READ_ONLY
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8}}
-# A request as big as the whole tmpfs (a user's notes would not be this long, but a full disk is a full disk).
+# A request as big as the whole tmpfs (a user's notes would not be this long, but a full disk is a
+# full disk).
 BIG_REQUEST = {**REQUEST, "notes": "x" * (1 << 20)}
 
 
@@ -41,8 +43,12 @@ def _can_mount() -> str | None:
         return "mount(8) is not installed"
     probe = Path(tempfile.mkdtemp(prefix="tuneplan-mount-probe-"))
     try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(probe)],
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(probe)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if done.returncode != 0:
             return f"this machine does not allow mounts here: {done.stderr.strip()}"
         subprocess.run(["umount", str(probe)], check=True)
@@ -58,7 +64,9 @@ needs_mount = pytest.mark.skipif(MOUNT_PROBLEM is not None, reason=MOUNT_PROBLEM
 @contextmanager
 def tmpfs(where: Path, size: str = "1m") -> Iterator[Path]:
     where.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where)], check=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where)], check=True
+    )
     try:
         yield where
     finally:
@@ -67,7 +75,8 @@ def tmpfs(where: Path, size: str = "1m") -> Iterator[Path]:
 
 @contextmanager
 def read_only_view(source: Path, where: Path) -> Iterator[Path]:
-    """``source`` seen through a read-only bind mount: as root chmod would not stop a write, a mount does."""
+    """``source`` seen through a read-only bind mount: as root chmod would not stop a write, a mount
+    does."""
     where.mkdir(parents=True, exist_ok=True)
     subprocess.run(["mount", "--bind", str(source), str(where)], check=True)
     try:
@@ -128,8 +137,13 @@ def test_a_new_probe_history_on_a_full_disk_is_one_sentence_and_nothing_renamed(
         with pytest.raises(ProbeStoreError) as caught:
             ProbeStore(mnt / "probes.db")
         assert caught.value.kind == FULL and "disk it is on is full" in str(caught.value)
-        memory = ProbeStore.open_or_memory(mnt / "probes.db")  # what `tuneplan probe` and the window do
-        assert memory.path is None and memory.fault is not None and "kept in memory only" in memory.fault
+        # what `tuneplan probe` and the window do
+        memory = ProbeStore.open_or_memory(mnt / "probes.db")
+        assert (
+            memory.path is None
+            and memory.fault is not None
+            and "kept in memory only" in memory.fault
+        )
         assert not any(".damaged-" in n for n in names(mnt))
 
 
@@ -140,7 +154,8 @@ def test_a_disk_that_fills_mid_run_keeps_the_run_in_memory(tmp_path):
         run_id = store.start_run("box", "quick", ["burn"])
         store.add_event(run_id, 1.0, "log", "info", "before the disk filled")
         fill(mnt)
-        store.add_event(run_id, 2.0, "log", "info", "y" * (1 << 20))  # cannot fit: the run moves to memory
+        # cannot fit: the run moves to memory
+        store.add_event(run_id, 2.0, "log", "info", "y" * (1 << 20))
         store.add_event(run_id, 3.0, "log", "info", "after")
         store.finish_run(run_id, "completed")
         run = store.load_run(run_id)
@@ -169,7 +184,10 @@ def test_a_read_only_folder_gives_one_sentence_for_both_stores_and_renames_nothi
             PlanStore(ro / "tuneplan.db")
         with pytest.raises(ProbeStoreError) as probe_error:
             ProbeStore(ro / "probes.db")
-        for error, what in ((plan_error.value, "plan library"), (probe_error.value, "probe history")):
+        for error, what in (
+            (plan_error.value, "plan library"),
+            (probe_error.value, "probe history"),
+        ):
             assert error.kind == READ_ONLY
             assert str(error).startswith(f"the {what} {ro}") and "read-only" in str(error)
             assert "\n" not in str(error)
@@ -216,14 +234,16 @@ def test_a_probe_history_locked_mid_run_keeps_the_run_and_says_locked(tmp_path):
     assert store.fault is not None and "locked by another program" in store.fault
     assert [e.message for e in store.load_run(run_id).events] == ["while locked"]
     assert not any(".damaged-" in n for n in names(tmp_path))
-    assert len(ProbeStore(path).runs()) == 1  # the file is as it was: the run row written before the lock
+    # the file is as it was: the run row written before the lock
+    assert len(ProbeStore(path).runs()) == 1
 
 
 # --------------------------------------------------------------------------- damaged
 
 
 def _damage_page_2(path: Path) -> int:
-    """Overwrite page 2 of a closed SQLite file with a pattern no b-tree page has; return the page size.
+    """Overwrite page 2 of a closed SQLite file with a pattern no b-tree page has; return the page
+    size.
 
     The page size is the big-endian 2-byte value at offset 16 of the header (1 means 65536),
     https://www.sqlite.org/fileformat.html#the_database_header."""
@@ -257,7 +277,11 @@ def test_a_damaged_probe_history_is_moved_aside_and_a_new_one_started(tmp_path):
     store = ProbeStore(path)
     moved = [p for p in tmp_path.iterdir() if p.name.startswith("probes.db.damaged-")]
     assert len(moved) == 1 and moved[0].read_bytes() == damaged_bytes
-    assert store.notice is not None and str(moved[0]) in store.notice and "new, empty history" in store.notice
+    assert (
+        store.notice is not None
+        and str(moved[0]) in store.notice
+        and "new, empty history" in store.notice
+    )
     assert store.runs() == []
     with pytest.raises(KeyError):
         store.load_run(run_id)
@@ -271,17 +295,46 @@ def test_probe_report_of_a_run_in_a_moved_history_explains_it_cannot_be_read(tmp
     _damage_page_2(db)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     env.update(PYTHONPATH=str(ROOT), HOME=str(home), XDG_DATA_HOME=str(home / "data"))
-    first = subprocess.run([sys.executable, "-m", "tuneplan", "probe-report", str(run_id), "-o",
-                            str(tmp_path / "r.pdf")], capture_output=True, text=True, env=env, timeout=120,
-                           check=False)
+    first = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tuneplan",
+            "probe-report",
+            str(run_id),
+            "-o",
+            str(tmp_path / "r.pdf"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     moved = [p for p in db.parent.iterdir() if p.name.startswith("probes.db.damaged-")]
     assert len(moved) == 1
     assert first.returncode != 0 and "Traceback" not in first.stderr
     assert f"it was moved to {moved[0]}" in first.stderr  # the notice: where the damaged file went
-    assert f"run {run_id} cannot be read" in first.stderr and moved[0].name in first.stderr.splitlines()[-1]
-    again = subprocess.run([sys.executable, "-m", "tuneplan", "probe-report", str(run_id), "-o",
-                            str(tmp_path / "r.pdf")], capture_output=True, text=True, env=env, timeout=120,
-                           check=False)
+    assert (
+        f"run {run_id} cannot be read" in first.stderr
+        and moved[0].name in first.stderr.splitlines()[-1]
+    )
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tuneplan",
+            "probe-report",
+            str(run_id),
+            "-o",
+            str(tmp_path / "r.pdf"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert again.returncode != 0 and len(again.stderr.strip().splitlines()) == 1
     assert f"run {run_id} cannot be read" in again.stderr and moved[0].name in again.stderr
     assert not (tmp_path / "r.pdf").exists()
@@ -298,7 +351,8 @@ def test_damage_found_mid_run_moves_the_file_aside_and_keeps_the_run(tmp_path):
     with path.open("r+b") as handle:  # every page but the header page, as a failing disk might
         handle.seek(4096)
         handle.write(b"\xa5" * (size - 4096))
-    store.db.execute("PRAGMA shrink_memory")  # forget cached pages, so the next write reads the damage
+    # forget cached pages, so the next write reads the damage
+    store.db.execute("PRAGMA shrink_memory")
     store.add_event(run_id, 99.0, "log", "info", "after the damage")
     store.finish_run(run_id, "completed")
     assert store.fault is not None and "damaged" in store.fault and "moved to" in store.fault
@@ -333,8 +387,12 @@ def test_store_files_are_created_0600_in_a_0700_folder(tmp_path):
     history = ProbeStore(tmp_path / "new2" / "probes.db")
     history.start_run("box", "quick", [])
     assert mode(tmp_path / "new") == 0o700 and mode(tmp_path / "new2") == 0o700
-    for path in (tmp_path / "new" / "tuneplan.db", tmp_path / "new" / "tuneplan.db-wal",
-                 tmp_path / "new2" / "probes.db", tmp_path / "new2" / "probes.db-wal"):
+    for path in (
+        tmp_path / "new" / "tuneplan.db",
+        tmp_path / "new" / "tuneplan.db-wal",
+        tmp_path / "new2" / "probes.db",
+        tmp_path / "new2" / "probes.db-wal",
+    ):
         assert mode(path) == 0o600, path
     library.close()
     history.close()
@@ -364,7 +422,8 @@ def test_a_db_path_in_a_shared_folder_leaves_the_folder_as_it_is(tmp_path):
     assert mode(shared) == 0o755 and mode(shared / "probes.db") == 0o600
 
 
-# --------------------------------------------------------------------------- what `tuneplan probe` says
+# --------------------------------------------------------------------------- what `tuneplan probe`
+# says
 
 
 def _probe_local(db: Path) -> list[str]:
@@ -381,7 +440,11 @@ def test_probe_on_a_full_disk_runs_in_memory_and_prints_the_whole_run(tmp_path, 
         out, err = capsys.readouterr()
         assert code == 0, err
         assert json.loads(out)["evidence"]["inventory"]["hostname"] == socket.gethostname()
-        assert "disk it is on is full" in err and "kept in memory only" in err and "Traceback" not in err
+        assert (
+            "disk it is on is full" in err
+            and "kept in memory only" in err
+            and "Traceback" not in err
+        )
         assert not any(".damaged-" in n for n in names(mnt))
 
 
@@ -390,7 +453,8 @@ def test_probe_with_its_history_locked_mid_run_keeps_the_run_and_says_so(tmp_pat
 
     db = tmp_path / "probes.db"
     ProbeStore(db).close()
-    other = _hold_exclusive(db)  # held from before the run starts: the first write waits, then gives up
+    # held from before the run starts: the first write waits, then gives up
+    other = _hold_exclusive(db)
     try:
         code = cli_main(_probe_local(db))
     finally:
@@ -426,17 +490,41 @@ def test_probe_report_reads_a_read_only_history_and_writes_its_pdf_0600(tmp_path
     source = tmp_path / "data"
     store = ProbeStore(source / "probes.db")
     run_id = store.start_run("root@10.0.0.5:22", "storage", ["storage"])
-    store.finish_run(run_id, "completed", evidence=ProbeEvidence(storage=[
-        StorageResult(path="/data", role="data", tool="fio", seq_read_bytes_per_s=2e9)]))
+    store.finish_run(
+        run_id,
+        "completed",
+        evidence=ProbeEvidence(
+            storage=[StorageResult(path="/data", role="data", tool="fio", seq_read_bytes_per_s=2e9)]
+        ),
+    )
     store.close()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
-    env.update(PYTHONPATH=str(ROOT), HOME=str(tmp_path / "home"), XDG_DATA_HOME=str(tmp_path / "home" / "data"))
+    env.update(
+        PYTHONPATH=str(ROOT),
+        HOME=str(tmp_path / "home"),
+        XDG_DATA_HOME=str(tmp_path / "home" / "data"),
+    )
     pdf = tmp_path / "report.pdf"
     with read_only_view(source, tmp_path / "ro") as ro:
         before = names(ro)
-        done = subprocess.run([sys.executable, "-m", "tuneplan", "probe-report", str(run_id), "--db",
-                               str(ro / "probes.db"), "-o", str(pdf)], capture_output=True, text=True, env=env,
-                              timeout=120, check=False)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tuneplan",
+                "probe-report",
+                str(run_id),
+                "--db",
+                str(ro / "probes.db"),
+                "-o",
+                str(pdf),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         assert names(ro) == before  # reading made no side file
     assert pdf.read_bytes().startswith(b"%PDF")
@@ -444,7 +532,9 @@ def test_probe_report_reads_a_read_only_history_and_writes_its_pdf_0600(tmp_path
 
 
 @needs_mount
-def test_a_disk_that_fills_mid_run_ends_the_run_in_the_file_saying_so_not_as_a_killed_client(tmp_path):
+def test_a_disk_that_fills_mid_run_ends_the_run_in_the_file_saying_so_not_as_a_killed_client(
+    tmp_path,
+):
     from core.probes.history.leases import Lease, mark_stale_runs, take_lease
 
     with tmpfs(tmp_path / "mnt") as mnt:
@@ -455,9 +545,11 @@ def test_a_disk_that_fills_mid_run_ends_the_run_in_the_file_saying_so_not_as_a_k
         take_lease(store, run_id, Lease(pid=gone.pid, host=socket.gethostname(), start=None))
         store.add_event(run_id, 1.0, "log", "info", "before the disk filled")
         fill(mnt)
-        store.add_event(run_id, 2.0, "log", "info", "y" * (1 << 20))  # cannot fit: the run moves to memory
+        # cannot fit: the run moves to memory
+        store.add_event(run_id, 2.0, "log", "info", "y" * (1 << 20))
         store.finish_run(run_id, "completed")
-        assert store.load_run(run_id).summary.status == "completed"  # the run itself went on, in memory
+        # the run itself went on, in memory
+        assert store.load_run(run_id).summary.status == "completed"
         store.close()
         again = ProbeStore(mnt / "probes.db")  # the next start, on the disk still full
         try:
@@ -467,5 +559,7 @@ def test_a_disk_that_fills_mid_run_ends_the_run_in_the_file_saying_so_not_as_a_k
             again.close()
         assert kept.summary.status == "interrupted"
         assert [e.message for e in kept.events] == [
-            "before the disk filled", "the disk of the probe history filled up: the rest of this run was kept in "
-            "memory only, so the history ends it here"]
+            "before the disk filled",
+            "the disk of the probe history filled up: the rest of this run was kept in "
+            "memory only, so the history ends it here",
+        ]

@@ -1,9 +1,9 @@
 """The planner against 128 published training runs, validated leave-one-source-out.
 
-Every expected figure is a published measurement quoted in the fixtures (throughput_cases.json, published_runs.json:
-each with its pinned source URL and row), compared in the source's own unit by bench/calibrate.py; none is computed
-by tuneplan. No run has an allowed miss: the guards below are on the out-of-source summary figures only, and on the
-validation being out of source at all.
+Every expected figure is a published measurement quoted in the fixtures (throughput_cases.json,
+published_runs.json: each with its pinned source URL and row), compared in the source's own unit by
+bench/calibrate.py; none is computed by tuneplan. No run has an allowed miss: the guards below are
+on the out-of-source summary figures only, and on the validation being out of source at all.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from core.planner.model.params import Architecture
 ROOT = Path(__file__).resolve().parents[2]
 CASES = load_cases()
 BY_ID = {c["id"]: c for c in CASES}
-NEW_RUNS = json.loads((ROOT / "tests/fixtures/planner/published_runs.json").read_text(encoding="utf-8"))
+NEW_RUNS = json.loads(
+    (ROOT / "tests/fixtures/planner/published_runs.json").read_text(encoding="utf-8")
+)
 
 
 @cache
@@ -44,23 +46,36 @@ def rows() -> dict[str, Row]:
 
 
 def test_fixtures_are_what_their_notes_describe() -> None:
-    """THROUGHPUT.md: 86 runs from 13 repositories; PUBLISHED_RUNS.md: 44 more from 9 sources. The two granite-7b
-    rows of the Hugging Face blog are in both: counted once."""
+    """THROUGHPUT.md: 86 runs from 13 repositories; PUBLISHED_RUNS.md: 44 more from 9 sources. The
+    two granite-7b rows of the Hugging Face blog are in both: counted once."""
     assert len(NEW_RUNS) == 44
-    assert Counter(c["method"] for c in NEW_RUNS) == {"LoRA": 15, "full": 14, "pretraining (full)": 9, "QLoRA": 6}
+    assert Counter(c["method"] for c in NEW_RUNS) == {
+        "LoRA": 15,
+        "full": 14,
+        "pretraining (full)": 9,
+        "QLoRA": 6,
+    }
     assert len(CASES) == 86 + 44 - 2
     assert len(BY_ID) == len(CASES), "run ids must be unique"
     assert len({source_of(c) for c in CASES}) == 21
     for c in CASES:
-        assert re.match(r"https://(github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/|www\.databricks\.com/)",
-                        c["source_url"]), c["id"]
+        assert re.match(
+            r"https://(github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/|www\.databricks\.com/)",
+            c["source_url"],
+        ), c["id"]
         assert c["source_quote"].strip(), c["id"]
 
 
 def test_the_fixtures_are_read_from_the_project_not_the_shared_data() -> None:
     assert all(p.is_relative_to(ROOT / "tests/fixtures/planner") for p in calibrate.FIXTURES)
-    for name in ("calibrate.py", "calibrate_cases.py", "calibrate_fit.py", "calibrate_bands.py", "calibrate_report.py",
-                 "calibrate_compare.py"):
+    for name in (
+        "calibrate.py",
+        "calibrate_cases.py",
+        "calibrate_fit.py",
+        "calibrate_bands.py",
+        "calibrate_report.py",
+        "calibrate_compare.py",
+    ):
         assert "/work/shared" not in (ROOT / "bench" / name).read_text(encoding="utf-8")
 
 
@@ -98,14 +113,17 @@ def test_the_harness_builds_a_valid_request_for_what_it_plans(case_id: str) -> N
         assert built.request.hardware.gpu == other["gpu_catalog_id"]
     assert t.micro_batch_size == case["micro_batch"]
     assert built.request.data.seq_len == case["seq_len"]
-    assert t.model_parallel == (other.get("tp") or 1) * (other.get("pp") or 1) * (other.get("cp") or 1)
+    assert t.model_parallel == (other.get("tp") or 1) * (other.get("pp") or 1) * (
+        other.get("cp") or 1
+    )
 
 
 @pytest.mark.parametrize("case_id", sorted({c["id"] for c in CASES if c["model"].get("params")}))
 def test_the_case_architecture_has_the_published_parameter_count(case_id: str) -> None:
-    """The config the harness writes sizes the model its source names (MPT: the NumParams column, which counts
-    the learned position embedding of seq_len × d_model that the planner leaves out, so that is subtracted;
-    Megatron: the size label, rounded to two figures; Llama, Qwen, GPT-2: counted from the config.json values)."""
+    """The config the harness writes sizes the model its source names (MPT: the NumParams column,
+    which counts the learned position embedding of seq_len × d_model that the planner leaves out, so
+    that is subtracted; Megatron: the size label, rounded to two figures; Llama, Qwen, GPT-2:
+    counted from the config.json values)."""
     case = BY_ID[case_id]
     m = case["model"]
     published, rel = float(m["params"]), 0.01
@@ -118,22 +136,28 @@ def test_the_case_architecture_has_the_published_parameter_count(case_id: str) -
 
 
 def test_megatron_weak_scaling_rows_are_not_planned_without_a_micro_batch() -> None:
-    """The Megatron-LM README table gives neither the micro-batch nor the precision (THROUGHPUT.md)."""
+    """The Megatron-LM README table gives neither the micro-batch nor the precision
+    (THROUGHPUT.md)."""
     for case_id in ("megatron-gpt1.7b-h100-48g-tflops", "megatron-gpt462b-h100-6144g-tflops"):
         r = rows()[case_id]
         assert r.planned is None and r.reason == "micro-batch not published"
 
 
 def test_wall_time_and_gpu_hours_use_only_a_stated_token_count() -> None:
-    """HF doc: 512 sequences × 512 tokens = 262,144 (stated); TinyLlama: 300B tokens; litgpt publishes none."""
+    """HF doc: 512 sequences × 512 tokens = 262,144 (stated); TinyLlama: 300B tokens; litgpt
+    publishes none."""
     assert build(BY_ID["hf-perfdoc-bert-large-fp32-bs4-v100-walltime"]).tokens == 512 * 512
     assert build(BY_ID["tinyllama-1.1b-300b-tokens-gpu-hours"]).tokens == 300e9
-    assert rows()["litgpt-a10g-llama3-8b-lora-walltime"].reason == "wall time without a published token count"
+    assert (
+        rows()["litgpt-a10g-llama3-8b-lora-walltime"].reason
+        == "wall time without a published token count"
+    )
 
 
 def test_units_follow_the_source() -> None:
-    """1 GB = 1e9 B for litgpt's figures, 1 GiB = 2**30 B for torchtitan's; tokens/s per GPU is the plan's total
-    over its GPUs (torchtitan's 128-GPU row: 16 nodes of 8); ms-swift states torch reserved memory itself."""
+    """1 GB = 1e9 B for litgpt's figures, 1 GiB = 2**30 B for torchtitan's; tokens/s per GPU is the
+    plan's total over its GPUs (torchtitan's 128-GPU row: 16 nodes of 8); ms-swift states torch
+    reserved memory itself."""
     built = build(BY_ID["tt-h100-llama3.1-8b-fsdp-128g-tps"])
     assert built.request is not None and built.request.hardware is not None
     assert built.request.hardware.gpus_per_node == 8 and built.request.hardware.nodes == 16
@@ -150,13 +174,20 @@ def _shifted(source: str, factor: float) -> list[dict[str, Any]]:
     return [dict(c, value=c["value"] * factor) if source_of(c) == source else c for c in CASES]
 
 
-@pytest.mark.parametrize("source", ["mosaicml/llm-foundry", "NVIDIA/dgxc-benchmarking", "QwenLM/Qwen"])
+@pytest.mark.parametrize(
+    "source", ["mosaicml/llm-foundry", "NVIDIA/dgxc-benchmarking", "QwenLM/Qwen"]
+)
 def test_a_sources_own_figures_never_reach_its_predictions(source: str) -> None:
-    """Publish every figure of one source 3× larger: its out-of-source predictions must not move at all (the fit
-    never saw them), while the table fitted on every source does move where that source backs a group."""
+    """Publish every figure of one source 3× larger: its out-of-source predictions must not move at
+    all (the fit never saw them), while the table fitted on every source does move where that source
+    backs a group."""
     before = evaluation()
     after = calibrate.evaluate(_shifted(source, 3.0), comparators=False)
-    mine = [r.id for r in before.rows if r.source == source and r.kind == "throughput" and r.planned is not None]
+    mine = [
+        r.id
+        for r in before.rows
+        if r.source == source and r.kind == "throughput" and r.planned is not None
+    ]
     assert mine
     planned_after = {r.id: r.planned for r in after.rows}
     for case_id in mine:
@@ -172,8 +203,8 @@ def test_each_fold_is_fitted_without_its_source() -> None:
 
 
 def test_a_run_the_data_flags_as_unexplained_is_predicted_but_never_fitted_on() -> None:
-    """PUBLISHED_RUNS.md: universal-llm-trainer's QLoRA rows are 4-5× slower than its LoRA rows for no stated reason
-    (`caution`): they are what one stack measured, not what QLoRA costs."""
+    """PUBLISHED_RUNS.md: universal-llm-trainer's QLoRA rows are 4-5× slower than its LoRA rows for
+    no stated reason (`caution`): they are what one stack measured, not what QLoRA costs."""
     ev = evaluation()
     flagged = {r.id for r in ev.residuals if not r.steers}
     assert flagged == {"ult-llama31-8b-qlora-a100-8192-tps"}
@@ -183,23 +214,31 @@ def test_a_run_the_data_flags_as_unexplained_is_predicted_but_never_fitted_on() 
 
 
 def test_a_group_is_pooled_with_its_parent_by_its_sources() -> None:
-    """One source with residuals 0.5 and 0.7 (its median 0.6) in group g under 'all': 'all' holds the same single
-    source, pooled with the prior 0 at weight SHRINK = 2 → 0.6 × 1/3 = 0.2; g pooled with that → (0.6 + 2 × 0.2) / 3."""
-    runs = [calibrate_fit.Residual("a", "s1", ("g", "all"), 0.5), calibrate_fit.Residual("b", "s1", ("g", "all"), 0.7)]
+    """One source with residuals 0.5 and 0.7 (its median 0.6) in group g under 'all': 'all' holds
+    the same single source, pooled with the prior 0 at weight SHRINK = 2 → 0.6 × 1/3 = 0.2; g pooled
+    with that → (0.6 + 2 × 0.2) / 3."""
+    runs = [
+        calibrate_fit.Residual("a", "s1", ("g", "all"), 0.5),
+        calibrate_fit.Residual("b", "s1", ("g", "all"), 0.7),
+    ]
     table = calibrate_fit.fit_table(runs)["groups"]
     assert calibrate_fit.SHRINK == 2.0
     assert table["all"]["log_factor"] == pytest.approx(0.2, abs=1e-4)
     assert table["g"]["log_factor"] == pytest.approx((0.6 + 2 * 0.2) / 3, abs=1e-4)
     # a second, agreeing source moves g further from its parent
-    more = calibrate_fit.fit_table([*runs, calibrate_fit.Residual("c", "s2", ("g", "all"), 0.6)])["groups"]
+    more = calibrate_fit.fit_table([*runs, calibrate_fit.Residual("c", "s2", ("g", "all"), 0.6)])[
+        "groups"
+    ]
     assert more["g"]["sources"] == 2 and more["g"]["log_factor"] > table["g"]["log_factor"]
 
 
-def test_a_rate_timed_with_its_evaluation_pass_grows_per_gpu_with_the_gpus_sharing_the_pass() -> None:
-    """NVIDIA dgxc-benchmarking's Llama-2-70B LoRA recipe publishes 319.2 tokens/s per H100 on 8 GPUs and 603.6 on
-    32 at the same per-GPU batch (x1.89): its train_runtime holds one evaluation pass of a fixed test split, which
-    more GPUs share (docs/formulas.md, "Published rates that hold an evaluation pass"). Planned per step alone,
-    both sizes would get the same rate per GPU."""
+def test_a_rate_timed_with_its_evaluation_pass_grows_per_gpu_with_the_gpus_sharing_the_pass() -> (
+    None
+):
+    """NVIDIA dgxc-benchmarking's Llama-2-70B LoRA recipe publishes 319.2 tokens/s per H100 on 8
+    GPUs and 603.6 on 32 at the same per-GPU batch (x1.89): its train_runtime holds one evaluation
+    pass of a fixed test split, which more GPUs share (docs/formulas.md, "Published rates that hold
+    an evaluation pass"). Planned per step alone, both sizes would get the same rate per GPU."""
     r = rows()
     eight = r["dgxc-hf-llama2-70b-lora-fsdp-8xh100-tps"].prior
     thirty_two = r["dgxc-hf-llama2-70b-lora-fsdp-32xh100-tps"].prior
@@ -211,8 +250,9 @@ def test_a_rate_timed_with_its_evaluation_pass_grows_per_gpu_with_the_gpus_shari
 
 
 def test_the_out_of_source_figures_do_not_regress() -> None:
-    """Measured on 2026-12-07 with every source left out in turn (docs/formulas.md, Calibration). A change that
-    lowers one of these must say why in docs/formulas.md and lower it here deliberately."""
+    """Measured on 2026-12-07 with every source left out in turn (docs/formulas.md, Calibration). A
+    change that lowers one of these must say why in docs/formulas.md and lower it here
+    deliberately."""
     s = calibrate_report.summary(list(rows().values()))
     t = s["throughput"]
     assert t["all"]["within"] >= 61
@@ -256,14 +296,19 @@ def test_the_docs_carry_the_section() -> None:
     assert "### Throughput and memory from published runs (leave one source out)" in text
 
 
-# ----------------------------------------------------------------------------- the GPU benchmark script
+# ----------------------------------------------------------------------------- the GPU benchmark
+# script
 
 
 def test_hf_throughput_lists_and_helps_without_cuda() -> None:
     script = ROOT / "bench/hf_throughput.py"
-    helped = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60)
+    helped = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60
+    )
     assert helped.returncode == 0 and "--list" in helped.stdout
-    listed = subprocess.run([sys.executable, str(script), "--list"], capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(
+        [sys.executable, str(script), "--list"], capture_output=True, text=True, timeout=60
+    )
     assert listed.returncode == 0
     lines = listed.stdout.strip().splitlines()[1:]
     assert len(lines) == 3 * 2 * 2 * 2  # method × checkpointing × cross-entropy × compile

@@ -1,12 +1,14 @@
 """What tuneplan prints and writes, recorded once and kept byte for byte (dates excepted).
 
-The golden files under ``tests/golden/expected/`` were recorded before ``core/`` was regrouped by domain, so
-that the regrouping (and any later refactoring) provably changes no figure, sentence or JSON key. They are
-regenerated only on purpose: ``pytest tests/golden --regen-golden``, and the diff then reviewed like code.
+The golden files under ``tests/golden/expected/`` were recorded before ``core/`` was regrouped by
+domain, so that the regrouping (and any later refactoring) provably changes no figure, sentence or
+JSON key. They are regenerated only on purpose: ``pytest tests/golden --regen-golden``, and the diff
+then reviewed like code.
 
-Each output is produced the way a user gets it: ``tuneplan plan REQUEST --json`` and its text form through the
-CLI's ``main``; ``tuneplan catalog``; the plan report document; a probe run replayed from real tool outputs,
-stored in a probe history and printed as ``tuneplan probe --json`` prints it. "Today" is pinned to
+Each output is produced the way a user gets it: ``tuneplan plan REQUEST --json`` and its text form
+through the CLI's ``main``; ``tuneplan catalog``; the plan report document; a probe run replayed
+from real tool outputs, stored in a probe history and printed as ``tuneplan probe --json`` prints
+it. "Today" is pinned to
 :data:`TODAY` so that price ages and report dates do not drift with the calendar.
 """
 
@@ -24,14 +26,30 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "expected"
-REQUESTS: dict[str, Any] = {k: v for k, v in json.loads((HERE / "requests.json").read_text()).items()
-                            if not k.startswith("_")}
+REQUESTS: dict[str, Any] = {
+    k: v
+    for k, v in json.loads((HERE / "requests.json").read_text()).items()
+    if not k.startswith("_")
+}
 TODAY = dt.date(2026, 12, 1)
 # Requests whose text output (no --json) and report document are recorded too: one of each kind.
-TEXT_CASES = ["readme_lora_8xh100", "qlora_70b_one_a100", "full_70b_fsdp_16nodes_efa", "search_cost",
-              "search_deadline", "does_not_fit", "bad_method"]
-REPORT_CASES = ["readme_lora_8xh100", "qlora_70b_one_a100", "full_7b_zero3_2nodes", "search_cost",
-                "mfu_forced_buy", "runpod_spot_assumptions"]
+TEXT_CASES = [
+    "readme_lora_8xh100",
+    "qlora_70b_one_a100",
+    "full_70b_fsdp_16nodes_efa",
+    "search_cost",
+    "search_deadline",
+    "does_not_fit",
+    "bad_method",
+]
+REPORT_CASES = [
+    "readme_lora_8xh100",
+    "qlora_70b_one_a100",
+    "full_7b_zero3_2nodes",
+    "search_cost",
+    "mfu_forced_buy",
+    "runpod_spot_assumptions",
+]
 
 
 class FrozenDate(dt.date):
@@ -95,7 +113,8 @@ def report_outputs() -> Iterator[tuple[str, Callable[[], str]]]:
 
 
 def replayed_run(db: Path) -> tuple[Any, int]:
-    """A probe run of the recorded H100 box (real nvidia-smi, nccl-tests and fio outputs), stored."""
+    """A probe run of the recorded H100 box (real nvidia-smi, nccl-tests and fio outputs),
+    stored."""
     from core.probes.evidence import ProbeOutcome, ProbeStatus
     from core.probes.history.records import StoredSeriesPoint
     from core.probes.history.store import ProbeStore
@@ -104,17 +123,36 @@ def replayed_run(db: Path) -> tuple[Any, int]:
 
     store = ProbeStore(db)
     probes = ["inventory", "gpu_metrics", "collectives", "storage", "burn"]
-    run_id = store.start_run("h100-burn", "replay", probes, {"replay": True}, started=1_700_000_000.0)
+    run_id = store.start_run(
+        "h100-burn", "replay", probes, {"replay": True}, started=1_700_000_000.0
+    )
     evidence = replay_evidence()
     store.add_samples(run_id, burn_metrics())
-    store.add_series(run_id, [StoredSeriesPoint(t=2.0, series="busbw", x=x, y=y, label="nccl-tests")
-                              for x, y in nccl_points()])
+    store.add_series(
+        run_id,
+        [
+            StoredSeriesPoint(t=2.0, series="busbw", x=x, y=y, label="nccl-tests")
+            for x, y in nccl_points()
+        ],
+    )
     store.add_event(run_id, 3.0, "log", "warning", "GPU 0: replayed burn", "burn")
     for index, name in enumerate(probes):
-        store.add_outcome(run_id, ProbeOutcome(name=name, status=ProbeStatus.ok, started=1_700_000_000.0 + index,
-                                               ended=1_700_000_000.5 + index))
-    store.finish_run(run_id, "completed", evidence=evidence, scorecard=score(evidence, samples=burn_metrics()),
-                     ended=1_700_000_010.0)
+        store.add_outcome(
+            run_id,
+            ProbeOutcome(
+                name=name,
+                status=ProbeStatus.ok,
+                started=1_700_000_000.0 + index,
+                ended=1_700_000_000.5 + index,
+            ),
+        )
+    store.finish_run(
+        run_id,
+        "completed",
+        evidence=evidence,
+        scorecard=score(evidence, samples=burn_metrics()),
+        ended=1_700_000_010.0,
+    )
     return store, run_id
 
 
@@ -126,8 +164,12 @@ def probe_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
         store, run_id = replayed_run(workdir / "probe_doc.db")
         doc = run_json(store.load_run(run_id))
         store.close()
-        return (json.dumps(doc, indent=1, sort_keys=True) + "\n--- scorecard text\n"
-                + re.sub(r"^run \d+ ", "run N ", render_scorecard(doc)) + "\n")
+        return (
+            json.dumps(doc, indent=1, sort_keys=True)
+            + "\n--- scorecard text\n"
+            + re.sub(r"^run \d+ ", "run N ", render_scorecard(doc))
+            + "\n"
+        )
 
     def report() -> str:
         from core.probes.output.report import build_probe_report
@@ -138,8 +180,12 @@ def probe_outputs(workdir: Path) -> Iterator[tuple[str, Callable[[], str]]]:
         store.close()
         with frozen_today():
             doc = build_probe_report(run).model_dump(mode="json")
-        return (json.dumps(doc, indent=1, sort_keys=True) + "\n--- run json\n"
-                + json.dumps(run_json(run, samples=True), indent=1, sort_keys=True) + "\n")
+        return (
+            json.dumps(doc, indent=1, sort_keys=True)
+            + "\n--- run json\n"
+            + json.dumps(run_json(run, samples=True), indent=1, sort_keys=True)
+            + "\n"
+        )
 
     yield "probe/run_document.txt", run_document
     yield "probe/report_and_run_json.txt", report

@@ -1,4 +1,5 @@
-"""Same behaviour: every recorded output of tuneplan is byte-identical to its golden file (see golden.py)."""
+"""Same behaviour: every recorded output of tuneplan is byte-identical to its golden file (see
+golden.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ CASES = sorted(name for name, _ in outputs(Path("/nonexistent")))
 
 def test_every_golden_file_has_a_case() -> None:
     """A golden file whose case was removed would pass silently forever: list them all."""
-    on_disk = sorted(str(p.relative_to(EXPECTED)) for p in EXPECTED.rglob("*.*")
-                     if p.parent.name != "pdf_text")  # tests/gui/test_golden_pdf.py keeps those
+    on_disk = sorted(
+        str(p.relative_to(EXPECTED)) for p in EXPECTED.rglob("*.*") if p.parent.name != "pdf_text"
+    )  # tests/gui/test_golden_pdf.py keeps those
     assert on_disk == CASES
 
 
@@ -34,5 +36,9 @@ def test_output_matches_golden(case: str, tmp_path: Path, regen: bool) -> None:
         return
     expected = golden.read_text()
     if actual != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True), "golden", "now", n=2))
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(True), actual.splitlines(True), "golden", "now", n=2
+            )
+        )
         pytest.fail(f"{case} differs from its golden file:\n{diff[:4000]}")

@@ -1,14 +1,17 @@
-"""A person's session, run as its own process by test_gui_workers.py: the window as `tuneplan` opens it, a few keys
-typed into the Data page's token count, and the window closed while the plan for those keys is still computing.
+"""A person's session, run as its own process by test_gui_workers.py: the window as `tuneplan` opens
+it, a few keys typed into the Data page's token count, and the window closed while the plan for
+those keys is still computing.
 
-Run as ``python -m tests.gui.close_while_planning`` with DISPLAY set (the suite's Xvfb); prints "worker finished"
-once the plan that outlived the window has ended, and exits with the window's exit status.
+Run as ``python -m tests.gui.close_while_planning`` with DISPLAY set (the suite's Xvfb); prints
+"worker finished" once the plan that outlived the window has ended, and exits with the window's exit
+status.
 
-The plan is made slower than the window's close waits for its workers (``ThreadExecutor.stop_all(2000)``), as
-on a loaded laptop where the first plan also imports the planner: ``SLOW_PLAN_S`` of sleep before the real
-plan. The process then ends as an interpreter does: its exit functions first, which tear Qt down, while the
-plan's thread still runs. That thread finishing is awaited before the process goes, so what it does after the
-window and Qt are gone (report to them, or not) is always seen on stderr, whatever the machine's speed.
+The plan is made slower than the window's close waits for its workers
+(``ThreadExecutor.stop_all(2000)``), as on a loaded laptop where the first plan also imports the
+planner: ``SLOW_PLAN_S`` of sleep before the real plan. The process then ends as an interpreter
+does: its exit functions first, which tear Qt down, while the plan's thread still runs. That thread
+finishing is awaited before the process goes, so what it does after the window and Qt are gone
+(report to them, or not) is always seen on stderr, whatever the machine's speed.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ if TYPE_CHECKING:
     from gui.main_window import MainWindow
 
 SLOW_PLAN_S = 3.0  # longer than the 2 s the window's close waits for running work
-KEY_PAUSE_MS = 40  # a quick typist: the plan starts once, after the last key and the 150 ms debounce
+# a quick typist: the plan starts once, after the last key and the 150 ms debounce
+KEY_PAUSE_MS = 40
 finished = threading.Event()
 real_plan = plan_state.plan_on_worker
 
@@ -57,10 +61,13 @@ def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
 
 
 def session() -> None:
-    """Open the Data page, type a token count, and close the window 0.3 s after the last key (Discard)."""
+    """Open the Data page, type a token count, and close the window 0.3 s after the last key
+    (Discard)."""
     from gui.main_window import MainWindow
 
-    window: MainWindow = next(w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow))
+    window: MainWindow = next(
+        w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow)
+    )
     wizard = window.wizard
     wait_for(window.isVisible, 20, "the window showing")
     window.activateWindow()
@@ -83,7 +90,8 @@ def main() -> int:
     make_app()
     QTimer.singleShot(0, session)
     code = run()
-    atexit._run_exitfuncs()  # what the interpreter does first on the way out: Qt's own teardown among them
+    # what the interpreter does first on the way out: Qt's own teardown among them
+    atexit._run_exitfuncs()
     if finished.wait(30):
         time.sleep(0.5)  # the plan's thread hands over its result, or not, after the plan returned
         print("worker finished", flush=True)

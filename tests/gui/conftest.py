@@ -1,5 +1,5 @@
-"""GUI test setup: a real X server (Xvfb, see xvfb.py), isolated user folders, an inline executor or the real
-one, and leak checks (qt_leaks.py)."""
+"""GUI test setup: a real X server (Xvfb, see xvfb.py), isolated user folders, an inline executor or
+the real one, and leak checks (qt_leaks.py)."""
 
 from __future__ import annotations
 
@@ -27,13 +27,17 @@ if TYPE_CHECKING:
 
     from gui.main_window import MainWindow
 
-# Before any QApplication exists: pytest-qt makes it at the first test that asks for it, after this import.
+# Before any QApplication exists: pytest-qt makes it at the first test that asks for it, after this
+# import.
 DISPLAY = choose_display()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "real_window: needs a real X display (Xvfb); skipped without one, "
-                            "failed without one under CI=true")
+    config.addinivalue_line(
+        "markers",
+        "real_window: needs a real X display (Xvfb); skipped without one, "
+        "failed without one under CI=true",
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -42,8 +46,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     if DISPLAY.real:
-        return f"GUI tests: X display {os.environ.get('DISPLAY')}" + (" (Xvfb started for this run)"
-                                                                       if DISPLAY.server else "")
+        return f"GUI tests: X display {os.environ.get('DISPLAY')}" + (
+            " (Xvfb started for this run)" if DISPLAY.server else ""
+        )
     return f"GUI tests: offscreen Qt; {DISPLAY.reason}"
 
 
@@ -56,10 +61,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
-    """A test that leaves unsaved edits in a window ends as a person quitting would: pressing Discard.
+    """A test that leaves unsaved edits in a window ends as a person quitting would: pressing
+    Discard.
 
-    pytest-qt closes the test's widgets next, and a window with unsaved edits asks first; unanswered, the
-    question would wait for ever.
+    pytest-qt closes the test's widgets next, and a window with unsaved edits asks first;
+    unanswered, the question would wait for ever.
     """
     from PySide6.QtWidgets import QApplication
 
@@ -74,7 +80,8 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def real_window_or_skip(request: pytest.FixtureRequest) -> None:
-    """A test marked real_window skips on the offscreen fallback, and fails there in CI, where Xvfb must exist."""
+    """A test marked real_window skips on the offscreen fallback, and fails there in CI, where Xvfb
+    must exist."""
     if DISPLAY.real or request.node.get_closest_marker("real_window") is None:
         return
     if os.environ.get("CI") == "true":
@@ -92,15 +99,17 @@ def user_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(autouse=True)
 def no_leaked_workers_or_timers(monkeypatch: pytest.MonkeyPatch) -> Iterator[LeakWatch]:
-    """Fail the test (at teardown) when it leaves a ThreadExecutor worker running or a QTimer ticking.
+    """Fail the test (at teardown) when it leaves a ThreadExecutor worker running or a QTimer
+    ticking.
 
-    pytest-qt has closed the test's widgets by then, so a window that stops its work on close passes.
+    pytest-qt has closed the test's widgets by then, so a window that stops its work on close
+    passes.
     """
     watch = LeakWatch(monkeypatch)
     yield watch
-    # pytest-qt has closed the test's widgets and asked Qt to delete them, which outside an event loop would only
-    # happen in the next test's first wait, after their timers had their chance to fire there. Delete them now:
-    # what is gone cannot leak.
+    # pytest-qt has closed the test's widgets and asked Qt to delete them, which outside an event
+    # loop would only happen in the next test's first wait, after their timers had their chance to
+    # fire there. Delete them now: what is gone cannot leak.
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     leaks = watch.leaks()
     assert not leaks, "the test left these running:\n" + "\n".join(leaks)
@@ -123,8 +132,13 @@ def settings(tmp_path: Path) -> QSettings:
     return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
 
 
-def open_window(qtbot: QtBot, executor: InlineExecutor | ThreadExecutor, store: PlanStore, settings: QSettings,
-                debounce_ms: int) -> MainWindow:
+def open_window(
+    qtbot: QtBot,
+    executor: InlineExecutor | ThreadExecutor,
+    store: PlanStore,
+    settings: QSettings,
+    debounce_ms: int,
+) -> MainWindow:
     """The main window, shown, active (it has the keyboard) and with its first plan on screen."""
     from gui.main_window import MainWindow
 
@@ -140,15 +154,17 @@ def open_window(qtbot: QtBot, executor: InlineExecutor | ThreadExecutor, store: 
 
 
 @pytest.fixture
-def window(qtbot: QtBot, executor: InlineExecutor, store: PlanStore, settings: QSettings) -> MainWindow:
+def window(
+    qtbot: QtBot, executor: InlineExecutor, store: PlanStore, settings: QSettings
+) -> MainWindow:
     """Plans at once, inline, on every edit: a test can assert right after it."""
     return open_window(qtbot, executor, store, settings, debounce_ms=0)
 
 
 @pytest.fixture
 def live_window(qtbot: QtBot, store: PlanStore, settings: QSettings) -> MainWindow:
-    """The window as `tuneplan` runs it: plans on a worker thread after the 150 ms debounce. Closing it (pytest-qt
-    does at teardown) stops the worker."""
+    """The window as `tuneplan` runs it: plans on a worker thread after the 150 ms debounce. Closing
+    it (pytest-qt does at teardown) stops the worker."""
     return open_window(qtbot, ThreadExecutor(), store, settings, debounce_ms=150)
 
 

@@ -1,12 +1,13 @@
-"""Answering the window's modal dialogs as a person does: wait for the dialog to open, read it, type, press a
-button.
+"""Answering the window's modal dialogs as a person does: wait for the dialog to open, read it,
+type, press a button.
 
-A modal dialog runs its own event loop, so the click that opens it returns only once the dialog is answered.
-:func:`answering` therefore arms the answers before the click: a single-shot timer looks for the active modal
-QMessageBox or QInputDialog every few milliseconds and answers each one that opens, in order. On leaving the
-``with`` block it stops looking (a later test never meets an answer meant for this one) and fails when a
-dialog that was expected never opened, or when one opened that was not expected (that one is closed with
-Escape's answer, so the test fails instead of waiting for ever).
+A modal dialog runs its own event loop, so the click that opens it returns only once the dialog is
+answered.
+:func:`answering` therefore arms the answers before the click: a single-shot timer looks for the
+active modal QMessageBox or QInputDialog every few milliseconds and answers each one that opens, in
+order. On leaving the ``with`` block it stops looking (a later test never meets an answer meant for
+this one) and fails when a dialog that was expected never opened, or when one opened that was not
+expected (that one is closed with Escape's answer, so the test fails instead of waiting for ever).
 """
 
 from __future__ import annotations
@@ -19,7 +20,14 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QAbstractButton, QApplication, QInputDialog, QLineEdit, QMessageBox, QWidget
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QApplication,
+    QInputDialog,
+    QLineEdit,
+    QMessageBox,
+    QWidget,
+)
 
 if TYPE_CHECKING:
     from pytestqt.qtbot import QtBot
@@ -30,8 +38,9 @@ GIVE_UP_S = 10.0
 
 @dataclass
 class Seen:
-    """What one dialog showed before it was answered: title, text (for a message box its message and its
-    informative text, for an input dialog its label) and, in an input dialog, the value it proposed."""
+    """What one dialog showed before it was answered: title, text (for a message box its message and
+    its informative text, for an input dialog its label) and, in an input dialog, the value it
+    proposed."""
 
     title: str
     text: str
@@ -52,8 +61,11 @@ class _Answers:
         if self.stopped or time.monotonic() > self.deadline:
             return
         dialog = QApplication.activeModalWidget()
-        if (isinstance(dialog, QMessageBox | QInputDialog) and dialog.isVisible()
-                and not any(dialog is done for done in self.answered)):
+        if (
+            isinstance(dialog, QMessageBox | QInputDialog)
+            and dialog.isVisible()
+            and not any(dialog is done for done in self.answered)
+        ):
             self.answered.append(dialog)
             if not self.steps:
                 self.unexpected.append(seen(dialog))
@@ -61,7 +73,8 @@ class _Answers:
             else:
                 try:
                     self.answer(dialog)
-                except Exception as exc:  # raised again when the test leaves the block; the dialog must not wait
+                # raised again when the test leaves the block; the dialog must not wait
+                except Exception as exc:
                     self.failure = exc
                     dialog.reject()
         QTimer.singleShot(POLL_MS, self.look)
@@ -72,24 +85,34 @@ class _Answers:
         if typing is not None:
             edit = dialog.findChild(QLineEdit)
             assert edit is not None, f"no text field in the dialog {self.seen[-1]}"
-            dialog.activateWindow()  # where a person's eyes and keys are: the dialog that just opened
+            # where a person's eyes and keys are: the dialog that just opened
+            dialog.activateWindow()
             QTest.qWaitForWindowActive(dialog, 2000)
             QTest.mouseClick(edit, Qt.MouseButton.LeftButton)
             typed_by_keyboard(typing)
-        buttons = {b.text().replace("&", ""): b for b in dialog.findChildren(QAbstractButton) if b.isVisible()}
-        assert press in buttons, f"no button {press!r} in the dialog {self.seen[-1]}; it has {sorted(buttons)}"
+        buttons = {
+            b.text().replace("&", ""): b
+            for b in dialog.findChildren(QAbstractButton)
+            if b.isVisible()
+        }
+        assert press in buttons, (
+            f"no button {press!r} in the dialog {self.seen[-1]}; it has {sorted(buttons)}"
+        )
         QTest.mouseClick(buttons[press], Qt.MouseButton.LeftButton)
 
 
 def seen(dialog: QMessageBox | QInputDialog) -> Seen:
     if isinstance(dialog, QMessageBox):
-        return Seen(dialog.windowTitle(), "\n".join(t for t in (dialog.text(), dialog.informativeText()) if t))
+        return Seen(
+            dialog.windowTitle(),
+            "\n".join(t for t in (dialog.text(), dialog.informativeText()) if t),
+        )
     return Seen(dialog.windowTitle(), dialog.labelText(), dialog.textValue())
 
 
 def typed_by_keyboard(text: str, pause_ms: int = 0) -> None:
-    """Select what the focused field holds and type `text` over it, each key to whatever has the focus then,
-    pausing `pause_ms` after each key as a person does."""
+    """Select what the focused field holds and type `text` over it, each key to whatever has the
+    focus then, pausing `pause_ms` after each key as a person does."""
     focus = QApplication.focusWidget()
     assert focus is not None, "nothing has the keyboard focus to type into"
     QTest.keyClick(focus, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
@@ -105,8 +128,8 @@ def typed_by_keyboard(text: str, pause_ms: int = 0) -> None:
 
 @contextmanager
 def answering(*steps: tuple[str, str | None]) -> Iterator[list[Seen]]:
-    """Answer the next dialogs, one step each: (the button to press, the text to type first or None); with no
-    steps, no dialog may open.
+    """Answer the next dialogs, one step each: (the button to press, the text to type first or
+    None); with no steps, no dialog may open.
 
     Yields the list of what each dialog showed, filled as they are answered.
     """
@@ -118,13 +141,15 @@ def answering(*steps: tuple[str, str | None]) -> Iterator[list[Seen]]:
         answers.stopped = True
     if answers.failure is not None:
         raise answers.failure
-    assert not answers.unexpected, f"a dialog opened that the test did not expect: {answers.unexpected}"
+    assert not answers.unexpected, (
+        f"a dialog opened that the test did not expect: {answers.unexpected}"
+    )
     assert not answers.steps, f"these dialogs never opened: {answers.steps}; seen: {answers.seen}"
 
 
 def the_dialog(qtbot: QtBot) -> QMessageBox:
-    """The message box now in front of the window, for a dialog that opens without blocking (``open()``), so the
-    test goes on and reads it."""
+    """The message box now in front of the window, for a dialog that opens without blocking
+    (``open()``), so the test goes on and reads it."""
     qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), QMessageBox), timeout=2000)
     box = QApplication.activeModalWidget()
     assert isinstance(box, QMessageBox) and box.isVisible()

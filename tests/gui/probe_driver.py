@@ -1,5 +1,5 @@
-"""Helpers for driving the Probe place the way a person does: clicks on what is on screen, keys to whatever
-has the focus."""
+"""Helpers for driving the Probe place the way a person does: clicks on what is on screen, keys to
+whatever has the focus."""
 
 from __future__ import annotations
 
@@ -20,15 +20,28 @@ if TYPE_CHECKING:
 
 
 def with_this_python(choice: Any) -> Any:
-    """The runner's options for the pane's choice, measuring with the interpreter the tests run in (it has numpy)."""
+    """The runner's options for the pane's choice, measuring with the interpreter the tests run in
+    (it has numpy)."""
     return backend.make_options(choice).model_copy(update={"python": sys.executable})
 
 
-def show_pane(qtbot: QtBot, store: ProbeStore, tmp_path: Path, executor: Executor, runner: Any = None,
-              size: tuple[int, int] = (1280, 900)) -> ProbePane:
-    """The pane in a window of its own, shown; ``runner`` None means the real runner on this machine."""
-    pane = ProbePane(executor, store, run_suite=runner, make_options=with_this_python if runner is None else None,
-                     known_hosts_file=tmp_path / "known_hosts")
+def show_pane(
+    qtbot: QtBot,
+    store: ProbeStore,
+    tmp_path: Path,
+    executor: Executor,
+    runner: Any = None,
+    size: tuple[int, int] = (1280, 900),
+) -> ProbePane:
+    """The pane in a window of its own, shown; ``runner`` None means the real runner on this
+    machine."""
+    pane = ProbePane(
+        executor,
+        store,
+        run_suite=runner,
+        make_options=with_this_python if runner is None else None,
+        known_hosts_file=tmp_path / "known_hosts",
+    )
     qtbot.addWidget(pane)
     pane.resize(*size)
     pane.show()
@@ -41,14 +54,20 @@ def click(qtbot: QtBot, widget: QWidget) -> None:
     qtbot.mouseClick(widget, Qt.MouseButton.LeftButton)
 
 
-def click_row(qtbot: QtBot, view: QAbstractItemView, row: int,
-              modifier: Qt.KeyboardModifier = Qt.KeyboardModifier.NoModifier) -> None:
+def click_row(
+    qtbot: QtBot,
+    view: QAbstractItemView,
+    row: int,
+    modifier: Qt.KeyboardModifier = Qt.KeyboardModifier.NoModifier,
+) -> None:
     rect = view.visualRect(view.model().index(row, 0))
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, modifier, rect.center())
 
 
 def click_host(qtbot: QtBot, pane: ProbePane, name: str) -> None:
-    names = [pane.hosts.list.item(i).text().split("  —  ")[0] for i in range(pane.hosts.list.count())]
+    names = [
+        pane.hosts.list.item(i).text().split("  —  ")[0] for i in range(pane.hosts.list.count())
+    ]
     click_row(qtbot, pane.hosts.list, names.index(name))
     assert pane.hosts.current().name == name
 
@@ -61,7 +80,8 @@ def click_tab(qtbot: QtBot, tabs: QTabWidget, title: str) -> None:
 
 
 def pick_probes(qtbot: QtBot, pane: ProbePane, *names: str) -> None:
-    """Custom suite, then tick exactly ``names`` the way a person does: one click per box that is wrong."""
+    """Custom suite, then tick exactly ``names`` the way a person does: one click per box that is
+    wrong."""
     click(qtbot, pane.suite.mode_buttons["custom"])
     for name, box in pane.suite.checks.items():
         if box.isChecked() != (name in names):
@@ -91,4 +111,7 @@ def run_and_wait(qtbot: QtBot, pane: ProbePane) -> None:
 def table_cells(view: QAbstractItemView) -> list[list[str]]:
     """Every cell's text as shown, row by row."""
     model = view.model()
-    return [[str(model.index(r, c).data()) for c in range(model.columnCount())] for r in range(model.rowCount())]
+    return [
+        [str(model.index(r, c).data()) for c in range(model.columnCount())]
+        for r in range(model.rowCount())
+    ]

@@ -1,6 +1,6 @@
-"""Answers in sight: the step list says where the user is and jumps to a step; each page's answer stays on
-screen while its page scrolls; no table is squeezed to its header; a page shown again starts at its top; the
-Plan toolbar shows only in the Plan place."""
+"""Answers in sight: the step list says where the user is and jumps to a step; each page's answer
+stays on screen while its page scrolls; no table is squeezed to its header; a page shown again
+starts at its top; the Plan toolbar shows only in the Plan place."""
 
 from __future__ import annotations
 
@@ -22,7 +22,15 @@ from PySide6.QtWidgets import (
 from gui.main_window import MainWindow
 from tests.gui.wizard_driver import click, settle, type_like_a_person
 
-STEPS = ["1. Model", "2. Data", "3. Method", "4. Memory", "5. Hardware", "6. Time & cost", "7. Summary"]
+STEPS = [
+    "1. Model",
+    "2. Data",
+    "3. Method",
+    "4. Memory",
+    "5. Hardware",
+    "6. Time & cost",
+    "7. Summary",
+]
 
 
 def step_item_rect(window: MainWindow, text: str):
@@ -32,8 +40,11 @@ def step_item_rect(window: MainWindow, text: str):
 
 def click_step(qtbot, window: MainWindow, text: str) -> None:
     """Click a step in the list beside the pages."""
-    qtbot.mouseClick(window.wizard.steps.viewport(), Qt.MouseButton.LeftButton,
-                     pos=step_item_rect(window, text).center())
+    qtbot.mouseClick(
+        window.wizard.steps.viewport(),
+        Qt.MouseButton.LeftButton,
+        pos=step_item_rect(window, text).center(),
+    )
     settle(qtbot, window.wizard.state)
 
 
@@ -53,13 +64,22 @@ def wheel_to_the_bottom(area: QScrollArea) -> None:
     centre = QPointF(viewport.rect().center())
     for _ in range(200):
         before = bar.value()
-        event = QWheelEvent(centre, QPointF(viewport.mapToGlobal(centre.toPoint())), QPoint(), QPoint(0, -120),
-                            Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase,
-                            False)
+        event = QWheelEvent(
+            centre,
+            QPointF(viewport.mapToGlobal(centre.toPoint())),
+            QPoint(),
+            QPoint(0, -120),
+            Qt.MouseButton.NoButton,
+            Qt.KeyboardModifier.NoModifier,
+            Qt.ScrollPhase.NoScrollPhase,
+            False,
+        )
         QApplication.sendEvent(viewport, event)
         if bar.value() == before:
             break
-    assert bar.maximum() > 0 and bar.value() == bar.maximum(), "the page does not scroll: nothing to test"
+    assert bar.maximum() > 0 and bar.value() == bar.maximum(), (
+        "the page does not scroll: nothing to test"
+    )
 
 
 def on_screen(widget) -> bool:
@@ -98,7 +118,10 @@ def test_steps_after_a_page_with_errors_cannot_be_chosen(qtbot, window):
     assert step_enabled(window, "1. Model") and step_enabled(window, "2. Data")
     for text in STEPS[2:]:
         assert not step_enabled(window, text), text
-        assert wizard.steps.findItems(text, Qt.MatchFlag.MatchExactly)[0].toolTip() == "Fix the Data page first"
+        assert (
+            wizard.steps.findItems(text, Qt.MatchFlag.MatchExactly)[0].toolTip()
+            == "Fix the Data page first"
+        )
     click_step(qtbot, window, "7. Summary")
     assert wizard.currentPage() is wizard.data_page
     assert field(wizard.data_page, "data.tokens").edit.text() == "lots"
@@ -110,11 +133,19 @@ def test_steps_after_a_page_with_errors_cannot_be_chosen(qtbot, window):
 
 
 def test_an_error_on_a_late_page_can_be_reached_and_fixed_there(qtbot, window, tmp_path: Path):
-    """A request whose price discount is wrong: Next stops on the Memory page (no plan), the step list does not."""
+    """A request whose price discount is wrong: Next stops on the Memory page (no plan), the step
+    list does not."""
     wizard = window.wizard
     request = tmp_path / "discounted.json"
-    request.write_text(json.dumps({"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
-                                   "pricing": {"discount": "lots"}}))
+    request.write_text(
+        json.dumps(
+            {
+                "model": {"preset": "llama-3.1-8b"},
+                "data": {"tokens": "2e8"},
+                "pricing": {"discount": "lots"},
+            }
+        )
+    )
     assert window.open_request(request)
     settle(qtbot, wizard.state)
     click_step(qtbot, window, "4. Memory")
@@ -133,11 +164,22 @@ def test_an_error_on_a_late_page_can_be_reached_and_fixed_there(qtbot, window, t
 def test_each_answer_stays_in_sight_while_its_page_scrolls(qtbot, window):
     window.resize(1100, 700)  # a laptop's window: every one of these pages is taller
     wizard = window.wizard
-    # the default plan: 1× RTX 6000 Ada (RunPod, $0.77): Hugging Face LoRA at its published sustained efficiency
-    answers = {"4. Memory": (wizard.memory_page, wizard.memory_page.headline, "of 48.00 GB per GPU — fits"),
-               "5. Hardware": (wizard.hardware_page, wizard.hardware_page.chosen, "Planned on 1× RTX-6000-ADA"),
-               "6. Time & cost": (wizard.cost_page, wizard.cost_page.headline, "total on-demand"),
-               "7. Summary": (wizard.summary_page, wizard.summary_page.headline, "1× RTX-6000-ADA · ")}
+    # the default plan: 1× RTX 6000 Ada (RunPod, $0.77): Hugging Face LoRA at its published
+    # sustained efficiency
+    answers = {
+        "4. Memory": (
+            wizard.memory_page,
+            wizard.memory_page.headline,
+            "of 48.00 GB per GPU — fits",
+        ),
+        "5. Hardware": (
+            wizard.hardware_page,
+            wizard.hardware_page.chosen,
+            "Planned on 1× RTX-6000-ADA",
+        ),
+        "6. Time & cost": (wizard.cost_page, wizard.cost_page.headline, "total on-demand"),
+        "7. Summary": (wizard.summary_page, wizard.summary_page.headline, "1× RTX-6000-ADA · "),
+    }
     for step, (page, answer, says) in answers.items():
         click_step(qtbot, window, step)
         assert wizard.currentPage() is page
@@ -166,7 +208,11 @@ def test_a_page_shown_again_starts_at_its_top(qtbot, window):
 def rows_shown(view: QAbstractItemView) -> float:
     """How many rows the view has room for on screen."""
     if isinstance(view, QTableView):
-        row = view.rowHeight(0) if view.model().rowCount() else view.verticalHeader().defaultSectionSize()
+        row = (
+            view.rowHeight(0)
+            if view.model().rowCount()
+            else view.verticalHeader().defaultSectionSize()
+        )
     else:
         row = view.sizeHintForRow(0)
     return view.viewport().height() / row
@@ -185,8 +231,15 @@ def test_no_table_is_squeezed_to_its_header(qtbot, window):
             seen.append(view.accessibleName())
             wanted = min(view.model().rowCount(), 3 if isinstance(view, QListWidget) else 5)
             assert rows_shown(view) >= wanted, (step, view.accessibleName(), rows_shown(view))
-    assert {"Model presets", "Fit on each GPU", "Hardware candidates", "Prices by provider", "Cost items",
-            "Warnings", "Assumptions"} <= set(seen)
+    assert {
+        "Model presets",
+        "Fit on each GPU",
+        "Hardware candidates",
+        "Prices by provider",
+        "Cost items",
+        "Warnings",
+        "Assumptions",
+    } <= set(seen)
 
 
 def test_the_plan_toolbar_shows_only_in_the_plan_place(qtbot, window):
@@ -195,7 +248,9 @@ def test_the_plan_toolbar_shows_only_in_the_plan_place(qtbot, window):
 
     def click_place(name: str) -> None:
         item = sidebar.findItems(name, Qt.MatchFlag.MatchExactly)[0]
-        qtbot.mouseClick(sidebar.viewport(), Qt.MouseButton.LeftButton, pos=sidebar.visualItemRect(item).center())
+        qtbot.mouseClick(
+            sidebar.viewport(), Qt.MouseButton.LeftButton, pos=sidebar.visualItemRect(item).center()
+        )
 
     assert toolbar.isVisible()
     texts = [toolbar.widgetForAction(a).text() for a in toolbar.actions()]

@@ -1,8 +1,9 @@
-"""The Catalog place as a person uses it: open it, pick a GPU in the filter by typing, sort by price, limit the age.
+"""The Catalog place as a person uses it: open it, pick a GPU in the filter by typing, sort by
+price, limit the age.
 
-The counts expected come from the catalog's price records (what the place shows), filtered here by hand: the
-shipped prices.json alone holds 22 H100-SXM rows, and providers' published commitment discounts add reserved
-records to some of them.
+The counts expected come from the catalog's price records (what the place shows), filtered here by
+hand: the shipped prices.json alone holds 22 H100-SXM rows, and providers' published commitment
+discounts add reserved records to some of them.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ def visible(view, column: int) -> list[str]:
 def open_catalog(qtbot, window):
     sidebar = window.sidebar
     item = sidebar.findItems("Catalog", Qt.MatchFlag.MatchExactly)[0]
-    qtbot.mouseClick(sidebar.viewport(), Qt.MouseButton.LeftButton, pos=sidebar.visualItemRect(item).center())
+    qtbot.mouseClick(
+        sidebar.viewport(), Qt.MouseButton.LeftButton, pos=sidebar.visualItemRect(item).center()
+    )
     view = window.places["Catalog"]
     qtbot.waitUntil(view.isVisible, timeout=2000)
     assert window.stack.currentWidget() is view
@@ -42,11 +45,14 @@ def test_filter_sort_and_age(qtbot, window):
     view = open_catalog(qtbot, window)
     assert view.count.text() == f"{len(prices)} of {len(prices)} prices"
 
-    # Click the GPU filter: its list opens; type the GPU's name to the list that has the keyboard, press Enter.
+    # Click the GPU filter: its list opens; type the GPU's name to the list that has the keyboard,
+    # press Enter.
     qtbot.mouseClick(view.gpu, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: view.gpu.view().isVisible(), timeout=2000)
     focus = QApplication.focusWidget()
-    assert isinstance(focus, QAbstractItemView), f"the open list does not have the keyboard: {describe(focus)}"
+    assert isinstance(focus, QAbstractItemView), (
+        f"the open list does not have the keyboard: {describe(focus)}"
+    )
     qtbot.keyClicks(focus, "H100-S")
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: not view.gpu.view().isVisible(), timeout=2000)
@@ -56,13 +62,18 @@ def test_filter_sort_and_age(qtbot, window):
 
     # Click the price header: cheapest first.
     header = view.table.horizontalHeader()
-    qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton,
-                     pos=header.rect().topLeft() + _section_center(header, PRICE_COL))
+    qtbot.mouseClick(
+        header.viewport(),
+        Qt.MouseButton.LeftButton,
+        pos=header.rect().topLeft() + _section_center(header, PRICE_COL),
+    )
     shown = [float(text.lstrip("$")) for text in visible(view, PRICE_COL)]
     assert shown == sorted(shown) and shown[0] < shown[-1]
 
     # At most 90 days old: undated and stale records go, the fresh ones stay.
-    fresh = [p for p in h100 if p.date is not None and (today - dt.date.fromisoformat(p.date)).days <= 90]
+    fresh = [
+        p for p in h100 if p.date is not None and (today - dt.date.fromisoformat(p.date)).days <= 90
+    ]
     assert 0 < len(fresh) < len(h100)
     spin = view.max_age
     qtbot.mouseClick(spin.lineEdit(), Qt.MouseButton.LeftButton)
@@ -77,8 +88,11 @@ def test_filter_sort_and_age(qtbot, window):
     assert all(int(a.split()[0]) <= 90 for a in ages)
 
     # Click the age header: youngest first, as numbers ("9 days" before "12 days").
-    qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton,
-                     pos=header.rect().topLeft() + _section_center(header, AGE_COL))
+    qtbot.mouseClick(
+        header.viewport(),
+        Qt.MouseButton.LeftButton,
+        pos=header.rect().topLeft() + _section_center(header, AGE_COL),
+    )
     days = [int(a.split()[0]) for a in visible(view, AGE_COL)]
     assert days == sorted(days)
 

@@ -1,6 +1,7 @@
-"""Exports as a person makes them: Ctrl+E proposes the plan's library name in their documents folder (it
-proposed plan.pdf in whatever folder tuneplan was started from), Enter in the save dialog writes it, and the
-PDF's title and the launch files' headers carry that name; in the launch dialog Enter exports."""
+"""Exports as a person makes them: Ctrl+E proposes the plan's library name in their documents folder
+(it proposed plan.pdf in whatever folder tuneplan was started from), Enter in the save dialog writes
+it, and the PDF's title and the launch files' headers carry that name; in the launch dialog Enter
+exports."""
 
 from __future__ import annotations
 
@@ -22,16 +23,20 @@ from tests.gui.wizard_driver import click, next_page, settle, type_like_a_person
 
 pytestmark = pytest.mark.real_window
 
-# Fixed hardware, so the launch files are known: 8 × H100 in one node, LoRA (tests/gui/test_launch_dialog.py).
-REQUEST = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": 2e8, "seq_len": 4096},
-           "training": {"method": "lora", "micro_batch_size": 1, "global_batch_size": 64},
-           "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}}
+# Fixed hardware, so the launch files are known: 8 × H100 in one node, LoRA
+# (tests/gui/test_launch_dialog.py).
+REQUEST = {
+    "model": {"preset": "llama-3.1-8b"},
+    "data": {"tokens": 2e8, "seq_len": 4096},
+    "training": {"method": "lora", "micro_batch_size": 1, "global_batch_size": 64},
+    "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1},
+}
 
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This test's folder is the home, with a Documents folder as a desktop makes it (no user-dirs.dirs in the
-    test's XDG_CONFIG_HOME: Qt's documents folder is then ~/Documents)."""
+    """This test's folder is the home, with a Documents folder as a desktop makes it (no
+    user-dirs.dirs in the test's XDG_CONFIG_HOME: Qt's documents folder is then ~/Documents)."""
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / "Documents").mkdir()
     return tmp_path
@@ -39,40 +44,52 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @dataclass
 class SaveDialog:
-    """Answers the next save dialog as a person does: reads the file it proposes, presses Enter. A dialog still
-    open 10 s on is closed (Cancel), so the test fails instead of waiting for ever."""
+    """Answers the next save dialog as a person does: reads the file it proposes, presses Enter. A
+    dialog still open 10 s after it was first seen is closed (Cancel), so the test fails instead of
+    waiting for ever; the 10 s start when the dialog shows, since a loaded machine can take seconds
+    to open it."""
 
     proposed: list[str] = field(default_factory=list)
-    name_fits: list[bool] = field(default_factory=list)  # the proposed name shows whole in the file-name field
+    # the proposed name shows whole in the file-name field
+    name_fits: list[bool] = field(default_factory=list)
     pressed: bool = False
-    deadline: float = field(default_factory=lambda: time.monotonic() + 10)
+    seen_at: float | None = None
+    # no dialog at all a minute on: stop looking
+    gives_up_at: float = field(default_factory=lambda: time.monotonic() + 60)
 
     def look(self) -> None:
         dialog = QApplication.activeModalWidget()
         if isinstance(dialog, QFileDialog) and dialog.isVisible():
-            if time.monotonic() > self.deadline:
+            if self.seen_at is None:
+                self.seen_at = time.monotonic()
+            if time.monotonic() > self.seen_at + 10:
                 dialog.reject()
                 return
             if not self.proposed:
                 self.proposed.append(dialog.selectedFiles()[0])
                 edit = dialog.findChild(QLineEdit, "fileNameEdit")
                 if edit is not None:
-                    room = edit.contentsRect().width() - 8  # the frame's and the text margins' pixels
+                    # the frame's and the text margins' pixels
+                    room = edit.contentsRect().width() - 8
                     self.name_fits.append(edit.fontMetrics().horizontalAdvance(edit.text()) <= room)
-            if not dialog.isActiveWindow():  # a window manager activates a dialog that opens; Xvfb runs none
+            # a window manager activates a dialog that opens; Xvfb runs none
+            if not dialog.isActiveWindow():
                 dialog.activateWindow()
             elif not self.pressed:
                 self.pressed = True
                 name = dialog.findChild(QLineEdit, "fileNameEdit")
                 assert name is not None, "the save dialog has no file name field"
-                QTest.mouseClick(name, Qt.MouseButton.LeftButton)  # where a person's eyes are: the file name
+                # where a person's eyes are: the file name
+                QTest.mouseClick(name, Qt.MouseButton.LeftButton)
                 QTest.keyClick(QApplication.focusWidget() or name, Qt.Key.Key_Return)
-        elif time.monotonic() > self.deadline:
+        elif time.monotonic() > self.gives_up_at:
             return
         QTimer.singleShot(20, self.look)
 
 
-def press(qtbot, key: Qt.Key, modifiers: Qt.KeyboardModifier = Qt.KeyboardModifier.NoModifier) -> None:
+def press(
+    qtbot, key: Qt.Key, modifiers: Qt.KeyboardModifier = Qt.KeyboardModifier.NoModifier
+) -> None:
     """A key to whatever has the keyboard focus, as the keyboard delivers it."""
     qtbot.keyClick(QApplication.focusWidget(), key, modifiers)
 
@@ -91,17 +108,22 @@ def open_plan(qtbot, window, tmp_path: Path) -> None:
 
 
 def export_pdf_by_keyboard(qtbot, window) -> str:
-    """Ctrl+E, then Enter in the save dialog; the file the dialog proposed, once the PDF is written."""
+    """Ctrl+E, then Enter in the save dialog; the file the dialog proposed, once the PDF is
+    written."""
     answer = SaveDialog()
     QTimer.singleShot(20, answer.look)
     press(qtbot, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
     assert answer.proposed, "no save dialog opened"
     assert answer.name_fits == [True], "the proposed name is cut in the dialog's file-name field"
-    qtbot.waitUntil(lambda: window.statusBar().currentMessage().startswith("Exported"), timeout=20000)
+    qtbot.waitUntil(
+        lambda: window.statusBar().currentMessage().startswith("Exported"), timeout=20000
+    )
     return answer.proposed[0]
 
 
-def test_the_pdf_is_proposed_under_the_library_name_in_documents_and_titled_so(qtbot, window, home: Path):
+def test_the_pdf_is_proposed_under_the_library_name_in_documents_and_titled_so(
+    qtbot, window, home: Path
+):
     open_plan(qtbot, window, home)
     save_as(qtbot, window, "team baseline")
     proposed = export_pdf_by_keyboard(qtbot, window)
@@ -116,32 +138,42 @@ def test_the_pdf_is_proposed_under_the_library_name_in_documents_and_titled_so(q
 
 
 def test_an_unsaved_plan_is_proposed_under_what_it_is(qtbot, window, home: Path):
-    """A plan not in the library yet has no name: the proposal is the one Save would make, and the title the
-    plain one."""
+    """A plan not in the library yet has no name: the proposal is the one Save would make, and the
+    title the plain one."""
     window.wizard.load_request(REQUEST)  # as a new plan is: no library id, no name
     settle(qtbot, window.wizard.state)
     proposed = export_pdf_by_keyboard(qtbot, window)
     assert proposed == str(home / "Documents" / "llama-3.1-8b lora on 8× H100-SXM.pdf")
     reader = PdfReader(proposed)
-    assert reader.metadata is not None and reader.metadata.title == "Fine-tuning plan: llama-3.1-8b (lora)"
+    assert (
+        reader.metadata is not None
+        and reader.metadata.title == "Fine-tuning plan: llama-3.1-8b (lora)"
+    )
 
 
-def test_enter_in_the_launch_dialog_exports_with_the_library_name_in_the_headers(qtbot, window, home: Path):
+def test_enter_in_the_launch_dialog_exports_with_the_library_name_in_the_headers(
+    qtbot, window, home: Path
+):
     open_plan(qtbot, window, home)
     save_as(qtbot, window, "team baseline")
     wizard = window.wizard
     while wizard.currentPage() is not wizard.summary_page:
         next_page(qtbot, wizard)
     click(qtbot, wizard.summary_page.launch_button)
-    qtbot.waitUntil(lambda: wizard.summary_page.launch_dialog is not None
-                    and wizard.summary_page.launch_dialog.isVisible())
+    qtbot.waitUntil(
+        lambda: (
+            wizard.summary_page.launch_dialog is not None
+            and wizard.summary_page.launch_dialog.isVisible()
+        )
+    )
     dialog = wizard.summary_page.launch_dialog
     box = dialog.boxes["slurm"]
     qtbot.mouseClick(box, Qt.MouseButton.LeftButton, pos=QPoint(8, box.height() // 2))
     type_like_a_person(qtbot, dialog.folder, "~/launch")
     chooser: list[str] = []
 
-    def close_a_folder_chooser() -> None:  # what Enter opened before: closed, so the test fails and goes on
+    # what Enter opened before: closed, so the test fails and goes on
+    def close_a_folder_chooser() -> None:
         opened = QApplication.activeModalWidget()
         if isinstance(opened, QFileDialog):
             chooser.append(opened.windowTitle())
@@ -151,7 +183,8 @@ def test_enter_in_the_launch_dialog_exports_with_the_library_name_in_the_headers
     press(qtbot, Qt.Key.Key_Return)
     assert chooser == []
     qtbot.waitUntil(lambda: dialog.message.text().startswith("Wrote"), timeout=10000)
-    assert dialog.isVisible()  # Enter exported; it did not open the folder chooser nor close the dialog
+    # Enter exported; it did not open the folder chooser nor close the dialog
+    assert dialog.isVisible()
     lines = (home / "launch" / "train.sbatch").read_text().splitlines()
     assert "# tuneplan launch file for plan 'team baseline' (llama-3.1-8b, lora)" in lines
     assert "#SBATCH --job-name=tuneplan-team-baseline" in lines
@@ -160,8 +193,8 @@ def test_enter_in_the_launch_dialog_exports_with_the_library_name_in_the_headers
 
 @given(st.text(max_size=300), st.sampled_from([".pdf", ".json"]))
 def test_any_plan_name_gives_one_file_in_the_documents_folder(name: str, suffix: str) -> None:
-    """Names are whatever people type (a '/' or a newline included): the proposal is always one file, named
-    after the plan, in the documents folder."""
+    """Names are whatever people type (a '/' or a newline included): the proposal is always one
+    file, named after the plan, in the documents folder."""
     path = Path(suggested_path(name, suffix))
     assert path.parent == Path.home() / "Documents"
     assert path.name.endswith(suffix) and len(path.name) > len(suffix)
@@ -169,14 +202,16 @@ def test_any_plan_name_gives_one_file_in_the_documents_folder(name: str, suffix:
 
 
 def test_the_probe_report_is_proposed_in_documents_as_the_plan_is(qtbot, probe_store, home: Path):
-    """The scorecard's Export PDF… proposed probe-run-N.pdf in whatever folder tuneplan was started from."""
+    """The scorecard's Export PDF… proposed probe-run-N.pdf in whatever folder tuneplan was started
+    from."""
     from tests.gui.test_probe_pane import connect_local, make_pane
 
     pane = make_pane(qtbot, probe_store, home)
     connect_local(qtbot, pane)
     qtbot.mouseClick(pane.start_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: pane.export_pdf_button.isEnabled(), timeout=10000)
-    pane.tabs.setCurrentIndex(1)  # the Scorecard tab, where Export PDF… is (a finished run opens it)
+    # the Scorecard tab, where Export PDF… is (a finished run opens it)
+    pane.tabs.setCurrentIndex(1)
     qtbot.waitUntil(pane.export_pdf_button.isVisible, timeout=2000)
     answer = SaveDialog()
     QTimer.singleShot(20, answer.look)
@@ -187,6 +222,7 @@ def test_the_probe_report_is_proposed_in_documents_as_the_plan_is(qtbot, probe_s
     assert answer.proposed == [str(home / "Documents" / f"probe-run-{pane.shown_run}.pdf")]
     assert answer.name_fits == [True]
     written = home / "Documents" / f"probe-run-{pane.shown_run}.pdf"
-    # the file itself, as a person looks for it: the status line's "Exported …" can be replaced a moment later
-    # by the run's own status, and the PDF is drawn on a worker that a loaded machine makes slow
+    # the file itself, as a person looks for it: the status line's "Exported …" can be replaced a
+    # moment later by the run's own status, and the PDF is drawn on a worker that a loaded machine
+    # makes slow
     qtbot.waitUntil(lambda: written.exists() and written.stat().st_size > 0, timeout=60000)

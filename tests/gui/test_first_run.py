@@ -1,6 +1,7 @@
-"""The first run, as a new user meets it: an empty library opens on the README's sample plan with a line per
-page saying what it shows; a library with plans opens as before; the About box says version, catalog date and
-where data is kept; the Probe place has one button that probes this machine with the quick suite."""
+"""The first run, as a new user meets it: an empty library opens on the README's sample plan with a
+line per page saying what it shows; a library with plans opens as before; the About box says
+version, catalog date and where data is kept; the Probe place has one button that probes this
+machine with the quick suite."""
 
 from __future__ import annotations
 
@@ -46,10 +47,18 @@ def test_an_empty_library_opens_on_the_sample_plan_with_a_line_per_page(qtbot):
     request = wizard.state.request
     assert request is not None
     assert (request.model.preset, request.training.method.value, request.training.lora_rank) == (
-        "llama-3.1-8b", "lora", 16)
-    assert (request.hardware.gpu, request.hardware.gpus_per_node, request.pricing.provider) == ("H100-SXM", 8, "aws")
+        "llama-3.1-8b",
+        "lora",
+        16,
+    )
+    assert (request.hardware.gpu, request.hardware.gpus_per_node, request.pricing.provider) == (
+        "H100-SXM",
+        8,
+        "aws",
+    )
     assert window.windowTitle().startswith("Sample plan")
-    assert not window.isWindowModified()  # nothing to save yet: the library stays empty until the user saves
+    # nothing to save yet: the library stays empty until the user saves
+    assert not window.isWindowModified()
     assert window.store.list() == []
     shown = wizard.currentPage()
     assert shown.intro.isVisible() and shown.intro.text() == WHAT_YOU_SEE["Model"]
@@ -78,7 +87,8 @@ def test_the_about_box_names_version_catalog_date_and_data_folders(qtbot, user_d
     window = open_default(qtbot)
     text = window.help.about_text()
     assert text.startswith("tuneplan 0.1.0")  # pyproject.toml's version
-    assert "Catalog (GPUs, models, prices) retrieved 2026-11-29" in text  # resources/catalog/*.json "retrieved"
+    # resources/catalog/*.json "retrieved"
+    assert "Catalog (GPUs, models, prices) retrieved 2026-11-29" in text
     assert str(user_dirs / "data") in text and str(user_dirs / "config") in text
     close(window)
 
@@ -91,8 +101,13 @@ def test_probe_this_machine_connects_here_and_runs_the_quick_suite(qtbot, tmp_pa
         return choice
 
     store = ProbeStore(tmp_path / "probes.db")
-    pane = ProbePane(InlineExecutor(), store, run_suite=ReplayRunner(), make_options=record,
-                     known_hosts_file=tmp_path / "known_hosts")
+    pane = ProbePane(
+        InlineExecutor(),
+        store,
+        run_suite=ReplayRunner(),
+        make_options=record,
+        known_hosts_file=tmp_path / "known_hosts",
+    )
     qtbot.addWidget(pane)
     pane.resize(1280, 900)
     with qtbot.waitExposed(pane):

@@ -1,7 +1,9 @@
-"""Same behaviour, drawn: the text of plan PDFs is byte-identical to its golden file (see tests/golden/golden.py).
+"""Same behaviour, drawn: the text of plan PDFs is byte-identical to its golden file (see
+tests/golden/golden.py).
 
-The PDF is drawn by the real renderer and read back with pypdf, as a reader's PDF tool would read it; the text is
-NFKC-normalised and runs of blanks are collapsed (pypdf's tabs), nothing else. ``--regen-golden`` rewrites it.
+The PDF is drawn by the real renderer and read back with pypdf, as a reader's PDF tool would read
+it; the text is NFKC-normalised and runs of blanks are collapsed (pypdf's tabs), nothing else.
+``--regen-golden`` rewrites it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ def pdf_text(name: str, tmp_path: Path) -> str:
     from gui.pdf import render_report
 
     with frozen_today():
-        report = build_report(analyse(PlanRequest.model_validate(REQUESTS[name]), today=TODAY), TODAY)
+        report = build_report(
+            analyse(PlanRequest.model_validate(REQUESTS[name]), today=TODAY), TODAY
+        )
     path = tmp_path / f"{name}.pdf"
     render_report(report, path)
     text = "\n".join(page.extract_text() or "" for page in PdfReader(path).pages)
@@ -45,4 +49,6 @@ def test_plan_pdf_text_matches_golden(name: str, qapp, tmp_path: Path, regen: bo
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(actual)
         return
-    assert actual == golden.read_text(), f"the text of {name}'s PDF differs from tests/golden/expected/pdf_text"
+    assert actual == golden.read_text(), (
+        f"the text of {name}'s PDF differs from tests/golden/expected/pdf_text"
+    )

@@ -1,4 +1,5 @@
-"""Library: save from the wizard, reopen, rename, duplicate, delete with undo, compare, import and export."""
+"""Library: save from the wizard, reopen, rename, duplicate, delete with undo, compare, import and
+export."""
 
 from __future__ import annotations
 
@@ -30,8 +31,15 @@ def test_save_reopen_and_update(qtbot, window):
     library = window.library
     assert library.model.rowCount() == 1
     row = library.model.row(0)
-    expected = plan(PlanRequest.model_validate({"model": {"preset": "llama-3.1-8b"},
-                                                "data": {"tokens": "2e8"}, "training": {"method": "lora"}}))
+    expected = plan(
+        PlanRequest.model_validate(
+            {
+                "model": {"preset": "llama-3.1-8b"},
+                "data": {"tokens": "2e8"},
+                "training": {"method": "lora"},
+            }
+        )
+    )
     assert row.cells[1] == "llama-3.1-8b" and row.cells[2] == "lora"
     assert window.store.get(first).cost_usd == expected.cost.total_usd
     # Reopen in the wizard: the request comes back, and saving again updates the same plan.
@@ -78,8 +86,9 @@ def test_rename_duplicate_delete_and_undo(qtbot, window):
 
 
 def test_undo_brings_a_deleted_plan_back_after_another_save(qtbot, window):
-    """Delete the newest plan, save a new one from the wizard, then press Undo in the library: the deleted plan
-    comes back beside the new one (its id had gone to the new plan, and Undo failed with the plan lost)."""
+    """Delete the newest plan, save a new one from the wizard, then press Undo in the library: the
+    deleted plan comes back beside the new one (its id had gone to the new plan, and Undo failed
+    with the plan lost)."""
     save_variant(qtbot, window, "2e8", "lora")
     newest = save_variant(qtbot, window, "3e8", "lora")
     library = window.library
@@ -91,7 +100,10 @@ def test_undo_brings_a_deleted_plan_back_after_another_save(qtbot, window):
     window.show_place("Library")
     click(qtbot, library.undo_button)
     assert sorted(library.model.row(i).cells[0] for i in range(library.model.rowCount())) == [
-        "2e8 tokens lora", "3e8 tokens lora", "4e8 tokens qlora"]
+        "2e8 tokens lora",
+        "3e8 tokens lora",
+        "4e8 tokens qlora",
+    ]
     assert window.store.get(saved).name == "4e8 tokens qlora"
     assert library.selected_ids() == [newest] and not library.error.isVisible()
 
@@ -105,7 +117,10 @@ def test_compare_highlights_differences(qtbot, window):
     dialog = library.compare_selected()
     assert dialog is not None
     qtbot.addWidget(dialog)
-    rows = {dialog.view.model.row(i).cells[0]: dialog.view.model.row(i) for i in range(dialog.view.model.rowCount())}
+    rows = {
+        dialog.view.model.row(i).cells[0]: dialog.view.model.row(i)
+        for i in range(dialog.view.model.rowCount())
+    }
     assert rows["method"].cells[1:] == ["lora", "qlora"]
     assert rows["method"].highlight == {1, 2}
     assert rows["setting: training.method"].highlight == {1, 2}
@@ -140,11 +155,20 @@ def test_export_and_import_request_json(qtbot, window, tmp_path: Path):
 
 def test_import_refuses_a_bad_request_with_the_field_named(qtbot, window, tmp_path: Path):
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8"},
-                               "training": {"method": "lorra"}}))
+    bad.write_text(
+        json.dumps(
+            {
+                "model": {"preset": "llama-3.1-8b"},
+                "data": {"tokens": "2e8"},
+                "training": {"method": "lorra"},
+            }
+        )
+    )
     window.library.import_json(bad)
     box = the_dialog(qtbot)
-    assert box.text().startswith("bad.json is not a valid plan request: training.method: 'lorra' is not allowed")
+    assert box.text().startswith(
+        "bad.json is not a valid plan request: training.method: 'lorra' is not allowed"
+    )
     press_ok(qtbot, box)
     assert window.store.list() == []
     broken = tmp_path / "broken.json"

@@ -35,21 +35,32 @@ def test_places_and_a_later_one(window):
 
 
 def test_shortcuts(window):
-    expected = {"new": "Ctrl+N", "open": "Ctrl+O", "save": "Ctrl+S", "pdf": "Ctrl+E", "quit": "Ctrl+Q"}
+    expected = {
+        "new": "Ctrl+N",
+        "open": "Ctrl+O",
+        "save": "Ctrl+S",
+        "pdf": "Ctrl+E",
+        "quit": "Ctrl+Q",
+    }
     for name, keys in expected.items():
         assert window.actions_by_name[name].shortcut() == QKeySequence(keys), name
 
 
 def test_geometry_is_remembered(qtbot, executor, tmp_path: Path):
     ini = str(tmp_path / "geometry.ini")
-    first = MainWindow(executor, PlanStore(tmp_path / "a.db"), QSettings(ini, QSettings.Format.IniFormat))
+    first = MainWindow(
+        executor, PlanStore(tmp_path / "a.db"), QSettings(ini, QSettings.Format.IniFormat)
+    )
     qtbot.addWidget(first)
     first.show()
-    first.setGeometry(QRect(3, 4, 700, 433))  # the offscreen screen is 800×600; the window's minimum is wider
+    # the offscreen screen is 800×600; the window's minimum is wider
+    first.setGeometry(QRect(3, 4, 700, 433))
     size = (first.width(), first.height())
     assert size[1] == 433
     first.close()
-    second = MainWindow(executor, PlanStore(tmp_path / "a.db"), QSettings(ini, QSettings.Format.IniFormat))
+    second = MainWindow(
+        executor, PlanStore(tmp_path / "a.db"), QSettings(ini, QSettings.Format.IniFormat)
+    )
     qtbot.addWidget(second)
     assert (second.width(), second.height()) == size
     second.close()
@@ -72,11 +83,15 @@ def test_every_control_has_an_accessible_name(window):
     for widget in window.findChildren(QWidget):
         if not isinstance(widget, kinds) or widget.parent() is None:
             continue
-        if type(widget).__name__ in ("QScrollBar", "QHeaderView") or widget.objectName().startswith("qt_"):
+        if type(widget).__name__ in ("QScrollBar", "QHeaderView") or widget.objectName().startswith(
+            "qt_"
+        ):
             continue
         if internal(widget):
             continue
-        name = widget.accessibleName() or (widget.text() if isinstance(widget, QAbstractButton) else "")
+        name = widget.accessibleName() or (
+            widget.text() if isinstance(widget, QAbstractButton) else ""
+        )
         if not name:
             unnamed.append(f"{type(widget).__name__} in {type(widget.parent()).__name__}")
     assert not unnamed, unnamed
@@ -121,8 +136,9 @@ def test_export_json_and_pdf(qtbot, window, tmp_path: Path):
 
 
 def test_exports_replace_a_planted_link_and_refuse_a_pipe(qtbot, window, tmp_path: Path):
-    """The window's exports go through the one writer (core/output_file.py): a symlink at the chosen name is
-    replaced, its target left as it was; a named pipe there is said on the status line, not waited on."""
+    """The window's exports go through the one writer (core/output_file.py): a symlink at the chosen
+    name is replaced, its target left as it was; a named pipe there is said on the status line, not
+    waited on."""
     settle(qtbot, window.wizard.state)
     victim = tmp_path / "victim.txt"
     victim.write_text("the user's own file\n")
@@ -131,8 +147,12 @@ def test_exports_replace_a_planted_link_and_refuse_a_pipe(qtbot, window, tmp_pat
     assert window.export_json(tmp_path / "plan.json") is not None
     window.export_pdf(tmp_path / "plan.pdf")
     assert victim.read_text() == "the user's own file\n"
-    assert not (tmp_path / "plan.json").is_symlink() and json.loads((tmp_path / "plan.json").read_text())
-    assert not (tmp_path / "plan.pdf").is_symlink() and (tmp_path / "plan.pdf").read_bytes().startswith(b"%PDF")
+    assert not (tmp_path / "plan.json").is_symlink() and json.loads(
+        (tmp_path / "plan.json").read_text()
+    )
+    assert not (tmp_path / "plan.pdf").is_symlink() and (
+        tmp_path / "plan.pdf"
+    ).read_bytes().startswith(b"%PDF")
     os.mkfifo(tmp_path / "pipe.json")
     assert window.export_json(tmp_path / "pipe.json") is None
     assert "pipe.json is a named pipe, not a file" in window.statusBar().currentMessage()

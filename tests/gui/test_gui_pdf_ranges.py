@@ -1,7 +1,9 @@
-"""The PDF report shows a plan's likely ranges, read back with pypdf: the headline table's wall time, throughput and
-total cost as 'likely X (range A–B)', and a line saying where the ranges come from; none of it without a band.
+"""The PDF report shows a plan's likely ranges, read back with pypdf: the headline table's wall
+time, throughput and total cost as 'likely X (range A–B)', and a line saying where the ranges come
+from; none of it without a band.
 
-`tuneplan report` runs in this process with the test's own bands (tests/bands.py), as a user runs it.
+`tuneplan report` runs in this process with the test's own bands (tests/bands.py), as a user runs
+it.
 """
 
 from __future__ import annotations
@@ -40,17 +42,23 @@ def squash(text: str) -> str:
 def test_the_headline_and_summary_show_the_likely_range_and_its_basis(qapp, tmp_path, monkeypatch):
     text, plan = report(tmp_path, monkeypatch, bands=True)
     t, cost = plan["time"], plan["cost"]
-    hours = (f"likely {fmt_hours(t['hours'])} (range "
-             f"{fmt_hours_range(t['hours_range']['low'], t['hours_range']['high'], t['hours'])})")
-    usd = (f"likely {fmt_usd(cost['total_usd'])} (estimate range "
-           f"{fmt_usd_range(cost['total_usd_range']['low'], cost['total_usd_range']['high'], cost['total_usd'])})")
+    hours = (
+        f"likely {fmt_hours(t['hours'])} (range "
+        f"{fmt_hours_range(t['hours_range']['low'], t['hours_range']['high'], t['hours'])})"
+    )
+    usd = (
+        f"likely {fmt_usd(cost['total_usd'])} (estimate range "
+        f"{fmt_usd_range(cost['total_usd_range']['low'], cost['total_usd_range']['high'], cost['total_usd'])})"  # noqa: E501
+    )
     flat = squash(text)
     assert f"Wall time {hours}" in flat  # the headline table's row
     assert f"Total cost {usd}" in flat
     assert f"Time: {hours} wall" in flat  # the executive summary
     assert "calibration residuals (published ÷ planned)" in flat
-    assert (f"80% of held-out published runs of this kind fell inside (regime: {B.REGIME}, from {B.CASES} "
-            f"runs of {B.SOURCES} sources)") in flat
+    assert (
+        f"80% of held-out published runs of this kind fell inside (regime: {B.REGIME}, from "
+        f"{B.CASES} runs of {B.SOURCES} sources)"
+    ) in flat
 
 
 def test_without_a_band_the_report_claims_no_range(qapp, tmp_path, monkeypatch):

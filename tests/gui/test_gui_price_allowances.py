@@ -1,9 +1,10 @@
-"""The Time & cost page's "Also price …" boxes, clicked as a person clicks them: the headline's provider follows
-pricing.allow, and a node that pays for more GPUs than it uses says so.
+"""The Time & cost page's "Also price …" boxes, clicked as a person clicks them: the headline's
+provider follows pricing.allow, and a node that pays for more GPUs than it uses says so.
 
-Prices from the shipped rows' sources: RunPod Secure H100 SXM $3.99 and Community $2.69 (runpod.io, 2026-11-09),
-Vast.ai's median verified 1x H100 SXM offer $2.4024 (silybench, 2026-10-19), AWS p4de spot $1.0813 per GPU-hour
-(2026-11-09), Mithril's A100 auction floor $0.0625 (SkyPilot PR #9156), Lambda's 8x A100 80 GB $2.79.
+Prices from the shipped rows' sources: RunPod Secure H100 SXM $3.99 and Community $2.69 (runpod.io,
+2026-11-09), Vast.ai's median verified 1x H100 SXM offer $2.4024 (silybench, 2026-10-19), AWS p4de
+spot $1.0813 per GPU-hour (2026-11-09), Mithril's A100 auction floor $0.0625 (SkyPilot PR #9156),
+Lambda's 8x A100 80 GB $2.79.
 """
 
 from __future__ import annotations
@@ -25,11 +26,14 @@ def tick(qtbot, check: QCheckBox) -> None:
     qtbot.mouseClick(check, Qt.MouseButton.LeftButton, pos=QPoint(8, check.height() // 2))
 
 
-def test_allowing_marketplace_hosts_moves_a_one_gpu_h100_plan_from_runpod_secure_to_vast(qtbot, window):
+def test_allowing_marketplace_hosts_moves_a_one_gpu_h100_plan_from_runpod_secure_to_vast(
+    qtbot, window
+):
     wizard, state = window.wizard, window.wizard.state
     cost = wizard.cost_page
     go_to(qtbot, wizard, cost)
-    state.update_many({}, {"hardware": {"gpu": "H100-SXM", "gpus_per_node": 1}})  # as "Use selected" does
+    # as "Use selected" does
+    state.update_many({}, {"hardware": {"gpu": "H100-SXM", "gpus_per_node": 1}})
     settle(qtbot, state)
     box = cost.allow_marketplace.check
     assert box.text() == "Also price community/marketplace hosts" and not box.isChecked()
@@ -39,7 +43,10 @@ def test_allowing_marketplace_hosts_moves_a_one_gpu_h100_plan_from_runpod_secure
     tick(qtbot, box)
     settle(qtbot, state)
     assert box.isChecked() and state.get("pricing.allow") == ["marketplace"]
-    assert "at Vast.ai (H100 SXM 1x (marketplace median) in any region, marketplace)" in cost.headline.text()
+    assert (
+        "at Vast.ai (H100 SXM 1x (marketplace median) in any region, marketplace)"
+        in cost.headline.text()
+    )
     assert "× $2.40" in cost.items.index(0, 3).data()
 
     tick(qtbot, box)
@@ -63,7 +70,10 @@ def test_allowing_auction_offers_prices_an_8_gpu_a100_spot_plan_at_mithrils_floo
     tick(qtbot, box)
     settle(qtbot, state)
     assert state.get("pricing.allow") == ["auction"]
-    assert "at Mithril (via SkyPilot) (a100-80gb.sxm.8x in any region, auction)" in cost.headline.text()
+    assert (
+        "at Mithril (via SkyPilot) (a100-80gb.sxm.8x in any region, auction)"
+        in cost.headline.text()
+    )
     assert "× $0.06" in cost.items.index(0, 3).data()
 
 

@@ -1,8 +1,9 @@
-"""The window shows a plan's likely ranges as a person sees them: typed plan, Next to Time & cost and to Summary,
-'likely X (range A–B)' on screen with the coverage and regime beside it and the ranges' basis as a tooltip.
+"""The window shows a plan's likely ranges as a person sees them: typed plan, Next to Time & cost
+and to Summary, 'likely X (range A–B)' on screen with the coverage and regime beside it and the
+ranges' basis as a tooltip.
 
-The plans carry the test's own bands (tests/bands.py), planned on the worker thread as `tuneplan` runs them;
-without a band no page claims a range.
+The plans carry the test's own bands (tests/bands.py), planned on the worker thread as `tuneplan`
+runs them; without a band no page claims a range.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.real_window
 
 
 def plan_typed(qtbot, monkeypatch, store, settings, bands: bool):
-    """A window whose plans carry (or lack) bands; the person types 300M tokens and picks 8 H100-SXM."""
+    """A window whose plans carry (or lack) bands; the person types 300M tokens and picks 8
+    H100-SXM."""
     B.install(monkeypatch, bands=bands)
     window = open_window(qtbot, ThreadExecutor(), store, settings, debounce_ms=150)
     wizard = window.wizard
@@ -41,11 +43,11 @@ def likely_texts(r) -> dict[str, str]:
     t, c, usd = r.time, r.compute, r.cost
     return {
         "hours": f"likely {fmt_hours(t.hours)} (range "
-                 f"{fmt_hours_range(t.hours_range.low, t.hours_range.high, t.hours)})",
+        f"{fmt_hours_range(t.hours_range.low, t.hours_range.high, t.hours)})",
         "rate": f"likely {c.tokens_per_second:,.0f} tokens/s (range "
-                f"{fmt_rate_range(c.tokens_per_second_range.low, c.tokens_per_second_range.high)})",
+        f"{fmt_rate_range(c.tokens_per_second_range.low, c.tokens_per_second_range.high)})",
         "cost": f"likely {fmt_usd(usd.total_usd)} (estimate range "
-                f"{fmt_usd_range(usd.total_usd_range.low, usd.total_usd_range.high, usd.total_usd)})",
+        f"{fmt_usd_range(usd.total_usd_range.low, usd.total_usd_range.high, usd.total_usd)})",
     }
 
 
@@ -54,8 +56,10 @@ def test_time_and_cost_and_summary_show_the_likely_range(qtbot, monkeypatch, sto
     assert r.request.data.tokens == 3e8 and r.hardware.gpu == "H100-SXM"
     assert r.cost.total_usd is not None
     want = likely_texts(r)
-    note = (f"80% of held-out published runs of this kind fell inside (regime: {B.REGIME}, from {B.CASES} runs of "
-            f"{B.SOURCES} sources)")
+    note = (
+        f"80% of held-out published runs of this kind fell inside (regime: {B.REGIME}, from "
+        f"{B.CASES} runs of {B.SOURCES} sources)"
+    )
     cost = window.wizard.cost_page
     assert cost.headline.isVisible()
     assert f"{want['hours']} wall" in cost.headline.text()
@@ -68,9 +72,12 @@ def test_time_and_cost_and_summary_show_the_likely_range(qtbot, monkeypatch, sto
     summary = window.wizard.summary_page
     assert window.wizard.currentPage() is summary
     assert want["hours"] in summary.headline.text()
-    shown = {summary.figures.itemAt(i, summary.figures.ItemRole.FieldRole).widget().accessibleName():
-             summary.figures.itemAt(i, summary.figures.ItemRole.FieldRole).widget()
-             for i in range(summary.figures.rowCount())}
+    shown = {
+        summary.figures.itemAt(i, summary.figures.ItemRole.FieldRole)
+        .widget()
+        .accessibleName(): summary.figures.itemAt(i, summary.figures.ItemRole.FieldRole).widget()
+        for i in range(summary.figures.rowCount())
+    }
     assert shown["Wall time"].text() == want["hours"]
     assert shown["Throughput"].text() == want["rate"]
     assert shown["Total cost"].text() == want["cost"]
@@ -87,6 +94,8 @@ def test_without_a_band_no_page_claims_a_range(qtbot, monkeypatch, store, settin
     next_page(qtbot, window.wizard)
     summary = window.wizard.summary_page
     assert not summary.band.isVisible()
-    values = [summary.figures.itemAt(i, summary.figures.ItemRole.FieldRole).widget().text()
-              for i in range(summary.figures.rowCount())]
+    values = [
+        summary.figures.itemAt(i, summary.figures.ItemRole.FieldRole).widget().text()
+        for i in range(summary.figures.rowCount())
+    ]
     assert not any("likely" in v for v in values) and fmt_hours(r.time.hours) in values

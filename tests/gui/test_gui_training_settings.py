@@ -1,8 +1,10 @@
-"""The request's newer training settings, set the way a person sets them, and the step breakdown on screen.
+"""The request's newer training settings, set the way a person sets them, and the step breakdown on
+screen.
 
-Tensor parallel is typed into the Hardware page's "Advanced parallelism" group, checkpointing is chosen from its
-combo with the keyboard, a PEFT target list survives a load and a save, and the Time & cost page shows where a
-step's time goes (only the kinds of work that take time) with the achieved MFU.
+Tensor parallel is typed into the Hardware page's "Advanced parallelism" group, checkpointing is
+chosen from its combo with the keyboard, a PEFT target list survives a load and a save, and the Time
+& cost page shows where a step's time goes (only the kinds of work that take time) with the achieved
+MFU.
 """
 
 from __future__ import annotations
@@ -17,8 +19,12 @@ from core.planner.analysis import Analysis
 from core.planner.result import Candidate, PlanResult, StepBreakdown
 from tests.gui.wizard_driver import choose, click, next_page, settle, type_like_a_person
 
-LLAMA_8B_ON_8 = {"model": {"preset": "llama-3.1-8b"}, "data": {"tokens": "2e8", "seq_len": 4096},
-                 "training": {"method": "lora"}, "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}}
+LLAMA_8B_ON_8 = {
+    "model": {"preset": "llama-3.1-8b"},
+    "data": {"tokens": "2e8", "seq_len": 4096},
+    "training": {"method": "lora"},
+    "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1},
+}
 
 
 def open_request(qtbot, window, tmp_path: Path, request: dict) -> None:
@@ -38,7 +44,8 @@ def next_enabled(wizard) -> bool:
 
 
 def tick(qtbot, page, check) -> None:
-    """Scroll the box into view and click the box itself, not the middle of a row wider than its text."""
+    """Scroll the box into view and click the box itself, not the middle of a row wider than its
+    text."""
     page.scroll_area.ensureWidgetVisible(check)
     qtbot.mouseClick(check, Qt.MouseButton.LeftButton, pos=QPoint(8, check.height() // 2))
 
@@ -47,7 +54,9 @@ def field(page, path):
     return next(f for f in page.fields if f.path == path)
 
 
-def test_tensor_parallel_0_is_refused_beside_the_field_and_2_goes_into_the_request(qtbot, window, tmp_path):
+def test_tensor_parallel_0_is_refused_beside_the_field_and_2_goes_into_the_request(
+    qtbot, window, tmp_path
+):
     wizard, state = window.wizard, window.wizard.state
     open_request(qtbot, window, tmp_path, LLAMA_8B_ON_8)
     hardware = wizard.hardware_page
@@ -75,7 +84,10 @@ def test_tensor_parallel_0_is_refused_beside_the_field_and_2_goes_into_the_reque
 
 
 def test_a_loaded_request_with_parallelism_opens_the_group(qtbot, window, tmp_path):
-    request = {**LLAMA_8B_ON_8, "training": {"method": "lora", "tensor_parallel": 2, "sequence_parallel": True}}
+    request = {
+        **LLAMA_8B_ON_8,
+        "training": {"method": "lora", "tensor_parallel": 2, "sequence_parallel": True},
+    }
     open_request(qtbot, window, tmp_path, request)
     hardware = window.wizard.hardware_page
     go_to(qtbot, window.wizard, hardware)
@@ -84,7 +96,9 @@ def test_a_loaded_request_with_parallelism_opens_the_group(qtbot, window, tmp_pa
     assert group.tensor.edit.text() == "2" and group.sequence.check.isChecked()
 
 
-def test_sequence_parallel_without_tensor_parallel_is_the_hardware_pages_message(qtbot, window, tmp_path):
+def test_sequence_parallel_without_tensor_parallel_is_the_hardware_pages_message(
+    qtbot, window, tmp_path
+):
     wizard, state = window.wizard, window.wizard.state
     open_request(qtbot, window, tmp_path, LLAMA_8B_ON_8)
     hardware = wizard.hardware_page
@@ -93,21 +107,27 @@ def test_sequence_parallel_without_tensor_parallel_is_the_hardware_pages_message
     tick(qtbot, hardware, hardware.parallelism.sequence.check)
     settle(qtbot, state)
     assert state.get("training.sequence_parallel") is True
-    # The request's own rule (request.py TrainingSpec._coherent), shown once, on the page that holds the field.
+    # The request's own rule (request.py TrainingSpec._coherent), shown once, on the page that holds
+    # the field.
     assert hardware.page_error.isVisible()
-    assert hardware.page_error.text() == "training.sequence_parallel needs training.tensor_parallel of 2 or more"
+    assert (
+        hardware.page_error.text()
+        == "training.sequence_parallel needs training.tensor_parallel of 2 or more"
+    )
     assert not next_enabled(wizard)
     assert not wizard.method_page.page_errors()
 
 
-def test_choosing_selective_checkpointing_from_the_combo_puts_selective_in_the_request(qtbot, window):
+def test_choosing_selective_checkpointing_from_the_combo_puts_selective_in_the_request(
+    qtbot, window
+):
     wizard, state = window.wizard, window.wizard.state
     method = wizard.method_page
     go_to(qtbot, wizard, method)
     checkpointing = field(method, "training.gradient_checkpointing")
     settle(qtbot, state)
-    # Left out of the request: the combo shows what the plan runs with (the sample plan's search recomputes
-    # nothing) and that the planner chose it, not the request's default (true).
+    # Left out of the request: the combo shows what the plan runs with (the sample plan's search
+    # recomputes nothing) and that the planner chose it, not the request's default (true).
     assert checkpointing.combo.currentText() == "Off — chosen by the planner"
     assert state.get("training.gradient_checkpointing") is None
     choose(qtbot, checkpointing.combo, "selective")
@@ -122,13 +142,27 @@ def test_choosing_selective_checkpointing_from_the_combo_puts_selective_in_the_r
 
 
 def candidate(recompute: bool) -> Candidate:
-    return Candidate(gpu="H100-SXM", gpus_per_node=8, nodes=1, sharding="zero2", method="lora",
-                     gradient_checkpointing=recompute, micro_batch_size=2, fits=True, memory_per_gpu=40_000_000_000,
-                     hours=3.0, cost_usd=100.0, provider="aws", pareto=True, why="built by hand")
+    return Candidate(
+        gpu="H100-SXM",
+        gpus_per_node=8,
+        nodes=1,
+        sharding="zero2",
+        method="lora",
+        gradient_checkpointing=recompute,
+        micro_batch_size=2,
+        fits=True,
+        memory_per_gpu=40_000_000_000,
+        hours=3.0,
+        cost_usd=100.0,
+        provider="aws",
+        pareto=True,
+        why="built by hand",
+    )
 
 
 def test_using_a_candidate_with_recompute_keeps_selective_checkpointing(qtbot, window, tmp_path):
-    """A candidate says recompute on or off; "on" must not turn the person's selective recompute into full."""
+    """A candidate says recompute on or off; "on" must not turn the person's selective recompute
+    into full."""
     state = window.wizard.state
     open_request(qtbot, window, tmp_path, LLAMA_8B_ON_8)
     state.set("training.gradient_checkpointing", "selective")
@@ -156,11 +190,18 @@ def test_the_new_method_settings_go_into_the_request(qtbot, window):
     assert state.request is not None
     t = state.request.training
     assert (t.cross_entropy.value, t.framework.value, t.activation_offload, t.compile) == (
-        "fused", "torchtune", True, True)
+        "fused",
+        "torchtune",
+        True,
+        True,
+    )
 
 
 def test_a_peft_target_list_shows_as_a_comma_list_and_is_saved_as_the_list(qtbot, window, tmp_path):
-    request = {**LLAMA_8B_ON_8, "training": {"method": "lora", "lora_targets": ["q_proj", "v_proj"]}}
+    request = {
+        **LLAMA_8B_ON_8,
+        "training": {"method": "lora", "lora_targets": ["q_proj", "v_proj"]},
+    }
     open_request(qtbot, window, tmp_path, request)
     method = window.wizard.method_page
     go_to(qtbot, window.wizard, method)
@@ -174,10 +215,12 @@ def test_a_peft_target_list_shows_as_a_comma_list_and_is_saved_as_the_list(qtbot
     assert window.wizard.state.get("training.lora_targets") == "q_proj, k_proj"
 
 
-def with_step(result: PlanResult, step_time_s: float, breakdown: StepBreakdown, mfu: float,
-              hfu: float) -> PlanResult:
-    compute = result.compute.model_copy(update={"step_time_s": step_time_s, "step_breakdown_s": breakdown,
-                                                "mfu": mfu, "hfu": hfu})
+def with_step(
+    result: PlanResult, step_time_s: float, breakdown: StepBreakdown, mfu: float, hfu: float
+) -> PlanResult:
+    compute = result.compute.model_copy(
+        update={"step_time_s": step_time_s, "step_breakdown_s": breakdown, "mfu": mfu, "hfu": hfu}
+    )
     return result.model_copy(update={"compute": compute})
 
 
@@ -188,25 +231,39 @@ def test_the_step_breakdown_shows_the_parts_that_take_time(qtbot, window, tmp_pa
     go_to(qtbot, wizard, cost)
     analysis = state.analysis
     assert analysis is not None
-    # A step of 10 s built by hand: shares are each part over 10 s (6/10 = 60%, 2/10 = 20%, 1/10 = 10%,
-    # 0.5/10 = 5%); host transfer and the pipeline bubble are 0 and are not shown.
-    breakdown = StepBreakdown(gemm=6.0, attention=2.0, memory_bound=1.0, optimizer=0.5, exposed_comm=0.5)
-    shown = Analysis(result=with_step(analysis.result, 10.0, breakdown, 0.41, 0.55), figures=analysis.figures)
+    # A step of 10 s built by hand: shares are each part over 10 s (6/10 = 60%, 2/10 = 20%, 1/10 =
+    # 10%, 0.5/10 = 5%); host transfer and the pipeline bubble are 0 and are not shown.
+    breakdown = StepBreakdown(
+        gemm=6.0, attention=2.0, memory_bound=1.0, optimizer=0.5, exposed_comm=0.5
+    )
+    shown = Analysis(
+        result=with_step(analysis.result, 10.0, breakdown, 0.41, 0.55), figures=analysis.figures
+    )
     cost.show_analysis(shown)
     view = cost.step
-    assert view.shown_rows() == [("matmuls (GEMM)", "6 s", "60%"), ("attention", "2 s", "20%"),
-                                 ("memory-bound kernels", "1 s", "10%"), ("optimizer step", "0.5 s", "5%"),
-                                 ("exposed communication", "0.5 s", "5%")]
+    assert view.shown_rows() == [
+        ("matmuls (GEMM)", "6 s", "60%"),
+        ("attention", "2 s", "20%"),
+        ("memory-bound kernels", "1 s", "10%"),
+        ("optimizer step", "0.5 s", "5%"),
+        ("exposed communication", "0.5 s", "5%"),
+    ]
     for name in ("host transfer", "pipeline bubble"):
         assert not view.rows[name][0].isVisible()
     assert view.rows["matmuls (GEMM)"][0].isVisible()
-    assert view.mfu.text() == ("Achieved MFU (model-FLOPs utilisation): 41%; hardware-FLOPs utilisation (HFU) 55%")
+    assert view.mfu.text() == (
+        "Achieved MFU (model-FLOPs utilisation): 41%; hardware-FLOPs utilisation (HFU) 55%"
+    )
     assert view.summary.text().startswith("10 s per optimizer step of ")
     assert not view.empty.isVisible()
 
     # A plan whose step model gives no breakdown: no rows at all, and a line that says so.
-    cost.show_analysis(Analysis(result=with_step(analysis.result, 10.0, StepBreakdown(), 0.41, 0.0),
-                                figures=analysis.figures))
+    cost.show_analysis(
+        Analysis(
+            result=with_step(analysis.result, 10.0, StepBreakdown(), 0.41, 0.0),
+            figures=analysis.figures,
+        )
+    )
     assert view.shown_rows() == []
     assert view.empty.isVisible()
     assert view.mfu.text() == "Achieved MFU (model-FLOPs utilisation): 41%"
@@ -215,6 +272,10 @@ def test_the_step_breakdown_shows_the_parts_that_take_time(qtbot, window, tmp_pa
 def test_the_summary_names_mfu_as_achieved_model_flops_utilisation(qtbot, window):
     wizard = window.wizard
     go_to(qtbot, wizard, wizard.summary_page)
-    labels = [wizard.summary_page.figures.itemAt(i, wizard.summary_page.figures.ItemRole.LabelRole).widget().text()
-              for i in range(wizard.summary_page.figures.rowCount())]
+    labels = [
+        wizard.summary_page.figures.itemAt(i, wizard.summary_page.figures.ItemRole.LabelRole)
+        .widget()
+        .text()
+        for i in range(wizard.summary_page.figures.rowCount())
+    ]
     assert "Achieved MFU (model-FLOPs utilisation)" in labels and "MFU" not in labels

@@ -1,4 +1,5 @@
-"""Bad input shows one clear message at the right place, blocks Next, and keeps everything else typed."""
+"""Bad input shows one clear message at the right place, blocks Next, and keeps everything else
+typed."""
 
 from __future__ import annotations
 
@@ -45,15 +46,18 @@ def test_malformed_config_json_is_explained_under_the_box(qtbot, live_window):
     assert "line 1" in page.config_error.text()
     assert not next_enabled(wizard)
     assert not wizard.model_page.page_error.isVisible()  # said once, under the box
-    assert page.summary.text() == "" and state.analysis is None  # no figures of the model that was there before
+    # no figures of the model that was there before
+    assert page.summary.text() == "" and state.analysis is None
     # What was typed stays, and the rest of the request is untouched.
     assert page.config_edit.toPlainText().endswith('"num_hidden_layers": 32,')
     assert state.get("data.tokens") == "3e8" and state.get("training.lora_rank") == "64"
-    # Paste the rest of the JSON at its end: the message goes and the model is the one typed (32 layers, hidden
-    # 4096), not the preset.
+    # Paste the rest of the JSON at its end: the message goes and the model is the one typed (32
+    # layers, hidden 4096), not the preset.
     assert QApplication.focusWidget() is page.config_edit
-    QApplication.clipboard().setText(' "num_attention_heads": 14, "num_key_value_heads": 2, '
-                                     '"intermediate_size": 4864, "vocab_size": 151936, "tie_word_embeddings": true}')
+    QApplication.clipboard().setText(
+        ' "num_attention_heads": 14, "num_key_value_heads": 2, '
+        '"intermediate_size": 4864, "vocab_size": 151936, "tie_word_embeddings": true}'
+    )
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_End, Qt.KeyboardModifier.ControlModifier)
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
     settle(qtbot, state)
@@ -78,7 +82,8 @@ def drop_file(qtbot, wizard, page, path: Path) -> None:
     mime.setUrls([QUrl.fromLocalFile(str(path))])
     at = QPoint(5, 5)
     buttons, mods = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
-    enter = QDragEnterEvent(at, Qt.DropAction.CopyAction, mime, buttons, mods)  # QPoint: Qt's signature
+    # QPoint: Qt's signature
+    enter = QDragEnterEvent(at, Qt.DropAction.CopyAction, mime, buttons, mods)
     QApplication.sendEvent(page.config_edit.viewport(), enter)
     assert enter.isAccepted()
     drop = QDropEvent(at.toPointF(), Qt.DropAction.CopyAction, mime, buttons, mods)
@@ -86,8 +91,11 @@ def drop_file(qtbot, wizard, page, path: Path) -> None:
     settle(qtbot, wizard.state)
 
 
-def test_a_named_pipe_dropped_as_config_json_is_one_sentence_not_a_frozen_window(qtbot, window, tmp_path: Path):
-    """Reading a pipe nobody writes to blocks forever; the window refuses it before opening it for a read."""
+def test_a_named_pipe_dropped_as_config_json_is_one_sentence_not_a_frozen_window(
+    qtbot, window, tmp_path: Path
+):
+    """Reading a pipe nobody writes to blocks forever; the window refuses it before opening it for a
+    read."""
     fifo = tmp_path / "config.json"
     os.mkfifo(fifo)
     page = config_tab(qtbot, window.wizard)
@@ -103,19 +111,28 @@ def test_a_config_nested_thousands_deep_is_one_sentence_under_the_box(qtbot, win
     qtbot.mouseClick(page.config_edit.viewport(), Qt.MouseButton.LeftButton)
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
     settle(qtbot, window.wizard.state)
-    assert page.config_error.text() == "config.json nests deeper than JSON can be read here (at most 64 levels)"
+    assert (
+        page.config_error.text()
+        == "config.json nests deeper than JSON can be read here (at most 64 levels)"
+    )
     assert not next_enabled(window.wizard)
 
 
 def test_config_json_from_a_dropped_file(qtbot, window, tmp_path: Path):
-    # Qwen2.5-0.5B config.json keys (huggingface.co/Qwen/Qwen2.5-0.5B): 24 layers, hidden 896, 14 heads, 2 KV heads.
+    # Qwen2.5-0.5B config.json keys (huggingface.co/Qwen/Qwen2.5-0.5B): 24 layers, hidden 896, 14
+    # heads, 2 KV heads.
     cfg = tmp_path / "config.json"
-    cfg.write_text('{"hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14, '
-                   '"num_hidden_layers": 24, "num_key_value_heads": 2, "vocab_size": 151936, '
-                   '"tie_word_embeddings": true, "max_position_embeddings": 32768, "model_type": "qwen2"}')
+    cfg.write_text(
+        '{"hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14, '
+        '"num_hidden_layers": 24, "num_key_value_heads": 2, "vocab_size": 151936, '
+        '"tie_word_embeddings": true, "max_position_embeddings": 32768, "model_type": "qwen2"}'
+    )
     page = config_tab(qtbot, window.wizard)
     drop_file(qtbot, window.wizard, page, cfg)
-    assert not page.config_error.isVisible(), (page.config_error.text(), page.config_edit.toPlainText()[:80])
+    assert not page.config_error.isVisible(), (
+        page.config_error.text(),
+        page.config_edit.toPlainText()[:80],
+    )
     assert window.wizard.state.get("model.hidden_size") == 896
     assert "24 layers, hidden 896, 14 attention heads (2 key/value)" in page.summary.text()
     # Qwen reports 0.49B parameters for Qwen2.5-0.5B.
@@ -165,8 +182,8 @@ def test_sequence_longer_than_the_model_context_is_a_planner_error_at_the_field(
 
 
 def test_impossible_plan_is_explained_on_the_memory_page(qtbot, live_window):
-    """Llama 3.1 405B, full fine-tune, at most 8 GPUs: 405B × 16 bytes of model state = 6.5 TB, more than eight
-    of the largest cards in the catalog hold (8 × 192 GB = 1.5 TB)."""
+    """Llama 3.1 405B, full fine-tune, at most 8 GPUs: 405B × 16 bytes of model state = 6.5 TB, more
+    than eight of the largest cards in the catalog hold (8 × 192 GB = 1.5 TB)."""
     wizard, state = live_window.wizard, live_window.wizard.state
     for _ in range(4):
         next_page(qtbot, wizard)
@@ -176,7 +193,9 @@ def test_impossible_plan_is_explained_on_the_memory_page(qtbot, live_window):
     page = wizard.model_page
     type_like_a_person(qtbot, page.filter, "405b")
     index = page.proxy.index(0, 0)
-    qtbot.mouseClick(page.list.viewport(), Qt.MouseButton.LeftButton, pos=page.list.visualRect(index).center())
+    qtbot.mouseClick(
+        page.list.viewport(), Qt.MouseButton.LeftButton, pos=page.list.visualRect(index).center()
+    )
     next_page(qtbot, wizard)
     type_like_a_person(qtbot, field(wizard.data_page, "data.tokens").edit, "1.5B")
     next_page(qtbot, wizard)
@@ -212,7 +231,9 @@ def test_new_fields_are_validated_where_they_are(qtbot, live_window):
     files = field(wizard.data_page, "data.file_count")
     type_like_a_person(qtbot, files.edit, "0")
     settle(qtbot, state)
-    assert files.error.isVisible() and files.error.text() == "0 is out of range: use 1 to 1e12 files"
+    assert (
+        files.error.isVisible() and files.error.text() == "0 is out of range: use 1 to 1e12 files"
+    )
     assert not next_enabled(wizard)
     type_like_a_person(qtbot, files.edit, "")
     settle(qtbot, state)
@@ -252,7 +273,9 @@ def test_offload_without_sharding_is_a_page_message_on_method(qtbot, window):
     assert not next_enabled(wizard)
 
 
-def test_remembered_price_and_discount_go_to_the_user_overrides(qtbot, live_window, user_dirs: Path):
+def test_remembered_price_and_discount_go_to_the_user_overrides(
+    qtbot, live_window, user_dirs: Path
+):
     wizard, state = live_window.wizard, live_window.wizard.state
     state.update_many({}, {"hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1}})
     state.set("pricing.provider", "aws")

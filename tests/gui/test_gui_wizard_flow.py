@@ -1,5 +1,5 @@
-"""Drive the wizard end to end with keyboard and mouse, check every page's figures against core, then save,
-reopen, compare and export the way a user does."""
+"""Drive the wizard end to end with keyboard and mouse, check every page's figures against core,
+then save, reopen, compare and export the way a user does."""
 
 from __future__ import annotations
 
@@ -39,7 +39,9 @@ def field(page, path):
 
 def next_by_mouse(qtbot, wizard) -> None:
     button = wizard.button(QWizard.WizardButton.NextButton)
-    assert button.isEnabled(), f"Next is disabled on {wizard.currentPage().title()}: {wizard.state.errors}"
+    assert button.isEnabled(), (
+        f"Next is disabled on {wizard.currentPage().title()}: {wizard.state.errors}"
+    )
     click(qtbot, button)
     settle(qtbot, wizard.state)
 
@@ -65,7 +67,9 @@ def pick_preset(qtbot, page, preset: str) -> None:
     raise AssertionError(f"{preset} not listed")
 
 
-def click_row(qtbot, view, row: int, modifier=Qt.KeyboardModifier.NoModifier, double: bool = False) -> None:
+def click_row(
+    qtbot, view, row: int, modifier=Qt.KeyboardModifier.NoModifier, double: bool = False
+) -> None:
     rect = view.visualRect(view.model().index(row, 0))
     if double:  # as the system delivers it: press and release, then the double-click
         qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, modifier, rect.center())
@@ -80,8 +84,9 @@ def pdf_text(path: Path) -> str:
 
 
 def save_dialog_returns(monkeypatch, path: Path) -> None:
-    """The next save dialog is answered as a person answers it: the path typed into its file-name field over the
-    proposed name, then Enter. (A dialog still open 10 s on is closed, so the test fails instead of hanging.)"""
+    """The next save dialog is answered as a person answers it: the path typed into its file-name
+    field over the proposed name, then Enter. (A dialog still open 10 s on is closed, so the test
+    fails instead of hanging.)"""
     deadline = time.monotonic() + 10
 
     def answer() -> None:
@@ -125,10 +130,12 @@ def test_lora_plan_end_to_end(qtbot, live_window, tmp_path, monkeypatch):
     type_like_a_person(qtbot, field(data, "data.file_count").edit, "250000")
     settle(qtbot, state)
     assert state.request is not None and state.request.data.file_count == 250_000
-    # 200M tokens × 4 raw bytes per token (the default) = 800 MB of text; token ids of a 128k vocabulary take 4 bytes.
+    # 200M tokens × 4 raw bytes per token (the default) = 800 MB of text; token ids of a 128k
+    # vocabulary take 4 bytes.
     assert data.raw_size.text() == "800.00 MB"
     assert data.tokenized_size.text() == "800.00 MB"
-    # Default global batch: the power of two nearest 262,144 tokens / 4096 = 64 sequences → 262,144 tokens.
+    # Default global batch: the power of two nearest 262,144 tokens / 4096 = 64 sequences → 262,144
+    # tokens.
     assert data.tokens_per_step.text().startswith("262,144")
     result = planned(state)
     assert data.steps.text() == f"{result.compute.steps:,}"
@@ -143,7 +150,9 @@ def test_lora_plan_end_to_end(qtbot, live_window, tmp_path, monkeypatch):
     # Left out of the request, the precision in effect is the default, and the combo says so.
     assert precision.combo.currentText() == "AMP bf16 (fp32 master) — default"
     assert precision.combo.currentData() == "" and state.get("training.precision") is None
-    assert precision.combo.itemData(precision.combo.findText("AMP bf16 (fp32 master)")) == "amp_bf16"
+    assert (
+        precision.combo.itemData(precision.combo.findText("AMP bf16 (fp32 master)")) == "amp_bf16"
+    )
     assert method.method.combo.currentText() == "LoRA"
     type_like_a_person(qtbot, method.rank.edit, "32")
     choose(qtbot, field(method, "training.optimizer").combo, "adamw_8bit")
@@ -159,8 +168,10 @@ def test_lora_plan_end_to_end(qtbot, live_window, tmp_path, monkeypatch):
     core = analysed(state)
     m = core.result.memory
     assert fmt_bytes(m.per_gpu.total) in memory.headline.text()
-    shown = {memory.breakdown.row(i).cells[0]: memory.breakdown.row(i).cells[1]
-             for i in range(memory.breakdown.rowCount())}
+    shown = {
+        memory.breakdown.row(i).cells[0]: memory.breakdown.row(i).cells[1]
+        for i in range(memory.breakdown.rowCount())
+    }
     assert shown["weights"] == fmt_bytes(m.per_gpu.weights)
     assert shown["total"] == fmt_bytes(m.per_gpu.total)
     rows = [memory.gpus.row(i).cells for i in range(memory.gpus.rowCount())]
@@ -173,7 +184,9 @@ def test_lora_plan_end_to_end(qtbot, live_window, tmp_path, monkeypatch):
             assert cells[7] == g.error
     chart = memory.chart.chart
     assert chart is not None and chart == memory_chart(core.figures)
-    assert chart.labels() == [memory_label(g) for g in core.figures.memory_by_gpu if g.error is None]
+    assert chart.labels() == [
+        memory_label(g) for g in core.figures.memory_by_gpu if g.error is None
+    ]
     assert memory.chart.caption.isVisible() and "search picks" in memory.chart.caption.text()
     next_by_mouse(qtbot, wizard)
 
@@ -186,8 +199,11 @@ def test_lora_plan_end_to_end(qtbot, live_window, tmp_path, monkeypatch):
     chosen = view.model().index(0, 0).data(Qt.ItemDataRole.UserRole + 2)
     click(qtbot, hardware.use_button)
     settle(qtbot, state)
-    assert state.get("hardware") == {"gpu": chosen.gpu, "gpus_per_node": chosen.gpus_per_node,
-                                     "nodes": chosen.nodes}
+    assert state.get("hardware") == {
+        "gpu": chosen.gpu,
+        "gpus_per_node": chosen.gpus_per_node,
+        "nodes": chosen.nodes,
+    }
     assert state.analysis.result.hardware.gpu == chosen.gpu
     assert state.get("training.sharding") == chosen.sharding.value
     assert "you chose" in hardware.chosen.text()
@@ -200,7 +216,10 @@ def test_lora_plan_end_to_end(qtbot, live_window, tmp_path, monkeypatch):
     type_like_a_person(qtbot, field(cost, "assumptions.gpu_mtbf_hours").edit, "2000")
     choose(qtbot, field(cost, "assumptions.checkpoint_tier").combo, "object")
     settle(qtbot, state)
-    assert field(cost, "assumptions.checkpoint_tier").combo.currentText() == tier_figures("object").title
+    assert (
+        field(cost, "assumptions.checkpoint_tier").combo.currentText()
+        == tier_figures("object").title
+    )
     result = planned(state)
     assert result.request.assumptions.gpu_mtbf_hours == 2000
     assert state.analysis.result.checkpoint == result.checkpoint
@@ -226,9 +245,14 @@ def test_lora_plan_end_to_end(qtbot, live_window, tmp_path, monkeypatch):
     assert exported["cost"]["total_usd"] == result.cost.total_usd
     assert exported["request"]["training"]["optimizer"] == "adamw_8bit"
     save_dialog_returns(monkeypatch, tmp_path / "plan.pdf")
-    click(qtbot, summary.pdf_button)  # drawn on a worker; the status line says when the file is there
-    qtbot.waitUntil(lambda: live_window.statusBar().currentMessage().startswith(f"Exported {tmp_path / 'plan.pdf'}"),
-                    timeout=10000)
+    # drawn on a worker; the status line says when the file is there
+    click(qtbot, summary.pdf_button)
+    qtbot.waitUntil(
+        lambda: (
+            live_window.statusBar().currentMessage().startswith(f"Exported {tmp_path / 'plan.pdf'}")
+        ),
+        timeout=10000,
+    )
     text = pdf_text(tmp_path / "plan.pdf")
     assert fmt_hours(result.time.hours) in text and fmt_usd(result.cost.total_usd) in text
 
@@ -240,12 +264,16 @@ def test_lora_plan_end_to_end(qtbot, live_window, tmp_path, monkeypatch):
     assert live_window.stack.currentWidget() is wizard and wizard.currentId() == 0
     assert wizard.plan_id == records[0].id
     assert state.request == PlanRequest.model_validate(records[0].request)
-    assert state.request.assumptions.gpu_mtbf_hours == 2000 and state.request.data.file_count == 250_000
+    assert (
+        state.request.assumptions.gpu_mtbf_hours == 2000
+        and state.request.data.file_count == 250_000
+    )
 
 
 def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, live_window):
     wizard, state = live_window.wizard, live_window.wizard.state
-    live_window.save_as_new("default")  # the default LoRA plan, to compare with later; then New plan from the toolbar
+    # the default LoRA plan, to compare with later; then New plan from the toolbar
+    live_window.save_as_new("default")
     toolbar = live_window.findChild(QToolBar)
     click(qtbot, toolbar.widgetForAction(live_window.actions_by_name["new"]))
     settle(qtbot, state)
@@ -271,13 +299,18 @@ def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, live_window):
     type_like_a_person(qtbot, hardware.per_node.edit, "8")
     type_like_a_person(qtbot, hardware.nodes.edit, "2")
     settle(qtbot, state)
-    # No network named: the typical H100 node (one 400G rail per GPU) is assumed, and the hint says so.
+    # No network named: the typical H100 node (one 400G rail per GPU) is assumed, and the hint says
+    # so.
     assert "400 Gbit/s per GPU" in hardware.network.hint.text()
     typical = planned(state)
     choose(qtbot, hardware.network.combo, "ethernet")
     settle(qtbot, state)
-    assert state.get("hardware") == {"gpu": "H100-SXM", "gpus_per_node": "8", "nodes": "2",
-                                     "interconnect": "ethernet"}
+    assert state.get("hardware") == {
+        "gpu": "H100-SXM",
+        "gpus_per_node": "8",
+        "nodes": "2",
+        "interconnect": "ethernet",
+    }
     result = planned(state)
     assert state.analysis.result.compute == result.compute
     # Plain Ethernet is far slower than the typical 400G rails: more communication time per step.
@@ -289,16 +322,21 @@ def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, live_window):
     result = planned(state)
     assert result.hardware.gpus == 16 and result.request.training.method.value == "full"
     assert result.request.assumptions.zero_accounting == "paper"
-    # Full fine-tune with AdamW keeps gradients and optimizer states for every weight: both are non-zero.
+    # Full fine-tune with AdamW keeps gradients and optimizer states for every weight: both are
+    # non-zero.
     assert result.memory.per_gpu.gradients > 0 and result.memory.per_gpu.optimizer > 0
 
     back_by_keyboard(qtbot, wizard)
     memory = wizard.memory_page
     assert wizard.currentPage() is memory
     assert fmt_bytes(result.memory.per_gpu.total) in memory.headline.text()
-    planned_row = next(memory.gpus.row(i) for i in range(memory.gpus.rowCount())
-                       if memory.gpus.row(i).cells[0] == "H100-SXM")
-    # zero3 as chosen; recomputation left to the planner, which picks the faster that fits on these 16 GPUs
+    planned_row = next(
+        memory.gpus.row(i)
+        for i in range(memory.gpus.rowCount())
+        if memory.gpus.row(i).cells[0] == "H100-SXM"
+    )
+    # zero3 as chosen; recomputation left to the planner, which picks the faster that fits on these
+    # 16 GPUs
     recompute = ", recompute" if result.request.training.gradient_checkpointing else ""
     assert planned_row.cells[1] == f"2×8 zero3{recompute} (this plan)" and planned_row.bold
     for _ in range(3):
@@ -319,15 +357,22 @@ def test_full_fine_tune_on_chosen_hardware_then_compare(qtbot, live_window):
     dialog = library.compare_dialog
     assert dialog is not None
     qtbot.addWidget(dialog)
-    rows = {dialog.view.model.row(i).cells[0]: dialog.view.model.row(i) for i in range(dialog.view.model.rowCount())}
-    assert sorted(rows["method"].cells[1:]) == ["full", "lora"] and rows["method"].highlight == {1, 2}
+    rows = {
+        dialog.view.model.row(i).cells[0]: dialog.view.model.row(i)
+        for i in range(dialog.view.model.rowCount())
+    }
+    assert sorted(rows["method"].cells[1:]) == ["full", "lora"] and rows["method"].highlight == {
+        1,
+        2,
+    }
     assert rows["setting: hardware.interconnect"].highlight == {1, 2}
     assert rows["model"].highlight == set()
     assert rows["setting: data.tokens"].cells[1] == "200,000,000"  # whole numbers shown whole
 
 
 def test_pages_off_screen_draw_the_plan_when_shown(qtbot, live_window):
-    """Typing on the Data page redraws only the Data page; the Memory page catches up when it is shown."""
+    """Typing on the Data page redraws only the Data page; the Memory page catches up when it is
+    shown."""
     wizard, state = live_window.wizard, live_window.wizard.state
     next_by_mouse(qtbot, wizard)
     data = wizard.data_page
@@ -344,8 +389,18 @@ def test_pages_off_screen_draw_the_plan_when_shown(qtbot, live_window):
 
 def test_choosing_a_candidate_keeps_the_network_typed(qtbot, window):
     wizard, state = window.wizard, window.wizard.state
-    state.update_many({}, {"hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 2,
-                                        "interconnect": "roce", "inter_node_gbps": 1600}})
+    state.update_many(
+        {},
+        {
+            "hardware": {
+                "gpu": "H100-SXM",
+                "gpus_per_node": 8,
+                "nodes": 2,
+                "interconnect": "roce",
+                "inter_node_gbps": 1600,
+            }
+        },
+    )
     settle(qtbot, state)
     for _ in range(4):
         next_by_mouse(qtbot, wizard)
@@ -354,7 +409,10 @@ def test_choosing_a_candidate_keeps_the_network_typed(qtbot, window):
     click_row(qtbot, hardware.table, 0)
     click(qtbot, hardware.use_button)
     settle(qtbot, state)
-    assert state.get("hardware.interconnect") == "roce" and state.get("hardware.inter_node_gbps") == 1600
+    assert (
+        state.get("hardware.interconnect") == "roce"
+        and state.get("hardware.inter_node_gbps") == 1600
+    )
 
 
 class HeldExecutor:
@@ -401,7 +459,8 @@ def test_one_plan_at_a_time_and_the_latest_edit_wins(qtbot):
 
 
 def test_a_plan_that_lands_while_the_wizard_is_hidden_enables_next(qtbot, store, settings):
-    """Planning finishes while the user looks at the Library: back on the Memory page, Next works."""
+    """Planning finishes while the user looks at the Library: back on the Memory page, Next
+    works."""
     from gui import charts
     from gui.main_window import MainWindow
     from gui.workers import InlineExecutor
@@ -426,12 +485,14 @@ def test_a_plan_that_lands_while_the_wizard_is_hidden_enables_next(qtbot, store,
     window.show_place("Plan")
     qtbot.waitUntil(next_button.isEnabled, timeout=2000)
     assert state.analysis is not None
-    assert fmt_bytes(state.analysis.result.memory.per_gpu.total) in wizard.memory_page.headline.text()
+    assert (
+        fmt_bytes(state.analysis.result.memory.per_gpu.total) in wizard.memory_page.headline.text()
+    )
 
 
 def test_an_idle_wizard_does_not_keep_redrawing_itself(qtbot, window, monkeypatch):
-    """Telling QWizard a page's completeness from inside its showEvent made Qt show the page again, endlessly:
-    the event loop never idled (docs/performance.md, "Window")."""
+    """Telling QWizard a page's completeness from inside its showEvent made Qt show the page again,
+    endlessly: the event loop never idled (docs/performance.md, "Window")."""
     from gui.wizard import page as page_module
 
     shows: list[str] = []

@@ -87,16 +87,19 @@ def test_state_drops_a_result_for_an_older_edit(qtbot):
     state.set("data.tokens", "1e8")
     state.recompute_now()  # in flight for 1e8
     state.set("data.tokens", "3e8")
-    qtbot.waitUntil(lambda: state.analysis is not None and not state.busy and not state.pending, timeout=10000)
+    qtbot.waitUntil(
+        lambda: state.analysis is not None and not state.busy and not state.pending, timeout=10000
+    )
     assert state.analysis is not None and state.analysis.result.request.data.tokens == 3e8
     assert ex.stop_all(3000)
 
 
-def test_a_background_job_that_raises_shows_one_sentence_in_the_window_and_nothing_on_stderr(qtbot, store, settings,
-                                                                                             capfd):
-    """Work handed to the window's executor fails where no one catches it: the job itself (no error callback),
-    or the callback that receives its result. Either way the window says so in its status bar, in one sentence,
-    and the terminal stays quiet (no PySide traceback, no error lost)."""
+def test_a_background_job_that_raises_shows_one_sentence_in_the_window_and_nothing_on_stderr(
+    qtbot, store, settings, capfd
+):
+    """Work handed to the window's executor fails where no one catches it: the job itself (no error
+    callback), or the callback that receives its result. Either way the window says so in its status
+    bar, in one sentence, and the terminal stays quiet (no PySide traceback, no error lost)."""
     from gui.main_window import MainWindow
     from tests.gui.wizard_driver import settle
 
@@ -112,14 +115,19 @@ def test_a_background_job_that_raises_shows_one_sentence_in_the_window_and_nothi
             raise ValueError("the catalog override file ~/.config/tuneplan/gpus.json is not JSON")
 
         ex.submit(unreadable, lambda _value: None)
-        message = "A background task failed: the catalog override file ~/.config/tuneplan/gpus.json is not JSON."
+        message = (
+            "A background task failed: the catalog override file ~/.config/tuneplan/gpus.json is "
+            "not JSON."
+        )
         qtbot.waitUntil(lambda: window.statusBar().currentMessage() == message, timeout=3000)
 
         def show(pages: int) -> None:
             window.statusBar().showMessage(f"{100 // (pages - 3)} pages")
 
         ex.submit(lambda: 3, show)
-        message = "A background task failed: integer division or modulo by zero (ZeroDivisionError)."
+        message = (
+            "A background task failed: integer division or modulo by zero (ZeroDivisionError)."
+        )
         qtbot.waitUntil(lambda: window.statusBar().currentMessage() == message, timeout=3000)
         qtbot.wait(50)
         assert capfd.readouterr().err == ""
@@ -130,14 +138,28 @@ def test_a_background_job_that_raises_shows_one_sentence_in_the_window_and_nothi
 
 @pytest.mark.real_window
 def test_closing_the_window_while_a_plan_computes_prints_nothing(tmp_path):
-    """A person types a token count and closes the window before its plan arrives (Discard); the plan outlives
-    the window's 2 s wait for its workers and ends after Qt has gone. Nothing reaches the terminal: before, the
-    worker's hand-off raised "RuntimeError: Signal source has been deleted" there (tests/gui/close_while_planning)."""
+    """A person types a token count and closes the window before its plan arrives (Discard); the
+    plan outlives the window's 2 s wait for its workers and ends after Qt has gone. Nothing reaches
+    the terminal: before, the worker's hand-off raised "RuntimeError: Signal source has been
+    deleted" there (tests/gui/close_while_planning)."""
     env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "PYTHONWARNINGS")}
-    env.update(PYTHONPATH=str(ROOT), HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"),
-               XDG_CONFIG_HOME=str(tmp_path / "config"))
-    done = subprocess.run([sys.executable, "-m", "tests.gui.close_while_planning"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=180, check=False)
+    env.update(
+        PYTHONPATH=str(ROOT),
+        HOME=str(tmp_path),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.gui.close_while_planning"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["closing while planning: True", "worker finished"], done.stdout
+    assert done.stdout.splitlines() == ["closing while planning: True", "worker finished"], (
+        done.stdout
+    )
     assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr

@@ -1,6 +1,6 @@
-"""The Model page as a person uses it: the preset filter finds words in any order and any case, a new or opened
-plan shows its own model rather than a list the last filter emptied of it, and looking at the other tabs changes
-nothing until something is typed there."""
+"""The Model page as a person uses it: the preset filter finds words in any order and any case, a
+new or opened plan shows its own model rather than a list the last filter emptied of it, and looking
+at the other tabs changes nothing until something is typed there."""
 
 from __future__ import annotations
 
@@ -28,27 +28,34 @@ def click_tab(qtbot, tabs, text: str) -> None:
 
 
 def shown_presets(page) -> list[str]:
-    return [page.proxy.index(row, 0).data(Qt.ItemDataRole.UserRole) for row in range(page.proxy.rowCount())]
+    return [
+        page.proxy.index(row, 0).data(Qt.ItemDataRole.UserRole)
+        for row in range(page.proxy.rowCount())
+    ]
 
 
 def in_sight(page, preset: str) -> bool:
     """The preset's row is listed, selected, and inside the list's visible area."""
     rows = [page.proxy.index(row, 0) for row in range(page.proxy.rowCount())]
     row = next((i for i in rows if i.data(Qt.ItemDataRole.UserRole) == preset), None)
-    return (row is not None and page.list.selectionModel().isSelected(row)
-            and page.list.viewport().rect().contains(page.list.visualRect(row)))
+    return (
+        row is not None
+        and page.list.selectionModel().isSelected(row)
+        and page.list.viewport().rect().contains(page.list.visualRect(row))
+    )
 
 
 def test_words_in_any_order_and_case_find_the_model(qtbot, window):
-    """"llama 8b" found nothing: the filter looked for the text as one string. The presets expected are read by
-    hand from resources/catalog (the two whose name holds both "llama" and "8b")."""
+    """ "llama 8b" found nothing: the filter looked for the text as one string. The presets expected
+    are read by hand from resources/catalog (the two whose name holds both "llama" and "8b")."""
     page = window.wizard.model_page
     both = ["llama-3.1-8b", "deepseek-r1-distill-llama-8b"]
     type_like_a_person(qtbot, page.filter, "llama 8b")
     assert shown_presets(page) == both
     type_like_a_person(qtbot, page.filter, "8B LLAMA")
     assert shown_presets(page) == both
-    type_like_a_person(qtbot, page.filter, "llama3.1 8B")  # the name as Hugging Face spells it, without the dash
+    # the name as Hugging Face spells it, without the dash
+    type_like_a_person(qtbot, page.filter, "llama3.1 8B")
     assert shown_presets(page) == ["llama-3.1-8b"]
     assert page.selected.text() == "Selected: llama-3.1-8b"
     type_like_a_person(qtbot, page.filter, "qwen 7b")
@@ -57,16 +64,20 @@ def test_words_in_any_order_and_case_find_the_model(qtbot, window):
 
 
 def test_new_plan_shows_its_model_not_the_last_filter(qtbot, window):
-    """Pick a model through a filter, then File › New plan (Ctrl+N): the filter is empty and the new plan's
-    model is selected and in sight (the filter used to stay and hide it)."""
+    """Pick a model through a filter, then File › New plan (Ctrl+N): the filter is empty and the new
+    plan's model is selected and in sight (the filter used to stay and hide it)."""
     page, state = window.wizard.model_page, window.wizard.state
     type_like_a_person(qtbot, page.filter, "qwen 7b")
     index = page.proxy.index(shown_presets(page).index("qwen2.5-7b"), 0)
-    qtbot.mouseClick(page.list.viewport(), Qt.MouseButton.LeftButton, pos=page.list.visualRect(index).center())
+    qtbot.mouseClick(
+        page.list.viewport(), Qt.MouseButton.LeftButton, pos=page.list.visualRect(index).center()
+    )
     settle(qtbot, state)
     assert state.get("model") == {"preset": "qwen2.5-7b"}
     with answering(("Discard", None)):
-        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+        qtbot.keyClick(
+            QApplication.focusWidget(), Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier
+        )
     settle(qtbot, state)
     assert page.filter.text() == ""
     assert len(shown_presets(page)) == len(LABELS)
@@ -87,9 +98,10 @@ def test_an_opened_plan_shows_its_model_not_the_last_filter(qtbot, window, tmp_p
 
 
 def test_looking_at_the_parameter_count_and_config_tabs_changes_nothing(qtbot, window):
-    """Clicking the "Parameter count" tab showed "model needs exactly one of preset, hf_config, params or inline
-    config.json keys (got none)" in red at once and marked the plan unsaved; config.json's tab asked for a
-    paste in red. An empty tab now leaves the plan as it was, until something is typed there."""
+    """Clicking the "Parameter count" tab showed "model needs exactly one of preset, hf_config,
+    params or inline config.json keys (got none)" in red at once and marked the plan unsaved;
+    config.json's tab asked for a paste in red. An empty tab now leaves the plan as it was, until
+    something is typed there."""
     page, state = window.wizard.model_page, window.wizard.state
     assert not window.isWindowModified()
     for tab in ("Parameter count", "config.json", "Preset", "Parameter count"):
@@ -104,13 +116,19 @@ def test_looking_at_the_parameter_count_and_config_tabs_changes_nothing(qtbot, w
     settle(qtbot, state)
     assert state.get("model") == {"params": "13.5B"} and window.isWindowModified()
     assert page.summary.text().startswith("<b>13.5B (inferred shape)</b>: 13.50B parameters")
-    type_like_a_person(qtbot, page.params_edit, "")  # emptied: said in the page's words, not the schema's
+    # emptied: said in the page's words, not the schema's
+    type_like_a_person(qtbot, page.params_edit, "")
     assert page.params_error.isVisible()
-    assert page.params_error.text() == "type the parameter count, such as 7B, 7e9 or 13.5B, or pick a preset"
+    assert (
+        page.params_error.text()
+        == "type the parameter count, such as 7B, 7e9 or 13.5B, or pick a preset"
+    )
     assert not page.page_error.isVisible()
 
 
-TYPED = st.lists(st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), max_size=8), max_size=5)
+TYPED = st.lists(
+    st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), max_size=8), max_size=5
+)
 
 
 @given(TYPED, st.randoms(use_true_random=False), st.sampled_from(LABELS))
@@ -125,7 +143,9 @@ def test_order_and_case_of_the_words_never_matter(words: list[str], rnd, label: 
 
 
 @given(st.text(), st.sampled_from(LABELS))
-def test_any_text_filters_without_failing_and_blank_text_shows_everything(text: str, label: str) -> None:
+def test_any_text_filters_without_failing_and_blank_text_shows_everything(
+    text: str, label: str
+) -> None:
     words = filter_words(text)
     assert isinstance(shows(words, label), bool)
     if not any(c.isalnum() for c in text):

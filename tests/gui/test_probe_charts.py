@@ -1,5 +1,5 @@
-"""Live charts: the ring buffer, per-GPU history, and charts fed with real gpu-burn samples, painted only by
-the redraw timer."""
+"""Live charts: the ring buffer, per-GPU history, and charts fed with real gpu-burn samples, painted
+only by the redraw timer."""
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ def test_history_holds_an_hour_at_10_hz_and_restarts_stay_ascending():
     history = GpuHistory()
     assert history.capacity == 36000
     history.add([GpuMetric(t=t, gpu=0, power_w=100.0) for t in (0.0, 0.1, 0.2)])
-    history.add([GpuMetric(t=t, gpu=0, power_w=200.0) for t in (0.0, 0.1)])  # the stream restarted at 0
+    # the stream restarted at 0
+    history.add([GpuMetric(t=t, gpu=0, power_w=200.0) for t in (0.0, 0.1)])
     t, values = history.rings[0].last()
     assert np.all(np.diff(t) > 0)
     assert values[3].tolist() == [100.0, 100.0, 100.0, 200.0, 200.0]
@@ -64,7 +65,8 @@ def test_history_loads_a_stored_runs_samples_in_time_order(tmp_path):
     store = ProbeStore(tmp_path / "probes.db")
     run_id = store.start_run("box", "replay", ["burn"])
     burn = burn_metrics()
-    store.add_samples(run_id, [*burn[3:], *burn[:3], GpuMetric(t=0.5, gpu=1, power_w=50.0)])  # out of order
+    # out of order
+    store.add_samples(run_id, [*burn[3:], *burn[:3], GpuMetric(t=0.5, gpu=1, power_w=50.0)])
     table = store.load_run(run_id).samples
     store.close()
     history = GpuHistory()
@@ -72,9 +74,13 @@ def test_history_loads_a_stored_runs_samples_in_time_order(tmp_path):
     assert history.gpus == [0, 1]
     t, values = history.rings[0].last()
     assert t.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
-    assert values[CHANNEL["power_w"]].tolist() == pytest.approx([631.95, 631.0, 634.0, 633.0, 634.0, 636.0])
-    assert values[CHANNEL["mem_used_bytes"], 0] == pytest.approx(19818 / 1024)  # MiB → GiB, as the charts show
-    assert np.isnan(values[CHANNEL["mem_util_pct"]]).all()  # the store keeps no memory-controller column
+    assert values[CHANNEL["power_w"]].tolist() == pytest.approx(
+        [631.95, 631.0, 634.0, 633.0, 634.0, 636.0]
+    )
+    # MiB → GiB, as the charts show
+    assert values[CHANNEL["mem_used_bytes"], 0] == pytest.approx(19818 / 1024)
+    # the store keeps no memory-controller column
+    assert np.isnan(values[CHANNEL["mem_util_pct"]]).all()
 
 
 def test_charts_receive_real_burn_samples_but_paint_only_on_the_timer(qtbot):
@@ -118,14 +124,18 @@ def test_time_window_stays_fixed_and_only_the_visible_part_is_handed_over(qtbot)
     qtbot.addWidget(charts)
     charts.resize(1500, 700)
     charts.show()
-    charts.add_metrics([GpuMetric(t=float(t), gpu=g, util_pct=50.0) for t in range(0, 600) for g in (0, 1)])
+    charts.add_metrics(
+        [GpuMetric(t=float(t), gpu=g, util_pct=50.0) for t in range(0, 600) for g in (0, 1)]
+    )
     charts.redraw()
     assert charts.plots["util_pct"].getPlotItem().viewRange()[0] == pytest.approx([-300, 0])
     x, _y = charts.plots["util_pct"].curve(1).getOriginalDataset()
-    assert x[0] == -300.0 and x[-1] == 0.0 and len(x) == 301  # samples 299 … 599 s: the last five minutes
+    # samples 299 … 599 s: the last five minutes
+    assert x[0] == -300.0 and x[-1] == 0.0 and len(x) == 301
     charts.add_metrics([GpuMetric(t=600.0, gpu=g, util_pct=50.0) for g in (0, 1)])
     charts.redraw()
-    assert charts.plots["util_pct"].getPlotItem().viewRange()[0] == pytest.approx([-300, 0])  # did not move
+    # did not move
+    assert charts.plots["util_pct"].getPlotItem().viewRange()[0] == pytest.approx([-300, 0])
     charts.window_box.setCurrentIndex(charts.window_box.findText("whole run"))
     x, _y = charts.plots["util_pct"].curve(1).getOriginalDataset()
     assert x[0] == -600.0 and len(x) == 601
@@ -166,7 +176,8 @@ def test_timer_frames_spread_over_ticks_and_are_paced(qtbot):
     qtbot.wait(120)  # more than two 20 Hz ticks
     charts.add_metrics([GpuMetric(t=6.0, gpu=0, power_w=600.0)])
     width = max(p.getPlotItem().getViewBox().width() for p in charts.plots.values())
-    assert charts.frame_gap() >= 300 / width > 0.12  # a pixel column of the 5-minute window takes longer
+    # a pixel column of the 5-minute window takes longer
+    assert charts.frame_gap() >= 300 / width > 0.12
     charts._on_timer()
     assert charts._frame is None and charts.redraws == 1  # paced: nothing drawn yet
     charts.pace = False
@@ -197,13 +208,16 @@ def test_busbw_chart_uses_log_size_axis(qtbot):
     assert chart.points("busbw") == [(8.0, 0.0), (17179869184.0, 487.26)]
     axis = chart.getPlotItem().getAxis("bottom")
     assert isinstance(axis, SizeAxis)
-    assert fmt_size(17179869184) == "16 GiB" and fmt_size(8) == "8 B" and fmt_size(1536) == "1.5 KiB"
+    assert (
+        fmt_size(17179869184) == "16 GiB" and fmt_size(8) == "8 B" and fmt_size(1536) == "1.5 KiB"
+    )
     assert axis.tickStrings([math.log10(1024)], 1.0, 1.0) == ["1 KiB"]
 
 
 def test_a_cleared_point_chart_forgets_the_last_run_s_axes(qtbot):
-    """A new run's storage and compute charts used to keep the previous run's ranges and unit until its own
-    points came, so an empty chart read as if it had figures up to 3,000 MB/s, or in GFLOP/s."""
+    """A new run's storage and compute charts used to keep the previous run's ranges and unit until
+    its own points came, so an empty chart read as if it had figures up to 3,000 MB/s, or in
+    GFLOP/s."""
     chart = PointChart("Compute", "run time (s)", "TFLOP/s", small_unit=("GFLOP/s", 1e3))
     qtbot.addWidget(chart)
     chart.add("cpu", 40.0, 0.17)  # a CPU's 170 GFLOP/s: the axis switches to GFLOP/s
@@ -217,14 +231,17 @@ def test_a_cleared_point_chart_forgets_the_last_run_s_axes(qtbot):
 
 
 def test_a_long_failure_cause_wraps_and_does_not_widen_the_charts(qtbot):
-    # A failed GPU-metrics step says its cause (up to 300 characters, core.probes.checks.base.short_error) in the
-    # status line: the line wraps, so the narrowest the charts can be stays what a short reason allows (unwrapped,
-    # the sentence alone held the window 1,743 pixels wide).
+    # A failed GPU-metrics step says its cause (up to 300 characters,
+    # core.probes.checks.base.short_error) in the status line: the line wraps, so the narrowest the
+    # charts can be stays what a short reason allows (unwrapped, the sentence alone held the window
+    # 1,743 pixels wide).
     short, long = LiveGpuCharts(), LiveGpuCharts()
     qtbot.addWidget(short)
     qtbot.addWidget(long)
     short.say_empty("skipped: no GPU")
-    cause = ("gpu_metrics failed: RuntimeError: " + "Numpy is not available in the host's Python " * 7)[:300]
+    cause = (
+        "gpu_metrics failed: RuntimeError: " + "Numpy is not available in the host's Python " * 7
+    )[:300]
     long.say_empty(cause)
     assert long.status.text() == f"No GPU samples: {cause}"
     assert long.status.minimumSizeHint().width() < 300

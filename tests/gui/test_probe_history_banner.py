@@ -1,5 +1,5 @@
-"""The Probe place says when its history cannot be kept, or where a damaged one went, instead of quietly using
-memory: the banner above the place and the status line."""
+"""The Probe place says when its history cannot be kept, or where a damaged one went, instead of
+quietly using memory: the banner above the place and the status line."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from gui.probe.pane import ProbePane
 from gui.workers import InlineExecutor
 
 
-def test_a_history_written_by_a_newer_tuneplan_is_left_alone_and_the_banner_says_so(qtbot, tmp_path, monkeypatch):
+def test_a_history_written_by_a_newer_tuneplan_is_left_alone_and_the_banner_says_so(
+    qtbot, tmp_path, monkeypatch
+):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     db = tmp_path / "xdg" / "tuneplan" / "probes.db"
     db.parent.mkdir(parents=True)

@@ -1,5 +1,5 @@
-"""Adding a host in the Probe place, as a person does it: the dialog opens clean, says what is wrong once
-something is typed, and its messages wrap inside it instead of being cut off."""
+"""Adding a host in the Probe place, as a person does it: the dialog opens clean, says what is wrong
+once something is typed, and its messages wrap inside it instead of being cut off."""
 
 from __future__ import annotations
 
@@ -41,12 +41,17 @@ def test_the_add_host_dialog_shows_no_error_before_anything_is_typed(qtbot, prob
     type_keys(qtbot, "ubuntu@10.0.0.5:2222")
     assert dialog.error.text() == "" and save.isEnabled()
     click(qtbot, save)
-    assert probe_store.host("lambda-1") == HostProfile(name="lambda-1", target="ubuntu@10.0.0.5:2222")
+    assert probe_store.host("lambda-1") == HostProfile(
+        name="lambda-1", target="ubuntu@10.0.0.5:2222"
+    )
 
 
-def test_a_port_field_that_disagrees_with_the_target_s_port_is_said_before_saving(qtbot, probe_store, tmp_path):
-    """The form's Port beside a target that names another port: the sentence the command line gives for
-    --port beside such a target (tests/cli/test_cli_probe.py), shown as the user types, never one dropped."""
+def test_a_port_field_that_disagrees_with_the_target_s_port_is_said_before_saving(
+    qtbot, probe_store, tmp_path
+):
+    """The form's Port beside a target that names another port: the sentence the command line gives
+    for --port beside such a target (tests/cli/test_cli_probe.py), shown as the user types, never
+    one dropped."""
     pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner())
     dialog = open_add_dialog(qtbot, pane)
     save = dialog.buttons.button(QDialogButtonBox.StandardButton.Save)
@@ -57,8 +62,10 @@ def test_a_port_field_that_disagrees_with_the_target_s_port_is_said_before_savin
     click_into(qtbot, dialog.port)
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
     type_keys(qtbot, "2222")
-    assert dialog.error.text() == ("target: target 'root@10.0.0.9:2022' names port 2022 and port 2222 is also "
-                                   "given; give the port once")
+    assert dialog.error.text() == (
+        "target: target 'root@10.0.0.9:2022' names port 2022 and port 2222 is also "
+        "given; give the port once"
+    )
     assert not save.isEnabled()
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
     type_keys(qtbot, "2022")
@@ -86,8 +93,12 @@ def test_a_long_host_error_wraps_inside_the_dialog(qtbot, probe_store, tmp_path)
     qtbot.wait(20)
     error = dialog.error
     assert error.text().startswith("target: host 'fe80::1 and then some words")
-    assert error.wordWrap() and error.height() >= error.heightForWidth(error.width())  # every line shows
-    assert dialog.rect().contains(error.geometry()) and error.geometry().bottom() < dialog.buttons.geometry().top()
+    # every line shows
+    assert error.wordWrap() and error.height() >= error.heightForWidth(error.width())
+    assert (
+        dialog.rect().contains(error.geometry())
+        and error.geometry().bottom() < dialog.buttons.geometry().top()
+    )
     # the placeholders read in full at the dialog's width
     for field in (dialog.name, dialog.target, dialog.identity):
         assert field.width() > field.fontMetrics().horizontalAdvance(field.placeholderText())
@@ -95,15 +106,18 @@ def test_a_long_host_error_wraps_inside_the_dialog(qtbot, probe_store, tmp_path)
 
 
 def test_the_host_s_python_is_typed_once_saved_and_used_by_its_runs(qtbot, probe_store, tmp_path):
-    """A box whose torch lives in a venv: the form had no interpreter field, so the all-reduce and distributed
-    checks were skipped and told the user to use --python, which the window does not have."""
+    """A box whose torch lives in a venv: the form had no interpreter field, so the all-reduce and
+    distributed checks were skipped and told the user to use --python, which the window does not
+    have."""
     pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner())
     dialog = open_add_dialog(qtbot, pane)
     click_into(qtbot, dialog.name)
     type_keys(qtbot, "venv-box")
     click_into(qtbot, dialog.target)
     type_keys(qtbot, "ubuntu@10.0.0.5")
-    python_field = next(f for f in dialog.findChildren(QLineEdit) if f.accessibleName() == "Python interpreter")
+    python_field = next(
+        f for f in dialog.findChildren(QLineEdit) if f.accessibleName() == "Python interpreter"
+    )
     click_into(qtbot, python_field)
     type_keys(qtbot, "~/venv/bin/python")
     click(qtbot, dialog.buttons.button(QDialogButtonBox.StandardButton.Save))
@@ -114,21 +128,23 @@ def test_the_host_s_python_is_typed_once_saved_and_used_by_its_runs(qtbot, probe
         click(qtbot, pane.hosts.buttons["edit"])
     again = opened.args[0]
     qtbot.waitExposed(again)
-    assert next(f for f in again.findChildren(QLineEdit) if f.accessibleName() == "Python interpreter").text() == (
-        "~/venv/bin/python")
+    assert next(
+        f for f in again.findChildren(QLineEdit) if f.accessibleName() == "Python interpreter"
+    ).text() == ("~/venv/bin/python")
     again.reject()
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=80))
 def test_any_python_typed_is_taken_or_refused_in_one_sentence(text):
-    """Whatever is typed or pasted into the Python field: empty means "look for one", anything else is kept as
-    typed, or refused with one sentence naming the field (never an exception)."""
+    """Whatever is typed or pasted into the Python field: empty means "look for one", anything else
+    is kept as typed, or refused with one sentence naming the field (never an exception)."""
     error = python_error(text)
     if not text.strip():
         assert error is None
     elif "\0" in text.strip() or any(len(f"a{c}a".splitlines()) > 1 for c in text.strip()):
-        # a NUL, or any line break Python's splitlines knows (VT, FF, NEL, U+2028, ...), as the runner refuses
+        # a NUL, or any line break Python's splitlines knows (VT, FF, NEL, U+2028, ...), as the
+        # runner refuses
         assert error is not None and error.startswith("python: ") and "\n" not in error
     else:
         assert error is None

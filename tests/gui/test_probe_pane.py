@@ -1,5 +1,5 @@
-"""The Probe pane end to end with the GPU replayed: hosts, connect to this machine, run, live charts, stop,
-scorecard, history (reopen, compare), apply to plan and export."""
+"""The Probe pane end to end with the GPU replayed: hosts, connect to this machine, run, live
+charts, stop, scorecard, history (reopen, compare), apply to plan and export."""
 
 from __future__ import annotations
 
@@ -31,8 +31,13 @@ from gui.workers import InlineExecutor, ThreadExecutor
 
 
 def make_pane(qtbot, store, tmp_path, runner=None, executor=None):
-    pane = ProbePane(executor or InlineExecutor(), store, run_suite=runner or ReplayRunner(),
-                     make_options=lambda choice: choice, known_hosts_file=tmp_path / "known_hosts")
+    pane = ProbePane(
+        executor or InlineExecutor(),
+        store,
+        run_suite=runner or ReplayRunner(),
+        make_options=lambda choice: choice,
+        known_hosts_file=tmp_path / "known_hosts",
+    )
     qtbot.addWidget(pane)
     pane.resize(1280, 900)
     pane.show()
@@ -50,7 +55,9 @@ def connect_local(qtbot, pane):
     assert pane.start_button.isEnabled()
 
 
-def test_this_machine_run_streams_into_charts_and_ends_with_the_scorecard(qtbot, probe_store, tmp_path):
+def test_this_machine_run_streams_into_charts_and_ends_with_the_scorecard(
+    qtbot, probe_store, tmp_path
+):
     runner = ReplayRunner()
     pane = make_pane(qtbot, probe_store, tmp_path, runner)
     assert not pane.start_button.isEnabled()  # not connected yet
@@ -61,7 +68,8 @@ def test_this_machine_run_streams_into_charts_and_ends_with_the_scorecard(qtbot,
     assert isinstance(choice, SuiteChoice) and choice.suite == ("inventory", "storage")
     assert choice.data_path == str(tmp_path)
     assert runner.calls[0]["host"] == LOCAL_NAME
-    # live charts: the last dmon power reading and the last busbw row of the sweep, read from the fixtures
+    # live charts: the last dmon power reading and the last busbw row of the sweep, read from the
+    # fixtures
     pane.gpu_charts.redraw()
     assert pane.gpu_charts.latest("power_w", 0) == 636.0
     assert pane.gpu_charts.latest("temp_c", 0) == 65.0
@@ -84,11 +92,30 @@ def test_this_machine_run_streams_into_charts_and_ends_with_the_scorecard(qtbot,
 
 def test_status_cells_are_coloured_by_status(qtbot, probe_store, tmp_path):
     pane = make_pane(qtbot, probe_store, tmp_path)
-    card = Scorecard(verdict=Verdict.not_ready, summary="NOT READY: one check failed.", checks=[
-        Check(area="health", name="Xid", status=CheckStatus.fail, measured="Xid 79", expected="none",
-              source="NVIDIA Xid catalog", reason="GPU fell off the bus"),
-        Check(area="storage", name="Free space", status=CheckStatus.passed, measured="40 % used",
-              expected="< 80 % used", source="stas00", reason="plenty of room")])
+    card = Scorecard(
+        verdict=Verdict.not_ready,
+        summary="NOT READY: one check failed.",
+        checks=[
+            Check(
+                area="health",
+                name="Xid",
+                status=CheckStatus.fail,
+                measured="Xid 79",
+                expected="none",
+                source="NVIDIA Xid catalog",
+                reason="GPU fell off the bus",
+            ),
+            Check(
+                area="storage",
+                name="Free space",
+                status=CheckStatus.passed,
+                measured="40 % used",
+                expected="< 80 % used",
+                source="stas00",
+                reason="plenty of room",
+            ),
+        ],
+    )
     pane.scorecard_view.show_scorecard(card)
     model = pane.scorecard_view.model
     assert pane.scorecard_view.statuses() == {"Xid": "FAIL", "Free space": "PASS"}
@@ -96,8 +123,10 @@ def test_status_cells_are_coloured_by_status(qtbot, probe_store, tmp_path):
     assert model.index(1, 0).data(Qt.ItemDataRole.BackgroundRole).color().name() == "#2e7d32"
     assert model.index(0, 4).data() == "GPU fell off the bus"
     # the worst check is selected and spelled out under the table
-    assert pane.scorecard_view.detail.text() == ("Xid — FAIL. Measured: Xid 79. Expected: none. Source: NVIDIA Xid "
-                                                  "catalog. GPU fell off the bus")
+    assert pane.scorecard_view.detail.text() == (
+        "Xid — FAIL. Measured: Xid 79. Expected: none. Source: NVIDIA Xid "
+        "catalog. GPU fell off the bus"
+    )
     assert "NOT READY" in pane.scorecard_view.banner.text()
     assert "#c62828" in pane.scorecard_view.banner.styleSheet()
 
@@ -110,10 +139,13 @@ def test_stop_cancels_a_run_mid_burn(qtbot, probe_store, tmp_path):
         connect_local(qtbot, pane)
         click(qtbot, pane.start_button)
         progress = pane.display.run_progress
-        qtbot.waitUntil(lambda: progress.probe is not None and progress.probe.name == "burn",
-                        timeout=10000)
+        qtbot.waitUntil(
+            lambda: progress.probe is not None and progress.probe.name == "burn", timeout=10000
+        )
         assert pane.running and pane.stop_button.isEnabled()
-        qtbot.waitUntil(lambda: "30 s" in pane.eta.text() or "0:30" in pane.eta.text(), timeout=5000)
+        qtbot.waitUntil(
+            lambda: "30 s" in pane.eta.text() or "0:30" in pane.eta.text(), timeout=5000
+        )
         click(qtbot, pane.stop_button)
         qtbot.waitUntil(lambda: not pane.running, timeout=10000)
         assert runner.cancel_seen.is_set()
@@ -126,8 +158,9 @@ def test_stop_cancels_a_run_mid_burn(qtbot, probe_store, tmp_path):
 
 
 class SlowToEnd(ReplayRunner):
-    """The replay held at its burn until stopped, whose stream ends a while after its RunFinished, as a real run's
-    does while it joins a worker thread slow to stop (core.probes.run.run_queue.drain waits up to 5 s for each)."""
+    """The replay held at its burn until stopped, whose stream ends a while after its RunFinished,
+    as a real run's does while it joins a worker thread slow to stop
+    (core.probes.run.run_queue.drain waits up to 5 s for each)."""
 
     def __init__(self, linger_s: float) -> None:
         super().__init__(hold="burn", hold_s=30.0)
@@ -138,10 +171,11 @@ class SlowToEnd(ReplayRunner):
         time.sleep(self.linger_s)
 
 
-def test_a_run_started_as_the_last_one_ends_is_not_ended_by_the_last_ones_stream(qtbot, probe_store, tmp_path,
-                                                                                  threads):
-    """Stop, then Start at once: the stopped run's stream ending a moment later used to end the new run on screen
-    ("Run interrupted", Start enabled again) while it went on."""
+def test_a_run_started_as_the_last_one_ends_is_not_ended_by_the_last_ones_stream(
+    qtbot, probe_store, tmp_path, threads
+):
+    """Stop, then Start at once: the stopped run's stream ending a moment later used to end the new
+    run on screen ("Run interrupted", Start enabled again) while it went on."""
     pane = make_pane(qtbot, probe_store, tmp_path, SlowToEnd(linger_s=1.5), threads)
 
     def at_burn() -> bool:
@@ -166,10 +200,14 @@ def test_a_run_started_as_the_last_one_ends_is_not_ended_by_the_last_ones_stream
 
 def test_throttling_in_the_samples_is_logged(qtbot, probe_store, tmp_path):
     pane = make_pane(qtbot, probe_store, tmp_path)
-    pane._on_event(MetricsBatch(metrics=[GpuMetric(t=1.0, gpu=3, clocks_event_reasons=["hw_slowdown"])]))
+    pane._on_event(
+        MetricsBatch(metrics=[GpuMetric(t=1.0, gpu=3, clocks_event_reasons=["hw_slowdown"])])
+    )
     pane._on_event(MetricsBatch(metrics=[GpuMetric(t=2.0, gpu=3, clocks_event_reasons=[])]))
-    assert pane.log.lines() == [("error", "GPU 3: clocks held back (hw_slowdown) at 1.0 s"),
-                                ("info", "GPU 3: hw_slowdown cleared at 2.0 s")]
+    assert pane.log.lines() == [
+        ("error", "GPU 3: clocks held back (hw_slowdown) at 1.0 s"),
+        ("info", "GPU 3: hw_slowdown cleared at 2.0 s"),
+    ]
 
 
 def test_history_reopens_a_run_from_the_store(qtbot, probe_store, tmp_path):
@@ -208,7 +246,9 @@ def test_compare_two_runs_and_two_hosts(qtbot, probe_store, tmp_path):
     dialog.close()
     # another host's run in the history, with one check that differs
     other_card = replay_scorecard(replay_evidence())
-    changed = other_card.checks[0].model_copy(update={"status": CheckStatus.fail, "measured": "broken"})
+    changed = other_card.checks[0].model_copy(
+        update={"status": CheckStatus.fail, "measured": "broken"}
+    )
     other_card = other_card.model_copy(update={"checks": [changed, *other_card.checks[1:]]})
     other = probe_store.start_run("gpu-box-2", "quick", ["inventory"])
     probe_store.finish_run(other, "completed", evidence=replay_evidence(), scorecard=other_card)
@@ -220,7 +260,9 @@ def test_compare_two_runs_and_two_hosts(qtbot, probe_store, tmp_path):
     picker.accept()
     dialog = pane.compare_dialog
     assert dialog is not None
-    assert dialog.windowTitle() == f"Compare {LOCAL_NAME} · run {ids[0]} with gpu-box-2 · run {other}"
+    assert (
+        dialog.windowTitle() == f"Compare {LOCAL_NAME} · run {ids[0]} with gpu-box-2 · run {other}"
+    )
     assert dialog.summary.text() == f"1 of {len(other_card.checks)} checks differ"
     first = dialog.rows[0]
     assert first.cells[4] == "FAIL" and first.cells[5] == "broken"
@@ -232,12 +274,25 @@ def test_compare_rows_align_by_check_and_mark_missing_ones():
         return Scorecard(verdict=Verdict.ready, summary="", checks=list(checks))
 
     def check(name, status, measured):
-        return Check(area="network", name=name, status=status, measured=measured, expected="≥ 90 %",
-                     source="nccl-tests", reason="")
+        return Check(
+            area="network",
+            name=name,
+            status=status,
+            measured=measured,
+            expected="≥ 90 %",
+            source="nccl-tests",
+            reason="",
+        )
 
-    rows = compare_rows(card(check("busbw", CheckStatus.passed, "480 GB/s"), check("GDR", CheckStatus.passed, "on")),
-                        card(check("IB ports", CheckStatus.fail, "2 down"), check("busbw", CheckStatus.warn,
-                                                                                    "400 GB/s")))
+    rows = compare_rows(
+        card(
+            check("busbw", CheckStatus.passed, "480 GB/s"), check("GDR", CheckStatus.passed, "on")
+        ),
+        card(
+            check("IB ports", CheckStatus.fail, "2 down"),
+            check("busbw", CheckStatus.warn, "400 GB/s"),
+        ),
+    )
     assert [r.cells[1] for r in rows] == ["busbw", "GDR", "IB ports"]
     assert rows[0].cells[2:6] == ["PASS", "480 GB/s", "WARN", "400 GB/s"]
     assert rows[0].cells[7] == "status, measured"
@@ -278,8 +333,11 @@ def test_export_json_and_pdf(qtbot, probe_store, tmp_path):
     text = " ".join(unicodedata.normalize("NFKC", raw).split())
     assert f"{pane.scorecard.verdict.value}:" in text
     assert f"GPU node readiness: {LOCAL_NAME}" in text
-    # like the probe history they come from (0600), the exports name the host: only their owner may read them
-    assert {oct(stat.S_IMODE((tmp_path / n).stat().st_mode)) for n in ("run.json", "run.pdf")} == {oct(0o600)}
+    # like the probe history they come from (0600), the exports name the host: only their owner may
+    # read them
+    assert {oct(stat.S_IMODE((tmp_path / n).stat().st_mode)) for n in ("run.json", "run.pdf")} == {
+        oct(0o600)
+    }
     assert pane.export_json(tmp_path / "missing" / "run.json") is None
     assert "Cannot write" in pane.status.text()
 
@@ -304,8 +362,12 @@ def test_hosts_add_edit_remove_without_secrets(qtbot, probe_store, tmp_path):
     assert save.isEnabled()
     click(qtbot, save)
     saved = probe_store.host("lambda-1")
-    assert saved == HostProfile(name="lambda-1", target="ubuntu@10.0.0.5:2222", identity_file="~/.ssh/id_ed25519",
-                                data_path="/data")
+    assert saved == HostProfile(
+        name="lambda-1",
+        target="ubuntu@10.0.0.5:2222",
+        identity_file="~/.ssh/id_ed25519",
+        data_path="/data",
+    )
     assert hosts.current().name == "lambda-1"
     assert pane.suite.data_path.text() == "/data"  # the profile's path goes into the suite picker
     assert pane.history.host == "lambda-1"
@@ -331,7 +393,9 @@ def test_local_entry_edits_keep_it_local(qtbot, probe_store, tmp_path):
     assert dialog.name.isReadOnly() and not dialog.target.isEnabled()
     dialog.checkpoint_path.setText("/ckpt")
     click(qtbot, dialog.buttons.button(QDialogButtonBox.StandardButton.Save))
-    assert probe_store.hosts() == [HostProfile(name=LOCAL_NAME, target="local", local=True, checkpoint_path="/ckpt")]
+    assert probe_store.hosts() == [
+        HostProfile(name=LOCAL_NAME, target="local", local=True, checkpoint_path="/ckpt")
+    ]
     assert [p.name for p in pane.hosts.profiles()] == [LOCAL_NAME]
 
 
@@ -365,7 +429,11 @@ def test_suite_picker_quick_full_custom(qtbot, probe_store, tmp_path):
 def test_series_routing():
     assert route_point("busbw", 8.0, "nccl-tests", 3.0) == ("busbw", "busbw", 8.0)
     assert route_point("fio_iops", 12.0, "data randread", 12.0) == ("iops", "data randread", 12.0)
-    assert route_point("fio_write", 9.0, "checkpoint seqwrite", 9.0) == ("throughput", "checkpoint seqwrite", 9.0)
+    assert route_point("fio_write", 9.0, "checkpoint seqwrite", 9.0) == (
+        "throughput",
+        "checkpoint seqwrite",
+        9.0,
+    )
     # matmul gives the device index as x; it is drawn at the time it was measured, next to the burn
     assert route_point("compute_tflops", 1.0, "cuda 1", 42.5) == ("compute", "matmul cuda 1", 42.5)
     assert route_point("tflops", 300.0, "cuda 1", 300.0) == ("compute", "burn cuda 1", 300.0)
@@ -379,6 +447,7 @@ def test_passphrase_prompt_is_asked_and_not_kept(qtbot):
         def type_and_accept():
             dialog.setTextValue("s3cret")
             dialog.accept()
+
         QTimer.singleShot(0, type_and_accept)
 
     prompter.shown.connect(answer)
@@ -419,7 +488,8 @@ def test_store_path_default_is_not_touched(qtbot, probe_store, tmp_path, monkeyp
 @pytest.mark.integration
 @pytest.mark.slow
 def test_real_runner_on_this_machine_runs_a_short_custom_suite(qtbot, probe_store, tmp_path):
-    """The real runner over LocalTransport: inventory and fio storage at a temp path (no GPU here)."""
+    """The real runner over LocalTransport: inventory and fio storage at a temp path (no GPU
+    here)."""
     import shutil
 
     from gui.probe import backend
@@ -428,11 +498,14 @@ def test_real_runner_on_this_machine_runs_a_short_custom_suite(qtbot, probe_stor
         pytest.skip("fio is not installed (apt-get install fio)")
 
     def short(choice):
-        return backend.make_options(choice).model_copy(update={"fio_runtime_s": 1.0, "fio_size": 16 << 20,
-                                                               "small_files": 50})
+        return backend.make_options(choice).model_copy(
+            update={"fio_runtime_s": 1.0, "fio_size": 16 << 20, "small_files": 50}
+        )
 
     executor = ThreadExecutor()
-    pane = ProbePane(executor, probe_store, make_options=short, known_hosts_file=tmp_path / "known_hosts")
+    pane = ProbePane(
+        executor, probe_store, make_options=short, known_hosts_file=tmp_path / "known_hosts"
+    )
     qtbot.addWidget(pane)
     pane.show()
     try:
@@ -447,14 +520,19 @@ def test_real_runner_on_this_machine_runs_a_short_custom_suite(qtbot, probe_stor
         assert all(y > 0 for name in throughput.series for _x, y in throughput.points(name))
         assert pane.scorecard is not None
         # GPU-less: not a GPU training box, and the storage figures are graded all the same
-        assert pane.scorecard_view.banner.text().startswith("NOT READY for GPU training: no NVIDIA GPU found")
+        assert pane.scorecard_view.banner.text().startswith(
+            "NOT READY for GPU training: no NVIDIA GPU found"
+        )
         assert pane.scorecard_view.statuses()["GPU count and model"] == "FAIL"
-        assert any(name.startswith("Random-read latency, data") for name in pane.scorecard_view.statuses())
+        assert any(
+            name.startswith("Random-read latency, data") for name in pane.scorecard_view.statuses()
+        )
         run = probe_store.load_run(pane.run_id)
         assert run.summary.status == "completed" and run.summary.host == LOCAL_NAME
         assert [o.name for o in run.outcomes] == ["inventory", "storage"]
         assert run.evidence is not None and run.evidence.storage[0].path == str(tmp_path)
-        assert run.summary.workdir and not Path(run.summary.workdir).exists()  # the work directory is gone
+        # the work directory is gone
+        assert run.summary.workdir and not Path(run.summary.workdir).exists()
         assert pane.gpu_charts.history.samples == 0 and "no NVIDIA GPU" in pane.showing.text()
     finally:
         assert executor.stop_all(5000)
@@ -463,13 +541,16 @@ def test_real_runner_on_this_machine_runs_a_short_custom_suite(qtbot, probe_stor
 def test_runner_options_errors_are_one_sentence(qtbot, probe_store, tmp_path):
     from gui.probe import backend
 
-    pane = ProbePane(InlineExecutor(), probe_store, run_suite=ReplayRunner(), make_options=backend.make_options)
+    pane = ProbePane(
+        InlineExecutor(), probe_store, run_suite=ReplayRunner(), make_options=backend.make_options
+    )
     qtbot.addWidget(pane)
     connect_local(qtbot, pane)
     pane.suite.set_choice(("storage",), data_path="data")
     assert not pane.start() and not pane.running
-    assert pane.status.text() == ("Cannot start: data path: 'data' must be an absolute path on the host "
-                                  "(starting with /)")
+    assert pane.status.text() == (
+        "Cannot start: data path: 'data' must be an absolute path on the host (starting with /)"
+    )
 
 
 def test_main_window_builds_the_probe_place_when_first_shown(qtbot):
@@ -481,7 +562,8 @@ def test_main_window_builds_the_probe_place_when_first_shown(qtbot):
     qtbot.addWidget(window)
     window.show()
     place = window.places["Probe"]
-    assert isinstance(place, ProbePlace) and place.pane is None  # nothing imported or opened at start
+    # nothing imported or opened at start
+    assert isinstance(place, ProbePlace) and place.pane is None
     window.show_place("Probe")
     assert place.status.isVisible() and place.status.text().startswith("Loading the probe tools")
     qtbot.waitUntil(lambda: place.pane is not None and place.pane.isVisible(), timeout=10000)
@@ -489,14 +571,15 @@ def test_main_window_builds_the_probe_place_when_first_shown(qtbot):
     assert place.pane.executor is window.executor
     assert [p.name for p in place.pane.hosts.profiles()] == [LOCAL_NAME]
     store = place.pane.store
-    settle(qtbot, window.wizard.state)  # a plan still waiting for its debounce would start after the close
+    # a plan still waiting for its debounce would start after the close
+    settle(qtbot, window.wizard.state)
     window.close()
     store.close()
 
 
 def test_opening_the_window_marks_a_killed_clients_run_interrupted(qtbot, tmp_path, monkeypatch):
-    """A run a killed tuneplan left 'running' (its lease names a process that has exited) is marked interrupted
-    when the window opens the history, and the window says so; its samples stay."""
+    """A run a killed tuneplan left 'running' (its lease names a process that has exited) is marked
+    interrupted when the window opens the history, and the window says so; its samples stay."""
     import socket
     import subprocess
     import sys
@@ -516,19 +599,26 @@ def test_opening_the_window_marks_a_killed_clients_run_interrupted(qtbot, tmp_pa
     qtbot.addWidget(pane)
     pane.show()
     qtbot.waitUntil(lambda: "marked interrupted" in pane.status.text())
-    assert pane.status.text() == ("1 earlier run stopped without an end (its tuneplan was killed): marked "
-                                  "interrupted, samples kept")
+    assert pane.status.text() == (
+        "1 earlier run stopped without an end (its tuneplan was killed): marked "
+        "interrupted, samples kept"
+    )
     again = pane.store.load_run(run_id)
     assert again.summary.status == "interrupted" and len(again.samples) == 1
     pane.store.close()
 
 
 def test_the_suites_checkboxes_show_whole_in_the_pane(qtbot, probe_store, tmp_path):
-    # Two columns of whole titles were wider than the hosts' side of the pane: 'Inventory (GPUs, PCIe, NICs,' was
-    # cut. Each box now shows its name whole, what it measures in its tooltip.
+    # Two columns of whole titles were wider than the hosts' side of the pane: 'Inventory (GPUs,
+    # PCIe, NICs,' was cut. Each box now shows its name whole, what it measures in its tooltip.
     pane = make_pane(qtbot, probe_store, tmp_path)
     qtbot.waitUntil(pane.suite.isVisible, timeout=2000)
     for name, box in pane.suite.checks.items():
-        assert box.width() >= box.sizeHint().width(), (name, box.text(), box.width(), box.sizeHint().width())
+        assert box.width() >= box.sizeHint().width(), (
+            name,
+            box.text(),
+            box.width(),
+            box.sizeHint().width(),
+        )
         assert box.toolTip().startswith(box.text())
     assert pane.suite.checks["inventory"].toolTip() == "Inventory (GPUs, PCIe, NICs, filesystems)"

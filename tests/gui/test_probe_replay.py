@@ -1,8 +1,9 @@
-"""The replayed probe run (core.probes.run.replay) reads the real tool outputs it ships, and they are the fixtures.
+"""The replayed probe run (core.probes.run.replay) reads the real tool outputs it ships, and they
+are the fixtures.
 
 The replay feeds the probe pane's tests and the screenshots: the `nvidia-smi --query-gpu` CSV and
-`nvidia-smi dmon` captured under gpu-burn on one H100 (tests/fixtures/probes/SOURCES.md #4 and #7), the
-nccl-tests sweep of two p5 nodes (#21) and a fio JSON, copied to resources/samples/probe_run.
+`nvidia-smi dmon` captured under gpu-burn on one H100 (tests/fixtures/probes/SOURCES.md #4 and #7),
+the nccl-tests sweep of two p5 nodes (#21) and a fio JSON, copied to resources/samples/probe_run.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ def test_shipped_captures_are_the_fixtures_byte_for_byte():
 
 def test_burn_metrics_are_the_captured_values():
     metrics = burn_metrics()
-    # Read by hand: CSV row power.draw 631.95 W, temperature.gpu 59, memory.used 19818 MiB; dmon pwr column.
+    # Read by hand: CSV row power.draw 631.95 W, temperature.gpu 59, memory.used 19818 MiB; dmon pwr
+    # column.
     assert [m.power_w for m in metrics] == [631.95, 631.0, 634.0, 633.0, 634.0, 636.0]
     assert [m.temp_c for m in metrics] == [59.0, 63.0, 63.0, 64.0, 64.0, 65.0]
     assert metrics[0].mem_used_bytes == 19818 * 2**20

@@ -1,5 +1,6 @@
-"""The pane connecting to a real OpenSSH server on 127.0.0.1: the host-key dialog (accept once, accept and
-remember, cancel), the refusal of a changed key, and a passphrase asked on the GUI thread for a worker.
+"""The pane connecting to a real OpenSSH server on 127.0.0.1: the host-key dialog (accept once,
+accept and remember, cancel), the refusal of a changed key, and a passphrase asked on the GUI thread
+for a worker.
 
 Expected fingerprints come from ``ssh-keygen -lf`` (the `SshdServer` helper), not from the app.
 """
@@ -53,18 +54,30 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdServer]:
 
 
 def make_pane(qtbot, store: ProbeStore, tmp_path: Path, executor) -> ProbePane:
-    options = {"user_known_hosts_file": tmp_path / "no_user_known_hosts", "allow_agent": False,
-               "look_for_keys": False}
-    pane = ProbePane(executor, store, known_hosts_file=tmp_path / "app" / "known_hosts",
-                     transport_options=options, run_suite=lambda *a: iter(()), make_options=lambda c: c)
+    options = {
+        "user_known_hosts_file": tmp_path / "no_user_known_hosts",
+        "allow_agent": False,
+        "look_for_keys": False,
+    }
+    pane = ProbePane(
+        executor,
+        store,
+        known_hosts_file=tmp_path / "app" / "known_hosts",
+        transport_options=options,
+        run_suite=lambda *a: iter(()),
+        make_options=lambda c: c,
+    )
     qtbot.addWidget(pane)
     pane.show()
     return pane
 
 
 def add_host(pane: ProbePane, sshd: SshdServer, key: Path | None = None) -> None:
-    pane.store.save_host(HostProfile(name="rented", target=sshd.target,
-                                     identity_file=str(key or sshd.client_key_path)))
+    pane.store.save_host(
+        HostProfile(
+            name="rented", target=sshd.target, identity_file=str(key or sshd.client_key_path)
+        )
+    )
     pane.hosts.refresh(select="rented")
 
 
@@ -80,7 +93,9 @@ def open_host_key_dialog(qtbot, pane: ProbePane) -> HostKeyDialog:
     return dialog
 
 
-def test_unknown_key_shows_its_fingerprint_and_accept_once_is_not_remembered(qtbot, sshd, probe_store, tmp_path):
+def test_unknown_key_shows_its_fingerprint_and_accept_once_is_not_remembered(
+    qtbot, sshd, probe_store, tmp_path
+):
     pane = make_pane(qtbot, probe_store, tmp_path, InlineExecutor())
     add_host(pane, sshd)
     dialog = open_host_key_dialog(qtbot, pane)
@@ -99,7 +114,9 @@ def test_unknown_key_shows_its_fingerprint_and_accept_once_is_not_remembered(qtb
     assert not session_file.exists()  # the one-time acceptance is gone with the session
 
 
-def test_accept_and_remember_writes_the_app_file_and_reconnects_silently(qtbot, sshd, probe_store, tmp_path):
+def test_accept_and_remember_writes_the_app_file_and_reconnects_silently(
+    qtbot, sshd, probe_store, tmp_path
+):
     executor = ThreadExecutor()
     pane = make_pane(qtbot, probe_store, tmp_path, executor)
     try:
@@ -128,7 +145,10 @@ def test_cancel_leaves_the_host_unconnected(qtbot, sshd, probe_store, tmp_path):
     dialog = open_host_key_dialog(qtbot, pane)
     click(qtbot, dialog.cancel_button)
     assert pane.transport is None
-    assert pane.status.text() == f"Not connected: host key of [127.0.0.1]:{sshd.port} not accepted; not connected"
+    assert (
+        pane.status.text()
+        == f"Not connected: host key of [127.0.0.1]:{sshd.port} not accepted; not connected"
+    )
     assert not (tmp_path / "app" / "known_hosts").exists()
 
 
@@ -169,13 +189,17 @@ def test_passphrase_is_asked_on_the_gui_thread_for_the_worker(qtbot, sshd, probe
         def type_and_accept():
             dialog.setTextValue("correct horse")
             dialog.accept()
+
         QTimer.singleShot(0, type_and_accept)
 
     pane.connector.prompter.shown.connect(answer)
     try:
         add_host(pane, sshd, key=locked)
         click(qtbot, pane.connect_button)
-        qtbot.waitUntil(lambda: pane.transport is not None or "Not connected" in pane.status.text(), timeout=20000)
+        qtbot.waitUntil(
+            lambda: pane.transport is not None or "Not connected" in pane.status.text(),
+            timeout=20000,
+        )
         assert pane.transport is not None, pane.status.text()
         assert len(shown) == 1 and "locked_key" in shown[0]
         assert "correct horse" not in probe_store.path.read_bytes().decode("latin-1")

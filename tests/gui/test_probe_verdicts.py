@@ -1,5 +1,5 @@
-"""The Probe place as an engineer uses it: probe this GPU-less machine and read a true verdict, a run that
-measured nothing, switching hosts, comparing two runs and reading the charts.
+"""The Probe place as an engineer uses it: probe this GPU-less machine and read a true verdict, a
+run that measured nothing, switching hosts, comparing two runs and reading the charts.
 
 Every step is a click or a key sent to what has the focus; the expectations are what is on screen.
 """
@@ -29,15 +29,20 @@ from tests.gui.probe_driver import (
     table_cells,
 )
 
-needs_gpu_less_host = pytest.mark.skipif(shutil.which("nvidia-smi") is not None,
-                                         reason="this machine has nvidia-smi: the GPU-less verdict cannot be seen")
+needs_gpu_less_host = pytest.mark.skipif(
+    shutil.which("nvidia-smi") is not None,
+    reason="this machine has nvidia-smi: the GPU-less verdict cannot be seen",
+)
 
 
-# --------------------------------------------------------------------------- probing this GPU-less machine
+# --------------------------------------------------------------------------- probing this GPU-less
+# machine
 
 
 @needs_gpu_less_host
-def test_probing_this_gpu_less_machine_reads_not_ready_for_gpu_training(qtbot, probe_store, tmp_path, threads):
+def test_probing_this_gpu_less_machine_reads_not_ready_for_gpu_training(
+    qtbot, probe_store, tmp_path, threads
+):
     pane = show_pane(qtbot, probe_store, tmp_path, threads)
     click_host(qtbot, pane, "This machine")
     click(qtbot, pane.connect_button)
@@ -50,7 +55,8 @@ def test_probing_this_gpu_less_machine_reads_not_ready_for_gpu_training(qtbot, p
     rows = {cells[1]: cells for cells in table_cells(view.table)}
     assert rows["GPU count and model"][0] == "FAIL"
     assert rows["GPU count and model"][2] == "no NVIDIA GPU found"
-    for name in ("Whole GPUs (no MIG)", "PCIe link", "ECC errors", "Xid errors since boot"):  # still shown
+    # still shown
+    for name in ("Whole GPUs (no MIG)", "PCIe link", "ECC errors", "Xid errors since boot"):
         assert rows[name][0] == "INFO" and rows[name][2] == "no NVIDIA GPU found"
     # a CPU's matmul, in the unit that reads: not "0.1 TFLOP/s"
     matmul = rows["Matmul TFLOP/s"][2]
@@ -66,28 +72,37 @@ def test_probing_this_gpu_less_machine_reads_not_ready_for_gpu_training(qtbot, p
         assert plot.note.isVisible() and plot.note.text() == "skipped: no GPU"
     assert pane.gpu_charts.status.text() == "No GPU samples: skipped: no GPU"
     busbw = pane.point_charts["busbw"]
-    assert busbw.note.isVisible() and busbw.note.text() == "not measured: collectives is not in this suite"
+    assert (
+        busbw.note.isVisible()
+        and busbw.note.text() == "not measured: collectives is not in this suite"
+    )
     compute = pane.point_charts["compute"]
     assert compute.isVisible() and not compute.note.isVisible()
     assert compute.getPlotItem().getAxis("left").labelText == "GFLOP/s"
 
 
 @needs_gpu_less_host
-def test_a_run_that_measured_nothing_has_no_verdict_and_says_why(qtbot, probe_store, tmp_path, threads):
+def test_a_run_that_measured_nothing_has_no_verdict_and_says_why(
+    qtbot, probe_store, tmp_path, threads
+):
     pane = show_pane(qtbot, probe_store, tmp_path, threads)
     click(qtbot, pane.connect_button)
     pick_probes(qtbot, pane, "gpu_metrics")
     run_and_wait(qtbot, pane)
     view = pane.scorecard_view
-    assert view.banner.text() == ("No verdict: no probe produced any evidence to grade (gpu_metrics skipped: no "
-                                  "NVIDIA GPU found (nvidia-smi is not installed on the host)).")
+    assert view.banner.text() == (
+        "No verdict: no probe produced any evidence to grade (gpu_metrics skipped: no "
+        "NVIDIA GPU found (nvidia-smi is not installed on the host))."
+    )
     assert "#6b6b6b" in view.banner.styleSheet()  # grey: neither READY nor NOT READY
     assert "READY" not in view.banner.text()
     assert view.model.rowCount() == 0 and view.counts.text() == "" and view.detail.text() == ""
     assert pane.eta.text() == "Run completed · no verdict"
     assert not view.apply_button.isEnabled()
-    assert view.apply_note.text() == ("Nothing to apply to a plan: this run measured no GPU model, GPU matmul or "
-                                      "multi-GPU all-reduce.")
+    assert view.apply_note.text() == (
+        "Nothing to apply to a plan: this run measured no GPU model, GPU matmul or "
+        "multi-GPU all-reduce."
+    )
     click_tab(qtbot, pane.tabs, "History")
     assert table_cells(pane.history.table)[0][5] == "—"  # the history's verdict column: none
 
@@ -95,7 +110,9 @@ def test_a_run_that_measured_nothing_has_no_verdict_and_says_why(qtbot, probe_st
 # --------------------------------------------------------------------------- switching hosts
 
 
-def test_selecting_another_host_clears_the_last_runs_status_progress_and_verdict(qtbot, probe_store, tmp_path):
+def test_selecting_another_host_clears_the_last_runs_status_progress_and_verdict(
+    qtbot, probe_store, tmp_path
+):
     probe_store.save_host(HostProfile(name="gpu-box", target="ubuntu@10.0.0.5"))
     pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner())
     pane.hosts.refresh()
@@ -109,13 +126,22 @@ def test_selecting_another_host_clears_the_last_runs_status_progress_and_verdict
     assert pane.progress.value() == 0 and pane.progress.text() == "0%"
     assert pane.eta.text() == ""
     assert pane.status.text() == "Not connected to gpu-box (still connected to This machine)"
-    assert pane.scorecard_view.banner.text() == "No verdict yet for gpu-box: run a suite or reopen a past run."
-    assert pane.scorecard_view.model.rowCount() == 0 and not pane.scorecard_view.apply_button.isEnabled()
+    assert (
+        pane.scorecard_view.banner.text()
+        == "No verdict yet for gpu-box: run a suite or reopen a past run."
+    )
+    assert (
+        pane.scorecard_view.model.rowCount() == 0
+        and not pane.scorecard_view.apply_button.isEnabled()
+    )
     assert pane.showing.text() == "" and pane.gpu_charts.history.samples == 0
     assert not pane.start_button.isEnabled() and pane.connect_button.isEnabled()
     click_host(qtbot, pane, "This machine")
     assert pane.status.text() == "Ready to probe this machine"
-    assert pane.scorecard_view.banner.text() == "No verdict yet for This machine: run a suite or reopen a past run."
+    assert (
+        pane.scorecard_view.banner.text()
+        == "No verdict yet for This machine: run a suite or reopen a past run."
+    )
     assert pane.start_button.isEnabled()
     click_tab(qtbot, pane.tabs, "History")
     assert len(pane.history.runs()) == 1  # the run is still there, to reopen
@@ -142,9 +168,14 @@ def compare_first_two(qtbot, pane: ProbePane):
     return dialog, rows
 
 
-def test_compare_matches_storage_checks_by_role_not_by_the_scratch_directory(qtbot, probe_store, tmp_path):
-    for path in ("/tmp/tuneplan.k3j9xq2m", "/tmp/tuneplan.p0w7ze1c"):  # the runner's random work directories
-        stored_run(probe_store, StorageResult(path=path, role="scratch", tool="fio", rand_read_p99_ms=0.4))
+def test_compare_matches_storage_checks_by_role_not_by_the_scratch_directory(
+    qtbot, probe_store, tmp_path
+):
+    # the runner's random work directories
+    for path in ("/tmp/tuneplan.k3j9xq2m", "/tmp/tuneplan.p0w7ze1c"):
+        stored_run(
+            probe_store, StorageResult(path=path, role="scratch", tool="fio", rand_read_p99_ms=0.4)
+        )
     pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner())
     dialog, rows = compare_first_two(qtbot, pane)
     latency = rows["Random-read latency, scratch"]
@@ -155,8 +186,13 @@ def test_compare_matches_storage_checks_by_role_not_by_the_scratch_directory(qtb
 
 
 def test_compare_names_a_data_path_that_changed_between_runs(qtbot, probe_store, tmp_path):
-    stored_run(probe_store, StorageResult(path="/data", role="data", tool="fio", rand_read_p99_ms=0.4))
-    stored_run(probe_store, StorageResult(path="/mnt/nfs/data", role="data", tool="fio", rand_read_p99_ms=6.0))
+    stored_run(
+        probe_store, StorageResult(path="/data", role="data", tool="fio", rand_read_p99_ms=0.4)
+    )
+    stored_run(
+        probe_store,
+        StorageResult(path="/mnt/nfs/data", role="data", tool="fio", rand_read_p99_ms=6.0),
+    )
     pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner())
     dialog, rows = compare_first_two(qtbot, pane)
     latency = rows["Random-read latency, data"]
@@ -169,8 +205,12 @@ def test_compare_names_a_data_path_that_changed_between_runs(qtbot, probe_store,
 # --------------------------------------------------------------------------- reading the charts
 
 
-def test_chart_titles_and_legends_sit_outside_the_plot_and_are_never_cut(qtbot, probe_store, tmp_path):
-    pane = show_pane(qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner(), size=(1100, 760))
+def test_chart_titles_and_legends_sit_outside_the_plot_and_are_never_cut(
+    qtbot, probe_store, tmp_path
+):
+    pane = show_pane(
+        qtbot, probe_store, tmp_path, InlineExecutor(), runner=ReplayRunner(), size=(1100, 760)
+    )
     click(qtbot, pane.connect_button)
     pick_probes(qtbot, pane, "inventory", "health", "collectives", "storage", "burn")
     run_and_wait(qtbot, pane)
@@ -178,11 +218,17 @@ def test_chart_titles_and_legends_sit_outside_the_plot_and_are_never_cut(qtbot, 
     qtbot.wait(50)
     assert pane.point_charts["busbw"].legend_entries() == ["busbw"]
     assert pane.point_charts["iops"].legend_entries() == ["data randread"]
-    assert "data&nbsp;randread" in pane.point_charts["iops"].legend.text()  # one entry wraps as a whole
+    # one entry wraps as a whole
+    assert "data&nbsp;randread" in pane.point_charts["iops"].legend.text()
     for key in ("busbw", "iops"):
         chart = pane.point_charts[key]
-        plot, legend, title = chart.plot.geometry(), chart.legend.geometry(), chart.title_label.geometry()
-        assert chart.legend.isVisible() and legend.top() >= plot.bottom()  # under the plot, not on its points
+        plot, legend, title = (
+            chart.plot.geometry(),
+            chart.legend.geometry(),
+            chart.title_label.geometry(),
+        )
+        # under the plot, not on its points
+        assert chart.legend.isVisible() and legend.top() >= plot.bottom()
         assert title.bottom() <= plot.top()
         for label in (chart.title_label, chart.legend):  # every wrapped line has room
             assert label.height() >= label.heightForWidth(label.width()), label.accessibleName()

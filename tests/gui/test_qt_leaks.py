@@ -1,10 +1,10 @@
 """The leak check of tests/gui/conftest.py fails a test that leaks, and only that test.
 
-A tiny test file runs through the real conftest (copied verbatim into a pytester folder, in this process and
-on this QApplication): one test leaves a worker running on a ThreadExecutor, one leaves a QTimer running, one
-tidies up after itself. The first two must error at teardown with the check's message, the third must pass.
-A module fixture of the tiny file releases the worker and stops the timer after the checks have run, so
-nothing leaks out of this test either.
+A tiny test file runs through the real conftest (copied verbatim into a pytester folder, in this
+process and on this QApplication): one test leaves a worker running on a ThreadExecutor, one leaves
+a QTimer running, one tidies up after itself. The first two must error at teardown with the check's
+message, the third must pass. A module fixture of the tiny file releases the worker and stops the
+timer after the checks have run, so nothing leaks out of this test either.
 """
 
 from __future__ import annotations
@@ -74,12 +74,22 @@ def test_the_leak_check_fails_the_tests_that_leak(pytester: pytest.Pytester) -> 
     pytester.makepyfile(test_leaky=LEAKY_TESTS)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=3, errors=2)
-    result.stdout.fnmatch_lines([
-        "*ERROR at teardown of test_leaves_a_worker_running*",
-        "*a ThreadExecutor made during the test still has 1 worker(s) running 2000 ms after it*",
-    ], consecutive=False)
-    result.stdout.fnmatch_lines([
-        "*ERROR at teardown of test_leaves_a_timer_running*",
-        "*a repeating QTimer (60000 ms, no parent) started at *test_leaky.py:* is still running after the test*",
-    ], consecutive=False)
-    assert "test_tidies_up" not in "\n".join(line for line in result.outlines if line.startswith("ERROR"))
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_leaves_a_worker_running*",
+            "*a ThreadExecutor made during the test still has 1 worker(s) running 2000 ms after "
+            "it*",
+        ],
+        consecutive=False,
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_leaves_a_timer_running*",
+            "*a repeating QTimer (60000 ms, no parent) started at *test_leaky.py:* is still "
+            "running after the test*",
+        ],
+        consecutive=False,
+    )
+    assert "test_tidies_up" not in "\n".join(
+        line for line in result.outlines if line.startswith("ERROR")
+    )

@@ -1,5 +1,6 @@
-"""Saving never loses work: Save updates the plan that was opened, Save as new asks for a name, a taken name is
-only reused when the user says so, and New plan, Open and Quit ask before unsaved edits go."""
+"""Saving never loses work: Save updates the plan that was opened, Save as new asks for a name, a
+taken name is only reused when the user says so, and New plan, Open and Quit ask before unsaved
+edits go."""
 
 from __future__ import annotations
 
@@ -13,12 +14,17 @@ from gui.workers import InlineExecutor
 from tests.gui.dialogs import answering
 from tests.gui.wizard_driver import click, settle, type_like_a_person
 
-PROPOSED = "llama-3.1-8b lora on 1× RTX-6000-ADA"  # the default plan: Llama 3.1 8B, LoRA, on the cheapest GPU that fits
-DISCARD_QUESTION = "Discard unsaved changes to “{}”?\nSave keeps them in the library; Cancel goes back to the plan."
+# the default plan: Llama 3.1 8B, LoRA, on the cheapest GPU that fits
+PROPOSED = "llama-3.1-8b lora on 1× RTX-6000-ADA"
+DISCARD_QUESTION = (
+    "Discard unsaved changes to “{}”?\nSave keeps them in the library; Cancel goes back to the "
+    "plan."
+)
 
 
 def title(window: MainWindow) -> str:
-    """The title as the window system shows it (Qt puts '*' for '[*]' while the window is modified)."""
+    """The title as the window system shows it (Qt puts '*' for '[*]' while the window is
+    modified)."""
     return window.windowHandle().title()
 
 
@@ -43,17 +49,25 @@ def type_tokens(qtbot, window: MainWindow, text: str) -> None:
     """Go to the Data page with Next or Back, click into the token count and type over it."""
     wizard = window.wizard
     while wizard.currentPage() is not wizard.data_page:
-        click(qtbot, wizard.button(QWizard.WizardButton.BackButton if wizard.currentId() > 1
-                                   else QWizard.WizardButton.NextButton))
+        click(
+            qtbot,
+            wizard.button(
+                QWizard.WizardButton.BackButton
+                if wizard.currentId() > 1
+                else QWizard.WizardButton.NextButton
+            ),
+        )
     edit = tokens_field(window)
     click(qtbot, edit)
-    type_like_a_person(qtbot, edit, text)  # the typing every wizard test shares: each key to the focus widget
+    # the typing every wizard test shares: each key to the focus widget
+    type_like_a_person(qtbot, edit, text)
     settle(qtbot, wizard.state)
     assert edit.text() == text
 
 
 def save_as(qtbot, window: MainWindow, name: str | None) -> str:
-    """Save as new…, type `name` over the proposal (None: keep the proposal), OK; returns the proposal shown."""
+    """Save as new…, type `name` over the proposal (None: keep the proposal), OK; returns the
+    proposal shown."""
     with answering(("OK", name)) as seen:
         press(qtbot, window, "save_as")
     assert seen[0].title == "Save as new plan"
@@ -73,8 +87,11 @@ def open_in_library(qtbot, window: MainWindow, name: str) -> None:
 
 def click_sidebar(qtbot, window: MainWindow, place: str) -> None:
     item = window.sidebar.findItems(place, Qt.MatchFlag.MatchExactly)[0]
-    qtbot.mouseClick(window.sidebar.viewport(), Qt.MouseButton.LeftButton,
-                     pos=window.sidebar.visualItemRect(item).center())
+    qtbot.mouseClick(
+        window.sidebar.viewport(),
+        Qt.MouseButton.LeftButton,
+        pos=window.sidebar.visualItemRect(item).center(),
+    )
 
 
 def saved_tokens(window: MainWindow, name: str) -> float:
@@ -131,8 +148,11 @@ def test_save_as_new_under_a_taken_name_asks_before_replacing(qtbot, window):
     type_tokens(qtbot, window, "5e8")
     with answering(("OK", "a"), ("Choose another name", None), ("OK", "c")) as seen:
         press(qtbot, window, "save_as")
-    assert seen[1].text == "A plan named “a” is already in the library.\nReplace it with this plan, or choose " \
-                           "another name?"
+    assert (
+        seen[1].text
+        == "A plan named “a” is already in the library.\nReplace it with this plan, or choose "
+        "another name?"
+    )
     assert seen[2].text == "“a” is the name of another plan; type a different name:"
     assert sorted(library_rows(window)) == ["a", "b", "c"]
     assert saved_tokens(window, "a") == 2e8 and saved_tokens(window, "c") == 5e8
@@ -243,13 +263,15 @@ def test_quitting_with_edits_that_cannot_be_saved_keeps_the_window(qtbot, window
     with answering(("Save", None)):  # no name is asked: there is nothing valid to save
         window.close()
     assert window.isVisible()
-    assert window.statusBar().currentMessage() == ("Not saved: the plan has errors, shown in red on its pages; "
-                                                   "fix them first")
+    assert window.statusBar().currentMessage() == (
+        "Not saved: the plan has errors, shown in red on its pages; fix them first"
+    )
     assert tokens_field(window).text() == "lots"
 
 
 class CountingExecutor(InlineExecutor):
-    """Runs each job at once, and counts them: a plan started after the window closed shows up here."""
+    """Runs each job at once, and counts them: a plan started after the window closed shows up
+    here."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -269,12 +291,13 @@ def test_closing_the_window_while_a_plan_waits_starts_no_plan_afterwards(qtbot, 
     type_tokens(qtbot, window, "40000000")
     edit = tokens_field(window)
     qtbot.keyClick(edit, Qt.Key.Key_End)
-    qtbot.keyClick(edit, Qt.Key.Key_1)  # one more key (400,000,001 tokens): its plan waits for the debounce
+    # one more key (400,000,001 tokens): its plan waits for the debounce
+    qtbot.keyClick(edit, Qt.Key.Key_1)
     assert window.wizard.state.pending
     before = executor.submitted
     with answering(("Discard", None)):
         window.close()
-    qtbot.wait(1300)  # longer than the debounce and the wizard's one-second wait before loading charts
+    # longer than the debounce and the wizard's one-second wait before loading charts
+    qtbot.wait(1300)
     assert executor.submitted == before
     assert not window.wizard.state.pending
-

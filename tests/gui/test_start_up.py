@@ -1,8 +1,8 @@
-"""Start-up: the window `tuneplan` opens is built and shown before the modules only later work needs are imported
-(the planner and NumPy, sqlite-utils, the PDF writer, the launch-file writers, pyqtgraph), and that work still
-happens once the event loop runs: the first plan arrives and the plan library opens (docs/performance.md,
-"Desktop bundle"); what the app keeps for its whole life is then out of Python's full collections
-(gui/long_lived.py).
+"""Start-up: the window `tuneplan` opens is built and shown before the modules only later work needs
+are imported (the planner and NumPy, sqlite-utils, the PDF writer, the launch-file writers,
+pyqtgraph), and that work still happens once the event loop runs: the first plan arrives and the
+plan library opens (docs/performance.md, "Desktop bundle"); what the app keeps for its whole life is
+then out of Python's full collections (gui/long_lived.py).
 
 A fresh interpreter is the only honest witness: this test process has imported all of them long ago.
 """
@@ -51,22 +51,38 @@ timer = QTimer()
 timer.timeout.connect(poll)
 timer.start(50)
 app.exec()
-"""
+"""  # noqa: E501
 
 
-def test_the_window_shows_before_the_planner_and_the_library_load_and_both_follow(tmp_path: Path) -> None:
+def test_the_window_shows_before_the_planner_and_the_library_load_and_both_follow(
+    tmp_path: Path,
+) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNEPLAN_", "XDG_"))}
-    env.update(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_DATA_HOME=str(tmp_path / "data"),
-               QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-c", _CHILD], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+    env.update(
+        HOME=str(tmp_path),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        QT_QPA_PLATFORM="offscreen",
+        PYTHONPATH=str(ROOT),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["shown"] == {"loaded": [], "library_open": False}
     assert out["planned"] and out["library_open"]  # the deferred work happened, once the loop ran
-    assert out["plans"] == 0 and out["title"].startswith("Sample plan")  # an empty library: the first run
+    # an empty library: the first run
+    assert out["plans"] == 0 and out["title"].startswith("Sample plan")
     assert out["library_file"] == str(tmp_path / "data" / "tuneplan" / "tuneplan.db")
     assert Path(out["library_file"]).is_file()
-    # What lives as long as the app (modules, classes, the catalog, NumPy) is out of the full collections once
-    # the planner is in: a full collection on the UI thread scanned all of it, a 50 ms pause while typing.
+    # What lives as long as the app (modules, classes, the catalog, NumPy) is out of the full
+    # collections once the planner is in: a full collection on the UI thread scanned all of it, a 50
+    # ms pause while typing.
     assert out["frozen"] > out["scanned"], out

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from gui.wizard.wizard import PlanWizard
 
 DEBOUNCE_MS = 150  # the window's: a plan starts this long after the last edit
-KEY_PAUSE_MS = DEBOUNCE_MS + 60  # a slow typist: every key lands after the plan for the previous one started
+# a slow typist: every key lands after the plan for the previous one started
+KEY_PAUSE_MS = DEBOUNCE_MS + 60
 
 
 def settle(qtbot: QtBot, state: PlanState) -> None:
@@ -62,7 +63,8 @@ def describe(widget: QWidget | None) -> str:
 
 
 def text_of(field: QWidget) -> str:
-    """What the field shows: a line edit's or text box's text, a spin box's text, an editable combo's text."""
+    """What the field shows: a line edit's or text box's text, a spin box's text, an editable
+    combo's text."""
     if isinstance(field, QPlainTextEdit):
         return field.toPlainText()
     if isinstance(field, QComboBox):
@@ -73,12 +75,14 @@ def text_of(field: QWidget) -> str:
 
 
 def _holds_focus(field: QWidget, focus: QWidget | None) -> bool:
-    """The focus is on the field or inside it (a spin box's or an editable combo's own line edit)."""
+    """The focus is on the field or inside it (a spin box's or an editable combo's own line
+    edit)."""
     return focus is not None and (focus is field or field.isAncestorOf(focus))
 
 
 def _scroll_to(field: QWidget) -> None:
-    """Bring the field into view in every scroll area around it, as a person scrolls before clicking."""
+    """Bring the field into view in every scroll area around it, as a person scrolls before
+    clicking."""
     parent = field.parentWidget()
     while parent is not None:
         if isinstance(parent, QScrollArea):
@@ -93,23 +97,28 @@ def _click_target(field: QWidget) -> QWidget:
     return edit or field
 
 
-def type_like_a_person(qtbot: QtBot, field: QWidget, text: str, pause_ms: int = KEY_PAUSE_MS) -> None:
-    """Click into the field, select all (Ctrl+A), type ``text`` one key at a time (Backspace for an empty
-    ``text``), and check the field shows it.
+def type_like_a_person(
+    qtbot: QtBot, field: QWidget, text: str, pause_ms: int = KEY_PAUSE_MS
+) -> None:
+    """Click into the field, select all (Ctrl+A), type ``text`` one key at a time (Backspace for an
+    empty ``text``), and check the field shows it.
 
-    Every key goes to whatever has the keyboard focus at that moment (``QApplication.focusWidget()``), never to
-    the field itself: if the window moves the focus away, the next keys land where a person's would, and the
-    failure names the widget that got them. Between two keys the person pauses ``pause_ms``, longer than the
-    window's debounce, so that plans recompute while the next keys arrive.
+    Every key goes to whatever has the keyboard focus at that moment
+    (``QApplication.focusWidget()``), never to the field itself: if the window moves the focus away,
+    the next keys land where a person's would, and the failure names the widget that got them.
+    Between two keys the person pauses ``pause_ms``, longer than the window's debounce, so that
+    plans recompute while the next keys arrive.
     """
     name = describe(field)
-    assert field.isVisible() and field.isEnabled(), f"{name} is not there to type into (hidden or disabled)"
+    assert field.isVisible() and field.isEnabled(), (
+        f"{name} is not there to type into (hidden or disabled)"
+    )
     _scroll_to(field)
     target = _click_target(field)
     window = field.window()
     if not window.isActiveWindow():
-        # A desktop's window manager activates the window a person clicks into (and the one a closed dialog
-        # returns to); Xvfb runs none, so the click is preceded by what it would do.
+        # A desktop's window manager activates the window a person clicks into (and the one a closed
+        # dialog returns to); Xvfb runs none, so the click is preceded by what it would do.
         window.activateWindow()
         qtbot.waitUntil(window.isActiveWindow, timeout=2000)
     qtbot.mouseClick(target, Qt.MouseButton.LeftButton, pos=target.rect().center())
@@ -119,7 +128,8 @@ def type_like_a_person(qtbot: QtBot, field: QWidget, text: str, pause_ms: int = 
     if not text:  # emptying the field: Backspace on the selection
         qtbot.keyClick(focus, Qt.Key.Key_Backspace)
         qtbot.wait(pause_ms)
-    elsewhere: list[tuple[str, str]] = []  # (the widget that got them, the keys), in the order typed
+    # (the widget that got them, the keys), in the order typed
+    elsewhere: list[tuple[str, str]] = []
     for char in text:
         focus = QApplication.focusWidget()
         if not _holds_focus(field, focus):
@@ -137,4 +147,6 @@ def type_like_a_person(qtbot: QtBot, field: QWidget, text: str, pause_ms: int = 
     if not _holds_focus(field, focus) and not (elsewhere and elsewhere[-1][0] == describe(focus)):
         notes.append(f"after the last key the focus was on {describe(focus)}")
     shown = text_of(field)
-    assert shown == text and not notes, f"{name}: typed {text!r}, it shows {shown!r}; " + "; ".join(notes)
+    assert shown == text and not notes, f"{name}: typed {text!r}, it shows {shown!r}; " + "; ".join(
+        notes
+    )

@@ -1,24 +1,26 @@
-"""Fixtures for integration tests that need a real SSH server (transport and probe-runner tests share them).
+"""Fixtures for integration tests that need a real SSH server (transport and probe-runner tests
+share them).
 
 Fixtures:
   sshd                  a fresh sshd on 127.0.0.1 (`SshdServer`: host, port, user, client_key_path,
                         host_key_fingerprint, host_public_key, restart_with_new_host_key(),
                         kill_connections())
-  sshd_factory          start more servers: ``sshd_factory()`` → SshdServer (all stopped at teardown)
-  ssh_known_hosts       path of an empty app known-hosts file for the test
-  ssh_trusted_known_hosts  the same file with the sshd host key already in it (written from the .pub file)
-  ssh_target            SshTarget for `sshd` using the test client key only
-  make_ssh_transport    factory: ``make_ssh_transport(**overrides)`` → unconnected SshTransport
+  sshd_factory          start more servers: ``sshd_factory()`` → SshdServer (all stopped at
+  teardown) ssh_known_hosts       path of an empty app known-hosts file for the test
+  ssh_trusted_known_hosts  the same file with the sshd host key already in it (written from the .pub
+  file) ssh_target            SshTarget for `sshd` using the test client key only make_ssh_transport
+  factory: ``make_ssh_transport(**overrides)`` → unconnected SshTransport
                         (closed at teardown)
   ssh_transport         a connected SshTransport to `sshd` whose host key is trusted
-  drop_ssh_connections  callable that kills the server side of every live connection (a "network drop")
-  need_fio              skip (fail under CI) a test whose fio is missing (need_torch: tests/conftest.py)
-  netns_cluster_factory ``make(count)`` → a started `NetnsCluster` (tests/integration/netns.py): ``count``
-                        network namespaces on a bridge, an sshd in each; removed at teardown, which fails the
-                        test when anything it made is left
+  drop_ssh_connections  callable that kills the server side of every live connection (a "network
+  drop") need_fio              skip (fail under CI) a test whose fio is missing (need_torch:
+  tests/conftest.py) netns_cluster_factory ``make(count)`` → a started `NetnsCluster`
+  (tests/integration/netns.py): ``count``
+                        network namespaces on a bridge, an sshd in each; removed at teardown, which
+                        fails the test when anything it made is left
 
-When sshd or ssh-keygen is missing the tests are skipped with the reason, except under CI=true where they
-fail.
+When sshd or ssh-keygen is missing the tests are skipped with the reason, except under CI=true where
+they fail.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from core.probes.transport.target import SshTarget
 try:
     from tests.integration.netns import NetnsCluster, NetnsUnavailable
     from tests.integration.sshd import SshdServer, SshdUnavailable, find_missing_tools, unavailable
-except ImportError:  # tests/ is not importable as a package; pytest put this folder on sys.path instead
+# tests/ is not importable as a package; pytest put this folder on sys.path instead
+except ImportError:
     from netns import NetnsCluster, NetnsUnavailable  # type: ignore[no-redef]
     from sshd import SshdServer, SshdUnavailable, find_missing_tools, unavailable  # type: ignore[no-redef]
 
@@ -58,13 +61,16 @@ def require_sshd() -> None:
 
 
 def clear_stale_pyenv_lock() -> None:
-    """WORKAROUND for login shells whose ~/.bashrc runs `pyenv init`: pyenv rehashes under a lock file, and a
-    test that drops a session mid-rehash leaves the lock behind; every later command then prints
-    "pyenv: cannot rehash" on stderr. Remove the lock only when no rehash is running (see sshd.py)."""
+    """WORKAROUND for login shells whose ~/.bashrc runs `pyenv init`: pyenv rehashes under a lock
+    file, and a test that drops a session mid-rehash leaves the lock behind; every later command
+    then prints "pyenv: cannot rehash" on stderr. Remove the lock only when no rehash is running
+    (see sshd.py)."""
     lock = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "shims" / ".pyenv-shim"
     if not lock.exists():
         return
-    running = subprocess.run(["pgrep", "-f", "pyenv-rehash"], capture_output=True, text=True, check=False)
+    running = subprocess.run(
+        ["pgrep", "-f", "pyenv-rehash"], capture_output=True, text=True, check=False
+    )
     if not running.stdout.strip():
         lock.unlink(missing_ok=True)
 
@@ -109,13 +115,19 @@ def ssh_trusted_known_hosts(sshd: SshdServer, ssh_known_hosts: Path) -> Path:
 
 @pytest.fixture
 def ssh_target(sshd: SshdServer) -> SshTarget:
-    return SshTarget(host=sshd.host, port=sshd.port, user=sshd.user,
-                     identity_files=[str(sshd.client_key_path)], identities_only=True)
+    return SshTarget(
+        host=sshd.host,
+        port=sshd.port,
+        user=sshd.user,
+        identity_files=[str(sshd.client_key_path)],
+        identities_only=True,
+    )
 
 
 @pytest.fixture
-def make_ssh_transport(ssh_target: SshTarget, ssh_known_hosts: Path,
-                       tmp_path: Path) -> Iterator[Callable[..., SshTransport]]:
+def make_ssh_transport(
+    ssh_target: SshTarget, ssh_known_hosts: Path, tmp_path: Path
+) -> Iterator[Callable[..., SshTransport]]:
     made: list[SshTransport] = []
 
     def make(**overrides: Any) -> SshTransport:
@@ -138,8 +150,9 @@ def make_ssh_transport(ssh_target: SshTarget, ssh_known_hosts: Path,
 
 
 @pytest.fixture
-def ssh_transport(make_ssh_transport: Callable[..., SshTransport],
-                  ssh_trusted_known_hosts: Path) -> SshTransport:
+def ssh_transport(
+    make_ssh_transport: Callable[..., SshTransport], ssh_trusted_known_hosts: Path
+) -> SshTransport:
     transport = make_ssh_transport(known_hosts_file=ssh_trusted_known_hosts)
     transport.connect()
     return transport
@@ -151,7 +164,9 @@ def drop_ssh_connections(sshd: SshdServer) -> Callable[..., int]:
 
 
 @pytest.fixture
-def netns_cluster_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[int], NetnsCluster]]:
+def netns_cluster_factory(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[[int], NetnsCluster]]:
     made: list[NetnsCluster] = []
 
     def make(count: int) -> NetnsCluster:

@@ -1,19 +1,21 @@
-"""Several "hosts" on this machine for the cluster tests: a network namespace per node, a real sshd in each.
+"""Several "hosts" on this machine for the cluster tests: a network namespace per node, a real sshd
+in each.
 
-A cluster probe needs nodes that reach each other over a network, each with its own address and its own SSH
-server. Network namespaces give exactly that without virtual machines: a bridge in this (the root) namespace
-holds ``.1`` of a private /24 (so the test process reaches every node), each node is a namespace joined to the
-bridge by a veth pair, with loopback up and its own address (``.2``, ``.3``, ...), and an OpenSSH ``sshd``
-(tests/integration/sshd.py) runs inside it on port 22, in a UTS namespace with the node's own host name. Each
-node resolves every node's name as a cluster's /etc/hosts would (``/etc/netns/NS/hosts``, which ``ip netns exec``
-mounts over /etc/hosts): torchrun's c10d rendezvous and gloo look up the host name. The namespaces share this
-machine's file system, so the venv's python with torch is there on every node; each node's sessions get a TMPDIR
-of their own, so a node's work directories can be told apart and checked.
+A cluster probe needs nodes that reach each other over a network, each with its own address and its
+own SSH server. Network namespaces give exactly that without virtual machines: a bridge in this (the
+root) namespace holds ``.1`` of a private /24 (so the test process reaches every node), each node is
+a namespace joined to the bridge by a veth pair, with loopback up and its own address (``.2``,
+``.3``, ...), and an OpenSSH ``sshd`` (tests/integration/sshd.py) runs inside it on port 22, in a
+UTS namespace with the node's own host name. Each node resolves every node's name as a cluster's
+/etc/hosts would (``/etc/netns/NS/hosts``, which ``ip netns exec`` mounts over /etc/hosts):
+torchrun's c10d rendezvous and gloo look up the host name. The namespaces share this machine's file
+system, so the venv's python with torch is there on every node; each node's sessions get a TMPDIR of
+their own, so a node's work directories can be told apart and checked.
 
-Every name starts with a tag unique to the test (``tp<pid><letter>``); teardown removes exactly what was made:
-the sshd processes by their PIDs, every process still in a namespace it made (``ip netns pids``), then its veths,
-bridge and namespaces by name, and their /etc/netns folders. It is safe after a failure midway and safe to call
-twice.
+Every name starts with a tag unique to the test (``tp<pid><letter>``); teardown removes exactly what
+was made: the sshd processes by their PIDs, every process still in a namespace it made (``ip netns
+pids``), then its veths, bridge and namespaces by name, and their /etc/netns folders. It is safe
+after a failure midway and safe to call twice.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from core.probes.transport.hostkeys import known_hosts_name
 
 try:
     from tests.integration.sshd import SshdServer, SshdUnavailable, find_missing_tools, keygen
-except ImportError:  # tests/ is not importable as a package; pytest put this folder on sys.path instead
+# tests/ is not importable as a package; pytest put this folder on sys.path instead
+except ImportError:
     from sshd import SshdServer, SshdUnavailable, find_missing_tools, keygen  # type: ignore[no-redef]
 
 IP = "/usr/sbin/ip"
@@ -48,7 +51,8 @@ class NetnsUnavailable(RuntimeError):
 
 
 def find_missing_privileges() -> str | None:
-    """A sentence naming why network namespaces with sshd cannot be made here, or None when they can."""
+    """A sentence naming why network namespaces with sshd cannot be made here, or None when they
+    can."""
     if os.geteuid() != 0:
         return "network namespaces need root (ip netns add), and this test runs as an ordinary user"
     if shutil.which("ip") is None and not os.path.exists(IP):
@@ -67,7 +71,11 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 def netns_names() -> set[str]:
     """The network namespaces this machine has now (``ip netns list``)."""
-    return {line.split()[0] for line in _ip("netns", "list", check=False).stdout.splitlines() if line.strip()}
+    return {
+        line.split()[0]
+        for line in _ip("netns", "list", check=False).stdout.splitlines()
+        if line.strip()
+    }
 
 
 def link_names() -> set[str]:
@@ -83,8 +91,12 @@ def netns_pids(namespace: str) -> list[int]:
 
 
 def _free_subnet() -> ipaddress.IPv4Network:
-    """A 10.77.X.0/24 no address or route of this machine is in (another test may hold one at the same time)."""
-    taken = _ip("-o", "-4", "addr", "show", check=False).stdout + _ip("-4", "route", "show", check=False).stdout
+    """A 10.77.X.0/24 no address or route of this machine is in (another test may hold one at the
+    same time)."""
+    taken = (
+        _ip("-o", "-4", "addr", "show", check=False).stdout
+        + _ip("-4", "route", "show", check=False).stdout
+    )
     start = os.getpid() % 250
     for offset in range(250):
         third = (start + offset) % 250 + 1
@@ -104,7 +116,8 @@ class Node:
 
     @property
     def tmpdir(self) -> Path:
-        """The TMPDIR of this node's SSH sessions: where its ``tuneplan.*`` work directories are made."""
+        """The TMPDIR of this node's SSH sessions: where its ``tuneplan.*`` work directories are
+        made."""
         return self.sshd.workdir / "tmp"
 
     def work_dirs(self) -> list[str]:
@@ -116,18 +129,24 @@ class Node:
         return netns_pids(self.name)
 
     def commands(self) -> list[str]:
-        """The command lines of the processes in this namespace other than sshd: what a run left behind."""
+        """The command lines of the processes in this namespace other than sshd: what a run left
+        behind."""
         out = []
         for pid in self.pids():
             with contextlib.suppress(OSError):
-                line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                line = (
+                    Path(f"/proc/{pid}/cmdline")
+                    .read_bytes()
+                    .replace(b"\0", b" ")
+                    .decode(errors="replace")
+                )
                 if not line.startswith(("sshd", "/usr/sbin/sshd")):
                     out.append(f"{pid} {line.strip()}")
         return out
 
     def restart_sshd_with(self, **env: str) -> None:
-        """Restart this node's sshd with ``env`` added to every session's environment (host key, port and
-        authorised keys kept): a setting only this node's commands see."""
+        """Restart this node's sshd with ``env`` added to every session's environment (host key,
+        port and authorised keys kept): a setting only this node's commands see."""
         self.sshd.stop()
         self.sshd.session_env.update(env)
         self.sshd.start()
@@ -143,7 +162,8 @@ class Node:
 
 @dataclass
 class NetnsCluster:
-    """``count`` nodes joined by a bridge; `start()` makes them, `teardown()` removes what was made."""
+    """``count`` nodes joined by a bridge; `start()` makes them, `teardown()` removes what was
+    made."""
 
     workdir: Path
     count: int
@@ -173,7 +193,8 @@ class NetnsCluster:
         return [n.address for n in self.nodes]
 
     def start(self) -> NetnsCluster:
-        """Make the bridge, the namespaces and veths, and start every sshd; `NetnsUnavailable` when it cannot."""
+        """Make the bridge, the namespaces and veths, and start every sshd; `NetnsUnavailable` when
+        it cannot."""
         missing = find_missing_privileges()
         if missing:
             raise NetnsUnavailable(missing)
@@ -182,7 +203,8 @@ class NetnsCluster:
         self.subnet = _free_subnet()
         hosts = list(self.subnet.hosts())
         _ip("link", "add", self.bridge, "type", "bridge")
-        self._links.append(self.bridge)  # recorded once made: a name someone else holds is never ours to delete
+        # recorded once made: a name someone else holds is never ours to delete
+        self._links.append(self.bridge)
         _ip("addr", "add", f"{hosts[0]}/{self.subnet.prefixlen}", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
         for index in range(1, self.count + 1):
@@ -215,8 +237,14 @@ class NetnsCluster:
         _ip("-n", name, "link", "set", name, "up")
         _ip("-n", name, "link", "set", "lo", "up")
         node_dir = self.workdir / name
-        sshd = SshdServer(workdir=node_dir, host=address, port=SSH_PORT, netns=name, hostname=name,
-                          session_env={"TMPDIR": str(node_dir / "tmp")})
+        sshd = SshdServer(
+            workdir=node_dir,
+            host=address,
+            port=SSH_PORT,
+            netns=name,
+            hostname=name,
+            session_env={"TMPDIR": str(node_dir / "tmp")},
+        )
         return Node(name=name, address=address, host_veth=host_side, sshd=sshd)
 
     def _start_sshd(self, node: Node) -> None:
@@ -231,7 +259,8 @@ class NetnsCluster:
         return next(n for n in self.nodes if name_or_address in (n.name, n.address))
 
     def teardown(self) -> list[str]:
-        """Remove what `start()` made (also after a failure midway); returns what could not be removed."""
+        """Remove what `start()` made (also after a failure midway); returns what could not be
+        removed."""
         problems: list[str] = []
         for node in self.nodes:
             node.sshd.stop()  # by its PID, with its sessions (SIGKILL ends a frozen process too)
@@ -277,5 +306,12 @@ def _kill_namespace(name: str, within_s: float = 5.0) -> bool:
         time.sleep(0.05)
 
 
-__all__ = ["NetnsCluster", "NetnsUnavailable", "Node", "find_missing_privileges", "link_names", "netns_names",
-           "netns_pids"]
+__all__ = [
+    "NetnsCluster",
+    "NetnsUnavailable",
+    "Node",
+    "find_missing_privileges",
+    "link_names",
+    "netns_names",
+    "netns_pids",
+]

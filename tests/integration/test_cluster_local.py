@@ -1,9 +1,11 @@
-"""A cluster of two nodes that are both this machine (LocalTransport): the cluster run end to end with real
-torchrun c10d and gloo, with nothing between the nodes but loopback. The network between real hosts is tested
-over network namespaces (test_cluster_probe.py); this one runs wherever torch is installed.
+"""A cluster of two nodes that are both this machine (LocalTransport): the cluster run end to end
+with real torchrun c10d and gloo, with nothing between the nodes but loopback. The network between
+real hosts is tested over network namespaces (test_cluster_probe.py); this one runs wherever torch
+is installed.
 
-Expected figures are the issue's contract, not the code's: two nodes with one gloo rank each make a world of
-two; each rank is told the interface its traffic leaves on (loopback here); the work directories go.
+Expected figures are the issue's contract, not the code's: two nodes with one gloo rank each make a
+world of two; each rank is told the interface its traffic leaves on (loopback here); the work
+directories go.
 """
 
 from __future__ import annotations
@@ -46,11 +48,17 @@ def _processes_in(workdirs: set[str]) -> list[str]:
 
 
 def _options() -> RunOptions:
-    return RunOptions(suite="inventory", python=sys.executable, collective_max_bytes=1 << 20,
-                      timeouts=ProbeTimeouts(distributed_s=90, collectives_s=120))
+    return RunOptions(
+        suite="inventory",
+        python=sys.executable,
+        collective_max_bytes=1 << 20,
+        timeouts=ProbeTimeouts(distributed_s=90, collectives_s=120),
+    )
 
 
-def test_two_local_nodes_rendezvous_and_all_reduce_across_them(tmp_path: Path, need_torch: None) -> None:
+def test_two_local_nodes_rendezvous_and_all_reduce_across_them(
+    tmp_path: Path, need_torch: None
+) -> None:
     store = ProbeStore(tmp_path / "probes.db")
     nodes = [ClusterNode("node-a", LocalTransport()), ClusterNode("node-b", LocalTransport())]
     events = list(run_cluster(nodes, _options(), store, threading.Event(), "pair"))
@@ -58,7 +66,10 @@ def test_two_local_nodes_rendezvous_and_all_reduce_across_them(tmp_path: Path, n
     assert finished.kind == "run_finished" and finished.status == "completed"
     cluster = finished.evidence.cluster
     assert cluster is not None
-    assert [(n.node, n.state) for n in cluster.nodes] == [("node-a", "completed"), ("node-b", "completed")]
+    assert [(n.node, n.state) for n in cluster.nodes] == [
+        ("node-a", "completed"),
+        ("node-b", "completed"),
+    ]
     assert cluster.rendezvous is not None and cluster.rendezvous.reached_from == {"node-b": True}
     sanity = cluster.distributed
     assert sanity is not None and sanity.all_reduce_ok and sanity.backend == "gloo"
@@ -67,25 +78,35 @@ def test_two_local_nodes_rendezvous_and_all_reduce_across_them(tmp_path: Path, n
     sweep = cluster.allreduce
     assert sweep is not None and sweep.collective is not None and sweep.collective.rows
     assert all(r.in_place is not None and r.in_place.wrong == 0 for r in sweep.collective.rows)
-    # Every node's own run is in the history beside the cluster run, and the inter-node sweep was charted live.
+    # Every node's own run is in the history beside the cluster run, and the inter-node sweep was
+    # charted live.
     hosts = {r.host for r in store.runs()}
     assert {"pair", "node-a", "node-b"} <= hosts
-    assert any(isinstance(e, NodeEvent) and e.node == "node-b" and e.event.kind == "run_finished" for e in events)
+    assert any(
+        isinstance(e, NodeEvent) and e.node == "node-b" and e.event.kind == "run_finished"
+        for e in events
+    )
     points = [e for e in events if e.kind == "series" and e.label == "inter-node"]
     assert points and max(points, key=lambda p: p.x).y > 0
     _assert_nothing_left(store, events)
 
 
 def _assert_nothing_left(store: ProbeStore, events: Sequence[object]) -> None:
-    """Every node's own work directory is gone, and the ledger of every node (where each directory a cluster
-    step makes is written before it is used, and struck out only once removed) is empty."""
-    node_dirs = [e.event.workdir for e in events if isinstance(e, NodeEvent) and e.event.kind == "run_started"]
+    """Every node's own work directory is gone, and the ledger of every node (where each directory a
+    cluster step makes is written before it is used, and struck out only once removed) is empty."""
+    node_dirs = [
+        e.event.workdir
+        for e in events
+        if isinstance(e, NodeEvent) and e.event.kind == "run_started"
+    ]
     assert len(node_dirs) == 2 and not any(os.path.exists(d) for d in node_dirs if d)
     for node in ("node-a", "node-b"):
         assert ledger.leftovers(store, node) == []
 
 
-def test_cancel_during_torchrun_leaves_no_process_and_no_work_directory(tmp_path: Path, need_torch: None) -> None:
+def test_cancel_during_torchrun_leaves_no_process_and_no_work_directory(
+    tmp_path: Path, need_torch: None
+) -> None:
     store = ProbeStore(tmp_path / "probes.db")
     before = _workdirs()
     cancel = threading.Event()

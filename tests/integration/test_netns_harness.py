@@ -1,9 +1,10 @@
-"""The multi-node harness itself (tests/integration/netns.py): the nodes reach each other, and its teardown
-leaves no namespace, interface or process behind.
+"""The multi-node harness itself (tests/integration/netns.py): the nodes reach each other, and its
+teardown leaves no namespace, interface or process behind.
 
-Reachability is checked from inside a node with a real TCP connection to another node's sshd (the SSH banner
-read back), and with the app's own SSH transport from this namespace; what is left afterwards is read from
-``ip netns list``, ``ip link`` and /proc, not from the harness's own bookkeeping.
+Reachability is checked from inside a node with a real TCP connection to another node's sshd (the
+SSH banner read back), and with the app's own SSH transport from this namespace; what is left
+afterwards is read from ``ip netns list``, ``ip link`` and /proc, not from the harness's own
+bookkeeping.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ try:
         netns_pids,
     )
     from tests.integration.sshd import unavailable
-except ImportError:  # tests/ is not importable as a package; pytest put this folder on sys.path instead
+# tests/ is not importable as a package; pytest put this folder on sys.path instead
+except ImportError:
     from netns import (  # type: ignore[no-redef]
         NetnsCluster,
         NetnsUnavailable,
@@ -51,9 +53,14 @@ with socket.create_connection((sys.argv[1], 22), timeout=5) as sock:
 
 
 def banner_from(namespace: str, address: str) -> str:
-    """What a TCP connect from inside ``namespace`` to ``address``:22 reads first (an sshd says SSH-2.0-...)."""
-    out = subprocess.run(["ip", "netns", "exec", namespace, sys.executable, "-c", BANNER, address],
-                         capture_output=True, text=True, timeout=30)
+    """What a TCP connect from inside ``namespace`` to ``address``:22 reads first (an sshd says
+    SSH-2.0-...)."""
+    out = subprocess.run(
+        ["ip", "netns", "exec", namespace, sys.executable, "-c", BANNER, address],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     return out.stdout.strip() or out.stderr.strip()
 
 
@@ -66,29 +73,43 @@ def alive(pid: int) -> bool:
 
 
 def test_nodes_reach_each_other_and_teardown_leaves_nothing(
-        netns_cluster_factory: Callable[[int], NetnsCluster], tmp_path: Path) -> None:
+    netns_cluster_factory: Callable[[int], NetnsCluster], tmp_path: Path
+) -> None:
     cluster = netns_cluster_factory(3)
     first, second, third = cluster.nodes
     assert len(set(cluster.addresses)) == 3
     assert banner_from(first.name, second.address).startswith("SSH-2.0-OpenSSH")
     assert banner_from(third.name, first.address).startswith("SSH-2.0-OpenSSH")
-    # By name too, as torchrun's rendezvous and gloo look nodes up: each node's /etc/hosts names them all.
+    # By name too, as torchrun's rendezvous and gloo look nodes up: each node's /etc/hosts names
+    # them all.
     assert banner_from(second.name, third.name).startswith("SSH-2.0-OpenSSH")
-    # The sshd runs in its namespace: nothing listens on that address in this one, only the bridge routes it.
+    # The sshd runs in its namespace: nothing listens on that address in this one, only the bridge
+    # routes it.
     assert first.sshd.pid in netns_pids(first.name)
     assert first.sshd.pid not in netns_pids(second.name)
 
-    # The app's transport reaches every node with the one client key and the known-hosts file of the harness,
-    # and each node has its own host name and its own TMPDIR.
+    # The app's transport reaches every node with the one client key and the known-hosts file of the
+    # harness, and each node has its own host name and its own TMPDIR.
     for node in cluster.nodes:
-        transport = SshTransport(SshTarget(host=node.address, port=22, user=node.sshd.user,
-                                           identity_files=[str(cluster.client_key_path)], identities_only=True),
-                                 known_hosts_file=cluster.known_hosts_path,
-                                 user_known_hosts_file=tmp_path / "absent", allow_agent=False, look_for_keys=False,
-                                 connect_timeout=5)
+        transport = SshTransport(
+            SshTarget(
+                host=node.address,
+                port=22,
+                user=node.sshd.user,
+                identity_files=[str(cluster.client_key_path)],
+                identities_only=True,
+            ),
+            known_hosts_file=cluster.known_hosts_path,
+            user_known_hosts_file=tmp_path / "absent",
+            allow_agent=False,
+            look_for_keys=False,
+            connect_timeout=5,
+        )
         try:
             transport.connect()
-            result = transport.run('hostname; echo "$TMPDIR"; cat /proc/self/net/dev | grep -c ":"', timeout=30)
+            result = transport.run(
+                'hostname; echo "$TMPDIR"; cat /proc/self/net/dev | grep -c ":"', timeout=30
+            )
         finally:
             transport.close()
         hostname, tmpdir, interfaces = result.stdout.split()
@@ -110,11 +131,15 @@ def test_nodes_reach_each_other_and_teardown_leaves_nothing(
 
 
 def test_teardown_kills_what_a_session_left_running_in_a_namespace(
-        netns_cluster_factory: Callable[[int], NetnsCluster]) -> None:
+    netns_cluster_factory: Callable[[int], NetnsCluster],
+) -> None:
     cluster = netns_cluster_factory(2)
     node = cluster.nodes[1]
-    # A process of its own session that outlives the sshd (setsid, as the app's remote process groups do).
-    stray = subprocess.Popen(["ip", "netns", "exec", node.name, "sleep", "300"], start_new_session=True)
+    # A process of its own session that outlives the sshd (setsid, as the app's remote process
+    # groups do).
+    stray = subprocess.Popen(
+        ["ip", "netns", "exec", node.name, "sleep", "300"], start_new_session=True
+    )
     try:
         assert in_namespace(node.name, stray.pid)
         assert cluster.teardown() == []
@@ -125,7 +150,8 @@ def test_teardown_kills_what_a_session_left_running_in_a_namespace(
 
 
 def in_namespace(namespace: str, pid: int) -> bool:
-    """Whether ``pid`` shows up in ``ip netns pids`` within 5 s (ip netns exec has switched by then)."""
+    """Whether ``pid`` shows up in ``ip netns pids`` within 5 s (ip netns exec has switched by
+    then)."""
     end = time.monotonic() + 5
     while time.monotonic() < end:
         if pid in netns_pids(namespace):

@@ -1,22 +1,25 @@
-"""SkyPilot's catalog (github.com/skypilot-org/skypilot-catalog, ``catalogs/v8/<cloud>/vms.csv``) -> offers.
+"""SkyPilot's catalog (github.com/skypilot-org/skypilot-catalog, ``catalogs/v8/<cloud>/vms.csv``) ->
+offers.
 
-One vms.csv row is one instance type in one region (AWS: one availability zone) with its on-demand ``Price``
-and, where the cloud sells it, its ``SpotPrice``. Each becomes one offer per pricing model; the per-GPU price
-is the instance price / ``AcceleratorCount``; per (instance, pricing model) the cheapest region is kept.
+One vms.csv row is one instance type in one region (AWS: one availability zone) with its on-demand
+``Price`` and, where the cloud sells it, its ``SpotPrice``. Each becomes one offer per pricing
+model; the per-GPU price is the instance price / ``AcceleratorCount``; per (instance, pricing model)
+the cheapest region is kept.
 
-Columns differ by cloud and so are read by name (AWS has AvailabilityZone and Arch; Lambda has no zone and an
-empty SpotPrice; RunPod has SpotPrice for interruptible pods). Rows skipped, each counted by reason:
+Columns differ by cloud and so are read by name (AWS has AvailabilityZone and Arch; Lambda has no
+zone and an empty SpotPrice; RunPod has SpotPrice for interruptible pods). Rows skipped, each
+counted by reason:
 
-- no accelerator (CPU instances), or a fractional ``AcceleratorCount`` (Azure's GPU slices): a plan rents
-  whole GPUs;
-- an empty ``InstanceType``: GCP's vms.csv prices accelerators apart from the host VM they attach to, and
-  SkyPilot's own reader (sky/catalog/gcp_catalog.py) adds the host's price to the accelerator's; tuneplan does
-  not re-create that pairing, so GCP accelerator rows are skipped (gpuhunt's GCP catalog prices whole
-  instances instead);
+- no accelerator (CPU instances), or a fractional ``AcceleratorCount`` (Azure's GPU slices): a plan
+  rents whole GPUs;
+- an empty ``InstanceType``: GCP's vms.csv prices accelerators apart from the host VM they attach
+  to, and SkyPilot's own reader (sky/catalog/gcp_catalog.py) adds the host's price to the
+  accelerator's; tuneplan does not re-create that pairing, so GCP accelerator rows are skipped
+  (gpuhunt's GCP catalog prices whole instances instead);
 - an accelerator the catalog does not know (counted by name, never guessed).
 
-RunPod's instance names end in ``_SECURE`` (Secure Cloud: the provider's own list price, on_demand); a name
-ending in ``_COMMUNITY`` would be Community Cloud, a marketplace of peer hosts.
+RunPod's instance names end in ``_SECURE`` (Secure Cloud: the provider's own list price, on_demand);
+a name ending in ``_COMMUNITY`` would be Community Cloud, a marketplace of peer hosts.
 """
 
 from __future__ import annotations
@@ -26,7 +29,14 @@ from typing import Any
 
 from core.catalog.feeds.csv_rows import number, rows
 from core.catalog.feeds.gpu_names import resolve_gpu
-from core.catalog.feeds.offer import MARKETPLACE, ON_DEMAND, SPOT, Offer, ParseResult, cheapest_per_region
+from core.catalog.feeds.offer import (
+    MARKETPLACE,
+    ON_DEMAND,
+    SPOT,
+    Offer,
+    ParseResult,
+    cheapest_per_region,
+)
 from core.catalog.feeds.screen import screen
 from core.catalog.lookup import Catalog
 from core.catalog.records import CatalogError
@@ -34,16 +44,17 @@ from core.catalog.records import CatalogError
 REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")
 CLOUDS = ("aws", "azure", "lambda", "runpod")  # read and checked; gcp: see the module docstring
 UNSUPPORTED_CLOUDS = {
-    "gcp": "GCP's vms.csv prices accelerators apart from their host VMs, and tuneplan does not pair them "
-           "(use the gpuhunt source for GCP)",
+    "gcp": "GCP's vms.csv prices accelerators apart from their host VMs, and tuneplan does not "
+    "pair them (use the gpuhunt source for GCP)",
 }
 
 
 def _gpu_info(cell: str) -> tuple[str, float | None]:
-    """(GPU name, per-GPU memory in GiB) from GpuInfo, a Python-literal dict; ('', None) when absent.
+    """(GPU name, per-GPU memory in GiB) from GpuInfo, a Python-literal dict; ('', None) when
+    absent.
 
-    SkyPilot's RunPod rows state SizeInMiB as the GB figure (80 for an 80 GB card), so a figure under
-    1024 MiB is no GPU's memory and is ignored rather than read in another unit."""
+    SkyPilot's RunPod rows state SizeInMiB as the GB figure (80 for an 80 GB card), so a figure
+    under 1024 MiB is no GPU's memory and is ignored rather than read in another unit."""
     if not cell:
         return "", None
     try:
@@ -56,11 +67,15 @@ def _gpu_info(cell: str) -> tuple[str, float | None]:
     return name, (mib / 1024 if mib >= 1024 else None)
 
 
-def parse_vms_csv(text: str, *, cloud: str, catalog: Catalog, source: str, fetched: str | None,
-                  date: str | None) -> ParseResult:
-    """Offers of one vms.csv. `source` (the URL or file) names the file in errors and on each offer."""
+def parse_vms_csv(
+    text: str, *, cloud: str, catalog: Catalog, source: str, fetched: str | None, date: str | None
+) -> ParseResult:
+    """Offers of one vms.csv. `source` (the URL or file) names the file in errors and on each
+    offer."""
     if cloud in UNSUPPORTED_CLOUDS:
-        raise CatalogError(f"{source}: SkyPilot cloud '{cloud}' is not read: {UNSUPPORTED_CLOUDS[cloud]}")
+        raise CatalogError(
+            f"{source}: SkyPilot cloud '{cloud}' is not read: {UNSUPPORTED_CLOUDS[cloud]}"
+        )
     try:
         provider_name = catalog.provider(cloud).name
     except CatalogError:
@@ -94,12 +109,24 @@ def parse_vms_csv(text: str, *, cloud: str, catalog: Catalog, source: str, fetch
         for model, usd in ((listed, price), (SPOT, spot)):
             if usd is None:
                 continue
-            offers.append(Offer(
-                provider=cloud, provider_name=provider_name, instance=instance, gpu=gpu, gpus_per_instance=n,
-                pricing_model=model, usd_per_gpu_hour=usd / n, region=region, source=source,
-                origin="refresh:skypilot", date=date, fetched=fetched,
-                notes=f"SkyPilot vms.csv: {accel} x{n}, instance ${usd:g}/h, cheapest region of the file",
-            ))
+            offers.append(
+                Offer(
+                    provider=cloud,
+                    provider_name=provider_name,
+                    instance=instance,
+                    gpu=gpu,
+                    gpus_per_instance=n,
+                    pricing_model=model,
+                    usd_per_gpu_hour=usd / n,
+                    region=region,
+                    source=source,
+                    origin="refresh:skypilot",
+                    date=date,
+                    fetched=fetched,
+                    notes=f"SkyPilot vms.csv: {accel} x{n}, instance ${usd:g}/h, cheapest region "
+                    "of the file",
+                )
+            )
         if price is None and spot is None:
             result.skipped["no price"] += 1
     result.offers = cheapest_per_region(screen(offers, catalog, result.skipped))

@@ -1,1 +1,2 @@
-"""Which hardware to pick: the catalog-wide search, the user's choices kept, and advice when nothing fits."""
+"""Which hardware to pick: the catalog-wide search, the user's choices kept, and advice when nothing
+fits."""

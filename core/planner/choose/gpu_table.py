@@ -1,9 +1,10 @@
-"""The catalog's GPUs as columns for the search's grid: each GPU's rates and, per node size, its price, offer and
-whether that offer is an outlier.
+"""The catalog's GPUs as columns for the search's grid: each GPU's rates and, per node size, its
+price, offer and whether that offer is an outlier.
 
-The search (core/planner/choose/search.py) evaluates every GPU at once along the grid's first axis; this table is
-what it reads there. Building it is a question of the catalog and its prices (which offers a node of each size can
-be rented as, at what price per used GPU-hour), apart from the search's question of which configuration fits.
+The search (core/planner/choose/search.py) evaluates every GPU at once along the grid's first axis;
+this table is what it reads there. Building it is a question of the catalog and its prices (which
+offers a node of each size can be rented as, at what price per used GPU-hour), apart from the
+search's question of which configuration fits.
 """
 
 from __future__ import annotations
@@ -32,52 +33,92 @@ class GpuTable:
     matmul: np.ndarray  # E_mm per GPU (MAMF table or heuristic)
     attention: np.ndarray
     pcie: np.ndarray
-    price: np.ndarray  # (GPU, GPUs per node): USD per GPU-hour used = a whole node's price / its GPUs; NaN: none
-    offered: np.ndarray  # (GPU, GPUs per node): False where the GPU has prices but no offer holds such a node
+    # (GPU, GPUs per node): USD per GPU-hour used = a whole node's price / its GPUs; NaN: none
+    price: np.ndarray
+    # (GPU, GPUs per node): False where the GPU has prices but no offer holds such a node
+    offered: np.ndarray
     provider: list[list[str | None]]  # [GPU][GPUs per node]
     instance: list[list[str | None]]
     billed: list[list[int | None]]  # GPUs paid for per node
-    outlier: np.ndarray  # (GPU, GPUs per node): the offer's price is one the plan would flag as an outlier
+    # (GPU, GPUs per node): the offer's price is one the plan would flag as an outlier
+    outlier: np.ndarray
     links: list[str]
     architectures: list[str]
     fp8_gain: list[float]
 
 
-def _node_prices(request: PlanRequest, catalog: Catalog, gpu_id: str, per_node: tuple[int, ...]) -> tuple[
-        list[float], list[bool], list[str | None], list[str | None], list[int | None], list[bool]] | None:
-    """Per GPUs-per-node choice: the price per used GPU-hour (whole instances), whether a node of that size can
-    be rented, from which offer, and whether that offer's list price is one the plan's sanity checks flag as an
-    outlier (sanity.is_outlier: under a quarter of the providers' median; an offer of a pricing model the user
-    allowed, auction or marketplace, is not); None when the GPU has no price in the mode at all."""
+def _node_prices(
+    request: PlanRequest, catalog: Catalog, gpu_id: str, per_node: tuple[int, ...]
+) -> (
+    tuple[list[float], list[bool], list[str | None], list[str | None], list[int | None], list[bool]]
+    | None
+):
+    """Per GPUs-per-node choice: the price per used GPU-hour (whole instances), whether a node of
+    that size can be rented, from which offer, and whether that offer's list price is one the plan's
+    sanity checks flag as an outlier (sanity.is_outlier: under a quarter of the providers' median;
+    an offer of a pricing model the user allowed, auction or marketplace, is not); None when the GPU
+    has no price in the mode at all."""
     p, mode = request.pricing, request.pricing.mode.value
     allow = [a.value for a in p.allow]
     trusted = not pricing.low_confidence_ok(request, gpu_id, searched=True)
     factor = 1 - p.discount
     if p.usd_per_gpu_hour is not None:  # the user's own price: per GPU used, any node size
-        row = pricing.any_offer(catalog, gpu_id, mode, provider=p.provider, allow=allow, trusted_only=trusted)
+        row = pricing.any_offer(
+            catalog, gpu_id, mode, provider=p.provider, allow=allow, trusted_only=trusted
+        )
         name = row.provider_name if row else None
         n = len(per_node)
-        return [p.usd_per_gpu_hour * factor] * n, [True] * n, [name] * n, [None] * n, list(per_node), [False] * n
-    if pricing.any_offer(catalog, gpu_id, mode, provider=p.provider, allow=allow, trusted_only=trusted) is None:
+        return (
+            [p.usd_per_gpu_hour * factor] * n,
+            [True] * n,
+            [name] * n,
+            [None] * n,
+            list(per_node),
+            [False] * n,
+        )
+    if (
+        pricing.any_offer(
+            catalog, gpu_id, mode, provider=p.provider, allow=allow, trusted_only=trusted
+        )
+        is None
+    ):
         return None
     price, offered, provider, instance, billed, outlier = [], [], [], [], [], []
     for gpn in per_node:
-        offer = pricing.node_offer(catalog, gpu_id, mode, gpn, provider=p.provider, allow=allow, trusted_only=trusted)
+        offer = pricing.node_offer(
+            catalog, gpu_id, mode, gpn, provider=p.provider, allow=allow, trusted_only=trusted
+        )
         price.append(np.nan if offer is None else offer.usd_per_used_gpu_hour * factor)
         offered.append(offer is not None)
         provider.append(offer.row.provider_name if offer else None)
         instance.append(offer.row.instance if offer else None)
         billed.append(offer.billed_gpus if offer else None)
-        # an auction floor or marketplace host the user allowed is expected far under list; a list price is not
-        outlier.append(offer is not None and str(offer.row.pricing_model) not in allow
-                       and sanity.is_outlier(catalog, gpu_id, mode, offer.row.usd_per_gpu_hour))
+        # an auction floor or marketplace host the user allowed is expected far under list; a list
+        # price is not
+        outlier.append(
+            offer is not None
+            and str(offer.row.pricing_model) not in allow
+            and sanity.is_outlier(catalog, gpu_id, mode, offer.row.usd_per_gpu_hour)
+        )
     return price, offered, provider, instance, billed, outlier
 
 
 def gpu_table(request: PlanRequest, catalog: Catalog, per_node: tuple[int, ...]) -> GpuTable:
     wanted = request.search.gpus
     gpus = [catalog.gpu(g) for g in wanted] if wanted else list(catalog.gpus.values())
-    ids, mem, peak, intra, price, offered, prov, inst, billed, links, archs = [], [], [], [], [], [], [], [], [], [], []
+    ids, mem, peak, intra, price, offered, prov, inst, billed, links, archs = (
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+    )
     outlier: list[list[bool]] = []
     hbm, matmul, attention, pcie, gains = [], [], [], [], []
     n = len(per_node)
@@ -90,7 +131,8 @@ def gpu_table(request: PlanRequest, catalog: Catalog, per_node: tuple[int, ...])
         ids.append(gpu.id)
         mem.append(gpu.memory_bytes)
         peak.append(gpu.peak_tflops(request.training.precision.value))
-        intra.append(network.intra_node_gbs(gpu, 8))  # one figure for every node width; no bridged pairs
+        # one figure for every node width; no bridged pairs
+        intra.append(network.intra_node_gbs(gpu, 8))
         r = gpu_rates.rates(gpu, request.training.precision)
         hbm.append(r.hbm_gbs)
         matmul.append(r.matmul_efficiency)
@@ -99,7 +141,13 @@ def gpu_table(request: PlanRequest, catalog: Catalog, per_node: tuple[int, ...])
         gains.append(r.fp8_gain)
         # A GPU with no price at all stays in a time-ranked search at every node size (unpriced).
         usd, ok, names, instances, pays, flagged = node or (
-            [np.nan] * n, [True] * n, [None] * n, [None] * n, [None] * n, [False] * n)
+            [np.nan] * n,
+            [True] * n,
+            [None] * n,
+            [None] * n,
+            [None] * n,
+            [False] * n,
+        )
         price.append(usd)
         outlier.append(flagged)
         offered.append(ok)
@@ -130,12 +178,16 @@ def gpu_table(request: PlanRequest, catalog: Catalog, per_node: tuple[int, ...])
 
 
 def allow_hint(request: PlanRequest, catalog: Catalog) -> str:
-    """'; its marketplace prices count only with pricing.allow ["marketplace"]' when such offers would serve."""
+    """'; its marketplace prices count only with pricing.allow ["marketplace"]' when such offers
+    would serve."""
     mode = request.pricing.mode.value
     name = {"on_demand": "marketplace", "spot": "auction"}.get(mode)
     if name is None or name in [a.value for a in request.pricing.allow]:
         return ""
     slug = catalog.provider_id(request.pricing.provider) if request.pricing.provider else None
-    if any(p.pricing_model.value == name and (slug is None or p.provider == slug) for p in catalog.prices):
-        return f"; {name} prices count only with pricing.allow [\"{name}\"]"
+    if any(
+        p.pricing_model.value == name and (slug is None or p.provider == slug)
+        for p in catalog.prices
+    ):
+        return f'; {name} prices count only with pricing.allow ["{name}"]'
     return ""

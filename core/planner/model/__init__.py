@@ -1,1 +1,2 @@
-"""The model and what each GPU holds: parameters, attention layers, LoRA, memory, savers, parallel layouts."""
+"""The model and what each GPU holds: parameters, attention layers, LoRA, memory, savers, parallel
+layouts."""

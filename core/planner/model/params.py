@@ -1,9 +1,11 @@
-"""Model architecture and parameter counts, from a Hugging Face config.json (read in config_shape.py).
+"""Model architecture and parameter counts, from a Hugging Face config.json (read in
+config_shape.py).
 
-Counts every weight matrix the way the checkpoint stores it: embeddings (twice when untied), attention
-(GQA, or DeepSeek's multi-head latent attention), gated or plain MLP, MoE experts (total vs active),
-routers and norms. The planner needs more than the total: LoRA adapts individual matrices, ZeRO-3 gathers
-the largest layer, and activations depend on the widths, so the shape is kept, not just the count.
+Counts every weight matrix the way the checkpoint stores it: embeddings (twice when untied),
+attention (GQA, or DeepSeek's multi-head latent attention), gated or plain MLP, MoE experts (total
+vs active), routers and norms. The planner needs more than the total: LoRA adapts individual
+matrices, ZeRO-3 gathers the largest layer, and activations depend on the widths, so the shape is
+kept, not just the count.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from core.planner.model.config_shape import config_fields
 
 @dataclass(frozen=True)
 class Linear:
-    """One weight matrix kind inside a layer: name, input and output width, and how many exist per layer."""
+    """One weight matrix kind inside a layer: name, input and output width, and how many exist per
+    layer."""
 
     name: str
     d_in: int
@@ -63,11 +66,13 @@ class Architecture:
     parallel_block: bool = False  # attention and MLP read one shared norm (Falcon, Phi-2, GPT-NeoX)
     layer_norm: bool = False  # LayerNorm instead of RMSNorm
     fused_qkv: bool = False  # q, k, v computed by one linear module
-    experts_fused: bool = False  # routed experts stored as 3-D parameters: no LoRA adapter, no NF4 quantization
+    # routed experts stored as 3-D parameters: no LoRA adapter, no NF4 quantization
+    experts_fused: bool = False
     sliding_window: int | None = None
-    attention_dropout: float = 0.0  # dropout on the attention probabilities (BERT, GPT-2): eager keeps its mask
-    # Each layer's attention kind and window/chunk (attention_layers.layer_pattern); empty: `sliding_window`
-    # (when set) windows every layer, as for an Architecture built by hand.
+    # dropout on the attention probabilities (BERT, GPT-2): eager keeps its mask
+    attention_dropout: float = 0.0
+    # Each layer's attention kind and window/chunk (attention_layers.layer_pattern); empty:
+    # `sliding_window` (when set) windows every layer, as for an Architecture built by hand.
     layer_attention: tuple[LayerAttention, ...] = ()
     inferred: bool = False
     notes: tuple[str, ...] = field(default=())
@@ -76,15 +81,18 @@ class Architecture:
 
     @classmethod
     def from_hf_config(cls, cfg: dict[str, Any], name: str = "custom") -> Architecture:
-        """Read HF config keys as transformers does (hf_config.transformers_view: a multimodal model's text model,
-        omitted keys at their defaults); raises ConfigError naming the first missing or invalid key."""
+        """Read HF config keys as transformers does (hf_config.transformers_view: a multimodal
+        model's text model, omitted keys at their defaults); raises ConfigError naming the first
+        missing or invalid key."""
         return cls(name=name, **config_fields(cfg))
 
     @classmethod
     def from_param_count(cls, params: float, vocab: int = 32_000) -> Architecture:
-        """A Llama-shaped dense model of about `params` parameters (hidden/layers = 128, SwiGLU 8/3·h).
+        """A Llama-shaped dense model of about `params` parameters (hidden/layers = 128, SwiGLU
+        8/3·h).
 
-        Used when the user gives only a count: activations then follow a typical shape, and the plan says so.
+        Used when the user gives only a count: activations then follow a typical shape, and the plan
+        says so.
         """
         lo, hi = 256.0, 65_536.0
         for _ in range(60):
@@ -108,8 +116,8 @@ class Architecture:
             tied_embeddings=False,
             inferred=True,
             notes=(
-                "architecture inferred from the parameter count (Llama-like shape); import a config.json "
-                "for exact activation memory",
+                "architecture inferred from the parameter count (Llama-like shape); import a "
+                "config.json for exact activation memory",
             ),
         )
         # Scale the MLP so the total matches the requested count exactly enough for planning.
@@ -130,7 +138,8 @@ class Architecture:
 
     @property
     def q_width(self) -> int:
-        """Query width: heads × the q/k head dim (MLA: nope + rope, 128 + 64 = 192 for DeepSeek-V3)."""
+        """Query width: heads × the q/k head dim (MLA: nope + rope, 128 + 64 = 192 for
+        DeepSeek-V3)."""
         return self.heads * self.qk_head_dim
 
     @property
@@ -140,7 +149,8 @@ class Architecture:
 
     @property
     def qk_head_dim(self) -> int:
-        """Per-head width of queries and keys: head_dim, or MLA's qk_nope_head_dim + qk_rope_head_dim."""
+        """Per-head width of queries and keys: head_dim, or MLA's qk_nope_head_dim +
+        qk_rope_head_dim."""
         if self.uses_mla:
             return (self.qk_nope_head_dim or 128) + (self.qk_rope_head_dim or 64)
         return self.head_dim
@@ -152,9 +162,9 @@ class Architecture:
 
     @property
     def k_width(self) -> int:
-        """Keys the attention kernel reads (and autograd saves) per token per layer. MLA expands its latent
-        (kv_lora_rank + rope) to full per-head keys, heads × (nope + rope), before attention (transformers'
-        DeepseekV3Attention: kv_b_proj, then k_pe broadcast to every head)."""
+        """Keys the attention kernel reads (and autograd saves) per token per layer. MLA expands its
+        latent (kv_lora_rank + rope) to full per-head keys, heads × (nope + rope), before attention
+        (transformers' DeepseekV3Attention: kv_b_proj, then k_pe broadcast to every head)."""
         return self.heads * self.qk_head_dim if self.uses_mla else self.kv_width
 
     @property
@@ -168,8 +178,8 @@ class Architecture:
 
     @property
     def rotary_width(self) -> int:
-        """Values RoPE rotates per token per layer: q and k (MLA: only the rope part, qk_rope_head_dim per head of
-        q plus the one k_pe shared by all heads)."""
+        """Values RoPE rotates per token per layer: q and k (MLA: only the rope part,
+        qk_rope_head_dim per head of q plus the one k_pe shared by all heads)."""
         if self.uses_mla:
             rope = self.qk_rope_head_dim or 64
             return self.heads * rope + rope
@@ -177,17 +187,24 @@ class Architecture:
 
     @property
     def attention_pattern(self) -> tuple[LayerAttention, ...]:
-        """Each layer's (kind, size): read from config.json, or `sliding_window` on every layer, or full."""
+        """Each layer's (kind, size): read from config.json, or `sliding_window` on every layer, or
+        full."""
         if self.layer_attention:
             return self.layer_attention
-        one = (attention_layers.SLIDING, self.sliding_window) if self.sliding_window else (attention_layers.FULL, 0)
+        one = (
+            (attention_layers.SLIDING, self.sliding_window)
+            if self.sliding_window
+            else (attention_layers.FULL, 0)
+        )
         return (one,) * self.layers
 
     @cached_property
     def moe_layers(self) -> int:
         if not self.is_moe:
             return 0
-        return len([i for i in range(self.dense_layers, self.layers) if (i + 1) % self.moe_every == 0])
+        return len(
+            [i for i in range(self.dense_layers, self.layers) if (i + 1) % self.moe_every == 0]
+        )
 
     @cached_property
     def moe_fraction(self) -> float:
@@ -196,12 +213,15 @@ class Architecture:
 
     @cached_property
     def active_mlp_width(self) -> float:
-        """MLP width one token runs through, per layer on average: its chosen experts (and a shared one) in MoE
-        layers, the dense MLP elsewhere. What its activations and elementwise passes scale with."""
+        """MLP width one token runs through, per layer on average: its chosen experts (and a shared
+        one) in MoE layers, the dense MLP elsewhere. What its activations and elementwise passes
+        scale with."""
         frac = self.moe_fraction
         if not self.is_moe:
             return float(self.intermediate)
-        routed = self.expert_intermediate * self.experts_per_token * frac + self.intermediate * (1 - frac)
+        routed = self.expert_intermediate * self.experts_per_token * frac + self.intermediate * (
+            1 - frac
+        )
         return routed + self.shared_intermediate * frac
 
     def attention_linears(self) -> list[Linear]:
@@ -211,7 +231,10 @@ class Architecture:
             v = self.v_head_dim or 128
             kv_rank = self.kv_lora_rank or 512
             q = (
-                [Linear("q_a", h, self.q_lora_rank), Linear("q", self.q_lora_rank, self.heads * (nope + rope))]
+                [
+                    Linear("q_a", h, self.q_lora_rank),
+                    Linear("q", self.q_lora_rank, self.heads * (nope + rope)),
+                ]
                 if self.q_lora_rank
                 else [Linear("q", h, self.heads * (nope + rope))]
             )
@@ -229,7 +252,8 @@ class Architecture:
         ]
 
     def mlp_linears(self) -> list[Linear]:
-        """MLP matrices averaged per layer: dense layers, routed experts (total vs active) and shared experts."""
+        """MLP matrices averaged per layer: dense layers, routed experts (total vs active) and
+        shared experts."""
         h = self.hidden
         names = ("gate", "up", "down") if self.gated_mlp else ("up", "down")
         out: list[Linear] = []
@@ -245,7 +269,12 @@ class Architecture:
             return out
         moe_frac = self.moe_layers / self.layers
         add(self.intermediate, 1 - moe_frac, 1 - moe_frac)
-        add(self.expert_intermediate, self.experts * moe_frac, self.experts_per_token * moe_frac, expert=True)
+        add(
+            self.expert_intermediate,
+            self.experts * moe_frac,
+            self.experts_per_token * moe_frac,
+            expert=True,
+        )
         add(self.shared_intermediate, moe_frac, moe_frac)
         return out
 
@@ -272,23 +301,36 @@ class Architecture:
 
     def _linear_params(self, active: bool) -> float:
         per_layer = self._attention_params_per_layer() + sum(
-            lin.params * (lin.count_active if active else lin.count_total) for lin in self.mlp_linears()
+            lin.params * (lin.count_active if active else lin.count_total)
+            for lin in self.mlp_linears()
         )
         return per_layer * self.layers
 
     @cached_property
     def total_params(self) -> int:
-        return int(self._linear_params(False) + self.embedding_params + self.router_params + self.norm_params)
+        return int(
+            self._linear_params(False)
+            + self.embedding_params
+            + self.router_params
+            + self.norm_params
+        )
 
     @cached_property
     def active_params(self) -> int:
-        return int(self._linear_params(True) + self.embedding_params + self.router_params + self.norm_params)
+        return int(
+            self._linear_params(True)
+            + self.embedding_params
+            + self.router_params
+            + self.norm_params
+        )
 
     @cached_property
     def quantizable_params(self) -> int:
-        """Parameters in the transformer blocks' linear layers: what NF4 quantizes (embeddings stay 16-bit).
+        """Parameters in the transformer blocks' linear layers: what NF4 quantizes (embeddings stay
+        16-bit).
 
-        Fused experts (`experts_fused`) are parameters, not nn.Linear modules: bitsandbytes leaves them 16-bit.
+        Fused experts (`experts_fused`) are parameters, not nn.Linear modules: bitsandbytes leaves
+        them 16-bit.
         """
         experts = [lin for lin in self.mlp_linears() if lin.expert and self.experts_fused]
         fused = sum(lin.params * lin.count_total for lin in experts)
@@ -296,12 +338,14 @@ class Architecture:
 
     @cached_property
     def block_params(self) -> int:
-        """Parameters of one (average) transformer block's matrices and router: one ZeRO-3/FSDP unit."""
+        """Parameters of one (average) transformer block's matrices and router: one ZeRO-3/FSDP
+        unit."""
         return int((self._linear_params(False) + self.router_params) / self.layers)
 
     @cached_property
     def largest_layer_params(self) -> int:
-        """The biggest single module ZeRO-3/FSDP gathers at once: one block, or the (un)embedding."""
+        """The biggest single module ZeRO-3/FSDP gathers at once: one block, or the
+        (un)embedding."""
         return int(max(self.block_params, self.vocab * self.hidden))
 
     @cached_property

@@ -1,10 +1,11 @@
-"""Model states per GPU: weights, gradients and optimizer states (ZeRO's term), and the bytes each takes.
+"""Model states per GPU: weights, gradients and optimizer states (ZeRO's term), and the bytes each
+takes.
 
-Bytes per parameter by precision and optimizer; what ZeRO stages, FSDP/HSDP and tensor/pipeline/expert
-parallelism leave on each GPU; what CPU offload and paged optimizers move to the host; the parameters
-ZeRO-3/FSDP hold gathered; QLoRA's NF4 base and the weight bitsandbytes dequantizes at once.
-Vectorised like the rest of the memory model (`memory.estimate` composes the peak); docs/formulas.md,
-"Model states", gives the sources.
+Bytes per parameter by precision and optimizer; what ZeRO stages, FSDP/HSDP and
+tensor/pipeline/expert parallelism leave on each GPU; what CPU offload and paged optimizers move to
+the host; the parameters ZeRO-3/FSDP hold gathered; QLoRA's NF4 base and the weight bitsandbytes
+dequantizes at once. Vectorised like the rest of the memory model (`memory.estimate` composes the
+peak); docs/formulas.md, "Model states", gives the sources.
 """
 
 from __future__ import annotations
@@ -17,12 +18,21 @@ import numpy as np
 from core.planner.model import parallel
 from core.planner.model.lora import largest_trainable_matrix, trainable_params
 from core.planner.model.params import Architecture
-from core.planner.request import Framework, Method, Offload, Optimizer, Precision, Sharding, TrainingSpec
+from core.planner.request import (
+    Framework,
+    Method,
+    Offload,
+    Optimizer,
+    Precision,
+    Sharding,
+    TrainingSpec,
+)
 
 Num = Any  # a float or a NumPy array, broadcast together
 
 NF4_BITS = 4.0
-NF4_CONSTANT_BITS = {True: 8 / 64 + 32 / (64 * 256), False: 32 / 64}  # QLoRA §3, double quantization or not
+# QLoRA §3, double quantization or not
+NF4_CONSTANT_BITS = {True: 8 / 64 + 32 / (64 * 256), False: 32 / 64}
 PAGED_OPTIMIZERS = (Optimizer.paged_adamw_8bit, Optimizer.paged_adamw_32bit)
 
 # ----------------------------------------------------------------------------- bytes per parameter
@@ -38,25 +48,33 @@ def master_bytes(precision: Precision) -> float:
 
 
 def optimizer_state_bytes(optimizer: Optimizer, precision: Precision) -> float:
-    """States per trainable parameter. Pure bf16 (litgpt bf16-true, torchtune) keeps them in bf16."""
+    """States per trainable parameter. Pure bf16 (litgpt bf16-true, torchtune) keeps them in
+    bf16."""
     state = 2.0 if precision is Precision.pure_bf16 else 4.0
     return {
         Optimizer.adamw: 2 * state,
-        Optimizer.paged_adamw_32bit: 8.0,  # bitsandbytes keeps 32-bit states whatever the weights' dtype
+        # bitsandbytes keeps 32-bit states whatever the weights' dtype
+        Optimizer.paged_adamw_32bit: 8.0,
         Optimizer.adamw_8bit: 2.0,
         Optimizer.paged_adamw_8bit: 2.0,
         Optimizer.sgd: 0.0,
         Optimizer.sgd_momentum: state,
         Optimizer.lion: state,
-        Optimizer.adafactor: 0.1,  # factored second moment: 4·(rows+cols) per matrix; no first moment
+        # factored second moment: 4·(rows+cols) per matrix; no first moment
+        Optimizer.adafactor: 0.1,
     }[optimizer]
 
 
 def checkpoint_bytes(arch: Architecture, training: TrainingSpec) -> float:
-    """A resumable checkpoint: the trained parameters' 16-bit (or fp32) weights, fp32 master and optimizer
-    states; for LoRA/QLoRA only the adapters' (the frozen base is reloaded from the hub)."""
+    """A resumable checkpoint: the trained parameters' 16-bit (or fp32) weights, fp32 master and
+    optimizer states; for LoRA/QLoRA only the adapters' (the frozen base is reloaded from the
+    hub)."""
     precision = training.precision
-    per_param = weight_bytes(precision) + master_bytes(precision) + optimizer_state_bytes(training.optimizer, precision)
+    per_param = (
+        weight_bytes(precision)
+        + master_bytes(precision)
+        + optimizer_state_bytes(training.optimizer, precision)
+    )
     return trainable_params(arch, training) * per_param
 
 
@@ -73,7 +91,8 @@ class ModelStates:
     step_workspace: Num = 0.0  # temporaries of the optimizer step, alive once activations are gone
     paged: Num = 0.0  # paged optimizer states (unified memory, outside the allocator)
     host_step_bytes: Num = 0.0  # CPU offload: bytes over the host link once per optimizer step
-    host_micro_bytes: Num = 0.0  # CPU offload of parameters: bytes over the host link per micro-batch
+    # CPU offload of parameters: bytes over the host link per micro-batch
+    host_micro_bytes: Num = 0.0
 
 
 def shard_degree(sharding: Sharding, dp: Num, gpus_per_node: Num) -> Num:
@@ -95,17 +114,21 @@ def model_states(
 ) -> ModelStates:
     """Weights, gradients and optimizer states per GPU for any sharding and offload.
 
-    ZeRO paper (arXiv:1910.02054): DP (2+2+K)Ψ; stage 1 2Ψ+2Ψ+KΨ/N; stage 2 2Ψ+(2+K)Ψ/N; stage 3 (2+2+K)Ψ/N.
-    DeepSpeed's implementation also holds an fp32 gradient partition (its estimator's 18 = 2+4+4+8) and
-    gathers 2 × the largest layer in 16-bit under stage 3; FSDP keeps fp32 shards (16Ψ/N) plus 2 units.
+    ZeRO paper (arXiv:1910.02054): DP (2+2+K)Ψ; stage 1 2Ψ+2Ψ+KΨ/N; stage 2 2Ψ+(2+K)Ψ/N; stage 3
+    (2+2+K)Ψ/N. DeepSpeed's implementation also holds an fp32 gradient partition (its estimator's 18
+    = 2+4+4+8) and gathers 2 × the largest layer in 16-bit under stage 3; FSDP keeps fp32 shards
+    (16Ψ/N) plus 2 units.
     """
     precision, method, sharding = training.precision, training.method, training.sharding
     total = float(total_params if total_params is not None else arch.total_params)
-    largest = float(largest_layer_params if largest_layer_params is not None else arch.largest_layer_params)
+    largest = float(
+        largest_layer_params if largest_layer_params is not None else arch.largest_layer_params
+    )
     trainable = total if method is Method.full else trainable_params(arch, training)
     frozen = 0.0 if method is Method.full else total
-    # Context-parallel ranks hold the same weights: FSDP2 (torchtitan shards over its "dp_shard_cp" mesh),
-    # Megatron's distributed optimizer and ZeRO with Ulysses shard the states over data × context parallel.
+    # Context-parallel ranks hold the same weights: FSDP2 (torchtitan shards over its "dp_shard_cp"
+    # mesh), Megatron's distributed optimizer and ZeRO with Ulysses shard the states over data ×
+    # context parallel.
     n = shard_degree(sharding, dp * training.context_parallel, gpus_per_node)
     stage = {
         Sharding.none: 0,
@@ -115,7 +138,11 @@ def model_states(
         Sharding.fsdp: 3,
         Sharding.hsdp: 3,
     }[sharding]
-    deepspeed = zero_accounting == "deepspeed" and sharding in (Sharding.zero1, Sharding.zero2, Sharding.zero3)
+    deepspeed = zero_accounting == "deepspeed" and sharding in (
+        Sharding.zero1,
+        Sharding.zero2,
+        Sharding.zero3,
+    )
 
     wb = weight_bytes(precision)
     if method is Method.qlora:
@@ -123,7 +150,8 @@ def model_states(
         quantized = float(arch.quantizable_params)
         frozen_bytes = quantized * nf4 + (frozen - quantized) * wb
         if quantizes_lm_head(training):
-            # The head becomes a 4-bit linear of its own; a tied model's embedding stays a 16-bit table beside it.
+            # The head becomes a 4-bit linear of its own; a tied model's embedding stays a 16-bit
+            # table beside it.
             head = float(arch.vocab * arch.hidden)
             frozen_bytes += head * nf4 - (0.0 if arch.tied_embeddings else head * wb)
     else:
@@ -132,21 +160,25 @@ def model_states(
     train_w = trainable * wb
     grad = trainable * wb
     fp32_grad = trainable * 4.0 if deepspeed and master_bytes(precision) else 0.0
-    opt = trainable * (master_bytes(precision) + optimizer_state_bytes(training.optimizer, precision))
+    opt = trainable * (
+        master_bytes(precision) + optimizer_state_bytes(training.optimizer, precision)
+    )
 
     weights = (frozen_bytes + train_w) / (n if stage >= 3 else 1)
     if deepspeed and stage >= 3 and fp32_grad:
         grad = 0.0  # stage 3 reduce-scatters straight into the fp32 partition: 2P/N + 16P/N = 18P/N
     grads = grad / (n if stage >= 2 else 1) + fp32_grad / n
     if sharding in (Sharding.fsdp, Sharding.hsdp) and master_bytes(precision):
-        # FSDP mixed precision shards the fp32 parameters themselves: no separate 16-bit copy or master.
+        # FSDP mixed precision shards the fp32 parameters themselves: no separate 16-bit copy or
+        # master.
         weights = (frozen_bytes + trainable * 4.0) / n
         grads = trainable * 4.0 / n
         opt = trainable * optimizer_state_bytes(training.optimizer, precision)
     optimizer = opt / (n if stage >= 1 else 1)
     gathered = gathered_bytes(arch, training, largest, wb)
     if training.optimizer_in_backward:
-        # Each gradient is stepped and freed as soon as it is produced: one matrix's gradient at a time.
+        # Each gradient is stepped and freed as soon as it is produced: one matrix's gradient at a
+        # time.
         one = largest_trainable_matrix(arch, training) * wb
         grads = np.minimum(grads, one / (n if stage >= 2 else 1))
 
@@ -154,19 +186,34 @@ def model_states(
     moved = _host_side(training, trainable, wb, n_opt, weights, grads, optimizer)
     weights, grads, optimizer = moved.weights, moved.grads, moved.optimizer
     workspace = 0.0 * optimizer
-    torch_adamw = training.optimizer is Optimizer.adamw and not deepspeed and not training.optimizer_in_backward
+    torch_adamw = (
+        training.optimizer is Optimizer.adamw
+        and not deepspeed
+        and not training.optimizer_in_backward
+    )
     if torch_adamw and training.offload is Offload.none:
-        # PyTorch's multi-tensor AdamW (the default on GPUs) materialises sqrt(v) for every weight it steps
-        # at once: one state's worth. DeepSpeed's fused Adam and a per-weight step in backward work in place.
+        # PyTorch's multi-tensor AdamW (the default on GPUs) materialises sqrt(v) for every weight
+        # it steps at once: one state's worth. DeepSpeed's fused Adam and a per-weight step in
+        # backward work in place.
         workspace = trainable * (2.0 if precision is Precision.pure_bf16 else 4.0) / n_opt
-    states = ModelStates(weights, grads, optimizer, gathered, moved.offloaded, workspace, moved.paged, moved.host_step,
-                         moved.host_micro)
+    states = ModelStates(
+        weights,
+        grads,
+        optimizer,
+        gathered,
+        moved.offloaded,
+        workspace,
+        moved.paged,
+        moved.host_step,
+        moved.host_micro,
+    )
     return parallel_split(states, arch, training)
 
 
 @dataclass(frozen=True)
 class _HostSide:
-    """The GPU's states once offload or paging has moved some of them to host memory, and the traffic."""
+    """The GPU's states once offload or paging has moved some of them to host memory, and the
+    traffic."""
 
     weights: Num
     grads: Num
@@ -177,21 +224,35 @@ class _HostSide:
     host_micro: Num
 
 
-def _host_side(training: TrainingSpec, trainable: float, wb: float, n_opt: Num, weights: Num, grads: Num,
-               optimizer: Num) -> _HostSide:
-    """What ZeRO-Offload moves to the host (optimizer and gradients, parameters too) or bitsandbytes pages."""
-    zero_w, zero_g, zero_o = 0.0 * weights, 0.0 * grads, 0.0 * optimizer  # the shapes the grid broadcasts
+def _host_side(
+    training: TrainingSpec,
+    trainable: float,
+    wb: float,
+    n_opt: Num,
+    weights: Num,
+    grads: Num,
+    optimizer: Num,
+) -> _HostSide:
+    """What ZeRO-Offload moves to the host (optimizer and gradients, parameters too) or bitsandbytes
+    pages."""
+    # the shapes the grid broadcasts
+    zero_w, zero_g, zero_o = 0.0 * weights, 0.0 * grads, 0.0 * optimizer
     if training.offload is not Offload.none:
-        # ZeRO-Offload (arXiv:2101.06840 §4.1): each step moves this GPU's 16-bit gradient partition to the
-        # host and the updated 16-bit parameters back (2 + 2 bytes per parameter of the partition).
+        # ZeRO-Offload (arXiv:2101.06840 §4.1): each step moves this GPU's 16-bit gradient partition
+        # to the host and the updated 16-bit parameters back (2 + 2 bytes per parameter of the
+        # partition).
         host_step = 2 * trainable * wb / n_opt
         if training.offload is Offload.optimizer_and_params:
-            # Offloaded parameters are fetched to the GPU for the forward and again for the backward.
-            return _HostSide(zero_w, zero_g, zero_o, optimizer + grads + weights, zero_o, host_step, 2 * weights)
+            # Offloaded parameters are fetched to the GPU for the forward and again for the
+            # backward.
+            return _HostSide(
+                zero_w, zero_g, zero_o, optimizer + grads + weights, zero_o, host_step, 2 * weights
+            )
         return _HostSide(weights, zero_g, zero_o, optimizer + grads, zero_o, host_step, zero_w)
     if training.optimizer in PAGED_OPTIMIZERS:
-        # bitsandbytes pages its optimizer states (cudaMallocManaged): outside PyTorch's caching allocator,
-        # evicted to host RAM under pressure. The fp32 master copy, where there is one, is an ordinary tensor.
+        # bitsandbytes pages its optimizer states (cudaMallocManaged): outside PyTorch's caching
+        # allocator, evicted to host RAM under pressure. The fp32 master copy, where there is one,
+        # is an ordinary tensor.
         paged = trainable * optimizer_state_bytes(training.optimizer, training.precision) / n_opt
         return _HostSide(weights, grads, optimizer - paged, zero_w, paged, zero_w, zero_w)
     return _HostSide(weights, grads, optimizer, zero_w, zero_o, zero_w, zero_w)
@@ -200,8 +261,9 @@ def _host_side(training: TrainingSpec, trainable: float, wb: float, n_opt: Num, 
 def parallel_split(states: ModelStates, arch: Architecture, training: TrainingSpec) -> ModelStates:
     """Tensor, pipeline and expert parallelism split the model before ZeRO/FSDP shards it over dp.
 
-    Every state scales by the busiest GPU's share of the parameters (`parallel.state_share`: the first stage's
-    embedding + layers/pp, ÷ tp, experts ÷ ep); ZeRO-3/FSDP gather one layer's tensor-parallel shard (÷ tp).
+    Every state scales by the busiest GPU's share of the parameters (`parallel.state_share`: the
+    first stage's embedding + layers/pp, ÷ tp, experts ÷ ep); ZeRO-3/FSDP gather one layer's
+    tensor-parallel shard (÷ tp).
     """
     share = parallel.state_share(arch, training)
     if share == 1.0:
@@ -221,26 +283,28 @@ def parallel_split(states: ModelStates, arch: Architecture, training: TrainingSp
 
 def quantizes_lm_head(training: TrainingSpec) -> bool:
     """litgpt's QLoRA quantizes the LM head too: its finetune scripts pass Lightning Fabric's
-    BitsandbytesPrecision, whose convert_module replaces every torch.nn.Linear (the head included; only
-    `ignore_modules` are spared, and litgpt names none). transformers' bitsandbytes integration keeps the head
-    16-bit (`llm_int8_skip_modules` defaults to the output embedding)."""
+    BitsandbytesPrecision, whose convert_module replaces every torch.nn.Linear (the head included;
+    only `ignore_modules` are spared, and litgpt names none). transformers' bitsandbytes integration
+    keeps the head 16-bit (`llm_int8_skip_modules` defaults to the output embedding)."""
     return training.method is Method.qlora and training.framework is Framework.litgpt
 
 
 def dequantized_matrix_params(arch: Architecture, training: TrainingSpec) -> int:
-    """The largest weight bitsandbytes dequantizes to 16-bit at once (MatMul4Bit's forward, and again in
-    backward): the largest block matrix, or the LM head where it is quantized too."""
+    """The largest weight bitsandbytes dequantizes to 16-bit at once (MatMul4Bit's forward, and
+    again in backward): the largest block matrix, or the LM head where it is quantized too."""
     if quantizes_lm_head(training):
         return max(arch.largest_matrix_params, arch.vocab * arch.hidden)
     return arch.largest_matrix_params
 
 
 def gathered_bytes(arch: Architecture, training: TrainingSpec, largest: float, wb: float) -> float:
-    """Parameters ZeRO-3/FSDP holds gathered at once: two units (the current one and the prefetched next).
+    """Parameters ZeRO-3/FSDP holds gathered at once: two units (the current one and the prefetched
+    next).
 
-    QLoRA under FSDP gathers the packed NF4 blocks, not 16-bit weights: bitsandbytes' Params4bit stored with
-    quant_storage=bfloat16 lets FSDP shard and all-gather the 4-bit data and its constants (Answer.AI
-    fsdp_qlora; Hugging Face PEFT "FSDP+QLoRA"). The embedding and LM head stay 16-bit and may be the larger unit.
+    QLoRA under FSDP gathers the packed NF4 blocks, not 16-bit weights: bitsandbytes' Params4bit
+    stored with quant_storage=bfloat16 lets FSDP shard and all-gather the 4-bit data and its
+    constants (Answer.AI fsdp_qlora; Hugging Face PEFT "FSDP+QLoRA"). The embedding and LM head stay
+    16-bit and may be the larger unit.
     """
     if training.sharding not in (Sharding.zero3, Sharding.fsdp, Sharding.hsdp):
         return 0.0

@@ -1,7 +1,8 @@
-"""Money: compute by pricing mode, spot with its expected lost work, idle disks, egress, and buy vs rent.
+"""Money: compute by pricing mode, spot with its expected lost work, idle disks, egress, and buy vs
+rent.
 
-Pure functions; prices come in as plain floats (per GPU-hour, per GB, per GB-month) so the caller decides
-where they come from (catalog, user override) and carries their provider, date and source.
+Pure functions; prices come in as plain floats (per GPU-hour, per GB, per GB-month) so the caller
+decides where they come from (catalog, user override) and carries their provider, date and source.
 """
 
 from __future__ import annotations
@@ -12,10 +13,16 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from core.planner.money.reliability import SECONDS_PER_HOUR, expected_wall_hours_at_optimum, job_mtbf_hours
+from core.planner.money.reliability import (
+    SECONDS_PER_HOUR,
+    expected_wall_hours_at_optimum,
+    job_mtbf_hours,
+)
 from core.planner.request_assumptions import BuySpec
 from core.planner.result import BuyVsRent, ComputeCost
-from core.units import HOURS_PER_YEAR  # 365.25 days, as the buy-vs-rent formula in REFERENCES.md uses
+
+# 365.25 days, as the buy-vs-rent formula in REFERENCES.md uses
+from core.units import HOURS_PER_YEAR
 
 FloatArray = NDArray[np.float64]
 Num = float | FloatArray
@@ -49,8 +56,9 @@ def compute_costs(
 ) -> ComputeCost:
     """GPU-hours x price per GPU-hour for each mode; None where the provider has no such price.
 
-    ``discount`` (0-1) is taken off every listed price (a negotiated rate). Spot usually runs longer than
-    the failure-free time: pass ``spot_gpu_hours`` from :func:`spot_cost` to bill its expected lost work.
+    ``discount`` (0-1) is taken off every listed price (a negotiated rate). Spot usually runs longer
+    than the failure-free time: pass ``spot_gpu_hours`` from :func:`spot_cost` to bill its expected
+    lost work.
     """
     _check(gpu_hours, "gpu_hours")
     _check(spot_gpu_hours, "spot_gpu_hours")
@@ -94,10 +102,10 @@ def spot_wall_hours(
 ) -> Num:
     """Expected wall-clock hours of a spot job (vectorised).
 
-    Job MTBF combines hardware failures and preemptions (1/M = N/M_gpu + lambda); the job checkpoints at
-    Daly's optimum interval for that M; Daly's complete model then gives writes + lost rework + restarts.
-    A preemption is treated like a failure: work since the last checkpoint is lost (the 2-minute notice
-    some providers give is not counted on).
+    Job MTBF combines hardware failures and preemptions (1/M = N/M_gpu + lambda); the job
+    checkpoints at Daly's optimum interval for that M; Daly's complete model then gives writes +
+    lost rework + restarts. A preemption is treated like a failure: work since the last checkpoint
+    is lost (the 2-minute notice some providers give is not counted on).
     """
     m_s = np.asarray(job_mtbf_hours(gpu_mtbf_hours, gpus, preemptions_per_hour)) * SECONDS_PER_HOUR
     wall = expected_wall_hours_at_optimum(solve_hours, checkpoint_write_s, restart_s, m_s)
@@ -105,7 +113,8 @@ def spot_wall_hours(
 
 
 class SpotCost(NamedTuple):
-    """Spot compute for one configuration; ``lost_gpu_hours`` = expected GPU-hours beyond failure-free."""
+    """Spot compute for one configuration; ``lost_gpu_hours`` = expected GPU-hours beyond
+    failure-free."""
 
     usd: float | None
     wall_hours: float
@@ -127,16 +136,22 @@ def spot_cost(
 ) -> SpotCost:
     """Spot cost including expected lost work and restarts: expected wall hours x GPUs x spot price.
 
-    Every wall-clock hour is billed (checkpoint writes, redone work, restarts), a slight overestimate where
-    the instance is not billed while waiting for capacity.
+    Every wall-clock hour is billed (checkpoint writes, redone work, restarts), a slight
+    overestimate where the instance is not billed while waiting for capacity.
     """
     _check(spot_usd_per_gpu_hour, "spot_usd_per_gpu_hour")
     _check_discount(discount)
     if gpus < 1:
         raise ValueError(f"gpus must be at least 1 (got {gpus})")
-    wall = spot_wall_hours(solve_hours, gpus, gpu_mtbf_hours, preemptions_per_hour, checkpoint_write_s, restart_s)
+    wall = spot_wall_hours(
+        solve_hours, gpus, gpu_mtbf_hours, preemptions_per_hour, checkpoint_write_s, restart_s
+    )
     gpu_hours = wall * gpus
-    usd = None if spot_usd_per_gpu_hour is None else gpu_hours * spot_usd_per_gpu_hour * (1.0 - discount)
+    usd = (
+        None
+        if spot_usd_per_gpu_hour is None
+        else gpu_hours * spot_usd_per_gpu_hour * (1.0 - discount)
+    )
     return SpotCost(
         usd=usd,
         wall_hours=wall,
@@ -149,7 +164,9 @@ def spot_cost(
 # --------------------------------------------------------------------------- storage-side money
 
 
-def idle_cost(idle_hours: float, disk_bytes: float, block_usd_per_gb_month: float | None) -> float | None:
+def idle_cost(
+    idle_hours: float, disk_bytes: float, block_usd_per_gb_month: float | None
+) -> float | None:
     """Disks billed while instances are stopped: GB x USD/GB-month x idle hours / 730."""
     _check(idle_hours, "idle_hours")
     _check(disk_bytes, "disk_bytes")
@@ -183,8 +200,8 @@ def _capex(buy: BuySpec, capex_per_gpu: float | None) -> float:
 def owned_usd_per_gpu_year(buy: BuySpec, capex_per_gpu: float | None) -> float:
     """Yearly cost of owning one GPU, whatever it is used for.
 
-    capex (1 - residual) / years + kW x load x PUE x 8766 h x USD/kWh + kW x colo USD/kW-month x 12 + ops.
-    The user's ``buy.capex_usd_per_gpu`` wins over ``capex_per_gpu`` (the catalog default).
+    capex (1 - residual) / years + kW x load x PUE x 8766 h x USD/kWh + kW x colo USD/kW-month x 12
+    + ops. The user's ``buy.capex_usd_per_gpu`` wins over ``capex_per_gpu`` (the catalog default).
     """
     capex = _capex(buy, capex_per_gpu)
     depreciation = capex * (1.0 - buy.residual_fraction) / buy.years
@@ -194,18 +211,24 @@ def owned_usd_per_gpu_year(buy: BuySpec, capex_per_gpu: float | None) -> float:
 
 
 def owned_cost_curve(buy: BuySpec, capex_per_gpu: float | None, utilisations: Any) -> FloatArray:
-    """Owned USD per *used* GPU-hour at each utilisation (for the break-even chart): yearly / (8766 u)."""
+    """Owned USD per *used* GPU-hour at each utilisation (for the break-even chart): yearly / (8766
+    u)."""
     u = np.asarray(utilisations, dtype=np.float64)
     if np.any(~(u > 0)) or np.any(u > 1):
         raise ValueError("utilisations must be greater than 0 and at most 1")
-    return np.asarray(owned_usd_per_gpu_year(buy, capex_per_gpu) / (HOURS_PER_YEAR * u), dtype=np.float64)
+    return np.asarray(
+        owned_usd_per_gpu_year(buy, capex_per_gpu) / (HOURS_PER_YEAR * u), dtype=np.float64
+    )
 
 
-def buy_vs_rent(buy: BuySpec, capex_per_gpu: float | None, rent_usd_per_gpu_hour: float | None) -> BuyVsRent:
-    """Owned cost per GPU-hour at ``buy.utilization`` vs the rental price, and the break-even utilisation.
+def buy_vs_rent(
+    buy: BuySpec, capex_per_gpu: float | None, rent_usd_per_gpu_hour: float | None
+) -> BuyVsRent:
+    """Owned cost per GPU-hour at ``buy.utilization`` vs the rental price, and the break-even
+    utilisation.
 
-    Break-even u* = yearly owned cost / (8766 x rent): above u*, owning is cheaper. None when renting is
-    cheaper even at 100 % utilisation, or when there is no rental price.
+    Break-even u* = yearly owned cost / (8766 x rent): above u*, owning is cheaper. None when
+    renting is cheaper even at 100 % utilisation, or when there is no rental price.
     """
     _check(rent_usd_per_gpu_hour, "rent_usd_per_gpu_hour")
     yearly = owned_usd_per_gpu_year(buy, capex_per_gpu)

@@ -1,8 +1,10 @@
-"""A plan's money: the offer that prices each pricing mode, compute in every mode, the side costs, the cost lines.
+"""A plan's money: the offer that prices each pricing mode, compute in every mode, the side costs,
+the cost lines.
 
-plan.py knows the configuration and its hours; this module turns them into dollars with the sources beside each
-figure (CostLine.cited), so the cost page, the CLI and the PDF cite the same rows. Spot is billed from Daly's
-expected wall time with preemptions (cost.spot_cost); on-demand and reserved from the failures-only hours.
+plan.py knows the configuration and its hours; this module turns them into dollars with the sources
+beside each figure (CostLine.cited), so the cost page, the CLI and the PDF cite the same rows. Spot
+is billed from Daly's expected wall time with preemptions (cost.spot_cost); on-demand and reserved
+from the failures-only hours.
 """
 
 from __future__ import annotations
@@ -17,12 +19,26 @@ from core.planner.result import Assumption, CheckpointResult, ComputeCost, CostL
 from core.units import fmt_gpu_hours
 
 
-def price_for(catalog: Catalog, gpu: GPU, request: PlanRequest, mode: str, gpus_per_node: int,
-              trusted_only: bool) -> pricing.NodeOffer | None:
-    """The offer a node of this plan is priced from in `mode` (whole instances, the request's allowances)."""
+def price_for(
+    catalog: Catalog,
+    gpu: GPU,
+    request: PlanRequest,
+    mode: str,
+    gpus_per_node: int,
+    trusted_only: bool,
+) -> pricing.NodeOffer | None:
+    """The offer a node of this plan is priced from in `mode` (whole instances, the request's
+    allowances)."""
     try:
-        return pricing.node_offer(catalog, gpu.id, mode, gpus_per_node, provider=request.pricing.provider,
-                                  allow=[a.value for a in request.pricing.allow], trusted_only=trusted_only)
+        return pricing.node_offer(
+            catalog,
+            gpu.id,
+            mode,
+            gpus_per_node,
+            provider=request.pricing.provider,
+            allow=[a.value for a in request.pricing.allow],
+            trusted_only=trusted_only,
+        )
     except CatalogError:
         raise
     except Exception:
@@ -30,23 +46,32 @@ def price_for(catalog: Catalog, gpu: GPU, request: PlanRequest, mode: str, gpus_
 
 
 def _price_warnings(offer: pricing.NodeOffer, mode: str, gpu: GPU) -> list[str]:
-    """What to know about a price the plan uses: low confidence, or a marketplace/auction offer the user allowed.
-    (Its age is a sanity check: core/planner/money/sanity.py.)"""
+    """What to know about a price the plan uses: low confidence, or a marketplace/auction offer the
+    user allowed. (Its age is a sanity check: core/planner/money/sanity.py.)"""
     row, label = offer.row, mode.replace("_", "-")
     out = []
     if row.confidence == "low":
-        out.append(f"{row.provider_name} {label} price for {gpu.id} (${row.usd_per_gpu_hour:.2f}/GPU-h, "
-                   f"{row.instance}) is marked low-confidence in its source: check it before you rent")
+        out.append(
+            f"{row.provider_name} {label} price for {gpu.id} (${row.usd_per_gpu_hour:.2f}/GPU-h, "
+            f"{row.instance}) is marked low-confidence in its source: check it before you rent"
+        )
     if row.pricing_model.value in ("marketplace", "auction"):
         article = "an" if row.pricing_model.value == "auction" else "a"
-        out.append(f"the {label} price for {gpu.id} is {article} {row.pricing_model.value} offer ({row.provider_name} "
-                   f"{row.instance}), used because pricing.allow names it: "
-                   + ("community hosts vary in reliability and network" if row.pricing_model.value == "marketplace"
-                      else "an auction floor is a bid, not a price anyone is sure to get"))
+        out.append(
+            f"the {label} price for {gpu.id} is {article} {row.pricing_model.value} offer "
+            f"({row.provider_name} {row.instance}), used because pricing.allow names it: "
+            + (
+                "community hosts vary in reliability and network"
+                if row.pricing_model.value == "marketplace"
+                else "an auction floor is a bid, not a price anyone is sure to get"
+            )
+        )
     return out
 
 
-def _price_assumptions(offers: dict[str, pricing.NodeOffer | None], gpu: GPU) -> tuple[list[str], list[Assumption]]:
+def _price_assumptions(
+    offers: dict[str, pricing.NodeOffer | None], gpu: GPU
+) -> tuple[list[str], list[Assumption]]:
     """Each priced mode as a cited assumption, and the warnings its offer carries."""
     warnings: list[str] = []
     assumptions: list[Assumption] = []
@@ -56,15 +81,18 @@ def _price_assumptions(offers: dict[str, pricing.NodeOffer | None], gpu: GPU) ->
         row = offer.row
         warnings += _price_warnings(offer, mode, gpu)
         note = pricing.billing_note(offer)
-        assumptions.append(Assumption(
-            name=f"{mode.replace('_', '-')} price",
-            value=f"${row.usd_per_gpu_hour:.2f}/GPU-h "
-            f"({row.provider_name} {row.instance}, {row.region}, {row.pricing_model.value}"
-            + (f", {row.confidence} confidence" if row.confidence == "low" else "")
-            + (f"; {note}" if note else "") + ")",
-            source=row.source,
-            date=row.date,
-        ))
+        assumptions.append(
+            Assumption(
+                name=f"{mode.replace('_', '-')} price",
+                value=f"${row.usd_per_gpu_hour:.2f}/GPU-h "
+                f"({row.provider_name} {row.instance}, {row.region}, {row.pricing_model.value}"
+                + (f", {row.confidence} confidence" if row.confidence == "low" else "")
+                + (f"; {note}" if note else "")
+                + ")",
+                source=row.source,
+                date=row.date,
+            )
+        )
     return warnings, assumptions
 
 
@@ -81,47 +109,85 @@ class _Compute:
     billing: str
 
 
-def _compute(request: PlanRequest, hw: HardwareSpec, solve_hours: float, ckpt: CheckpointResult,
-             offers: dict[str, pricing.NodeOffer | None]) -> _Compute:
+def _compute(
+    request: PlanRequest,
+    hw: HardwareSpec,
+    solve_hours: float,
+    ckpt: CheckpointResult,
+    offers: dict[str, pricing.NodeOffer | None],
+) -> _Compute:
     pricing_spec, a = request.pricing, request.assumptions
     chosen_mode = pricing_spec.mode.value
     per_hour = {m: (o.row.usd_per_gpu_hour if o else None) for m, o in offers.items()}
-    # What each mode costs per GPU the plan uses: a whole node's price spread over its GPUs. The user's own
-    # price (pricing.usd_per_gpu_hour) prices the GPUs used, as it says.
+    # What each mode costs per GPU the plan uses: a whole node's price spread over its GPUs. The
+    # user's own price (pricing.usd_per_gpu_hour) prices the GPUs used, as it says.
     per_used = {m: (o.usd_per_used_gpu_hour if o else None) for m, o in offers.items()}
     if pricing_spec.usd_per_gpu_hour is not None:
         per_hour[chosen_mode] = per_used[chosen_mode] = pricing_spec.usd_per_gpu_hour
     chosen_offer = offers[chosen_mode]
-    billed_per_node = hw.gpus_per_node if pricing_spec.usd_per_gpu_hour is not None else (
-        chosen_offer.billed_gpus if chosen_offer else None)
+    billed_per_node = (
+        hw.gpus_per_node
+        if pricing_spec.usd_per_gpu_hour is not None
+        else (chosen_offer.billed_gpus if chosen_offer else None)
+    )
     gpu_hours = solve_hours * (1 + ckpt.overhead_fraction) * hw.gpus
     spot = cost.spot_cost(
-        solve_hours=solve_hours, gpus=hw.gpus, spot_usd_per_gpu_hour=per_used["spot"],
-        gpu_mtbf_hours=a.gpu_mtbf_hours, preemptions_per_hour=a.spot_preemptions_per_hour,
-        checkpoint_write_s=ckpt.write_seconds, restart_s=a.restart_minutes * 60, discount=pricing_spec.discount)
-    usd = cost.compute_costs(gpu_hours, per_used["on_demand"], per_used["spot"], per_used["reserved"],
-                             pricing_spec.discount, spot_gpu_hours=spot.gpu_hours)
+        solve_hours=solve_hours,
+        gpus=hw.gpus,
+        spot_usd_per_gpu_hour=per_used["spot"],
+        gpu_mtbf_hours=a.gpu_mtbf_hours,
+        preemptions_per_hour=a.spot_preemptions_per_hour,
+        checkpoint_write_s=ckpt.write_seconds,
+        restart_s=a.restart_minutes * 60,
+        discount=pricing_spec.discount,
+    )
+    usd = cost.compute_costs(
+        gpu_hours,
+        per_used["on_demand"],
+        per_used["spot"],
+        per_used["reserved"],
+        pricing_spec.discount,
+        spot_gpu_hours=spot.gpu_hours,
+    )
     used_hours = spot.gpu_hours if chosen_mode == "spot" else gpu_hours
-    billed_hours = None if billed_per_node is None else used_hours * billed_per_node / hw.gpus_per_node
-    billing = "" if pricing_spec.usd_per_gpu_hour is not None or chosen_offer is None else \
-        pricing.billing_note(chosen_offer)
+    billed_hours = (
+        None if billed_per_node is None else used_hours * billed_per_node / hw.gpus_per_node
+    )
+    billing = (
+        ""
+        if pricing_spec.usd_per_gpu_hour is not None or chosen_offer is None
+        else pricing.billing_note(chosen_offer)
+    )
     return _Compute(per_hour, usd, spot, gpu_hours, billed_per_node, billed_hours, billing)
 
 
-def plan_cost(request: PlanRequest, catalog: Catalog, gpu: GPU, hw: HardwareSpec, solve_hours: float,
-              ckpt: CheckpointResult, storage_lines: list[CostLine], disk_bytes: float,
-              offers: dict[str, pricing.NodeOffer | None], trusted_only: bool = False,
-              ) -> tuple[CostResult, list[str], list[Assumption]]:
-    """The plan's cost from `offers`, the offer per pricing mode that prices this node size (`price_for`); with
-    `ckpt` the failures-only checkpoint plan (on-demand and reserved hours; spot adds its preemptions)."""
+def plan_cost(
+    request: PlanRequest,
+    catalog: Catalog,
+    gpu: GPU,
+    hw: HardwareSpec,
+    solve_hours: float,
+    ckpt: CheckpointResult,
+    storage_lines: list[CostLine],
+    disk_bytes: float,
+    offers: dict[str, pricing.NodeOffer | None],
+    trusted_only: bool = False,
+) -> tuple[CostResult, list[str], list[Assumption]]:
+    """The plan's cost from `offers`, the offer per pricing mode that prices this node size
+    (`price_for`); with `ckpt` the failures-only checkpoint plan (on-demand and reserved hours; spot
+    adds its preemptions)."""
     pricing_spec, a = request.pricing, request.assumptions
     chosen_mode = pricing_spec.mode.value
-    ref_offer = offers.get(chosen_mode) or offers["on_demand"] or offers["spot"] or offers["reserved"]
+    ref_offer = (
+        offers.get(chosen_mode) or offers["on_demand"] or offers["spot"] or offers["reserved"]
+    )
     ref = ref_offer.row if ref_offer else None
     money = _compute(request, hw, solve_hours, ckpt, offers)
     warnings, assumptions = _price_assumptions(offers, gpu)
     block = catalog.storage_price(ref.provider if ref else "aws", StorageTier.block.value)
-    idle = cost.idle_cost(a.idle_hours, disk_bytes, block.usd_per_gb_month if block else None) or 0.0
+    idle = (
+        cost.idle_cost(a.idle_hours, disk_bytes, block.usd_per_gb_month if block else None) or 0.0
+    )
     egress_row = catalog.egress_price(ref.provider if ref else "aws")
     egress = cost.egress_cost(a.egress_gb, egress_row.usd_per_gb if egress_row else None) or 0.0
     storage_usd = sum(line.usd or 0.0 for line in storage_lines)
@@ -129,21 +195,34 @@ def plan_cost(request: PlanRequest, catalog: Catalog, gpu: GPU, hw: HardwareSpec
     billed = money.billed_hours if money.billed_hours is not None else money.gpu_hours
     items = [
         CostLine.cited(
-            f"compute ({chosen_mode.replace('_', '-')})", chosen,
+            f"compute ({chosen_mode.replace('_', '-')})",
+            chosen,
             f"{fmt_gpu_hours(billed)} GPU-h billed × ${money.per_hour[chosen_mode] or 0:.2f}"
-            + (f" (spot: {fmt_gpu_hours(money.spot.gpu_hours)} GPU-h used incl. expected lost work)"
-               if chosen_mode == "spot" else "")
+            + (
+                f" (spot: {fmt_gpu_hours(money.spot.gpu_hours)} GPU-h used incl. expected lost "
+                "work)"
+                if chosen_mode == "spot"
+                else ""
+            )
             + (f"; {money.billing}" if money.billing else ""),
             ref,
         ),
         *storage_lines,
-        CostLine.cited("idle disks", idle, f"{a.idle_hours:g} h stopped with {disk_bytes / 1e9:,.0f} GB", block),
+        CostLine.cited(
+            "idle disks", idle, f"{a.idle_hours:g} h stopped with {disk_bytes / 1e9:,.0f} GB", block
+        ),
         CostLine.cited("egress", egress, f"{a.egress_gb:g} GB out", egress_row),
     ]
     if chosen is None:
         why = pricing.missing_price_reason(
-            catalog, gpu.id, chosen_mode, hw.gpus_per_node, provider=pricing_spec.provider,
-            allow=[x.value for x in pricing_spec.allow], trusted_only=trusted_only)
+            catalog,
+            gpu.id,
+            chosen_mode,
+            hw.gpus_per_node,
+            provider=pricing_spec.provider,
+            allow=[x.value for x in pricing_spec.allow],
+            trusted_only=trusted_only,
+        )
         warnings.append(
             f"no {chosen_mode.replace('_', '-')} price for {gpu.id}"
             + (f" at {pricing_spec.provider}" if pricing_spec.provider else "")
@@ -165,13 +244,17 @@ def plan_cost(request: PlanRequest, catalog: Catalog, gpu: GPU, hw: HardwareSpec
         billing=money.billing,
         usd_per_gpu_hour=ComputeCost(**money.per_hour),
         compute_usd=money.usd,
-        spot_expected_lost_hours=money.spot.lost_gpu_hours if money.per_hour["spot"] is not None else None,
+        spot_expected_lost_hours=money.spot.lost_gpu_hours
+        if money.per_hour["spot"] is not None
+        else None,
         storage_usd=storage_usd,
         egress_usd=egress,
         idle_usd=idle,
         total_usd=None if chosen is None else chosen + storage_usd + idle + egress,
         items=items,
-        buy_vs_rent=cost.buy_vs_rent(a.buy, capex, rent) if (capex or a.buy.capex_usd_per_gpu) else None,
+        buy_vs_rent=cost.buy_vs_rent(a.buy, capex, rent)
+        if (capex or a.buy.capex_usd_per_gpu)
+        else None,
     )
     return result, warnings, assumptions
 
@@ -180,20 +263,32 @@ UNPRICED = "the plan does not fit in GPU memory, so it cannot run and has no cos
 
 
 def withheld(c: CostResult, reason: str) -> CostResult:
-    """The cost of a plan that cannot run: no money at all. No compute in any mode, no storage, egress or idle
-    disks, no total or range, no offer or rate, no buy-vs-rent; one line says why. A figure for a run that cannot
-    happen would be read, and budgeted, as the run's cost (a $322 checkpoint archive of a model that never trains)."""
+    """The cost of a plan that cannot run: no money at all. No compute in any mode, no storage,
+    egress or idle disks, no total or range, no offer or rate, no buy-vs-rent; one line says why. A
+    figure for a run that cannot happen would be read, and budgeted, as the run's cost (a $322
+    checkpoint archive of a model that never trains)."""
     none = ComputeCost(on_demand=None, spot=None, reserved=None)
     return CostResult(
-        provider=None, price_date=None, price_source=None, usd_per_gpu_hour=none, compute_usd=none,
-        spot_expected_lost_hours=None, storage_usd=None, egress_usd=None, idle_usd=None, total_usd=None,
-        unpriced_reason=reason, items=[CostLine(item="compute", usd=None, detail=reason)], buy_vs_rent=None)
+        provider=None,
+        price_date=None,
+        price_source=None,
+        usd_per_gpu_hour=none,
+        compute_usd=none,
+        spot_expected_lost_hours=None,
+        storage_usd=None,
+        egress_usd=None,
+        idle_usd=None,
+        total_usd=None,
+        unpriced_reason=reason,
+        items=[CostLine(item="compute", usd=None, detail=reason)],
+        buy_vs_rent=None,
+    )
 
 
 def offer_place(c: CostResult) -> str:
-    """'p5.48xlarge in us-east-1': the instance and region the chosen price is for, as every view names them
-    (the question a priced plan must answer: which box, where); 'any region' where the offer costs the same
-    everywhere; '' without a priced instance."""
+    """'p5.48xlarge in us-east-1': the instance and region the chosen price is for, as every view
+    names them (the question a priced plan must answer: which box, where); 'any region' where the
+    offer costs the same everywhere; '' without a priced instance."""
     if not c.instance:
         return ""
     region = c.region or "any"

@@ -1,13 +1,15 @@
 """Failures, checkpoint intervals and the wall-clock time they cost.
 
-Pure functions. The interval, MTBF and expected-time functions take floats or NumPy arrays (broadcast
-together) because the hardware search evaluates thousands of candidates at once; floats in give a float out.
+Pure functions. The interval, MTBF and expected-time functions take floats or NumPy arrays
+(broadcast together) because the hardware search evaluates thousands of candidates at once; floats
+in give a float out.
 
 Sources (see docs/formulas_storage_cost.md):
 - Young 1974, "A first order approximation to the optimum checkpoint interval", CACM 17(9).
 - Daly 2006, "A higher order estimate of the optimum checkpoint interval for restart dumps",
   Future Generation Computer Systems 22(3) 303-312.
-- Llama 3 (arXiv:2407.21783 §3.3.4) for the default per-GPU MTBF; Databricks' 1 %/year GPU failure rule.
+- Llama 3 (arXiv:2407.21783 §3.3.4) for the default per-GPU MTBF; Databricks' 1 %/year GPU failure
+  rule.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ _MIN_INTERVAL_S = 1e-6  # keeps T_s / tau finite when checkpoints are free or th
 
 
 def _arr(value: Any, name: str, *, positive: bool = False, allow_inf: bool = False) -> FloatArray:
-    """Validate a float-or-array argument once, so errors name the field instead of surfacing as NaN."""
+    """Validate a float-or-array argument once, so errors name the field instead of surfacing as
+    NaN."""
     arr = np.asarray(value, dtype=np.float64)
     if np.any(np.isnan(arr)):
         raise ValueError(f"{name} must be a number (got NaN)")
@@ -68,10 +71,11 @@ def daly_interval_s(delta_s: float, mtbf_s: float) -> float: ...  # type: ignore
 @overload
 def daly_interval_s(delta_s: Num, mtbf_s: Num) -> FloatArray: ...
 def daly_interval_s(delta_s: Num, mtbf_s: Num) -> Num:
-    """Daly's higher-order optimum interval; Young's rule over-checkpoints when writes are slow vs M.
+    """Daly's higher-order optimum interval; Young's rule over-checkpoints when writes are slow vs
+    M.
 
-    tau = sqrt(2 delta M) * [1 + (1/3) sqrt(delta / 2M) + (1/9) (delta / 2M)] - delta   for delta < 2M,
-    tau = M                                                                           otherwise.
+    tau = sqrt(2 delta M) * [1 + (1/3) sqrt(delta / 2M) + (1/9) (delta / 2M)] - delta   for delta <
+    2M, tau = M                                                                           otherwise.
     """
     delta = _arr(delta_s, "delta_s (checkpoint write time)")
     mtbf = _arr(mtbf_s, "mtbf_s (job MTBF)", positive=True, allow_inf=True)
@@ -89,13 +93,15 @@ def job_mtbf_hours(  # type: ignore[overload-overlap]
     gpu_mtbf_hours: float, gpus: float, preemptions_per_hour: float = 0.0
 ) -> float: ...
 @overload
-def job_mtbf_hours(gpu_mtbf_hours: Num, gpus: Num, preemptions_per_hour: Num = 0.0) -> FloatArray: ...
+def job_mtbf_hours(
+    gpu_mtbf_hours: Num, gpus: Num, preemptions_per_hour: Num = 0.0
+) -> FloatArray: ...
 def job_mtbf_hours(gpu_mtbf_hours: Num, gpus: Num, preemptions_per_hour: Num = 0.0) -> Num:
     """Mean time between job-killing events: any one GPU failing, or a spot preemption.
 
-    1/M = N / M_gpu + lambda. Failures of independent GPUs add as rates; a synchronous job stops on the first.
-    lambda is the preemption rate of the whole job (for N independent spot instances pass N x the
-    per-instance rate). Returns inf when nothing can interrupt the job.
+    1/M = N / M_gpu + lambda. Failures of independent GPUs add as rates; a synchronous job stops on
+    the first. lambda is the preemption rate of the whole job (for N independent spot instances pass
+    N x the per-instance rate). Returns inf when nothing can interrupt the job.
     """
     m_gpu = _arr(gpu_mtbf_hours, "gpu_mtbf_hours", positive=True, allow_inf=True)
     n = _arr(gpus, "gpus", positive=True)
@@ -110,13 +116,18 @@ def expected_wall_hours(  # type: ignore[overload-overlap]
     solve_hours: float, interval_s: float, delta_s: float, restart_s: float, mtbf_s: float
 ) -> float: ...
 @overload
-def expected_wall_hours(solve_hours: Num, interval_s: Num, delta_s: Num, restart_s: Num, mtbf_s: Num) -> FloatArray: ...
-def expected_wall_hours(solve_hours: Num, interval_s: Num, delta_s: Num, restart_s: Num, mtbf_s: Num) -> Num:
-    """Daly's complete model of expected wall-clock time: checkpoint writes, lost rework and restarts.
+def expected_wall_hours(
+    solve_hours: Num, interval_s: Num, delta_s: Num, restart_s: Num, mtbf_s: Num
+) -> FloatArray: ...
+def expected_wall_hours(
+    solve_hours: Num, interval_s: Num, delta_s: Num, restart_s: Num, mtbf_s: Num
+) -> Num:
+    """Daly's complete model of expected wall-clock time: checkpoint writes, lost rework and
+    restarts.
 
     T_w = M e^(R/M) (e^((tau+delta)/M) - 1) T_s / tau    (all in seconds; returned in hours).
-    Assumes exponentially distributed failures and that failures can strike during writes and restarts.
-    As M -> inf this tends to T_s (1 + delta/tau): only the checkpoint writes remain.
+    Assumes exponentially distributed failures and that failures can strike during writes and
+    restarts. As M -> inf this tends to T_s (1 + delta/tau): only the checkpoint writes remain.
     """
     t_s = _arr(solve_hours, "solve_hours") * SECONDS_PER_HOUR
     tau = _arr(interval_s, "interval_s (compute time between checkpoints)", positive=True)
@@ -124,7 +135,8 @@ def expected_wall_hours(solve_hours: Num, interval_s: Num, delta_s: Num, restart
     restart = _arr(restart_s, "restart_s")
     mtbf = _arr(mtbf_s, "mtbf_s (job MTBF)", positive=True, allow_inf=True)
     finite = np.isfinite(mtbf)
-    m = np.where(finite, mtbf, 1.0)  # placeholder where M is infinite; that branch is replaced below
+    # placeholder where M is infinite; that branch is replaced below
+    m = np.where(finite, mtbf, 1.0)
     with np.errstate(over="ignore"):
         # expm1 keeps precision when (tau + delta) << M, the usual case for small jobs.
         wall = m * np.exp(restart / m) * np.expm1((tau + delta) / m) * t_s / tau
@@ -178,14 +190,19 @@ def expected_wall_hours_at_optimum(  # type: ignore[overload-overlap]
     solve_hours: float, delta_s: float, restart_s: float, mtbf_s: float
 ) -> float: ...
 @overload
-def expected_wall_hours_at_optimum(solve_hours: Num, delta_s: Num, restart_s: Num, mtbf_s: Num) -> FloatArray: ...
-def expected_wall_hours_at_optimum(solve_hours: Num, delta_s: Num, restart_s: Num, mtbf_s: Num) -> Num:
+def expected_wall_hours_at_optimum(
+    solve_hours: Num, delta_s: Num, restart_s: Num, mtbf_s: Num
+) -> FloatArray: ...
+def expected_wall_hours_at_optimum(
+    solve_hours: Num, delta_s: Num, restart_s: Num, mtbf_s: Num
+) -> Num:
     """Expected wall-clock hours when checkpointing at the (capped) Daly interval."""
     tau = optimal_interval_s(delta_s, mtbf_s, solve_hours)
     return _out(expected_wall_hours(solve_hours, tau, delta_s, restart_s, mtbf_s))
 
 
-# --------------------------------------------------------------------------- the whole checkpoint plan
+# --------------------------------------------------------------------------- the whole checkpoint
+# plan
 
 
 def plan_checkpoints(
@@ -198,14 +215,18 @@ def plan_checkpoints(
     preemptions_per_hour: float = 0.0,
     restart_s: float = 600.0,
 ) -> CheckpointResult:
-    """Interval, expected failures and time overhead for one configuration, as the plan result reports them.
+    """Interval, expected failures and time overhead for one configuration, as the plan result
+    reports them.
 
-    ``solve_hours`` is the failure-free compute time; ``restart_s`` covers requeue, reload and warm-up.
+    ``solve_hours`` is the failure-free compute time; ``restart_s`` covers requeue, reload and
+    warm-up.
     """
     m_hours = job_mtbf_hours(gpu_mtbf_hours, gpus, preemptions_per_hour)
     m_s = m_hours * SECONDS_PER_HOUR
     tau = optimal_interval_s(write_seconds, m_s, solve_hours)
-    young = max(min(young_interval_s(write_seconds, m_s), solve_hours * SECONDS_PER_HOUR), _MIN_INTERVAL_S)
+    young = max(
+        min(young_interval_s(write_seconds, m_s), solve_hours * SECONDS_PER_HOUR), _MIN_INTERVAL_S
+    )
     wall = expected_wall_hours(solve_hours, tau, write_seconds, restart_s, m_s)
     return CheckpointResult(
         size_bytes=round(size_bytes),

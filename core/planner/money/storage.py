@@ -1,10 +1,10 @@
 """Dataset and checkpoint storage: sizes, throughput, object-store requests and what they cost.
 
-Pure functions over the tier figures in resources/catalog/storage_tiers.json (each with a source and a date,
-read by core.planner.money.storage_tiers).
-Prices come from the caller (the catalog, or the user's overrides) as plain floats or any object with
-``usd_per_gb_month``, ``source`` and ``date``, so this module never depends on the catalog loader.
-Throughput functions take floats or NumPy arrays, for the vectorised hardware search.
+Pure functions over the tier figures in resources/catalog/storage_tiers.json (each with a source and
+a date, read by core.planner.money.storage_tiers). Prices come from the caller (the catalog, or the
+user's overrides) as plain floats or any object with ``usd_per_gb_month``, ``source`` and ``date``,
+so this module never depends on the catalog loader. Throughput functions take floats or NumPy
+arrays, for the vectorised hardware search.
 """
 
 from __future__ import annotations
@@ -87,15 +87,20 @@ def tier_read_bytes_per_s(
     ``read_bytes_per_s_per_node`` replaces the catalog figure (e.g. with a fio probe's measurement).
     """
     spec = tier_figures(tier)
-    per_node = spec.read_bytes_per_s if read_bytes_per_s_per_node is None else read_bytes_per_s_per_node
-    total = _arr(per_node, "read_bytes_per_s_per_node", positive=True) * _arr(nodes, "nodes", positive=True)
+    per_node = (
+        spec.read_bytes_per_s if read_bytes_per_s_per_node is None else read_bytes_per_s_per_node
+    )
+    total = _arr(per_node, "read_bytes_per_s_per_node", positive=True) * _arr(
+        nodes, "nodes", positive=True
+    )
     if spec.aggregate_read_gb_s is not None:
         total = np.minimum(total, spec.aggregate_read_gb_s.value * GB)
     return _out(total)
 
 
 class ObjectRequests(NamedTuple):
-    """Object-store requests to read (GET) and upload (PUT-class) the dataset, unpacked vs packed."""
+    """Object-store requests to read (GET) and upload (PUT-class) the dataset, unpacked vs
+    packed."""
 
     file_count: int
     shard_count: int
@@ -106,7 +111,8 @@ class ObjectRequests(NamedTuple):
 
 
 def _requests_per_object(size: float, part: float) -> int:
-    """Ranged GETs (or upload parts) for one object: one when it is not above the multipart threshold."""
+    """Ranged GETs (or upload parts) for one object: one when it is not above the multipart
+    threshold."""
     return 1 if size <= part else math.ceil(size / part)
 
 
@@ -120,11 +126,12 @@ def object_request_counts(
 ) -> ObjectRequests:
     """Requests for many small files vs packed shards.
 
-    Unpacked: the raw files are read once per epoch, one GET each; without ``file_count`` the raw bytes are
-    assumed split into typical ~50 KB document files (catalog default ``typical_file_bytes``).
-    Packed: tokenized shards of ``shard_bytes``, each fetched as ranged GETs of ``part_bytes`` (boto3's
-    8 MiB multipart_chunksize default) once per epoch. Uploads are counted once: one PUT per small file; a
-    shard above the part size is a multipart upload (create + parts + complete, all PUT-class requests).
+    Unpacked: the raw files are read once per epoch, one GET each; without ``file_count`` the raw
+    bytes are assumed split into typical ~50 KB document files (catalog default
+    ``typical_file_bytes``). Packed: tokenized shards of ``shard_bytes``, each fetched as ranged
+    GETs of ``part_bytes`` (boto3's 8 MiB multipart_chunksize default) once per epoch. Uploads are
+    counted once: one PUT per small file; a shard above the part size is a multipart upload (create
+    + parts + complete, all PUT-class requests).
     """
     if epochs <= 0:
         raise ValueError(f"epochs must be greater than 0 (got {epochs})")
@@ -199,12 +206,17 @@ def checkpoint_write_seconds(
 ) -> Num:
     """Seconds to write one checkpoint: size / (per-node write bandwidth x writing nodes).
 
-    A sharded checkpoint (FSDP/ZeRO) is written by every node at once, so bandwidth adds up across nodes,
-    up to a shared server's total (NFS). ``write_bytes_per_s_per_node`` replaces the catalog figure.
+    A sharded checkpoint (FSDP/ZeRO) is written by every node at once, so bandwidth adds up across
+    nodes, up to a shared server's total (NFS). ``write_bytes_per_s_per_node`` replaces the catalog
+    figure.
     """
     spec = tier_figures(tier)
-    per_node = spec.write_bytes_per_s if write_bytes_per_s_per_node is None else write_bytes_per_s_per_node
-    bandwidth = _arr(per_node, "write_bytes_per_s_per_node", positive=True) * _arr(writers, "writers", positive=True)
+    per_node = (
+        spec.write_bytes_per_s if write_bytes_per_s_per_node is None else write_bytes_per_s_per_node
+    )
+    bandwidth = _arr(per_node, "write_bytes_per_s_per_node", positive=True) * _arr(
+        writers, "writers", positive=True
+    )
     if spec.aggregate_write_gb_s is not None:
         bandwidth = np.minimum(bandwidth, spec.aggregate_write_gb_s.value * GB)
     return _out(_arr(size_bytes, "size_bytes") / bandwidth)
@@ -246,7 +258,9 @@ def _months(months: float) -> str:
     return f"{months:g} month" + ("" if months == 1 else "s")
 
 
-def _stored_line(item: str, size_bytes: float, tier: StorageTier, price: PriceIn, months: float) -> CostLine:
+def _stored_line(
+    item: str, size_bytes: float, tier: StorageTier, price: PriceIn, months: float
+) -> CostLine:
     spec = tier_figures(tier)
     if tier is StorageTier.local_nvme:
         return CostLine(
@@ -257,13 +271,21 @@ def _stored_line(item: str, size_bytes: float, tier: StorageTier, price: PriceIn
     priced = _price(price)
     usd_gb = priced.usd_per_gb_month
     if usd_gb is None:
-        return CostLine.cited(item, None, f"{fmt_bytes(size_bytes)} on {spec.title}: no price known (set one to "
-                              "include it)", priced)
+        return CostLine.cited(
+            item,
+            None,
+            f"{fmt_bytes(size_bytes)} on {spec.title}: no price known (set one to include it)",
+            priced,
+        )
     if usd_gb < 0:
         raise ValueError(f"usd_per_gb_month for {tier.value} must be 0 or more (got {usd_gb})")
     usd = size_bytes / GB * usd_gb * months
-    return CostLine.cited(item, usd, f"{fmt_bytes(size_bytes)} on {spec.title} x ${usd_gb:g}/GB-month x "
-                          f"{_months(months)}", priced)
+    return CostLine.cited(
+        item,
+        usd,
+        f"{fmt_bytes(size_bytes)} on {spec.title} x ${usd_gb:g}/GB-month x {_months(months)}",
+        priced,
+    )
 
 
 def storage_cost(
@@ -287,10 +309,15 @@ def storage_cost(
 ) -> list[CostLine]:
     """Cost lines for the dataset copy, the hot checkpoints, the final archive and object requests.
 
-    Storage is billed per GB-month for ``months``; local NVMe is part of the instance price (USD 0 here).
-    A line with ``usd=None`` means no price was known, so the caller can say so instead of showing 0.
+    Storage is billed per GB-month for ``months``; local NVMe is part of the instance price (USD 0
+    here). A line with ``usd=None`` means no price was known, so the caller can say so instead of
+    showing 0.
     """
-    for name, value in (("dataset_bytes", dataset_bytes), ("checkpoint_bytes", checkpoint_bytes), ("months", months)):
+    for name, value in (
+        ("dataset_bytes", dataset_bytes),
+        ("checkpoint_bytes", checkpoint_bytes),
+        ("months", months),
+    ):
         if value < 0 or not math.isfinite(value):
             raise ValueError(f"{name} must be a finite number, 0 or more (got {value})")
     if checkpoints_kept < 0:
@@ -299,11 +326,15 @@ def storage_cost(
 
     lines = [_stored_line("Dataset storage", dataset_bytes, data_t, data_price, months)]
     if checkpoints_kept > 0:
-        line = _stored_line("Hot checkpoints", checkpoint_bytes * checkpoints_kept, ckpt_t, checkpoint_price, months)
+        line = _stored_line(
+            "Hot checkpoints", checkpoint_bytes * checkpoints_kept, ckpt_t, checkpoint_price, months
+        )
         line.detail = f"{checkpoints_kept} x {fmt_bytes(checkpoint_bytes)} kept; " + line.detail
         lines.append(line)
     if archive_final:
-        archive = _stored_line("Final checkpoint archive", checkpoint_bytes, StorageTier.object, object_price, months)
+        archive = _stored_line(
+            "Final checkpoint archive", checkpoint_bytes, StorageTier.object, object_price, months
+        )
         lines.append(archive)
     for item, count, price in (
         ("Object GET requests", get_requests, get_usd_per_1000),
@@ -314,7 +345,11 @@ def storage_cost(
             rate = f" x ${price:g}/1,000" if price is not None else ": no price known"
             lines.append(
                 CostLine(
-                    item=item, usd=usd, detail=f"{count:,} requests{rate}", source=request_source, date=request_date
+                    item=item,
+                    usd=usd,
+                    detail=f"{count:,} requests{rate}",
+                    source=request_source,
+                    date=request_date,
                 )
             )
     return lines
@@ -333,12 +368,13 @@ def data_stall_warning(
     readers_per_node: int | None = None,
     read_bytes_per_s_per_node: float | None = None,
 ) -> str | None:
-    """One sentence when the tier cannot feed the GPUs, or when per-file latency of many small files will.
+    """One sentence when the tier cannot feed the GPUs, or when per-file latency of many small files
+    will.
 
     Bandwidth: the job's need vs the tier's total (per node x nodes, capped by a shared server).
-    Small files (unpacked): each file costs one request of ``per_file_latency_s``; ``readers_per_node``
-    parallel readers fetch at most readers / latency files per second per node. Object stores also limit
-    GETs per second per key prefix.
+    Small files (unpacked): each file costs one request of ``per_file_latency_s``;
+    ``readers_per_node`` parallel readers fetch at most readers / latency files per second per node.
+    Object stores also limit GETs per second per key prefix.
     """
     if needed_bytes_per_s < 0:
         raise ValueError(f"needed_bytes_per_s must be 0 or more (got {needed_bytes_per_s})")
@@ -350,13 +386,17 @@ def data_stall_warning(
     if needed_bytes_per_s > available:
         return (
             f"The GPUs need {fmt_bytes(needed_bytes_per_s)}/s of data but {spec.title} gives about "
-            f"{fmt_bytes(available)}/s here, so training will stall on reads: stage the dataset on local "
-            f"NVMe or a faster tier."
+            f"{fmt_bytes(available)}/s here, so training will stall on reads: stage the dataset "
+            "on local NVMe or a faster tier."
         )
     if not unpacked:
         return None
     size = default_figure("typical_file_bytes").value if file_bytes is None else file_bytes
-    readers = int(default_figure("readers_per_node").value) if readers_per_node is None else readers_per_node
+    readers = (
+        int(default_figure("readers_per_node").value)
+        if readers_per_node is None
+        else readers_per_node
+    )
     if size <= 0 or readers < 1:
         raise ValueError("file_bytes must be greater than 0 and readers_per_node at least 1")
     latency = spec.per_file_latency_s.value
@@ -365,13 +405,13 @@ def data_stall_warning(
     if files_per_s > capacity:
         return (
             f"Reading {files_per_s:,.0f} small files per second from {spec.title} at about "
-            f"{latency * 1000:g} ms each needs more than {readers} parallel readers per node: pack the "
-            f"dataset into large shards or copy it to local NVMe first."
+            f"{latency * 1000:g} ms each needs more than {readers} parallel readers per node: "
+            "pack the dataset into large shards or copy it to local NVMe first."
         )
     if spec.get_per_s_per_prefix is not None and files_per_s > spec.get_per_s_per_prefix.value:
         return (
             f"Reading {files_per_s:,.0f} small files per second exceeds the "
-            f"~{spec.get_per_s_per_prefix.value:,.0f} GET/s one object-store prefix serves: spread the files "
-            f"over prefixes or pack them into shards."
+            f"~{spec.get_per_s_per_prefix.value:,.0f} GET/s one object-store prefix serves: "
+            "spread the files over prefixes or pack them into shards."
         )
     return None

@@ -1,8 +1,8 @@
-"""The storage tiers' figures (resources/catalog/storage_tiers.json): what each tier delivers, each figure with its
-source and date.
+"""The storage tiers' figures (resources/catalog/storage_tiers.json): what each tier delivers, each
+figure with its source and date.
 
-Apart from core.planner.money.storage, whose arithmetic needs NumPy, so the window lists the tiers by name (the Cost
-page's choices) before the planner is loaded.
+Apart from core.planner.money.storage, whose arithmetic needs NumPy, so the window lists the tiers
+by name (the Cost page's choices) before the planner is loaded.
 """
 
 from __future__ import annotations

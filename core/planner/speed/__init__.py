@@ -1,1 +1,2 @@
-"""How long a step takes: FLOPs, kernel rates, fitted efficiencies, communication, the step and its band."""
+"""How long a step takes: FLOPs, kernel rates, fitted efficiencies, communication, the step and its
+band."""

@@ -1,18 +1,21 @@
-"""Communication per step: data-parallel collectives, tensor/pipeline/context/expert parallel traffic.
+"""Communication per step: data-parallel collectives, tensor/pipeline/context/expert parallel
+traffic.
 
-Bandwidth terms follow nccl-tests PERFORMANCE.md: an all-reduce moves 2(n−1)/n × bytes per GPU, reduce-scatter
-and all-gather (n−1)/n each, at the bus bandwidth (busbw). Latency follows what NCCL does: a ring inside the node
-(2(g−1) hops) and, across nodes, the cheaper of a ring (2(N−1) hops) and a tree (2·log2 N hops) — NCCL switches
-to trees at scale, which is why a flat-ring latency of 2(n−1) hops at 2,048 GPUs (0.25 s) is wrong. Inside a node
-the GPU's NVLink/PCIe busbw applies (or the measured one). Across nodes NCCL gives each GPU its own NIC (a rail):
-a collective whose group has k GPUs on each node runs k rings at once, one per rail, so its bus bandwidth is the
-sum over those k rails — 8 × 400G ≈ 384 GB/s for an H100 node, 8 × 200G ≈ 192 GB/s for an A100 node, which is
-what nccl-tests measures between such nodes (PROBES.md §2.1), not one NIC's ~48 GB/s.
-DDP all-reduces gradients once per optimizer step; ZeRO-1/2 reduce-scatter + all-gather (the same volume);
-ZeRO-3/FSDP all-gather the parameters in forward and backward of every micro-batch. Tensor parallelism
-(Megatron-LM, arXiv:1909.08053) all-reduces activations twice forward and twice backward per layer; sequence
-parallelism (arXiv:2205.05198) replaces each by a reduce-scatter + all-gather of the same volume. Pipelines
-idle for (p−1)/(m·v) of the compute (Narayanan et al. 2021, arXiv:2104.04473). See docs/formulas.md.
+Bandwidth terms follow nccl-tests PERFORMANCE.md: an all-reduce moves 2(n−1)/n × bytes per GPU,
+reduce-scatter and all-gather (n−1)/n each, at the bus bandwidth (busbw). Latency follows what NCCL
+does: a ring inside the node (2(g−1) hops) and, across nodes, the cheaper of a ring (2(N−1) hops)
+and a tree (2·log2 N hops) — NCCL switches to trees at scale, which is why a flat-ring latency of
+2(n−1) hops at 2,048 GPUs (0.25 s) is wrong. Inside a node the GPU's NVLink/PCIe busbw applies (or
+the measured one). Across nodes NCCL gives each GPU its own NIC (a rail): a collective whose group
+has k GPUs on each node runs k rings at once, one per rail, so its bus bandwidth is the sum over
+those k rails — 8 × 400G ≈ 384 GB/s for an H100 node, 8 × 200G ≈ 192 GB/s for an A100 node, which is
+what nccl-tests measures between such nodes (PROBES.md §2.1), not one NIC's ~48 GB/s. DDP
+all-reduces gradients once per optimizer step; ZeRO-1/2 reduce-scatter + all-gather (the same
+volume); ZeRO-3/FSDP all-gather the parameters in forward and backward of every micro-batch. Tensor
+parallelism (Megatron-LM, arXiv:1909.08053) all-reduces activations twice forward and twice backward
+per layer; sequence parallelism (arXiv:2205.05198) replaces each by a reduce-scatter + all-gather of
+the same volume. Pipelines idle for (p−1)/(m·v) of the compute (Narayanan et al. 2021,
+arXiv:2104.04473). See docs/formulas.md.
 """
 
 from __future__ import annotations
@@ -25,14 +28,15 @@ from core.planner.request import Sharding
 
 Num = Any
 
-# NCCL reaches ~80% of link bandwidth as busbw at large sizes inside a node (PROBES.md §2.1: 8×H100 NVSwitch ≈
-# 360–480 of 450 GB/s).
+# NCCL reaches ~80% of link bandwidth as busbw at large sizes inside a node (PROBES.md §2.1: 8×H100
+# NVSwitch ≈ 360–480 of 450 GB/s).
 BUSBW_EFFICIENCY = 0.80
-# Across nodes a ring reaches ~48 GB/s per 400G NIC, ~24 per 200G, ~12 per 100G (sjeaugey, nccl-tests#119;
-# PROBES.md §2.1 and its inter-node verdict row): 96% of the line rate per rail.
+# Across nodes a ring reaches ~48 GB/s per 400G NIC, ~24 per 200G, ~12 per 100G (sjeaugey,
+# nccl-tests#119; PROBES.md §2.1 and its inter-node verdict row): 96% of the line rate per rail.
 RAIL_EFFICIENCY = 0.96
 LATENCY_S = {"intra": 20e-6, "inter": 60e-6}  # per hop, heuristic (docs/formulas.md, Communication)
-DDP_BUCKET_BYTES = 25 * 2**20  # PyTorch DistributedDataParallel bucket_cap_mb = 25: one all-reduce per bucket
+# PyTorch DistributedDataParallel bucket_cap_mb = 25: one all-reduce per bucket
+DDP_BUCKET_BYTES = 25 * 2**20
 
 
 def intra_bytes_per_s(intra_gbs: Num, measured_intra_gbs: float | None = None) -> Num:
@@ -43,23 +47,30 @@ def intra_bytes_per_s(intra_gbs: Num, measured_intra_gbs: float | None = None) -
 def inter_bytes_per_s(gpu_net_gbps: Num, rails: Num = 1.0) -> Num:
     """busbw across nodes over `rails` NICs of `gpu_net_gbps` each (one per GPU), × 0.96 per rail.
 
-    One rail is what a point-to-point send or a group with one GPU per node gets; a group with k GPUs per node
-    drives k rails at once (NCCL builds one ring per NIC), so the rails add up."""
+    One rail is what a point-to-point send or a group with one GPU per node gets; a group with k
+    GPUs per node drives k rails at once (NCCL builds one ring per NIC), so the rails add up."""
     return gpu_net_gbps * np.asarray(rails, dtype=float) * 1e9 / 8 * RAIL_EFFICIENCY
 
 
-def busbw_bytes_per_s(intra_gbs: Num, gpu_net_gbps: Num, nodes: Num, measured_intra_gbs: float | None = None,
-                      group_per_node: Num = 1.0) -> Num:
-    """The bus bandwidth a collective sees: the intra-node link on one node, else the slower of it and the sum
-    over the rails of the group's `group_per_node` GPUs on each node (a hierarchical collective is limited by
-    its slowest stage). A data-parallel group spanning whole 8-GPU nodes thus gets all 8 rails."""
+def busbw_bytes_per_s(
+    intra_gbs: Num,
+    gpu_net_gbps: Num,
+    nodes: Num,
+    measured_intra_gbs: float | None = None,
+    group_per_node: Num = 1.0,
+) -> Num:
+    """The bus bandwidth a collective sees: the intra-node link on one node, else the slower of it
+    and the sum over the rails of the group's `group_per_node` GPUs on each node (a hierarchical
+    collective is limited by its slowest stage). A data-parallel group spanning whole 8-GPU nodes
+    thus gets all 8 rails."""
     intra = intra_bytes_per_s(intra_gbs, measured_intra_gbs)
     inter = inter_bytes_per_s(gpu_net_gbps, np.maximum(group_per_node, 1.0))
     return np.where(np.asarray(nodes) > 1, np.minimum(intra, inter), intra)
 
 
 def latency_seconds(gpus_per_node: Num, nodes: Num) -> Num:
-    """Latency of one all-reduce: a ring inside the node, NCCL's cheaper of ring and tree across nodes."""
+    """Latency of one all-reduce: a ring inside the node, NCCL's cheaper of ring and tree across
+    nodes."""
     g = np.maximum(np.asarray(gpus_per_node, dtype=float), 1.0)
     n = np.maximum(np.asarray(nodes, dtype=float), 1.0)
     inside = 2 * (g - 1) * LATENCY_S["intra"]
@@ -67,14 +78,19 @@ def latency_seconds(gpus_per_node: Num, nodes: Num) -> Num:
     return inside + across
 
 
-def allreduce_seconds(payload: Num, gpus_per_node: Num, nodes: Num, busbw: Num, collectives: Num = 1.0) -> Num:
-    """All-reduce of `payload` bytes per GPU over gpus_per_node × nodes GPUs, in `collectives` calls."""
+def allreduce_seconds(
+    payload: Num, gpus_per_node: Num, nodes: Num, busbw: Num, collectives: Num = 1.0
+) -> Num:
+    """All-reduce of `payload` bytes per GPU over gpus_per_node × nodes GPUs, in `collectives`
+    calls."""
     n = np.maximum(np.asarray(gpus_per_node * nodes, dtype=float), 1.0)
     ring = 2 * (n - 1) / n * payload / busbw
     return np.where(n > 1, ring + collectives * latency_seconds(gpus_per_node, nodes), 0.0)
 
 
-def step_comm_bytes(sharding: Sharding, grad_bytes: Num, param_bytes: Num, accumulation: Num) -> Num:
+def step_comm_bytes(
+    sharding: Sharding, grad_bytes: Num, param_bytes: Num, accumulation: Num
+) -> Num:
     """Bytes each GPU must move per optimizer step, expressed as all-reduce-equivalent payload."""
     if sharding in (Sharding.none, Sharding.zero1, Sharding.zero2):
         return grad_bytes  # all-reduce, or reduce-scatter + all-gather = one all-reduce volume
@@ -82,46 +98,67 @@ def step_comm_bytes(sharding: Sharding, grad_bytes: Num, param_bytes: Num, accum
     return 0.5 * (2 * param_bytes * accumulation) + 0.5 * grad_bytes
 
 
-def collectives_per_step(sharding: Sharding, grad_bytes: Num, layers_per_gpu: float, accumulation: Num) -> Num:
-    """How many collective calls pay latency per step: DDP buckets, or per-layer gathers under ZeRO-3/FSDP."""
+def collectives_per_step(
+    sharding: Sharding, grad_bytes: Num, layers_per_gpu: float, accumulation: Num
+) -> Num:
+    """How many collective calls pay latency per step: DDP buckets, or per-layer gathers under
+    ZeRO-3/FSDP."""
     buckets = np.maximum(np.ceil(grad_bytes / DDP_BUCKET_BYTES), 1.0)
     if sharding in (Sharding.none, Sharding.zero1, Sharding.zero2):
         return buckets * (1 if sharding is Sharding.none else 2)
-    return 2 * layers_per_gpu * accumulation + layers_per_gpu  # gathers forward + backward, one reduce-scatter
+    # gathers forward + backward, one reduce-scatter
+    return 2 * layers_per_gpu * accumulation + layers_per_gpu
 
 
-def data_parallel_tail(sharding: Sharding, grad_bytes: Num, param_bytes: Num, layers_per_gpu: float,
-                       gpus_per_node: Num, nodes: Num, busbw: Num, param_gather_overlapped: bool) -> Num:
-    """The data-parallel traffic no compute can hide, whatever the overlap: it runs after the last backward layer
-    or before the first forward one.
+def data_parallel_tail(
+    sharding: Sharding,
+    grad_bytes: Num,
+    param_bytes: Num,
+    layers_per_gpu: float,
+    gpus_per_node: Num,
+    nodes: Num,
+    busbw: Num,
+    param_gather_overlapped: bool,
+) -> Num:
+    """The data-parallel traffic no compute can hide, whatever the overlap: it runs after the last
+    backward layer or before the first forward one.
 
-    DDP's last gradient bucket is reduced after backward ends (PyTorch DDP notes: buckets fire in reverse order
-    as they fill); ZeRO-1/2's updated parameters are all-gathered after the optimizer step, before the next forward
-    can start (ZeRO paper §5, arXiv:1910.02054), unless the stack overlaps that gather with the next forward
-    (Megatron-Core --overlap-param-gather, set by NeMo's recipes); ZeRO-3/FSDP's first layer's gather and last
-    layer's reduce-scatter have nothing to prefetch behind. The gather grows with the replicas, (n − 1)/n, and
-    its latency with the node count: this is what makes hundreds of GPUs slower per GPU than tens."""
+    DDP's last gradient bucket is reduced after backward ends (PyTorch DDP notes: buckets fire in
+    reverse order as they fill); ZeRO-1/2's updated parameters are all-gathered after the optimizer
+    step, before the next forward can start (ZeRO paper §5, arXiv:1910.02054), unless the stack
+    overlaps that gather with the next forward (Megatron-Core --overlap-param-gather, set by NeMo's
+    recipes); ZeRO-3/FSDP's first layer's gather and last layer's reduce-scatter have nothing to
+    prefetch behind. The gather grows with the replicas, (n − 1)/n, and its latency with the node
+    count: this is what makes hundreds of GPUs slower per GPU than tens."""
     if sharding in (Sharding.zero3, Sharding.fsdp, Sharding.hsdp):
         unit = param_bytes / max(layers_per_gpu, 1.0)
-        return allreduce_seconds(unit, gpus_per_node, nodes, busbw)  # one gather + one reduce-scatter
-    last_bucket = allreduce_seconds(np.minimum(grad_bytes, DDP_BUCKET_BYTES), gpus_per_node, nodes, busbw)
+        # one gather + one reduce-scatter
+        return allreduce_seconds(unit, gpus_per_node, nodes, busbw)
+    last_bucket = allreduce_seconds(
+        np.minimum(grad_bytes, DDP_BUCKET_BYTES), gpus_per_node, nodes, busbw
+    )
     if sharding is Sharding.none or param_gather_overlapped:
         return last_bucket
-    return last_bucket + 0.5 * allreduce_seconds(param_bytes, gpus_per_node, nodes, busbw)  # the all-gather half
+    # the all-gather half
+    return last_bucket + 0.5 * allreduce_seconds(param_bytes, gpus_per_node, nodes, busbw)
 
 
 def exposed_comm(comm_s: Num, compute_s: Num, overlap: float) -> Num:
-    """Communication not hidden behind compute: only `overlap` of the compute time can hide transfers."""
+    """Communication not hidden behind compute: only `overlap` of the compute time can hide
+    transfers."""
     return np.maximum(comm_s - overlap * compute_s, 0.0)
 
 
 # ----------------------------------------------------------------------------- model parallelism
 
 
-def tensor_parallel_seconds(activation_bytes: Num, tp: int, layers: float, forward_runs: float, busbw: Num) -> Num:
-    """Megatron TP per micro-batch: 2 all-reduces of the (tokens × h) activations per layer forward (after the
-    attention and MLP row-parallel linears) and 2 backward; a recomputed forward repeats its 2. Sequence
-    parallelism swaps each for a reduce-scatter + all-gather of the same volume, so the time is the same."""
+def tensor_parallel_seconds(
+    activation_bytes: Num, tp: int, layers: float, forward_runs: float, busbw: Num
+) -> Num:
+    """Megatron TP per micro-batch: 2 all-reduces of the (tokens × h) activations per layer forward
+    (after the attention and MLP row-parallel linears) and 2 backward; a recomputed forward repeats
+    its 2. Sequence parallelism swaps each for a reduce-scatter + all-gather of the same volume, so
+    the time is the same."""
     if tp <= 1:
         return 0.0
     per = 2 * (tp - 1) / tp * activation_bytes / busbw + 2 * (tp - 1) * LATENCY_S["intra"]
@@ -129,29 +166,32 @@ def tensor_parallel_seconds(activation_bytes: Num, tp: int, layers: float, forwa
 
 
 def bubble_fraction(pp: int, micro_batches: Num, virtual_stages: int = 1) -> Num:
-    """Idle share of a pipeline step relative to its compute: (p − 1)/(m·v) (Narayanan et al. 2021, §2.2)."""
+    """Idle share of a pipeline step relative to its compute: (p − 1)/(m·v) (Narayanan et al. 2021,
+    §2.2)."""
     return (pp - 1) / (np.asarray(micro_batches, dtype=float) * virtual_stages)
 
 
-def pipeline_send_seconds(activation_bytes: Num, pp: int, virtual_stages: int, bandwidth: Num) -> Num:
-    """Point-to-point sends per micro-batch on one GPU: an activation forward and its gradient backward per
-    stage boundary it owns (v chunks per GPU under interleaving)."""
+def pipeline_send_seconds(
+    activation_bytes: Num, pp: int, virtual_stages: int, bandwidth: Num
+) -> Num:
+    """Point-to-point sends per micro-batch on one GPU: an activation forward and its gradient
+    backward per stage boundary it owns (v chunks per GPU under interleaving)."""
     if pp <= 1:
         return 0.0
     return 2 * virtual_stages * (activation_bytes / bandwidth + LATENCY_S["inter"])
 
 
 def context_parallel_seconds(kv_bytes_per_layer: Num, cp: int, layers: float, busbw: Num) -> Num:
-    """Ring attention: each layer passes (cp−1)/cp of the K,V block around the ring forward, and K,V plus their
-    gradients backward (3× the forward volume)."""
+    """Ring attention: each layer passes (cp−1)/cp of the K,V block around the ring forward, and K,V
+    plus their gradients backward (3× the forward volume)."""
     if cp <= 1:
         return 0.0
     return layers * 4 * (cp - 1) / cp * kv_bytes_per_layer / busbw
 
 
 def expert_parallel_seconds(token_bytes: Num, ep: int, moe_layers: float, busbw: Num) -> Num:
-    """MoE all-to-all: tokens·h·2·k bytes dispatched and combined forward, and both again backward, per MoE layer;
-    (ep−1)/ep of it leaves the GPU."""
+    """MoE all-to-all: tokens·h·2·k bytes dispatched and combined forward, and both again backward,
+    per MoE layer; (ep−1)/ep of it leaves the GPU."""
     if ep <= 1:
         return 0.0
     return moe_layers * 4 * (ep - 1) / ep * token_bytes / busbw

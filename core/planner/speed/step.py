@@ -1,7 +1,7 @@
 """One training configuration, end to end: memory, FLOPs and the step's time — vectorised.
 
-`evaluate` takes scalars for a single plan or NumPy arrays (GPU type × GPUs per node × nodes × micro-batch)
-for the hardware search, so both run the same formulas.
+`evaluate` takes scalars for a single plan or NumPy arrays (GPU type × GPUs per node × nodes ×
+micro-batch) for the hardware search, so both run the same formulas.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ class StepEstimate:
 
 
 def trained_tokens(data: DataSpec) -> float:
-    """Tokens the GPUs process: epochs × dataset, inflated by padding when samples are not packed."""
+    """Tokens the GPUs process: epochs × dataset, inflated by padding when samples are not
+    packed."""
     waste = 0.0 if data.packing else data.padding_fraction
     return data.tokens * data.epochs / (1.0 - waste)
 
@@ -59,12 +60,16 @@ def default_global_batch(seq_len: int) -> int:
     return int(2 ** max(0, round(np.log2(DEFAULT_BATCH_TOKENS / seq_len))))
 
 
-def global_batch(training: TrainingSpec, seq_len: int, dp: Num = 1, micro_batch: Num | None = None) -> Num:
-    """Sequences per optimizer step: the user's, else the ~256k-token default grown to dp × micro-batch.
+def global_batch(
+    training: TrainingSpec, seq_len: int, dp: Num = 1, micro_batch: Num | None = None
+) -> Num:
+    """Sequences per optimizer step: the user's, else the ~256k-token default grown to dp ×
+    micro-batch.
 
-    A default is ours, not the user's, so it must never be why a layout is refused: when more data-parallel
-    replicas run than the default can feed one micro-batch each, the batch grows to one micro-batch per replica
-    (the plan's assumptions say so). A batch the user gave is kept and checked as given."""
+    A default is ours, not the user's, so it must never be why a layout is refused: when more
+    data-parallel replicas run than the default can feed one micro-batch each, the batch grows to
+    one micro-batch per replica (the plan's assumptions say so). A batch the user gave is kept and
+    checked as given."""
     if training.global_batch_size:
         return training.global_batch_size
     mb = training.micro_batch_size if micro_batch is None else micro_batch
@@ -73,7 +78,8 @@ def global_batch(training: TrainingSpec, seq_len: int, dp: Num = 1, micro_batch:
 
 
 def accumulation_steps(global_sequences: Num, micro_batch: Num, dp: Num) -> Num:
-    """Micro-batches each data-parallel rank runs per optimizer step: ⌈global ÷ (micro·dp)⌉, at least 1."""
+    """Micro-batches each data-parallel rank runs per optimizer step: ⌈global ÷ (micro·dp)⌉, at
+    least 1."""
     return np.maximum(np.ceil(global_sequences / (micro_batch * dp)), 1)
 
 
@@ -85,14 +91,17 @@ def evaluate(
     assumptions: Assumptions,
     micro_batch: Num | None = None,
 ) -> StepEstimate:
-    """Memory, FLOPs and the time of one optimizer step, from its explicit costs (step_time.step_costs).
+    """Memory, FLOPs and the time of one optimizer step, from its explicit costs
+    (step_time.step_costs).
 
-    dp = GPUs ÷ (tp·pp·cp); each data-parallel rank runs ⌈global batch ÷ (micro·dp)⌉ micro-batches per step.
-    With `assumptions.mfu` the step takes model FLOPs ÷ (peak × mfu) and the breakdown is scaled to it.
+    dp = GPUs ÷ (tp·pp·cp); each data-parallel rank runs ⌈global batch ÷ (micro·dp)⌉ micro-batches
+    per step. With `assumptions.mfu` the step takes model FLOPs ÷ (peak × mfu) and the breakdown is
+    scaled to it.
     """
     mb = training.micro_batch_size if micro_batch is None else micro_batch
     seq = data.seq_len
-    dp = parallel.data_parallel(hw.gpus, training)  # replicas: GPUs ÷ (tp·pp·cp); the FLOPs use every GPU
+    # replicas: GPUs ÷ (tp·pp·cp); the FLOPs use every GPU
+    dp = parallel.data_parallel(hw.gpus, training)
     accumulation = accumulation_steps(global_batch(training, seq, dp, mb), mb, dp)
     mem = memory.estimate(
         arch,
@@ -114,16 +123,20 @@ def evaluate(
 
     fpt = compute.flops_per_token(arch, training, seq, trainable)
     model_fpt = compute.model_flops_per_token(arch, training, seq, trainable)
-    costs = step_time.step_costs(arch, training, seq, hw, assumptions, mb, accumulation, trainable, mem, dp)
+    costs = step_time.step_costs(
+        arch, training, seq, hw, assumptions, mb, accumulation, trainable, mem, dp
+    )
     peak = hw.peak_tflops * 1e12
     if assumptions.mfu is not None and not step_time.measured_applies(hw, training, seq, mb):
         forced = model_fpt * tokens_per_step / hw.gpus / (peak * assumptions.mfu)
         costs = costs.scaled(forced / costs.step)
     elif not step_time.measured_applies(hw, training, seq, mb):
-        costs = costs.scaled(1.0 / np.asarray(hw.sustained, dtype=float))  # a measured layer needs no factor
+        # a measured layer needs no factor
+        costs = costs.scaled(1.0 / np.asarray(hw.sustained, dtype=float))
     step_s = costs.step
     tokens_per_gpu_s = tokens_per_step / step_s / hw.gpus
-    # Every job also pays its start: provisioning, loading the model, warm-up (assumptions.restart_minutes).
+    # Every job also pays its start: provisioning, loading the model, warm-up
+    # (assumptions.restart_minutes).
     hours = steps * step_s / 3600.0 + assumptions.restart_minutes / 60.0
     return StepEstimate(
         memory=mem,

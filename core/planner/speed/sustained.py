@@ -1,17 +1,19 @@
-"""The sustained efficiency a framework carries on a GPU family: what its runs keep of the modelled step.
+"""The sustained efficiency a framework carries on a GPU family: what its runs keep of the modelled
+step.
 
-The explicit costs (step_time.py) time each kernel from a benchmark rate. A real stack keeps a share of that
-which depends on the stack as much as on the chip: Megatron-Core with Transformer Engine keeps fused kernels and
-overlapped collectives on a Hopper, a Hugging Face model under PEFT and FSDP pays hooks, wrappers and small
-kernels on the same chip. One factor per GPU family cannot serve both (refitting the Hopper factor on Composer
-and AutoModel runs moved Megatron pre-training from within 6% to 18–25% too slow), so the factor is carried by
-the framework: `exp(log_factor)` multiplies the step's speed, per framework × method × GPU family where published
-runs exist, else framework × family, else the family, else every run.
+The explicit costs (step_time.py) time each kernel from a benchmark rate. A real stack keeps a share
+of that which depends on the stack as much as on the chip: Megatron-Core with Transformer Engine
+keeps fused kernels and overlapped collectives on a Hopper, a Hugging Face model under PEFT and FSDP
+pays hooks, wrappers and small kernels on the same chip. One factor per GPU family cannot serve both
+(refitting the Hopper factor on Composer and AutoModel runs moved Megatron pre-training from within
+6% to 18–25% too slow), so the factor is carried by the framework: `exp(log_factor)` multiplies the
+step's speed, per framework × method × GPU family where published runs exist, else framework ×
+family, else the family, else every run.
 
-`python -m bench.calibrate --write-bands` writes resources/calibration/efficiency.json: each group's factor is
-the source-weighted median of ln(published ÷ planned tokens/s) of its runs planned at factor 1, pooled with its
-parent group's factor by how many sources back it (a closed form: no search, so leave-one-source-out refits it
-exactly for every fold). The planner only reads the file.
+`python -m bench.calibrate --write-bands` writes resources/calibration/efficiency.json: each group's
+factor is the source-weighted median of ln(published ÷ planned tokens/s) of its runs planned at
+factor 1, pooled with its parent group's factor by how many sources back it (a closed form: no
+search, so leave-one-source-out refits it exactly for every fold). The planner only reads the file.
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ from core.planner.speed import efficiency
 
 EFFICIENCY_FILE = ("calibration", "efficiency.json")
 ALL = "all"
-# Sources a group needs for a factor of its own: one, because partial pooling (bench/calibrate_fit.py) keeps a group
-# that few sources back close to its parent's factor.
+# Sources a group needs for a factor of its own: one, because partial pooling
+# (bench/calibrate_fit.py) keeps a group that few sources back close to its parent's factor.
 MIN_SOURCES = 1
 
-# The table in use when not None (the calibration sets it to plan at factor 1, and to each fold's fit).
+# The table in use when not None (the calibration sets it to plan at factor 1, and to each fold's
+# fit).
 OVERRIDE: dict[str, Any] | None = None
 
 

@@ -1,4 +1,5 @@
-"""The probes, one module each: a function ``run(ctx)`` that fills its part of the evidence, plus an ETA.
+"""The probes, one module each: a function ``run(ctx)`` that fills its part of the evidence, plus an
+ETA.
 
 The runner looks probes up here by the names in `core.probes.run.options.PROBE_NAMES`.
 """

@@ -1,8 +1,10 @@
-"""What every probe gets: the host's facts, a way to run commands that records their raw output, and callbacks.
+"""What every probe gets: the host's facts, a way to run commands that records their raw output, and
+callbacks.
 
-A probe is a function ``run(ctx)`` that fills its part of ``ctx.evidence``. It never builds runner events
-itself: it calls ``ctx.log`` / ``ctx.point`` / ``ctx.metrics`` and the runner turns those into events and store
-rows, so probes stay testable without a runner. Every remote value is quoted with `shlex.quote` (`q`).
+A probe is a function ``run(ctx)`` that fills its part of ``ctx.evidence``. It never builds runner
+events itself: it calls ``ctx.log`` / ``ctx.point`` / ``ctx.metrics`` and the runner turns those
+into events and store rows, so probes stay testable without a runner. Every remote value is quoted
+with `shlex.quote` (`q`).
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from core.probes.samples import GpuMetric
 from core.probes.transport.base import CommandResult, Transport, TransportError
 
 LogLevel = Literal["info", "warning", "error"]
-RAW_STREAM_LIMIT = 1 << 20  # bytes of a long stream's stdout kept as raw output (its samples are stored anyway)
+# bytes of a long stream's stdout kept as raw output (its samples are stored anyway)
+RAW_STREAM_LIMIT = 1 << 20
 
 
 class MetricsHistory(Protocol):
-    """What a check reads of the run's GPU metrics stream (`gpu_metrics.MetricsSampler`, started by the
-    runner): whether it still runs, how it ended, and the samples since a mark (the burn grades clocks and
-    temperatures from them)."""
+    """What a check reads of the run's GPU metrics stream (`gpu_metrics.MetricsSampler`, started by
+    the runner): whether it still runs, how it ended, and the samples since a mark (the burn grades
+    clocks and temperatures from them)."""
 
     count: int
     warnings: list[str]
@@ -50,7 +53,8 @@ def q(value: object) -> str:
 
 
 class ProbeSkipped(Exception):
-    """The probe does not apply to this host (no GPU, no torch...); the message says why, in one sentence."""
+    """The probe does not apply to this host (no GPU, no torch...); the message says why, in one
+    sentence."""
 
 
 class ProbeFailed(Exception):
@@ -61,7 +65,8 @@ class Cancelled(Exception):
     """The user cancelled the run while this probe was working."""
 
 
-# What a skipped torch check says the user can do: name the interpreter whose torch the host's runs use.
+# What a skipped torch check says the user can do: name the interpreter whose torch the host's runs
+# use.
 NAME_PYTHON = "set the host's Python: --python, or Python in the window's Add/Edit host"
 
 
@@ -69,8 +74,11 @@ class PythonInfo(BaseModel):
     """One Python interpreter on the host and what it can import (from ``pyfacts.py``)."""
 
     path: str
-    found: str | None = Field(default=None, description="how it was found: the env the login shell activates, "
-                                                        "on the PATH, a common place, or as the user named it")
+    found: str | None = Field(
+        default=None,
+        description="how it was found: the env the login shell activates, "
+        "on the PATH, a common place, or as the user named it",
+    )
     version: str | None = None
     numpy: str | None = None
     torch: str | None = None
@@ -94,7 +102,9 @@ class HostFacts(BaseModel):
     gpu_lines: list[str] = Field(default_factory=list, description="`nvidia-smi -L` lines")
     pythons: list[PythonInfo] = Field(default_factory=list)
     python: PythonInfo | None = Field(default=None, description="the interpreter probes use")
-    query_fields_event_reasons: bool = Field(default=True, description="driver knows clocks_event_reasons.*")
+    query_fields_event_reasons: bool = Field(
+        default=True, description="driver knows clocks_event_reasons.*"
+    )
 
     def has(self, tool: str) -> bool:
         return tool in self.tools
@@ -128,14 +138,16 @@ class ProbeCallbacks:
     log: Callable[[LogLevel, str, str | None], None]
     point: Callable[[str, float, float, str], None]
     raw: Callable[[str, CommandResult], None]
-    # The ledger of what this app made on the host (core.probes.history.ledger): (path, kind) once made, path once gone.
+    # The ledger of what this app made on the host (core.probes.history.ledger): (path, kind) once
+    # made, path once gone.
     created: Callable[[str, str], None] | None = None
     removed: Callable[[str], None] | None = None
 
 
 @dataclass
 class ProbeContext:
-    """Everything one probe needs; the runner makes one per run and sets ``name`` before each probe."""
+    """Everything one probe needs; the runner makes one per run and sets ``name`` before each
+    probe."""
 
     transport: Transport
     options: RunOptions
@@ -151,7 +163,8 @@ class ProbeContext:
     warnings: list[str] = field(default_factory=list)
     uploaded: dict[str, str] = field(default_factory=dict)
 
-    # -- talking to the runner -----------------------------------------------------------------------
+    # -- talking to the runner
+    # -----------------------------------------------------------------------
 
     def log(self, level: LogLevel, message: str) -> None:
         self.callbacks.log(level, message, self.name or None)
@@ -165,7 +178,8 @@ class ProbeContext:
         self.callbacks.point(series, x, y, label)
 
     def remember(self, path: str, kind: str) -> None:
-        """Write down a directory this probe made on the host, before anything goes in it (history.ledger)."""
+        """Write down a directory this probe made on the host, before anything goes in it
+        (history.ledger)."""
         if self.callbacks.created is not None:
             self.callbacks.created(path, kind)
 
@@ -178,25 +192,34 @@ class ProbeContext:
         if self.cancel.is_set():
             raise Cancelled(f"{self.name} was cancelled")
 
-    # -- remote work ---------------------------------------------------------------------------------
+    # -- remote work
+    # ---------------------------------------------------------------------------------
 
-    def run(self, command: str, *, timeout: float | None = None, input: bytes | None = None) -> CommandResult:
+    def run(
+        self, command: str, *, timeout: float | None = None, input: bytes | None = None
+    ) -> CommandResult:
         """Run a command, keep its raw output, raise `Cancelled` if the user cancelled meanwhile."""
         self.check_cancel()
-        result = self.transport.run(command, timeout=timeout or self.options.timeouts.command_s, input=input,
-                                    cancel=self.cancel)
+        result = self.transport.run(
+            command,
+            timeout=timeout or self.options.timeouts.command_s,
+            input=input,
+            cancel=self.cancel,
+        )
         self.callbacks.raw(self.name, result)
         if result.cancelled or self.cancel.is_set():
             raise Cancelled(f"{self.name} was cancelled")
         return result
 
     def stream(self, command: str, *, timeout: float | None) -> ProbeStream:
-        """Stdout lines as they come (iterate the result; then read ``.result``); raw output kept at the end."""
+        """Stdout lines as they come (iterate the result; then read ``.result``); raw output kept at
+        the end."""
         self.check_cancel()
         return ProbeStream(self, command, timeout)
 
     def upload(self, script: str) -> str:
-        """Copy ``resources/probes/<script>`` into the run's work directory once; return its remote path."""
+        """Copy ``resources/probes/<script>`` into the run's work directory once; return its remote
+        path."""
         if script in self.uploaded:
             return self.uploaded[script]
         local = self.resources / script
@@ -215,7 +238,8 @@ class ProbeContext:
 
 
 class ProbeStream:
-    """Lines of a streaming command; ``result`` is set once the lines are exhausted (or the loop is left)."""
+    """Lines of a streaming command; ``result`` is set once the lines are exhausted (or the loop is
+    left)."""
 
     def __init__(self, ctx: ProbeContext, command: str, timeout: float | None) -> None:
         self._ctx = ctx
@@ -241,8 +265,14 @@ class ProbeStream:
                 close()
             result = getattr(lines, "result", None)
             if not isinstance(result, CommandResult):
-                result = CommandResult(command=self._command, exit_code=None, stdout="", stderr="",
-                                       duration_s=time.monotonic() - started, cancelled=ctx.cancel.is_set())
+                result = CommandResult(
+                    command=self._command,
+                    exit_code=None,
+                    stdout="",
+                    stderr="",
+                    duration_s=time.monotonic() - started,
+                    cancelled=ctx.cancel.is_set(),
+                )
             self.result = result.model_copy(update={"stdout": "\n".join(kept)})
             ctx.callbacks.raw(ctx.name, self.result)
         if ctx.cancel.is_set() or self.result.cancelled:
@@ -253,9 +283,9 @@ _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception
 
 
 def telling_line(text: str) -> str | None:
-    """The line of some output that says what went wrong: the last exception line of a traceback ('RuntimeError:
-    Numpy is not available'), else the last line with a word in it; never a rule of '=====' or '^^^^' that a
-    library printed after the cause. None when no line has a word."""
+    """The line of some output that says what went wrong: the last exception line of a traceback
+    ('RuntimeError: Numpy is not available'), else the last line with a word in it; never a rule of
+    '=====' or '^^^^' that a library printed after the cause. None when no line has a word."""
     worded = [line.strip() for line in text.splitlines() if any(ch.isalpha() for ch in line)]
     raised = [line for line in worded if _EXCEPTION_LINE.match(line)]
     found = raised or worded
@@ -263,8 +293,8 @@ def telling_line(text: str) -> str | None:
 
 
 def short_error(result: CommandResult, limit: int = 300) -> str:
-    """The most telling line of a failed command: its error in stderr, else in stdout (``telling_line``), else
-    the status."""
+    """The most telling line of a failed command: its error in stderr, else in stdout
+    (``telling_line``), else the status."""
     for text in (result.stderr, result.stdout):
         line = telling_line(text)
         if line:
@@ -284,6 +314,17 @@ def require_ok(result: CommandResult, what: str) -> CommandResult:
 
 
 __all__ = [
-    "Cancelled", "HostFacts", "LogLevel", "ProbeCallbacks", "ProbeContext", "ProbeFailed", "ProbeSkipped",
-    "ProbeStream", "PythonInfo", "TransportError", "q", "require_ok", "short_error",
+    "Cancelled",
+    "HostFacts",
+    "LogLevel",
+    "ProbeCallbacks",
+    "ProbeContext",
+    "ProbeFailed",
+    "ProbeSkipped",
+    "ProbeStream",
+    "PythonInfo",
+    "TransportError",
+    "q",
+    "require_ok",
+    "short_error",
 ]

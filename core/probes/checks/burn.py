@@ -1,8 +1,10 @@
-"""Stability burn: N seconds of matmul load on every GPU while the metrics stream samples temperature, clocks,
-power and throttling; the kernel log is read before and after for new Xid errors.
+"""Stability burn: N seconds of matmul load on every GPU while the metrics stream samples
+temperature, clocks, power and throttling; the kernel log is read before and after for new Xid
+errors.
 
-On a host without GPUs it loads the CPU instead and charts utilisation and temperature from /proc and /sys.
-Cancel kills the remote process group (the transport does), so no load is left running on the host.
+On a host without GPUs it loads the CPU instead and charts utilisation and temperature from /proc
+and /sys. Cancel kills the remote process group (the transport does), so no load is left running on
+the host.
 """
 
 from __future__ import annotations
@@ -18,12 +20,18 @@ from core.probes.evidence import BurnResult
 from core.probes.samples import GpuMetric, KernelLogScan
 from core.probes.transport.base import TransportError
 
-BAD_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+BAD_REASONS = (
+    "hw_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "sw_thermal_slowdown",
+)
 LOADED_UTIL_PCT = 90.0
 
 
 class _Tracker:
-    """Running figures of the burn, fed line by line (script output) and batch by batch (GPU samples)."""
+    """Running figures of the burn, fed line by line (script output) and batch by batch (GPU
+    samples)."""
 
     def __init__(self, ctx: ProbeContext) -> None:
         self.ctx = ctx
@@ -86,8 +94,11 @@ class _Tracker:
                 self.reasons_seen.add(reason)
                 if reason in BAD_REASONS and (metric.gpu, reason) not in self.logged:
                     self.logged.add((metric.gpu, reason))
-                    self.ctx.log("warning", f"GPU {metric.gpu}: clocks held back by {reason} during the burn "
-                                            f"(at {metric.temp_c} °C, {metric.power_w} W)")
+                    self.ctx.log(
+                        "warning",
+                        f"GPU {metric.gpu}: clocks held back by {reason} during the burn "
+                        f"(at {metric.temp_c} °C, {metric.power_w} W)",
+                    )
 
     def samples(self) -> list[GpuMetric]:
         return self.ctx.sampler.since(self.mark) if self.ctx.sampler is not None else []
@@ -98,22 +109,27 @@ def _mean(values: list[float]) -> float | None:
 
 
 def summarise(tracker: _Tracker, duration: float, completed: bool) -> BurnResult:
-    """Figures of the burn; ``duration_s`` is the requested length, or the seconds of load before a stop."""
+    """Figures of the burn; ``duration_s`` is the requested length, or the seconds of load before a
+    stop."""
     samples = tracker.samples()
     temps = [m.temp_c for m in samples if m.temp_c is not None] + tracker.cpu_temps
-    loaded = [m for m in samples if m.util_pct is not None and m.util_pct >= LOADED_UTIL_PCT] or samples
+    loaded = [
+        m for m in samples if m.util_pct is not None and m.util_pct >= LOADED_UTIL_PCT
+    ] or samples
     clocks = [m.sm_clock_mhz for m in loaded if m.sm_clock_mhz is not None]
     ticks = [tick for series in tracker.ticks.values() for tick in series]
     last_t = max((t for t, _ in ticks), default=0.0)
     first = [v for t, v in ticks if t <= 60.0]
     last = [v for t, v in ticks if t >= last_t - 60.0]
     return BurnResult(
-        duration_s=duration if completed else round(last_t, 1), completed=completed,
+        duration_s=duration if completed else round(last_t, 1),
+        completed=completed,
         samples=len(samples) if samples else len(ticks),
         max_temp_c=max(temps) if temps else None,
         min_sm_clock_mhz=min(clocks) if clocks else None,
         throttle_reasons_seen=sorted(tracker.reasons_seen),
-        tflops_first_minute=_mean(first), tflops_last_minute=_mean(last),
+        tflops_first_minute=_mean(first),
+        tflops_last_minute=_mean(last),
     )
 
 
@@ -128,10 +144,13 @@ def _new_xids(before: KernelLogScan | None, after: KernelLogScan | None) -> list
 def run(ctx: ProbeContext) -> None:
     python = ctx.facts.python
     if python is None or (python.torch is None and python.numpy is None):
-        raise ProbeSkipped("the burn needs torch (or numpy on a CPU-only host) in the host's Python")
+        raise ProbeSkipped(
+            "the burn needs torch (or numpy on a CPU-only host) in the host's Python"
+        )
     if ctx.facts.nvidia and not ctx.facts.cuda:
-        raise ProbeSkipped(f"torch in {python.path} cannot use CUDA, so the GPUs cannot be loaded "
-                           f"({NAME_PYTHON})")
+        raise ProbeSkipped(
+            f"torch in {python.path} cannot use CUDA, so the GPUs cannot be loaded ({NAME_PYTHON})"
+        )
     if not ctx.facts.nvidia:
         ctx.warn("no NVIDIA GPU found: burned the CPU instead")
     duration = float(ctx.options.burn_seconds)
@@ -141,8 +160,10 @@ def run(ctx: ProbeContext) -> None:
     script = ctx.upload("matmul.py")
     marker = "tuneplan-burn-" + ctx.workdir.rsplit("/", 1)[-1]
     device = "cuda" if ctx.facts.cuda else "cpu"
-    command = (f"{q(python.path)} {q(script)} burn --duration {duration:g} --interval 1 --device {device} "
-               f"--marker {q(marker)}")
+    command = (
+        f"{q(python.path)} {q(script)} burn --duration {duration:g} --interval 1 --device {device} "
+        f"--marker {q(marker)}"
+    )
     tracker = _Tracker(ctx)
     ctx.log("info", f"burning {'all GPUs' if device == 'cuda' else 'the CPU'} for {duration:g} s")
     stream = ctx.stream(command, timeout=duration + ctx.options.timeouts.burn_margin_s)
@@ -156,20 +177,30 @@ def run(ctx: ProbeContext) -> None:
     except TransportError:
         # The connection dropped mid-burn: what was sampled until then is kept, marked partial.
         burn = ctx.evidence.burn = summarise(tracker, duration, completed=False)
-        ctx.evidence.partial["burn"] = f"{burn.duration_s:g} s of the {duration:g} s burn, {burn.samples} samples"
+        ctx.evidence.partial["burn"] = (
+            f"{burn.duration_s:g} s of the {duration:g} s burn, {burn.samples} samples"
+        )
         raise
     tracker.watch_gpus()
     burn = summarise(tracker, duration, completed=tracker.done)
     ctx.evidence.burn = burn  # kept now: the kernel log read below may still lose the connection
     result = stream.result
     if not tracker.done:
-        ctx.warn(f"the burn ended early: {result.stderr.strip()[-200:] if result is not None else 'no output'}")
+        ctx.warn(
+            "the burn ended early: "
+            f"{result.stderr.strip()[-200:] if result is not None else 'no output'}"
+        )
     after, _ = read_kernel_log(ctx) if before is not None else (None, None)
     burn.xid_codes = _new_xids(before, after)
     if after is not None and before is not None:
-        report_kernel_events(ctx, after, since_line=max((x.line_no for x in before.xids), default=0))
+        report_kernel_events(
+            ctx, after, since_line=max((x.line_no for x in before.xids), default=0)
+        )
     sums = set(tracker.checksums.values())
     if len(tracker.checksums) > 1 and len(sums) > 1:
         ctx.warn(f"the GPUs computed different results for the same product: {tracker.checksums}")
-        ctx.log("error", "the GPUs disagree on the result of the same matmul (possible silent data corruption)")
+        ctx.log(
+            "error",
+            "the GPUs disagree on the result of the same matmul (possible silent data corruption)",
+        )
     ctx.evidence.burn = burn

@@ -1,8 +1,10 @@
-"""Map the product name a driver prints (``NVIDIA H100 80GB HBM3``, ``NVIDIA A100-SXM4-40GB``) to a catalog GPU.
+"""Map the product name a driver prints (``NVIDIA H100 80GB HBM3``, ``NVIDIA A100-SXM4-40GB``) to a
+catalog GPU.
 
-The catalog's own name resolution handles most names; what is left are driver spellings with extra words
-(memory type, form factor) that the catalog does not list. Those are retried with the words removed one by
-one, and a name that still matches nothing gives None (no reference) rather than a wrong GPU.
+The catalog's own name resolution handles most names; what is left are driver spellings with extra
+words (memory type, form factor) that the catalog does not list. Those are retried with the words
+removed one by one, and a name that still matches nothing gives None (no reference) rather than a
+wrong GPU.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import re
 
 from core.catalog import GPU, Catalog, CatalogError
 
-_NOISE = re.compile(r"\b(HBM3e?|HBM2e?|GDDR6X?|GDDR7)\b", re.IGNORECASE)  # form factors change the peak: kept
+# form factors change the peak: kept
+_NOISE = re.compile(r"\b(HBM3e?|HBM2e?|GDDR6X?|GDDR7)\b", re.IGNORECASE)
 
 
 def match_gpu(product_name: str | None, catalog: Catalog) -> GPU | None:
@@ -32,7 +35,8 @@ def match_gpu(product_name: str | None, catalog: Catalog) -> GPU | None:
 
 
 def bf16_reference(gpu: GPU) -> tuple[float | None, str | None]:
-    """(dense bf16 peak TFLOP/s, its source) from the catalog, None where the catalog has no bf16 figure."""
+    """(dense bf16 peak TFLOP/s, its source) from the catalog, None where the catalog has no bf16
+    figure."""
     if not gpu.supports("bf16"):
         return None, None
     source = gpu.sources.get("bf16_tflops") or next(iter(gpu.sources.values()), None)

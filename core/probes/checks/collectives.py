@@ -1,8 +1,9 @@
 """Collectives: all_reduce bus bandwidth per message size.
 
-nccl-tests' ``all_reduce_perf`` when it is on PATH (``-g N`` over the node's GPUs); else the uploaded
-``allreduce_bench.py`` under torchrun (NCCL on GPUs, gloo with two ranks on a GPU-less host), which prints the
-same format so `parse_nccl_tests` reads both. Rows are charted as they arrive (busbw vs size).
+nccl-tests' ``all_reduce_perf`` when it is on PATH (``-g N`` over the node's GPUs); else the
+uploaded ``allreduce_bench.py`` under torchrun (NCCL on GPUs, gloo with two ranks on a GPU-less
+host), which prints the same format so `parse_nccl_tests` reads both. Rows are charted as they
+arrive (busbw vs size).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ CPU_MAX_BYTES = 16 << 20
 
 
 def live_row(line: str) -> tuple[int, float, float] | None:
-    """(size, in-place algbw, in-place busbw) of an nccl-tests result line, for the live chart only."""
+    """(size, in-place algbw, in-place busbw) of an nccl-tests result line, for the live chart
+    only."""
     tokens = line.split()
     if tokens and tokens[0].endswith(":") and tokens[0][:-1].isdigit():
         tokens = tokens[1:]  # srun -l prefix
@@ -41,33 +43,60 @@ def interconnect(ctx: ProbeContext, on_gpu: bool) -> str | None:
         kinds = {v for (i, j), v in inventory.topology.links.items() if i != j}
         return "nvlink" if kinds and all(k.startswith("NV") for k in kinds) else "pcie"
     if inventory is not None and inventory.nvlink:
-        return "nvlink" if any(s.link_speeds_gbps and not s.inactive_links for s in inventory.nvlink) else "pcie"
+        return (
+            "nvlink"
+            if any(s.link_speeds_gbps and not s.inactive_links for s in inventory.nvlink)
+            else "pcie"
+        )
     return None
 
 
 def _nccl_tests_command(ctx: ProbeContext) -> str:
     max_bytes = ctx.options.collective_max_bytes or GPU_MAX_BYTES
-    return (f"NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET {q(ctx.facts.tools['all_reduce_perf'])} "
-            f"-b {GPU_MIN_BYTES} -e {max(GPU_MIN_BYTES, max_bytes)} -f 2 -g {ctx.facts.gpu_count} -w 5 -n 20")
+    return (
+        f"NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET {q(ctx.facts.tools['all_reduce_perf'])} "
+        f"-b {GPU_MIN_BYTES} -e {max(GPU_MIN_BYTES, max_bytes)} -f 2 -g {ctx.facts.gpu_count} -w "
+        "5 -n 20"
+    )
 
 
 def run(ctx: ProbeContext) -> None:
     launch: Launch | None = None
     if ctx.facts.has("all_reduce_perf") and ctx.facts.nvidia:
         if ctx.facts.gpu_count < 2:
-            raise ProbeSkipped("only one GPU: all_reduce has nothing to move between GPUs on this host")
+            raise ProbeSkipped(
+                "only one GPU: all_reduce has nothing to move between GPUs on this host"
+            )
         command, tool, on_gpu = _nccl_tests_command(ctx), "nccl-tests", True
     else:
         launch = plan_launch(ctx, what="all_reduce benchmark")
         script = ctx.upload("allreduce_bench.py")
-        max_bytes = ctx.options.collective_max_bytes or (GPU_MAX_BYTES if launch.on_gpu else CPU_MAX_BYTES)
+        max_bytes = ctx.options.collective_max_bytes or (
+            GPU_MAX_BYTES if launch.on_gpu else CPU_MAX_BYTES
+        )
         min_bytes = GPU_MIN_BYTES if launch.on_gpu else CPU_MIN_BYTES
-        args = ["--min-bytes", str(min(min_bytes, max_bytes)), "--max-bytes", str(max_bytes),
-                "--factor", "2" if launch.on_gpu else "4", "--backend", launch.backend,
-                "--timeout", str(int(ctx.options.timeouts.collectives_s))]
-        command, tool, on_gpu = torchrun_command(ctx, launch, script, args), "torch_all_reduce_bench", launch.on_gpu
+        args = [
+            "--min-bytes",
+            str(min(min_bytes, max_bytes)),
+            "--max-bytes",
+            str(max_bytes),
+            "--factor",
+            "2" if launch.on_gpu else "4",
+            "--backend",
+            launch.backend,
+            "--timeout",
+            str(int(ctx.options.timeouts.collectives_s)),
+        ]
+        command, tool, on_gpu = (
+            torchrun_command(ctx, launch, script, args),
+            "torch_all_reduce_bench",
+            launch.on_gpu,
+        )
         if not launch.on_gpu:
-            ctx.warn("no NVIDIA GPU found: measured a gloo all_reduce between two CPU processes over loopback")
+            ctx.warn(
+                "no NVIDIA GPU found: measured a gloo all_reduce between two CPU processes over "
+                "loopback"
+            )
     stream = ctx.stream(command, timeout=ctx.options.timeouts.collectives_s)
     lines: list[str] = []
     try:
@@ -98,14 +127,17 @@ def run(ctx: ProbeContext) -> None:
     ctx.evidence.collectives = collective
     ctx.evidence.collective_interconnect = interconnect(ctx, on_gpu)
     cut = sweep_cut(collective)
-    if cut:  # the benchmark stopped before its last size (a rank died, a hang hit the timeout): shown, not graded
+    # the benchmark stopped before its last size (a rank died, a hang hit the timeout): shown, not
+    # graded
+    if cut:
         why = short_error(result) if result is not None else "no exit status came back"
         ctx.evidence.partial["collectives"] = f"{cut}: {why}"
         raise ProbeFailed(f"the all_reduce sweep ({tool}) stopped after {cut}: {why}")
 
 
 def _keep_partial(ctx: ProbeContext, lines: list[str], tool: str, on_gpu: bool) -> None:
-    """The connection dropped mid-benchmark: the message sizes measured so far are kept, marked partial."""
+    """The connection dropped mid-benchmark: the message sizes measured so far are kept, marked
+    partial."""
     parsed = parse_nccl_tests("\n".join(lines)).value
     if parsed is None or not parsed.rows:
         ctx.evidence.partial["collectives"] = "no message size had been measured"

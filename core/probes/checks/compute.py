@@ -1,9 +1,10 @@
 """Compute: dense matmul TFLOP/s per GPU (bf16, torch) against the catalog's peak for the GPU found.
 
-On a host without a usable GPU it measures fp32 on the CPU for a few seconds and says so (numpy when torch is
-absent), so the run still shows what the box can do; the scorecard compares only GPU figures with GPU peaks.
-With GPUs it then loads all of them at once for a few seconds and reads their PCIe link meanwhile: links
-downshift at idle to save power, so only a reading under load can show a downtrained link.
+On a host without a usable GPU it measures fp32 on the CPU for a few seconds and says so (numpy when
+torch is absent), so the run still shows what the box can do; the scorecard compares only GPU
+figures with GPU peaks. With GPUs it then loads all of them at once for a few seconds and reads
+their PCIe link meanwhile: links downshift at idle to save power, so only a reading under load can
+show a downtrained link.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ GPU_SECONDS = 1.5
 CPU_SECONDS = 2.0
 SPREAD_WARN = 0.10  # > 10 % below the node's best GPU: PROBES.md §4 C (gpu-fryer tolerance)
 LINK_LOAD_SECONDS = 3.0  # all GPUs busy at once; the link is read at the first tick of the load
-LINK_FIELDS = "index,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max"
+LINK_FIELDS = "index,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max"  # noqa: E501
 LINK_QUERY = f"nvidia-smi --query-gpu={LINK_FIELDS} --format=csv"
 
 
@@ -53,7 +54,8 @@ def as_int(value: object, default: int = 0) -> int:
 
 
 def gpu_product_name(ctx: ProbeContext) -> str | None:
-    """The GPU model as the driver names it (inventory first, then torch, then ``nvidia-smi -L``)."""
+    """The GPU model as the driver names it (inventory first, then torch, then ``nvidia-smi
+    -L``)."""
     inventory = ctx.evidence.inventory
     if inventory is not None and inventory.nvidia is not None:
         names = [g.name for g in inventory.nvidia.gpus if g.name]
@@ -69,7 +71,8 @@ def gpu_product_name(ctx: ProbeContext) -> str | None:
 
 
 def read_link(ctx: ProbeContext) -> list[GpuInfo] | None:
-    """The PCIe link of every GPU right now (call it while they are busy); None, with a warning, if unreadable."""
+    """The PCIe link of every GPU right now (call it while they are busy); None, with a warning, if
+    unreadable."""
     result = ctx.run(LINK_QUERY, timeout=ctx.options.timeouts.command_s)
     parsed = parse_query_gpu(result.stdout)
     gpus = parsed.value.gpus if parsed.value is not None else []
@@ -80,10 +83,13 @@ def read_link(ctx: ProbeContext) -> list[GpuInfo] | None:
 
 
 def link_under_load(ctx: ProbeContext, python: str, script: str) -> None:
-    """Load every GPU at once (matmul.py's burn mode) and read the link once they compute; never fails the probe."""
+    """Load every GPU at once (matmul.py's burn mode) and read the link once they compute; never
+    fails the probe."""
     marker = "tuneplan-link-" + ctx.workdir.rsplit("/", 1)[-1]
-    command = (f"{q(python)} {q(script)} burn --duration {LINK_LOAD_SECONDS:g} --interval 0.5 --device cuda "
-               f"--marker {q(marker)}")
+    command = (
+        f"{q(python)} {q(script)} burn --duration {LINK_LOAD_SECONDS:g} --interval 0.5 --device "
+        f"cuda --marker {q(marker)}"
+    )
     links: list[GpuInfo] | None = None
     read = False
     stream = ctx.stream(command, timeout=LINK_LOAD_SECONDS + ctx.options.timeouts.compute_s)
@@ -93,8 +99,10 @@ def link_under_load(ctx: ProbeContext, python: str, script: str) -> None:
             links = read_link(ctx)
     if not read:
         result = stream.result
-        ctx.warn("the PCIe link was not read under load: the GPU load did not start "
-                 f"({short_error(result) if result is not None else 'no output'})")
+        ctx.warn(
+            "the PCIe link was not read under load: the GPU load did not start "
+            f"({short_error(result) if result is not None else 'no output'})"
+        )
     if links is not None:
         ctx.evidence.pcie_under_load = links
 
@@ -108,38 +116,58 @@ def run(ctx: ProbeContext) -> None:
     on_gpu = ctx.facts.cuda
     if ctx.facts.nvidia and not on_gpu:
         why = "torch is not installed" if python.torch is None else "torch cannot use CUDA"
-        ctx.warn(f"the host has {ctx.facts.gpu_count} NVIDIA GPU(s) but {why} in {python.path}; measured the CPU "
-                 "instead")
+        ctx.warn(
+            f"the host has {ctx.facts.gpu_count} NVIDIA GPU(s) but {why} in {python.path}; "
+            "measured the CPU "
+            "instead"
+        )
     elif not ctx.facts.nvidia:
         ctx.warn("no NVIDIA GPU found: measured fp32 matmul on the CPU instead")
     script = ctx.upload("matmul.py")
     seconds = GPU_SECONDS if on_gpu else CPU_SECONDS
-    command = f"{q(python.path)} {q(script)} measure --seconds {seconds} --device {'cuda' if on_gpu else 'cpu'}"
+    command = (
+        f"{q(python.path)} {q(script)} measure --seconds {seconds} --device "
+        f"{'cuda' if on_gpu else 'cpu'}"
+    )
     result = ctx.run(command, timeout=ctx.options.timeouts.compute_s)
     records = json_lines(result.stdout)
-    results = [r for r in records if r.get("event") == "result" and as_float(r.get("tflops")) is not None]
+    results = [
+        r for r in records if r.get("event") == "result" and as_float(r.get("tflops")) is not None
+    ]
     errors = [str(r.get("message")) for r in records if r.get("event") == "error"]
     if not results:
-        raise ProbeFailed(f"the matmul benchmark gave no result: {errors[0] if errors else short_error(result)}")
+        raise ProbeFailed(
+            f"the matmul benchmark gave no result: {errors[0] if errors else short_error(result)}"
+        )
     if result.exit_code != 0:
         ctx.warn(f"the matmul benchmark ended with {short_error(result)}")
     results.sort(key=lambda r: as_int(r.get("index")))
     tflops = [as_float(r.get("tflops")) or 0.0 for r in results]
     first = results[0]
-    compute = ComputeResult(device=str(first.get("device", "cpu")), dtype=str(first.get("dtype", "")),
-                            matrix_size=as_int(first.get("n")), tflops_per_device=tflops)
+    compute = ComputeResult(
+        device=str(first.get("device", "cpu")),
+        dtype=str(first.get("dtype", "")),
+        matrix_size=as_int(first.get("n")),
+        tflops_per_device=tflops,
+    )
     if compute.device == "cuda":
         name = gpu_product_name(ctx) or str(first.get("name") or "")
         gpu = match_gpu(name, load_catalog())
         if gpu is None:
-            ctx.warn(f"the GPU '{name}' is not in the catalog, so there is no reference TFLOP/s to compare with")
+            ctx.warn(
+                f"the GPU '{name}' is not in the catalog, so there is no reference TFLOP/s to "
+                "compare with"
+            )
         else:
             compute.reference_tflops, compute.reference_source = bf16_reference(gpu)
         best = max(tflops)
         for index, value in enumerate(tflops):
             if best > 0 and value < best * (1 - SPREAD_WARN):
-                ctx.log("warning", f"GPU {index} reached {value:.0f} TFLOP/s, {100 * (1 - value / best):.0f}% "
-                                   f"below the best GPU of this host ({best:.0f})")
+                ctx.log(
+                    "warning",
+                    f"GPU {index} reached {value:.0f} TFLOP/s, {100 * (1 - value / best):.0f}% "
+                    f"below the best GPU of this host ({best:.0f})",
+                )
     for index, value in enumerate(tflops):
         ctx.point("compute_tflops", float(index), value, f"{compute.device} {index}")
     ctx.evidence.compute = compute

@@ -1,15 +1,17 @@
 """GPU live metrics: ONE streaming process for the whole run, not a poll per sample.
 
-NVML (``nvml_stream.py``, when the host's Python has ``nvidia-ml-py``) is preferred because nvidia-smi's text
-"is not guaranteed to be backwards compatible" (its man page); the script prints the very CSV that
-``nvidia-smi --query-gpu=... --format=csv,nounits -lms N`` prints, so one parser (`QueryGpuStream`) reads both.
-The sampler runs on its own thread over the same connection (one SSH channel of its own: paramiko multiplexes
-channels and each channel is used by one thread only) while the other probes run.
+NVML (``nvml_stream.py``, when the host's Python has ``nvidia-ml-py``) is preferred because
+nvidia-smi's text "is not guaranteed to be backwards compatible" (its man page); the script prints
+the very CSV that ``nvidia-smi --query-gpu=... --format=csv,nounits -lms N`` prints, so one parser
+(`QueryGpuStream`) reads both. The sampler runs on its own thread over the same connection (one SSH
+channel of its own: paramiko multiplexes channels and each channel is used by one thread only) while
+the other probes run.
 
-Why a thread: the other probes block the runner's worker on their own commands for minutes (fio, the burn),
-and the stream must be read all that time, for the live charts and for the history the burn grades clocks and
-temperatures from. `MetricsSampler.start` starts that one thread; it shares only the history (under a lock)
-and the runner's callbacks (which only queue), and `MetricsSampler.stop` ends the remote process and joins it.
+Why a thread: the other probes block the runner's worker on their own commands for minutes (fio, the
+burn), and the stream must be read all that time, for the live charts and for the history the burn
+grades clocks and temperatures from. `MetricsSampler.start` starts that one thread; it shares only
+the history (under a lock) and the runner's callbacks (which only queue), and `MetricsSampler.stop`
+ends the remote process and joins it.
 """
 
 from __future__ import annotations
@@ -18,15 +20,35 @@ import threading
 import time
 from collections.abc import Callable
 
-from core.probes.checks.base import HostFacts, LogLevel, ProbeContext, ProbeFailed, ProbeSkipped, q, telling_line
+from core.probes.checks.base import (
+    HostFacts,
+    LogLevel,
+    ProbeContext,
+    ProbeFailed,
+    ProbeSkipped,
+    q,
+    telling_line,
+)
 from core.probes.parsers import QueryGpuStream
 from core.probes.samples import GpuMetric
 from core.probes.transport.base import CommandResult, Disconnected, Transport, TransportError
 
-BASE_FIELDS = ("timestamp", "index", "utilization.gpu", "utilization.memory", "memory.used", "memory.total",
-               "temperature.gpu", "power.draw", "power.limit", "clocks.sm", "clocks.mem")
+BASE_FIELDS = (
+    "timestamp",
+    "index",
+    "utilization.gpu",
+    "utilization.memory",
+    "memory.used",
+    "memory.total",
+    "temperature.gpu",
+    "power.draw",
+    "power.limit",
+    "clocks.sm",
+    "clocks.mem",
+)
 EVENT_FIELD = "clocks_event_reasons.active"
-OLD_EVENT_FIELD = "clocks_throttle_reasons.active"  # drivers before 535 (Azure NHC switches at 535.54.03)
+# drivers before 535 (Azure NHC switches at 535.54.03)
+OLD_EVENT_FIELD = "clocks_throttle_reasons.active"
 _BATCH_S = 0.4
 _RAW_LINES = 200
 _HISTORY_LIMIT = 2_000_000
@@ -52,11 +74,20 @@ def sampler_command(ctx: ProbeContext) -> tuple[str, str]:
 
 
 class MetricsSampler:
-    """Reads the metrics stream on a thread; hands batches to ``on_batch`` and keeps a history for the burn."""
+    """Reads the metrics stream on a thread; hands batches to ``on_batch`` and keeps a history for
+    the burn."""
 
-    def __init__(self, transport: Transport, command: str, *, interval_s: float,
-                 on_batch: Callable[[list[GpuMetric]], None], on_raw: Callable[[str, CommandResult], None],
-                 on_log: Callable[[LogLevel, str, str | None], None], clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        command: str,
+        *,
+        interval_s: float,
+        on_batch: Callable[[list[GpuMetric]], None],
+        on_raw: Callable[[str, CommandResult], None],
+        on_log: Callable[[LogLevel, str, str | None], None],
+        clock: Callable[[], float],
+    ) -> None:
         self.transport = transport
         self.command = command
         self.interval_s = interval_s
@@ -143,11 +174,16 @@ class MetricsSampler:
                 if not self._stop.is_set() and not self.disconnected:
                     self.ended_early = True
                     reason = telling_line(result.stderr) or f"exit status {result.exit_code}"
-                    self._on_log("warning", f"the GPU metrics stream ended early: {reason[:200]}", "gpu_metrics")
+                    self._on_log(
+                        "warning",
+                        f"the GPU metrics stream ended early: {reason[:200]}",
+                        "gpu_metrics",
+                    )
 
 
 def run(ctx: ProbeContext) -> None:
-    """Run on its own (named in the suite): let the background stream sample for ``metrics_seconds``."""
+    """Run on its own (named in the suite): let the background stream sample for
+    ``metrics_seconds``."""
     if not ctx.facts.nvidia or ctx.sampler is None:
         raise ProbeSkipped(no_gpu_reason(ctx.facts))
     end = time.monotonic() + ctx.options.metrics_seconds

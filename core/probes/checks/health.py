@@ -1,8 +1,10 @@
-"""Health: ECC, retired pages, remapped rows, clock-event reasons, PCIe link and reset state (``nvidia-smi -q``),
-Xid/SXid and other kernel events since boot (``dmesg`` or ``journalctl -k``), NVLink state.
+"""Health: ECC, retired pages, remapped rows, clock-event reasons, PCIe link and reset state
+(``nvidia-smi -q``), Xid/SXid and other kernel events since boot (``dmesg`` or ``journalctl -k``),
+NVLink state.
 
-The kernel log is often closed to non-root users (``kernel.dmesg_restrict``); then the probe says it could not
-read it instead of reporting a clean log. ``sudo -n`` is tried only when the user allowed root.
+The kernel log is often closed to non-root users (``kernel.dmesg_restrict``); then the probe says it
+could not read it instead of reporting a clean log. ``sudo -n`` is tried only when the user allowed
+root.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ def kernel_log_commands(ctx: ProbeContext) -> list[tuple[str, str]]:
         if ctx.facts.has("dmesg"):
             commands.append(("sudo dmesg", "sudo -n dmesg -T"))
         if ctx.facts.has("journalctl"):
-            commands.append(("sudo journalctl -k", "sudo -n journalctl -k -b --no-pager -o short-iso"))
+            commands.append(
+                ("sudo journalctl -k", "sudo -n journalctl -k -b --no-pager -o short-iso")
+            )
     return commands
 
 
@@ -35,16 +39,27 @@ def read_kernel_log(ctx: ProbeContext) -> tuple[KernelLogScan | None, str | None
     tried: list[str] = []
     for label, command in kernel_log_commands(ctx):
         result = ctx.run(command, timeout=ctx.options.timeouts.command_s)
-        if result.exit_code == 0 and result.stdout.strip() and "no entries" not in result.stdout[:200].lower():
+        if (
+            result.exit_code == 0
+            and result.stdout.strip()
+            and "no entries" not in result.stdout[:200].lower()
+        ):
             parsed = parse_dmesg(result.stdout)
             ctx.warnings.extend(f"kernel log: {w}" for w in parsed.warnings)
             return parsed.value or KernelLogScan(), None
         tried.append(f"{label}: {short_error(result, 120)}")
     if not tried:
         return None, "the kernel log could not be read: neither dmesg nor journalctl is on the host"
-    hint = "" if ctx.options.allow_root or ctx.facts.is_root else " (run as root or allow sudo to read it)"
-    return None, f"the kernel log could not be read without root, so Xid errors are unknown{hint}; " \
-                 f"tried {'; '.join(tried)}"
+    hint = (
+        ""
+        if ctx.options.allow_root or ctx.facts.is_root
+        else " (run as root or allow sudo to read it)"
+    )
+    return (
+        None,
+        f"the kernel log could not be read without root, so Xid errors are unknown{hint}; "
+        f"tried {'; '.join(tried)}",
+    )
 
 
 def report_kernel_events(ctx: ProbeContext, scan: KernelLogScan, *, since_line: int = 0) -> None:
@@ -55,14 +70,19 @@ def report_kernel_events(ctx: ProbeContext, scan: KernelLogScan, *, since_line: 
             continue
         level: LogLevel = "error" if xid.severity == "FAIL" else "warning"
         where = f" on GPU {xid.pci}" if xid.pci else ""
-        ctx.log(level, f"Xid {xid.code}{where}: {xid.meaning or xid.message[:120]}"
-                       f"{' (' + xid.timestamp + ')' if xid.timestamp else ''}")
+        ctx.log(
+            level,
+            f"Xid {xid.code}{where}: {xid.meaning or xid.message[:120]}"
+            f"{' (' + xid.timestamp + ')' if xid.timestamp else ''}",
+        )
         shown += 1
     for sxid in scan.sxids:
         if sxid.line_no <= since_line or shown >= _LOG_LIMIT:
             continue
-        ctx.log("error" if sxid.fatal else "warning", f"SXid {sxid.code} on NVSwitch {sxid.switch}: "
-                                                      f"{sxid.message[:120]}")
+        ctx.log(
+            "error" if sxid.fatal else "warning",
+            f"SXid {sxid.code} on NVSwitch {sxid.switch}: {sxid.message[:120]}",
+        )
         shown += 1
     for event in scan.events:
         if event.line_no <= since_line or shown >= _LOG_LIMIT or event.kind in ("segfault", "oom"):
@@ -89,7 +109,9 @@ def _nvlink(ctx: ProbeContext) -> None:
             if status.all_inactive:
                 ctx.log("error", f"GPU {status.gpu}: all NVLink links are inactive")
             elif status.inactive_links:
-                ctx.log("error", f"GPU {status.gpu}: NVLink links {status.inactive_links} are inactive")
+                ctx.log(
+                    "error", f"GPU {status.gpu}: NVLink links {status.inactive_links} are inactive"
+                )
 
 
 def _gpu_health(ctx: ProbeContext) -> None:
@@ -103,19 +125,34 @@ def _gpu_health(ctx: ProbeContext) -> None:
     if parsed.value is None:
         return
     for gpu in parsed.value.health:
-        bad = [r for r in gpu.clocks_event_reasons if r in ("hw_slowdown", "hw_thermal_slowdown",
-                                                           "hw_power_brake_slowdown", "sw_thermal_slowdown")]
+        bad = [
+            r
+            for r in gpu.clocks_event_reasons
+            if r
+            in (
+                "hw_slowdown",
+                "hw_thermal_slowdown",
+                "hw_power_brake_slowdown",
+                "sw_thermal_slowdown",
+            )
+        ]
         if bad:
             ctx.log("warning", f"GPU {gpu.index}: clocks held back by {', '.join(bad)}")
         if gpu.remapped_rows_pending or gpu.retired_pages_pending:
-            ctx.log("warning", f"GPU {gpu.index}: memory row remap or page retirement pending (needs a reset)")
+            ctx.log(
+                "warning",
+                f"GPU {gpu.index}: memory row remap or page retirement pending (needs a reset)",
+            )
         if gpu.remapped_rows_failure:
             ctx.log("error", f"GPU {gpu.index}: row remapping failed")
         if gpu.reset_required:
             ctx.log("error", f"GPU {gpu.index}: the driver says a GPU reset is required")
         if gpu.ecc_volatile_uncorrectable:
-            ctx.log("error", f"GPU {gpu.index}: {gpu.ecc_volatile_uncorrectable} uncorrectable ECC errors "
-                             "since the driver loaded")
+            ctx.log(
+                "error",
+                f"GPU {gpu.index}: {gpu.ecc_volatile_uncorrectable} uncorrectable ECC errors "
+                "since the driver loaded",
+            )
 
 
 def run(ctx: ProbeContext) -> None:
@@ -123,7 +160,9 @@ def run(ctx: ProbeContext) -> None:
         _gpu_health(ctx)
         _nvlink(ctx)
     else:
-        ctx.warn("no NVIDIA GPU found: GPU health (ECC, remapped rows, clocks, NVLink) was not checked")
+        ctx.warn(
+            "no NVIDIA GPU found: GPU health (ECC, remapped rows, clocks, NVLink) was not checked"
+        )
     scan, why_not = read_kernel_log(ctx)
     ctx.evidence.kernel_log = scan
     if scan is None:

@@ -1,5 +1,6 @@
-"""Inventory: OS, kernel, CPU, RAM, container/VM, filesystems, NICs, Python/torch, and the GPUs as the driver
-describes them (``nvidia-smi -q``, ``topo -m``, ``nvlink --status``) plus InfiniBand ports (``ibstat``).
+"""Inventory: OS, kernel, CPU, RAM, container/VM, filesystems, NICs, Python/torch, and the GPUs as
+the driver describes them (``nvidia-smi -q``, ``topo -m``, ``nvlink --status``) plus InfiniBand
+ports (``ibstat``).
 
 No NVIDIA GPU is a fact, not an error: ``inventory.nvidia`` stays None and the probe says so.
 """
@@ -10,14 +11,41 @@ import re
 
 from core.probes.checks.base import ProbeContext, q, short_error
 from core.probes.evidence import HostInventory
-from core.probes.parsers import parse_ibstat, parse_nvidia_smi_q, parse_nvlink_status, parse_topo_matrix
+from core.probes.parsers import (
+    parse_ibstat,
+    parse_nvidia_smi_q,
+    parse_nvlink_status,
+    parse_topo_matrix,
+)
 
 # Pseudo and special filesystems that say nothing about where data or checkpoints could live.
-_PSEUDO_FS = frozenset({
-    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "pstore", "bpf", "tracefs",
-    "debugfs", "mqueue", "hugetlbfs", "autofs", "configfs", "fusectl", "binfmt_misc", "efivarfs", "squashfs",
-    "nsfs", "ramfs", "rpc_pipefs", "selinuxfs",
-})
+_PSEUDO_FS = frozenset(
+    {
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "cgroup",
+        "cgroup2",
+        "securityfs",
+        "pstore",
+        "bpf",
+        "tracefs",
+        "debugfs",
+        "mqueue",
+        "hugetlbfs",
+        "autofs",
+        "configfs",
+        "fusectl",
+        "binfmt_misc",
+        "efivarfs",
+        "squashfs",
+        "nsfs",
+        "ramfs",
+        "rpc_pipefs",
+        "selinuxfs",
+    }
+)
 
 
 def split_sections(text: str) -> dict[str, str]:
@@ -40,7 +68,11 @@ def _os_release(body: str) -> str | None:
         key, sep, value = line.partition("=")
         if sep:
             values[key.strip()] = value.strip().strip('"')
-    return values.get("PRETTY_NAME") or " ".join(v for v in (values.get("NAME"), values.get("VERSION")) if v) or None
+    return (
+        values.get("PRETTY_NAME")
+        or " ".join(v for v in (values.get("NAME"), values.get("VERSION")) if v)
+        or None
+    )
 
 
 def _lscpu(body: str) -> tuple[str | None, int | None]:
@@ -83,7 +115,8 @@ def _virtualization(vm: str, container: str, cgroup: str) -> str | None:
 
 
 def parse_df(body: str) -> list[dict[str, str]]:
-    """``df -PT -B1`` -> [{mount, type, size, free, used_pct, device}] without pseudo filesystems."""
+    """``df -PT -B1`` -> [{mount, type, size, free, used_pct, device}] without pseudo
+    filesystems."""
     out: list[dict[str, str]] = []
     for line in body.splitlines()[1:]:
         parts = line.split()
@@ -91,10 +124,22 @@ def parse_df(body: str) -> list[dict[str, str]]:
             continue
         device, fstype, size, _used, free, pct = parts[:6]
         mount = " ".join(parts[6:])
-        if fstype in _PSEUDO_FS or int(size) == 0 or mount.startswith(("/proc", "/sys", "/dev/pts")):
+        if (
+            fstype in _PSEUDO_FS
+            or int(size) == 0
+            or mount.startswith(("/proc", "/sys", "/dev/pts"))
+        ):
             continue
-        out.append({"mount": mount, "type": fstype, "size": size, "free": free, "used_pct": pct.rstrip("%"),
-                    "device": device})
+        out.append(
+            {
+                "mount": mount,
+                "type": fstype,
+                "size": size,
+                "free": free,
+                "used_pct": pct.rstrip("%"),
+                "device": device,
+            }
+        )
     return out
 
 
@@ -111,7 +156,8 @@ def _nics(speeds: str) -> list[dict[str, str]]:
 
 
 def parse_inventory_sections(text: str) -> HostInventory:
-    """What ``inventory.sh`` printed -> the host part of the inventory (GPU parts are added separately)."""
+    """What ``inventory.sh`` printed -> the host part of the inventory (GPU parts are added
+    separately)."""
     sections = split_sections(text)
     model, cpus = _lscpu(sections.get("lscpu", ""))
     nproc = sections.get("nproc", "").strip()
@@ -122,8 +168,9 @@ def parse_inventory_sections(text: str) -> HostInventory:
         cpu_model=model,
         cpu_cores=cpus if cpus is not None else (int(nproc) if nproc.isdigit() else None),
         ram_bytes=_mem_total(sections.get("meminfo", "")),
-        virtualization=_virtualization(sections.get("virt", ""), sections.get("container", ""),
-                                       sections.get("cgroup", "")),
+        virtualization=_virtualization(
+            sections.get("virt", ""), sections.get("container", ""), sections.get("cgroup", "")
+        ),
         filesystems=parse_df(sections.get("df", "")),
         nics=_nics(sections.get("speeds", "")),
     )
@@ -150,7 +197,8 @@ def run(ctx: ProbeContext) -> None:
 
 
 def add_gpu_inventory(ctx: ProbeContext, inventory: HostInventory) -> None:
-    """nvidia-smi -q, topo -m and nvlink --status into the inventory; says why when there is no NVIDIA GPU."""
+    """nvidia-smi -q, topo -m and nvlink --status into the inventory; says why when there is no
+    NVIDIA GPU."""
     if not ctx.facts.has("nvidia-smi"):
         ctx.warn("no NVIDIA GPU found: nvidia-smi is not installed on the host")
         return

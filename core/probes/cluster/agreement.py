@@ -1,8 +1,8 @@
-"""The cluster step that compares the nodes: what each must agree on (GPU model and count, driver, CUDA, NCCL,
-torch, kernel), read from its own run, and its clock against ours.
+"""The cluster step that compares the nodes: what each must agree on (GPU model and count, driver,
+CUDA, NCCL, torch, kernel), read from its own run, and its clock against ours.
 
-A cluster whose nodes differ is the first thing to know before any traffic between them is measured, and it needs
-no launcher, no torch and no rendezvous: it stands apart from the steps that do.
+A cluster whose nodes differ is the first thing to know before any traffic between them is measured,
+and it needs no launcher, no torch and no rendezvous: it stands apart from the steps that do.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ AGREED_FIELDS = ("gpu_model", "gpu_count", "driver", "cuda", "nccl", "torch", "k
 
 
 def node_facts(evidence: ProbeEvidence | None, host: HostFacts | None) -> NodeFacts:
-    """What the nodes must agree on, from a node's own run evidence and the facts found before it ran."""
+    """What the nodes must agree on, from a node's own run evidence and the facts found before it
+    ran."""
     facts = NodeFacts()
     inventory = evidence.inventory if evidence is not None else None
     if inventory is not None:
@@ -48,7 +49,9 @@ def agreement_rows(cluster: ClusterEvidence) -> list[AgreementRow]:
     """Each agreed property across the nodes that reported anything."""
     rows = []
     for name in AGREED_FIELDS:
-        values = {n.node: _text(getattr(n.facts, name)) for n in cluster.nodes if n.state != "unreachable"}
+        values = {
+            n.node: _text(getattr(n.facts, name)) for n in cluster.nodes if n.state != "unreachable"
+        }
         if all(v is None for v in values.values()):
             continue
         rows.append(AgreementRow(field=name, values=values, agree=len(set(values.values())) <= 1))
@@ -60,11 +63,12 @@ def _text(value: object) -> str | None:
 
 
 def clock_offset(session: NodeSession, timeout: float) -> tuple[float | None, str]:
-    """(node clock minus ours, what the node printed): its ``date`` against the moment that line arrives here.
+    """(node clock minus ours, what the node printed): its ``date`` against the moment that line
+    arrives here.
 
-    Not against the midpoint of the whole command: the remote shell's start-up (a login shell sourcing
-    ~/.bashrc, seconds on a loaded host) comes before ``date`` runs and would count as half its length of clock
-    skew; the line's way back is one network trip, milliseconds."""
+    Not against the midpoint of the whole command: the remote shell's start-up (a login shell
+    sourcing ~/.bashrc, seconds on a loaded host) comes before ``date`` runs and would count as half
+    its length of clock skew; the line's way back is one network trip, milliseconds."""
     text, arrived = "", None
     for line in session.ctx.stream("date +%s.%N", timeout=timeout):
         if arrived is None and line.strip():
@@ -76,8 +80,8 @@ def clock_offset(session: NodeSession, timeout: float) -> tuple[float | None, st
 
 
 def agreement(step: StepContext) -> None:
-    """Clock offsets (`clock_offset`), HCA ports by ibv_devinfo where ibstat gave none (every node at once),
-    then every agreed property compared."""
+    """Clock offsets (`clock_offset`), HCA ports by ibv_devinfo where ibstat gave none (every node
+    at once), then every agreed property compared."""
     timeout = step.options.timeouts.command_s
 
     def read(session: NodeSession) -> None:

@@ -1,12 +1,12 @@
-"""One node as the cluster steps use it: a work directory, a probe context, the address the others reach it at,
-and launching one command on every node at once.
+"""One node as the cluster steps use it: a work directory, a probe context, the address the others
+reach it at, and launching one command on every node at once.
 
-The cluster steps (core.probes.cluster.agreement, rendezvous, torchrun_steps, fabric_tools) run after every
-node's own suite has ended, so each node's own work directory is gone by then; a session makes a new one (written
-in the ledger first, like every directory this app makes) and removes it at the end, also after a cancel. A
-command launched on all nodes together (torchrun across nodes, ib_write_bw's server and client) gets a cancel
-event of its own: when one node's part fails, the others are stopped at once instead of waiting for the
-rendezvous to time out.
+The cluster steps (core.probes.cluster.agreement, rendezvous, torchrun_steps, fabric_tools) run
+after every node's own suite has ended, so each node's own work directory is gone by then; a session
+makes a new one (written in the ledger first, like every directory this app makes) and removes it at
+the end, also after a cancel. A command launched on all nodes together (torchrun across nodes,
+ib_write_bw's server and client) gets a cancel event of its own: when one node's part fails, the
+others are stopped at once instead of waiting for the rendezvous to time out.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ _ADDR_OF = re.compile(r"^\d+:\s+(\S+?)(?:@\S+)?\s+inet6?\s")
 
 @dataclass
 class NodeSession:
-    """A node during the cluster steps: its transport, facts (from its own run) and a work directory."""
+    """A node during the cluster steps: its transport, facts (from its own run) and a work
+    directory."""
 
     node: str
     transport: Transport
@@ -48,7 +49,8 @@ class NodeSession:
 
 
 def own_address(session: NodeSession, timeout: float) -> str:
-    """The address the node was reached at: the server side of its SSH connection, 127.0.0.1 on this machine."""
+    """The address the node was reached at: the server side of its SSH connection, 127.0.0.1 on this
+    machine."""
     result = session.transport.run('printf "%s\\n" "${SSH_CONNECTION:-}"', timeout=timeout)
     fields = result.stdout.split()
     if result.ok and len(fields) == 4:
@@ -56,9 +58,12 @@ def own_address(session: NodeSession, timeout: float) -> str:
     return "127.0.0.1"
 
 
-def route_to(session: NodeSession, address: str, timeout: float, *, is_first: bool) -> tuple[str | None, str | None]:
-    """(interface, own address) the node uses toward ``address``: on the first node, the interface that holds
-    the address itself; on the others, ``ip route get`` (None, None when ``ip`` is missing)."""
+def route_to(
+    session: NodeSession, address: str, timeout: float, *, is_first: bool
+) -> tuple[str | None, str | None]:
+    """(interface, own address) the node uses toward ``address``: on the first node, the interface
+    that holds the address itself; on the others, ``ip route get`` (None, None when ``ip`` is
+    missing)."""
     if not session.facts.has("ip"):
         return None, None
     if is_first:
@@ -81,12 +86,18 @@ class Launched:
     stopped: bool = False  # stopped because another node's part failed, or the run was cancelled
 
 
-def launch_everywhere(sessions: list[NodeSession], command: Callable[[NodeSession], str], *, timeout: float,
-                      halt: threading.Event, on_line: Callable[[NodeSession, str], None] | None = None,
-                      stop_others_on_failure: bool = True) -> list[Launched]:
-    """Run ``command(session)`` on every node at once, streaming stdout lines; wait for all. The first node
-    whose part fails stops the rest (``stop_others_on_failure``); ``halt`` (the run's cancel) stops all.
-    Raises `Cancelled` when the run was cancelled meanwhile."""
+def launch_everywhere(
+    sessions: list[NodeSession],
+    command: Callable[[NodeSession], str],
+    *,
+    timeout: float,
+    halt: threading.Event,
+    on_line: Callable[[NodeSession, str], None] | None = None,
+    stop_others_on_failure: bool = True,
+) -> list[Launched]:
+    """Run ``command(session)`` on every node at once, streaming stdout lines; wait for all. The
+    first node whose part fails stops the rest (``stop_others_on_failure``); ``halt`` (the run's
+    cancel) stops all. Raises `Cancelled` when the run was cancelled meanwhile."""
     stop = threading.Event()
     parts = [Launched(node=s.node) for s in sessions]
 
@@ -107,8 +118,10 @@ def launch_everywhere(sessions: list[NodeSession], command: Callable[[NodeSessio
         elif failed and stop_others_on_failure:
             stop.set()
 
-    threads = [threading.Thread(target=one, args=(s, p), name=f"tuneplan-cluster-{s.node}", daemon=True)
-               for s, p in zip(sessions, parts, strict=True)]
+    threads = [
+        threading.Thread(target=one, args=(s, p), name=f"tuneplan-cluster-{s.node}", daemon=True)
+        for s, p in zip(sessions, parts, strict=True)
+    ]
     for thread in threads:
         thread.start()
     while any(t.is_alive() for t in threads):
@@ -117,17 +130,20 @@ def launch_everywhere(sessions: list[NodeSession], command: Callable[[NodeSessio
         time.sleep(0.05)
     for session, part in zip(sessions, parts, strict=True):
         if part.result is not None:
-            session.ctx.callbacks.raw(f"{session.ctx.name}@{session.node}",
-                                      part.result.model_copy(update={"stdout": "\n".join(part.lines)}))
+            session.ctx.callbacks.raw(
+                f"{session.ctx.name}@{session.node}",
+                part.result.model_copy(update={"stdout": "\n".join(part.lines)}),
+            )
     if halt.is_set():
         raise Cancelled("the cluster run was cancelled")
     return parts
 
 
 def on_every_node(nodes: list[N], work: Callable[[N], T]) -> list[T]:
-    """``work(node)`` on every node at once, the results in node order; the first node's exception (in node
-    order) is raised once all have ended. What each node does on its own (a work directory, an upload, a route
-    lookup) would otherwise cost one round trip per node after another: each extra node adds nothing here."""
+    """``work(node)`` on every node at once, the results in node order; the first node's exception
+    (in node order) is raised once all have ended. What each node does on its own (a work directory,
+    an upload, a route lookup) would otherwise cost one round trip per node after another: each
+    extra node adds nothing here."""
     results: list[T | None] = [None] * len(nodes)
     errors: list[BaseException | None] = [None] * len(nodes)
 
@@ -137,8 +153,10 @@ def on_every_node(nodes: list[N], work: Callable[[N], T]) -> list[T]:
         except BaseException as exc:  # by design: raised in the caller's thread below
             errors[index] = exc
 
-    threads = [threading.Thread(target=one, args=(i,), name=f"tuneplan-cluster-node-{i}", daemon=True)
-               for i in range(len(nodes))]
+    threads = [
+        threading.Thread(target=one, args=(i,), name=f"tuneplan-cluster-node-{i}", daemon=True)
+        for i in range(len(nodes))
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -150,14 +168,15 @@ def on_every_node(nodes: list[N], work: Callable[[N], T]) -> list[T]:
 
 
 def upload_everywhere(sessions: list[NodeSession], *names: str) -> dict[str, list[str]]:
-    """The probe scripts ``names`` uploaded to every node's work directory at once: node -> their paths there."""
+    """The probe scripts ``names`` uploaded to every node's work directory at once: node -> their
+    paths there."""
     paths = on_every_node(sessions, lambda session: [session.ctx.upload(name) for name in names])
     return {session.node: found for session, found in zip(sessions, paths, strict=True)}
 
 
 def not_answering(transports: dict[str, Transport], within: float) -> dict[str, str]:
-    """Node -> why, for each node whose connection is closed or that does not run ``true`` within ``within``
-    seconds (a hung node); all are asked at once."""
+    """Node -> why, for each node whose connection is closed or that does not run ``true`` within
+    ``within`` seconds (a hung node); all are asked at once."""
     why: dict[str, str] = {}
     answered: set[str] = set()
 
@@ -176,12 +195,16 @@ def not_answering(transports: dict[str, Transport], within: float) -> dict[str, 
         thread.start()
     for thread in threads:
         thread.join(within + 5)
-    return {node: why.get(node, f"it stopped answering (nothing within {within:.0f} s)")
-            for node in transports if node not in answered}
+    return {
+        node: why.get(node, f"it stopped answering (nothing within {within:.0f} s)")
+        for node in transports
+        if node not in answered
+    }
 
 
 def first_failure(parts: list[Launched]) -> Launched | None:
-    """The node whose part failed on its own (not stopped because of another), first in node order."""
+    """The node whose part failed on its own (not stopped because of another), first in node
+    order."""
     for part in parts:
         if part.stopped:
             continue
@@ -199,9 +222,23 @@ def failure_text(part: Launched) -> str:
         return "no result came back"
     if result.timed_out:
         return f"did not finish within {result.duration_s:.0f} s (it hung)"
-    tail = [line.strip() for line in (result.stderr or "\n".join(part.lines)).splitlines() if line.strip()]
+    tail = [
+        line.strip()
+        for line in (result.stderr or "\n".join(part.lines)).splitlines()
+        if line.strip()
+    ]
     return tail[-1][:300] if tail else f"exit status {result.exit_code}"
 
 
-__all__ = ["Launched", "NodeSession", "failure_text", "first_failure", "launch_everywhere", "not_answering",
-           "on_every_node", "own_address", "route_to", "upload_everywhere"]
+__all__ = [
+    "Launched",
+    "NodeSession",
+    "failure_text",
+    "first_failure",
+    "launch_everywhere",
+    "not_answering",
+    "on_every_node",
+    "own_address",
+    "route_to",
+    "upload_everywhere",
+]

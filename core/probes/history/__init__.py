@@ -1,1 +1,2 @@
-"""The probe history: runs and their samples in SQLite (store.py), saved host groups, leases and the ledger."""
+"""The probe history: runs and their samples in SQLite (store.py), saved host groups, leases and the
+ledger."""

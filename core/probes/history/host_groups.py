@@ -1,14 +1,16 @@
-"""Saved host groups: two or more saved hosts probed together as one cluster, kept in the probe history.
+"""Saved host groups: two or more saved hosts probed together as one cluster, kept in the probe
+history.
 
-Why a table of its own: a group is what the user made, like a host profile, and must outlive a restart; it names
-its member hosts by their profile names (the labels their runs are filed under), so a member's connection
-details stay in one place, the host profile. The store's schema gets the table in its third version
-(``_v3`` in ``core.probes.history.store_schema``); older files gain an empty table and keep everything else.
+Why a table of its own: a group is what the user made, like a host profile, and must outlive a
+restart; it names its member hosts by their profile names (the labels their runs are filed under),
+so a member's connection details stay in one place, the host profile. The store's schema gets the
+table in its third version (``_v3`` in ``core.probes.history.store_schema``); older files gain an
+empty table and keep everything else.
 
-The rules a group follows (``group_error``) are one sentence each, naming the field: a name, not already used by a
-saved host or another group (runs are filed under names, so one name must mean one target), and at least two
-distinct saved hosts. Writes go through the store's ``execute_write`` (one transaction each, carried over to
-memory when the file fails) and reads through ``query``.
+The rules a group follows (``group_error``) are one sentence each, naming the field: a name, not
+already used by a saved host or another group (runs are filed under names, so one name must mean one
+target), and at least two distinct saved hosts. Writes go through the store's ``execute_write`` (one
+transaction each, carried over to memory when the file fails) and reads through ``query``.
 """
 
 from __future__ import annotations
@@ -27,16 +29,24 @@ MIN_GROUP_HOSTS = 2
 
 
 class HostGroup(BaseModel):
-    """A saved cluster target: a name and the saved hosts (by profile name) that are its nodes, in order."""
+    """A saved cluster target: a name and the saved hosts (by profile name) that are its nodes, in
+    order."""
 
-    name: str = Field(min_length=1, description="label shown in the host list; the cluster run is filed under it")
-    hosts: list[str] = Field(min_length=MIN_GROUP_HOSTS, description="member host profile names, in node order")
+    name: str = Field(
+        min_length=1, description="label shown in the host list; the cluster run is filed under it"
+    )
+    hosts: list[str] = Field(
+        min_length=MIN_GROUP_HOSTS, description="member host profile names, in node order"
+    )
 
 
-def group_error(name: str, hosts: Sequence[str], taken: Collection[str], saved_hosts: Collection[str]) -> str | None:
+def group_error(
+    name: str, hosts: Sequence[str], taken: Collection[str], saved_hosts: Collection[str]
+) -> str | None:
     """One sentence on what is wrong with a group as entered (the name first), or None.
 
-    ``taken`` are the names already used by saved hosts and other groups; ``saved_hosts`` the hosts it may hold.
+    ``taken`` are the names already used by saved hosts and other groups; ``saved_hosts`` the hosts
+    it may hold.
     """
     name = name.strip()
     if not name:
@@ -45,7 +55,9 @@ def group_error(name: str, hosts: Sequence[str], taken: Collection[str], saved_h
         return f"group name '{name}' is already used by a saved host or another group"
     missing = [h for h in hosts if h not in saved_hosts]
     if missing:
-        return f"hosts: '{missing[0]}' is not a saved host; pick the group's hosts from the saved ones"
+        return (
+            f"hosts: '{missing[0]}' is not a saved host; pick the group's hosts from the saved ones"
+        )
     if len(set(hosts)) != len(list(hosts)):
         return "hosts: a host is picked twice; each node of a group is a different saved host"
     if len(hosts) < MIN_GROUP_HOSTS:
@@ -60,11 +72,13 @@ def save_group(store: ProbeStore, group: HostGroup) -> None:
     store.execute_write(
         "INSERT INTO host_groups (name, hosts, created, updated) VALUES (?, ?, ?, ?) "
         "ON CONFLICT(name) DO UPDATE SET hosts = excluded.hosts, updated = excluded.updated",
-        [group.name, json.dumps(list(group.hosts)), now, now])
+        [group.name, json.dumps(list(group.hosts)), now, now],
+    )
 
 
 def groups(store: ProbeStore) -> list[HostGroup]:
-    """Saved host groups, by name; a row whose member list cannot be read is left out rather than shown wrong."""
+    """Saved host groups, by name; a row whose member list cannot be read is left out rather than
+    shown wrong."""
     result = []
     for row in store.query("SELECT name, hosts FROM host_groups ORDER BY name COLLATE NOCASE"):
         try:
@@ -89,7 +103,8 @@ def delete_group(store: ProbeStore, name: str) -> None:
 
 
 def groups_with(store: ProbeStore, host: str) -> list[str]:
-    """The names of the groups that hold ``host``: a host in a group is not removed from under it."""
+    """The names of the groups that hold ``host``: a host in a group is not removed from under
+    it."""
     return [g.name for g in groups(store) if host in g.hosts]
 
 
@@ -97,8 +112,20 @@ def rename_member(store: ProbeStore, old: str, new: str) -> None:
     """A host profile renamed: every group that held it holds it under its new name."""
     for saved in groups(store):
         if old in saved.hosts:
-            save_group(store, saved.model_copy(update={"hosts": [new if h == old else h for h in saved.hosts]}))
+            save_group(
+                store,
+                saved.model_copy(update={"hosts": [new if h == old else h for h in saved.hosts]}),
+            )
 
 
-__all__ = ["MIN_GROUP_HOSTS", "HostGroup", "delete_group", "group", "group_error", "groups", "groups_with",
-           "rename_member", "save_group"]
+__all__ = [
+    "MIN_GROUP_HOSTS",
+    "HostGroup",
+    "delete_group",
+    "group",
+    "group_error",
+    "groups",
+    "groups_with",
+    "rename_member",
+    "save_group",
+]

@@ -1,20 +1,24 @@
-"""Who is running a probe run: a lease (pid, host, process start time) in its row, to tell a dead client's run
-from one another tuneplan is running right now.
+"""Who is running a probe run: a lease (pid, host, process start time) in its row, to tell a dead
+client's run from one another tuneplan is running right now.
 
-A run the store still calls ``running`` may be (a) going on in another tuneplan - a second window, a CLI run in
-another terminal - or (b) left behind by a client that was killed (SIGKILL, a crash, a power cut) before it
-could write how the run ended. Only (b) may be marked ``interrupted``: marking (a) would corrupt a live run.
+A run the store still calls ``running`` may be (a) going on in another tuneplan - a second window, a
+CLI run in another terminal - or (b) left behind by a client that was killed (SIGKILL, a crash, a
+power cut) before it could write how the run ended. Only (b) may be marked ``interrupted``: marking
+(a) would corrupt a live run.
 
-How the two are told apart, on the next start of tuneplan (``mark_stale_runs``, called by `tuneplan probe` and
-by the window when it opens the probe history):
-- the lease's host is not this machine: nothing here can tell whether that process lives, so the run is left
-  alone (a probe history shared over a network home is the only way this happens);
+How the two are told apart, on the next start of tuneplan (``mark_stale_runs``, called by `tuneplan
+probe` and by the window when it opens the probe history):
+- the lease's host is not this machine: nothing here can tell whether that process lives, so the run
+  is left alone (a probe history shared over a network home is the only way this happens);
 - ``os.kill(pid, 0)`` says no such process: the client is dead;
-- a process with that pid exists but started at another time than the lease says (its start time from
-  /proc/PID/stat, to the second): the pid was reused after the client died, so the client is dead;
-- otherwise the client lives (also when ``kill`` is refused with EPERM: the process exists, under another user).
-A ``running`` row with no lease was written before leases existed, by a client that cannot still be running
-after an upgrade; it is marked too. Samples, evidence and outcomes are kept: only the status and end time change.
+- a process with that pid exists but started at another time than the lease says (its start time
+  from /proc/PID/stat, to the second): the pid was reused after the client died, so the client is
+  dead;
+- otherwise the client lives (also when ``kill`` is refused with EPERM: the process exists, under
+  another user).
+A ``running`` row with no lease was written before leases existed, by a client that cannot still be
+running after an upgrade; it is marked too. Samples, evidence and outcomes are kept: only the status
+and end time change.
 """
 
 from __future__ import annotations
@@ -28,14 +32,16 @@ from pathlib import Path
 
 from core.probes.history.store import ProbeStore
 
-START_TOLERANCE_S = 2.0  # /proc start times are in clock ticks since boot; boot time itself is to the second
+# /proc start times are in clock ticks since boot; boot time itself is to the second
+START_TOLERANCE_S = 2.0
 
 
 @dataclass(frozen=True)
 class Lease:
     pid: int
     host: str
-    start: float | None  # the process's start time (Unix seconds); None where the platform does not say
+    # the process's start time (Unix seconds); None where the platform does not say
+    start: float | None
 
 
 def _boot_time() -> float | None:
@@ -49,13 +55,13 @@ def _boot_time() -> float | None:
 
 
 def process_start(pid: int) -> float | None:
-    """When process ``pid`` started (Unix seconds), from /proc/PID/stat field 22 (starttime, in clock ticks since
-    boot; proc(5)); None when there is no /proc or no such process."""
+    """When process ``pid`` started (Unix seconds), from /proc/PID/stat field 22 (starttime, in
+    clock ticks since boot; proc(5)); None when there is no /proc or no such process."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = text[text.rfind(")") + 2:].split()  # the command name in (...) may contain spaces
+    fields = text[text.rfind(")") + 2 :].split()  # the command name in (...) may contain spaces
     boot = _boot_time()
     if boot is None or len(fields) < 20:
         return None
@@ -92,27 +98,53 @@ def holder_alive(lease: Lease) -> bool:
 def take_lease(store: ProbeStore, run_id: int, lease: Lease | None = None) -> None:
     """Write this process's lease into a run's row (the runner, right after ``start_run``)."""
     lease = lease or current_lease()
-    store.execute_write("UPDATE runs SET lease_pid = ?, lease_host = ?, lease_start = ? WHERE id = ?",
-                        [lease.pid, lease.host, lease.start, run_id])
+    store.execute_write(
+        "UPDATE runs SET lease_pid = ?, lease_host = ?, lease_start = ? WHERE id = ?",
+        [lease.pid, lease.host, lease.start, run_id],
+    )
 
 
 def mark_stale_runs(store: ProbeStore, now: float | None = None) -> list[int]:
     """Mark every ``running`` run whose client is dead as ``interrupted``; returns their ids."""
-    rows = store.query("SELECT id, started, lease_pid, lease_host, lease_start FROM runs WHERE status = 'running'")
+    rows = store.query(
+        "SELECT id, started, lease_pid, lease_host, lease_start FROM runs WHERE status = 'running'"
+    )
     stale = []
     for row in rows:
-        if row["lease_pid"] is not None and row["lease_host"] is not None and holder_alive(
-                Lease(pid=int(row["lease_pid"]), host=str(row["lease_host"]), start=row["lease_start"])):
+        if (
+            row["lease_pid"] is not None
+            and row["lease_host"] is not None
+            and holder_alive(
+                Lease(
+                    pid=int(row["lease_pid"]), host=str(row["lease_host"]), start=row["lease_start"]
+                )
+            )
+        ):
             continue
         stale.append((int(row["id"]), float(row["started"])))
     ended = now if now is not None else time.time()
     for run_id, started in stale:
-        store.execute_write("UPDATE runs SET status = 'interrupted', ended = COALESCE(ended, ?) "
-                            "WHERE id = ? AND status = 'running'", [ended, run_id])
-        store.add_event(run_id, round(max(0.0, ended - started), 3), "log", "error",
-                        "the run was interrupted: the tuneplan process running it stopped before the run ended "
-                        "(found on the next start)")
+        store.execute_write(
+            "UPDATE runs SET status = 'interrupted', ended = COALESCE(ended, ?) "
+            "WHERE id = ? AND status = 'running'",
+            [ended, run_id],
+        )
+        store.add_event(
+            run_id,
+            round(max(0.0, ended - started), 3),
+            "log",
+            "error",
+            "the run was interrupted: the tuneplan process running it stopped before the run ended "
+            "(found on the next start)",
+        )
     return [run_id for run_id, _ in stale]
 
 
-__all__ = ["Lease", "current_lease", "holder_alive", "mark_stale_runs", "process_start", "take_lease"]
+__all__ = [
+    "Lease",
+    "current_lease",
+    "holder_alive",
+    "mark_stale_runs",
+    "process_start",
+    "take_lease",
+]

@@ -1,13 +1,15 @@
-"""The ledger of what this app created on which host (work directories, storage test directories), kept in the
-probe history so that what a dropped connection or a killed client left behind is removed later.
+"""The ledger of what this app created on which host (work directories, storage test directories),
+kept in the probe history so that what a dropped connection or a killed client left behind is
+removed later.
 
-Why a ledger: cleanup at the end of a run cannot reach a host whose connection just dropped, and a killed client
-runs no cleanup at all. So every directory is written down (host label, resolved path) as soon as it is made - the
-probe hands it to the runner's queue and the runner writes it within a fraction of a second, before the probe's
-long work in it (fio, the burn) - and struck out once it is removed; the runner retries what is left right after a
-reconnect and at the start of the next run on that host (``sweep``). The ledger is also the guard: ``sweep``
-removes nothing that is not in it, and the transports' ``remove_workdir`` removes only a resolved path whose last
-part is one of our names (``tuneplan.*``). Entries of a run still ``running`` (a live tuneplan, see
+Why a ledger: cleanup at the end of a run cannot reach a host whose connection just dropped, and a
+killed client runs no cleanup at all. So every directory is written down (host label, resolved path)
+as soon as it is made - the probe hands it to the runner's queue and the runner writes it within a
+fraction of a second, before the probe's long work in it (fio, the burn) - and struck out once it is
+removed; the runner retries what is left right after a reconnect and at the start of the next run on
+that host (``sweep``). The ledger is also the guard: ``sweep`` removes nothing that is not in it,
+and the transports' ``remove_workdir`` removes only a resolved path whose last part is one of our
+names (``tuneplan.*``). Entries of a run still ``running`` (a live tuneplan, see
 core.probes.history.leases) are not swept.
 """
 
@@ -34,8 +36,11 @@ class Created:
 
 def remember(store: ProbeStore, host: str, path: str, kind: Kind, run_id: int | None) -> None:
     """Write down a directory this app made on ``host`` (again: a no-op)."""
-    store.execute_write("INSERT OR IGNORE INTO created_paths (host, path, kind, run_id, created) "
-                        "VALUES (?, ?, ?, ?, ?)", [host, path, kind, run_id, time.time()])
+    store.execute_write(
+        "INSERT OR IGNORE INTO created_paths (host, path, kind, run_id, created) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [host, path, kind, run_id, time.time()],
+    )
 
 
 def forget(store: ProbeStore, host: str, path: str) -> None:
@@ -44,17 +49,27 @@ def forget(store: ProbeStore, host: str, path: str) -> None:
 
 
 def leftovers(store: ProbeStore, host: str) -> list[Created]:
-    """What is still to be removed on ``host``, oldest first, leaving out directories of runs still running."""
+    """What is still to be removed on ``host``, oldest first, leaving out directories of runs still
+    running."""
     rows = store.query(
-        "SELECT c.host, c.path, c.kind, c.run_id FROM created_paths c LEFT JOIN runs r ON r.id = c.run_id "
-        "WHERE c.host = ? AND (r.status IS NULL OR r.status != 'running') ORDER BY c.id", [host])
-    return [Created(host=r["host"], path=r["path"], kind=r["kind"], run_id=r["run_id"]) for r in rows]
+        "SELECT c.host, c.path, c.kind, c.run_id FROM created_paths c LEFT JOIN runs r ON r.id = "
+        "c.run_id WHERE c.host = ? AND (r.status IS NULL OR r.status != 'running') ORDER BY c.id",
+        [host],
+    )
+    return [
+        Created(host=r["host"], path=r["path"], kind=r["kind"], run_id=r["run_id"]) for r in rows
+    ]
 
 
-def sweep(transport: Transport, entries: list[Created], removed: Callable[[Created], None],
-          warn: Callable[[str], None]) -> int:
-    """Remove each ledger entry on a connected host; ``removed`` is told of each one gone (also when it was
-    already gone). Returns how many went. Never raises for one entry: the next start tries again."""
+def sweep(
+    transport: Transport,
+    entries: list[Created],
+    removed: Callable[[Created], None],
+    warn: Callable[[str], None],
+) -> int:
+    """Remove each ledger entry on a connected host; ``removed`` is told of each one gone (also when
+    it was already gone). Returns how many went. Never raises for one entry: the next start tries
+    again."""
     done = 0
     for entry in entries:
         try:

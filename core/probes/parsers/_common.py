@@ -1,7 +1,8 @@
 """Functions every parser shares: cleaning terminal text and reading numbers that may be missing.
 
-Remote tools print for a terminal (ANSI colours, CR line ends) and mark missing values in several ways
-(``N/A``, ``[N/A]``, ``[Not Supported]``, ``-``); one place handles all of them so parsers stay short.
+Remote tools print for a terminal (ANSI colours, CR line ends) and mark missing values in several
+ways (``N/A``, ``[N/A]``, ``[Not Supported]``, ``-``); one place handles all of them so parsers stay
+short.
 """
 
 from __future__ import annotations
@@ -17,13 +18,27 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
-MISSING = frozenset({
-    "", "n/a", "[n/a]", "na", "-", "[not supported]", "not supported", "[unknown error]",
-    "unknown error", "[insufficient permissions]", "[requested functionality has been deprecated]",
-    "requested functionality has been deprecated", "[gpu is lost]", "nan",
-})
+MISSING = frozenset(
+    {
+        "",
+        "n/a",
+        "[n/a]",
+        "na",
+        "-",
+        "[not supported]",
+        "not supported",
+        "[unknown error]",
+        "unknown error",
+        "[insufficient permissions]",
+        "[requested functionality has been deprecated]",
+        "requested functionality has been deprecated",
+        "[gpu is lost]",
+        "nan",
+    }
+)
 
-# clocks_event_reasons.active bit -> query-gpu field name (Azure NHC azure_gpu_clock_throttling.nhc).
+# clocks_event_reasons.active bit -> query-gpu field name (Azure NHC
+# azure_gpu_clock_throttling.nhc).
 CLOCK_EVENT_BITS: dict[int, str] = {
     0x1: "gpu_idle",
     0x2: "applications_clocks_setting",
@@ -36,8 +51,17 @@ CLOCK_EVENT_BITS: dict[int, str] = {
     0x100: "display_clock_setting",
 }
 
-_BYTE_UNITS = {"b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10**3, "mb": 10**6,
-               "gb": 10**9, "tb": 10**12}
+_BYTE_UNITS = {
+    "b": 1,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+}
 
 R = TypeVar("R")
 P = ParamSpec("P")
@@ -101,7 +125,8 @@ def to_bool(value: str | None) -> bool | None:
 
 
 def to_bytes(value: str | None, default_unit: str = "b") -> int | None:
-    """'81559 MiB' -> bytes; a bare number is read in ``default_unit`` (e.g. 'mib' from a CSV header)."""
+    """'81559 MiB' -> bytes; a bare number is read in ``default_unit`` (e.g. 'mib' from a CSV
+    header)."""
     number = to_float(value)
     if number is None or number < 0:
         return None
@@ -127,6 +152,8 @@ def never_raises(func: Callable[P, ParseResult[R]]) -> Callable[P, ParseResult[R
         try:
             return func(*args, **kwargs)
         except Exception as exc:  # by design: a parser must not crash its caller
-            return ParseResult[R](value=None, warnings=[f"internal parser error in {func.__name__}: {exc!r}"])
+            return ParseResult[R](
+                value=None, warnings=[f"internal parser error in {func.__name__}: {exc!r}"]
+            )
 
     return wrapper

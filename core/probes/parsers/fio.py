@@ -1,9 +1,9 @@
 """fio ``--output-format=json`` (fio 2.x to 3.x).
 
 Traps seen in real files: text before the JSON (``fio: terminating on signal 2``, job banners with
-``json,normal``), no ``bw_bytes`` in fio 3.1 (only ``bw`` in KiB/s), ``clat_ns`` in 3.x but ``clat`` in µs
-in 2.x, and JSON cut off when the remote command is killed. A cut JSON is repaired by closing the open
-brackets after the last complete value, and the result is flagged ``truncated``.
+``json,normal``), no ``bw_bytes`` in fio 3.1 (only ``bw`` in KiB/s), ``clat_ns`` in 3.x but ``clat``
+in µs in 2.x, and JSON cut off when the remote command is killed. A cut JSON is repaired by closing
+the open brackets after the last complete value, and the result is flagged ``truncated``.
 """
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ def _direction(section: Any) -> FioDirection | None:
     total_ios = _num(section, "total_ios")
     return FioDirection(
         io_bytes=int(io_bytes) if io_bytes is not None else None,
-        bw_bytes_per_s=bw_bytes, iops=_num(section, "iops"),
+        bw_bytes_per_s=bw_bytes,
+        iops=_num(section, "iops"),
         runtime_s=runtime_ms / 1000.0 if runtime_ms is not None else None,
         total_ios=int(total_ios) if total_ios is not None else None,
         clat_mean_ns=scaled(_num(clat, "mean"), scale),
@@ -132,7 +133,8 @@ def _job(raw: dict[str, Any], global_options: dict[str, Any], warnings: list[str
         iodepth=to_int(str(options.get("iodepth"))) if "iodepth" in options else None,
         numjobs=to_int(str(options.get("numjobs"))) if "numjobs" in options else None,
         error=raw.get("error") if isinstance(raw.get("error"), int) else None,
-        read=_direction(raw.get("read")), write=_direction(raw.get("write")),
+        read=_direction(raw.get("read")),
+        write=_direction(raw.get("write")),
     )
     runtime = raw.get("job_runtime")
     if isinstance(runtime, int | float):
@@ -174,8 +176,11 @@ def parse_fio_json(text: str) -> ParseResult[FioResult]:
         truncated=repaired,
     )
     for disk in data.get("disk_util") or []:
-        if isinstance(disk, dict) and isinstance(disk.get("name"), str) and isinstance(disk.get("util"),
-                                                                                       int | float):
+        if (
+            isinstance(disk, dict)
+            and isinstance(disk.get("name"), str)
+            and isinstance(disk.get("util"), int | float)
+        ):
             result.disk_util_pct[disk["name"]] = float(disk["util"])
     if not result.jobs:
         warnings.append("fio JSON has no complete job")

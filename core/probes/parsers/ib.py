@@ -1,11 +1,13 @@
-"""InfiniBand / RoCE: ``ibstat``, ``ibstatus``, perftest ``ib_*_bw`` sweeps and link flaps in syslog.
+"""InfiniBand / RoCE: ``ibstat``, ``ibstatus``, perftest ``ib_*_bw`` sweeps and link flaps in
+syslog.
 
-``ibstat`` prints ``CA 'mlx5_0'`` blocks with ``Port 1:`` sub-blocks (``State: Active``, ``Rate: 400``,
-``Link layer: InfiniBand|Ethernet``) and may end in ``ibpanic: ... failed`` (exit 255) when a device
-vanished. ``ibstatus`` prints ``state: 4: ACTIVE`` and ``rate: 200 Gb/sec (4X HDR)``. ``ibv_devinfo`` (rdma-core) prints
-``hca_id:`` blocks with ``port:`` sub-blocks (``state: PORT_ACTIVE (4)``, ``link_layer: Ethernet``) and, with
-``-v``, ``active_width: 4X (2)`` and ``active_speed: 25.0 Gbps (32)`` per lane. perftest prints a
-banner, then ``#bytes #iterations BW peak BW average MsgRate`` rows in Gb/sec (``--report_gbits``) or MB/sec.
+``ibstat`` prints ``CA 'mlx5_0'`` blocks with ``Port 1:`` sub-blocks (``State: Active``, ``Rate:
+400``, ``Link layer: InfiniBand|Ethernet``) and may end in ``ibpanic: ... failed`` (exit 255) when a
+device vanished. ``ibstatus`` prints ``state: 4: ACTIVE`` and ``rate: 200 Gb/sec (4X HDR)``.
+``ibv_devinfo`` (rdma-core) prints ``hca_id:`` blocks with ``port:`` sub-blocks (``state:
+PORT_ACTIVE (4)``, ``link_layer: Ethernet``) and, with ``-v``, ``active_width: 4X (2)`` and
+``active_speed: 25.0 Gbps (32)`` per lane. perftest prints a banner, then ``#bytes #iterations BW
+peak BW average MsgRate`` rows in Gb/sec (``--report_gbits``) or MB/sec.
 """
 
 from __future__ import annotations
@@ -13,17 +15,31 @@ from __future__ import annotations
 import re
 
 from core.probes.parsers._common import clean_text, is_missing, never_raises, to_float, to_int
-from core.probes.samples import IbInventory, IbPort, LinkFlap, ParseResult, PerftestResult, PerftestRow
+from core.probes.samples import (
+    IbInventory,
+    IbPort,
+    LinkFlap,
+    ParseResult,
+    PerftestResult,
+    PerftestRow,
+)
 
 _CA = re.compile(r"^CA\s+'([^']+)'")
 _PORT = re.compile(r"^Port\s+(\d{1,9})\s*:\s*$")
 _KV = re.compile(r"^([A-Za-z][A-Za-z _]*?)\s*:\s*(.*)$")
-_IBSTATUS = re.compile(r"^Infiniband device\s+'([^']+)'\s+port\s+(\d{1,9})\s+status:", re.IGNORECASE)
+_IBSTATUS = re.compile(
+    r"^Infiniband device\s+'([^']+)'\s+port\s+(\d{1,9})\s+status:", re.IGNORECASE
+)
 _RATE = re.compile(r"([0-9.]+)\s*Gb/sec(?:\s*\((\d+X)\s*([A-Z]+)\))?", re.IGNORECASE)
-_FLAP = re.compile(r"(?:^|\s)([A-Za-z][\w.-]*):\s+(lost carrier|gained carrier|link down|link up|"
-                   r"link becomes ready)\b", re.IGNORECASE)
-_SYSLOG_TIME = re.compile(r"^\s*(?:\[([^\]]+)\]|(\d{4}-\d{2}-\d{2}T[0-9:.,+-]+)|([A-Z][a-z]{2}\s+\d{1,2}\s+"
-                          r"\d{2}:\d{2}:\d{2}))")
+_FLAP = re.compile(
+    r"(?:^|\s)([A-Za-z][\w.-]*):\s+(lost carrier|gained carrier|link down|link up|"
+    r"link becomes ready)\b",
+    re.IGNORECASE,
+)
+_SYSLOG_TIME = re.compile(
+    r"^\s*(?:\[([^\]]+)\]|(\d{4}-\d{2}-\d{2}T[0-9:.,+-]+)|([A-Z][a-z]{2}\s+\d{1,2}\s+"
+    r"\d{2}:\d{2}:\d{2}))"
+)
 
 
 def _state_word(value: str | None) -> str | None:
@@ -37,7 +53,8 @@ def _state_word(value: str | None) -> str | None:
 
 @never_raises
 def parse_ibstat(text: str) -> ParseResult[IbInventory]:
-    """Parse ``ibstat``; an ``ibpanic``/``ibwarn`` line goes to ``errors`` with the ports read so far."""
+    """Parse ``ibstat``; an ``ibpanic``/``ibwarn`` line goes to ``errors`` with the ports read so
+    far."""
     inventory = IbInventory()
     warnings: list[str] = []
     device: str | None = None
@@ -60,8 +77,12 @@ def parse_ibstat(text: str) -> ParseResult[IbInventory]:
             if device is None:
                 warnings.append(f"port line outside a CA block: {line[:120]!r}")
                 continue
-            port = IbPort(device=device, port=int(port_match.group(1)), ca_type=ca.get("ca type"),
-                          firmware=ca.get("firmware version"))
+            port = IbPort(
+                device=device,
+                port=int(port_match.group(1)),
+                ca_type=ca.get("ca type"),
+                firmware=ca.get("firmware version"),
+            )
             inventory.ports.append(port)
             continue
         kv = _KV.match(line)
@@ -80,13 +101,16 @@ def parse_ibstat(text: str) -> ParseResult[IbInventory]:
         elif key == "link layer":
             port.link_layer = value or None
     if not inventory.ports and not inventory.errors:
-        return ParseResult(value=None, warnings=[*warnings, "no CA/port block found in ibstat output"])
+        return ParseResult(
+            value=None, warnings=[*warnings, "no CA/port block found in ibstat output"]
+        )
     return ParseResult(value=inventory, warnings=warnings)
 
 
 @never_raises
 def parse_ibstatus(text: str) -> ParseResult[IbInventory]:
-    """Parse ``ibstatus`` (per-port blocks with 'state: 4: ACTIVE' and 'rate: 200 Gb/sec (4X HDR)')."""
+    """Parse ``ibstatus`` (per-port blocks with 'state: 4: ACTIVE' and 'rate: 200 Gb/sec (4X
+    HDR)')."""
     inventory = IbInventory()
     warnings: list[str] = []
     port: IbPort | None = None
@@ -118,7 +142,9 @@ def parse_ibstatus(text: str) -> ParseResult[IbInventory]:
         elif key == "link_layer":
             port.link_layer = value or None
     if not inventory.ports and not inventory.errors:
-        return ParseResult(value=None, warnings=[*warnings, "no 'Infiniband device ... port' block found"])
+        return ParseResult(
+            value=None, warnings=[*warnings, "no 'Infiniband device ... port' block found"]
+        )
     return ParseResult(value=inventory, warnings=warnings)
 
 
@@ -127,12 +153,24 @@ _DEVINFO_PORT = re.compile(r"^port:\s*(\d{1,9})\s*$")
 _DEVINFO_KV = re.compile(r"^([a-z_]+):\s*(.*)$")
 _PER_LANE = re.compile(r"([0-9.]+)\s*Gbps(?:\s*\((\d+)\))?")
 _WIDTH = re.compile(r"(\d+)X?\b")
-# enum ibv_port_attr.active_speed (rdma-core verbs.h / devinfo.c speed_str): the code in parentheses -> name
-_SPEED_NAMES = {1: "SDR", 2: "DDR", 4: "QDR", 8: "FDR10", 16: "FDR", 32: "EDR", 64: "HDR", 128: "NDR", 256: "XDR"}
+# enum ibv_port_attr.active_speed (rdma-core verbs.h / devinfo.c speed_str): the code in parentheses
+# -> name
+_SPEED_NAMES = {
+    1: "SDR",
+    2: "DDR",
+    4: "QDR",
+    8: "FDR10",
+    16: "FDR",
+    32: "EDR",
+    64: "HDR",
+    128: "NDR",
+    256: "XDR",
+}
 
 
 def _devinfo_word(value: str) -> str | None:
-    """'PORT_ACTIVE (4)' -> 'Active', 'LINK_UP (5)' -> 'LinkUp', 'PORT_INIT (2)' -> 'Initializing' (ibstat's words)."""
+    """'PORT_ACTIVE (4)' -> 'Active', 'LINK_UP (5)' -> 'LinkUp', 'PORT_INIT (2)' -> 'Initializing'
+    (ibstat's words)."""
     word = value.split("(", 1)[0].strip()
     if not word:
         return None
@@ -143,7 +181,8 @@ def _devinfo_word(value: str) -> str | None:
 
 
 def _devinfo_rate(port: IbPort, width: str | None, speed: str | None) -> None:
-    """Port rate = lanes x per-lane rate ('4X' x '25.0 Gbps' = 100), as ibstat's 'Rate' reports it."""
+    """Port rate = lanes x per-lane rate ('4X' x '25.0 Gbps' = 100), as ibstat's 'Rate' reports
+    it."""
     lanes = _WIDTH.search(width) if width else None
     per_lane = _PER_LANE.search(speed) if speed else None
     if lanes:
@@ -156,7 +195,8 @@ def _devinfo_rate(port: IbPort, width: str | None, speed: str | None) -> None:
 
 @never_raises
 def parse_ibv_devinfo(text: str) -> ParseResult[IbInventory]:
-    """Parse ``ibv_devinfo`` or ``ibv_devinfo -v``; the rate is known only with ``-v`` (active_width/speed)."""
+    """Parse ``ibv_devinfo`` or ``ibv_devinfo -v``; the rate is known only with ``-v``
+    (active_width/speed)."""
     inventory = IbInventory()
     warnings: list[str] = []
     device: str | None = None
@@ -172,8 +212,10 @@ def parse_ibv_devinfo(text: str) -> ParseResult[IbInventory]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        if line.lower().startswith(("failed to", "no ib devices found", "ibv_devinfo:")) or \
-                "command not found" in line.lower():
+        if (
+            line.lower().startswith(("failed to", "no ib devices found", "ibv_devinfo:"))
+            or "command not found" in line.lower()
+        ):
             inventory.errors.append(line[:300])
             continue
         if hca := _HCA.match(line):
@@ -207,7 +249,9 @@ def parse_ibv_devinfo(text: str) -> ParseResult[IbInventory]:
             lane[key] = value
     finish_port()
     if not inventory.ports and not inventory.errors:
-        return ParseResult(value=None, warnings=[*warnings, "no hca_id/port block found in ibv_devinfo output"])
+        return ParseResult(
+            value=None, warnings=[*warnings, "no hca_id/port block found in ibv_devinfo output"]
+        )
     return ParseResult(value=inventory, warnings=warnings)
 
 
@@ -258,25 +302,37 @@ def parse_perftest(text: str) -> ParseResult[PerftestResult]:
             cells = line.split()
             if len(cells) >= 4 and cells[0].isdigit() and len(cells[0]) <= 18:
                 numbers = [to_float(c) for c in cells[1:5]]
-                result.rows.append(PerftestRow(
-                    size_bytes=int(cells[0]), iterations=to_int(cells[1]), bw_peak=numbers[1],
-                    bw_avg=numbers[2], msg_rate_mpps=numbers[3] if len(numbers) > 3 else None))
+                result.rows.append(
+                    PerftestRow(
+                        size_bytes=int(cells[0]),
+                        iterations=to_int(cells[1]),
+                        bw_peak=numbers[1],
+                        bw_avg=numbers[2],
+                        msg_rate_mpps=numbers[3] if len(numbers) > 3 else None,
+                    )
+                )
             else:
                 warnings.append(f"unexpected line in perftest table: {line[:120]!r}")
             continue
         if ":" in line:
             _banner(line, result)
-        if re.search(r"(Couldn't|Unable|Failed|error|command not found)", line) and "GID" not in line:
+        if (
+            re.search(r"(Couldn't|Unable|Failed|error|command not found)", line)
+            and "GID" not in line
+        ):
             warnings.append(f"perftest reported: {line[:160]}")
     if not result.rows:
-        return ParseResult(value=None if result.device is None else result,
-                           warnings=[*warnings, "no perftest result row found"])
+        return ParseResult(
+            value=None if result.device is None else result,
+            warnings=[*warnings, "no perftest result row found"],
+        )
     return ParseResult(value=result, warnings=warnings)
 
 
 @never_raises
 def parse_link_flaps(text: str) -> ParseResult[list[LinkFlap]]:
-    """Count carrier losses/gains per interface in syslog or dmesg text (a flapping IB/RoCE link)."""
+    """Count carrier losses/gains per interface in syslog or dmesg text (a flapping IB/RoCE
+    link)."""
     flaps: dict[str, LinkFlap] = {}
     for raw in clean_text(text).split("\n"):
         match = _FLAP.search(raw)

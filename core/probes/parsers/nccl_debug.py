@@ -1,20 +1,22 @@
-"""Which network NCCL chose, read from its ``NCCL_DEBUG=INFO`` lines wherever they sit in a run's output.
+"""Which network NCCL chose, read from its ``NCCL_DEBUG=INFO`` lines wherever they sit in a run's
+output.
 
-The inter-node scorecard's central question — RDMA or plain TCP sockets? — is answered by NCCL itself, in lines
-interleaved with any program's output (nccl-tests, torchrun, a training script) and prefixed by whatever launched
-it (``host:pid:tid [0] NCCL INFO ...``, srun's ``0: ``, mpirun's ``[1,0]<stdout>:``). Only the text after
-``NCCL INFO`` is read, so every prefix works the same. NCCL says the same thing several ways across versions:
+The inter-node scorecard's central question — RDMA or plain TCP sockets? — is answered by NCCL
+itself, in lines interleaved with any program's output (nccl-tests, torchrun, a training script) and
+prefixed by whatever launched it (``host:pid:tid [0] NCCL INFO ...``, srun's ``0: ``, mpirun's
+``[1,0]<stdout>:``). Only the text after ``NCCL INFO`` is read, so every prefix works the same. NCCL
+says the same thing several ways across versions:
 
 * ``NET/IB : Using [0]mlx5_5:1/RoCE [RO]; OOB eno7np0:169.254.103.56<0>`` and
   ``NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:...`` (the devices each transport found),
-* ``Using network IB`` / ``Socket`` / ``AWS Libfabric`` (the one it chose; ``Using internal Network IB`` before
-  2.4), and from 2.27 ``Assigned NET plugin Socket to comm``,
+* ``Using network IB`` / ``Socket`` / ``AWS Libfabric`` (the one it chose; ``Using internal Network
+  IB`` before 2.4), and from 2.27 ``Assigned NET plugin Socket to comm``,
 * ``Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/1/GDRDMA`` (what each connection runs over),
 * ``Connected all rings ... GDR 0``, ``GPU Direct RDMA Enabled|Disabled for HCA`` and aws-ofi-nccl's
   ``NET/OFI ... disabling GDR`` (GPUDirect RDMA).
 
-The chosen network is taken from the first of: ``Using network``, the plugin assignment, the ``via NET/...``
-paths, the one ``NET/... : Using`` transport that found devices.
+The chosen network is taken from the first of: ``Using network``, the plugin assignment, the ``via
+NET/...`` paths, the one ``NET/... : Using`` transport that found devices.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ _TRANSPORT_USING = re.compile(r"^NET/(\w+)\s*:\s*Using\s+(.*)$")
 _DEVICE = re.compile(r"\[\d+\]\s*([^\s\[;]+)")
 _OOB = re.compile(r"\bOOB\s+([^\s:<]+)")
 _BOOTSTRAP = re.compile(r"^Bootstrap\s*:\s*Using\s+(?:\[\d+\])?([^\s:<]+)")
-_VIA = re.compile(r"\bvia\s+(NET/.+?/\d+(?:/[A-Za-z]+)?)(?=\s|$)")  # NET/<name>/<dev>[/GDRDMA]; names have spaces
+# NET/<name>/<dev>[/GDRDMA]; names have spaces
+_VIA = re.compile(r"\bvia\s+(NET/.+?/\d+(?:/[A-Za-z]+)?)(?=\s|$)")
 _GDR_FLAG = re.compile(r"\bGDR\s+([01])\b")
 _GDR_HCA = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for HCA")
 _GDR_OFI_OFF = re.compile(r"^NET/OFI\b.*\bdisabling GDR\b")  # aws-ofi-nccl turned GPUDirect off
@@ -50,7 +53,8 @@ _VIA_NETWORK = {"IB": "IB", "Socket": "Socket"}
 
 
 def _plugin(message: str) -> str | None:
-    """The external net plugin a line names, or 'internal' when NCCL says it fell back to its own."""
+    """The external net plugin a line names, or 'internal' when NCCL says it fell back to its
+    own."""
     for pattern in _PLUGIN:
         if match := pattern.search(message):
             return match.group(1) if match.groups() else "internal"
@@ -120,9 +124,13 @@ def parse_nccl_debug(text: str) -> ParseResult[NcclTransport]:
             if plugin is not None and (found.plugin is None or plugin != "internal"):
                 found.plugin = plugin
     if info_lines == 0:
-        return ParseResult(value=None, warnings=[*warnings, "no 'NCCL INFO' line found (NCCL_DEBUG=INFO not set?)"])
+        return ParseResult(
+            value=None, warnings=[*warnings, "no 'NCCL INFO' line found (NCCL_DEBUG=INFO not set?)"]
+        )
     if len(set(using_network)) > 1:
-        warnings.append(f"NCCL named more than one network: {', '.join(dict.fromkeys(using_network))}")
+        warnings.append(
+            f"NCCL named more than one network: {', '.join(dict.fromkeys(using_network))}"
+        )
     found.network = _chosen_network(using_network, assigned, found.channels_via, transports)
     chosen_devices = transports.get("Socket" if found.network == "Socket" else "IB", [])
     found.devices = chosen_devices if found.network in ("IB", "Socket") else []
@@ -131,10 +139,11 @@ def parse_nccl_debug(text: str) -> ParseResult[NcclTransport]:
     return ParseResult(value=found, warnings=warnings)
 
 
-def _chosen_network(using: list[str], assigned: str | None, via: list[str],
-                    transports: dict[str, list[str]]) -> str | None:
-    """The network NCCL chose: what it said it uses, else what the channels run over, else the one transport
-    that found devices."""
+def _chosen_network(
+    using: list[str], assigned: str | None, via: list[str], transports: dict[str, list[str]]
+) -> str | None:
+    """The network NCCL chose: what it said it uses, else what the channels run over, else the one
+    transport that found devices."""
     if using:
         return using[0]
     if assigned:

@@ -1,10 +1,11 @@
-"""nccl-tests / rccl-tests (``all_reduce_perf`` and friends) text output, plus the torch fallback table.
+"""nccl-tests / rccl-tests (``all_reduce_perf`` and friends) text output, plus the torch fallback
+table.
 
 Real logs are messy: srun ``-l`` and mpirun ``--tag-output`` prefixes (``0: ``, ``[1,0]<stdout>:``),
-``NCCL INFO`` lines in the middle of the table, a ``NCCL version`` line before it, headers that lost their
-``#`` in a copy/paste, collapsed whitespace, and failure tails (``Test NCCL failure ...``). Data rows are
-recognised by shape (13 tokens: size count type redop root, then time algbw busbw #wrong twice), not by
-position after a header. ``-J`` JSON output is accepted too.
+``NCCL INFO`` lines in the middle of the table, a ``NCCL version`` line before it, headers that lost
+their ``#`` in a copy/paste, collapsed whitespace, and failure tails (``Test NCCL failure ...``).
+Data rows are recognised by shape (13 tokens: size count type redop root, then time algbw busbw
+#wrong twice), not by position after a header. ``-J`` JSON output is accepted too.
 """
 
 from __future__ import annotations
@@ -23,20 +24,35 @@ from core.probes.samples import (
 )
 
 _PREFIX = re.compile(r"^\s*(?:\d+:\s|\[\d+,\d+\]<std(?:out|err)>:\s?)")
-_RANK = re.compile(r"^#?\s*Rank\s+(\d{1,9})\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d{1,9})"
-                   r"\s+\[([^\]]*)\]\s*(.*)$")
-_PARAMS = re.compile(r"^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)"
-                     r"(?:\s+step:\s*(\d+)\((factor|bytes)\))?")
+_RANK = re.compile(
+    r"^#?\s*Rank\s+(\d{1,9})\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d{1,9})"
+    r"\s+\[([^\]]*)\]\s*(.*)$"
+)
+_PARAMS = re.compile(
+    r"^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)"
+    r"(?:\s+step:\s*(\d+)\((factor|bytes)\))?"
+)
 MOST_SIZES = 4096  # a header whose sweep would have more sizes than this is not taken as a plan
 _OOB = re.compile(r"Out of bounds values\s*:\s*(\d{1,18})\s*(OK|FAILED)?", re.IGNORECASE)
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*([-+0-9.eE]+|nan|inf)\s*(OK|FAILED)?", re.IGNORECASE)
-_FAILURE = re.compile(r"(Test (?:\w+ )?failure|Segmentation fault|srun: error|mpirun noticed|MPI_ABORT)",
-                      re.IGNORECASE)
+_FAILURE = re.compile(
+    r"(Test (?:\w+ )?failure|Segmentation fault|srun: error|mpirun noticed|MPI_ABORT)",
+    re.IGNORECASE,
+)
 _OP = re.compile(r"(?:Collective test (?:starting|concluded):\s*|/|^|\s)(\w+?)_perf\b")
 _DTYPE = re.compile(r"^[a-z][a-z0-9_]*$", re.IGNORECASE)
 _SIZE = re.compile(r"^\s*([0-9.]+)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
-_BYTES = {"b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 10**3, "mb": 10**6,
-          "gb": 10**9, "tb": 10**12}
+_BYTES = {
+    "b": 1,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+}
 
 
 def _timing(tokens: list[str]) -> CollectiveTiming | None:
@@ -54,21 +70,35 @@ def _data_row(tokens: list[str]) -> CollectiveRow | None:
         return None
     if max(len(tokens[0]), len(tokens[1]), len(tokens[4])) > 20:
         return None
-    if not (_DTYPE.match(tokens[2]) and _DTYPE.match(tokens[3]) and re.fullmatch(r"-?\d+", tokens[4])):
+    if not (
+        _DTYPE.match(tokens[2]) and _DTYPE.match(tokens[3]) and re.fullmatch(r"-?\d+", tokens[4])
+    ):
         return None
     oop, inp = _timing(tokens[5:9]), _timing(tokens[9:13])
     if oop is None or inp is None:
         return None
-    return CollectiveRow(size_bytes=int(tokens[0]), count=int(tokens[1]), dtype=tokens[2], redop=tokens[3],
-                         root=int(tokens[4]), out_of_place=oop, in_place=inp)
+    return CollectiveRow(
+        size_bytes=int(tokens[0]),
+        count=int(tokens[1]),
+        dtype=tokens[2],
+        redop=tokens[3],
+        root=int(tokens[4]),
+        out_of_place=oop,
+        in_place=inp,
+    )
 
 
 def _infer_nranks(result: CollectiveResult) -> None:
-    """all_reduce busbw = algbw * 2(n-1)/n, so n = 2 / (2 - busbw/algbw) on the largest-bandwidth row."""
+    """all_reduce busbw = algbw * 2(n-1)/n, so n = 2 / (2 - busbw/algbw) on the largest-bandwidth
+    row."""
     if result.nranks is not None or result.op not in {None, "all_reduce"}:
         return
-    timings = [t for r in result.rows for t in (r.out_of_place, r.in_place)
-               if t and t.algbw_gbps and t.busbw_gbps and t.algbw_gbps >= 1.0]
+    timings = [
+        t
+        for r in result.rows
+        for t in (r.out_of_place, r.in_place)
+        if t and t.algbw_gbps and t.busbw_gbps and t.algbw_gbps >= 1.0
+    ]
     if not timings:
         return
     best = max(timings, key=lambda t: t.algbw_gbps or 0.0)
@@ -107,7 +137,8 @@ def _info_line(line: str, result: CollectiveResult) -> None:
 
 
 def _parse_markdown_table(lines: list[str]) -> CollectiveResult | None:
-    """Torch ``all_reduce_bench.py`` table: ``| payload | busbw | algbw |`` with '32KiB', '0.92GBps'."""
+    """Torch ``all_reduce_bench.py`` table: ``| payload | busbw | algbw |`` with '32KiB',
+    '0.92GBps'."""
     header: list[str] | None = None
     result = CollectiveResult(tool="torch_all_reduce_bench", op="all_reduce")
     for line in lines:
@@ -124,14 +155,20 @@ def _parse_markdown_table(lines: list[str]) -> CollectiveResult | None:
         if not size:
             continue
         number = to_float(size.group(1))
-        size_bytes = number * _BYTES.get((size.group(2) or "B").lower(), 1) if number is not None else None
+        size_bytes = (
+            number * _BYTES.get((size.group(2) or "B").lower(), 1) if number is not None else None
+        )
         if size_bytes is None or not 0 <= size_bytes < 1e18:
             continue
-        result.rows.append(CollectiveRow(
-            size_bytes=int(size_bytes),
-            in_place=CollectiveTiming(busbw_gbps=to_float(values.get("busbw")),
-                                      algbw_gbps=to_float(values.get("algbw"))),
-        ))
+        result.rows.append(
+            CollectiveRow(
+                size_bytes=int(size_bytes),
+                in_place=CollectiveTiming(
+                    busbw_gbps=to_float(values.get("busbw")),
+                    algbw_gbps=to_float(values.get("algbw")),
+                ),
+            )
+        )
     return result if result.rows else None
 
 
@@ -142,25 +179,41 @@ def _parse_json(data: Any) -> CollectiveResult | None:
     result = CollectiveResult(tool="nccl-tests", completed="average_bus_bandwidth" in data)
     for dev in data.get("devices") or []:
         if isinstance(dev, dict) and isinstance(dev.get("rank"), int):
-            result.devices.append(CollectiveDevice(rank=dev["rank"], host=dev.get("hostname"),
-                                                   device=dev.get("device"), name=dev.get("name")))
+            result.devices.append(
+                CollectiveDevice(
+                    rank=dev["rank"],
+                    host=dev.get("hostname"),
+                    device=dev.get("device"),
+                    name=dev.get("name"),
+                )
+            )
     for item in data["results"]:
         if not isinstance(item, dict) or not isinstance(item.get("size"), int):
             continue
         timings = []
         for key in ("out_of_place", "in_place"):
             part = item.get(key)
-            timings.append(CollectiveTiming(
-                time_us=to_float(str(part.get("time"))), algbw_gbps=to_float(str(part.get("alg_bw"))),
-                busbw_gbps=to_float(str(part.get("bus_bw"))),
-                wrong=part.get("nwrong") if isinstance(part.get("nwrong"), int) else None,
-            ) if isinstance(part, dict) else None)
-        result.rows.append(CollectiveRow(
-            size_bytes=item["size"], count=item.get("count") if isinstance(item.get("count"), int) else None,
-            dtype=str(item.get("type")) if item.get("type") is not None else None,
-            redop=str(item.get("redop")) if item.get("redop") is not None else None,
-            root=item.get("root") if isinstance(item.get("root"), int) else None,
-            out_of_place=timings[0], in_place=timings[1]))
+            timings.append(
+                CollectiveTiming(
+                    time_us=to_float(str(part.get("time"))),
+                    algbw_gbps=to_float(str(part.get("alg_bw"))),
+                    busbw_gbps=to_float(str(part.get("bus_bw"))),
+                    wrong=part.get("nwrong") if isinstance(part.get("nwrong"), int) else None,
+                )
+                if isinstance(part, dict)
+                else None
+            )
+        result.rows.append(
+            CollectiveRow(
+                size_bytes=item["size"],
+                count=item.get("count") if isinstance(item.get("count"), int) else None,
+                dtype=str(item.get("type")) if item.get("type") is not None else None,
+                redop=str(item.get("redop")) if item.get("redop") is not None else None,
+                root=item.get("root") if isinstance(item.get("root"), int) else None,
+                out_of_place=timings[0],
+                in_place=timings[1],
+            )
+        )
     avg, oob = data.get("average_bus_bandwidth"), data.get("out_of_bounds")
     if isinstance(avg, dict):
         result.avg_busbw = to_float(str(avg.get("bandwidth")))
@@ -173,10 +226,16 @@ def _parse_json(data: Any) -> CollectiveResult | None:
 
 
 def planned_sizes(params: re.Match[str]) -> list[int]:
-    """The message sizes the header's sweep measures: from minBytes to maxBytes, each ``step`` times the last
-    (``N(factor)``) or ``step`` bytes more (``N(bytes)``), as nccl-tests' own loop steps (src/common.cu) and
-    allreduce_bench.py prints it; empty when the header names no step or the sweep is not a plain one."""
-    low, high, step, kind = int(params.group(3)), int(params.group(4)), params.group(5), params.group(6)
+    """The message sizes the header's sweep measures: from minBytes to maxBytes, each ``step`` times
+    the last (``N(factor)``) or ``step`` bytes more (``N(bytes)``), as nccl-tests' own loop steps
+    (src/common.cu) and allreduce_bench.py prints it; empty when the header names no step or the
+    sweep is not a plain one."""
+    low, high, step, kind = (
+        int(params.group(3)),
+        int(params.group(4)),
+        params.group(5),
+        params.group(6),
+    )
     if step is None or low < 1 or int(step) < 1 or (kind == "factor" and int(step) < 2):
         return []
     sizes: list[int] = []
@@ -205,16 +264,26 @@ def _parse_text(lines: list[str], warnings: list[str]) -> CollectiveResult:
         if (op := _OP.search(line)) and result.op is None:
             result.op = op.group(1)
         if match := _PARAMS.match(line.strip()):
-            result.planned_sizes = planned_sizes(match) if not result.planned_sizes else result.planned_sizes
+            result.planned_sizes = (
+                planned_sizes(match) if not result.planned_sizes else result.planned_sizes
+            )
             continue
         if match := _RANK.match(line.strip()):
-            result.devices.append(CollectiveDevice(rank=int(match.group(1)), host=match.group(4),
-                                                   device=int(match.group(5)), pci=match.group(6),
-                                                   name=match.group(7).strip() or None))
+            result.devices.append(
+                CollectiveDevice(
+                    rank=int(match.group(1)),
+                    host=match.group(4),
+                    device=int(match.group(5)),
+                    pci=match.group(6),
+                    name=match.group(7).strip() or None,
+                )
+            )
             continue
         if match := _OOB.search(line):
             result.out_of_bounds = int(match.group(1))
-            result.out_of_bounds_ok = None if match.group(2) is None else match.group(2).upper() == "OK"
+            result.out_of_bounds_ok = (
+                None if match.group(2) is None else match.group(2).upper() == "OK"
+            )
             continue
         if match := _AVG.search(line):
             result.avg_busbw = to_float(match.group(1))
@@ -239,7 +308,8 @@ def _parse_text(lines: list[str], warnings: list[str]) -> CollectiveResult:
 
 @never_raises
 def parse_nccl_tests(text: str) -> ParseResult[CollectiveResult]:
-    """Parse an nccl-tests/rccl-tests log (text or ``-J`` JSON) or a torch all_reduce_bench table."""
+    """Parse an nccl-tests/rccl-tests log (text or ``-J`` JSON) or a torch all_reduce_bench
+    table."""
     warnings: list[str] = []
     cleaned = clean_text(text)
     start = cleaned.find("{")
@@ -260,7 +330,9 @@ def parse_nccl_tests(text: str) -> ParseResult[CollectiveResult]:
     if not result.rows:
         warnings.append("no result rows; the test failed or the output was cut before the table")
     if result.tool in {"nccl-tests", "rccl-tests"} and not result.completed:
-        warnings.append("no '# Avg bus bandwidth' footer: the run did not finish or the output was cut")
+        warnings.append(
+            "no '# Avg bus bandwidth' footer: the run did not finish or the output was cut"
+        )
     if result.nranks_inferred:
         warnings.append(f"rank count {result.nranks} inferred from busbw/algbw (no '# Rank' lines)")
     return ParseResult(value=result, warnings=warnings)

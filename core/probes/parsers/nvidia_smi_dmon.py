@@ -1,8 +1,8 @@
 """``nvidia-smi dmon``: a scrolling table, one line per GPU per interval.
 
-The first ``#`` line names the columns (``gpu pwr gtemp mtemp sm mem ... mclk pclk``), the second gives
-units; both repeat every screenful. Unsupported values print ``-`` (``mtemp`` on GDDR boards). Columns
-depend on ``-s``, so they are mapped by name, not position.
+The first ``#`` line names the columns (``gpu pwr gtemp mtemp sm mem ... mclk pclk``), the second
+gives units; both repeat every screenful. Unsupported values print ``-`` (``mtemp`` on GDDR boards).
+Columns depend on ``-s``, so they are mapped by name, not position.
 """
 
 from __future__ import annotations
@@ -15,8 +15,14 @@ from core.probes.samples import GpuMetric, ParseResult
 
 # dmon column -> GpuMetric field. 'temp' is the pre-525 name of 'gtemp'; 'fb' is MiB used (-s m).
 _COLUMNS = {
-    "pwr": "power_w", "gtemp": "temp_c", "temp": "temp_c", "mtemp": "mem_temp_c", "sm": "util_pct",
-    "mem": "mem_util_pct", "mclk": "mem_clock_mhz", "pclk": "sm_clock_mhz",
+    "pwr": "power_w",
+    "gtemp": "temp_c",
+    "temp": "temp_c",
+    "mtemp": "mem_temp_c",
+    "sm": "util_pct",
+    "mem": "mem_util_pct",
+    "mclk": "mem_clock_mhz",
+    "pclk": "sm_clock_mhz",
 }
 
 
@@ -38,8 +44,8 @@ def _time_of(columns: list[str], cells: list[str]) -> datetime | None:
 def parse_dmon(text: str, interval_s: float = 1.0) -> ParseResult[list[GpuMetric]]:
     """Parse ``nvidia-smi dmon`` output into samples.
 
-    Without ``-o T``, ``t`` is the tick number times ``interval_s`` (dmon's ``-d``, default 1 s); a tick
-    ends when a GPU index repeats.
+    Without ``-o T``, ``t`` is the tick number times ``interval_s`` (dmon's ``-d``, default 1 s); a
+    tick ends when a GPU index repeats.
     """
     warnings: list[str] = []
     columns: list[str] | None = None
@@ -60,7 +66,9 @@ def parse_dmon(text: str, interval_s: float = 1.0) -> ParseResult[list[GpuMetric
             continue
         cells = stripped.split()
         if len(cells) != len(columns):
-            warnings.append(f"expected {len(columns)} dmon columns, got {len(cells)}: {stripped[:120]!r}")
+            warnings.append(
+                f"expected {len(columns)} dmon columns, got {len(cells)}: {stripped[:120]!r}"
+            )
             continue
         values = dict(zip(columns, cells, strict=True))
         gpu = to_int(values.get("gpu"))
@@ -76,11 +84,19 @@ def parse_dmon(text: str, interval_s: float = 1.0) -> ParseResult[list[GpuMetric
             t = (wall - t0).total_seconds()
         else:
             t = tick * interval_s
-        fields: dict[str, float | None] = {field: to_float(values.get(col))
-                                           for col, field in _COLUMNS.items() if col in values}
+        fields: dict[str, float | None] = {
+            field: to_float(values.get(col)) for col, field in _COLUMNS.items() if col in values
+        }
         fb = to_float(values.get("fb"))
-        samples.append(GpuMetric(t=t, gpu=gpu, wall_time=wall,
-                                 mem_used_bytes=int(fb * 2**20) if fb is not None else None, **fields))
+        samples.append(
+            GpuMetric(
+                t=t,
+                gpu=gpu,
+                wall_time=wall,
+                mem_used_bytes=int(fb * 2**20) if fb is not None else None,
+                **fields,
+            )
+        )
     if not samples:
         warnings.append("no dmon sample line found")
         return ParseResult(value=None, warnings=warnings)

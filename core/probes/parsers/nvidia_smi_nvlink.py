@@ -1,8 +1,8 @@
 """``nvidia-smi nvlink --status`` (``-s``): per-GPU NVLink speeds.
 
-Healthy output lists ``Link k: 26.562 GB/s`` under each ``GPU n: <name> (UUID: ...)``; a down link prints
-``<inactive>``, and a GPU whose links are all down prints ``NVML: Unable to retrieve NVLink information as
-all links are inactive`` instead of any link line.
+Healthy output lists ``Link k: 26.562 GB/s`` under each ``GPU n: <name> (UUID: ...)``; a down link
+prints ``<inactive>``, and a GPU whose links are all down prints ``NVML: Unable to retrieve NVLink
+information as all links are inactive`` instead of any link line.
 """
 
 from __future__ import annotations
@@ -27,8 +27,13 @@ def parse_nvlink_status(text: str) -> ParseResult[list[NvlinkStatus]]:
             continue
         gpu_match = _GPU.match(line)
         if gpu_match:
-            gpus.append(NvlinkStatus(gpu=int(gpu_match.group(1)), name=gpu_match.group(2) or None,
-                                     uuid=gpu_match.group(3)))
+            gpus.append(
+                NvlinkStatus(
+                    gpu=int(gpu_match.group(1)),
+                    name=gpu_match.group(2) or None,
+                    uuid=gpu_match.group(3),
+                )
+            )
             continue
         link_match = _LINK.match(line)
         if link_match and gpus:
@@ -48,5 +53,7 @@ def parse_nvlink_status(text: str) -> ParseResult[list[NvlinkStatus]]:
             continue
         warnings.append(f"unexpected nvlink line: {line[:120]!r}")
     if not gpus:
-        return ParseResult(value=None, warnings=[*warnings, "no 'GPU n: ...' line in nvlink --status output"])
+        return ParseResult(
+            value=None, warnings=[*warnings, "no 'GPU n: ...' line in nvlink --status output"]
+        )
     return ParseResult(value=gpus, warnings=warnings)

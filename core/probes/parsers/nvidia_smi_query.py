@@ -1,8 +1,8 @@
 """``nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]`` and its ``-l``/``-lms`` stream.
 
-One row per GPU per tick. The header names the fields (``memory.used [MiB]``); values carry units unless
-``nounits``; missing values read ``[N/A]``/``[Not Supported]``. Field lists differ per driver, so every
-field is optional and unknown fields are kept only in the raw row.
+One row per GPU per tick. The header names the fields (``memory.used [MiB]``); values carry units
+unless ``nounits``; missing values read ``[N/A]``/``[Not Supported]``. Field lists differ per
+driver, so every field is optional and unknown fields are kept only in the raw row.
 """
 
 from __future__ import annotations
@@ -27,12 +27,32 @@ from core.probes.samples import GpuHealth, GpuInfo, GpuMetric, NvidiaSmiReport, 
 Row = dict[str, str | None]
 
 _FIELD = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*(?: \[[^\]]*\])?$")
-_KNOWN_PLAIN_FIELDS = {"index", "name", "uuid", "serial", "pstate", "timestamp", "count", "hostname",
-                       "driver_version", "vbios_version", "compute_mode", "persistence_mode"}
+_KNOWN_PLAIN_FIELDS = {
+    "index",
+    "name",
+    "uuid",
+    "serial",
+    "pstate",
+    "timestamp",
+    "count",
+    "hostname",
+    "driver_version",
+    "vbios_version",
+    "compute_mode",
+    "persistence_mode",
+}
 _TIMESTAMP_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S")
-_REASON_FIELDS = ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown",
-                  "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown", "sync_boost",
-                  "display_clock_setting")
+_REASON_FIELDS = (
+    "gpu_idle",
+    "applications_clocks_setting",
+    "sw_power_cap",
+    "hw_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "sw_thermal_slowdown",
+    "sync_boost",
+    "display_clock_setting",
+)
 
 
 def _split_field(cell: str) -> tuple[str, str | None]:
@@ -47,7 +67,9 @@ def _split_field(cell: str) -> tuple[str, str | None]:
 def _looks_like_header(cells: list[str]) -> bool:
     if not cells or not all(_FIELD.match(c.strip()) for c in cells):
         return False
-    return any("." in c or "[" in c or "_" in c or c.strip().lower() in _KNOWN_PLAIN_FIELDS for c in cells)
+    return any(
+        "." in c or "[" in c or "_" in c or c.strip().lower() in _KNOWN_PLAIN_FIELDS for c in cells
+    )
 
 
 def _parse_timestamp(value: str | None) -> datetime | None:
@@ -79,8 +101,11 @@ def _reasons(row: Row) -> tuple[int | None, list[str]]:
     mask = to_int(_get(row, "clocks_event_reasons.active", "clocks_throttle_reasons.active"))
     if mask is not None:
         return mask, clock_reasons_from_mask(mask)
-    active = [name for name in _REASON_FIELDS
-              if to_bool(_get(row, f"clocks_event_reasons.{name}", f"clocks_throttle_reasons.{name}"))]
+    active = [
+        name
+        for name in _REASON_FIELDS
+        if to_bool(_get(row, f"clocks_event_reasons.{name}", f"clocks_throttle_reasons.{name}"))
+    ]
     return None, active
 
 
@@ -115,20 +140,29 @@ class _CsvRows:
             self._set_header(cells)
             return None
         if self.fields is None:
-            self.warnings.append(f"data before any header, pass fields= for noheader output: {line[:120]!r}")
+            self.warnings.append(
+                f"data before any header, pass fields= for noheader output: {line[:120]!r}"
+            )
             return None
         if len(cells) != len(self.fields):
             self.warnings.append(
-                f"expected {len(self.fields)} values, got {len(cells)}: {line[:120]!r}")
+                f"expected {len(self.fields)} values, got {len(cells)}: {line[:120]!r}"
+            )
             return None
-        return {name: (None if is_missing(value) else value) for name, value in zip(self.fields, cells,
-                                                                                   strict=True)}
+        return {
+            name: (None if is_missing(value) else value)
+            for name, value in zip(self.fields, cells, strict=True)
+        }
 
 
-def _metric(row: Row, units: dict[str, str], t: float, gpu: int, wall: datetime | None) -> GpuMetric:
+def _metric(
+    row: Row, units: dict[str, str], t: float, gpu: int, wall: datetime | None
+) -> GpuMetric:
     mask, reasons = _reasons(row)
     return GpuMetric(
-        t=t, gpu=gpu, wall_time=wall,
+        t=t,
+        gpu=gpu,
+        wall_time=wall,
         util_pct=to_float(row.get("utilization.gpu")),
         mem_util_pct=to_float(row.get("utilization.memory")),
         mem_used_bytes=_mib(row, units, "memory.used"),
@@ -139,43 +173,57 @@ def _metric(row: Row, units: dict[str, str], t: float, gpu: int, wall: datetime 
         power_limit_w=to_float(_get(row, "enforced.power.limit", "power.limit")),
         sm_clock_mhz=to_float(_get(row, "clocks.current.sm", "clocks.sm")),
         mem_clock_mhz=to_float(_get(row, "clocks.current.memory", "clocks.mem")),
-        clocks_event_mask=mask, clocks_event_reasons=reasons,
+        clocks_event_mask=mask,
+        clocks_event_reasons=reasons,
     )
 
 
 def _info(row: Row, units: dict[str, str], gpu: int) -> GpuInfo:
     return GpuInfo(
-        index=gpu, name=row.get("name"), uuid=row.get("uuid"), serial=row.get("serial"),
-        pci_bus_id=_get(row, "pci.bus_id"), driver=row.get("driver_version"),
-        vbios=row.get("vbios_version"), compute_cap=row.get("compute_cap"),
+        index=gpu,
+        name=row.get("name"),
+        uuid=row.get("uuid"),
+        serial=row.get("serial"),
+        pci_bus_id=_get(row, "pci.bus_id"),
+        driver=row.get("driver_version"),
+        vbios=row.get("vbios_version"),
+        compute_cap=row.get("compute_cap"),
         memory_total_bytes=_mib(row, units, "memory.total"),
         pcie_gen_current=to_int(row.get("pcie.link.gen.current")),
         pcie_gen_max=to_int(row.get("pcie.link.gen.max")),
         pcie_width_current=to_int(row.get("pcie.link.width.current")),
         pcie_width_max=to_int(row.get("pcie.link.width.max")),
         persistence_mode=to_bool(row.get("persistence_mode")),
-        mig_mode=row.get("mig.mode.current"), ecc_mode=row.get("ecc.mode.current"),
+        mig_mode=row.get("mig.mode.current"),
+        ecc_mode=row.get("ecc.mode.current"),
         compute_mode=row.get("compute_mode"),
         power_limit_w=to_float(_get(row, "enforced.power.limit", "power.limit")),
         max_sm_clock_mhz=to_float(row.get("clocks.max.sm")),
         max_mem_clock_mhz=to_float(row.get("clocks.max.memory")),
-        fabric_state=row.get("fabric.state"), fabric_status=row.get("fabric.status"),
+        fabric_state=row.get("fabric.state"),
+        fabric_status=row.get("fabric.status"),
     )
 
 
 def _health(row: Row, gpu: int) -> GpuHealth:
     _, reasons = _reasons(row)
-    histogram = {level: value for level in ("max", "high", "partial", "low", "none")
-                 if (value := to_int(row.get(f"remapped_rows.histogram.{level}"))) is not None}
+    histogram = {
+        level: value
+        for level in ("max", "high", "partial", "low", "none")
+        if (value := to_int(row.get(f"remapped_rows.histogram.{level}"))) is not None
+    }
     return GpuHealth(
-        index=gpu, pci_bus_id=row.get("pci.bus_id"),
+        index=gpu,
+        pci_bus_id=row.get("pci.bus_id"),
         ecc_volatile_correctable=to_int(row.get("ecc.errors.corrected.volatile.total")),
         ecc_volatile_uncorrectable=to_int(row.get("ecc.errors.uncorrected.volatile.total")),
         ecc_aggregate_correctable=to_int(row.get("ecc.errors.corrected.aggregate.total")),
         ecc_aggregate_uncorrectable=to_int(row.get("ecc.errors.uncorrected.aggregate.total")),
         ecc_aggregate_sram_correctable=to_int(row.get("ecc.errors.corrected.aggregate.sram")),
         ecc_aggregate_sram_uncorrectable=to_int(row.get("ecc.errors.uncorrected.aggregate.sram")),
-        sram_threshold_exceeded=to_bool(row.get("ecc.errors.uncorrected.aggregate.sram.thresholdexceeded")),
+        sram_threshold_exceeded=to_bool(
+            row.get("ecc.errors.uncorrected.aggregate.sram.thresholdexceeded")
+        ),
         retired_pages_sbe=to_int(row.get("retired_pages.single_bit_ecc.count")),
         retired_pages_dbe=to_int(row.get("retired_pages.double_bit.count")),
         retired_pages_pending=to_bool(row.get("retired_pages.pending")),
@@ -183,7 +231,8 @@ def _health(row: Row, gpu: int) -> GpuHealth:
         remapped_rows_uncorrectable=to_int(row.get("remapped_rows.uncorrectable")),
         remapped_rows_pending=to_bool(row.get("remapped_rows.pending")),
         remapped_rows_failure=to_bool(row.get("remapped_rows.failure")),
-        remap_histogram=histogram, clocks_event_reasons=reasons,
+        remap_histogram=histogram,
+        clocks_event_reasons=reasons,
         recovery_action=row.get("gpu_recovery_action"),
     )
 
@@ -191,9 +240,9 @@ def _health(row: Row, gpu: int) -> GpuHealth:
 class QueryGpuStream:
     """Incremental reader for ``nvidia-smi --query-gpu=... --format=csv -lms N`` output.
 
-    Feed it chunks as they arrive over SSH; it yields one :class:`GpuMetric` per complete row and never
-    raises. Without a ``timestamp`` field, ``t`` counts ticks times ``interval_s`` (a tick ends when a
-    GPU index repeats).
+    Feed it chunks as they arrive over SSH; it yields one :class:`GpuMetric` per complete row and
+    never raises. Without a ``timestamp`` field, ``t`` counts ticks times ``interval_s`` (a tick
+    ends when a GPU index repeats).
     """
 
     def __init__(self, fields: Sequence[str] | None = None, interval_s: float = 1.0) -> None:
@@ -253,8 +302,9 @@ class QueryGpuStream:
         return _metric(row, self._rows.units, t, gpu, wall)
 
 
-def iter_query_gpu(lines: Iterable[str], fields: Sequence[str] | None = None,
-                   interval_s: float = 1.0) -> Iterator[GpuMetric]:
+def iter_query_gpu(
+    lines: Iterable[str], fields: Sequence[str] | None = None, interval_s: float = 1.0
+) -> Iterator[GpuMetric]:
     """Generator over a line iterator (e.g. a paramiko channel file); never raises on bad lines."""
     stream = QueryGpuStream(fields, interval_s)
     for line in lines:
@@ -266,8 +316,8 @@ def iter_query_gpu(lines: Iterable[str], fields: Sequence[str] | None = None,
 def parse_query_gpu(text: str, fields: Sequence[str] | None = None) -> ParseResult[NvidiaSmiReport]:
     """Parse a finished ``--query-gpu`` CSV output into inventory, health and metric samples.
 
-    ``fields`` is needed only for ``noheader`` output. With ``-l``, GPUs repeat per tick; the inventory
-    and health are taken from each GPU's last row.
+    ``fields`` is needed only for ``noheader`` output. With ``-l``, GPUs repeat per tick; the
+    inventory and health are taken from each GPU's last row.
     """
     stream = QueryGpuStream(fields)
     text = clean_text(text)
@@ -285,8 +335,12 @@ def parse_query_gpu(text: str, fields: Sequence[str] | None = None) -> ParseResu
     report = NvidiaSmiReport(
         driver_version=next(iter(drivers)) if len(drivers) == 1 else None,
         attached_gpus=to_int(next((r.get("count") for r in last.values() if r.get("count")), None)),
-        gpus=gpus, health=health, metrics=metrics,
+        gpus=gpus,
+        health=health,
+        metrics=metrics,
     )
     if report.attached_gpus is not None and report.attached_gpus != len(gpus):
-        warnings.append(f"nvidia-smi reports {report.attached_gpus} GPUs but {len(gpus)} rows were read")
+        warnings.append(
+            f"nvidia-smi reports {report.attached_gpus} GPUs but {len(gpus)} rows were read"
+        )
     return ParseResult(value=report, warnings=warnings)

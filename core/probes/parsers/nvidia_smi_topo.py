@@ -1,9 +1,9 @@
 """``nvidia-smi topo -m``: the GPU x GPU (+ NIC) connection matrix.
 
-Columns are tab-separated on a real terminal but often space-aligned after copy/paste; the header row may
-be wrapped in ANSI underline codes. Rows are ``GPUk`` / ``NICk`` (older drivers name NICs ``mlx5_k``),
-followed by ``CPU Affinity``, ``NUMA Affinity`` and (newer) ``GPU NUMA ID``; then a ``Legend:`` block and
-a ``NIC Legend:`` that maps ``NIC0`` to ``mlx5_0``.
+Columns are tab-separated on a real terminal but often space-aligned after copy/paste; the header
+row may be wrapped in ANSI underline codes. Rows are ``GPUk`` / ``NICk`` (older drivers name NICs
+``mlx5_k``), followed by ``CPU Affinity``, ``NUMA Affinity`` and (newer) ``GPU NUMA ID``; then a
+``Legend:`` block and a ``NIC Legend:`` that maps ``NIC0`` to ``mlx5_0``.
 """
 
 from __future__ import annotations
@@ -60,20 +60,30 @@ def parse_topo_matrix(text: str) -> ParseResult[TopologyMatrix]:
         if cells[0] in labels and cells[0] not in rows:
             rows[cells[0]] = cells[1:]
     if labels is None:
-        return ParseResult(value=None, warnings=["no 'GPU0 GPU1 ... CPU Affinity' header found in topo -m"])
+        return ParseResult(
+            value=None, warnings=["no 'GPU0 GPU1 ... CPU Affinity' header found in topo -m"]
+        )
 
-    gpu_columns = [(pos, int(m.group(1)))
-                   for pos, label in enumerate(labels) if (m := _GPU_LABEL.match(label))]
+    gpu_columns = [
+        (pos, int(m.group(1))) for pos, label in enumerate(labels) if (m := _GPU_LABEL.match(label))
+    ]
     nic_columns = [(pos, label) for pos, label in enumerate(labels) if not _GPU_LABEL.match(label)]
-    matrix = TopologyMatrix(nics=[TopoNic(index=k, label=label, device=legend.get(label, None if
-                                          label.startswith("NIC") else label))
-                                  for k, (_, label) in enumerate(nic_columns)])
+    matrix = TopologyMatrix(
+        nics=[
+            TopoNic(
+                index=k,
+                label=label,
+                device=legend.get(label, None if label.startswith("NIC") else label),
+            )
+            for k, (_, label) in enumerate(nic_columns)
+        ]
+    )
     for _, gpu in gpu_columns:
         row_cells = rows.get(f"GPU{gpu}")
         if row_cells is None:
             warnings.append(f"row GPU{gpu} missing from topo -m (output cut?)")
             continue
-        links, extra = row_cells[:len(labels)], row_cells[len(labels):]
+        links, extra = row_cells[: len(labels)], row_cells[len(labels) :]
         if len(links) < len(labels):
             warnings.append(f"row GPU{gpu} has {len(links)} link cells, expected {len(labels)}")
         for pos, other in gpu_columns:
@@ -83,12 +93,20 @@ def parse_topo_matrix(text: str) -> ParseResult[TopologyMatrix]:
             if pos < len(links):
                 matrix.gpu_nic_links[(gpu, k)] = links[pos]
         info = dict(zip(tail, extra, strict=False))
-        matrix.gpus.append(TopoGpu(
-            index=gpu,
-            cpu_affinity=None if is_missing(info.get("cpu affinity")) else info.get("cpu affinity"),
-            numa_affinity=None if is_missing(info.get("numa affinity")) else info.get("numa affinity"),
-            gpu_numa_id=None if is_missing(info.get("gpu numa id")) else info.get("gpu numa id"),
-        ))
+        matrix.gpus.append(
+            TopoGpu(
+                index=gpu,
+                cpu_affinity=None
+                if is_missing(info.get("cpu affinity"))
+                else info.get("cpu affinity"),
+                numa_affinity=None
+                if is_missing(info.get("numa affinity"))
+                else info.get("numa affinity"),
+                gpu_numa_id=None
+                if is_missing(info.get("gpu numa id"))
+                else info.get("gpu numa id"),
+            )
+        )
     cells = [*matrix.links.values(), *matrix.gpu_nic_links.values()]
     unknown = sorted({c for c in cells if not _LINK.match(c)})
     if unknown:

@@ -1,7 +1,8 @@
 """Meaning, NVIDIA action and our verdict for the Xid codes that matter on a freshly rented node.
 
 Source: NVIDIA Xid catalog, https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html
-(mirrored in https://github.com/leptonai/gpud/blob/4a8de33a3f02e207f39e9023d67125592d599731/components/
+(mirrored in
+https://github.com/leptonai/gpud/blob/4a8de33a3f02e207f39e9023d67125592d599731/components/
 accelerator/nvidia/xid/catalog_generated.go); the verdict column is this project's scorecard choice,
 informed by the Azure NHC, Imbue and AWS health-check lists.
 """
@@ -21,14 +22,18 @@ class XidInfo(NamedTuple):
 
 
 XID_CATALOG: dict[int, XidInfo] = {
-    13: XidInfo("Graphics engine exception (SM warp exception, illegal address)", "RESTART_APP", "WARN"),
+    13: XidInfo(
+        "Graphics engine exception (SM warp exception, illegal address)", "RESTART_APP", "WARN"
+    ),
     31: XidInfo("GPU memory page fault (MMU)", "RESTART_APP", "WARN"),
     43: XidInfo("GPU stopped processing (reset channel; application fault)", "IGNORE", "INFO"),
     45: XidInfo("Preemptive cleanup after previous errors", "WORKFLOW", "INFO"),
     48: XidInfo("Double-bit ECC error", "WORKFLOW_XID_48", "FAIL"),
     61: XidInfo("PMU breakpoint", "CONTACT_SUPPORT", "FAIL"),
     62: XidInfo("Internal micro-controller halt", "RESET_GPU", "FAIL"),
-    63: XidInfo("Row-remap / page-retirement recording event (pending until reset)", "IGNORE", "WARN"),
+    63: XidInfo(
+        "Row-remap / page-retirement recording event (pending until reset)", "IGNORE", "WARN"
+    ),
     64: XidInfo("Row-remap / page-retirement failure", "RESET_GPU", "FAIL"),
     74: XidInfo("NVLink error", "WORKFLOW_NVLINK_ERR", "FAIL"),
     79: XidInfo("GPU has fallen off the bus", "RESTART_BM", "FAIL"),

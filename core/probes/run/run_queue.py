@@ -1,11 +1,13 @@
-"""The one queue probe runs report through, and the loop that persists and yields what arrives on it.
+"""The one queue probe runs report through, and the loop that persists and yields what arrives on
+it.
 
-A run's work happens on threads (core.probes.run.runner says why); they only put ``(run_id, item)`` pairs on a
-queue. `drain` is the generator side: it takes items off, writes each to the `ProbeStore` through that run's
-`Writer` (so the store is written from the one thread iterating it) and yields the public events. Several runs
-may share one queue — a cluster run's nodes each have a run of their own (core.probes.cluster.run) — and
-`drain` ends when every run it waits for has sent its `RunFinished`. Closing it early sets ``halt`` and keeps
-persisting until the workers have finished (or `JOIN_S` passed), so nothing that arrived is lost.
+A run's work happens on threads (core.probes.run.runner says why); they only put ``(run_id, item)``
+pairs on a queue. `drain` is the generator side: it takes items off, writes each to the `ProbeStore`
+through that run's `Writer` (so the store is written from the one thread iterating it) and yields
+the public events. Several runs may share one queue — a cluster run's nodes each have a run of their
+own (core.probes.cluster.run) — and `drain` ends when every run it waits for has sent its
+`RunFinished`. Closing it early sets ``halt`` and keeps persisting until the workers have finished
+(or `JOIN_S` passed), so nothing that arrived is lost.
 """
 
 from __future__ import annotations
@@ -55,28 +57,39 @@ class EvidenceSnapshot(BaseModel):
 
 
 class LedgerItem(BaseModel):
-    """A directory made on a host (``kind`` set) or removed (``kind`` None), for the ledger; ``host`` is the
-    run's own host unless a step works on several (a cluster run's)."""
+    """A directory made on a host (``kind`` set) or removed (``kind`` None), for the ledger;
+    ``host`` is the run's own host unless a step works on several (a cluster run's)."""
 
     path: str
     kind: str | None = None
     host: str | None = None
 
 
-Item = RunStarted | ProbeStarted | MetricsBatch | SeriesPoint | LogEvent | ProbeFinished | RunFinished | RawItem \
-    | EvidenceSnapshot | LedgerItem
+Item = (
+    RunStarted
+    | ProbeStarted
+    | MetricsBatch
+    | SeriesPoint
+    | LogEvent
+    | ProbeFinished
+    | RunFinished
+    | RawItem
+    | EvidenceSnapshot
+    | LedgerItem
+)
 Queue = queue.Queue[tuple[int, Item]]
 
 
 class Reporter:
-    """What a run's worker (a host's, or a cluster's) reports through: its items on the queue, tagged with its
-    run, and the run's clock (seconds since it started)."""
+    """What a run's worker (a host's, or a cluster's) reports through: its items on the queue,
+    tagged with its run, and the run's clock (seconds since it started)."""
 
     def __init__(self, out: Queue, run_id: int, t0: float) -> None:
         self.out = out
         self.run_id = run_id
         self.t0 = t0
-        self.outcomes: list[ProbeOutcome] = []  # what became of each planned probe (or step), in order
+        # what became of each planned probe (or step), in order
+        self.outcomes: list[ProbeOutcome] = []
 
     def clock(self) -> float:
         return round(time.monotonic() - self.t0, 3)
@@ -92,14 +105,16 @@ class Reporter:
         self.put(ProbeFinished(t=self.clock(), outcome=outcome))
 
     def not_run(self, names: list[str], status: ProbeStatus, why: str) -> None:
-        """Planned probes that will not run (cancelled, or the connection is gone): an outcome each, with why."""
+        """Planned probes that will not run (cancelled, or the connection is gone): an outcome each,
+        with why."""
         now = time.time()
         for name in names:
             self.finish(ProbeOutcome(name=name, status=status, started=now, ended=now, error=why))
 
 
 class Writer:
-    """Persists one run's items; samples and chart points are buffered and flushed every `SAMPLE_FLUSH_S`."""
+    """Persists one run's items; samples and chart points are buffered and flushed every
+    `SAMPLE_FLUSH_S`."""
 
     def __init__(self, store: ProbeStore, run_id: int, host: str) -> None:
         self.store = store
@@ -114,8 +129,11 @@ class Writer:
         if isinstance(item, MetricsBatch):
             self.samples.extend(item.metrics)
         elif isinstance(item, SeriesPoint):
-            self.points.append(StoredSeriesPoint(t=item.t, series=item.series, x=item.x, y=item.y,
-                                                 label=item.label))
+            self.points.append(
+                StoredSeriesPoint(
+                    t=item.t, series=item.series, x=item.x, y=item.y, label=item.label
+                )
+            )
         elif isinstance(item, RawItem):
             store.add_raw_output(run_id, item.probe, item.result, item.t)
         elif isinstance(item, LogEvent):
@@ -124,8 +142,14 @@ class Writer:
             if item.workdir:
                 store.set_workdir(run_id, item.workdir)
         elif isinstance(item, ProbeStarted):
-            store.add_event(run_id, item.t, "probe_started", "info", f"{item.name} ({item.index}/{item.total})",
-                            item.name)
+            store.add_event(
+                run_id,
+                item.t,
+                "probe_started",
+                "info",
+                f"{item.name} ({item.index}/{item.total})",
+                item.name,
+            )
         elif isinstance(item, ProbeFinished):
             self.flush()
             store.add_outcome(run_id, item.outcome)
@@ -134,7 +158,13 @@ class Writer:
         elif isinstance(item, LedgerItem):
             host = item.host or self.host
             if item.kind is not None:
-                ledger.remember(store, host, item.path, "storage" if item.kind == "storage" else "workdir", run_id)
+                ledger.remember(
+                    store,
+                    host,
+                    item.path,
+                    "storage" if item.kind == "storage" else "workdir",
+                    run_id,
+                )
             else:
                 ledger.forget(store, host, item.path)
         elif isinstance(item, RunFinished):
@@ -156,11 +186,18 @@ class Writer:
             self.store.add_series(self.run_id, points)
 
 
-def drain(out: Queue, writers: dict[int, Writer], threads: list[threading.Thread], cancel: threading.Event,
-          halt: threading.Event, until: set[int] | None = None) -> Iterator[tuple[int, RunEvent]]:
-    """Persist and yield ``(run_id, event)`` until every run in ``until`` (default: every run in ``writers``)
-    has finished (see the module doc). ``cancel`` is the caller's; ``halt`` is the workers' (set on cancel or
-    when the caller leaves early); ``threads`` are the workers', joined at the end."""
+def drain(
+    out: Queue,
+    writers: dict[int, Writer],
+    threads: list[threading.Thread],
+    cancel: threading.Event,
+    halt: threading.Event,
+    until: set[int] | None = None,
+) -> Iterator[tuple[int, RunEvent]]:
+    """Persist and yield ``(run_id, event)`` until every run in ``until`` (default: every run in
+    ``writers``) has finished (see the module doc). ``cancel`` is the caller's; ``halt`` is the
+    workers' (set on cancel or when the caller leaves early); ``threads`` are the workers', joined
+    at the end."""
     pending = set(writers if until is None else until)
     try:
         while pending:
@@ -188,8 +225,9 @@ def drain(out: Queue, writers: dict[int, Writer], threads: list[threading.Thread
             thread.join(timeout=5.0)
 
 
-def _persist_rest(out: Queue, writers: dict[int, Writer], threads: list[threading.Thread],
-                  pending: set[int]) -> None:
+def _persist_rest(
+    out: Queue, writers: dict[int, Writer], threads: list[threading.Thread], pending: set[int]
+) -> None:
     """The caller left early: keep persisting what the halted workers still send, up to `JOIN_S`."""
     deadline = time.monotonic() + JOIN_S
     while pending and time.monotonic() < deadline:
@@ -208,5 +246,15 @@ def _persist_rest(out: Queue, writers: dict[int, Writer], threads: list[threadin
             writer.flush()
 
 
-__all__ = ["JOIN_S", "SAMPLE_FLUSH_S", "EvidenceSnapshot", "Item", "LedgerItem", "Queue", "RawItem", "Reporter",
-           "Writer", "drain"]
+__all__ = [
+    "JOIN_S",
+    "SAMPLE_FLUSH_S",
+    "EvidenceSnapshot",
+    "Item",
+    "LedgerItem",
+    "Queue",
+    "RawItem",
+    "Reporter",
+    "Writer",
+    "drain",
+]

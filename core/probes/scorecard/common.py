@@ -1,10 +1,11 @@
-"""What every scorecard question shares: how a check is built and graded, how it words things, and the Box.
+"""What every scorecard question shares: how a check is built and graded, how it words things, and
+the Box.
 
-``Box`` is the evidence digested once per run (the GPU list and health merged from the inventory and health
-probes, and the catalog GPU they name), so every question module reads the same view of the machine. ``check``,
-``grade``, ``cap`` and ``worst`` are the status arithmetic; ``gpus_text``, ``plural``, ``size_label``,
-``fmt_num``, ``fmt_flops`` and ``flops_span`` the wording, so every line of the card (and the plan notes that quote
-its figures) reads alike.
+``Box`` is the evidence digested once per run (the GPU list and health merged from the inventory and
+health probes, and the catalog GPU they name), so every question module reads the same view of the
+machine. ``check``, ``grade``, ``cap`` and ``worst`` are the status arithmetic; ``gpus_text``,
+``plural``, ``size_label``, ``fmt_num``, ``fmt_flops`` and ``flops_span`` the wording, so every line
+of the card (and the plan notes that quote its figures) reads alike.
 """
 
 from __future__ import annotations
@@ -19,23 +20,43 @@ from core.catalog import GPU, Catalog, CatalogError
 from core.probes.evidence import Check, CheckStatus, ProbeEvidence
 from core.probes.samples import CollectiveResult, GpuHealth, GpuInfo, GpuMetric, IbPort
 from core.probes.scorecard import thresholds as T
-from core.units import plural as plural  # the one counting rule, used by the scorecard's modules through here
 
-Area = Literal["inventory", "health", "performance", "network", "storage", "stability", "distributed"]
+# the one counting rule, used by the scorecard's modules through here
+from core.units import plural as plural
+
+Area = Literal[
+    "inventory", "health", "performance", "network", "storage", "stability", "distributed"
+]
 PASS, WARN, FAIL, INFO = CheckStatus.passed, CheckStatus.warn, CheckStatus.fail, CheckStatus.info
 NO_GPU = "no NVIDIA GPU found"
-NOT_MEASURED = "not measured"  # the measured column of a check whose figure never came (it grades no evidence)
+# the measured column of a check whose figure never came (it grades no evidence)
+NOT_MEASURED = "not measured"
 RANK = {INFO: 0, PASS: 1, WARN: 2, FAIL: 3}
 
 
 # --------------------------------------------------------------------------- small helpers
 
 
-def check(area: Area, name: str, status: CheckStatus, measured: str, expected: str, source: str,
-          reason: str) -> Check:
-    """One line of the card: what was measured against what, who says so, and the verdict in words."""
-    return Check(area=area, name=name, status=status, measured=measured, expected=expected, source=source,
-                 reason=reason)
+def check(
+    area: Area,
+    name: str,
+    status: CheckStatus,
+    measured: str,
+    expected: str,
+    source: str,
+    reason: str,
+) -> Check:
+    """One line of the card: what was measured against what, who says so, and the verdict in
+    words."""
+    return Check(
+        area=area,
+        name=name,
+        status=status,
+        measured=measured,
+        expected=expected,
+        source=source,
+        reason=reason,
+    )
 
 
 def grade(value: float, band: T.Band) -> CheckStatus:
@@ -68,9 +89,10 @@ def size_label(n: float) -> str:
 
 
 def sweep_cut(coll: CollectiveResult) -> str | None:
-    """'5 of 7 message sizes, up to 1 MiB (4 MiB and 16 MiB not reached)' for a collective sweep that did not
-    reach every size it was started with; None for a whole sweep. A cut sweep is shown, never graded: its
-    largest size is not the one the figure is graded at, and whatever cut it may have slowed it first."""
+    """'5 of 7 message sizes, up to 1 MiB (4 MiB and 16 MiB not reached)' for a collective sweep
+    that did not reach every size it was started with; None for a whole sweep. A cut sweep is shown,
+    never graded: its largest size is not the one the figure is graded at, and whatever cut it may
+    have slowed it first."""
     missing = coll.unreached_sizes
     if not missing:
         return None
@@ -82,9 +104,17 @@ def sweep_cut(coll: CollectiveResult) -> str | None:
 
 
 def partial_line(area: Area, name: str, measured: str, cut: str) -> Check:
-    """The busbw line of a cut sweep (`sweep_cut`): its figures shown, marked partial, and not graded."""
-    return check(area, name, INFO, f"partial: {measured}", "every message size of the sweep measured",
-                 T.NCCL_INTER_SOURCE, f"not graded: the sweep was cut after {cut}")
+    """The busbw line of a cut sweep (`sweep_cut`): its figures shown, marked partial, and not
+    graded."""
+    return check(
+        area,
+        name,
+        INFO,
+        f"partial: {measured}",
+        "every message size of the sweep measured",
+        T.NCCL_INTER_SOURCE,
+        f"not graded: the sweep was cut after {cut}",
+    )
 
 
 def fmt_num(x: float) -> str:
@@ -94,8 +124,9 @@ def fmt_num(x: float) -> str:
 
 
 def fmt_flops(tflops: float, decimals: int = 1) -> str:
-    """Matmul throughput in a unit that keeps it readable: 794.5 → '794.5 TFLOP/s', 0.17 → '170 GFLOP/s'. A CPU's
-    figure in TFLOP/s would print as 0.0 or 0.2, which reads as 'nothing' rather than as a number."""
+    """Matmul throughput in a unit that keeps it readable: 794.5 → '794.5 TFLOP/s', 0.17 → '170
+    GFLOP/s'. A CPU's figure in TFLOP/s would print as 0.0 or 0.2, which reads as 'nothing' rather
+    than as a number."""
     if tflops >= 1 or tflops <= 0:
         return f"{tflops:,.{decimals}f} TFLOP/s"
     gflops = tflops * 1e3
@@ -103,8 +134,8 @@ def fmt_flops(tflops: float, decimals: int = 1) -> str:
 
 
 def flops_span(values: Sequence[float], mean: bool = True) -> str:
-    """Per-device matmul figures: one value as :func:`fmt_flops`, several as 'low–high UNIT per device (mean m)',
-    in GFLOP/s when even the fastest is below 1 TFLOP/s."""
+    """Per-device matmul figures: one value as :func:`fmt_flops`, several as 'low–high UNIT per
+    device (mean m)', in GFLOP/s when even the fastest is below 1 TFLOP/s."""
     if len(values) == 1:
         return fmt_flops(values[0])
     scale, unit = (1e3, "GFLOP/s") if 0 < max(values) < 1 else (1.0, "TFLOP/s")
@@ -123,17 +154,25 @@ def is_finite(value: float | None) -> bool:
 class Box:
     """The evidence, pre-digested: GPU list and health merged from inventory and health probes."""
 
-    def __init__(self, evidence: ProbeEvidence, catalog: Catalog, samples: Sequence[GpuMetric]) -> None:
+    def __init__(
+        self, evidence: ProbeEvidence, catalog: Catalog, samples: Sequence[GpuMetric]
+    ) -> None:
         self.e = evidence
         self.catalog = catalog
         self.samples = list(samples)
         inv_nv = evidence.inventory.nvidia if evidence.inventory else None
         reports = [r for r in (inv_nv, evidence.health) if r is not None]
         self.gpus: list[GpuInfo] = next((r.gpus for r in reports if r.gpus), [])
-        self.health: list[GpuHealth] = next((r.health for r in (evidence.health, inv_nv) if r and r.health), [])
-        self.before: list[GpuHealth] = inv_nv.health if inv_nv is not None and evidence.health is not None else []
+        self.health: list[GpuHealth] = next(
+            (r.health for r in (evidence.health, inv_nv) if r and r.health), []
+        )
+        self.before: list[GpuHealth] = (
+            inv_nv.health if inv_nv is not None and evidence.health is not None else []
+        )
         self.snapshot: list[GpuMetric] = [m for r in reports for m in r.metrics]
-        self.attached = next((r.attached_gpus for r in reports if r.attached_gpus is not None), None)
+        self.attached = next(
+            (r.attached_gpus for r in reports if r.attached_gpus is not None), None
+        )
         self.measured_gpus = evidence.inventory is not None or evidence.health is not None
         self.no_gpu = self.measured_gpus and not self.gpus and not self.health and not self.attached
         self.gpu = self._catalog_gpu()
@@ -153,7 +192,9 @@ class Box:
     def collective_gpu(self) -> GPU | None:
         """The GPU the collective benchmark says it ran on (its '# Rank ... device' lines)."""
         coll = self.e.collectives
-        return self._first_known(d.name for d in coll.devices if d.name) if coll is not None else None
+        return (
+            self._first_known(d.name for d in coll.devices if d.name) if coll is not None else None
+        )
 
     @property
     def count(self) -> int:
@@ -166,7 +207,9 @@ class Box:
         if len(names) == 1:
             name, n = names.most_common(1)[0]
             return f"{n}× {name}"
-        return f"{plural(self.count, 'GPU')}: " + ", ".join(f"{n}× {name}" for name, n in names.most_common())
+        return f"{plural(self.count, 'GPU')}: " + ", ".join(
+            f"{n}× {name}" for name, n in names.most_common()
+        )
 
     def ib_ports(self) -> list[IbPort]:
         inv = self.e.inventory

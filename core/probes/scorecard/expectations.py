@@ -1,9 +1,9 @@
 """What a healthy box of this kind should reach: the public home of the expected figures.
 
 The achievable matmul TFLOP/s (``matmul_reference``), the busbw the interconnect found should reach
-(``BusbwExpectation``, ``expected_busbw``), the busbw a run reached (``busbw_at_largest``) and the catalog GPU the
-box reports (``probed_gpu``). They are kept apart from the grading so ``core.probes.apply`` tunes a plan with the
-same figures the scorecard grades against.
+(``BusbwExpectation``, ``expected_busbw``), the busbw a run reached (``busbw_at_largest``) and the
+catalog GPU the box reports (``probed_gpu``). They are kept apart from the grading so
+``core.probes.apply`` tunes a plan with the same figures the scorecard grades against.
 """
 
 from __future__ import annotations
@@ -22,7 +22,13 @@ from core.probes.scorecard.common import Box, is_finite
 # --------------------------------------------------------------------------- matmul
 
 
-_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}
+_DTYPES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "float32": "fp32",
+    "float": "fp32",
+}
 
 
 def matmul_reference(compute: ComputeResult, gpu: GPU | None) -> tuple[float, str] | None:
@@ -43,7 +49,10 @@ def matmul_reference(compute: ComputeResult, gpu: GPU | None) -> tuple[float, st
         label = f"peak {peak:g} ({compute.reference_source or 'runner'})"
     if peak is None:
         return None
-    return peak * T.MAMF_FRACTION_OF_PEAK, f"{T.MAMF_FRACTION_OF_PEAK:.0%} of {label}; {T.MAMF_SOURCE}"
+    return (
+        peak * T.MAMF_FRACTION_OF_PEAK,
+        f"{T.MAMF_FRACTION_OF_PEAK:.0%} of {label}; {T.MAMF_SOURCE}",
+    )
 
 
 # --------------------------------------------------------------------------- collectives
@@ -65,7 +74,8 @@ class BusbwExpectation(NamedTuple):
 
 
 def busbw_at_largest(coll: CollectiveResult) -> tuple[float, int] | None:
-    """In-place busbw at the largest message (nccl-tests' verdict point), else out-of-place, else the average."""
+    """In-place busbw at the largest message (nccl-tests' verdict point), else out-of-place, else
+    the average."""
     rows = sorted((r for r in coll.rows if _row_busbw(r) is not None), key=lambda r: r.size_bytes)
     if rows:
         value = _row_busbw(rows[-1])
@@ -84,7 +94,8 @@ def _row_busbw(row: CollectiveRow) -> float | None:
 
 
 def nodes_and_ranks(box: Box, coll: CollectiveResult) -> tuple[int, int]:
-    """Nodes and ranks the collective run spanned: its host names, else inferred from the interconnect."""
+    """Nodes and ranks the collective run spanned: its host names, else inferred from the
+    interconnect."""
     hosts = {d.host for d in coll.devices if d.host}
     nranks = coll.nranks or len(coll.devices) or box.count or 1
     if hosts:
@@ -110,10 +121,15 @@ def _interconnect(box: Box, gpu: GPU | None, coll: CollectiveResult, nodes: int)
             return ic
         ports = box.rdma_ports_up()
         if ports:
-            return "roce" if all((p.link_layer or "").lower() == "ethernet" for p in ports) else "infiniband"
+            return (
+                "roce"
+                if all((p.link_layer or "").lower() == "ethernet" for p in ports)
+                else "infiniband"
+            )
         return "unknown"
     if gpu is not None and gpu.intra_node_link in ("nvlink", "infinity_fabric"):
-        return "nvlink"  # the hardware has NVLink: a run that did not use it is a finding, not a new baseline
+        # the hardware has NVLink: a run that did not use it is a finding, not a new baseline
+        return "nvlink"
     return ic or (gpu.intra_node_link if gpu is not None else "unknown")
 
 
@@ -133,18 +149,25 @@ def _rails(box: Box, coll: CollectiveResult, per_node: int) -> tuple[int, float 
 
 
 def probed_gpu(evidence: ProbeEvidence, catalog: Catalog | None = None) -> GPU | None:
-    """The catalog GPU the box reports (by nvidia-smi name, else the collective benchmark's device names)."""
+    """The catalog GPU the box reports (by nvidia-smi name, else the collective benchmark's device
+    names)."""
     return Box(evidence, catalog or load_catalog(), []).gpu
 
 
-def expected_busbw(evidence: ProbeEvidence, catalog: Catalog | None = None) -> BusbwExpectation | None:
-    """The busbw the interconnect found should reach (None: no reference, e.g. gloo on a CPU-only host)."""
+def expected_busbw(
+    evidence: ProbeEvidence, catalog: Catalog | None = None
+) -> BusbwExpectation | None:
+    """The busbw the interconnect found should reach (None: no reference, e.g. gloo on a CPU-only
+    host)."""
     box = Box(evidence, catalog or load_catalog(), [])
-    return busbw_expectation(box, evidence.collectives) if evidence.collectives is not None else None
+    return (
+        busbw_expectation(box, evidence.collectives) if evidence.collectives is not None else None
+    )
 
 
 def busbw_expectation(box: Box, coll: CollectiveResult) -> BusbwExpectation | None:
-    """The busbw this collective run should reach on this box (None: no reference for its interconnect)."""
+    """The busbw this collective run should reach on this box (None: no reference for its
+    interconnect)."""
     nodes, nranks = nodes_and_ranks(box, coll)
     per_node = max(1, nranks // nodes)
     gpu = box.collective_gpu() or box.gpu  # grade the run against the GPUs it ran on
@@ -157,18 +180,41 @@ def busbw_expectation(box: Box, coll: CollectiveResult) -> BusbwExpectation | No
             ring = (coll.algo or "").lower() == "ring"
             table = T.NVLINK_8GPU_BUSBW.get(gpu.id) if nranks == 8 and not ring else None
             if table is not None:
-                return BusbwExpectation("intra", table.low * scale, table.high * scale, T.NCCL_INTRA_BAND,
-                                        f"{nranks}× {gpu.id} over NVLink/NVSwitch", table.source + extra, False)
+                return BusbwExpectation(
+                    "intra",
+                    table.low * scale,
+                    table.high * scale,
+                    T.NCCL_INTRA_BAND,
+                    f"{nranks}× {gpu.id} over NVLink/NVSwitch",
+                    table.source + extra,
+                    False,
+                )
             line = gpu.intra_node_bandwidth_gbs(nranks)
-            return BusbwExpectation("intra", line * T.LINK_EFFICIENCY * scale, line * scale, T.NCCL_INTRA_BAND,
-                                    f"{nranks}× {gpu.id} over {gpu.intra_node_link} ({line:g} GB/s per direction)",
-                                    T.LINK_EFFICIENCY_SOURCE + extra, False)
+            return BusbwExpectation(
+                "intra",
+                line * T.LINK_EFFICIENCY * scale,
+                line * scale,
+                T.NCCL_INTRA_BAND,
+                f"{nranks}× {gpu.id} over {gpu.intra_node_link} ({line:g} GB/s per direction)",
+                T.LINK_EFFICIENCY_SOURCE + extra,
+                False,
+            )
         if ic == "pcie":
             gens = [g.pcie_gen_max for g in box.gpus if g.pcie_gen_max]
-            top = gpu.intra_node_bandwidth_gbs(nranks) if gpu is not None else PCIE_ACHIEVED_GBS.get(
-                min(gens) if gens else 4, 25.0)
-            return BusbwExpectation("pcie", top * T.PCIE_LOW_FRACTION * scale, top * scale, T.Band(1.0, 0.0),
-                                    f"{nranks} GPUs over PCIe", T.PCIE_SOURCE + extra, True)
+            top = (
+                gpu.intra_node_bandwidth_gbs(nranks)
+                if gpu is not None
+                else PCIE_ACHIEVED_GBS.get(min(gens) if gens else 4, 25.0)
+            )
+            return BusbwExpectation(
+                "pcie",
+                top * T.PCIE_LOW_FRACTION * scale,
+                top * scale,
+                T.Band(1.0, 0.0),
+                f"{nranks} GPUs over PCIe",
+                T.PCIE_SOURCE + extra,
+                True,
+            )
         return None
     if ic in ("infiniband", "roce", "efa"):
         rails, rate = _rails(box, coll, per_node)
@@ -177,24 +223,44 @@ def busbw_expectation(box: Box, coll: CollectiveResult) -> BusbwExpectation | No
             rate = _typical_rail_gbps(gpu, ic, per_node)
         per_nic = rate / 8 * T.NCCL_PER_NIC_EFFICIENCY
         ref = rails * per_nic * scale
-        how = "" if not assumed else " (NIC rate assumed for this GPU class: no NIC inventory)" if gpu else \
-            " (NIC rate assumed: no NIC inventory)"
-        return BusbwExpectation("inter", ref, rails * rate / 8 * scale, T.NCCL_INTER_BAND,
-                                f"{nodes} nodes, {rails} × {rate:g} Gb/s {ic} per node{how}",
-                                T.NCCL_INTER_SOURCE + extra, assumed)
+        how = (
+            ""
+            if not assumed
+            else " (NIC rate assumed for this GPU class: no NIC inventory)"
+            if gpu
+            else " (NIC rate assumed: no NIC inventory)"
+        )
+        return BusbwExpectation(
+            "inter",
+            ref,
+            rails * rate / 8 * scale,
+            T.NCCL_INTER_BAND,
+            f"{nodes} nodes, {rails} × {rate:g} Gb/s {ic} per node{how}",
+            T.NCCL_INTER_SOURCE + extra,
+            assumed,
+        )
     if ic == "ethernet":
-        speeds = [_speed_gbps(n.get("speed")) for n in (box.e.inventory.nics if box.e.inventory else [])]
+        speeds = [
+            _speed_gbps(n.get("speed")) for n in (box.e.inventory.nics if box.e.inventory else [])
+        ]
         known = [s for s in speeds if s]
         rate = max(known) if known else 100.0
         ref = rate / 8 * T.TCP_EFFICIENCY * scale
-        return BusbwExpectation("tcp", ref, rate / 8 * 0.6 * scale, T.NCCL_INTER_BAND,
-                                f"{nodes} nodes over {rate:g} Gb/s TCP" + ("" if known else " (NIC speed assumed)"),
-                                T.TCP_SOURCE + extra, not known)
+        return BusbwExpectation(
+            "tcp",
+            ref,
+            rate / 8 * 0.6 * scale,
+            T.NCCL_INTER_BAND,
+            f"{nodes} nodes over {rate:g} Gb/s TCP" + ("" if known else " (NIC speed assumed)"),
+            T.TCP_SOURCE + extra,
+            not known,
+        )
     return None
 
 
 def _typical_rail_gbps(gpu: GPU | None, ic: str, per_node: int) -> float:
-    """The planner's typical network per GPU for this GPU class (or for the network type when the GPU is unknown)."""
+    """The planner's typical network per GPU for this GPU class (or for the network type when the
+    GPU is unknown)."""
     if gpu is not None:
         return float(network.typical_gpu_net_gbps(gpu.intra_node_link, gpu.architecture, per_node))
     return network.DEFAULT_GPU_GBPS[ic]

@@ -1,1 +1,2 @@
-"""How tuneplan reaches a host: the Transport protocol, the local machine, and OpenSSH-compatible SSH."""
+"""How tuneplan reaches a host: the Transport protocol, the local machine, and OpenSSH-compatible
+SSH."""

@@ -1,21 +1,24 @@
-"""known_hosts files read as OpenSSH reads them (sshd(8), "SSH_KNOWN_HOSTS FILE FORMAT"; OpenSSH's hostfile.c).
+"""known_hosts files read as OpenSSH reads them (sshd(8), "SSH_KNOWN_HOSTS FILE FORMAT"; OpenSSH's
+hostfile.c).
 
 Why not paramiko's ``HostKeys.load``: it takes the first three fields of every line, so a standard
-``@cert-authority *.example.com ssh-ed25519 AAAA…`` line, or a line cut short, raises ``InvalidHostKey`` out of
-``load`` and every connection fails with a traceback, while OpenSSH skips what it cannot use; and it has no notion
-of ``@revoked``, so a revoked key was accepted. Here each line is, as in sshd(8):
+``@cert-authority *.example.com ssh-ed25519 AAAA…`` line, or a line cut short, raises
+``InvalidHostKey`` out of ``load`` and every connection fails with a traceback, while OpenSSH skips
+what it cannot use; and it has no notion of ``@revoked``, so a revoked key was accepted. Here each
+line is, as in sshd(8):
 
     [marker] hostnames keytype base64-key [comment]
 
 - blank lines and lines starting with ``#`` are ignored;
-- marker ``@revoked``: that key must never be accepted for the hosts the line names; ``@cert-authority``: a CA
-  key, for host *certificates*, which this app does not verify, so the line is skipped with a note (OpenSSH
-  would use it; a host that has only a certificate is then "unknown" here and its plain key can be accepted);
-- hostnames: a comma list of patterns with ``*`` and ``?`` wildcards and ``!`` negation, ``[host]:port`` for a
-  port other than 22, or one hashed name ``|1|base64-salt|base64-hmac-sha1`` (HMAC-SHA1 of the name, keyed
-  with the salt);
-- a line that cannot be parsed (too few fields, bad base64, a key type paramiko cannot read) is skipped with a
-  one-line note naming the file and line.
+- marker ``@revoked``: that key must never be accepted for the hosts the line names;
+  ``@cert-authority``: a CA key, for host *certificates*, which this app does not verify, so the
+  line is skipped with a note (OpenSSH would use it; a host that has only a certificate is then
+  "unknown" here and its plain key can be accepted);
+- hostnames: a comma list of patterns with ``*`` and ``?`` wildcards and ``!`` negation,
+  ``[host]:port`` for a port other than 22, or one hashed name ``|1|base64-salt|base64-hmac-sha1``
+  (HMAC-SHA1 of the name, keyed with the salt);
+- a line that cannot be parsed (too few fields, bad base64, a key type paramiko cannot read) is
+  skipped with a one-line note naming the file and line.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ CERT_AUTHORITY = "@cert-authority"
 
 @dataclass(frozen=True)
 class KnownHostLine:
-    """One usable line: its host patterns, its key, whether it revokes that key, and where it came from."""
+    """One usable line: its host patterns, its key, whether it revokes that key, and where it came
+    from."""
 
     patterns: str
     key: paramiko.PKey
@@ -52,7 +56,8 @@ class KnownHosts:
     notes: list[str] = field(default_factory=list)
 
     def keys_for(self, name: str) -> dict[str, paramiko.PKey]:
-        """Keys (by type) accepted for ``name`` (``host`` or ``[host]:port``); the first line of a type wins."""
+        """Keys (by type) accepted for ``name`` (``host`` or ``[host]:port``); the first line of a
+        type wins."""
         found: dict[str, paramiko.PKey] = {}
         for line in self.lines:
             if not line.revoked and matches(line.patterns, name):
@@ -69,7 +74,8 @@ class KnownHosts:
 
 
 def _glob(pattern: str) -> re.Pattern[str]:
-    """OpenSSH's match_pattern: ``*`` any run, ``?`` one character, everything else literal (``[`` included)."""
+    """OpenSSH's match_pattern: ``*`` any run, ``?`` one character, everything else literal (``[``
+    included)."""
     parts = [".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern]
     return re.compile("".join(parts), re.DOTALL)
 
@@ -92,7 +98,8 @@ def _hashed_matches(entry: str, name: str) -> bool:
 
 
 def matches(patterns: str, name: str) -> bool:
-    """Whether ``name`` matches a hostnames field: a negated match wins, as in OpenSSH's match_hostname."""
+    """Whether ``name`` matches a hostnames field: a negated match wins, as in OpenSSH's
+    match_hostname."""
     if patterns.startswith("|"):
         return _hashed_matches(patterns, name)
     name = name.lower()
@@ -116,9 +123,11 @@ def _key(key_type: str, data: str) -> paramiko.PKey:
         key = paramiko.PKey.from_type_string(key_type, blob)
     except paramiko.UnknownKeyType as exc:
         raise ValueError(f"key type {key_type} is not one this app reads") from exc
-    except Exception as exc:  # paramiko raises SSHException, struct/Index errors on a truncated blob
+    # paramiko raises SSHException, struct/Index errors on a truncated blob
+    except Exception as exc:
         raise ValueError(f"its {key_type} key cannot be read (cut short?)") from exc
-    if key.asbytes() != blob:  # paramiko pads a short blob with zeros; OpenSSH refuses it (sshkey_from_blob)
+    # paramiko pads a short blob with zeros; OpenSSH refuses it (sshkey_from_blob)
+    if key.asbytes() != blob:
         raise ValueError(f"its {key_type} key is cut short or has bytes after it")
     return key
 
@@ -133,8 +142,11 @@ def parse_line(text: str, where: str) -> KnownHostLine | str | None:
     if fields[0].startswith("@"):
         marker, fields = fields[0], fields[1:]
         if marker == CERT_AUTHORITY:
-            return (f"{where}: skipped a @cert-authority line (host certificates are not checked by this app; "
-                    "the host's own key is)")
+            return (
+                f"{where}: skipped a @cert-authority line (host certificates are not checked by "
+                "this app; "
+                "the host's own key is)"
+            )
         if marker != REVOKED:
             return f"{where}: skipped a line with the unknown marker {marker[:40]}"
     if len(fields) < 3:
@@ -148,7 +160,8 @@ def parse_line(text: str, where: str) -> KnownHostLine | str | None:
 
 
 def read_known_hosts(*files: Path) -> KnownHosts:
-    """Every usable line of ``files`` in order (a missing file is skipped); OSError when one cannot be read."""
+    """Every usable line of ``files`` in order (a missing file is skipped); OSError when one cannot
+    be read."""
     known = KnownHosts()
     for path in files:
         if not path.exists():

@@ -1,9 +1,11 @@
-"""Run probes on the machine the app runs on: `LocalTransport`, through ``bash -c`` in a process group of its own.
+"""Run probes on the machine the app runs on: `LocalTransport`, through ``bash -c`` in a process
+group of its own.
 
-It is the same `Transport` contract as SSH, so ``tuneplan probe --local`` and the tests use the very runner and
-probes a remote run does. Each command starts a new session (its own process group); a cancel or a timeout kills
-that whole group (TERM, then KILL after a grace), children included. Whether the group is still alive is read
-from /proc (`proc_stats`) where there is one, because zombies nobody reaps would look alive to ``killpg``.
+It is the same `Transport` contract as SSH, so ``tuneplan probe --local`` and the tests use the very
+runner and probes a remote run does. Each command starts a new session (its own process group); a
+cancel or a timeout kills that whole group (TERM, then KILL after a grace), children included.
+Whether the group is still alive is read from /proc (`proc_stats`) where there is one, because
+zombies nobody reaps would look alive to ``killpg``.
 """
 
 from __future__ import annotations
@@ -37,14 +39,21 @@ _EOF_GRACE_S = 0.5
 
 
 class LocalTransport(ChunkedTransport):
-    """Run probes on the machine the app runs on, through ``bash -c`` in a new session (own process group)."""
+    """Run probes on the machine the app runs on, through ``bash -c`` in a new session (own process
+    group)."""
 
     def __init__(self) -> None:
         self.description = "local"
         self._closed = False
 
-    def _execute(self, command: str, *, timeout: float | None, cancel: threading.Event | None,
-                 input: bytes | None) -> ExecGenerator:
+    def _execute(
+        self,
+        command: str,
+        *,
+        timeout: float | None,
+        cancel: threading.Event | None,
+        input: bytes | None,
+    ) -> ExecGenerator:
         if self._closed:
             raise Disconnected("the local transport was closed")
         started = time.monotonic()
@@ -58,7 +67,9 @@ class LocalTransport(ChunkedTransport):
                 start_new_session=True,
             )
         except OSError as exc:
-            raise TransportError(f"could not start bash on this machine: {exc.strerror or exc}") from exc
+            raise TransportError(
+                f"could not start bash on this machine: {exc.strerror or exc}"
+            ) from exc
         assert proc.stdout is not None and proc.stderr is not None
         sel = selectors.DefaultSelector()
         for stream_ in (proc.stdout, proc.stderr):
@@ -121,13 +132,16 @@ class LocalTransport(ChunkedTransport):
             shutil.copyfile(local, remote_path)
             os.chmod(remote_path, mode)
         except OSError as exc:
-            raise TransportError(f"could not copy {local} to {remote_path}: {exc.strerror or exc}") from exc
+            raise TransportError(
+                f"could not copy {local} to {remote_path}: {exc.strerror or exc}"
+            ) from exc
 
     def make_workdir(self) -> str:
         return tempfile.mkdtemp(prefix=WORKDIR_PREFIX)
 
     def remove_workdir(self, path: str) -> None:
-        """Resolve ``path`` (``..``, symlinks), check the result is one of ours, remove it (gone already: fine)."""
+        """Resolve ``path`` (``..``, symlinks), check the result is one of ours, remove it (gone
+        already: fine)."""
         check_workdir_name(path)
         if not os.path.lexists(path):
             return
@@ -152,7 +166,9 @@ def _read_nonblocking(fd: int) -> bytes | None:
         return None
 
 
-def _feed_stdin(proc: subprocess.Popen[bytes], sel: selectors.BaseSelector, pending: bytes) -> bytes:
+def _feed_stdin(
+    proc: subprocess.Popen[bytes], sel: selectors.BaseSelector, pending: bytes
+) -> bytes:
     assert proc.stdin is not None
     try:
         written = os.write(proc.stdin.fileno(), pending[:_READ_CHUNK])
@@ -187,8 +203,8 @@ def _kill_local_group(proc: subprocess.Popen[bytes]) -> None:
 def group_alive(pgid: int) -> bool:
     """True while a live (not zombie) process is in group ``pgid``.
 
-    Reads /proc where there is one: in containers whose init does not reap, orphaned zombies would keep
-    ``killpg(pgid, 0)`` succeeding long after the work is dead.
+    Reads /proc where there is one: in containers whose init does not reap, orphaned zombies would
+    keep ``killpg(pgid, 0)`` succeeding long after the work is dead.
     """
     proc_dir = Path("/proc")
     if not (proc_dir / "self" / "stat").exists():
@@ -199,11 +215,15 @@ def group_alive(pgid: int) -> bool:
         except PermissionError:
             return True
         return True
-    return any(len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z" for _, fields in proc_stats())
+    return any(
+        len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z"
+        for _, fields in proc_stats()
+    )
 
 
 def proc_stats() -> Iterator[tuple[int, list[str]]]:
-    """(pid, the /proc/PID/stat fields after the command name: state, ppid, pgrp, ...) of every process."""
+    """(pid, the /proc/PID/stat fields after the command name: state, ppid, pgrp, ...) of every
+    process."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -211,4 +231,4 @@ def proc_stats() -> Iterator[tuple[int, list[str]]]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        yield int(entry.name), stat[stat.rfind(")") + 2:].split()
+        yield int(entry.name), stat[stat.rfind(")") + 2 :].split()

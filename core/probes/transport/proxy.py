@@ -1,8 +1,8 @@
 """A ProxyCommand as an ordinary socket, so SSH can run over whatever pipe ``~/.ssh/config`` names.
 
-OpenSSH's ProxyCommand (``ssh -W %h:%p bastion``, ``cloudflared access ssh`` ...) is a program whose stdin and
-stdout carry the SSH connection. `ProxyProcess` starts it on one end of a socket pair and gives paramiko the
-other end, and can say why the proxy failed when it exits during the connection.
+OpenSSH's ProxyCommand (``ssh -W %h:%p bastion``, ``cloudflared access ssh`` ...) is a program whose
+stdin and stdout carry the SSH connection. `ProxyProcess` starts it on one end of a socket pair and
+gives paramiko the other end, and can say why the proxy failed when it exits during the connection.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ from core.probes.transport.base import Unreachable
 
 
 class ProxyProcess:
-    """A ProxyCommand on one end of a socket pair; paramiko gets the other end as an ordinary socket.
+    """A ProxyCommand on one end of a socket pair; paramiko gets the other end as an ordinary
+    socket.
 
-    WORKAROUND for https://github.com/paramiko/paramiko/issues/1277 (paramiko.ProxyCommand spins at 100% CPU
-    and never reports EOF when the command exits, so a failed proxy hangs until a timeout). A real socket
-    gives EOF, timeouts and select() for free. Runs ``sh -c 'exec <command>'`` like OpenSSH.
+    WORKAROUND for https://github.com/paramiko/paramiko/issues/1277 (paramiko.ProxyCommand spins at
+    100% CPU and never reports EOF when the command exits, so a failed proxy hangs until a timeout).
+    A real socket gives EOF, timeouts and select() for free. Runs ``sh -c 'exec <command>'`` like
+    OpenSSH.
     """
 
     def __init__(self, command: str) -> None:
@@ -30,18 +32,26 @@ class ProxyProcess:
         self.sock, child = socket.socketpair()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the proxy; closed in close()
         try:
-            self._proc = subprocess.Popen(["/bin/sh", "-c", "exec " + command], stdin=child.fileno(),
-                                          stdout=child.fileno(), stderr=self._stderr, start_new_session=True)
+            self._proc = subprocess.Popen(
+                ["/bin/sh", "-c", "exec " + command],
+                stdin=child.fileno(),
+                stdout=child.fileno(),
+                stderr=self._stderr,
+                start_new_session=True,
+            )
         except OSError as exc:
             self.sock.close()
             self._stderr.close()
-            raise Unreachable(f"proxy command '{command}' could not start: {exc.strerror or exc}") from exc
+            raise Unreachable(
+                f"proxy command '{command}' could not start: {exc.strerror or exc}"
+            ) from exc
         finally:
             child.close()
 
     def exited(self, within: float = 0.0) -> bool:
-        """True when the proxy has exited, waiting up to ``within`` seconds: its end of the socket closes while
-        it exits, so the connection can fail on that EOF a moment before the process is gone."""
+        """True when the proxy has exited, waiting up to ``within`` seconds: its end of the socket
+        closes while it exits, so the connection can fail on that EOF a moment before the process is
+        gone."""
         try:
             self._proc.wait(timeout=within)
         except subprocess.TimeoutExpired:

@@ -1,17 +1,19 @@
-"""A Slurm allocation asked for, read and released from its login node: `SlurmAllocation`, `salloc_command`.
+"""A Slurm allocation asked for, read and released from its login node: `SlurmAllocation`,
+`salloc_command`.
 
-A Slurm cluster is reached through its login node only: compute nodes usually take no SSH from outside, and
-what runs on them must run inside a job. So `SlurmAllocation` asks for an allocation on the login node's
-`Transport` (``salloc --no-shell``: the job holds the nodes without running anything), reads which nodes it
-got (core.probes.transport.scontrol reads scontrol's answers), and gives a `SrunTransport`
-(core.probes.transport.srun) for each: every command there is a job step.
+A Slurm cluster is reached through its login node only: compute nodes usually take no SSH from
+outside, and what runs on them must run inside a job. So `SlurmAllocation` asks for an allocation on
+the login node's `Transport` (``salloc --no-shell``: the job holds the nodes without running
+anything), reads which nodes it got (core.probes.transport.scontrol reads scontrol's answers), and
+gives a `SrunTransport` (core.probes.transport.srun) for each: every command there is a job step.
 
-Whole nodes: the allocation is ``--exclusive --mem=0`` by default, since the probes measure what a node can do;
-each node's GPUs are read so that every step can ask for them.
+Whole nodes: the allocation is ``--exclusive --mem=0`` by default, since the probes measure what a
+node can do; each node's GPUs are read so that every step can ask for them.
 
-`SlurmAllocation.release` cancels the whole job (``scancel J``), which kills every step on every node: that is
-how "cancel kills every remote process group on every node" holds under Slurm, and it runs always, after a
-failure or a cancel too. The allocation's time limit bounds everything if the login connection is lost.
+`SlurmAllocation.release` cancels the whole job (``scancel J``), which kills every step on every
+node: that is how "cancel kills every remote process group on every node" holds under Slurm, and it
+runs always, after a failure or a cancel too. The allocation's time limit bounds everything if the
+login connection is lost.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ _SALLOC_ERROR_RE = re.compile(r"^salloc: error: (.*)$")
 
 
 class SlurmError(TransportError):
-    """The login node could not give or use an allocation; the message is one sentence fit to show the user."""
+    """The login node could not give or use an allocation; the message is one sentence fit to show
+    the user."""
 
 
 class AllocationCancelled(SlurmError):
@@ -50,8 +53,8 @@ class AllocationCancelled(SlurmError):
 class SlurmAllocation:
     """One Slurm job holding ``nodes`` compute nodes, asked for on the login node's transport.
 
-    Use it as a context manager (or call `release` in a ``finally``): the job is cancelled on the way out
-    whatever happened, which kills every step it still runs on every node.
+    Use it as a context manager (or call `release` in a ``finally``): the job is cancelled on the
+    way out whatever happened, which kills every step it still runs on every node.
     """
 
     def __init__(self, login: Transport) -> None:
@@ -59,29 +62,46 @@ class SlurmAllocation:
         self.job_id: str | None = None
         self.nodes: list[str] = []
         self.addresses: dict[str, str] = {}
-        self.gpus: dict[str, str] = {}  # node -> its GPU GRES ("gpu:h100:8"), for every step to ask for
+        # node -> its GPU GRES ("gpu:h100:8"), for every step to ask for
+        self.gpus: dict[str, str] = {}
         self._exclusive = True
 
     def __enter__(self) -> SlurmAllocation:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.release()
 
-    def allocate(self, nodes: int, partition: str | None = None, time_limit_min: int = DEFAULT_TIME_LIMIT_MIN,
-                 *, exclusive: bool = True, extra_args: Sequence[str] = (),
-                 queue_timeout_s: float = DEFAULT_QUEUE_TIMEOUT_S,
-                 cancel: threading.Event | None = None) -> list[str]:
-        """Ask for ``nodes`` nodes (in ``partition``, or the default one) for ``time_limit_min`` minutes, wait
-        at most ``queue_timeout_s`` in the queue, and return the node names. Raises `SlurmError` (one
-        sentence: no Slurm, unknown partition, not enough nodes, refused, queue wait too long) or
-        `AllocationCancelled`; nothing stays allocated after an error. ``exclusive`` (the default) asks for
-        whole nodes, as a probe of what the nodes can do needs; ``extra_args`` go to salloc as they are
-        (``--account``, ``--qos``, ``--constraint``, ``--gres``: what a site requires)."""
+    def allocate(
+        self,
+        nodes: int,
+        partition: str | None = None,
+        time_limit_min: int = DEFAULT_TIME_LIMIT_MIN,
+        *,
+        exclusive: bool = True,
+        extra_args: Sequence[str] = (),
+        queue_timeout_s: float = DEFAULT_QUEUE_TIMEOUT_S,
+        cancel: threading.Event | None = None,
+    ) -> list[str]:
+        """Ask for ``nodes`` nodes (in ``partition``, or the default one) for ``time_limit_min``
+        minutes, wait at most ``queue_timeout_s`` in the queue, and return the node names. Raises
+        `SlurmError` (one sentence: no Slurm, unknown partition, not enough nodes, refused, queue
+        wait too long) or `AllocationCancelled`; nothing stays allocated after an error.
+        ``exclusive`` (the default) asks for whole nodes, as a probe of what the nodes can do needs;
+        ``extra_args`` go to salloc as they are (``--account``, ``--qos``, ``--constraint``,
+        ``--gres``: what a site requires)."""
         if self.job_id is not None:
-            raise SlurmError(f"this allocation already holds Slurm job {self.job_id}; release it first")
-        command = salloc_command(nodes, partition, time_limit_min, exclusive=exclusive, extra_args=extra_args)
+            raise SlurmError(
+                f"this allocation already holds Slurm job {self.job_id}; release it first"
+            )
+        command = salloc_command(
+            nodes, partition, time_limit_min, exclusive=exclusive, extra_args=extra_args
+        )
         self._exclusive = exclusive
         where = self.login.description
         self._check_tools(where)
@@ -100,13 +120,16 @@ class SlurmAllocation:
         if self.job_id is None:
             raise SlurmError("no Slurm job is allocated; call allocate() first")
         if node not in self.nodes:
-            raise SlurmError(f"node '{node}' is not in Slurm job {self.job_id}; its nodes are "
-                             f"{', '.join(self.nodes)}")
+            raise SlurmError(
+                f"node '{node}' is not in Slurm job {self.job_id}; its nodes are "
+                f"{', '.join(self.nodes)}"
+            )
         return SrunTransport(self.login, self.job_id, node, gpus=self.gpus.get(node))
 
     def release(self) -> None:
-        """Cancel the job (every step on every node dies with it) and wait until Slurm has let it go. Safe to
-        call twice, after a failure, or with the login connection gone (the time limit then ends the job)."""
+        """Cancel the job (every step on every node dies with it) and wait until Slurm has let it
+        go. Safe to call twice, after a failure, or with the login connection gone (the time limit
+        then ends the job)."""
         job, self.job_id = self.job_id, None
         if job is None:
             return
@@ -121,23 +144,28 @@ class SlurmAllocation:
         except TransportError:
             return  # the login node is gone: the job's time limit ends it
 
-    # -- the steps of allocate -------------------------------------------------------------------------
+    # -- the steps of allocate
+    # -------------------------------------------------------------------------
 
     def _check_tools(self, where: str) -> None:
         probe = " ".join(f"command -v {tool} >/dev/null || echo {tool};" for tool in SLURM_TOOLS)
         result = self.login.run(probe, timeout=_QUERY_TIMEOUT_S)
         missing = result.stdout.split()
         if not result.ok or missing:
-            raise SlurmError(f"no Slurm on the login node {where}: {', '.join(missing) or 'salloc'} "
-                             f"not found on its PATH")
+            raise SlurmError(
+                f"no Slurm on the login node {where}: {', '.join(missing) or 'salloc'} "
+                f"not found on its PATH"
+            )
 
     def _check_partition(self, where: str, nodes: int, partition: str | None) -> None:
-        """Refuse an unknown partition or one with fewer nodes than asked, before anything waits in a queue
-        (Slurm itself would queue a job larger than the partition until the time limit)."""
+        """Refuse an unknown partition or one with fewer nodes than asked, before anything waits in
+        a queue (Slurm itself would queue a job larger than the partition until the time limit)."""
         result = self.login.run("scontrol show partition -o", timeout=_QUERY_TIMEOUT_S)
         if not result.ok:
-            raise SlurmError(f"the login node {where} could not list its Slurm partitions: "
-                             f"{failure_line(result)}")
+            raise SlurmError(
+                f"the login node {where} could not list its Slurm partitions: "
+                f"{failure_line(result)}"
+            )
         partitions = parse_partitions(result.stdout)
         if partition is None:
             chosen = next((p for p in partitions.values() if p.default), None)
@@ -145,19 +173,31 @@ class SlurmAllocation:
                 return  # no default partition: salloc says what it does with the job
         elif partition not in partitions:
             known = ", ".join(sorted(partitions)) or "none"
-            raise SlurmError(f"partition '{partition}' is not one of the Slurm partitions on {where} "
-                             f"({known})")
+            raise SlurmError(
+                f"partition '{partition}' is not one of the Slurm partitions on {where} ({known})"
+            )
         else:
             chosen = partitions[partition]
         if chosen.total_nodes < nodes:
-            raise SlurmError(f"partition '{chosen.name}' on {where} has {chosen.total_nodes} node(s); "
-                             f"{nodes} were asked for")
+            raise SlurmError(
+                f"partition '{chosen.name}' on {where} has {chosen.total_nodes} node(s); "
+                f"{nodes} were asked for"
+            )
 
-    def _salloc(self, where: str, command: str, nodes: int, partition: str | None, queue_timeout_s: float,
-                cancel: threading.Event | None) -> None:
-        """Run the ``salloc --no-shell`` line and follow what it says; a job left pending (timeout, cancel) is
-        cancelled so that it cannot start later."""
-        stream = self.login.stream(command, timeout=queue_timeout_s, cancel=cancel or threading.Event())
+    def _salloc(
+        self,
+        where: str,
+        command: str,
+        nodes: int,
+        partition: str | None,
+        queue_timeout_s: float,
+        cancel: threading.Event | None,
+    ) -> None:
+        """Run the ``salloc --no-shell`` line and follow what it says; a job left pending (timeout,
+        cancel) is cancelled so that it cannot start later."""
+        stream = self.login.stream(
+            command, timeout=queue_timeout_s, cancel=cancel or threading.Event()
+        )
         errors: list[str] = []
         pending: str | None = None
         try:
@@ -173,58 +213,91 @@ class SlurmAllocation:
                 stream.close()
         result: CommandResult | None = getattr(stream, "result", None)
         if self.job_id is None:
-            self.job_id = pending  # release() cancels it: a pending job must not start after we left
+            # release() cancels it: a pending job must not start after we left
+            self.job_id = pending
             place = f" in partition '{partition}'" if partition else ""
             if result is not None and result.cancelled:
-                raise AllocationCancelled(f"the Slurm allocation on {where} was cancelled while it waited "
-                                          f"in the queue")
+                raise AllocationCancelled(
+                    f"the Slurm allocation on {where} was cancelled while it waited in the queue"
+                )
             if result is not None and result.timed_out:
-                raise SlurmError(f"Slurm on {where} did not grant {nodes} node(s){place} within "
-                                 f"{queue_timeout_s:g} s; the job waited in the queue and was cancelled")
+                raise SlurmError(
+                    f"Slurm on {where} did not grant {nodes} node(s){place} within "
+                    f"{queue_timeout_s:g} s; the job waited in the queue and was cancelled"
+                )
             reason = errors[-1] if errors else "salloc gave no job allocation"
             raise SlurmError(f"Slurm on {where} refused {nodes} node(s){place}: {reason}")
 
     def _read_nodes(self, where: str) -> list[str]:
-        result = self.login.run(f"scontrol show hostnames \"$(squeue -h -j {self.job_id} -o %N)\"",
-                                timeout=_QUERY_TIMEOUT_S)
+        result = self.login.run(
+            f'scontrol show hostnames "$(squeue -h -j {self.job_id} -o %N)"',
+            timeout=_QUERY_TIMEOUT_S,
+        )
         names = result.stdout.split()
         if not result.ok or not names:
-            raise SlurmError(f"the node list of Slurm job {self.job_id} on {where} could not be read: "
-                             f"{failure_line(result)}")
+            raise SlurmError(
+                f"the node list of Slurm job {self.job_id} on {where} could not be read: "
+                f"{failure_line(result)}"
+            )
         return names
 
     def _read_node_info(self, where: str) -> None:
-        """Each node's NodeAddr (the address its peers reach it at: a node name need not resolve) and its GPUs
-        (steps get an exclusive job's GPUs only when they ask for them: srun(1), --gres)."""
-        result = self.login.run(f"scontrol show node -o {shlex.quote(','.join(self.nodes))}",
-                                timeout=_QUERY_TIMEOUT_S)
+        """Each node's NodeAddr (the address its peers reach it at: a node name need not resolve)
+        and its GPUs (steps get an exclusive job's GPUs only when they ask for them: srun(1),
+        --gres)."""
+        result = self.login.run(
+            f"scontrol show node -o {shlex.quote(','.join(self.nodes))}", timeout=_QUERY_TIMEOUT_S
+        )
         if not result.ok:
-            raise SlurmError(f"the nodes of Slurm job {self.job_id} on {where} could not be read: "
-                             f"{failure_line(result)}")
+            raise SlurmError(
+                f"the nodes of Slurm job {self.job_id} on {where} could not be read: "
+                f"{failure_line(result)}"
+            )
         found = parse_node_addresses(result.stdout)
         self.addresses = {node: found.get(node, node) for node in self.nodes}
-        gpus = parse_node_gpus(result.stdout) if self._exclusive else {}  # a shared job holds only what it asked
+        # a shared job holds only what it asked
+        gpus = parse_node_gpus(result.stdout) if self._exclusive else {}
         self.gpus = {node: gpus[node] for node in self.nodes if node in gpus}
 
 
-def salloc_command(nodes: int, partition: str | None, time_limit_min: int, *, exclusive: bool = True,
-                   extra_args: Sequence[str] = ()) -> str:
-    """The login-node line asking for the allocation, every value shell-quoted, salloc's messages on stdout.
-    ValueError (one sentence) for values Slurm would refuse anyway."""
+def salloc_command(
+    nodes: int,
+    partition: str | None,
+    time_limit_min: int,
+    *,
+    exclusive: bool = True,
+    extra_args: Sequence[str] = (),
+) -> str:
+    """The login-node line asking for the allocation, every value shell-quoted, salloc's messages on
+    stdout. ValueError (one sentence) for values Slurm would refuse anyway."""
     if nodes < 1:
         raise ValueError(f"the node count must be 1 or more, not {nodes}")
     if time_limit_min < 1:
-        raise ValueError(f"the allocation's time limit must be 1 minute or more, not {time_limit_min}")
+        raise ValueError(
+            f"the allocation's time limit must be 1 minute or more, not {time_limit_min}"
+        )
     if partition is not None and (not partition or any(c.isspace() or c == "," for c in partition)):
         raise ValueError(f"partition '{partition}' is not a partition name (one word, no commas)")
     for arg in extra_args:
         if not arg.startswith("-") or any(c in arg for c in "\n\r\0"):
-            raise ValueError(f"salloc argument '{arg}' must be one option on one line, such as --account=NAME")
-    args = ["salloc", "--no-shell", "--nodes", str(nodes), "--time", str(time_limit_min), "--job-name", JOB_NAME]
+            raise ValueError(
+                f"salloc argument '{arg}' must be one option on one line, such as --account=NAME"
+            )
+    args = [
+        "salloc",
+        "--no-shell",
+        "--nodes",
+        str(nodes),
+        "--time",
+        str(time_limit_min),
+        "--job-name",
+        JOB_NAME,
+    ]
     if partition is not None:
         args += ["--partition", partition]
     if exclusive:
-        args += ["--exclusive", "--mem=0"]  # whole nodes: every CPU, GPU and byte of memory the probes measure
+        # whole nodes: every CPU, GPU and byte of memory the probes measure
+        args += ["--exclusive", "--mem=0"]
     args += list(extra_args)
     return " ".join(shlex.quote(a) for a in args) + " 2>&1"
 

@@ -1,10 +1,10 @@
-"""Logging in over SSH as OpenSSH's client does: agent keys, then key files (a passphrase asked only for an
-encrypted one), then a password, each asked through a callback and never stored; a revoked host key is refused
-before any secret is offered, and a refusal says why in one sentence (which methods the server takes, a key that
-could not sign, too many attempts).
+"""Logging in over SSH as OpenSSH's client does: agent keys, then key files (a passphrase asked only
+for an encrypted one), then a password, each asked through a callback and never stored; a revoked
+host key is refused before any secret is offered, and a refusal says why in one sentence (which
+methods the server takes, a key that could not sign, too many attempts).
 
-Kept apart from the connection (core.probes.transport.ssh) because it is the one place secrets pass through:
-what is asked, what is offered, in what order, and when to stop, read together here.
+Kept apart from the connection (core.probes.transport.ssh) because it is the one place secrets pass
+through: what is asked, what is offered, in what order, and when to stop, read together here.
 """
 
 from __future__ import annotations
@@ -34,9 +34,17 @@ class CallbackAuth(paramiko.AuthStrategy):
         return []
 
 
-def authenticate(transport: paramiko.Transport, target: SshTarget, user: str, *, known: KnownHosts,
-                 allow_agent: bool, look_for_keys: bool, password_cb: PromptCallback | None,
-                 passphrase_cb: PromptCallback | None) -> None:
+def authenticate(
+    transport: paramiko.Transport,
+    target: SshTarget,
+    user: str,
+    *,
+    known: KnownHosts,
+    allow_agent: bool,
+    look_for_keys: bool,
+    password_cb: PromptCallback | None,
+    passphrase_cb: PromptCallback | None,
+) -> None:
     """Agent keys, then key files (passphrase asked only for an encrypted one), then a password."""
     server_key = transport.get_remote_server_key()  # known, else the policy has already checked it
     check_not_revoked(known, target.host, target.port, server_key)
@@ -53,7 +61,9 @@ def authenticate(transport: paramiko.Transport, target: SshTarget, user: str, *,
     if allowed is None or "publickey" in allowed:
         agent = open_agent(notes) if allow_agent else None
         try:
-            for key in candidate_keys(agent, target.identity_files, look_for_keys, passphrase_cb, notes):
+            for key in candidate_keys(
+                agent, target.identity_files, look_for_keys, passphrase_cb, notes
+            ):
                 tried += 1
                 try:
                     remaining = transport.auth_publickey(user, key)
@@ -65,8 +75,9 @@ def authenticate(transport: paramiko.Transport, target: SshTarget, user: str, *,
                 except (paramiko.SSHException, OSError, EOFError) as exc:
                     if not transport.is_active():
                         raise AuthenticationFailed(
-                            f"authentication failed for user {user}: the server closed the connection "
-                            f"after {tried} key(s) (too many authentication attempts?)") from exc
+                            f"authentication failed for user {user}: the server closed the "
+                            f"connection after {tried} key(s) (too many authentication attempts?)"
+                        ) from exc
                     notes.append(f"a key could not sign: {exc}")
                     continue
                 if transport.is_authenticated():

@@ -1,14 +1,16 @@
 """Read ``~/.ssh/config`` for one host as OpenSSH reads it.
 
-Where the ``ssh`` client is installed, OpenSSH itself resolves the host: ``ssh -G`` prints the options it would
-use, after ``Include``, ``Match``, host-name canonicalisation and the system-wide file, so an alias that works
-with ``ssh`` works here with no second parser to disagree. ``ssh -G`` prints every option, defaults included, so
-a second run with no config at all (``-F /dev/null``) says which values are defaults; only the others count as
-configured. Without ``ssh``, paramiko's parser reads the file, with ``Include`` lines (which it ignores) expanded
-first, as OpenSSH expands them.
+Where the ``ssh`` client is installed, OpenSSH itself resolves the host: ``ssh -G`` prints the
+options it would use, after ``Include``, ``Match``, host-name canonicalisation and the system-wide
+file, so an alias that works with ``ssh`` works here with no second parser to disagree. ``ssh -G``
+prints every option, defaults included, so a second run with no config at all (``-F /dev/null``)
+says which values are defaults; only the others count as configured. Without ``ssh``, paramiko's
+parser reads the file, with ``Include`` lines (which it ignores) expanded first, as OpenSSH expands
+them.
 
-Both return the options `core.probes.transport.target.parse_target` reads, in paramiko's form: lower-case keys,
-``identityfile`` a list, ``proxycommand`` with its ``%h %p %r %n %%`` tokens expanded.
+Both return the options `core.probes.transport.target.parse_target` reads, in paramiko's form:
+lower-case keys, ``identityfile`` a list, ``proxycommand`` with its ``%h %p %r %n %%`` tokens
+expanded.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from pathlib import Path
 
 import paramiko
 
-SSH_TIMEOUT_S = 15.0  # `ssh -G` reads files only, unless a `Match exec` or canonicalisation asks the network
+# `ssh -G` reads files only, unless a `Match exec` or canonicalisation asks the network
+SSH_TIMEOUT_S = 15.0
 _MAX_INCLUDE_DEPTH = 16  # OpenSSH's READCONF_MAX_DEPTH
 _INCLUDE_RE = re.compile(r"^\s*include(?:\s*=\s*|\s+)(.+)$", re.IGNORECASE)
 _KEYS = ("hostname", "user", "port", "identityfile", "identitiesonly", "proxycommand", "proxyjump")
@@ -34,11 +37,14 @@ def ssh_client() -> str | None:
     return shutil.which("ssh")
 
 
-def lookup(host: str, user: str | None, port: int | None, config: Path | None, default: Path) -> dict[str, object]:
-    """What the config says about ``host`` (a user or port typed by the user wins, and expands ``%r``/``%p``).
+def lookup(
+    host: str, user: str | None, port: int | None, config: Path | None, default: Path
+) -> dict[str, object]:
+    """What the config says about ``host`` (a user or port typed by the user wins, and expands
+    ``%r``/``%p``).
 
-    ``config`` None means the user's own file (``default``); raises ValueError with one sentence when the file
-    cannot be read."""
+    ``config`` None means the user's own file (``default``); raises ValueError with one sentence
+    when the file cannot be read."""
     ssh = ssh_client()
     if ssh is not None:
         return _with_ssh(ssh, host, user, port, config, default)
@@ -46,8 +52,9 @@ def lookup(host: str, user: str | None, port: int | None, config: Path | None, d
     return _with_paramiko(host, user, port, path) if path.exists() else {}
 
 
-def _with_ssh(ssh: str, host: str, user: str | None, port: int | None, config: Path | None,
-              default: Path) -> dict[str, object]:
+def _with_ssh(
+    ssh: str, host: str, user: str | None, port: int | None, config: Path | None, default: Path
+) -> dict[str, object]:
     """``ssh -G`` for the host, less what it prints with no config at all."""
     if config is None and default != _own_config():
         config = default  # $HOME is not the account's home: read the file this app was pointed at
@@ -69,29 +76,46 @@ def _with_ssh(ssh: str, host: str, user: str | None, port: int | None, config: P
 
 
 def _own_config() -> Path:
-    """The file ``ssh`` reads without ``-F``: ``.ssh/config`` in the account's home (not ``$HOME``)."""
+    """The file ``ssh`` reads without ``-F``: ``.ssh/config`` in the account's home (not
+    ``$HOME``)."""
     try:
         return Path(pwd.getpwuid(os.getuid()).pw_dir) / ".ssh" / "config"
     except KeyError:
         return Path(os.path.expanduser("~")) / ".ssh" / "config"
 
 
-def _ssh_g(ssh: str, host: str, user: str | None, port: int | None, config: Path | None,
-           source: Path) -> dict[str, list[str]]:
+def _ssh_g(
+    ssh: str, host: str, user: str | None, port: int | None, config: Path | None, source: Path
+) -> dict[str, list[str]]:
     command = [ssh, "-G"]
     command += ["-F", str(config)] if config is not None else []
     command += ["-l", user] if user else []
     command += ["-p", str(port)] if port else []
     try:
-        result = subprocess.run([*command, "--", host], capture_output=True, text=True, timeout=SSH_TIMEOUT_S,
-                                stdin=subprocess.DEVNULL, check=False)
+        result = subprocess.run(
+            [*command, "--", host],
+            capture_output=True,
+            text=True,
+            timeout=SSH_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ValueError(f"ssh config {source} could not be read for host '{host}': `ssh -G` did not answer "
-                         f"({exc})") from exc
+        raise ValueError(
+            f"ssh config {source} could not be read for host '{host}': `ssh -G` did not answer "
+            f"({exc})"
+        ) from exc
     if result.returncode != 0:
-        reasons = [line.strip() for line in result.stderr.splitlines()
-                   if line.strip() and "Pseudo-terminal" not in line and "terminating" not in line]
-        reason = reasons[0].removeprefix(f"{config} ") if reasons else f"ssh -G exited with status {result.returncode}"
+        reasons = [
+            line.strip()
+            for line in result.stderr.splitlines()
+            if line.strip() and "Pseudo-terminal" not in line and "terminating" not in line
+        ]
+        reason = (
+            reasons[0].removeprefix(f"{config} ")
+            if reasons
+            else f"ssh -G exited with status {result.returncode}"
+        )
         raise ValueError(f"ssh config {source} could not be read for host '{host}': {reason}")
     options: dict[str, list[str]] = {}
     for line in result.stdout.splitlines():
@@ -102,31 +126,46 @@ def _ssh_g(ssh: str, host: str, user: str | None, port: int | None, config: Path
 
 
 def _expand_tokens(command: str, options: dict[str, list[str]], host: str) -> str:
-    """ProxyCommand's tokens, which ``ssh -G`` prints unexpanded: %h host name, %p port, %r user, %n as typed."""
-    values = {"h": options.get("hostname", [host])[0], "p": options.get("port", ["22"])[0],
-              "r": options.get("user", [""])[0], "n": host, "%": "%"}
+    """ProxyCommand's tokens, which ``ssh -G`` prints unexpanded: %h host name, %p port, %r user, %n
+    as typed."""
+    values = {
+        "h": options.get("hostname", [host])[0],
+        "p": options.get("port", ["22"])[0],
+        "r": options.get("user", [""])[0],
+        "n": host,
+        "%": "%",
+    }
     return re.sub(r"%(.)", lambda m: values.get(m.group(1), m.group(0)), command)
 
 
 def _with_paramiko(host: str, user: str | None, port: int | None, path: Path) -> dict[str, object]:
-    """paramiko's parser on the file with its ``Include`` lines expanded; typed user and port go first so they
-    win and expand %r/%p as ``ssh -l/-p`` would."""
+    """paramiko's parser on the file with its ``Include`` lines expanded; typed user and port go
+    first so they win and expand %r/%p as ``ssh -l/-p`` would."""
     text = read_with_includes(path)
     first = ""
     if user or port:
         pattern = f'"{host}"' if ":" in host else host
-        first = f"Host {pattern}\n" + (f"  User {user}\n" if user else "") + (f"  Port {port}\n" if port else "")
+        first = (
+            f"Host {pattern}\n"
+            + (f"  User {user}\n" if user else "")
+            + (f"  Port {port}\n" if port else "")
+        )
     try:
         return dict(paramiko.SSHConfig.from_text(first + text).lookup(host))
-    except Exception as exc:  # paramiko raises ConfigParseError and, for odd tokens, plain exceptions
+    # paramiko raises ConfigParseError and, for odd tokens, plain exceptions
+    except Exception as exc:
         raise ValueError(f"ssh config {path} could not be read for host '{host}': {exc}") from exc
 
 
 def read_with_includes(path: Path, depth: int = 0) -> str:
-    """The file's text with each ``Include`` line replaced by the files it names (globs, ``~``, and paths
-    relative to ``~/.ssh``, as OpenSSH reads a user config), in order; a missing file includes nothing."""
+    """The file's text with each ``Include`` line replaced by the files it names (globs, ``~``, and
+    paths relative to ``~/.ssh``, as OpenSSH reads a user config), in order; a missing file includes
+    nothing."""
     if depth > _MAX_INCLUDE_DEPTH:
-        raise ValueError(f"ssh config {path}: Include nested more than {_MAX_INCLUDE_DEPTH} deep; check for a loop")
+        raise ValueError(
+            f"ssh config {path}: Include nested more than {_MAX_INCLUDE_DEPTH} deep; check for a "
+            "loop"
+        )
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -141,5 +180,7 @@ def read_with_includes(path: Path, depth: int = 0) -> str:
             pattern = os.path.expanduser(pattern.strip('"'))
             if not os.path.isabs(pattern):
                 pattern = os.path.join(os.path.expanduser("~"), ".ssh", pattern)
-            lines += [read_with_includes(Path(found), depth + 1) for found in sorted(glob.glob(pattern))]
+            lines += [
+                read_with_includes(Path(found), depth + 1) for found in sorted(glob.glob(pattern))
+            ]
     return "\n".join(lines) + "\n"

@@ -1,5 +1,6 @@
-"""Which keys an SSH connection offers, in OpenSSH's order: the agent's, then the identity files (or the default
-ones), each file read once and an encrypted one unlocked only when the agent does not already hold it."""
+"""Which keys an SSH connection offers, in OpenSSH's order: the agent's, then the identity files (or
+the default ones), each file read once and an encrypted one unlocked only when the agent does not
+already hold it."""
 
 from __future__ import annotations
 
@@ -13,9 +14,15 @@ import paramiko
 DEFAULT_KEYS = ("id_ed25519", "id_ecdsa", "id_rsa")
 
 
-def candidate_keys(agent: paramiko.Agent | None, identity_files: Sequence[str], look_for_keys: bool,
-                   passphrase_cb: Callable[[str], str | None] | None, notes: list[str]) -> Iterator[paramiko.PKey]:
-    """Keys in OpenSSH's order; files already in the agent are skipped (no needless passphrase prompt)."""
+def candidate_keys(
+    agent: paramiko.Agent | None,
+    identity_files: Sequence[str],
+    look_for_keys: bool,
+    passphrase_cb: Callable[[str], str | None] | None,
+    notes: list[str],
+) -> Iterator[paramiko.PKey]:
+    """Keys in OpenSSH's order; files already in the agent are skipped (no needless passphrase
+    prompt)."""
     offered: set[bytes] = set()
     if agent is not None:
         for agent_key in agent.get_keys():
@@ -38,8 +45,11 @@ def candidate_keys(agent: paramiko.Agent | None, identity_files: Sequence[str], 
             yield key
 
 
-def load_key(path: str, passphrase_cb: Callable[[str], str | None] | None, notes: list[str]) -> paramiko.PKey | None:
-    """A key file, asking `passphrase_cb` when it is encrypted; None (with a note saying why) when it cannot be had."""
+def load_key(
+    path: str, passphrase_cb: Callable[[str], str | None] | None, notes: list[str]
+) -> paramiko.PKey | None:
+    """A key file, asking `passphrase_cb` when it is encrypted; None (with a note saying why) when
+    it cannot be had."""
     try:
         return paramiko.PKey.from_path(path)
     except TypeError:

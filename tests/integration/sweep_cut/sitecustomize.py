@@ -1,12 +1,14 @@
-"""A rank that stops between two sizes of the all_reduce sweep, for the cluster and probe fault tests.
+"""A rank that stops between two sizes of the all_reduce sweep, for the cluster and probe fault
+tests.
 
-Python imports ``sitecustomize`` at start-up from any folder on PYTHONPATH; a test puts this folder there through
-an sshd's session environment, with TUNEPLAN_TEST_CUT_AT (bytes) and TUNEPLAN_TEST_CUT_MARKER (a file). Once
-``torch.distributed`` is imported, its ``all_reduce`` is wrapped: the first call on a tensor of at least
-TUNEPLAN_TEST_CUT_AT bytes writes the marker file and blocks (the test then drops the node), or, with
-TUNEPLAN_TEST_CUT_EXIT set, ends the rank with exit status 3 two seconds later (time for the rank that prints
-the rows to print the last one). The sweep has then measured every smaller size and none from that one on.
-Without those variables this file does nothing.
+Python imports ``sitecustomize`` at start-up from any folder on PYTHONPATH; a test puts this folder
+there through an sshd's session environment, with TUNEPLAN_TEST_CUT_AT (bytes) and
+TUNEPLAN_TEST_CUT_MARKER (a file). Once ``torch.distributed`` is imported, its ``all_reduce`` is
+wrapped: the first call on a tensor of at least TUNEPLAN_TEST_CUT_AT bytes writes the marker file
+and blocks (the test then drops the node), or, with TUNEPLAN_TEST_CUT_EXIT set, ends the rank with
+exit status 3 two seconds later (time for the rank that prints the rows to print the last one). The
+sweep has then measured every smaller size and none from that one on. Without those variables this
+file does nothing.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ def _wrap(module: ModuleType) -> None:
         if tensor.numel() * tensor.element_size() >= limit:
             Path(MARKER or os.devnull).write_text(f"{os.getpid()}\n")
             if EXIT:
-                time.sleep(2)  # the rank that prints the rows is told the last size's result as this one is
+                # the rank that prints the rows is told the last size's result as this one is
+                time.sleep(2)
                 os._exit(3)
-            while True:  # the rank stops here; the test drops the node and the run must end what is left
+            # the rank stops here; the test drops the node and the run must end what is left
+            while True:
                 time.sleep(1)
         return real(tensor, *args, **kwargs)
 
@@ -45,10 +49,12 @@ def _wrap(module: ModuleType) -> None:
 
 
 class _WrapDistributed(importlib.abc.MetaPathFinder):
-    """Finds ``torch.distributed`` through the other finders and wraps its ``all_reduce`` once it is loaded."""
+    """Finds ``torch.distributed`` through the other finders and wraps its ``all_reduce`` once it is
+    loaded."""
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname != "torch.distributed":
             return None
         sys.meta_path.remove(self)
