@@ -49,6 +49,7 @@ if [ "${CI:-}" = true ] || [ "${TUNEPLAN_BUNDLE:-}" = 1 ]; then
   BUILD_PID=$!
 fi
 .venv/bin/ruff check .
+.venv/bin/ruff format --check .
 .venv/bin/lint-imports
 .venv/bin/mypy
 if ! wait "$SKYPILOT_PID"; then
