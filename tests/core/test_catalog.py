@@ -416,7 +416,8 @@ def test_one_set_of_names_for_tiers_and_modes(cat):
 
     tier_fields = request_assumptions.Assumptions.model_fields
     assert tier_fields["checkpoint_tier"].annotation is cat_mod.StorageTier
-    assert request.PricingMode is cat_mod.PricingMode and request.Interconnect is cat_mod.Interconnect
+    assert request.PricingMode is cat_mod.PricingMode
+    assert request.Interconnect is cat_mod.Interconnect
     assert STORAGE_TIERS == ("local_nvme", "parallel_fs", "block", "nfs", "object")
     assert cat_mod.PRICING_MODES == ("on_demand", "spot", "reserved")
     assert all(isinstance(s.tier, cat_mod.StorageTier) for s in cat.storage)
