@@ -132,7 +132,7 @@ def bands_markdown(table: dict[str, Any] | None) -> str:
         f"×{prov['widen_fallback']:g} each side, and says so. **Coverage, one source out (each "
         "source's runs checked against bands built without it): "
         f"{prov['coverage_out_of_source']:.0%} of {prov['cases']} runs from {prov['sources']} "
-        f"sources; median band width ×{prov['median_width']:.2f} (high ÷ low).** Each regime "
+        f"sources; median band width ×{prov['median_width']:.3f} (high ÷ low).** Each regime "
         "states its own "
         "coverage below, measured over all its runs.",
         "",
