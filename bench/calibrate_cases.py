@@ -481,6 +481,10 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
     }
     if pp > 1:
         training["pipeline_virtual_stages"] = int(other.get("vp") or _virtual_stages(notes))
+        # an uneven split the source states (BLOOM: 5 layers on the first and last of 12 stages)
+        for end in ("first", "last"):
+            if stated := other.get(f"pipeline_{end}_stage_layers"):
+                training[f"pipeline_{end}_stage_layers"] = int(stated)
     if tp > 1 and ("sequence_parallel" in notes or other.get("sequence_parallel")):
         training["sequence_parallel"] = True
     if other.get("global_batch"):
