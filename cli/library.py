@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from cli.common import CliError, add_command
 from cli.table import table
-from core.units import fmt_hours, fmt_usd
 
 if TYPE_CHECKING:
     from core.library import PlanRecord, PlanStore
@@ -135,19 +134,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     elif records:
         print(
             table(
-                [
-                    (
-                        str(r.id),
-                        r.name,
-                        r.model,
-                        r.method,
-                        r.gpu,
-                        fmt_usd(r.cost_usd),
-                        fmt_hours(r.hours) if r.hours else "—",
-                        r.updated.replace("T", " ")[:16],
-                    )
-                    for r in records
-                ],
+                [(str(r.id), *r.cells()) for r in records],
                 header=("id", "name", "model", "method", "GPU", "cost", "time", "updated"),
                 align="text",
             )

@@ -50,6 +50,7 @@ from core.sqlite_store import (
     secure_file,
     secure_folder,
 )
+from core.units import fmt_hours, fmt_usd
 from core.validation import validation_message
 
 if TYPE_CHECKING:
@@ -126,6 +127,19 @@ class PlanRecord:
     created: str
     updated: str
     request_form: str = AS_SET
+
+    def cells(self) -> list[str]:
+        """Name, model, method, GPU, cost, time and when it was last saved, in words: the columns
+        the library lists a plan under, in the window and on the command line alike."""
+        return [
+            self.name,
+            self.model,
+            self.method,
+            self.gpu,
+            fmt_usd(self.cost_usd),
+            fmt_hours(self.hours) if self.hours else "—",
+            self.updated.replace("T", " ")[:16],
+        ]
 
     def result(self) -> PlanResult | None:
         """The stored result, or None when there is none or it cannot be read

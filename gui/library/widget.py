@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
 from core.library import PlanRecord, PlanStore, StoreError, request_to_dict
 from core.output_file import format_of, write_file
 from core.planner import PlanRequest, RequestFileError, read_request_file
-from core.units import fmt_hours, fmt_usd
 from core.validation import validation_message
 from gui.forms import button_row, chosen_path, make_error_label, show_problem, suggested_path
 from gui.library.compare import CompareDialog
@@ -163,15 +162,7 @@ class LibraryWidget(QWidget):
         self.model.set_rows(
             [
                 Row(
-                    [
-                        r.name,
-                        r.model,
-                        r.method,
-                        r.gpu,
-                        fmt_usd(r.cost_usd),
-                        fmt_hours(r.hours) if r.hours else "—",
-                        r.updated.replace("T", " ")[:16],
-                    ],
+                    r.cells(),
                     sort=[r.name.lower(), r.model, r.method, r.gpu, r.cost_usd, r.hours, r.updated],
                     payload=r.id,
                 )
