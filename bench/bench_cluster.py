@@ -2,8 +2,8 @@
 
 The reload is of a 3-node run, from the history.
 
-    python -m bench.bench_cluster [--nodes 3] [--runs 3] [--suite inventory] [--write
-    docs/performance.md]
+    python -m bench.bench_cluster [--nodes 3] [--runs 3] [--suite inventory]
+                                  [--write docs/performance.md]
 
 Needs root (it makes network namespaces): the nodes are those of the cluster tests
 (tests/integration/netns.py), a namespace each with its own address, host name and sshd, all on this

@@ -1,7 +1,7 @@
 """How fast the planner answers, against DESIGN §7: one plan < 5 ms, a full search < 100 ms.
 
-    python -m bench.bench_planner [--repeat N] [--warmup N] [--profile] [--write
-    docs/performance.md]
+    python -m bench.bench_planner [--repeat N] [--warmup N] [--profile]
+                                  [--write docs/performance.md]
 
 Each case runs `--warmup` times unmeasured (imports, caches, NumPy dispatch), then `--repeat` times
 timed with time.perf_counter; the median and the 95th percentile are reported, with ratio = budget /

@@ -1,7 +1,7 @@
 """Probe sample persistence against DESIGN §7: an hour of 10 Hz samples, 8 GPUs, reloads < 0.5 s.
 
-    python -m bench.bench_probe_store [--minutes 60] [--gpus 8] [--hz 10] [--repeat 5] [--write
-    docs/performance.md]
+    python -m bench.bench_probe_store [--minutes 60] [--gpus 8] [--hz 10] [--repeat 5]
+                                      [--write docs/performance.md]
 
 Writes the samples the way the runner does (one `ProbeStore.add_samples` block per 0.5 s flush) into
 a fresh file, then times `load_samples` and `load_run` on a newly opened store (median of --repeat).

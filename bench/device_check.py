@@ -1,7 +1,7 @@
 """Check the probes on real NVIDIA hardware: the quick suite, run locally, every output kept.
 
-    python bench/device_check.py [OUT_DIR] [--suite quick] [--python PATH] [--timeout S] [--gpu ID]
-    [--no-step]
+    python bench/device_check.py [OUT_DIR] [--suite quick] [--python PATH] [--timeout S]
+                                 [--gpu ID] [--no-step]
 
 OUT_DIR defaults to $OUT, else ./device_check_out. It runs ``tuneplan probe --local --suite quick
 --json`` (this checkout's code, with this interpreter) and saves: probe.json (the run JSON),
