@@ -479,6 +479,9 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
         "context_parallel": cp,
         **_lora(case, method, assumed),
     }
+    if sharding is Sharding.zero1 and "bf16_optimizer" in case["zero_stage_or_fsdp"].lower():
+        # DeepSpeed's BF16_Optimizer all-reduces the whole fp32 gradient, then steps its share
+        training["gradients_all_reduced"] = True
     if pp > 1:
         training["pipeline_virtual_stages"] = int(other.get("vp") or _virtual_stages(notes))
         # an uneven split the source states (BLOOM: 5 layers on the first and last of 12 stages)
@@ -536,8 +539,23 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
                 "gpus_per_node": per_node,
                 "nodes": n // per_node,
                 **({"interconnect": other["interconnect"]} if other.get("interconnect") else {}),
+                # a fabric speed the source states (BLOOM's paper: 4 × 100 Gbit/s Omni-Path a node)
+                **(
+                    {"inter_node_gbps": float(other["inter_node_gbps"])}
+                    if other.get("inter_node_gbps")
+                    else {}
+                ),
             },
-            "assumptions": {"restart_minutes": 0.0},
+            "assumptions": {
+                "restart_minutes": 0.0,
+                # a stack that reduces gradients only after its last backward (DeepSpeed's pipeline
+                # engine) hides none of it
+                **(
+                    {"comm_overlap": float(other["comm_overlap"])}
+                    if other.get("comm_overlap") is not None
+                    else {}
+                ),
+            },
         }
     )
     return request, tokens

@@ -187,6 +187,14 @@ class TrainingSpec(RequestModel):
         description="true: bitsandbytes before 0.43.2 (QLoRA), each 4-bit linear keeps its input "
         "for backward",
     )
+    gradients_all_reduced: bool | None = Field(
+        None,
+        title="ZeRO-1 all-reduces gradients",
+        exclude_if=left_out,
+        description="true: the sharded optimizer all-reduces the whole gradient before each rank "
+        "steps its share (DeepSpeed's BF16_Optimizer, as Megatron-DeepSpeed's bf16 pipelines run "
+        "it); left out: ZeRO-1/2 reduce-scatter",
+    )
     cross_entropy: CrossEntropy = Field(
         CrossEntropy.standard,
         title="Cross-entropy",
@@ -290,6 +298,12 @@ class TrainingSpec(RequestModel):
         ):
             raise ValueError(
                 "training.offload optimizer_and_params needs sharding zero3, fsdp or hsdp"
+            )
+        if self.gradients_all_reduced and self.sharding not in (Sharding.zero1, Sharding.zero2):
+            raise ValueError(
+                "training.gradients_all_reduced needs sharding zero1 or zero2: DDP always "
+                "all-reduces and ZeRO-3, FSDP and HSDP reduce-scatter (sharding is "
+                f"{self.sharding.value})"
             )
         if self.global_batch_size is not None and self.global_batch_size < self.micro_batch_size:
             raise ValueError(

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from core.planner.request import Sharding
+from core.planner.request import Framework, Precision, Sharding, TrainingSpec
 
 Num = Any
 
@@ -88,12 +88,47 @@ def allreduce_seconds(
     return np.where(n > 1, ring + collectives * latency_seconds(gpus_per_node, nodes), 0.0)
 
 
+# Stacks that reduce bf16/fp8 training's gradients in fp32. Megatron-LM forces it ("bfloat16
+# requires gradient accumulation and all-reduce to be done in fp32", megatron/training/arguments.py,
+# unless --grad-reduce-in-bf16); NeMo's and Megatron-Bridge's recipes set
+# DistributedDataParallelConfig(grad_reduce_in_fp32=True); Megatron-DeepSpeed's BF16_Optimizer
+# all-reduces its fp32 gradient buffers (DeepSpeed pipe/engine.py, _bf16_reduce_grads).
+FP32_REDUCE_FRAMEWORKS = frozenset({Framework.megatron})
+_AUTOCAST = (Precision.amp_bf16, Precision.amp_fp16)
+
+
+def gradient_bytes(training: TrainingSpec) -> float:
+    """Bytes per gradient element on the data-parallel wire: 4 where the stack reduces in fp32
+    (Megatron; fp32 training; PyTorch DDP under autocast, whose parameters and so gradients stay
+    fp32), else the 16-bit compute dtype."""
+    if training.precision is Precision.fp32 or training.framework in FP32_REDUCE_FRAMEWORKS:
+        return 4.0
+    if training.precision in _AUTOCAST and training.sharding is Sharding.none:
+        return 4.0
+    return 2.0
+
+
 def step_comm_bytes(
-    sharding: Sharding, grad_bytes: Num, param_bytes: Num, accumulation: Num
+    sharding: Sharding,
+    grad_bytes: Num,
+    param_bytes: Num,
+    accumulation: Num,
+    stepped_param_bytes: Num,
+    gradients_all_reduced: bool = False,
 ) -> Num:
-    """Bytes each GPU must move per optimizer step, expressed as all-reduce-equivalent payload."""
-    if sharding in (Sharding.none, Sharding.zero1, Sharding.zero2):
-        return grad_bytes  # all-reduce, or reduce-scatter + all-gather = one all-reduce volume
+    """Bytes each GPU must move per optimizer step, expressed as all-reduce-equivalent payload.
+
+    DDP all-reduces the gradients. ZeRO-1/2 reduce-scatter them (half an all-reduce, in the
+    gradients' wire dtype) and all-gather the updated 16-bit parameters the optimizer steps (the
+    other half, `stepped_param_bytes`): one all-reduce's volume when both are 16-bit, 1.5 × that
+    when the gradients travel in fp32. DeepSpeed's BF16_Optimizer (`gradients_all_reduced`)
+    all-reduces the whole fp32 gradient instead of reduce-scattering it (pipe/engine.py,
+    _bf16_reduce_grads) and then all-gathers the parameters: 2.5 × a 16-bit all-reduce."""
+    if sharding is Sharding.none:
+        return grad_bytes
+    if sharding in (Sharding.zero1, Sharding.zero2):
+        reduced = grad_bytes if gradients_all_reduced else 0.5 * grad_bytes
+        return reduced + 0.5 * stepped_param_bytes
     # ZeRO-3 / FSDP / HSDP: two all-gathers of the parameters every micro-batch, one reduce-scatter.
     return 0.5 * (2 * param_bytes * accumulation) + 0.5 * grad_bytes
 

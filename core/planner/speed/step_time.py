@@ -433,7 +433,7 @@ def step_costs(
         hw.measured_intra_busbw_gbs,
         group_per_node=dp_per_node,
     )
-    grad_bytes = trainable_gpu * wb
+    grad_bytes = trainable_gpu * comms.gradient_bytes(t)
     param_bytes = arch.total_params * share * wb  # gathers move the 16-bit compute copy
     layers_gpu = parallel.stage_layers(arch, t)
     calls = comms.collectives_per_step(t.sharding, grad_bytes, layers_gpu, accumulation)
@@ -445,7 +445,14 @@ def step_costs(
             grad_bytes / dp_per_node, dp_per_node, dp_nodes, busbw
         )
     else:
-        payload = comms.step_comm_bytes(t.sharding, grad_bytes, param_bytes, accumulation)
+        payload = comms.step_comm_bytes(
+            t.sharding,
+            grad_bytes,
+            param_bytes,
+            accumulation,
+            trainable_gpu * wb,
+            bool(t.gradients_all_reduced),
+        )
         data_parallel = comms.allreduce_seconds(payload, dp_per_node, dp_nodes, busbw_dp, calls)
     activation = tokens * arch.hidden * elem
     forward_runs = 1.0 + t.checkpointed_fraction(arch.layers)
