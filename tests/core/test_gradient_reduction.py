@@ -24,7 +24,7 @@ import pytest
 from pydantic import ValidationError
 
 from core.planner.plan import plan
-from core.planner.request import PlanRequest
+from core.planner.request import Framework, PlanRequest, Sharding
 from core.planner.speed import comms
 from core.validation import validation_message
 
@@ -106,3 +106,73 @@ def test_a_request_that_leaves_it_out_saves_without_it() -> None:
     assert "gradients_all_reduced" not in _request().model_dump(mode="json")["training"]
     kept = _request(sharding="zero1", gradients_all_reduced=True).model_dump(mode="json")
     assert kept["training"]["gradients_all_reduced"] is True
+
+
+def test_each_stack_reduces_in_buckets_of_its_own_size() -> None:
+    """PyTorch DDP bucket_cap_mb 25; Megatron-Core max(40M, 1M × dp) parameters; DeepSpeed
+    reduce_bucket_size 5e8 elements: their documented defaults."""
+    assert comms.bucket_bytes(Framework.hf_trainer, 4.0, 8) == 25 * 2**20
+    assert float(comms.bucket_bytes(Framework.megatron, 4.0, 8)) == 40e6 * 4
+    assert float(comms.bucket_bytes(Framework.megatron, 4.0, 128)) == 128e6 * 4
+    assert comms.bucket_bytes(Framework.deepspeed, 2.0, 8) == 5e8 * 2
+
+
+def test_megatron_pays_latency_for_its_few_large_buckets_not_for_25_mib_ones() -> None:
+    """Llama 2 7B's fp32 gradients, 26.96 GB, in 160 MB buckets: ⌈26.96e9 ÷ 160e6⌉ = 169 buckets, a
+    reduce-scatter and an all-gather each; in PyTorch DDP's 25 MiB buckets it would be 1,029."""
+    grads = 6.74e9 * 4
+    bucket = comms.bucket_bytes(Framework.megatron, 4.0, 8)
+    assert float(comms.collectives_per_step(Sharding.zero1, grads, 32, 8, bucket)) == 2 * 169
+
+
+def test_only_the_last_micro_batchs_backward_covers_a_ddp_or_zero1_reduction() -> None:
+    """8 micro-batches of 3 s of passes each (1 forward, 2 backward): the last backward is 2 s; with
+    every block's forward recomputed in backward, 3 of its 4 s."""
+    passes = 24.0
+    assert float(comms.reduction_cover(Sharding.none, passes, 8, 0.0)) == pytest.approx(2.0)
+    assert float(comms.reduction_cover(Sharding.zero1, passes * 4 / 3, 8, 1.0)) == pytest.approx(
+        3.0
+    )
+    assert float(comms.reduction_cover(Sharding.fsdp, passes, 8, 0.0)) == passes
+
+
+def test_accumulating_more_micro_batches_does_not_hide_the_gradient_all_reduce() -> None:
+    """DDP over plain Ethernet (12.5 Gbit/s a GPU): the all-reduce fires in the last micro-batch's
+    backward whatever came before it (PyTorch DDP no_sync), so eight micro-batches a step leave as
+    much of it exposed as one."""
+
+    def exposed(global_batch: int) -> float:
+        request = PlanRequest.model_validate(
+            {
+                "model": {"preset": "llama-2-7b"},
+                "data": {"tokens": 1e9, "seq_len": 2048},
+                "training": {
+                    "method": "full",
+                    "sharding": "none",
+                    "precision": "pure_bf16",
+                    "micro_batch_size": 1,
+                    "global_batch_size": global_batch,
+                    "gradient_checkpointing": True,
+                },
+                "hardware": {
+                    "gpu": "H100-SXM",
+                    "gpus_per_node": 8,
+                    "nodes": 2,
+                    "interconnect": "ethernet",
+                },
+            }
+        )
+        return plan(request).compute.step_breakdown_s.exposed_comm
+
+    one, eight = exposed(16), exposed(128)
+    assert one > 0.5
+    assert eight == pytest.approx(one, rel=0.01)
+
+
+def test_zero2_reduce_scatters_in_every_micro_batch_and_gathers_once() -> None:
+    """ZeRO-2 keeps only its partition of the gradients, so each of 8 micro-batches reduce-scatters
+    them (half an all-reduce each) before the one post-step all-gather: 8 × ½ + ½ = 4.5 all-reduces
+    of 2 B a parameter, against ZeRO-1's one."""
+    zero1 = _payload(framework="deepspeed", sharding="zero1", precision="amp_bf16")
+    zero2 = _payload(framework="deepspeed", sharding="zero2", precision="amp_bf16")
+    assert zero2 / zero1 == pytest.approx(4.5)

@@ -271,13 +271,16 @@ def test_a_rate_timed_with_its_evaluation_pass_grows_per_gpu_with_the_gpus_shari
 
 def test_the_out_of_source_figures_do_not_regress() -> None:
     """Measured on 2026-12-07 with every source left out in turn (docs/formulas.md, Calibration):
-    81 of 105 (full 56, LoRA 13, QLoRA 12) once gradients travel in the dtype each stack reduces
-    them in and BLOOM is planned on its stated fabric (78 and 53 before). A change that lowers one
-    of these must say why in docs/formulas.md and lower it here deliberately."""
+    80 of 105 (full 55, LoRA 13, QLoRA 12). Gradients travelling in the dtype each stack reduces
+    them in, and BLOOM planned on its stated fabric, took it from 78 and 53 to 81 and 56; covering
+    a DDP or ZeRO-1 reduction with the last micro-batch's backward only (it was the whole step's
+    compute) moved dgxc-benchmarking's Nemotron-4 340B run past 20% (docs/formulas.md, "Data
+    parallelism"). A change that lowers one of these must say why in docs/formulas.md and lower it
+    here deliberately."""
     s = calibrate_report.summary(list(rows().values()))
     t = s["throughput"]
-    assert t["all"]["within"] >= 81
-    assert t["full"]["planner"]["within"] >= 56
+    assert t["all"]["within"] >= 80
+    assert t["full"]["planner"]["within"] >= 55
     assert t["LoRA"]["planner"]["within"] >= 13
     assert t["QLoRA"]["planner"]["within"] >= 12
     assert t["full"]["planner"]["within"] > t["full"]["flat_50"]["within"]

@@ -37,6 +37,13 @@ RAIL_EFFICIENCY = 0.96
 LATENCY_S = {"intra": 20e-6, "inter": 60e-6}  # per hop, heuristic (docs/formulas.md, Communication)
 # PyTorch DistributedDataParallel bucket_cap_mb = 25: one all-reduce per bucket
 DDP_BUCKET_BYTES = 25 * 2**20
+# Megatron-Core's default bucket: max(40,000,000, 1,000,000 × dp) parameters ("larger DP sizes need
+# larger buckets to ensure collectives do not become latency-bound",
+# megatron/core/distributed/distributed_data_parallel_config.py)
+MEGATRON_BUCKET_PARAMS = (40_000_000, 1_000_000)
+# DeepSpeed's zero_optimization.reduce_bucket_size default, 5e8 elements (its config docs); its
+# pipeline engine all-reduces in buffers of the same MEMORY_OPT_ALLREDUCE_SIZE
+DEEPSPEED_BUCKET_ELEMENTS = 5e8
 
 
 def intra_bytes_per_s(intra_gbs: Num, measured_intra_gbs: float | None = None) -> Num:
@@ -108,6 +115,17 @@ def gradient_bytes(training: TrainingSpec) -> float:
     return 2.0
 
 
+def bucket_bytes(framework: Framework, element_bytes: float, dp: Num) -> Num:
+    """The gradient bucket one data-parallel collective carries, by stack: fewer, larger buckets
+    pay the per-call latency fewer times."""
+    if framework is Framework.megatron:
+        floor, per_replica = MEGATRON_BUCKET_PARAMS
+        return np.maximum(floor, per_replica * np.asarray(dp, dtype=float)) * element_bytes
+    if framework is Framework.deepspeed:
+        return DEEPSPEED_BUCKET_ELEMENTS * element_bytes
+    return float(DDP_BUCKET_BYTES)
+
+
 def step_comm_bytes(
     sharding: Sharding,
     grad_bytes: Num,
@@ -121,25 +139,37 @@ def step_comm_bytes(
     DDP all-reduces the gradients. ZeRO-1/2 reduce-scatter them (half an all-reduce, in the
     gradients' wire dtype) and all-gather the updated 16-bit parameters the optimizer steps (the
     other half, `stepped_param_bytes`): one all-reduce's volume when both are 16-bit, 1.5 × that
-    when the gradients travel in fp32. DeepSpeed's BF16_Optimizer (`gradients_all_reduced`)
-    all-reduces the whole fp32 gradient instead of reduce-scattering it (pipe/engine.py,
-    _bf16_reduce_grads) and then all-gathers the parameters: 2.5 × a 16-bit all-reduce."""
+    when the gradients travel in fp32. ZeRO-2 reduce-scatters in every micro-batch's backward, as it
+    keeps only its partition of the gradients (DeepSpeed stage_1_and_2.py hooks each gradient's
+    accumulation with reduce_ready_partitions_and_remove_grads). DeepSpeed's BF16_Optimizer
+    (`gradients_all_reduced`) all-reduces the whole fp32 gradient instead of reduce-scattering it
+    (pipe/engine.py, _bf16_reduce_grads) and then all-gathers the parameters: 2.5 × a 16-bit
+    all-reduce."""
     if sharding is Sharding.none:
         return grad_bytes
     if sharding in (Sharding.zero1, Sharding.zero2):
         reduced = grad_bytes if gradients_all_reduced else 0.5 * grad_bytes
-        return reduced + 0.5 * stepped_param_bytes
+        # ZeRO-2 keeps only its gradient partition, so it reduces in every micro-batch's backward
+        times = accumulation if sharding is Sharding.zero2 else 1.0
+        return reduced * times + 0.5 * stepped_param_bytes
     # ZeRO-3 / FSDP / HSDP: two all-gathers of the parameters every micro-batch, one reduce-scatter.
     return 0.5 * (2 * param_bytes * accumulation) + 0.5 * grad_bytes
 
 
 def collectives_per_step(
-    sharding: Sharding, grad_bytes: Num, layers_per_gpu: float, accumulation: Num
+    sharding: Sharding,
+    grad_bytes: Num,
+    layers_per_gpu: float,
+    accumulation: Num,
+    bucket: Num = DDP_BUCKET_BYTES,
 ) -> Num:
-    """How many collective calls pay latency per step: DDP buckets, or per-layer gathers under
-    ZeRO-3/FSDP."""
-    buckets = np.maximum(np.ceil(grad_bytes / DDP_BUCKET_BYTES), 1.0)
-    if sharding in (Sharding.none, Sharding.zero1, Sharding.zero2):
+    """How many collective calls pay latency per step: gradient buckets (`bucket_bytes`), or
+    per-layer gathers under ZeRO-3/FSDP."""
+    buckets = np.maximum(np.ceil(grad_bytes / bucket), 1.0)
+    if sharding is Sharding.zero2:
+        # a reduce-scatter per bucket in every micro-batch, one all-gather per bucket after the step
+        return buckets * (accumulation + 1)
+    if sharding in (Sharding.none, Sharding.zero1):
         return buckets * (1 if sharding is Sharding.none else 2)
     # gathers forward + backward, one reduce-scatter
     return 2 * layers_per_gpu * accumulation + layers_per_gpu
@@ -154,28 +184,46 @@ def data_parallel_tail(
     nodes: Num,
     busbw: Num,
     param_gather_overlapped: bool,
+    bucket: Num = DDP_BUCKET_BYTES,
 ) -> Num:
     """The data-parallel traffic no compute can hide, whatever the overlap: it runs after the last
     backward layer or before the first forward one.
 
-    DDP's last gradient bucket is reduced after backward ends (PyTorch DDP notes: buckets fire in
-    reverse order as they fill); ZeRO-1/2's updated parameters are all-gathered after the optimizer
-    step, before the next forward can start (ZeRO paper §5, arXiv:1910.02054), unless the stack
-    overlaps that gather with the next forward (Megatron-Core --overlap-param-gather, set by NeMo's
-    recipes); ZeRO-3/FSDP's first layer's gather and last layer's reduce-scatter have nothing to
-    prefetch behind. The gather grows with the replicas, (n − 1)/n, and its latency with the node
-    count: this is what makes hundreds of GPUs slower per GPU than tens."""
+    DDP's last gradient bucket (`bucket_bytes`) is reduced after backward ends (PyTorch DDP notes:
+    buckets fire in reverse order as they fill); ZeRO-1/2's updated parameters are all-gathered
+    after the optimizer step, before the next forward can start (ZeRO paper §5, arXiv:1910.02054),
+    unless the stack overlaps that gather with the next forward (Megatron-Core
+    --overlap-param-gather, set by NeMo's recipes); ZeRO-3/FSDP's first layer's gather and last
+    layer's reduce-scatter have nothing to prefetch behind. The gather grows with the replicas,
+    (n−1)/n, and its latency with the node count: this is what makes hundreds of GPUs slower per GPU
+    than tens."""
     if sharding in (Sharding.zero3, Sharding.fsdp, Sharding.hsdp):
         unit = param_bytes / max(layers_per_gpu, 1.0)
         # one gather + one reduce-scatter
         return allreduce_seconds(unit, gpus_per_node, nodes, busbw)
-    last_bucket = allreduce_seconds(
-        np.minimum(grad_bytes, DDP_BUCKET_BYTES), gpus_per_node, nodes, busbw
-    )
+    last_bucket = allreduce_seconds(np.minimum(grad_bytes, bucket), gpus_per_node, nodes, busbw)
     if sharding is Sharding.none or param_gather_overlapped:
         return last_bucket
     # the all-gather half
     return last_bucket + 0.5 * allreduce_seconds(param_bytes, gpus_per_node, nodes, busbw)
+
+
+def reduction_cover(sharding: Sharding, passes_s: Num, accumulation: Num, recomputed: float) -> Num:
+    """The compute a data-parallel gradient reduction can run behind, from the step's forward and
+    backward passes (`passes_s`, every micro-batch).
+
+    DDP and ZeRO-1 reduce once per optimizer step, in the backward of the last micro-batch: the
+    micro-batches before it accumulate under no_sync (PyTorch DDP: "gradients ... synchronized in
+    the first forward-backward pass exiting the context"; Megatron-Core's overlap_grad_reduce starts
+    a bucket's reduction in the last micro-batch's backward), and buckets only fill as backward
+    produces them. That backward is (2 + r)/(3 + r) of a micro-batch's passes (backward FLOPs twice
+    the forward's, r the share of blocks whose forward is recomputed in it). ZeRO-2 reduces in every
+    backward (step_comm_bytes) and ZeRO-3/FSDP prefetch their gathers through forward and backward:
+    the whole step."""
+    if sharding not in (Sharding.none, Sharding.zero1):
+        return passes_s
+    backward = (2.0 + recomputed) / (3.0 + recomputed)
+    return passes_s / np.maximum(np.asarray(accumulation, dtype=float), 1.0) * backward
 
 
 def exposed_comm(comm_s: Num, compute_s: Num, overlap: float) -> Num:

@@ -436,7 +436,8 @@ def step_costs(
     grad_bytes = trainable_gpu * comms.gradient_bytes(t)
     param_bytes = arch.total_params * share * wb  # gathers move the 16-bit compute copy
     layers_gpu = parallel.stage_layers(arch, t)
-    calls = comms.collectives_per_step(t.sharding, grad_bytes, layers_gpu, accumulation)
+    bucket = comms.bucket_bytes(t.framework, comms.gradient_bytes(t), dp)
+    calls = comms.collectives_per_step(t.sharding, grad_bytes, layers_gpu, accumulation, bucket)
     if t.sharding is Sharding.hsdp:
         gathers = comms.allreduce_seconds(
             param_bytes * accumulation, dp_per_node, 1.0, intra, calls
@@ -494,12 +495,22 @@ def step_costs(
                 dp_nodes,
                 busbw_dp,
                 efficiency.overlaps_param_gather(t.framework),
+                bucket,
             ),
             data_parallel,
         )
     exposed = (
         tail
-        + comms.exposed_comm(data_parallel - tail, compute, assumptions.comm_overlap)
+        + comms.exposed_comm(
+            data_parallel - tail,
+            comms.reduction_cover(
+                t.sharding,
+                gemm + attention + memory_bound,
+                accumulation,
+                t.checkpointed_fraction(arch.layers),
+            ),
+            assumptions.comm_overlap,
+        )
         + tensor
         + pipeline
         + context_exposed
