@@ -161,7 +161,7 @@ def collectives_per_step(
     grad_bytes: Num,
     layers_per_gpu: float,
     accumulation: Num,
-    bucket: Num = DDP_BUCKET_BYTES,
+    bucket: Num,
 ) -> Num:
     """How many collective calls pay latency per step: gradient buckets (`bucket_bytes`), or
     per-layer gathers under ZeRO-3/FSDP."""
@@ -184,7 +184,7 @@ def data_parallel_tail(
     nodes: Num,
     busbw: Num,
     param_gather_overlapped: bool,
-    bucket: Num = DDP_BUCKET_BYTES,
+    bucket: Num,
 ) -> Num:
     """The data-parallel traffic no compute can hide, whatever the overlap: it runs after the last
     backward layer or before the first forward one.

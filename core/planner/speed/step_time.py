@@ -433,10 +433,11 @@ def step_costs(
         hw.measured_intra_busbw_gbs,
         group_per_node=dp_per_node,
     )
-    grad_bytes = trainable_gpu * comms.gradient_bytes(t)
+    wire_bytes = comms.gradient_bytes(t)
+    grad_bytes = trainable_gpu * wire_bytes
     param_bytes = arch.total_params * share * wb  # gathers move the 16-bit compute copy
     layers_gpu = parallel.stage_layers(arch, t)
-    bucket = comms.bucket_bytes(t.framework, comms.gradient_bytes(t), dp)
+    bucket = comms.bucket_bytes(t.framework, wire_bytes, dp)
     calls = comms.collectives_per_step(t.sharding, grad_bytes, layers_gpu, accumulation, bucket)
     if t.sharding is Sharding.hsdp:
         gathers = comms.allreduce_seconds(
