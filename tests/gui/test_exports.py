@@ -60,9 +60,10 @@ class SaveDialog:
     gives_up_at: float = field(default_factory=lambda: time.monotonic() + 60)
 
     def look(self) -> None:
-        dialog = QApplication.activeModalWidget()
-        if self.answering is not None and (dialog is not self.answering or not dialog.isVisible()):
+        if self.answering is not None and not self.answering.isVisible():
             return  # its dialog has closed
+        # once seen, its own dialog: the modal Qt reports can blink to another while it activates
+        dialog = self.answering or QApplication.activeModalWidget()
         if isinstance(dialog, QFileDialog) and dialog.isVisible():
             if self.answering is None:
                 self.answering, self.seen_at = dialog, time.monotonic()
