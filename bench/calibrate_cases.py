@@ -107,6 +107,10 @@ FRAMEWORK_BY_SOURCE: dict[str, Framework] = {
     "mosaicml/llm-foundry": Framework.torchtitan,
     "databricks.com": Framework.torchtitan,
     "karpathy/nanoGPT": Framework.torchtitan,
+    # IBM's fms-fsdp: PyTorch FSDP over foundation-model-stack's own Llama modules, its own loop.
+    "foundation-model-stack/fms-fsdp": Framework.torchtitan,
+    # flash-attention's training/: its own GPT module tree (fused kernels) under PyTorch Lightning.
+    "Dao-AILab/flash-attention": Framework.torchtitan,
 }
 
 # Where a case leaves the LoRA rank and targets unpublished, the framework's default, with where it
@@ -256,6 +260,9 @@ def _sharding(case: dict[str, Any], assumed: list[str]) -> tuple[Sharding, Offlo
         return Sharding.none, Offload.none
     if "zero-3" in text:
         return Sharding.zero3, Offload.none
+    if "hybrid sharding (hsdp" in text:
+        # full sharding within a node, replicas across nodes (fms-fsdp's HSDP)
+        return Sharding.hsdp, Offload.none
     if "fsdp" in text and "fsdp column 0" not in text:
         return Sharding.fsdp, (Offload.optimizer_and_params if "offload" in text else Offload.none)
     if "zero (stage not stated" in text and "zero-3 assumed" in text:
@@ -270,6 +277,9 @@ def _sharding(case: dict[str, Any], assumed: list[str]) -> tuple[Sharding, Offlo
     if "distributed optimizer not stated" in text:
         # NeMo's Megatron recipes use the distributed fused Adam; the table does not say so.
         assumed.append("Megatron distributed optimizer assumed (zero1): the table does not say")
+        return Sharding.zero1, Offload.none
+    if "zeroredundancyoptimizer" in text:
+        # PyTorch's ZeroRedundancyOptimizer under DDP: optimizer states sharded (ZeRO-1)
         return Sharding.zero1, Offload.none
     if "ddp" in text:
         return Sharding.none, Offload.none
@@ -384,12 +394,14 @@ def model_config(case: dict[str, Any]) -> dict[str, Any]:
     reads that way. MPT ties its embedding (`tied wte` in the notes), GPT-2-style models in
     LLMs-from-scratch and Megatron's GPT do not. Llama, Qwen and TinyLlama are SwiGLU with RMSNorm,
     untied, except Llama 3.2 (1B, 3B), which ties its head to the embedding (tie_word_embeddings
-    true in its config.json).
+    true in its config.json). A case that states its head (`model.tied`, from its config.json)
+    is planned so.
     """
     m = case["model"]
     name = m["name"].lower()
     cfg = shape_keys(m)
-    plain = name.startswith(("mpt", "gpt", "bert"))
+    # "mosaicml/mpt-7b": the model's own name after its owner's
+    plain = name.removeprefix("mosaicml/").startswith(("mpt", "gpt", "bert"))
     if plain:
         cfg.update(
             model_type="gpt2",
@@ -400,6 +412,10 @@ def model_config(case: dict[str, Any]) -> dict[str, Any]:
         cfg.update(model_type="qwen2", hidden_act="silu", tie_word_embeddings=False)
     else:
         cfg.update(model_type="llama", hidden_act="silu", tie_word_embeddings="llama-3.2" in name)
+    if m.get("tied") is not None:
+        # the case states its head (its config.json's tie_word_embeddings): that wins over the
+        # family's usual choice (santacoder, nanoGPT's GPT-2 and BLOOM tie theirs)
+        cfg["tie_word_embeddings"] = bool(m["tied"])
     if name.startswith("bert"):
         # bert-large-uncased config.json (BertConfig's default too)
         cfg["attention_probs_dropout_prob"] = 0.1
@@ -479,8 +495,12 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
         "context_parallel": cp,
         **_lora(case, method, assumed),
     }
-    if sharding is Sharding.zero1 and "bf16_optimizer" in case["zero_stage_or_fsdp"].lower():
-        # DeepSpeed's BF16_Optimizer all-reduces the whole fp32 gradient, then steps its share
+    if sharding is Sharding.zero1 and any(
+        name in case["zero_stage_or_fsdp"].lower()
+        for name in ("bf16_optimizer", "zeroredundancyoptimizer")
+    ):
+        # DeepSpeed's BF16_Optimizer and PyTorch's ZeroRedundancyOptimizer (under DDP) all-reduce
+        # the whole gradient, then each replica steps its share and sends its parameters out
         training["gradients_all_reduced"] = True
     if pp > 1:
         training["pipeline_virtual_stages"] = int(other.get("vp") or _virtual_stages(notes))

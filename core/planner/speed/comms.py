@@ -107,10 +107,13 @@ _AUTOCAST = (Precision.amp_bf16, Precision.amp_fp16)
 def gradient_bytes(training: TrainingSpec) -> float:
     """Bytes per gradient element on the data-parallel wire: 4 where the stack reduces in fp32
     (Megatron; fp32 training; PyTorch DDP under autocast, whose parameters and so gradients stay
-    fp32), else the 16-bit compute dtype."""
+    fp32, alone or under an optimizer that steps a share after DDP's whole-gradient all-reduce),
+    else the 16-bit compute dtype."""
     if training.precision is Precision.fp32 or training.framework in FP32_REDUCE_FRAMEWORKS:
         return 4.0
-    if training.precision in _AUTOCAST and training.sharding is Sharding.none:
+    if training.precision in _AUTOCAST and (
+        training.sharding is Sharding.none or training.gradients_all_reduced
+    ):
         return 4.0
     return 2.0
 
