@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.calibrate_model import model_config
 from core.planner.request import (
     Framework,
     Method,
@@ -253,6 +254,32 @@ def _optimizer(case: dict[str, Any], method: Method) -> Optimizer:
     raise NotPlanned(f"optimizer '{case['optimizer']}' has no planner equivalent")
 
 
+# How a case's words name the AdamW kernel its stack ran. Fused: torch's fused=True (and
+# transformers' adamw_torch_fused), apex/Transformer Engine FusedAdam, DeepSpeed's optimizer (its
+# FusedAdam). Foreach: torch.optim.AdamW or Adam as built by default (transformers' adamw_torch),
+# and the per-weight loops that make the same passes (transformers' adamw_hf, Composer's
+# DecoupledAdamW). Words that name neither leave the stack's default (states.adamw_kernel).
+FUSED_WORDS = (
+    "fused=true",
+    "fusedadam",
+    "adamw_torch_fused",
+    "(fused)",
+    "fused adam",
+    "deepspeed adamw",
+    "deepspeed optimizer",
+)
+FOREACH_WORDS = ("adamw_torch", "adamw_hf", "torch.optim.adam", "decoupled_adamw")
+
+
+def _optimizer_kernel(case: dict[str, Any]) -> str | None:
+    text = case["optimizer"].lower()
+    if any(word in text for word in FUSED_WORDS):
+        return "fused"
+    if any(word in text for word in FOREACH_WORDS):
+        return "foreach"
+    return None
+
+
 def _sharding(case: dict[str, Any], assumed: list[str]) -> tuple[Sharding, Offload]:
     text = case["zero_stage_or_fsdp"].lower()
     gpus = int(case["n_gpus"])
@@ -369,59 +396,6 @@ def _virtual_stages(notes: str) -> int:
     return int(match.group(1)) if match else 1
 
 
-def shape_keys(model: dict[str, Any]) -> dict[str, Any]:
-    """A case's `model` shape (hidden, layers, heads, kv_heads, vocab, intermediate) as config.json
-    keys.
-
-    The calibration fixtures (throughput_cases.json, calibration_cases.json) describe models this
-    way; the family keys (model_type, activation, tied head) are the caller's.
-    """
-    return {
-        "hidden_size": model["hidden"],
-        "num_hidden_layers": model["layers"],
-        "num_attention_heads": model["heads"],
-        "num_key_value_heads": model["kv_heads"] or model["heads"],
-        "vocab_size": model["vocab"],
-        "intermediate_size": model["intermediate"] or 4 * model["hidden"],
-    }
-
-
-def model_config(case: dict[str, Any]) -> dict[str, Any]:
-    """The case's architecture as inline config.json keys, with the family's MLP, norm and head.
-
-    MPT (llm-foundry), Megatron's GPT, GPT-2 and BERT have a plain 4h GELU MLP with LayerNorm; the
-    shape comes in Llama-style key names, so they are planned as model_type "gpt2", which params.py
-    reads that way. MPT ties its embedding (`tied wte` in the notes), GPT-2-style models in
-    LLMs-from-scratch and Megatron's GPT do not. Llama, Qwen and TinyLlama are SwiGLU with RMSNorm,
-    untied, except Llama 3.2 (1B, 3B), which ties its head to the embedding (tie_word_embeddings
-    true in its config.json). A case that states its head (`model.tied`, from its config.json)
-    is planned so.
-    """
-    m = case["model"]
-    name = m["name"].lower()
-    cfg = shape_keys(m)
-    # "mosaicml/mpt-7b": the model's own name after its owner's
-    plain = name.removeprefix("mosaicml/").startswith(("mpt", "gpt", "bert"))
-    if plain:
-        cfg.update(
-            model_type="gpt2",
-            hidden_act="gelu",
-            tie_word_embeddings=name.startswith(("mpt", "bert")),
-        )
-    elif "qwen2" in name:
-        cfg.update(model_type="qwen2", hidden_act="silu", tie_word_embeddings=False)
-    else:
-        cfg.update(model_type="llama", hidden_act="silu", tie_word_embeddings="llama-3.2" in name)
-    if m.get("tied") is not None:
-        # the case states its head (its config.json's tie_word_embeddings): that wins over the
-        # family's usual choice (santacoder, nanoGPT's GPT-2 and BLOOM tie theirs)
-        cfg["tie_word_embeddings"] = bool(m["tied"])
-    if name.startswith("bert"):
-        # bert-large-uncased config.json (BertConfig's default too)
-        cfg["attention_probs_dropout_prob"] = 0.1
-    return cfg
-
-
 def wall_time_tokens(case: dict[str, Any]) -> tuple[float, str]:
     """Trained tokens behind a wall-time case, from what its notes give; NotPlanned when they give
     none."""
@@ -495,6 +469,8 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
         "context_parallel": cp,
         **_lora(case, method, assumed),
     }
+    if training["optimizer"] == Optimizer.adamw.value and (kernel := _optimizer_kernel(case)):
+        training["optimizer_kernel"] = kernel
     if sharding is Sharding.zero1 and any(
         name in case["zero_stage_or_fsdp"].lower()
         for name in ("bf16_optimizer", "zeroredundancyoptimizer")

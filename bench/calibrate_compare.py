@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.calibrate_cases import Built, model_config
+from bench.calibrate_cases import Built
+from bench.calibrate_model import model_config
 from core.catalog import GPU, Catalog, network
 from core.planner.speed import kernels
 

@@ -35,6 +35,14 @@ class Optimizer(StrEnum):
     lion = "lion"
 
 
+class OptimizerKernel(StrEnum):
+    """How an AdamW step runs on the GPU: one fused kernel per step, or PyTorch's multi-tensor
+    (foreach) path, one pass over the states per arithmetic operation."""
+
+    fused = "fused"
+    foreach = "foreach"
+
+
 class Sharding(StrEnum):
     none = "none"
     zero1 = "zero1"

@@ -27,6 +27,7 @@ from core.planner.choices import (
     Method,
     Offload,
     Optimizer,
+    OptimizerKernel,
     Precision,
     Sharding,
 )
@@ -178,6 +179,14 @@ class TrainingSpec(RequestModel):
         description="sequences per optimizer step (default: ~262k tokens, at least micro × "
         "data-parallel replicas)",
     )
+    optimizer_kernel: OptimizerKernel | None = Field(
+        None,
+        title="AdamW kernel",
+        exclude_if=left_out,
+        description="fused: one pass a step (torch fused=True, apex, Transformer Engine or "
+        "DeepSpeed FusedAdam); foreach: PyTorch's multi-tensor default, a pass per operation; "
+        "left out: the stack's own",
+    )
     optimizer_in_backward: bool = Field(False, title="Optimizer in backward")
     double_quant: bool = Field(True, title="Double quantization (QLoRA)")
     quantized_inputs_kept: bool | None = Field(
@@ -304,6 +313,11 @@ class TrainingSpec(RequestModel):
                 "training.gradients_all_reduced needs sharding zero1 or zero2: DDP always "
                 "all-reduces and ZeRO-3, FSDP and HSDP reduce-scatter (sharding is "
                 f"{self.sharding.value})"
+            )
+        if self.optimizer_kernel is not None and self.optimizer is not Optimizer.adamw:
+            raise ValueError(
+                "training.optimizer_kernel applies to optimizer adamw only (optimizer is "
+                f"{self.optimizer.value})"
             )
         if self.global_batch_size is not None and self.global_batch_size < self.micro_batch_size:
             raise ValueError(

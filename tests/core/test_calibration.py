@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.calibrate_cases import shape_keys
+from bench.calibrate_model import shape_keys
 from core.catalog import load_catalog
 from core.planner.model import memory, states
 from core.planner.model.params import Architecture

@@ -22,8 +22,10 @@ import pytest
 
 from bench import calibrate, calibrate_fit, calibrate_report
 from bench.calibrate import Evaluation, Row, load_cases
-from bench.calibrate_cases import build, model_config, source_of
+from bench.calibrate_cases import build, source_of
+from bench.calibrate_model import model_config
 from core.planner.model.params import Architecture
+from core.planner.request import Sharding
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = load_cases()
@@ -143,6 +145,50 @@ def test_megatron_weak_scaling_rows_are_not_planned_without_a_micro_batch() -> N
     for case_id in ("megatron-gpt1.7b-h100-48g-tflops", "megatron-gpt462b-h100-6144g-tflops"):
         r = rows()[case_id]
         assert r.planned is None and r.reason == "micro-batch not published"
+
+
+@pytest.mark.parametrize(
+    ("case_id", "kernel"),
+    [
+        ("nanogpt-gpt2-124m-300b-8xa100-40g-walltime", "fused"),  # "AdamW (fused)"
+        ("flashattn-gpt3-125m-8xa100-2048-tps", "fused"),  # apex FusedAdam
+        ("qwen-1.8b-full-a100-4096-mem", "fused"),  # DeepSpeed AdamW
+        ("peftmmqa-llama32-3b-full-l40s-tps", "foreach"),  # torch.optim.AdamW, no fused argument
+        ("fmsacc-mistral7b-full-a100-1g-mb4-tps", "foreach"),  # transformers' adamw_torch
+        ("hf-perfdoc-bert-large-fp32-bs4-v100-mem", "foreach"),  # adamw_hf, a per-weight loop
+        # "the fused backward step later" names a later row's setting, not this one's
+        ("torchtune-a100-llama3.2-3b-full-packed-1g-tps", "foreach"),
+        ("tt-h100-llama3.1-8b-fsdp-8g-tps", None),  # not named: torchtitan's own default
+    ],
+)
+def test_the_adamw_kernel_is_read_from_the_cases_words(case_id: str, kernel: str | None) -> None:
+    request = build(BY_ID[case_id]).request
+    assert request is not None
+    stated = request.training.optimizer_kernel
+    assert (stated.value if stated else None) == kernel
+
+
+def test_the_cases_own_sharding_and_head_are_planned() -> None:
+    """fms-fsdp's 7B runs are HSDP (full shards in a node, replicas across nodes); flash-attention's
+    760M-2.7B runs step with ZeroRedundancyOptimizer after DDP's all-reduce; santacoder, nanoGPT's
+    GPT-2 and BLOOM tie their heads (their config.json files), MPT-7B is a 4h GELU model."""
+    hsdp = build(BY_ID["fmsfsdp-llama2-7b-hsdp-128xa100-mb2-compile-tps"]).request
+    zero1 = build(BY_ID["flashattn-gpt3-1.3b-8xa100-2048-tps"]).request
+    assert hsdp is not None and hsdp.training.sharding is Sharding.hsdp
+    assert zero1 is not None and zero1.training.sharding is Sharding.zero1
+    assert zero1.training.gradients_all_reduced is True
+    for case_id in (
+        "fmsacc-santacoder-full-a100-1g-mb4-tps",
+        "nanogpt-gpt2-124m-300b-8xa100-40g-walltime",
+        "bloom176b-pretrain-384xa100-gbs2048-mb2-tps",
+    ):
+        assert model_config(BY_ID[case_id])["tie_word_embeddings"] is True, case_id
+    mpt = model_config(BY_ID["mosaic-mpt7b-1t-tokens-440xa100-40g-walltime"])
+    assert (mpt["model_type"], mpt["hidden_act"], mpt["tie_word_embeddings"]) == (
+        "gpt2",
+        "gelu",
+        True,
+    )
 
 
 def test_bloom_rows_are_planned_with_their_uneven_pipeline_stages() -> None:

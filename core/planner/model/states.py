@@ -23,6 +23,7 @@ from core.planner.request import (
     Method,
     Offload,
     Optimizer,
+    OptimizerKernel,
     Precision,
     Sharding,
     TrainingSpec,
@@ -34,6 +35,30 @@ NF4_BITS = 4.0
 # QLoRA §3, double quantization or not
 NF4_CONSTANT_BITS = {True: 8 / 64 + 32 / (64 * 256), False: 32 / 64}
 PAGED_OPTIMIZERS = (Optimizer.paged_adamw_8bit, Optimizer.paged_adamw_32bit)
+
+# Stacks whose AdamW is one fused kernel by default: Megatron-Core (Transformer Engine's or apex's
+# FusedAdam, megatron/core/optimizer/__init__.py), DeepSpeed (its FusedAdam) and torchtitan
+# (`optimizer.implementation = "fused"` in its job config).
+FUSED_ADAMW_FRAMEWORKS = frozenset({Framework.megatron, Framework.deepspeed, Framework.torchtitan})
+
+
+def adamw_kernel(training: TrainingSpec) -> OptimizerKernel | None:
+    """How the AdamW step runs (None for other optimizers): the request's `optimizer_kernel`; else
+    fused for the stacks above and under ZeRO sharding (DeepSpeed's FusedAdam, Megatron's
+    distributed optimizer); else torch.optim.AdamW's default on GPUs, the multi-tensor (foreach)
+    path."""
+    if training.optimizer is not Optimizer.adamw:
+        return None
+    if training.optimizer_kernel is not None:
+        return training.optimizer_kernel
+    if training.framework in FUSED_ADAMW_FRAMEWORKS or training.sharding in (
+        Sharding.zero1,
+        Sharding.zero2,
+        Sharding.zero3,
+    ):
+        return OptimizerKernel.fused
+    return OptimizerKernel.foreach
+
 
 # ----------------------------------------------------------------------------- bytes per parameter
 
@@ -186,15 +211,12 @@ def model_states(
     moved = _host_side(training, trainable, wb, n_opt, weights, grads, optimizer)
     weights, grads, optimizer = moved.weights, moved.grads, moved.optimizer
     workspace = 0.0 * optimizer
-    torch_adamw = (
-        training.optimizer is Optimizer.adamw
-        and not deepspeed
-        and not training.optimizer_in_backward
+    foreach = (
+        adamw_kernel(training) is OptimizerKernel.foreach and not training.optimizer_in_backward
     )
-    if torch_adamw and training.offload is Offload.none:
-        # PyTorch's multi-tensor AdamW (the default on GPUs) materialises sqrt(v) for every weight
-        # it steps at once: one state's worth. DeepSpeed's fused Adam and a per-weight step in
-        # backward work in place.
+    if foreach and training.offload is Offload.none:
+        # PyTorch's multi-tensor AdamW materialises sqrt(v) for every weight it steps at once: one
+        # state's worth. A fused Adam and a per-weight step in backward work in place.
         workspace = trainable * (2.0 if precision is Precision.pure_bf16 else 4.0) / n_opt
     states = ModelStates(
         weights,

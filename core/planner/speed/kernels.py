@@ -194,24 +194,42 @@ def launch_floor_seconds(kernels: Num) -> Num:
 # ----------------------------------------------------------------------------- optimizer
 
 
-def optimizer_bytes_per_param(optimizer: Optimizer, precision: Precision) -> float:
+def optimizer_bytes_per_param(
+    optimizer: Optimizer, precision: Precision, foreach: bool = False
+) -> float:
     """HBM bytes one optimizer step moves per trainable parameter.
 
-    Read and write the stepped weight (the fp32 master under mixed precision), read the gradient,
-    read and write every state, and write the 16-bit working copy when a master exists. AdamW,
-    amp_bf16: 4+4 + 2 + 8+8 + 2 = 28 B; pure bf16: 2+2 + 2 + 4+4 = 14 B; 8-bit Adam: 4+4 + 2 + 2+2 +
-    2 = 16 B.
+    Fused (one kernel): read and write the stepped weight (the fp32 master under mixed precision),
+    read the gradient, read and write every state, and write the 16-bit working copy when a master
+    exists. AdamW, amp_bf16: 4+4 + 2 + 8+8 + 2 = 28 B; pure bf16: 2+2 + 2 + 4+4 = 14 B; 8-bit
+    Adam: 4+4 + 2 + 2+2 + 2 = 16 B.
+
+    `foreach` (AdamW only): PyTorch's multi-tensor AdamW makes one pass per operation
+    (torch/optim/adam.py, _multi_tensor_adam): weight decay `_foreach_mul_(params)` (2p),
+    `_foreach_lerp_(exp_avgs, grads)` (2s + g), `_foreach_mul_(exp_avg_sqs)` (2s),
+    `_foreach_addcmul_(exp_avg_sqs, grads, grads)` (2s + g), `_foreach_sqrt(exp_avg_sqs)` into a
+    new list (2s), `_foreach_div_` and `_foreach_add_` on it (2s each), and
+    `_foreach_addcdiv_(params, exp_avgs, denom)` (2p + 2s): 4p + 12s + 2g, with the working copy.
+    Pure bf16: 8 + 24 + 4 = 36 B; amp_bf16: 16 + 48 + 4 + 2 = 70 B.
     """
     master = master_bytes(precision)
     stepped = master or weight_bytes(precision)
     state = optimizer_state_bytes(optimizer, precision)
+    grad = weight_bytes(precision)
     copy = weight_bytes(precision) if master else 0.0
-    return 2 * stepped + weight_bytes(precision) + 2 * state + copy
+    if foreach and optimizer is Optimizer.adamw:
+        one_state = state / 2
+        return 4 * stepped + 12 * one_state + 2 * grad + copy
+    return 2 * stepped + grad + 2 * state + copy
 
 
 def optimizer_seconds(
-    trainable_per_gpu: Num, optimizer: Optimizer, precision: Precision, hbm: Num
+    trainable_per_gpu: Num,
+    optimizer: Optimizer,
+    precision: Precision,
+    hbm: Num,
+    foreach: bool = False,
 ) -> Num:
     """One optimizer step on the GPU: memory-bound (a handful of FLOPs per byte), at HBM
     bandwidth."""
-    return trainable_per_gpu * optimizer_bytes_per_param(optimizer, precision) / hbm
+    return trainable_per_gpu * optimizer_bytes_per_param(optimizer, precision, foreach) / hbm

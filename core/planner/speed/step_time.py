@@ -19,12 +19,13 @@ import numpy as np
 from core.planner.model import lora, parallel
 from core.planner.model.memory import MemoryEstimate
 from core.planner.model.params import Architecture
-from core.planner.model.states import shard_degree, weight_bytes
+from core.planner.model.states import adamw_kernel, shard_degree, weight_bytes
 from core.planner.request import (
     Attention,
     CrossEntropy,
     Method,
     Offload,
+    OptimizerKernel,
     Precision,
     Sharding,
     TrainingSpec,
@@ -409,7 +410,13 @@ def step_costs(
         else (
             stepped * hw.measured_step.optimizer_s_per_param
             if measured and hw.measured_step is not None
-            else kernels.optimizer_seconds(stepped, t.optimizer, t.precision, hw.hbm_gbs * 1e9)
+            else kernels.optimizer_seconds(
+                stepped,
+                t.optimizer,
+                t.precision,
+                hw.hbm_gbs * 1e9,
+                foreach=adamw_kernel(t) is OptimizerKernel.foreach,
+            )
         )
     )
     compute = gemm + attention + memory_bound + optimizer
