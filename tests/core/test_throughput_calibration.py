@@ -1,4 +1,4 @@
-"""The planner against 169 published training runs, validated leave-one-source-out.
+"""The planner against 179 published training runs, validated leave-one-source-out.
 
 Every expected figure is a published measurement quoted in the fixtures (throughput_cases.json,
 published_runs.json: each with its pinned source URL and row), compared in the source's own unit by
@@ -49,19 +49,20 @@ def rows() -> dict[str, Row]:
 
 def test_fixtures_are_what_their_notes_describe() -> None:
     """THROUGHPUT.md: 86 runs from 13 repositories; PUBLISHED_RUNS.md: 44 more from 9 sources, 17
-    from fms-acceleration's A100 table, 3 from the BLOOM 176B training README, and 21 from four
-    further sources (PEFT's method comparison 5, fms-fsdp 8, flash-attention 5, MLPerf Training v4.0
-    3). The two granite-7b rows of the Hugging Face blog are in both: counted once."""
-    assert len(NEW_RUNS) == 44 + 17 + 3 + 21
+    from fms-acceleration's A100 table, 3 from the BLOOM 176B training README, and 31 from six
+    further sources (PEFT's method comparison 5, fms-fsdp 8, flash-attention 5, MLPerf Training
+    v4.0 3, v4.1 5 and v5.0 5). The two granite-7b rows of the Hugging Face blog are in both:
+    counted once."""
+    assert len(NEW_RUNS) == 44 + 17 + 3 + 31
     assert Counter(c["method"] for c in NEW_RUNS) == {
-        "LoRA": 15 + 4 + 4 + 3,
+        "LoRA": 15 + 4 + 4 + 3 + 10,
         "full": 14 + 8 + 1,
         "pretraining (full)": 9 + 3 + 8 + 5,
         "QLoRA": 6 + 5,
     }
-    assert len(CASES) == 86 + 44 + 17 + 3 + 21 - 2
+    assert len(CASES) == 86 + 44 + 17 + 3 + 31 - 2
     assert len(BY_ID) == len(CASES), "run ids must be unique"
-    assert len({source_of(c) for c in CASES}) == 27
+    assert len({source_of(c) for c in CASES}) == 29
     for c in CASES:
         assert re.match(
             r"https://(github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/|www\.databricks\.com/)",
@@ -318,20 +319,22 @@ def test_a_rate_timed_with_its_evaluation_pass_grows_per_gpu_with_the_gpus_shari
 
 def test_the_out_of_source_figures_do_not_regress() -> None:
     """Measured on 2026-12-07 with every source left out in turn (docs/formulas.md, Calibration):
-    95 of 120 (full 65, LoRA 19, QLoRA 11). Gradients travelling in the dtype each stack reduces
+    97 of 130 (full 64, LoRA 22, QLoRA 11). Gradients travelling in the dtype each stack reduces
     them in, and BLOOM planned on its stated fabric, took it from 78 and 53 to 81 and 56; covering
     a DDP or ZeRO-1 reduction with the last micro-batch's backward only (it was the whole step's
     compute) moved dgxc-benchmarking's Nemotron-4 340B run past 20% (docs/formulas.md, "Data
-    parallelism"). Four more sources (PEFT's method comparison, fms-fsdp, flash-attention, MLPerf
-    v4.0) took it from 80 of 105 to 95 of 120; with their runs in the Hugging Face stack's fits,
-    Answer.AI's 2 × RTX 4090 QLoRA run (FSDP) moved from 16% to 20% too slow, so QLoRA went from
-    12 to 11. A change that lowers one of these must say why in docs/formulas.md and lower it here
-    deliberately."""
+    parallelism"). Six more sources took it from 80 of 105 to 97 of 130. With their runs in the
+    Hugging Face stack's fits, Answer.AI's 2 × RTX 4090 QLoRA run (FSDP) moved from 16% to 20% too
+    slow (QLoRA 12 → 11); with the MLPerf LoRA runs in the Hopper fits, torchtitan's 128-GPU Llama
+    3.1 8B run moved just past 20% (full 65 → 64); NVIDIA's Blackwell LoRA runs (MLPerf v4.1 and
+    v5.0, the only Blackwell sources) are planned 21-51% too fast out of source, so LoRA is 22 of
+    37 (59%), under the issue's 60%. A change that lowers one of these must say why in
+    docs/formulas.md and lower it here deliberately."""
     s = calibrate_report.summary(list(rows().values()))
     t = s["throughput"]
-    assert t["all"]["within"] >= 95
-    assert t["full"]["planner"]["within"] >= 65
-    assert t["LoRA"]["planner"]["within"] >= 19
+    assert t["all"]["within"] >= 97
+    assert t["full"]["planner"]["within"] >= 64
+    assert t["LoRA"]["planner"]["within"] >= 22
     assert t["QLoRA"]["planner"]["within"] >= 11
     assert t["full"]["planner"]["within"] > t["full"]["flat_50"]["within"]
     assert s["memory"]["within"] >= 21  # 18 before the bitsandbytes < 0.43.2 inputs (2026-12-07)
