@@ -319,22 +319,22 @@ def test_a_rate_timed_with_its_evaluation_pass_grows_per_gpu_with_the_gpus_shari
 
 def test_the_out_of_source_figures_do_not_regress() -> None:
     """Measured on 2026-12-07 with every source left out in turn (docs/formulas.md, Calibration):
-    97 of 130 (full 64, LoRA 22, QLoRA 11). Gradients travelling in the dtype each stack reduces
+    102 of 130 (full 63, LoRA 28, QLoRA 11). Gradients travelling in the dtype each stack reduces
     them in, and BLOOM planned on its stated fabric, took it from 78 and 53 to 81 and 56; covering
     a DDP or ZeRO-1 reduction with the last micro-batch's backward only (it was the whole step's
     compute) moved dgxc-benchmarking's Nemotron-4 340B run past 20% (docs/formulas.md, "Data
-    parallelism"). Six more sources took it from 80 of 105 to 97 of 130. With their runs in the
+    parallelism"). Six more sources took it from 80 of 105 to 97 of 130: with their runs in the
     Hugging Face stack's fits, Answer.AI's 2 × RTX 4090 QLoRA run (FSDP) moved from 16% to 20% too
-    slow (QLoRA 12 → 11); with the MLPerf LoRA runs in the Hopper fits, torchtitan's 128-GPU Llama
-    3.1 8B run moved just past 20% (full 65 → 64); NVIDIA's Blackwell LoRA runs (MLPerf v4.1 and
-    v5.0, the only Blackwell sources) are planned 21-51% too fast out of source, so LoRA is 22 of
-    37 (59%), under the issue's 60%. A change that lowers one of these must say why in
+    slow (QLoRA 12 → 11), and NVIDIA's Blackwell LoRA runs (MLPerf v4.1 and v5.0) came in 21-51%
+    too fast (LoRA 22 of 37). Blackwell as a GPU family of its own (it had been grouped with
+    Hopper while no run was on it) brought those within 17% (LoRA 28) and moved NeMo's Llama 3 8B
+    pre-training just past 20% (full 64 → 63). A change that lowers one of these must say why in
     docs/formulas.md and lower it here deliberately."""
     s = calibrate_report.summary(list(rows().values()))
     t = s["throughput"]
-    assert t["all"]["within"] >= 97
-    assert t["full"]["planner"]["within"] >= 64
-    assert t["LoRA"]["planner"]["within"] >= 22
+    assert t["all"]["within"] >= 102
+    assert t["full"]["planner"]["within"] >= 63
+    assert t["LoRA"]["planner"]["within"] >= 28
     assert t["QLoRA"]["planner"]["within"] >= 11
     assert t["full"]["planner"]["within"] > t["full"]["flat_50"]["within"]
     assert s["memory"]["within"] >= 21  # 18 before the bitsandbytes < 0.43.2 inputs (2026-12-07)

@@ -50,7 +50,7 @@ GEMM_SUSTAINED_AMPERE = 1.0
 # watt sustains (prior: the L4's own datasheet ratio, so no listed card is throttled until runs of
 # more than one power-capped card say otherwise).
 ADA_TFLOPS_PER_WATT = 121 / 72
-# Volta, Turing, AMD and Gaudi keep the benchmark rate; Blackwell takes Hopper's (`family`).
+# Volta, Turing, AMD and Gaudi keep the benchmark rate; Blackwell takes Hopper's (`gemm_sustained`).
 GEMM_SUSTAINED_OTHER = 1.0
 # The GEMM dimension at which a matmul runs at half its large-shape rate: factor d ÷ (d + D½), d =
 # the GEMM's smallest dimension (tokens, d_in or d_out).
@@ -62,7 +62,7 @@ ATTENTION_SCALE = 1.0
 # module hooks, PEFT wrappers, FSDP's per-module pre/post hooks, the Python of every unfused op.
 HF_LAYER_OVERHEAD_S = 1e-4
 
-FAMILY_KEYS = ("hopper", "ampere", "ada", "other")
+FAMILY_KEYS = ("hopper", "blackwell", "ampere", "ada", "other")
 
 CONSTANTS: tuple[Constant, ...] = (
     Constant(
@@ -147,17 +147,16 @@ def overlaps_param_gather(framework: Framework) -> bool:
 def family(architecture: str) -> str:
     """The GPU family key of a catalog architecture name ('Hopper' → 'hopper').
 
-    Blackwell is grouped with Hopper: no published run here is on Blackwell, Hopper is the nearest
-    generation, its MAMF row is measured the same way, and it loses clocks to its power cap under
-    sustained load as Blackwell does; a Blackwell plan therefore takes the Hopper group's sustained
-    efficiency.
+    Blackwell is a family of its own: published runs on it (NVIDIA's MLPerf LoRA runs on B200 and
+    GB200, universal-llm-trainer's on the RTX PRO 6000) fit its sustained efficiency, and a plan on
+    a stack with no Blackwell run of its own falls back to the family's, as for any family. Its
+    sustained-GEMM prior is Hopper's: the MAMF row is measured the same way and both lose clocks to
+    their power caps under sustained load.
     """
     key = architecture.lower().replace(" ", "")
     if key.startswith("ada"):
         return "ada"
-    if key == "blackwell":
-        return "hopper"
-    return key if key in ("hopper", "ampere") else "other"
+    return key if key in ("hopper", "blackwell", "ampere") else "other"
 
 
 def gemm_sustained(architecture: str) -> float:
@@ -167,9 +166,11 @@ def gemm_sustained(architecture: str) -> float:
     if key == "ada":
         return 1.0
     return float(
-        {"hopper": GEMM_SUSTAINED_HOPPER, "ampere": GEMM_SUSTAINED_AMPERE}.get(
-            key, GEMM_SUSTAINED_OTHER
-        )
+        {
+            "hopper": GEMM_SUSTAINED_HOPPER,
+            "blackwell": GEMM_SUSTAINED_HOPPER,
+            "ampere": GEMM_SUSTAINED_AMPERE,
+        }.get(key, GEMM_SUSTAINED_OTHER)
     )
 
 
