@@ -196,8 +196,15 @@ def test_enter_in_the_launch_dialog_exports_with_the_library_name_in_the_headers
             chooser.append(opened.windowTitle())
             opened.reject()
 
-    QTimer.singleShot(500, close_a_folder_chooser)
+    # A chooser Enter opened would hold the key press in its own event loop; once the press has
+    # returned the closer is stopped, so it cannot fire in a later test and cancel that test's save
+    # dialog (it did: the probe report's export found its dialog rejected, no PDF written).
+    closer = QTimer()
+    closer.setSingleShot(True)
+    closer.timeout.connect(close_a_folder_chooser)
+    closer.start(500)
     press(qtbot, Qt.Key.Key_Return)
+    closer.stop()
     assert chooser == []
     qtbot.waitUntil(lambda: dialog.message.text().startswith("Wrote"), timeout=10000)
     # Enter exported; it did not open the folder chooser nor close the dialog
