@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from core.units import fmt_hours, fmt_usd
+from core.units import fmt_gpu_hours, fmt_hours, fmt_usd
 from tuneplan.launch import main
 
 REQUEST = {
@@ -58,7 +58,9 @@ def test_headline_numbers_equal_the_plan_json(rendered):
     assert "8× H100-SXM" in text
     assert fmt_hours(plan_json["time"]["hours"]) in text
     assert fmt_usd(plan_json["cost"]["total_usd"]) in text
-    assert f"{plan_json['time']['gpu_hours']:,.1f}" in text
+    # GPU-hours to three significant figures, the one rule for them (units.fmt_gpu_hours); the old
+    # one-decimal check passed only while the figure's first decimals happened to match
+    assert f"{fmt_gpu_hours(plan_json['time']['gpu_hours'])} GPU-hours" in text
     assert f"{plan_json['compute']['mfu']:.0%}" in text
     assert plan_json["cost"]["provider"] in text  # AWS
 
