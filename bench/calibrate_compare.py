@@ -38,18 +38,19 @@ def run_spec(built: Built, catalog: Catalog) -> dict[str, Any]:
     req = built.request
     assert req is not None and req.hardware is not None
     t, case = req.training, built.case
-    m = case["model"]
+    # the shape as the planner reads it, its defaults (KV heads, the 4h MLP) included
+    config = model_config(case)
     return {
         "id": built.id,
         "metric": built.metric,
         "tokens": built.tokens,
-        "hidden": m["hidden"],
-        "layers": m["layers"],
-        "heads": m["heads"],
-        "kv_heads": m["kv_heads"] or m["heads"],
-        "vocab": m["vocab"],
-        "intermediate": m["intermediate"] or 4 * m["hidden"],
-        "gated": model_config(case)["hidden_act"] != "gelu",
+        "hidden": config["hidden_size"],
+        "layers": config["num_hidden_layers"],
+        "heads": config["num_attention_heads"],
+        "kv_heads": config["num_key_value_heads"],
+        "vocab": config["vocab_size"],
+        "intermediate": config["intermediate_size"],
+        "gated": config["hidden_act"] != "gelu",
         "gpu": req.hardware.gpu,
         "gpus": req.hardware.gpus,
         "gpus_per_node": req.hardware.gpus_per_node,

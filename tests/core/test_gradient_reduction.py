@@ -29,7 +29,7 @@ from core.planner.speed import comms
 from core.validation import validation_message
 
 
-def _request(**training: Any) -> PlanRequest:
+def _request(hardware: dict[str, Any] | None = None, **training: Any) -> PlanRequest:
     return PlanRequest.model_validate(
         {
             "model": {"preset": "llama-2-7b"},
@@ -41,7 +41,7 @@ def _request(**training: Any) -> PlanRequest:
                 "gradient_checkpointing": True,
                 **training,
             },
-            "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1},
+            "hardware": {"gpu": "H100-SXM", "gpus_per_node": 8, "nodes": 1, **(hardware or {})},
         }
     )
 
@@ -142,25 +142,11 @@ def test_accumulating_more_micro_batches_does_not_hide_the_gradient_all_reduce()
     much of it exposed as one."""
 
     def exposed(global_batch: int) -> float:
-        request = PlanRequest.model_validate(
-            {
-                "model": {"preset": "llama-2-7b"},
-                "data": {"tokens": 1e9, "seq_len": 2048},
-                "training": {
-                    "method": "full",
-                    "sharding": "none",
-                    "precision": "pure_bf16",
-                    "micro_batch_size": 1,
-                    "global_batch_size": global_batch,
-                    "gradient_checkpointing": True,
-                },
-                "hardware": {
-                    "gpu": "H100-SXM",
-                    "gpus_per_node": 8,
-                    "nodes": 2,
-                    "interconnect": "ethernet",
-                },
-            }
+        request = _request(
+            hardware={"nodes": 2, "interconnect": "ethernet"},
+            sharding="none",
+            precision="pure_bf16",
+            global_batch_size=global_batch,
         )
         return plan(request).compute.step_breakdown_s.exposed_comm
 

@@ -35,6 +35,8 @@ NF4_BITS = 4.0
 # QLoRA §3, double quantization or not
 NF4_CONSTANT_BITS = {True: 8 / 64 + 32 / (64 * 256), False: 32 / 64}
 PAGED_OPTIMIZERS = (Optimizer.paged_adamw_8bit, Optimizer.paged_adamw_32bit)
+# ZeRO's stages as DeepSpeed runs them (FSDP and HSDP are the PyTorch stack's own)
+ZERO_SHARDINGS = (Sharding.zero1, Sharding.zero2, Sharding.zero3)
 
 # Stacks whose AdamW is one fused kernel by default: Megatron-Core (Transformer Engine's or apex's
 # FusedAdam, megatron/core/optimizer/__init__.py), DeepSpeed (its FusedAdam) and torchtitan
@@ -51,11 +53,7 @@ def adamw_kernel(training: TrainingSpec) -> OptimizerKernel | None:
         return None
     if training.optimizer_kernel is not None:
         return training.optimizer_kernel
-    if training.framework in FUSED_ADAMW_FRAMEWORKS or training.sharding in (
-        Sharding.zero1,
-        Sharding.zero2,
-        Sharding.zero3,
-    ):
+    if training.framework in FUSED_ADAMW_FRAMEWORKS or training.sharding in ZERO_SHARDINGS:
         return OptimizerKernel.fused
     return OptimizerKernel.foreach
 
@@ -163,11 +161,7 @@ def model_states(
         Sharding.fsdp: 3,
         Sharding.hsdp: 3,
     }[sharding]
-    deepspeed = zero_accounting == "deepspeed" and sharding in (
-        Sharding.zero1,
-        Sharding.zero2,
-        Sharding.zero3,
-    )
+    deepspeed = zero_accounting == "deepspeed" and sharding in ZERO_SHARDINGS
 
     wb = weight_bytes(precision)
     if method is Method.qlora:
