@@ -471,6 +471,8 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
     }
     if training["optimizer"] == Optimizer.adamw.value and (kernel := _optimizer_kernel(case)):
         training["optimizer_kernel"] = kernel
+    if "no gradient clipping" in str(other.get("notes", "")).lower():
+        training["gradient_clipping"] = False
     if sharding is Sharding.zero1 and any(
         name in case["zero_stage_or_fsdp"].lower()
         for name in ("bf16_optimizer", "zeroredundancyoptimizer")

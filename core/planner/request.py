@@ -187,6 +187,13 @@ class TrainingSpec(RequestModel):
         "DeepSpeed FusedAdam); foreach: PyTorch's multi-tensor default, a pass per operation; "
         "left out: the stack's own",
     )
+    gradient_clipping: bool | None = Field(
+        None,
+        title="Gradient clipping",
+        exclude_if=left_out,
+        description="false: no global-norm clipping pass over the gradients before each step; "
+        "left out: clipped, as every stack does by default",
+    )
     optimizer_in_backward: bool = Field(False, title="Optimizer in backward")
     double_quant: bool = Field(True, title="Double quantization (QLoRA)")
     quantized_inputs_kept: bool | None = Field(

@@ -223,13 +223,31 @@ def optimizer_bytes_per_param(
     return 2 * stepped + grad + 2 * state + copy
 
 
+def clipping_bytes_per_param(precision: Precision) -> float:
+    """HBM bytes the gradient-norm clipping before each step moves per trainable parameter.
+
+    Every stack planned here clips by the global norm by default (transformers' `max_grad_norm`
+    1.0, torchtitan's `max_norm` 1.0, Megatron's `--clip-grad` 1.0, nanoGPT's `grad_clip` 1.0).
+    `torch.nn.utils.clip_grad_norm_` reads every gradient once for the per-tensor norms
+    (`torch._foreach_norm`) and then scales all of them by the clamped coefficient
+    (`torch._foreach_mul_`, read and write), whether or not the norm exceeded the threshold
+    (torch/nn/utils/clip_grad.py): 3·G. Megatron-Core's `clip_grad_by_total_norm_fp32` scales
+    only when the norm is over the threshold (megatron/core/optimizer/clip_grads.py), so for it
+    3·G is the step's cost while gradients are being clipped, G once they are not.
+    """
+    return 3 * weight_bytes(precision)
+
+
 def optimizer_seconds(
     trainable_per_gpu: Num,
     optimizer: Optimizer,
     precision: Precision,
     hbm: Num,
     foreach: bool = False,
+    clipped: bool = True,
 ) -> Num:
-    """One optimizer step on the GPU: memory-bound (a handful of FLOPs per byte), at HBM
-    bandwidth."""
-    return trainable_per_gpu * optimizer_bytes_per_param(optimizer, precision, foreach) / hbm
+    """One optimizer step on the GPU, with the gradient clipping before it when `clipped`:
+    memory-bound (a handful of FLOPs per byte), at HBM bandwidth."""
+    step = optimizer_bytes_per_param(optimizer, precision, foreach)
+    clip = clipping_bytes_per_param(precision) if clipped else 0.0
+    return trainable_per_gpu * (step + clip) / hbm

@@ -416,6 +416,7 @@ def step_costs(
                 t.precision,
                 hw.hbm_gbs * 1e9,
                 foreach=adamw_kernel(t) is OptimizerKernel.foreach,
+                clipped=t.gradient_clipping is not False,
             )
         )
     )
