@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.calibrate_model import model_config
+from bench.calibrate_stack import NotPlanned, gradient_bucket, nvlink_domain, optimizer_kernel
 from core.planner.request import (
     Framework,
     Method,
@@ -108,6 +109,10 @@ FRAMEWORK_BY_SOURCE: dict[str, Framework] = {
     "mosaicml/llm-foundry": Framework.torchtitan,
     "databricks.com": Framework.torchtitan,
     "karpathy/nanoGPT": Framework.torchtitan,
+    # OLMo-core: FSDP2 over its own transformer blocks; InternLM's 2023 trainer: its own model code
+    # (flash-attention and apex kernels) under its own loop and ZeRO-1 optimizer.
+    "allenai/OLMo-core": Framework.torchtitan,
+    "InternLM/InternLM": Framework.torchtitan,
     # IBM's fms-fsdp: PyTorch FSDP over foundation-model-stack's own Llama modules, its own loop.
     "foundation-model-stack/fms-fsdp": Framework.torchtitan,
     # flash-attention's training/: its own GPT module tree (fused kernels) under PyTorch Lightning.
@@ -181,10 +186,6 @@ class Built:
         return str(self.case["metric"])
 
 
-class NotPlanned(Exception):
-    """The case needs a setting its source does not publish, or one the planner cannot express."""
-
-
 def _gpu(case: dict[str, Any], assumed: list[str]) -> str:
     # published_runs.json names the catalog GPU itself
     if case["other_settings"].get("gpu_catalog_id"):
@@ -215,6 +216,8 @@ def _precision(case: dict[str, Any], assumed: list[str]) -> Precision:
     text = case["precision"].lower()
     if text.startswith("not stated"):
         raise NotPlanned("precision not published")
+    if "nvfp4" in text:
+        raise NotPlanned("NVFP4 precision has no planner equivalent (its lowest is FP8)")
     if "fp8" in text or ("float8" in text and "no float8" not in text):
         return Precision.fp8
     if "fsdp mixed_precision pure" in text:
@@ -252,32 +255,6 @@ def _optimizer(case: dict[str, Any], method: Method) -> Optimizer:
     if "adam" in text:
         return Optimizer.adamw
     raise NotPlanned(f"optimizer '{case['optimizer']}' has no planner equivalent")
-
-
-# How a case's words name the AdamW kernel its stack ran. Fused: torch's fused=True (and
-# transformers' adamw_torch_fused), apex/Transformer Engine FusedAdam, DeepSpeed's optimizer (its
-# FusedAdam). Foreach: torch.optim.AdamW or Adam as built by default (transformers' adamw_torch),
-# and the per-weight loops that make the same passes (transformers' adamw_hf, Composer's
-# DecoupledAdamW). Words that name neither leave the stack's default (states.adamw_kernel).
-FUSED_WORDS = (
-    "fused=true",
-    "fusedadam",
-    "adamw_torch_fused",
-    "(fused)",
-    "fused adam",
-    "deepspeed adamw",
-    "deepspeed optimizer",
-)
-FOREACH_WORDS = ("adamw_torch", "adamw_hf", "torch.optim.adam", "decoupled_adamw")
-
-
-def _optimizer_kernel(case: dict[str, Any]) -> str | None:
-    text = case["optimizer"].lower()
-    if any(word in text for word in FUSED_WORDS):
-        return "fused"
-    if any(word in text for word in FOREACH_WORDS):
-        return "foreach"
-    return None
 
 
 def _sharding(case: dict[str, Any], assumed: list[str]) -> tuple[Sharding, Offload]:
@@ -469,16 +446,19 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
         "context_parallel": cp,
         **_lora(case, method, assumed),
     }
-    if training["optimizer"] == Optimizer.adamw.value and (kernel := _optimizer_kernel(case)):
+    if training["optimizer"] == Optimizer.adamw.value and (kernel := optimizer_kernel(case)):
         training["optimizer_kernel"] = kernel
     if "no gradient clipping" in str(other.get("notes", "")).lower():
         training["gradient_clipping"] = False
+    if bucket := gradient_bucket(case):
+        training["gradient_bucket_elements"] = bucket
     if sharding is Sharding.zero1 and any(
         name in case["zero_stage_or_fsdp"].lower()
-        for name in ("bf16_optimizer", "zeroredundancyoptimizer")
+        for name in ("bf16_optimizer", "zeroredundancyoptimizer", "hybridzerooptimizer")
     ):
-        # DeepSpeed's BF16_Optimizer and PyTorch's ZeroRedundancyOptimizer (under DDP) all-reduce
-        # the whole gradient, then each replica steps its share and sends its parameters out
+        # DeepSpeed's BF16_Optimizer, PyTorch's ZeroRedundancyOptimizer (under DDP) and InternLM's
+        # HybridZeroOptimizer all-reduce the whole gradient, then each replica steps its share and
+        # sends its parameters out
         training["gradients_all_reduced"] = True
     if pp > 1:
         training["pipeline_virtual_stages"] = int(other.get("vp") or _virtual_stages(notes))
@@ -520,7 +500,7 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
         assumed.append(
             "BERT is an encoder with a classification head; planned as a decoder with an LM head"
         )
-    per_node = int(other.get("gpus_per_node") or min(8, n))
+    per_node = nvlink_domain(case, assumed) or int(other.get("gpus_per_node") or min(8, n))
     if n % per_node:
         raise NotPlanned(f"{n} GPUs do not fill nodes of {per_node}")
     request = PlanRequest.model_validate(

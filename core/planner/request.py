@@ -187,6 +187,16 @@ class TrainingSpec(RequestModel):
         "DeepSpeed FusedAdam); foreach: PyTorch's multi-tensor default, a pass per operation; "
         "left out: the stack's own",
     )
+    gradient_bucket_elements: int | None = Field(
+        None,
+        ge=1,
+        le=100_000_000_000,
+        title="Gradient bucket",
+        exclude_if=left_out,
+        description="gradient elements one data-parallel collective carries (Megatron "
+        "--ddp-bucket-size, DeepSpeed reduce_bucket_size; PyTorch DDP: bucket_cap_mb × 2^20 ÷ "
+        "the gradient's bytes); left out: the stack's default",
+    )
     gradient_clipping: bool | None = Field(
         None,
         title="Gradient clipping",
@@ -371,7 +381,14 @@ class HardwareSpec(RequestModel, MeasuredHardware):
     gpu: str = Field(
         ..., title="GPU", description="catalog GPU id, e.g. H100-SXM (case-insensitive)"
     )
-    gpus_per_node: int = Field(1, ge=1, le=64, title="GPUs per node")
+    gpus_per_node: int = Field(
+        1,
+        ge=1,
+        le=72,
+        title="GPUs per node",
+        description="the GPUs one NVLink or PCIe domain joins: 8 on an HGX board, up to 72 in a "
+        "GB200 NVL72 rack",
+    )
     nodes: int = Field(1, ge=1, le=8192, title="Nodes")
     interconnect: Interconnect | None = Field(
         None,

@@ -67,7 +67,7 @@ def test_each_value_flag_reaches_the_request(
         ),
         (
             ["--gpu", "H100-SXM", "--gpus", "0"],
-            "--gpus (hardware.gpus_per_node): 0 is out of range: use 1 to 64",
+            "--gpus (hardware.gpus_per_node): 0 is out of range: use 1 to 72",
         ),
         (["--gpus", "8"], "--gpus needs --gpu: name the GPU (e.g. --gpu H100-SXM --gpus 8)"),
         (["--nodes", "2"], "--nodes needs --gpu: name the GPU (e.g. --gpu H100-SXM --nodes 2)"),

@@ -307,11 +307,14 @@ def test_the_bands_keep_their_word_out_of_source() -> None:
     as a GPU family of its own (docs/formulas.md, "Sustained efficiency per framework") to ×1.617 at
     79%: Juniper's one-node Llama 2 70B LoRA run (MLPerf v4.0), planned 40% too fast with Hopper's
     groups refitted without the RTX PRO 6000 runs, widened `hf_trainer · adapter · 1 node`, and the
-    median run now sits in `torchtitan · full · 1 node`. Both figures are guarded at what is
-    measured, past the issue's goals (≥ 80% at ≤ ×1.6), so that neither can slip further
-    unnoticed."""
+    median run now sits in `torchtitan · full · 1 node`. Five more sources, NCCL's own per-call
+    latencies, GB200 runs on their NVL72 NVLink domains and the sources' gradient buckets (test
+    _throughput_calibration's regress guard) took it to 82% of 179 runs from 31 sources at ×1.603,
+    the median run between `torchtitan · full · multi-node` (×1.603) and `megatron · full ·
+    multi-node` (×1.73). Coverage meets the issue's goal (≥ 80%); the width is 0.003 past its ×1.6
+    and guarded at what is measured, so that it cannot slip further unnoticed."""
     shipped = bands.shipped_table()
     assert shipped is not None
     prov = shipped["provenance"]
-    assert prov["coverage_out_of_source"] >= 0.79
-    assert prov["median_width"] <= 1.62
+    assert prov["coverage_out_of_source"] >= 0.82
+    assert prov["median_width"] <= 1.604

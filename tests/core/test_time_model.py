@@ -92,13 +92,16 @@ def test_pipeline_bubble_is_p_minus_one_over_m_v():
 
 
 def test_latency_at_2048_gpus_is_a_tree_across_nodes_not_a_flat_ring():
-    # 8 GPUs × 256 nodes: ring inside the node 2·7 hops × 20 µs = 280 µs; across nodes NCCL's tree,
-    # 2·log2(256) = 16 hops × 60 µs = 960 µs: 1.24 ms, not the flat ring's 2·2047 × 60 µs = 245.6
-    # ms.
-    assert comms.latency_seconds(8, 256) == pytest.approx(1.24e-3)
-    assert comms.latency_seconds(8, 256) < 2 * 2047 * 60e-6 / 100
-    # Two nodes: a 2-node ring (2 hops) and a tree (2 hops) cost the same.
-    assert comms.latency_seconds(8, 2) == pytest.approx(2 * 7 * 20e-6 + 2 * 60e-6)
+    # NCCL's Simple-protocol constants (src/graph/tuning.cc): base 8.4 µs, a ring step 3.4 µs over
+    # NVLink and 14 µs over the network. 8 GPUs × 256 nodes: 8.4 + 2·7 × 3.4 = 56 µs in the node;
+    # across nodes the tree's 2·log2(256) = 16 steps × 14 µs = 224 µs: 280 µs, not the flat ring's
+    # 2·2047 × 14 µs = 57.3 ms.
+    assert comms.latency_seconds(8, 256) == pytest.approx(280e-6)
+    assert comms.latency_seconds(8, 256) < 2 * 2047 * 14e-6 / 100
+    # Two nodes: a 2-node ring (2 steps) and a tree (2 steps) cost the same.
+    assert comms.latency_seconds(8, 2) == pytest.approx(8.4e-6 + 2 * 7 * 3.4e-6 + 2 * 14e-6)
+    # A GB200 NVL72 rack is one NVLink domain: 8.4 + 2·71 × 3.4 = 491.2 µs a call.
+    assert comms.latency_seconds(72, 1) == pytest.approx(491.2e-6)
 
 
 GRID = list(

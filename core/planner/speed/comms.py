@@ -34,7 +34,12 @@ BUSBW_EFFICIENCY = 0.80
 # Across nodes a ring reaches ~48 GB/s per 400G NIC, ~24 per 200G, ~12 per 100G (sjeaugey,
 # nccl-tests#119; PROBES.md §2.1 and its inter-node verdict row): 96% of the line rate per rail.
 RAIL_EFFICIENCY = 0.96
-LATENCY_S = {"intra": 20e-6, "inter": 60e-6}  # per hop, heuristic (docs/formulas.md, Communication)
+# NCCL's own cost model for the Simple protocol that large buckets use (src/graph/tuning.cc,
+# ncclTunerConstantsDefaults): a base latency per collective, and per ring step 3.4 µs over NVLink
+# and 14 µs over the network (its tree's network step is the same 14 µs). Every node is taken as
+# NVLink-joined; NCCL's PCIe step is 5.7 µs.
+LATENCY_BASE_S = 8.4e-6
+LATENCY_S = {"intra": 3.4e-6, "inter": 14e-6}  # per hop
 # PyTorch DistributedDataParallel bucket_cap_mb = 25: one all-reduce per bucket
 DDP_BUCKET_BYTES = 25 * 2**20
 # Megatron-Core's default bucket: max(40,000,000, 1,000,000 × dp) parameters ("larger DP sizes need
@@ -76,13 +81,13 @@ def busbw_bytes_per_s(
 
 
 def latency_seconds(gpus_per_node: Num, nodes: Num) -> Num:
-    """Latency of one all-reduce: a ring inside the node, NCCL's cheaper of ring and tree across
-    nodes."""
+    """Latency of one all-reduce: NCCL's base latency, a ring inside the node, NCCL's cheaper of
+    ring and tree across nodes."""
     g = np.maximum(np.asarray(gpus_per_node, dtype=float), 1.0)
     n = np.maximum(np.asarray(nodes, dtype=float), 1.0)
     inside = 2 * (g - 1) * LATENCY_S["intra"]
     across = np.minimum(2 * (n - 1), 2 * np.log2(n)) * LATENCY_S["inter"]
-    return inside + across
+    return LATENCY_BASE_S + inside + across
 
 
 def allreduce_seconds(
@@ -118,9 +123,13 @@ def gradient_bytes(training: TrainingSpec) -> float:
     return 2.0
 
 
-def bucket_bytes(framework: Framework, element_bytes: float, dp: Num) -> Num:
-    """The gradient bucket one data-parallel collective carries, by stack: fewer, larger buckets
-    pay the per-call latency fewer times."""
+def bucket_bytes(
+    framework: Framework, element_bytes: float, dp: Num, elements: int | None = None
+) -> Num:
+    """The gradient bucket one data-parallel collective carries: the request's, else the stack's
+    default. Fewer, larger buckets pay the per-call latency fewer times."""
+    if elements is not None:
+        return float(elements) * element_bytes
     if framework is Framework.megatron:
         floor, per_replica = MEGATRON_BUCKET_PARAMS
         return np.maximum(floor, per_replica * np.asarray(dp, dtype=float)) * element_bytes
@@ -247,7 +256,7 @@ def tensor_parallel_seconds(
     the time is the same."""
     if tp <= 1:
         return 0.0
-    per = 2 * (tp - 1) / tp * activation_bytes / busbw + 2 * (tp - 1) * LATENCY_S["intra"]
+    per = 2 * (tp - 1) / tp * activation_bytes / busbw + latency_seconds(tp, 1)
     return layers * (2 * forward_runs + 2) * per
 
 
@@ -264,7 +273,7 @@ def pipeline_send_seconds(
     backward per stage boundary it owns (v chunks per GPU under interleaving)."""
     if pp <= 1:
         return 0.0
-    return 2 * virtual_stages * (activation_bytes / bandwidth + LATENCY_S["inter"])
+    return 2 * virtual_stages * (activation_bytes / bandwidth + LATENCY_BASE_S + LATENCY_S["inter"])
 
 
 def context_parallel_seconds(kv_bytes_per_layer: Num, cp: int, layers: float, busbw: Num) -> Num:

@@ -445,7 +445,7 @@ def step_costs(
     grad_bytes = trainable_gpu * wire_bytes
     param_bytes = arch.total_params * share * wb  # gathers move the 16-bit compute copy
     layers_gpu = parallel.stage_layers(arch, t)
-    bucket = comms.bucket_bytes(t.framework, wire_bytes, dp)
+    bucket = comms.bucket_bytes(t.framework, wire_bytes, dp, t.gradient_bucket_elements)
     calls = comms.collectives_per_step(t.sharding, grad_bytes, layers_gpu, accumulation, bucket)
     if t.sharding is Sharding.hsdp:
         gathers = comms.allreduce_seconds(

@@ -1,0 +1,76 @@
+"""What a case's words say its stack does beyond the model, the batch and the parallel layout:
+the AdamW kernel it steps with, the gradient bucket its data-parallel collectives carry, and the
+NVLink domain a GB200 run's GPUs share. bench/calibrate_cases.py reads the rest."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+class NotPlanned(Exception):
+    """The case needs a setting its source does not publish, or one the planner cannot express."""
+
+
+# How a case's words name the AdamW kernel its stack ran. Fused: torch's fused=True (and
+# transformers' adamw_torch_fused), apex/Transformer Engine FusedAdam, DeepSpeed's optimizer (its
+# FusedAdam). Foreach: torch.optim.AdamW or Adam as built by default (transformers' adamw_torch),
+# and the per-weight loops that make the same passes (transformers' adamw_hf, Composer's
+# DecoupledAdamW). Words that name neither leave the stack's default (states.adamw_kernel).
+FUSED_WORDS = (
+    "fused=true",
+    "fusedadam",
+    "adamw_torch_fused",
+    "(fused)",
+    "fused adam",
+    "deepspeed adamw",
+    "deepspeed optimizer",
+)
+FOREACH_WORDS = ("adamw_torch", "adamw_hf", "torch.optim.adam", "decoupled_adamw")
+
+
+def optimizer_kernel(case: dict[str, Any]) -> str | None:
+    """The AdamW kernel the case's optimizer words name, or None to keep the stack's default."""
+    text = case["optimizer"].lower()
+    if any(word in text for word in FUSED_WORDS):
+        return "fused"
+    if any(word in text for word in FOREACH_WORDS):
+        return "foreach"
+    return None
+
+
+def gradient_bucket(case: dict[str, Any]) -> int | None:
+    """The data-parallel gradient bucket a case's stack was set to, in elements: Megatron-Core's
+    BUCKET_SIZE (MLPerf's configs), InternLM's reduce_bucket_size (512 × 2^20 in its configs),
+    Megatron-LLaMA's --reduce-bucket-size (its overlapped optimizer only)."""
+    notes = str(case["other_settings"].get("notes") or "")
+    if m := re.search(r"BUCKET_SIZE=(\d+)", notes):
+        return int(m.group(1))
+    if m := re.search(r"(\d+)M-element buckets \(reduce_bucket_size\)", notes):
+        return int(m.group(1)) * 2**20
+    overlapped = "overlapped-distributed-optimizer" in case["zero_stage_or_fsdp"]
+    if overlapped and (m := re.search(r"--reduce-bucket-size=([0-9.e+]+)", notes)):
+        return int(float(m.group(1)))
+    return None
+
+
+NVL72_GPUS = 72  # GB200 NVL72: 18 compute trays of 4 GPUs on one NVLink switch fabric
+
+
+def nvlink_domain(case: dict[str, Any], assumed: list[str]) -> int | None:
+    """GPUs per NVLink domain for a GB200 run, which the planner's node is: NVLink 5 joins every
+    tray of an NVL72 rack (NVIDIA's GB200 NVL72 page), so a run's 4-GPU trays are no node of their
+    own. Sources give the trays, not the racks: the fewest racks that hold them, the GPUs spread
+    evenly over those."""
+    if case["other_settings"].get("gpu_catalog_id") != "GB200":
+        return None
+    n = int(case["n_gpus"])
+    racks = -(-n // NVL72_GPUS)
+    if n % racks:
+        raise NotPlanned(f"{n} GB200 GPUs do not spread evenly over {racks} NVL72 racks")
+    if racks > 1:
+        assumed.append(
+            f"{n} GB200 GPUs planned as {racks} NVLink domains of {n // racks} (the fewest NVL72 "
+            "racks that hold them; the source names the trays, not the racks)"
+        )
+    return n // racks
