@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.calibrate_model import model_config
-from bench.calibrate_stack import NotPlanned, gradient_bucket, nvlink_domain, optimizer_kernel
+from bench.calibrate_stack import (
+    NotPlanned,
+    gradient_bucket,
+    gradient_reduce_dtype,
+    nvlink_domain,
+    optimizer_kernel,
+)
 from core.planner.request import (
     Framework,
     Method,
@@ -452,6 +458,8 @@ def _request(case: dict[str, Any], assumed: list[str]) -> tuple[PlanRequest, flo
         training["gradient_clipping"] = False
     if bucket := gradient_bucket(case):
         training["gradient_bucket_elements"] = bucket
+    if dtype := gradient_reduce_dtype(case):
+        training["gradient_reduce_dtype"] = dtype
     if sharding is Sharding.zero1 and any(
         name in case["zero_stage_or_fsdp"].lower()
         for name in ("bf16_optimizer", "zeroredundancyoptimizer", "hybridzerooptimizer")

@@ -1,5 +1,5 @@
 """What a case's words say its stack does beyond the model, the batch and the parallel layout:
-the AdamW kernel it steps with, the gradient bucket its data-parallel collectives carry, and the
+the AdamW kernel it steps with, the dtype and bucket its data-parallel collectives carry, and the
 NVLink domain a GB200 run's GPUs share. bench/calibrate_cases.py reads the rest."""
 
 from __future__ import annotations
@@ -39,11 +39,25 @@ def optimizer_kernel(case: dict[str, Any]) -> str | None:
     return None
 
 
+def _stated(case: dict[str, Any]) -> str:
+    return str(case["other_settings"].get("notes") or "") + " " + case["zero_stage_or_fsdp"]
+
+
+def gradient_reduce_dtype(case: dict[str, Any]) -> str | None:
+    """bf16 where the source says its gradients are reduced in bf16 (apex DistributedFusedAdam's
+    grad_sync_dtype, Megatron-Core's grad_reduce_in_fp32 False); else the stack's default."""
+    text = _stated(case).lower()
+    if "grad_sync_dtype bf16" in text or "grad_reduce_in_fp32 false" in text:
+        return "bf16"
+    return None
+
+
 def gradient_bucket(case: dict[str, Any]) -> int | None:
     """The data-parallel gradient bucket a case's stack was set to, in elements: Megatron-Core's
     BUCKET_SIZE (MLPerf's configs), InternLM's reduce_bucket_size (512 × 2^20 in its configs),
-    Megatron-LLaMA's --reduce-bucket-size (its overlapped optimizer only)."""
-    notes = str(case["other_settings"].get("notes") or "")
+    Megatron-LLaMA's --reduce-bucket-size (its overlapped optimizer only), apex
+    DistributedFusedAdam's bucket_cap_mb (megabytes of the bf16 gradients it syncs)."""
+    notes = _stated(case)
     if m := re.search(r"BUCKET_SIZE=(\d+)", notes):
         return int(m.group(1))
     if m := re.search(r"(\d+)M-element buckets \(reduce_bucket_size\)", notes):
@@ -51,6 +65,8 @@ def gradient_bucket(case: dict[str, Any]) -> int | None:
     overlapped = "overlapped-distributed-optimizer" in case["zero_stage_or_fsdp"]
     if overlapped and (m := re.search(r"--reduce-bucket-size=([0-9.e+]+)", notes)):
         return int(float(m.group(1)))
+    if gradient_reduce_dtype(case) == "bf16" and (m := re.search(r"bucket_cap_mb (\d+)", notes)):
+        return int(m.group(1)) * 2**20 // 2
     return None
 
 

@@ -43,6 +43,13 @@ class OptimizerKernel(StrEnum):
     foreach = "foreach"
 
 
+class ReduceDtype(StrEnum):
+    """The dtype gradients travel in on the data-parallel wire."""
+
+    fp32 = "fp32"
+    bf16 = "bf16"
+
+
 class Sharding(StrEnum):
     none = "none"
     zero1 = "zero1"

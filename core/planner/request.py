@@ -29,6 +29,7 @@ from core.planner.choices import (
     Optimizer,
     OptimizerKernel,
     Precision,
+    ReduceDtype,
     Sharding,
 )
 from core.planner.measured_step import MeasuredHardware
@@ -186,6 +187,14 @@ class TrainingSpec(RequestModel):
         description="fused: one pass a step (torch fused=True, apex, Transformer Engine or "
         "DeepSpeed FusedAdam); foreach: PyTorch's multi-tensor default, a pass per operation; "
         "left out: the stack's own",
+    )
+    gradient_reduce_dtype: ReduceDtype | None = Field(
+        None,
+        title="Gradient reduction dtype",
+        exclude_if=left_out,
+        description="the dtype gradients travel in between data-parallel replicas: fp32 "
+        "(Megatron's grad_reduce_in_fp32) or bf16 (--grad-reduce-in-bf16, apex "
+        "DistributedFusedAdam grad_sync_dtype); left out: the stack's",
     )
     gradient_bucket_elements: int | None = Field(
         None,

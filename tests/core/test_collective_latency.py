@@ -78,3 +78,14 @@ def test_fewer_larger_buckets_pay_the_latency_fewer_times() -> None:
     saved = default.comm_time_s - large.comm_time_s
     assert saved == pytest.approx(190 * 2 * 246.4e-6, rel=0.01)
     assert large.step_time_s < default.step_time_s
+
+
+def test_gradients_reduced_in_bf16_move_half_the_bytes_of_fp32() -> None:
+    """Megatron reduces in fp32 unless told otherwise (--grad-reduce-in-bf16; MLPerf's NeMo
+    configs sync in bf16): with the bucket fixed, ZeRO-1's reduce-scatter carries 2 bytes a
+    gradient instead of 4, and the parameter all-gather stays as it was."""
+    bucket = {"gradient_bucket_elements": 768_000_000}
+    fp32 = plan(_request(**bucket)).compute
+    bf16 = plan(_request(gradient_reduce_dtype="bf16", **bucket)).compute
+    assert bf16.comm_time_s < fp32.comm_time_s
+    assert "gradient_reduce_dtype" not in _request().model_dump(mode="json")["training"]

@@ -309,12 +309,13 @@ def test_the_bands_keep_their_word_out_of_source() -> None:
     groups refitted without the RTX PRO 6000 runs, widened `hf_trainer · adapter · 1 node`, and the
     median run now sits in `torchtitan · full · 1 node`. Five more sources, NCCL's own per-call
     latencies, GB200 runs on their NVL72 NVLink domains and the sources' gradient buckets (test
-    _throughput_calibration's regress guard) took it to 82% of 179 runs from 31 sources at ×1.603,
-    the median run between `torchtitan · full · multi-node` (×1.603) and `megatron · full ·
-    multi-node` (×1.73). Coverage meets the issue's goal (≥ 80%); the width is 0.003 past its ×1.6
-    and guarded at what is measured, so that it cannot slip further unnoticed."""
+    _throughput_calibration's regress guard) took it to 82% of 179 runs from 31 sources at ×1.603;
+    MLPerf v3.0 and v3.1's GPT-3 175B runs (NVIDIA's software 9% faster per GPU between the two
+    rounds on the same 512 H100s) to 80% of 188 from 33 at ×1.654, the median run in `megatron ·
+    full · multi-node`. Coverage meets the issue's goal (≥ 80%); the width does not (≤ ×1.6) and is
+    guarded at what is measured, so that it cannot slip further unnoticed."""
     shipped = bands.shipped_table()
     assert shipped is not None
     prov = shipped["provenance"]
-    assert prov["coverage_out_of_source"] >= 0.82
-    assert prov["median_width"] <= 1.604
+    assert prov["coverage_out_of_source"] >= 0.80
+    assert prov["median_width"] <= 1.655

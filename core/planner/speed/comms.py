@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from core.planner.request import Framework, Precision, Sharding, TrainingSpec
+from core.planner.request import Framework, Precision, ReduceDtype, Sharding, TrainingSpec
 
 Num = Any
 
@@ -113,7 +113,9 @@ def gradient_bytes(training: TrainingSpec) -> float:
     """Bytes per gradient element on the data-parallel wire: 4 where the stack reduces in fp32
     (Megatron; fp32 training; PyTorch DDP under autocast, whose parameters and so gradients stay
     fp32, alone or under an optimizer that steps a share after DDP's whole-gradient all-reduce),
-    else the 16-bit compute dtype."""
+    else the 16-bit compute dtype. A request's `gradient_reduce_dtype` overrides the stack's."""
+    if training.gradient_reduce_dtype is not None:
+        return 4.0 if training.gradient_reduce_dtype is ReduceDtype.fp32 else 2.0
     if training.precision is Precision.fp32 or training.framework in FP32_REDUCE_FRAMEWORKS:
         return 4.0
     if training.precision in _AUTOCAST and (
