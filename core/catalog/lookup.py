@@ -25,6 +25,7 @@ from core.catalog.records import (
     StorageTier,
     check_pricing_mode,
 )
+from core.validation import printable
 
 # Where a provider has no price for a storage tier the planner still needs a figure: these are the
 # usual ones.
@@ -127,7 +128,8 @@ def _suggest(query: str, index: Mapping[str, str], keyer: Callable[[str], str]) 
 
 def _unknown(what: str, name: str, suggestions: list[str], listing: str) -> CatalogError:
     hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
-    return CatalogError(f"unknown {what} '{name}'{hint} ({listing} lists all)")
+    # a name read from a file or typed may hold a line break: echoed escaped, the sentence stays one
+    return CatalogError(f"unknown {what} '{printable(name)}'{hint} ({listing} lists all)")
 
 
 # --------------------------------------------------------------------------- the catalog

@@ -574,6 +574,8 @@ def test_no_override_files_gives_the_shipped_catalog(tmp_path):
         ("discounts.json", '{"aws": 1.5}', "fraction from 0"),
         ("discounts.json", '{"awz": 0.1}', "did you mean aws"),
         ("discounts.json", "[0.1]", "must be a JSON object"),
+        # a line break in a name is echoed escaped: the sentence stays on one line
+        ("discounts.json", '{"\\n": 0.1}', r"unknown provider '\\n'"),
     ],
 )
 def test_malformed_override_names_the_file(tmp_path, name, content, match):
@@ -581,6 +583,7 @@ def test_malformed_override_names_the_file(tmp_path, name, content, match):
     with pytest.raises(CatalogError, match=match) as err:
         load_catalog(tmp_path)
     assert str(tmp_path / name) in str(err.value)
+    assert "\n" not in str(err.value)
 
 
 def test_save_user_overrides_round_trip(tmp_path):
