@@ -147,6 +147,12 @@ class GPU(_Record):
     nvlink_pair_gbs: float | None = Field(
         None, gt=0, description="NVLink bridge between two PCIe cards"
     )
+    nvlink_domain_gpus: int | None = Field(
+        None,
+        ge=1,
+        description="GPUs one NVLink switch fabric joins across instances (GB200 NVL72: 72); "
+        "None: a node is one instance",
+    )
     pcie_gen: int | None = Field(None, ge=1, le=7)
     tdp_w: float | None = Field(None, gt=0)
     release_year: int | None = None
@@ -257,12 +263,17 @@ class Price(_Record):
         """GPU counts one instance of this offer can have, smallest first."""
         return tuple(sorted({self.gpus_per_instance, *self.gpu_counts}))
 
-    def billed_gpus(self, gpus_per_node: int) -> int | None:
+    def billed_gpus(self, gpus_per_node: int, nvlink_domain: int | None = None) -> int | None:
         """GPUs paid per node when a node of `gpus_per_node` GPUs runs on this offer: the smallest
-        instance size that holds the node (a 2-GPU node on an 8-GPU-only offer pays for 8); None
-        when none is big enough (a node is one instance: GPUs of several instances do not share
-        NVLink)."""
-        return next((n for n in self.sizes if n >= gpus_per_node), None)
+        instance size that holds the node (a 2-GPU node on an 8-GPU-only offer pays for 8). A node
+        is one instance, since GPUs of several instances do not share NVLink, except where the
+        GPU's NVLink fabric spans instances (`nvlink_domain`, a GB200 NVL72 rack of 4-GPU trays):
+        then whole instances of the largest size up to that domain. None when nothing holds it."""
+        held = next((n for n in self.sizes if n >= gpus_per_node), None)
+        if held is not None or not nvlink_domain or gpus_per_node > nvlink_domain:
+            return held
+        largest = max(self.sizes)
+        return -(-gpus_per_node // largest) * largest
 
     def serves(self, mode: str, allow: Iterable[str] = ()) -> bool:
         """True when this record can price a plan in `mode` (on_demand, spot, reserved) given

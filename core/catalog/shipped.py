@@ -40,6 +40,7 @@ _GPU_FIGURES = {
     "interconnect_bw_gbs": "interconnect_bw_gbs",
     "intra_node_gbs": "intra_node_gbs",
     "nvlink_pair_gbs": "nvlink_pair_gbs",
+    "nvlink_domain_gpus": "nvlink_domain_gpus",
     "pcie_gen": "pcie_gen",
     "tdp_w": "tdp_w",
 }

@@ -117,6 +117,24 @@ def test_a_node_larger_than_any_instance_cannot_be_rented():
     )
 
 
+def test_an_nvl72_rack_is_rented_as_the_trays_its_nvlink_fabric_joins():
+    """GB200's NVLink fabric spans the 18 four-GPU trays of an NVL72 rack (NVIDIA's GB200 NVL72
+    page), so CoreWeave's "GB200 NVL72 (4-GPU node)" rows (prices.json: $10.50 on demand) rent a
+    72-GPU node as 18 of them: no not-rentable check, and 72 GPUs paid per node."""
+    r = plan(
+        request(hardware={"gpu": "GB200", "gpus_per_node": 72}, pricing={"provider": "coreweave"}),
+        today=TODAY,
+    )
+    assert "not_rentable" not in kinds(r)
+    assert r.cost.usd_per_gpu_hour.on_demand == pytest.approx(10.5)
+    # a 70-GPU node pays for whole trays: 18 × 4 = 72 GPUs
+    seventy = plan(
+        request(hardware={"gpu": "GB200", "gpus_per_node": 70}, pricing={"provider": "coreweave"}),
+        today=TODAY,
+    )
+    assert "pays for 72 GPUs per node" in str(seventy.cost.model_dump())
+
+
 def test_a_node_an_instance_holds_is_rentable():
     for gpus in (1, 8):
         assert "not_rentable" not in kinds(

@@ -91,8 +91,9 @@ def node_offer(
     (Catalog.best_price's).
     """
     best: NodeOffer | None = None
+    domain = nvlink_domain(catalog, gpu_id)
     for p in _rows(catalog, gpu_id, mode, provider, allow, trusted_only):
-        billed = p.billed_gpus(gpus_per_node)
+        billed = p.billed_gpus(gpus_per_node, domain)
         if billed is None:
             continue
         offer = NodeOffer(p, gpus_per_node, billed)
@@ -128,6 +129,15 @@ def billing_note(offer: NodeOffer) -> str:
     listed = ", ".join(str(n) for n in sizes[:-1]) + f" or {sizes[-1]}"
     holds = f"holds {offer.billed_gpus}" if len(sizes) == 1 else f"comes in {listed} GPUs"
     return f"pays for {offer.billed_gpus} GPUs per node ({offer.row.instance} {holds})"
+
+
+def nvlink_domain(catalog: Catalog, gpu_id: str) -> int | None:
+    """The GPUs the GPU's NVLink fabric joins across instances (None for an unknown GPU or one
+    whose node is one instance)."""
+    try:
+        return catalog.gpu(gpu_id).nvlink_domain_gpus
+    except CatalogError:
+        return None
 
 
 def missing_price_reason(
@@ -171,7 +181,8 @@ def missing_price_reason(
     if any(p.pricing_model == PricingModel.serverless for p in rows):
         clauses.append("serverless rates never price a training plan")
     serving = [p for p in rows if p.serves(mode, allowed)]
-    if serving and all(p.billed_gpus(gpus_per_node) is None for p in serving):
+    domain = nvlink_domain(catalog, gpu_id)
+    if serving and all(p.billed_gpus(gpus_per_node, domain) is None for p in serving):
         largest = max(max(p.sizes) for p in serving)
         clauses.append(
             f"no {mode.replace('_', '-')} instance holds {gpus_per_node} GPUs in one node "

@@ -146,7 +146,8 @@ def _rentable(
     hw, mode = result.hardware, request.pricing.mode.value
     row = prices.get(mode)
     where = f" at {row.provider_name}" if row else ""
-    if row is not None and row.billed_gpus(hw.gpus_per_node) is None:
+    domain = pricing.nvlink_domain(catalog, hw.gpu)
+    if row is not None and row.billed_gpus(hw.gpus_per_node, domain) is None:
         return [
             SanityWarning(
                 kind="not_rentable",
@@ -166,7 +167,7 @@ def _rentable(
         ]
     except CatalogError:
         return []
-    if not offers or any(p.billed_gpus(hw.gpus_per_node) is not None for p in offers):
+    if not offers or any(p.billed_gpus(hw.gpus_per_node, domain) is not None for p in offers):
         return []
     largest = max(max(p.sizes) for p in offers)
     at = f" at {offers[0].provider_name}" if request.pricing.provider else ""
