@@ -7,6 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from core.catalog import shipped_catalog
+from core.planner.money import pricing
+
 
 class NotPlanned(Exception):
     """The case needs a setting its source does not publish, or one the planner cannot express."""
@@ -70,23 +73,22 @@ def gradient_bucket(case: dict[str, Any]) -> int | None:
     return None
 
 
-NVL72_GPUS = 72  # GB200 NVL72: 18 compute trays of 4 GPUs on one NVLink switch fabric
-
-
 def nvlink_domain(case: dict[str, Any], assumed: list[str]) -> int | None:
-    """GPUs per NVLink domain for a GB200 run, which the planner's node is: NVLink 5 joins every
-    tray of an NVL72 rack (NVIDIA's GB200 NVL72 page), so a run's 4-GPU trays are no node of their
-    own. Sources give the trays, not the racks: the fewest racks that hold them, the GPUs spread
-    evenly over those."""
-    if case["other_settings"].get("gpu_catalog_id") != "GB200":
+    """GPUs per node for a run on a GPU whose NVLink fabric spans instances (the catalog's
+    `nvlink_domain_gpus`: a GB200 NVL72 rack joins its 4-GPU trays), since the planner's node is
+    the NVLink domain, not the source's tray. Sources give the trays, not the racks: the fewest
+    domains that hold the GPUs, spread evenly over those. None for any other GPU."""
+    gpu_id = str(case["other_settings"].get("gpu_catalog_id") or "")
+    domain = pricing.nvlink_domain(shipped_catalog(), gpu_id)
+    if domain is None:
         return None
     n = int(case["n_gpus"])
-    racks = -(-n // NVL72_GPUS)
+    racks = -(-n // domain)
     if n % racks:
-        raise NotPlanned(f"{n} GB200 GPUs do not spread evenly over {racks} NVL72 racks")
+        raise NotPlanned(f"{n} {gpu_id} GPUs do not spread evenly over {racks} NVLink domains")
     if racks > 1:
         assumed.append(
-            f"{n} GB200 GPUs planned as {racks} NVLink domains of {n // racks} (the fewest NVL72 "
-            "racks that hold them; the source names the trays, not the racks)"
+            f"{n} {gpu_id} GPUs planned as {racks} NVLink domains of {n // racks} (the fewest "
+            f"domains of {domain} that hold them; the source names the trays, not the racks)"
         )
     return n // racks
