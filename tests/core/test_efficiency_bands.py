@@ -312,10 +312,11 @@ def test_the_bands_keep_their_word_out_of_source() -> None:
     _throughput_calibration's regress guard) took it to 82% of 179 runs from 31 sources at ×1.603;
     MLPerf v3.0 and v3.1's GPT-3 175B runs (NVIDIA's software 9% faster per GPU between the two
     rounds on the same 512 H100s) to 80% of 188 from 33 at ×1.654, the median run in `megatron ·
-    full · multi-node`. Coverage meets the issue's goal (≥ 80%); the width does not (≤ ×1.6) and is
-    guarded at what is measured, so that it cannot slip further unnoticed."""
+    full · multi-node`. On 2026-12-08 the reduction's wider window under an interleaved pipeline
+    (MLPerf v3.1's GPT-3 175B no longer planned slower with scale) and Megatron's fused softmax in
+    its eager attention took it to 81% at ×1.597: both goals (≥ 80% covered, median ≤ ×1.6)."""
     shipped = bands.shipped_table()
     assert shipped is not None
     prov = shipped["provenance"]
     assert prov["coverage_out_of_source"] >= 0.80
-    assert prov["median_width"] <= 1.655
+    assert prov["median_width"] <= 1.6

@@ -136,6 +136,40 @@ def test_only_the_last_micro_batchs_backward_covers_a_ddp_or_zero1_reduction() -
     assert float(comms.reduction_cover(Sharding.fsdp, passes, 8, 0.0)) == passes
 
 
+def _megatron_backward_chunks(pp: int, v: int, micro_batches: int) -> list[int]:
+    """The model chunk of each backward a stage runs, in order, as Megatron-Core's interleaved
+    schedule picks it (megatron/core/pipeline_parallel/schedules.py, get_model_chunk_id with
+    forward=False: chunk v − 1 − (k mod p·v) // p for the k-th backward)."""
+    return [v - 1 - (k % (pp * v)) // pp for k in range(micro_batches * v)]
+
+
+@pytest.mark.parametrize(("pp", "v", "micro_batches"), [(8, 12, 8), (8, 12, 128), (4, 2, 16)])
+def test_an_interleaved_pipeline_hides_each_chunks_reduction_behind_the_later_chunks_backwards(
+    pp: int, v: int, micro_batches: int
+) -> None:
+    """Megatron-Core starts a chunk's gradient reduction when its last micro-batch backward ends.
+    Counted from the schedule's own order: the first chunk to finish leaves (v − 1)·p chunk
+    backwards after it, and with its own last backward that is ((v − 1)·p + 1) chunk backwards,
+    each 1/v of a micro-batch's (GPT-3 175B in MLPerf v3.1: p 8, v 12, 8 or 128 micro-batches a
+    step)."""
+    order = _megatron_backward_chunks(pp, v, micro_batches)
+    last = {chunk: i for i, chunk in enumerate(order)}
+    first_done = min(last.values())
+    behind = len(order) - first_done  # its own last backward and every one after it
+    window = float(comms.chunk_window(micro_batches, pp, v))
+    assert window == pytest.approx(behind / v)
+    passes = 3.0 * micro_batches  # 1 s forward + 2 s backward a micro-batch
+    assert float(comms.reduction_cover(Sharding.zero1, passes, micro_batches, 0.0, pp, v)) == (
+        pytest.approx(2.0 * behind / v)
+    )
+
+
+def test_without_interleaving_a_stage_reduces_behind_its_last_backward_only() -> None:
+    """One chunk a stage: its last backward is the step's last, as without a pipeline."""
+    assert float(comms.chunk_window(64, 8, 1)) == 1.0
+    assert float(comms.chunk_window(64, 1, 1)) == 1.0
+
+
 def test_accumulating_more_micro_batches_does_not_hide_the_gradient_all_reduce() -> None:
     """DDP over plain Ethernet (12.5 Gbit/s a GPU): the all-reduce fires in the last micro-batch's
     backward whatever came before it (PyTorch DDP no_sync), so eight micro-batches a step leave as
@@ -172,3 +206,31 @@ def test_ddp_under_autocast_sends_fp32_gradients_to_a_sharded_optimizer_too() ->
     cast = _request(sharding="zero1", precision="pure_bf16", gradients_all_reduced=True)
     assert comms.gradient_bytes(autocast.training) == 4.0
     assert comms.gradient_bytes(cast.training) == 2.0
+
+
+def test_interleaving_hides_more_of_the_gradient_reduction() -> None:
+    """Llama 2 7B over 4 stages on 4 InfiniBand nodes, 8 micro-batches a step: four chunks a stage
+    give the reduction (3·4 + 1)/4 = 3.25 micro-batch backwards to hide behind instead of one. At
+    the default 70% overlap that hides 0.7 × 2.25 more backwards (each ⅔ of a micro-batch's
+    passes); the four chunks' extra pipeline sends show in full. (The stack's sustained efficiency,
+    within 1% of one for Megatron on Hopper, scales every part of the step alike.)"""
+
+    def costs(v: int) -> tuple[float, float, float]:
+        request = _request(
+            hardware={"nodes": 4, "interconnect": "infiniband"},
+            framework="megatron",
+            sharding="zero1",
+            pipeline_parallel=4,
+            pipeline_virtual_stages=v,
+            gradient_checkpointing=False,
+        )
+        compute = plan(request).compute
+        parts = compute.step_breakdown_s
+        passes = parts.gemm + parts.attention + parts.memory_bound
+        return parts.exposed_comm, passes, compute.comm_time_s
+
+    one, passes, comm_one = costs(1)
+    four, _, comm_four = costs(4)
+    backward = passes / 8 * 2 / 3
+    assert one - four == pytest.approx(0.7 * 2.25 * backward - (comm_four - comm_one), rel=0.01)
+    assert four < one

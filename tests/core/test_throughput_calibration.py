@@ -409,13 +409,14 @@ def test_the_out_of_source_figures_do_not_regress() -> None:
     InternLM, MLPerf v5.1, Megatron-LLaMA, NeMo-Framework-Launcher), NCCL's own per-call latencies
     in place of the heuristic ones, a GB200 run's NVL72 NVLink domain and the gradient buckets the
     sources set took it to 146 of 179 (full 105 of 127, LoRA 30 of 39); MLPerf v3.0 and v3.1's
-    GPT-3 175B runs, with their stated bf16 gradient reduction, to 151 of 188 (full 110 of 136). A
-    change that lowers one of these must say why in docs/formulas.md and lower it here
-    deliberately."""
+    GPT-3 175B runs, with their stated bf16 gradient reduction, to 151 of 188 (full 110 of 136).
+    On 2026-12-08 an interleaved pipeline's wider window for the gradient reduction and Megatron's
+    fused softmax in its eager attention took it to 152 (full 111). A change that lowers one of
+    these must say why in docs/formulas.md and lower it here deliberately."""
     s = calibrate_report.summary(list(rows().values()))
     t = s["throughput"]
-    assert t["all"]["within"] >= 151
-    assert t["full"]["planner"]["within"] >= 110
+    assert t["all"]["within"] >= 152
+    assert t["full"]["planner"]["within"] >= 111
     assert t["LoRA"]["planner"]["within"] >= 30
     assert t["QLoRA"]["planner"]["within"] >= 11
     assert t["full"]["planner"]["within"] > t["full"]["flat_50"]["within"]

@@ -84,6 +84,19 @@ def test_causal_attention_flops_follow_flashattention2():
     assert t == pytest.approx(3.5 * per_sequence / (989.5e12 * 0.339), rel=1e-9)
 
 
+def test_megatrons_fused_softmax_moves_9_bytes_a_score_where_transformers_moves_20() -> None:
+    # One 2048-token sequence, 32 heads: 32·2048² = 134,217,728 scores. transformers' eager passes
+    # (scale, mask, fp32 softmax, cast) read and write 20 B each; Megatron's FusedScaleMaskSoftmax
+    # reads and writes 16-bit (4 B) and its 0.1 attention dropout 2 + 2 + a 1-byte mask (5 B).
+    # Forward once and backward (2× the bytes): 3 × 11 B × 134,217,728 less at 3.35 TB/s.
+    args = (Attention.eager, 2048, 2048, 32, 128, 1.0, H100_PEAK, 0.339, H100_MAMF, H100_HBM)
+    separate = kernels.attention_seconds(*args)
+    fused = kernels.attention_seconds(*args, fused_softmax=True)
+    assert separate - fused == pytest.approx(3 * 11 * 134_217_728 / 3350e9, rel=1e-9)
+    flash = kernels.attention_seconds(Attention.flash, *args[1:], fused_softmax=True)
+    assert flash == kernels.attention_seconds(Attention.flash, *args[1:])
+
+
 def test_pipeline_bubble_is_p_minus_one_over_m_v():
     # Narayanan et al. 2021 (arXiv:2104.04473 §2.2): bubble fraction (p − 1)/m; interleaved (p −
     # 1)/(m·v).

@@ -222,7 +222,14 @@ def data_parallel_tail(
     return last_bucket + 0.5 * allreduce_seconds(param_bytes, gpus_per_node, nodes, busbw)
 
 
-def reduction_cover(sharding: Sharding, passes_s: Num, accumulation: Num, recomputed: float) -> Num:
+def reduction_cover(
+    sharding: Sharding,
+    passes_s: Num,
+    accumulation: Num,
+    recomputed: float,
+    pp: int = 1,
+    v: int = 1,
+) -> Num:
     """The compute a data-parallel gradient reduction can run behind, from the step's forward and
     backward passes (`passes_s`, every micro-batch).
 
@@ -230,14 +237,33 @@ def reduction_cover(sharding: Sharding, passes_s: Num, accumulation: Num, recomp
     micro-batches before it accumulate under no_sync (PyTorch DDP: "gradients ... synchronized in
     the first forward-backward pass exiting the context"; Megatron-Core's overlap_grad_reduce starts
     a bucket's reduction in the last micro-batch's backward), and buckets only fill as backward
-    produces them. That backward is (2 + r)/(3 + r) of a micro-batch's passes (backward FLOPs twice
-    the forward's, r the share of blocks whose forward is recomputed in it). ZeRO-2 reduces in every
-    backward (step_comm_bytes) and ZeRO-3/FSDP prefetch their gathers through forward and backward:
-    the whole step."""
+    produces them; an interleaved pipeline widens that window (`chunk_window`). That backward is
+    (2 + r)/(3 + r) of a micro-batch's passes (backward FLOPs twice the forward's, r the share of
+    blocks whose forward is recomputed in it). ZeRO-2 reduces in every backward (step_comm_bytes)
+    and ZeRO-3/FSDP prefetch their gathers through forward and backward: the whole step."""
     if sharding not in (Sharding.none, Sharding.zero1):
         return passes_s
     backward = (2.0 + recomputed) / (3.0 + recomputed)
-    return passes_s / np.maximum(np.asarray(accumulation, dtype=float), 1.0) * backward
+    acc = np.maximum(np.asarray(accumulation, dtype=float), 1.0)
+    return passes_s / acc * backward * chunk_window(acc, pp, v)
+
+
+def chunk_window(accumulation: Num, pp: int, v: int) -> Num:
+    """How many micro-batch backwards a once-per-step gradient reduction can hide behind: one, or
+    ((v − 1)·p + 1)/v under an interleaved pipeline of v model chunks per GPU.
+
+    Megatron-Core's interleaved schedule starts a chunk's gradient reduction as soon as that chunk's
+    last micro-batch backward ends (is_last_microbatch_for_model_chunk → config.grad_sync_func,
+    megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving);
+    its cool-down runs the chunks' last backwards one group of p micro-batches per chunk, last chunk
+    first. The first chunk to finish has (v − 1)·p chunk-backwards (each 1/v of a micro-batch's)
+    still to run behind its reduction, the last one only its own; the reductions queue on one
+    stream, so together they hide behind ((v − 1)·p + 1)/v micro-batch backwards, never more than
+    the step has. Without interleaving (v = 1) a stage holds one chunk: one micro-batch backward."""
+    acc = np.maximum(np.asarray(accumulation, dtype=float), 1.0)
+    if pp <= 1 or v <= 1:
+        return np.ones_like(acc)
+    return np.minimum(((v - 1) * pp + 1) / v, acc)
 
 
 def exposed_comm(comm_s: Num, compute_s: Num, overlap: float) -> Num:

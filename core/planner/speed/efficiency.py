@@ -144,6 +144,12 @@ def overlaps_param_gather(framework: Framework) -> bool:
     return framework in FUSED_FRAMEWORKS
 
 
+def fused_softmax(framework: Framework) -> bool:
+    """Whether the stack's eager attention runs Megatron's fused scale-mask-softmax
+    (kernels.FUSED_SOFTMAX_SCORE_BYTES_FORWARD) rather than transformers' separate score passes."""
+    return framework in FUSED_FRAMEWORKS
+
+
 def family(architecture: str) -> str:
     """The GPU family key of a catalog architecture name ('Hopper' → 'hopper').
 

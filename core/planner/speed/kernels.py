@@ -65,6 +65,12 @@ FALLBACK_ATTENTION_EFFICIENCY = 335 / 989.5
 # element forward; backward ≈ 2× the forward traffic (the same passes in reverse plus the gradient
 # of each).
 EAGER_SCORE_BYTES_FORWARD = 20.0
+# Megatron's own attention core (megatron/core/transformer/dot_product_attention.py) runs the score
+# passes as one fused kernel, FusedScaleMaskSoftmax (scaled_upper_triang_masked_softmax: reads the
+# 16-bit scores, writes 16-bit probabilities, fp32 only in registers) = 2+2 bytes, then its
+# attention dropout (default 0.1, --attention-dropout in megatron/training/arguments.py; NeMo's GPT
+# configs keep it) reads 2, writes 2 and a 1-byte mask = 5: 9 bytes per score element forward.
+FUSED_SOFTMAX_SCORE_BYTES_FORWARD = 4.0 + 5.0
 # FlashAttention-2 §4.1: "2 matmuls in the forward pass and 5 matmuls in the backward"
 BACKWARD_FLASH_FACTOR = 2.5
 # elementwise backward reads the saved input and the incoming gradient, writes one
@@ -163,6 +169,7 @@ def attention_seconds(
     attn_eff: Num,
     mm_eff: Num,
     hbm: Num,
+    fused_softmax: bool = False,
 ) -> Num:
     """The attention core of one micro-batch: `forward_runs` forwards (2 when recomputed) and one
     backward.
@@ -170,8 +177,9 @@ def attention_seconds(
     flash/sdpa: causal FLOPs at the kernel's efficiency, backward = 2.5 × forward (FlashAttention-2
     §4.1: 5 matmuls in the backward vs 2 in the forward); no s² traffic, the tiles stay on chip.
     eager: the full s² matmuls (no causal skip) at GEMM efficiency, each a roofline because its s×s
-    output goes to HBM, plus the score softmax/mask passes as memory-bound bytes; its backward runs
-    4 matmuls (2×).
+    output goes to HBM, plus the score softmax/mask passes as memory-bound bytes (transformers'
+    separate passes, or Megatron's fused softmax and dropout under `fused_softmax`); its backward
+    runs 4 matmuls (2×).
     """
     if kind is not Attention.eager:
         flops = causal_attention_flops(tokens, seq_len, heads, head_dim)
@@ -179,7 +187,8 @@ def attention_seconds(
     sequences = tokens / seq_len
     qk = gemm_seconds(seq_len, seq_len, head_dim, peak * mm_eff, hbm)  # (s×d)·(d×s) per head
     pv = gemm_seconds(seq_len, head_dim, seq_len, peak * mm_eff, hbm)  # (s×s)·(s×d) per head
-    scores = sequences * heads * seq_len * seq_len * EAGER_SCORE_BYTES_FORWARD / hbm
+    per_score = FUSED_SOFTMAX_SCORE_BYTES_FORWARD if fused_softmax else EAGER_SCORE_BYTES_FORWARD
+    scores = sequences * heads * seq_len * seq_len * per_score / hbm
     return (forward_runs + BACKWARD_BYTES_FACTOR) * (sequences * heads * (qk + pv) + scores)
 
 

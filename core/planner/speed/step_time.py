@@ -272,6 +272,7 @@ def micro_batch_costs(
         hw.attention_efficiency,
         hw.matmul_efficiency,
         hbm,
+        fused_softmax=efficiency.fused_softmax(t.framework),
     )
     memory = (lin.memory + elementwise) / hbm
     fused = efficiency.fused_elementwise(t.framework, t.compile)
@@ -517,6 +518,8 @@ def step_costs(
                 gemm + attention + memory_bound,
                 accumulation,
                 t.checkpointed_fraction(arch.layers),
+                pp,
+                v,
             ),
             assumptions.comm_overlap,
         )
